@@ -1,0 +1,57 @@
+#define _POSIX_C_SOURCE 200809L
+#include "cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#include <time.h>
+
+int mlr_cli_usage_error(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "mlaref %s: ", cmd);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  return MLR_EXIT_USAGE;
+}
+
+int mlr_cli_opt(int argc, char **argv, int *i, const char *name, const char **value) {
+  const char *a = argv[*i];
+  size_t len = strlen(name);
+  if (strncmp(a, "--", 2) != 0 || strncmp(a + 2, name, len) != 0) return 0;
+  if (a[2 + len] == '=') { *value = a + 3 + len; return 1; }
+  if (a[2 + len] != '\0') return 0;
+  if (*i + 1 >= argc) return -1;
+  *value = argv[++*i];
+  return 1;
+}
+
+int mlr_cli_parse_u64(const char *s, uint64_t *out) {
+  if (!s || !*s || *s == '-') return -1;
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 0);
+  if (errno || *end) return -1;
+  *out = v;
+  return 0;
+}
+
+int mlr_cli_parse_double(const char *s, double *out) {
+  if (!s || !*s) return -1;
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end); /* accepts decimal and hex floats, inf, nan */
+  if (*end || (errno == ERANGE && v != 0.0 && (v == HUGE_VAL || v == -HUGE_VAL))) return -1;
+  *out = v;
+  return 0;
+}
+
+double mlr_cli_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}

@@ -1,0 +1,38 @@
+/* mlaref: deterministic reference model and checking toolkit for fp8 MLA decode kernels. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void usage(FILE *out) {
+  fputs("usage: mlaref [COMMAND [ARGS]]\n"
+        "  (no command)            the main job: selfcheck on the embedded defaults\n"
+        "  selfcheck               formats, pmath and rng self-check with a summary\n"
+        "  formats info            the contract of every number format\n"
+        "  formats boundaries --format F --overflow O [--rounding rne|rtz]\n"
+        "                          every binary32 pattern at which the encoded code changes\n"
+        "  formats encode --format F [--overflow O] [--rounding R] [--rbits N] VALUE...\n"
+        "  formats decode --format F CODE...\n"
+        "  bench formats [--n N]   conversion and random-variate throughput on one core\n"
+        "  version\n"
+        "exit status: 0 success, 1 a check failed, 2 bad input\n",
+        out);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) return mlr_cmd_selfcheck(0, NULL);
+  const char *cmd = argv[1];
+  if (strcmp(cmd, "selfcheck") == 0) return mlr_cmd_selfcheck(argc - 2, argv + 2);
+  if (strcmp(cmd, "formats") == 0) return mlr_cmd_formats(argc - 2, argv + 2);
+  if (strcmp(cmd, "bench") == 0) return mlr_cmd_bench(argc - 2, argv + 2);
+  if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+    printf("mlaref %s\n", MLAREF_VERSION);
+    return MLR_EXIT_OK;
+  }
+  if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+    usage(stdout);
+    return MLR_EXIT_OK;
+  }
+  fprintf(stderr, "mlaref: unknown command '%s' (valid: selfcheck|formats|bench|version|help)\n", cmd);
+  return MLR_EXIT_USAGE;
+}

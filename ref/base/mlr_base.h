@@ -1,0 +1,56 @@
+/* mlr_base.h: what every mlaref module shares: the host/device qualifier, bit casts and
+ * the documented status codes. Usable from C11, C++ and HIP/CUDA device code. */
+#ifndef MLR_BASE_H
+#define MLR_BASE_H
+
+#include <stdint.h>
+#include <string.h>
+
+/* MLR_HD marks scalar functions that the GPU kernels share with the CPU model: the same
+ * source gives the same bits on both (DESIGN.md, determinism rules). */
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define MLR_HD __host__ __device__
+#else
+#define MLR_HD
+#endif
+
+/* MLR_SIMD_CLONES: build a bulk kernel for AVX2 and for baseline x86-64, picked at load
+ * time. The clones run the same IEEE operations in the same order per element (contraction
+ * is off, so no FMA is formed), so they give the same bits; the tests compare every
+ * bulk kernel with its scalar twin. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__CUDACC__) && !defined(__HIPCC__)
+#define MLR_SIMD_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define MLR_SIMD_CLONES
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+MLR_HD static inline uint32_t mlr_f32_bits(float x) { uint32_t u; memcpy(&u, &x, 4); return u; }
+MLR_HD static inline float mlr_bits_f32(uint32_t u) { float x; memcpy(&x, &u, 4); return x; }
+MLR_HD static inline uint64_t mlr_f64_bits(double x) { uint64_t u; memcpy(&u, &x, 8); return u; }
+MLR_HD static inline double mlr_bits_f64(uint64_t u) { double x; memcpy(&x, &u, 8); return x; }
+
+/* Status codes returned by every library function that can fail. The library never exits
+ * and never prints; the command turns a status into one line and an exit code. */
+typedef enum mlr_status {
+  MLR_OK = 0,             /* success */
+  MLR_EINVAL = 1,         /* an argument is out of its documented range */
+  MLR_EFORMAT = 2,        /* unknown number format */
+  MLR_EROUNDING = 3,      /* unknown rounding mode, or a mode the operation does not support */
+  MLR_EOVERFLOW_MODE = 4, /* unknown overflow mode */
+  MLR_ENOMEM = 5,         /* an allocation failed */
+  MLR_ERANGE = 6,         /* a size or index computation would overflow */
+  MLR_EIO = 7,            /* a file could not be read or written */
+  MLR_EPARSE = 8          /* malformed text input */
+} mlr_status;
+
+/* A short English description of a status; never NULL. */
+const char *mlr_status_str(mlr_status s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs everything mlaref needs to build and test, from Debian 12 packages only.
+# Safe to run again: apt-get skips what is already installed.
+set -euo pipefail
+pkgs=(
+  build-essential   # gcc 12 with OpenMP (libgomp)
+  cmake             # 3.25: presets with hidden building blocks, workflows
+  pkg-config
+  libmpfr-dev       # the oracle and the exhaustive checks of formats and pmath
+  libgmp-dev
+  libcriterion-dev  # test framework, run through CTest
+  libjansson-dev    # JSON (safetensors headers, reports): a well-kept library, not our own parser
+  libssl-dev        # SHA-256 (OpenSSL's EVP) for digests and recipe hashes
+)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+echo "setup: all packages present (${pkgs[*]})"
