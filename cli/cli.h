@@ -24,5 +24,8 @@ double mlr_cli_now(void);
 int mlr_cmd_formats(int argc, char **argv);
 int mlr_cmd_bench(int argc, char **argv);
 int mlr_cmd_selfcheck(int argc, char **argv);
+int mlr_cmd_gen(int argc, char **argv);
+int mlr_cmd_suite(int argc, char **argv);
+int mlr_cmd_inputs(int argc, char **argv);
 
 #endif

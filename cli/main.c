@@ -13,6 +13,14 @@ static void usage(FILE *out) {
         "                          every binary32 pattern at which the encoded code changes\n"
         "  formats encode --format F [--overflow O] [--rounding R] [--rbits N] VALUE...\n"
         "  formats decode --format F CODE...\n"
+        "  gen --shape SPEC --out FILE | --suite NAME --out DIR [--max-memory GB]\n"
+        "                          inputs as the amd-mixed-mla task makes them (.safetensors)\n"
+        "                          SPEC: bs=B,kv=L | lens=L1:L2:..., [q=1..4] [page=P] [seed=S]\n"
+        "                          [dist=normal|scaled:S|t3|outliers:P|perhead] [fmt=e4m3|e4m3fnuz|bf16] [bf16kv=1]\n"
+        "  suite list | suite show NAME\n"
+        "  inputs check FILE [--allow-nonfinite]   check a file against the input contract\n"
+        "  inputs pack --out FILE NAME=F.npy:DTYPE... [--meta K=V]   .npy files into .safetensors\n"
+        "  inputs unpack FILE --dir DIR            every tensor to DIR/NAME.npy\n"
         "  bench formats [--n N]   conversion and random-variate throughput on one core\n"
         "  version\n"
         "exit status: 0 success, 1 a check failed, 2 bad input\n",
@@ -25,6 +33,9 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "selfcheck") == 0) return mlr_cmd_selfcheck(argc - 2, argv + 2);
   if (strcmp(cmd, "formats") == 0) return mlr_cmd_formats(argc - 2, argv + 2);
   if (strcmp(cmd, "bench") == 0) return mlr_cmd_bench(argc - 2, argv + 2);
+  if (strcmp(cmd, "gen") == 0) return mlr_cmd_gen(argc - 2, argv + 2);
+  if (strcmp(cmd, "suite") == 0) return mlr_cmd_suite(argc - 2, argv + 2);
+  if (strcmp(cmd, "inputs") == 0) return mlr_cmd_inputs(argc - 2, argv + 2);
   if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
     printf("mlaref %s\n", MLAREF_VERSION);
     return MLR_EXIT_OK;
@@ -33,6 +44,6 @@ int main(int argc, char **argv) {
     usage(stdout);
     return MLR_EXIT_OK;
   }
-  fprintf(stderr, "mlaref: unknown command '%s' (valid: selfcheck|formats|bench|version|help)\n", cmd);
+  fprintf(stderr, "mlaref: unknown command '%s' (valid: selfcheck|formats|gen|suite|inputs|bench|version|help)\n", cmd);
   return MLR_EXIT_USAGE;
 }

@@ -279,8 +279,8 @@ Test(formats, validation_and_status_codes) {
   cr_assert_eq(mlr_overflow_parse("saturate", &ov), MLR_EOVERFLOW_MODE);
   cr_assert_null(mlr_format_name((mlr_format)6));
   /* every status has its own description */
-  for (int a = 0; a <= MLR_EPARSE; a++)
-    for (int b = a + 1; b <= MLR_EPARSE; b++)
+  for (int a = 0; a <= MLR_ECONTRACT; a++)
+    for (int b = a + 1; b <= MLR_ECONTRACT; b++)
       cr_assert_str_neq(mlr_status_str((mlr_status)a), mlr_status_str((mlr_status)b));
 }
 
@@ -310,4 +310,21 @@ Test(formats, boundaries_known_lines) {
   cr_assert_eq(P[1], mlr_f32_bits(0x1p-9f));
   free(P);
   free(C);
+}
+
+/* The binary64 -> bf16 fast path equals the generic encoder, on random binary64 patterns and
+ * on values next to bf16 midpoints with sticky bits below binary32's reach. */
+Test(formats, bf16_fast_path_matches_generic) {
+  for (uint64_t i = 0; i < 4000000; i++) {
+    const uint64_t w = mlr_rng_bits(31, 5, 0, i);
+    double x = mlr_bits_f64(w);
+    if (i % 2) { /* a bf16 midpoint in the normal range, nudged by a few binary64 ulps */
+      const uint64_t mid = ((w >> 20) & 0x7FFFull) << 45 | (1ull << 44);
+      x = mlr_bits_f64((mid + (uint64_t)(1023 - 127) * (1ull << 52)) ^ (w & (1ull << 63)));
+      x = (i % 4 == 1) ? nextafter(x, 0.0) : (i % 8 == 3) ? nextafter(x, INFINITY) : x;
+    }
+    for (int o = 0; o < 3; o++)
+      cr_assert_eq(mlr_encode_f64(x, MLR_FMT_BF16, MLR_RND_NEAREST_EVEN, (mlr_overflow)o, 0),
+                   mlr__encode_f64_generic(x, MLR_FMT_BF16, MLR_RND_NEAREST_EVEN, (mlr_overflow)o, 0), "x=%a ovf %d", x, o);
+  }
 }

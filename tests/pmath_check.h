@@ -9,30 +9,45 @@
 
 typedef int (*mpfr_fn)(mpfr_t, const mpfr_t, mpfr_rnd_t);
 
-/* The binary64 values below and above f(x), from MPFR at 200 bits (enough: none of these
- * functions has a binary64 worst case needing more than about 120 bits). */
+/* The values of the format below and above f(x), from MPFR at 200 bits (enough: none of
+ * these functions has a binary64 worst case needing more than about 120 bits). The ends are
+ * evaluated with directed rounding, so an overflow or underflow inside MPFR's exponent range
+ * gives its largest or smallest number, never a premature Inf or 0; the range is widened to
+ * MPFR's maximum first (the default, 2^30, is exceeded by e^x for binary32 x >= 2^30). */
+static inline void mpfr_wide_range(void) {
+  mpfr_set_emax(mpfr_get_emax_max());
+  mpfr_set_emin(mpfr_get_emin_min());
+}
+
+/* lo, hi = f(a) rounded down and up, at 200 bits */
+static inline void mpfr_eval_both(mpfr_fn f, const mpfr_t a, mpfr_t lo, mpfr_t hi) {
+  mpfr_wide_range();
+  mpfr_init2(lo, 200);
+  mpfr_init2(hi, 200);
+  f(lo, a, MPFR_RNDD);
+  f(hi, a, MPFR_RNDU);
+}
+
 static inline void mpfr_bracket64(mpfr_fn f, double x, double *lo, double *hi) {
-  mpfr_t a, r;
+  mpfr_t a, l, h;
+  mpfr_wide_range();
   mpfr_init2(a, 64);
-  mpfr_init2(r, 200);
   mpfr_set_d(a, x, MPFR_RNDN);
-  f(r, a, MPFR_RNDN);
-  *lo = mpfr_get_d(r, MPFR_RNDD);
-  *hi = mpfr_get_d(r, MPFR_RNDU);
-  mpfr_clear(a);
-  mpfr_clear(r);
+  mpfr_eval_both(f, a, l, h);
+  *lo = mpfr_get_d(l, MPFR_RNDD);
+  *hi = mpfr_get_d(h, MPFR_RNDU);
+  mpfr_clears(a, l, h, (mpfr_ptr)0);
 }
 
 static inline void mpfr_bracket32(mpfr_fn f, float x, float *lo, float *hi) {
-  mpfr_t a, r;
+  mpfr_t a, l, h;
+  mpfr_wide_range();
   mpfr_init2(a, 64);
-  mpfr_init2(r, 200);
   mpfr_set_flt(a, x, MPFR_RNDN);
-  f(r, a, MPFR_RNDN);
-  *lo = mpfr_get_flt(r, MPFR_RNDD);
-  *hi = mpfr_get_flt(r, MPFR_RNDU);
-  mpfr_clear(a);
-  mpfr_clear(r);
+  mpfr_eval_both(f, a, l, h);
+  *lo = mpfr_get_flt(l, MPFR_RNDD);
+  *hi = mpfr_get_flt(h, MPFR_RNDU);
+  mpfr_clears(a, l, h, (mpfr_ptr)0);
 }
 
 static inline uint64_t bits64(double x) { uint64_t u; memcpy(&u, &x, 8); return u; }

@@ -44,7 +44,8 @@ typedef enum mlr_status {
   MLR_ENOMEM = 5,         /* an allocation failed */
   MLR_ERANGE = 6,         /* a size or index computation would overflow */
   MLR_EIO = 7,            /* a file could not be read or written */
-  MLR_EPARSE = 8          /* malformed text input */
+  MLR_EPARSE = 8,         /* malformed input: text, or a file's structure */
+  MLR_ECONTRACT = 9       /* well-formed input that breaks the input contract (names, shapes, values) */
 } mlr_status;
 
 /* A short English description of a status; never NULL. */

@@ -11,6 +11,7 @@ const char *mlr_status_str(mlr_status s) {
   case MLR_ERANGE: return "size arithmetic would overflow";
   case MLR_EIO: return "input/output error";
   case MLR_EPARSE: return "malformed input";
+  case MLR_ECONTRACT: return "input breaks the input contract";
   }
   return "unknown status";
 }

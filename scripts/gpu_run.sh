@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Builds the GPU code and runs every GPU test and benchmark on a machine with an NVIDIA GPU
+# (nvcc, PyTorch), in one go; results go to $OUT (default ./gpu-out). Needs no CMake: the CLI
+# is built with gcc and the project's determinism flags, the probes with nvcc.
+#   1. bit identity: digests of formats, pmath and rng over binary32 inputs on the GPU, against
+#      tests/data/bits_digests.txt (made on the CPU) and against this machine's CPU (all 2^32);
+#   2. PyTorch agreement of every conversion over all 2^32 binary32 inputs.
+# Without a GPU it exits 77 (CTest's "skipped"), unless MLAREF_REQUIRE_GPU=1 makes that a failure.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  if [ "${MLAREF_REQUIRE_GPU:-0}" = 1 ]; then echo "gpu_run: no NVIDIA GPU found and MLAREF_REQUIRE_GPU=1" >&2; exit 1; fi
+  echo "gpu_run: skipped: no NVIDIA GPU on this machine (nvidia-smi -L failed); set MLAREF_REQUIRE_GPU=1 to make this an error"
+  exit 77
+fi
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+FP="-ffp-contract=off -fno-fast-math -fexcess-precision=standard -fno-math-errno"
+status=0
+{
+  echo "== machine"; date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; "$NVCC" --version | tail -1
+  echo "== build"
+  gcc -O3 -std=c11 $FP -fopenmp -I. -DMLAREF_VERSION='"gpu-run"' cli/*.c ref/base/status.c ref/formats/formats.c \
+      fixtures/rng/rng.c -fno-trapping-math -lm -o /tmp/mlaref || exit 1
+  "$NVCC" -O3 -std=c++17 -arch=sm_90 -fmad=false -prec-div=true -prec-sqrt=true -ftz=false \
+      -Xcompiler -ffp-contract=off,-fno-fast-math,-fno-math-errno,-fopenmp -I. gpu/probes/bits_digest.cu -o /tmp/bits_digest -lgomp || exit 1
+  echo "== bit identity (GPU vs tests/data/bits_digests.txt, GPU vs CPU on all 2^32)"
+  /tmp/bits_digest > "$OUT/digests_gpu.txt" 2> "$OUT/digests_full.txt"; rc=$?
+  cat "$OUT/digests_full.txt"
+  if diff "$OUT/digests_gpu.txt" tests/data/bits_digests.txt; then echo "stride-7 digests: GPU = committed CPU digests"
+  else echo "stride-7 digests DIFFER from tests/data/bits_digests.txt"; status=1; fi
+  [ $rc -eq 0 ] && echo "all-2^32 digests: GPU = CPU" || { echo "all-2^32 digests DIFFER"; status=1; }
+  echo "== PyTorch conversions (all 2^32 inputs on cuda, every 16th on cpu)"
+  python3 scripts/gpu/torch_formats_check.py /tmp/mlaref || status=1
+  echo "== status $status"
+  exit $status
+} 2>&1 | tee "$OUT/gpu_run.log"
+exit ${PIPESTATUS[0]}
