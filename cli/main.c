@@ -33,9 +33,11 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "selfcheck") == 0) return mlr_cmd_selfcheck(argc - 2, argv + 2);
   if (strcmp(cmd, "formats") == 0) return mlr_cmd_formats(argc - 2, argv + 2);
   if (strcmp(cmd, "bench") == 0) return mlr_cmd_bench(argc - 2, argv + 2);
+#ifndef MLAREF_FORMATS_ONLY /* scripts/gpu_run.sh builds a CLI without the fixtures (no jansson there) */
   if (strcmp(cmd, "gen") == 0) return mlr_cmd_gen(argc - 2, argv + 2);
   if (strcmp(cmd, "suite") == 0) return mlr_cmd_suite(argc - 2, argv + 2);
   if (strcmp(cmd, "inputs") == 0) return mlr_cmd_inputs(argc - 2, argv + 2);
+#endif
   if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
     printf("mlaref %s\n", MLAREF_VERSION);
     return MLR_EXIT_OK;

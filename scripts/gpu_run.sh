@@ -21,7 +21,8 @@ status=0
 {
   echo "== machine"; date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; "$NVCC" --version | tail -1
   echo "== build"
-  gcc -O3 -std=c11 $FP -fopenmp -I. -DMLAREF_VERSION='"gpu-run"' cli/*.c ref/base/status.c ref/formats/formats.c \
+  gcc -O3 -std=c11 $FP -fopenmp -I. -DMLAREF_VERSION='"gpu-run"' -DMLAREF_FORMATS_ONLY \
+      cli/main.c cli/cli_util.c cli/cmd_formats.c cli/cmd_selfcheck.c cli/cmd_bench.c ref/base/status.c ref/formats/formats.c \
       fixtures/rng/rng.c -fno-trapping-math -lm -o /tmp/mlaref || exit 1
   "$NVCC" -O3 -std=c++17 -arch=sm_90 -fmad=false -prec-div=true -prec-sqrt=true -ftz=false \
       -Xcompiler -ffp-contract=off,-fno-fast-math,-fno-math-errno,-fopenmp -I. gpu/probes/bits_digest.cu -o /tmp/bits_digest -lgomp || exit 1
@@ -33,6 +34,13 @@ status=0
   [ $rc -eq 0 ] && echo "all-2^32 digests: GPU = CPU" || { echo "all-2^32 digests DIFFER"; status=1; }
   echo "== PyTorch conversions (all 2^32 inputs on cuda, every 16th on cpu)"
   python3 scripts/gpu/torch_formats_check.py /tmp/mlaref || status=1
+  echo "== mlaref files in PyTorch and numpy; the task's quantize_fp8 on CUDA (inputs from \$MLAREF_GPU_DATA)"
+  DATA=${MLAREF_GPU_DATA:-.gpu-data}
+  if [ ! -d "$DATA" ]; then  # make them here when the machine can build the full CLI (jansson)
+    mkdir -p "$DATA" && ./build/default/mlaref gen --suite edge --out "$DATA" >/dev/null 2>&1 || echo "no inputs in $DATA: skipped"
+  fi
+  [ -d "$DATA" ] && { python3 scripts/gpu/torch_fixtures_check.py "$DATA" || status=1; }
+  python3 scripts/gpu/make_torch_testdata.py "$OUT/torch_written.safetensors" || status=1
   echo "== status $status"
   exit $status
 } 2>&1 | tee "$OUT/gpu_run.log"

@@ -84,6 +84,53 @@ Test(cli, bad_input_exits_2_with_one_line) {
   bad("bench formats --n 12", "--n must be");
   bad("bench nothing", "valid: formats");
   bad("selfcheck extra", "takes none");
+  bad("gen --shape bs=4 --out /tmp/mlr_cli_never.safetensors", "needs bs= and kv=");
+  bad("gen --out /tmp/mlr_cli_never.safetensors", "give exactly one of --shape SPEC or --suite NAME");
+  bad("gen --shape bs=1,kv=1", "missing --out");
+  bad("gen --suite nope --out /tmp", "unknown suite 'nope' (valid: bench|test|edge|nightly)");
+  bad("gen --suite edge --out /tmp/mlr_cli_no_such_dir", "is not an existing folder");
+  bad("gen --shape bs=256,kv=8192 --out /tmp/mlr_cli_never.safetensors --max-memory 0.5", "more than the 0.5 GB allowed");
+  bad("gen --shape bs=1,kv=1 --out /tmp/mlr_cli_no_such_dir/x.safetensors", "cannot create a temporary file");
+  bad("suite show nope", "unknown suite 'nope'");
+  bad("suite", "usage: suite list | suite show NAME");
+  bad("inputs check /tmp/mlr_cli_no_such_file.safetensors", "cannot open");
+  bad("inputs frob", "valid: check|pack|unpack");
+  bad("inputs pack --out /tmp/mlr_cli_never.safetensors q=x.npy:zz", "not NAME=FILE.npy:DTYPE");
+  cr_assert_neq(access("/tmp/mlr_cli_never.safetensors", F_OK), 0, "nothing is written on failure");
+}
+
+Test(cli, gen_check_unpack_pack) {
+  char *o, *e;
+  cr_assert_eq(system("rm -rf /tmp/mlr_cli_gen && mkdir -p /tmp/mlr_cli_gen/npy"), 0);
+  cr_assert_eq(run("gen --shape lens=3:40,q=2,page=16,seed=7,bf16kv=1 --out /tmp/mlr_cli_gen/a.safetensors", &o, &e), 0, "%s", e);
+  free(o); free(e);
+  cr_assert_eq(run("inputs check /tmp/mlr_cli_gen/a.safetensors", &o, &e), 0, "%s", e);
+  cr_assert(strstr(o, "conforms: T=4 H=16 B=2 kv rows=64 page=16 kv=e4m3"), "%s", o);
+  free(o); free(e);
+  cr_assert_eq(run("inputs unpack /tmp/mlr_cli_gen/a.safetensors --dir /tmp/mlr_cli_gen/npy", &o, &e), 0, "%s", e);
+  free(o); free(e);
+  cr_assert_eq(run("inputs pack --out /tmp/mlr_cli_gen/b.safetensors --meta mlaref.page_size=16 "
+                   "q=/tmp/mlr_cli_gen/npy/q.npy:bf16 kv=/tmp/mlr_cli_gen/npy/kv.npy:e4m3 "
+                   "kv_scale=/tmp/mlr_cli_gen/npy/kv_scale.npy:f32 qo_indptr=/tmp/mlr_cli_gen/npy/qo_indptr.npy:i32 "
+                   "kv_indptr=/tmp/mlr_cli_gen/npy/kv_indptr.npy:i32 kv_indices=/tmp/mlr_cli_gen/npy/kv_indices.npy:i32 "
+                   "kv_last_page_len=/tmp/mlr_cli_gen/npy/kv_last_page_len.npy:i32", &o, &e), 0, "%s", e);
+  free(o); free(e);
+  cr_assert_eq(run("inputs check /tmp/mlr_cli_gen/b.safetensors", &o, &e), 0, "%s", e);
+  cr_assert(strstr(o, "conforms: T=4 H=16 B=2 kv rows=64 page=16 kv=e4m3"), "%s", o);
+  free(o); free(e);
+  /* the same tensors: compare the kv bytes of both files through unpack */
+  cr_assert_eq(system("mkdir -p /tmp/mlr_cli_gen/npy2 && " MLAREF_BIN " inputs unpack /tmp/mlr_cli_gen/b.safetensors --dir /tmp/mlr_cli_gen/npy2 >/dev/null"
+                      " && cmp /tmp/mlr_cli_gen/npy/kv.npy /tmp/mlr_cli_gen/npy2/kv.npy && cmp /tmp/mlr_cli_gen/npy/q.npy /tmp/mlr_cli_gen/npy2/q.npy"), 0);
+  /* a contract violation found by check: exit 2, one line naming file and tensor */
+  cr_assert_eq(run("inputs pack --out /tmp/mlr_cli_gen/c.safetensors q=/tmp/mlr_cli_gen/npy/q.npy:bf16", &o, &e), 0);
+  free(o); free(e);
+  cr_assert_eq(run("inputs check /tmp/mlr_cli_gen/c.safetensors", &o, &e), 2);
+  cr_assert(strstr(e, "/tmp/mlr_cli_gen/c.safetensors: missing tensor 'kv'"), "%s", e);
+  free(o); free(e);
+  cr_assert_eq(run("suite show bench", &o, &e), 0);
+  cr_assert(strstr(o, "bs256_kv8k   bs=256,kv=8192,q=1,page=1,seed=9826,dist=normal,fmt=e4m3"), "%s", o);
+  free(o); free(e);
+  cr_assert_eq(system("rm -rf /tmp/mlr_cli_gen"), 0);
 }
 
 Test(cli, encode_decode) {
