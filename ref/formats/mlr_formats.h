@@ -194,21 +194,25 @@ MLR_HD static inline uint32_t mlr__encode_f64_generic(double x, mlr_format f, ml
   return (uint32_t)code | sgn;
 }
 
+/* binary64 -> bf16, nearest even, for the bf16 normal range 2^-126 <= |x| < 2^128 without
+ * overflow: round-half-even at bit 45 of the binary64 pattern (7 fraction bits kept), a carry
+ * moving into the exponent, then rebias 1023 -> 127. Returns 1 and the code when it applies, 0
+ * otherwise (the generic path then decides). Branch-free, so loops over it vectorise.
+ * tests/formats.c compares it with the generic path on random binary64 inputs. */
+MLR_HD static inline int mlr__encode_f64_bf16_fast(double x, uint32_t *code) {
+  const uint64_t b = mlr_f64_bits(x), a = b & ~(1ull << 63);
+  const uint64_t c = ((a + ((1ull << 44) - 1u) + ((a >> 45) & 1u)) >> 45) - ((uint64_t)(1023 - 127) << 7);
+  *code = (uint32_t)c | ((b >> 63) ? 0x8000u : 0u);
+  return (a >= (uint64_t)(1023 - 126) << 52) & (a < (uint64_t)(1023 + 128) << 52) & (c <= 0x7F7Fu); /* no short circuit */
+}
+
 /** Encode a binary64 value: one rounding from binary64 straight to the format (no detour
  *  through binary32, so no double rounding). rbits is read only by MLR_RND_STOCHASTIC. */
 MLR_HD static inline uint32_t mlr_encode_f64(double x, mlr_format f, mlr_rounding rnd, mlr_overflow ovf,
                                              uint32_t rbits) {
-  if (f == MLR_FMT_BF16 && rnd == MLR_RND_NEAREST_EVEN && ovf != MLR_OVF_LEGACY) {
-    /* bf16 normal range, 2^-126 <= |x| < 2^128: round-half-even at bit 45 of the binary64
-     * pattern (7 fraction bits kept), a carry moving into the exponent, then rebias 1023 -> 127.
-     * A carry past the largest finite, legacy mode, and every other input take the generic path.
-     * tests/formats.c compares this path with the generic one on random binary64 inputs. */
-    const uint64_t b = mlr_f64_bits(x), a = b & ~(1ull << 63);
-    if (a >= (uint64_t)(1023 - 126) << 52 && a < (uint64_t)(1023 + 128) << 52) {
-      const uint64_t code = ((a + ((1ull << 44) - 1u) + ((a >> 45) & 1u)) >> 45) - ((uint64_t)(1023 - 127) << 7);
-      if (code <= 0x7F7Fu) return (uint32_t)code | ((b >> 63) ? 0x8000u : 0u);
-    }
-  }
+  uint32_t code; /* legacy mode tests |x| > max before rounding: only the generic path does that */
+  if (f == MLR_FMT_BF16 && rnd == MLR_RND_NEAREST_EVEN && ovf != MLR_OVF_LEGACY && mlr__encode_f64_bf16_fast(x, &code))
+    return code;
   return mlr__encode_f64_generic(x, f, rnd, ovf, rbits);
 }
 
