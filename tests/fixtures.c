@@ -382,3 +382,49 @@ Test(fixtures, suites_are_valid) {
       mlr_gen_spec_free(&s2);
     }
 }
+
+/* The Q distributions against their definitions (mlr_gen.h): scaled and outliers exactly,
+ * t3 and perhead by their tails and spreads (fixed seeds; bounds of about 6 standard errors). */
+Test(fixtures, q_distributions) {
+  mlr_tensor_file tf;
+  const uint64_t seed = 77;
+  const size_t n = 64 * 16 * 576;
+  gen("bs=64,kv=1,seed=77,dist=scaled:0.02", &tf);
+  const uint16_t *q = data(&tf, "q");
+  for (size_t i = 0; i < n; i += 97)
+    cr_assert_eq(q[i], mlr_encode_f64(0.02 * mlr_rng_normal(seed, MLR_TENSOR_Q, 0, i), MLR_FMT_BF16, MLR_RND_NEAREST_EVEN, MLR_OVF_NONSAT, 0));
+  mlr_tf_free(&tf);
+  gen("bs=64,kv=1,seed=77,dist=outliers:0.001", &tf);
+  q = data(&tf, "q");
+  size_t outliers = 0;
+  for (size_t i = 0; i < n; i++) {
+    const double z = mlr_rng_normal(seed, MLR_TENSOR_Q, 0, i);
+    const int is_out = mlr_rng_uniform(seed, MLR_TENSOR_Q, 1, i) < 0.001;
+    const double f = is_out ? 10.0 + 90.0 * mlr_rng_uniform(seed, MLR_TENSOR_Q, 2, i) : 1.0;
+    outliers += is_out;
+    cr_assert_eq(q[i], mlr_encode_f64(z * f, MLR_FMT_BF16, MLR_RND_NEAREST_EVEN, MLR_OVF_NONSAT, 0), "element %zu", i);
+  }
+  cr_assert(fabs((double)outliers / n - 0.001) < 6 * sqrt(0.001 / n), "outlier fraction %g", (double)outliers / n);
+  mlr_tf_free(&tf);
+  gen("bs=64,kv=1,seed=77,dist=t3", &tf);
+  q = data(&tf, "q");
+  size_t beyond4 = 0;
+  for (size_t i = 0; i < n; i++) beyond4 += fabsf(mlr_decode(MLR_FMT_BF16, q[i])) > 4.0f;
+  const double p4 = 0.02800535; /* P(|T3| > 4) = 2 * (1 - F_t3(4)) */
+  cr_assert(fabs((double)beyond4 / n - p4) < 6 * sqrt(p4 / n), "t3 tail fraction %g, want %g", (double)beyond4 / n, p4);
+  mlr_tf_free(&tf);
+  gen("bs=64,kv=1,seed=77,dist=perhead", &tf);
+  q = data(&tf, "q");
+  for (int h = 0; h < 16; h++) {
+    double s2 = 0;
+    size_t m = 0;
+    for (size_t t = 0; t < 64; t++)
+      for (size_t d = 0; d < 576; d++, m++) {
+        const double v = mlr_decode(MLR_FMT_BF16, q[(t * 16 + (size_t)h) * 576 + d]);
+        s2 += v * v;
+      }
+    const double want = exp2(((double)h - 7.5) / 3.75), sd = sqrt(s2 / (double)m);
+    cr_assert(fabs(sd / want - 1.0) < 6 * sqrt(0.5 / (double)m), "head %d: sd %g, want %g", h, sd, want);
+  }
+  mlr_tf_free(&tf);
+}
