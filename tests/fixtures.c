@@ -429,3 +429,20 @@ Test(fixtures, q_distributions) {
   }
   mlr_tf_free(&tf);
 }
+
+/* Large shapes quantize in place (the bf16 buffer becomes the kv tensor); with kv_bf16 kept
+ * they use a separate buffer. Both must give the same kv bytes (75 MB of bf16 here, above the
+ * 64 MiB at which buffers are mapped). */
+Test(fixtures, inplace_quantization_matches) {
+  mlr_tensor_file a, b;
+  omp_set_num_threads(2);
+  gen("bs=8,kv=8192,seed=31", &a);
+  gen("bs=8,kv=8192,seed=31,bf16kv=1", &b);
+  const mlr_tensor *ka = mlr_tf_find(&a, "kv"), *kb = mlr_tf_find(&b, "kv");
+  cr_assert(ka->mapped, "the in-place path must have run");
+  cr_assert_eq(ka->nbytes, kb->nbytes);
+  cr_assert(!memcmp(ka->data, kb->data, ka->nbytes), "in-place and separate quantization differ");
+  cr_assert_eq(*(const float *)data(&a, "kv_scale"), *(const float *)data(&b, "kv_scale"));
+  mlr_tf_free(&a);
+  mlr_tf_free(&b);
+}

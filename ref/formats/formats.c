@@ -3,9 +3,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 static const char *const fmt_names[MLR_FMT_COUNT] = {"e4m3", "e4m3fnuz", "e5m2", "e5m2fnuz", "bf16", "fp16"};
 static const char *const rnd_names[] = {"rne", "rtz", "sr"};
@@ -65,22 +62,6 @@ static mlr_status check_array_args(const void *dst, const void *src, size_t n, c
   return MLR_OK;
 }
 
-/* Parallel driver: contiguous static chunks, one per thread; every element is independent. */
-typedef void (*mlr__range_fn)(void *ctx, size_t i0, size_t i1);
-static void parallel_ranges(size_t n, mlr__range_fn fn, void *ctx) {
-  if (n <= 65536) { fn(ctx, 0, n); return; }
-#pragma omp parallel
-  {
-    size_t nt = 1, t = 0;
-#ifdef _OPENMP
-    nt = (size_t)omp_get_num_threads();
-    t = (size_t)omp_get_thread_num();
-#endif
-    const size_t per = (n + nt - 1) / nt, i0 = t * per < n ? t * per : n, i1 = i0 + per < n ? i0 + per : n;
-    if (i0 < i1) fn(ctx, i0, i1);
-  }
-}
-
 typedef struct enc_ctx {
   void *dst;
   const void *src;
@@ -132,7 +113,7 @@ mlr_status mlr_encode_f32_array(void *dst, const float *src, size_t n, const mlr
   mlr_status st = check_array_args(dst, src, n, o, rbits);
   if (st != MLR_OK) return st;
   enc_ctx c = {dst, src, *o, o->rounding == MLR_RND_STOCHASTIC ? rbits : NULL};
-  parallel_ranges(n, o->rounding == MLR_RND_NEAREST_EVEN ? enc_f32_rne_range : enc_generic_f32_range, &c);
+  mlr_parallel_ranges(n, 65536, o->rounding == MLR_RND_NEAREST_EVEN ? enc_f32_rne_range : enc_generic_f32_range, &c);
   return MLR_OK;
 }
 
@@ -141,7 +122,7 @@ mlr_status mlr_encode_f64_array(void *dst, const double *src, size_t n, const ml
   mlr_status st = check_array_args(dst, src, n, o, rbits);
   if (st != MLR_OK) return st;
   enc_ctx c = {dst, src, *o, o->rounding == MLR_RND_STOCHASTIC ? rbits : NULL};
-  parallel_ranges(n, enc_generic_f64_range, &c);
+  mlr_parallel_ranges(n, 65536, enc_generic_f64_range, &c);
   return MLR_OK;
 }
 
