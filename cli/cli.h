@@ -27,5 +27,6 @@ int mlr_cmd_selfcheck(int argc, char **argv);
 int mlr_cmd_gen(int argc, char **argv);
 int mlr_cmd_suite(int argc, char **argv);
 int mlr_cmd_inputs(int argc, char **argv);
+int mlr_cmd_recipe(int argc, char **argv);
 
 #endif

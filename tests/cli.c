@@ -78,7 +78,7 @@ Test(cli, bad_input_exits_2_with_one_line) {
   bad("formats boundaries --format e4m3 --bogus 1", "unknown option '--bogus'");
   bad("formats boundaries --format", "--format needs a value");
   bad("formats frobnicate", "valid: info|boundaries|encode|decode");
-  bad("frobnicate", "valid: selfcheck|formats|gen|suite|inputs|bench|version|help");
+  bad("frobnicate", "valid: selfcheck|formats|gen|suite|inputs|recipe|bench|version|help");
   bad("formats decode --format e4m3 0x100", "0..0xFF");
   bad("formats encode --format e4m3 abc", "is not a number");
   bad("bench formats --n 12", "--n must be");
@@ -96,6 +96,10 @@ Test(cli, bad_input_exits_2_with_one_line) {
   bad("inputs check /tmp/mlr_cli_no_such_file.safetensors", "cannot open");
   bad("inputs frob", "valid: check|pack|unpack");
   bad("inputs pack --out /tmp/mlr_cli_never.safetensors q=x.npy:zz", "not NAME=FILE.npy:DTYPE");
+  bad("recipe show nope", "neither a built-in recipe");
+  bad("recipe show fp32-seq --set qk.dot=fma", "--set qk.dot = 'fma' is not one of seq|nope_rope|exact");
+  bad("recipe show fp32-seq --set q.format=e4m3", "needs a scale policy");
+  bad("recipe", "usage: recipe list | recipe show");
   cr_assert_neq(access("/tmp/mlr_cli_never.safetensors", F_OK), 0, "nothing is written on failure");
 }
 

@@ -1,0 +1,88 @@
+/* mlr_recipe.h: the numerics contract of a kernel (DESIGN.md, "The recipe"): every choice that
+ * decides its output bits, as a struct, a text form and a canonical string with a SHA-256 hash.
+ *
+ * Text form: one `key = value` per line; '#' starts a comment; blank lines are ignored; keys may
+ * come in any order and each at most once; keys not given keep the value of the base recipe
+ * (`base = NAME` on the first line, default fp32-seq). Errors name file:line:column and list
+ * the valid values. The canonical string lists every numerics key in the fixed order of the key
+ * table, `key=value` joined by ';'; the recipe's name is not part of it, so the hash identifies
+ * the numerics, not the label. */
+#ifndef MLR_RECIPE_H
+#define MLR_RECIPE_H
+
+#include <stddef.h>
+
+#include "../base/mlr_base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { MLR_Q_BF16, MLR_Q_E4M3, MLR_Q_E4M3FNUZ } mlr_qfmt;                /* Q's format */
+typedef enum { MLR_QS_NONE, MLR_QS_STATIC, MLR_QS_DYNAMIC, MLR_QS_PER_HEAD, MLR_QS_PER_TOKEN } mlr_qscale;
+typedef enum { MLR_KVS_OPERAND, MLR_KVS_FOLDED } mlr_kvscale_at;               /* into K/V, or folded */
+typedef enum { MLR_OP_FP32, MLR_OP_FP16, MLR_OP_BF16, MLR_OP_FP8 } mlr_operand; /* fp8: the input's own */
+typedef enum { MLR_DOT_SEQ, MLR_DOT_NOPE_ROPE, MLR_DOT_EXACT } mlr_dot;          /* accumulation model */
+typedef enum { MLR_R_FP32, MLR_R_BF16 } mlr_rfmt;                                /* a rounded intermediate */
+typedef enum { MLR_EXP_E, MLR_EXP_2 } mlr_expbase;
+typedef enum { MLR_P_FP32, MLR_P_FP16, MLR_P_BF16, MLR_P_E4M3, MLR_P_E4M3FNUZ } mlr_pfmt;
+typedef enum { MLR_SPLIT_NONE, MLR_SPLIT_FIXED, MLR_SPLIT_AITER_V1 } mlr_split;
+typedef enum { MLR_MERGE_RUNNING, MLR_MERGE_GLOBAL, MLR_MERGE_AITER } mlr_merge;
+typedef enum { MLR_OUT_BF16, MLR_OUT_FP16, MLR_OUT_FP32 } mlr_outfmt;
+
+typedef struct mlr_recipe {
+  char name[64];
+  int q_format;          /* mlr_qfmt */
+  int q_scale;           /* mlr_qscale */
+  double q_absmax;       /* static policy: scale = absmax / format max */
+  int kv_scale_at;       /* mlr_kvscale_at */
+  int qk_operand;        /* mlr_operand: Q and K are converted to it before the QK product */
+  int qk_dot;            /* mlr_dot */
+  int qk_result;         /* mlr_rfmt: the dot's result format (bf16: a bf16 GEMM output) */
+  int logit_format;      /* mlr_rfmt: where the logit scale is applied */
+  int softmax_exp;       /* mlr_expbase: 2 means log2(e) folded into the logit scale */
+  int softmax_block;     /* tokens per online-softmax block; 0: one pass with the global max */
+  double softmax_clamp;  /* l and sums are clamped below at this (1e-12) */
+  int p_format;          /* mlr_pfmt: P's format before the PV product (fp8: unscaled) */
+  int pv_operand;        /* mlr_operand */
+  int pv_dot;            /* mlr_dot (nope_rope is not valid here) */
+  int split_rule;        /* mlr_split */
+  int split_count;       /* fixed rule: splits per batch */
+  int split_cus;         /* aiter_v1: compute units */
+  int split_max;         /* aiter_v1: most splits per batch */
+  int split_min_tokens;  /* aiter_v1: tokens per split at least (196) */
+  int split_align;       /* split lengths are multiples of this many tokens */
+  int partial_normalized;/* split partials stored as acc/l (1) or raw acc (0) */
+  int lse_base;          /* mlr_expbase of the stored log-sum-exp */
+  int merge_rule;        /* mlr_merge: running max, global max, or AITER's (running for 2-3) */
+  int out_format;        /* mlr_outfmt, rounded to nearest even */
+} mlr_recipe;
+
+/** Problems are reported in err (may be NULL) as one line. */
+typedef struct mlr_recipe_error {
+  char msg[512];
+} mlr_recipe_error;
+
+/** The built-in recipe of that name (a copy into *out): MLR_OK or MLR_EINVAL. */
+mlr_status mlr_recipe_builtin(const char *name, mlr_recipe *out);
+/** "triton-fp8-single|triton-fp8-split|aiter-a8w8-ps|aiter-a16w8-ps|aiter-bf16-np|torch-bmm-bf16|aiter-test-ref|fp32-seq" */
+const char *mlr_recipe_builtin_names(void);
+
+/** Parse the text form. source names it in messages (a file name). MLR_EPARSE on error. */
+mlr_status mlr_recipe_parse(const char *text, const char *source, mlr_recipe *out, mlr_recipe_error *err);
+/** Apply one "key=value" override (as --set does). */
+mlr_status mlr_recipe_set(mlr_recipe *r, const char *assignment, mlr_recipe_error *err);
+/** Check the combination of values (e.g. nope_rope is a QK model only). MLR_EINVAL with a reason. */
+mlr_status mlr_recipe_check(const mlr_recipe *r, mlr_recipe_error *err);
+
+/** The canonical string; returns its length (like snprintf). */
+size_t mlr_recipe_canonical(const mlr_recipe *r, char *buf, size_t n);
+/** The recipe's text form, one `key = value` per line, parseable by mlr_recipe_parse. */
+size_t mlr_recipe_text(const mlr_recipe *r, char *buf, size_t n);
+/** SHA-256 of the canonical string, as 64 lowercase hex digits and a NUL. */
+mlr_status mlr_recipe_hash(const mlr_recipe *r, char hex[65]);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

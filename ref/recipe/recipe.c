@@ -1,0 +1,324 @@
+/* Recipes: one key table drives parsing, --set, the text form and the canonical string. */
+#define _POSIX_C_SOURCE 200809L
+#include "mlr_recipe.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <openssl/evp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { K_ENUM, K_INT, K_DOUBLE } ktype;
+typedef struct key {
+  const char *name;
+  ktype type;
+  size_t off;
+  const char *values; /* K_ENUM: the names of values 0, 1, ... joined by '|' */
+  long lo, hi;        /* K_INT range */
+} key;
+
+#define OFF(f) offsetof(mlr_recipe, f)
+static const key KEYS[] = {
+  {"q.format", K_ENUM, OFF(q_format), "bf16|e4m3|e4m3fnuz", 0, 0},
+  {"q.scale", K_ENUM, OFF(q_scale), "none|static|dynamic|per_head|per_token", 0, 0},
+  {"q.absmax", K_DOUBLE, OFF(q_absmax), NULL, 0, 0},
+  {"kv.scale_at", K_ENUM, OFF(kv_scale_at), "operand|folded", 0, 0},
+  {"qk.operand", K_ENUM, OFF(qk_operand), "fp32|fp16|bf16|fp8", 0, 0},
+  {"qk.dot", K_ENUM, OFF(qk_dot), "seq|nope_rope|exact", 0, 0},
+  {"qk.result", K_ENUM, OFF(qk_result), "fp32|bf16", 0, 0},
+  {"logit.format", K_ENUM, OFF(logit_format), "fp32|bf16", 0, 0},
+  {"softmax.exp", K_ENUM, OFF(softmax_exp), "e|2", 0, 0},
+  {"softmax.block", K_INT, OFF(softmax_block), NULL, 0, 1 << 20},
+  {"softmax.clamp", K_DOUBLE, OFF(softmax_clamp), NULL, 0, 0},
+  {"p.format", K_ENUM, OFF(p_format), "fp32|fp16|bf16|e4m3|e4m3fnuz", 0, 0},
+  {"pv.operand", K_ENUM, OFF(pv_operand), "fp32|fp16|bf16|fp8", 0, 0},
+  {"pv.dot", K_ENUM, OFF(pv_dot), "seq|nope_rope|exact", 0, 0},
+  {"split.rule", K_ENUM, OFF(split_rule), "none|fixed|aiter_v1", 0, 0},
+  {"split.count", K_INT, OFF(split_count), NULL, 1, 1 << 16},
+  {"split.cus", K_INT, OFF(split_cus), NULL, 1, 1 << 16},
+  {"split.max", K_INT, OFF(split_max), NULL, 1, 1 << 16},
+  {"split.min_tokens", K_INT, OFF(split_min_tokens), NULL, 1, 1 << 20},
+  {"split.align", K_INT, OFF(split_align), NULL, 1, 1 << 20},
+  {"partial.normalized", K_ENUM, OFF(partial_normalized), "no|yes", 0, 0},
+  {"lse.base", K_ENUM, OFF(lse_base), "e|2", 0, 0},
+  {"merge.rule", K_ENUM, OFF(merge_rule), "running_max|global_max|aiter", 0, 0},
+  {"out.format", K_ENUM, OFF(out_format), "bf16|fp16|fp32", 0, 0},
+};
+#define NKEYS (sizeof KEYS / sizeof KEYS[0])
+
+static mlr_status rfail(mlr_recipe_error *err, mlr_status st, const char *fmt, ...) {
+  if (err) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+  }
+  return st;
+}
+
+/* the index of value v in "a|b|c", or -1 */
+static int enum_index(const char *values, const char *v, size_t vl) {
+  int i = 0;
+  for (const char *p = values;; i++) {
+    const char *bar = strchr(p, '|');
+    const size_t n = bar ? (size_t)(bar - p) : strlen(p);
+    if (n == vl && strncmp(p, v, vl) == 0) return i;
+    if (!bar) return -1;
+    p = bar + 1;
+  }
+}
+
+static const char *enum_name(const char *values, int idx, char *buf, size_t n) {
+  const char *p = values;
+  for (int i = 0; i < idx && p; i++) {
+    p = strchr(p, '|');
+    if (p) p++;
+  }
+  if (!p) return "?";
+  const char *bar = strchr(p, '|');
+  snprintf(buf, n, "%.*s", (int)(bar ? (size_t)(bar - p) : strlen(p)), p);
+  return buf;
+}
+
+static const key *find_key(const char *k, size_t kl) {
+  for (size_t i = 0; i < NKEYS; i++)
+    if (strlen(KEYS[i].name) == kl && strncmp(KEYS[i].name, k, kl) == 0) return &KEYS[i];
+  return NULL;
+}
+
+static const char *key_names(void) {
+  static char buf[512];
+  if (!buf[0])
+    for (size_t i = 0; i < NKEYS; i++) {
+      strcat(buf, KEYS[i].name);
+      if (i + 1 < NKEYS) strcat(buf, ", ");
+    }
+  return buf;
+}
+
+/* set key k from value text v; where prefixes messages ("file:line:col: " or "") */
+static mlr_status set_value(mlr_recipe *r, const key *k, const char *v, size_t vl, const char *where,
+                            mlr_recipe_error *err) {
+  char buf[64];
+  if (vl == 0 || vl >= sizeof buf) return rfail(err, MLR_EPARSE, "%s%s needs a value", where, k->name);
+  memcpy(buf, v, vl);
+  buf[vl] = 0;
+  char *field = (char *)r + k->off;
+  if (k->type == K_ENUM) {
+    const int i = enum_index(k->values, v, vl);
+    if (i < 0) return rfail(err, MLR_EPARSE, "%s%s = '%s' is not one of %s", where, k->name, buf, k->values);
+    *(int *)field = i;
+  } else if (k->type == K_INT) {
+    char *end;
+    errno = 0;
+    const long x = strtol(buf, &end, 10);
+    if (*end || errno || x < k->lo || x > k->hi)
+      return rfail(err, MLR_EPARSE, "%s%s = '%s' is not an integer in %ld..%ld", where, k->name, buf, k->lo, k->hi);
+    *(int *)field = (int)x;
+  } else {
+    char *end;
+    const double x = strtod(buf, &end);
+    if (*end || !isfinite(x) || x < 0.0)
+      return rfail(err, MLR_EPARSE, "%s%s = '%s' is not a finite number >= 0 (decimal or hex float)", where, k->name, buf);
+    *(double *)field = x;
+  }
+  return MLR_OK;
+}
+
+mlr_status mlr_recipe_set(mlr_recipe *r, const char *a, mlr_recipe_error *err) {
+  const char *eq = strchr(a, '=');
+  if (!eq) return rfail(err, MLR_EPARSE, "'%s' is not key=value (keys: %s)", a, key_names());
+  size_t kl = (size_t)(eq - a);
+  while (kl && isspace((unsigned char)a[kl - 1])) kl--;
+  const key *k = find_key(a, kl);
+  if (!k) return rfail(err, MLR_EPARSE, "unknown recipe key '%.*s' (valid: %s)", (int)kl, a, key_names());
+  const char *v = eq + 1;
+  while (isspace((unsigned char)*v)) v++;
+  size_t vl = strlen(v);
+  while (vl && isspace((unsigned char)v[vl - 1])) vl--;
+  return set_value(r, k, v, vl, "", err);
+}
+
+/* The built-ins, as settings over fp32-seq. Which step comes from where: NUMERICS.md section 4
+ * (letters below); everything the seeds' Python or AITER's sources do not fix is marked. */
+static const struct {
+  const char *name, *settings;
+} BUILTINS[] = {
+  /* The simplest contract: bf16 Q, KV dequantized into the operands, fp32 operands, sequential
+   * fp32 accumulation, base-e exp, online softmax over 32-token blocks, fp32 P, bf16 output. */
+  {"fp32-seq", ""},
+  /* (a) seeds 000/001 _flash_fp8_single: Q bf16 -> fp16; K,V fp8 -> fp32 x kv_scale -> fp16;
+   * nope and rope dots summed (fp16 operands, fp32 accumulation), x sm_scale in fp32; BLOCK_N 32;
+   * P -> fp16 for the PV dot. The tensor-core accumulation order is modelled as sequential here:
+   * unverified until the matrix-unit model (issue 9). */
+  {"triton-fp8-single", "qk.operand=fp16;qk.dot=nope_rope;p.format=fp16;pv.operand=fp16"},
+  /* (b) _flash_fp8_split_s1/_s2: as (a) per split; split length ceil(ceil(L/NS)/32)*32; partials
+   * normalized (acc / max(l, 1e-12)), lse = m + log(max(l, 1e-12)); merge in split order with a
+   * running max. NS defaults to 8 (--set split.count=N). */
+  {"triton-fp8-split", "qk.operand=fp16;qk.dot=nope_rope;p.format=fp16;pv.operand=fp16;split.rule=fixed;split.count=8;"
+                       "split.align=32;partial.normalized=yes;lse.base=e;merge.rule=running_max"},
+  /* (c) AITER mla_a8w8 persistent on gfx950: Q and KV OCP fp8 (Q by the task's dynamic
+   * per-tensor quantization); logits descaled by q_scale*kv_scale*sm_scale (scales folded);
+   * P cast to fp8 unscaled; output descaled by kv_scale/l; metadata-v1 split rule for 256 CUs
+   * (splits = min(L/196, ceil(CUs/bs), 32), multiples of 16 tokens); normalized fp32 partials,
+   * lse in ln; reduce: running max for 2-3 splits, global max for 4 or more. Unverified: the
+   * MFMA accumulation (exact here), the exp base and the softmax block (one pass here). */
+  {"aiter-a8w8-ps", "q.format=e4m3;q.scale=dynamic;kv.scale_at=folded;qk.operand=fp8;qk.dot=exact;softmax.block=0;"
+                    "p.format=e4m3;pv.operand=fp8;pv.dot=exact;split.rule=aiter_v1;split.cus=256;split.max=32;"
+                    "split.min_tokens=196;split.align=16;merge.rule=aiter"},
+  /* (d) AITER a16w8 persistent: bf16 Q with fp8 KV; as (c) otherwise. Unverified: the operand
+   * format of the QK product (bf16 here) and P's format (bf16 here). */
+  {"aiter-a16w8-ps", "kv.scale_at=folded;qk.operand=bf16;qk.dot=exact;softmax.block=0;p.format=bf16;pv.operand=bf16;"
+                     "pv.dot=exact;split.rule=aiter_v1;split.cus=256;split.max=32;split.min_tokens=196;split.align=16;"
+                     "merge.rule=aiter"},
+  /* (d) AITER bf16 non-persistent: bf16 Q and KV, a fixed number of splits (num_kv_splits, 16
+   * here), running-max merge. Unverified: everything inside the kernel. */
+  {"aiter-bf16-np", "qk.operand=bf16;qk.dot=exact;softmax.block=0;p.format=bf16;pv.operand=bf16;pv.dot=exact;"
+                    "split.rule=fixed;split.count=16;split.align=16;merge.rule=running_max"},
+  /* (e) the seeds' _bmm: bmm(q, k^T) in bf16 (fp32 accumulation inside the GEMM, rounded to
+   * bf16), x sm_scale in bf16, softmax in fp32 over the whole row, P -> bf16, bmm(P, V). The
+   * GEMM's accumulation order is modelled as exact: unverified. */
+  {"torch-bmm-bf16", "qk.operand=bf16;qk.dot=exact;qk.result=bf16;logit.format=bf16;softmax.block=0;p.format=bf16;"
+                     "pv.operand=bf16;pv.dot=exact"},
+  /* (f) AITER's test reference: fp32 einsum logits x (sm_scale*q_scale*kv_scale), global max,
+   * exp, P -> fp8 unscaled -> fp32, PV in fp32, / l, x kv_scale. einsum's order: sequential here. */
+  {"aiter-test-ref", "q.format=e4m3;q.scale=dynamic;kv.scale_at=folded;qk.operand=fp32;softmax.block=0;p.format=e4m3;"
+                     "pv.operand=fp32"},
+};
+#define NBUILTINS (sizeof BUILTINS / sizeof BUILTINS[0])
+
+static void fp32_seq(mlr_recipe *r) {
+  memset(r, 0, sizeof *r);
+  snprintf(r->name, sizeof r->name, "fp32-seq");
+  r->q_format = MLR_Q_BF16;
+  r->q_scale = MLR_QS_NONE;
+  r->q_absmax = 6.0; /* the seeds' static absmax */
+  r->kv_scale_at = MLR_KVS_OPERAND;
+  r->qk_operand = MLR_OP_FP32;
+  r->qk_dot = MLR_DOT_SEQ;
+  r->qk_result = MLR_R_FP32;
+  r->logit_format = MLR_R_FP32;
+  r->softmax_exp = MLR_EXP_E;
+  r->softmax_block = 32;
+  r->softmax_clamp = 1e-12;
+  r->p_format = MLR_P_FP32;
+  r->pv_operand = MLR_OP_FP32;
+  r->pv_dot = MLR_DOT_SEQ;
+  r->split_rule = MLR_SPLIT_NONE;
+  r->split_count = 1;
+  r->split_cus = 256;
+  r->split_max = 32;
+  r->split_min_tokens = 196;
+  r->split_align = 16;
+  r->partial_normalized = 1;
+  r->lse_base = MLR_EXP_E;
+  r->merge_rule = MLR_MERGE_RUNNING;
+  r->out_format = MLR_OUT_BF16;
+}
+
+const char *mlr_recipe_builtin_names(void) {
+  return "triton-fp8-single|triton-fp8-split|aiter-a8w8-ps|aiter-a16w8-ps|aiter-bf16-np|torch-bmm-bf16|aiter-test-ref|fp32-seq";
+}
+
+mlr_status mlr_recipe_builtin(const char *name, mlr_recipe *out) {
+  for (size_t i = 0; name && i < NBUILTINS; i++) {
+    if (strcmp(name, BUILTINS[i].name) != 0) continue;
+    fp32_seq(out);
+    snprintf(out->name, sizeof out->name, "%s", name);
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", BUILTINS[i].settings);
+    for (char *save = NULL, *a = strtok_r(buf, ";", &save); a; a = strtok_r(NULL, ";", &save))
+      if (mlr_recipe_set(out, a, NULL) != MLR_OK) return MLR_EINVAL; /* a bug in the table: tests catch it */
+    return MLR_OK;
+  }
+  return MLR_EINVAL;
+}
+
+mlr_status mlr_recipe_parse(const char *text, const char *source, mlr_recipe *out, mlr_recipe_error *err) {
+  fp32_seq(out);
+  snprintf(out->name, sizeof out->name, "%s", source ? source : "recipe");
+  int seen[NKEYS] = {0}, line = 0, any = 0;
+  for (const char *p = text; p && *p;) {
+    const char *eol = strchr(p, '\n');
+    const size_t ll = eol ? (size_t)(eol - p) : strlen(p);
+    line++;
+    char l[512];
+    if (ll >= sizeof l) return rfail(err, MLR_EPARSE, "%s:%d:1: line longer than %zu characters", source, line, sizeof l - 1);
+    memcpy(l, p, ll);
+    l[ll] = 0;
+    p = eol ? eol + 1 : NULL;
+    char *hash = strchr(l, '#');
+    if (hash) *hash = 0;
+    size_t a = 0, e = strlen(l);
+    while (a < e && isspace((unsigned char)l[a])) a++;
+    while (e > a && isspace((unsigned char)l[e - 1])) e--;
+    if (a == e) continue;
+    char *eq = memchr(l + a, '=', e - a);
+    if (!eq) return rfail(err, MLR_EPARSE, "%s:%d:%zu: expected 'key = value'", source, line, a + 1);
+    size_t ke = (size_t)(eq - l);
+    while (ke > a && isspace((unsigned char)l[ke - 1])) ke--;
+    size_t vs = (size_t)(eq - l) + 1;
+    while (vs < e && isspace((unsigned char)l[vs])) vs++;
+    char where[128];
+    snprintf(where, sizeof where, "%s:%d:%zu: ", source, line, vs + 1);
+    if (ke - a == 4 && strncmp(l + a, "base", 4) == 0) {
+      if (any) return rfail(err, MLR_EPARSE, "%s:%d:%zu: 'base' must come before every other key", source, line, a + 1);
+      char nm[64];
+      snprintf(nm, sizeof nm, "%.*s", (int)(e - vs), l + vs);
+      if (mlr_recipe_builtin(nm, out) != MLR_OK)
+        return rfail(err, MLR_EPARSE, "%sbase = '%s' is not a built-in recipe (valid: %s)", where, nm, mlr_recipe_builtin_names());
+      snprintf(out->name, sizeof out->name, "%s", source ? source : "recipe");
+      any = 1;
+      continue;
+    }
+    const key *k = find_key(l + a, ke - a);
+    if (!k) return rfail(err, MLR_EPARSE, "%s:%d:%zu: unknown key '%.*s' (valid: base, %s)", source, line, a + 1, (int)(ke - a), l + a, key_names());
+    if (seen[k - KEYS]++) return rfail(err, MLR_EPARSE, "%s:%d:%zu: key '%s' given twice", source, line, a + 1, k->name);
+    mlr_status st = set_value(out, k, l + vs, e - vs, where, err);
+    if (st != MLR_OK) return st;
+    any = 1;
+  }
+  return MLR_OK;
+}
+
+mlr_status mlr_recipe_check(const mlr_recipe *r, mlr_recipe_error *err) {
+  if ((r->q_format == MLR_Q_BF16) != (r->q_scale == MLR_QS_NONE))
+    return rfail(err, MLR_EINVAL, "q.format = bf16 goes with q.scale = none, and an fp8 q.format needs a scale policy");
+  if (r->q_scale == MLR_QS_STATIC && !(r->q_absmax > 0.0)) return rfail(err, MLR_EINVAL, "q.scale = static needs q.absmax > 0");
+  if (r->pv_dot == MLR_DOT_NOPE_ROPE) return rfail(err, MLR_EINVAL, "pv.dot = nope_rope: the nope/rope split exists only for the QK product");
+  if (r->split_rule == MLR_SPLIT_NONE && r->split_count != 1) return rfail(err, MLR_EINVAL, "split.count = %d needs split.rule = fixed", r->split_count);
+  if (!(r->softmax_clamp >= 0.0)) return rfail(err, MLR_EINVAL, "softmax.clamp must be >= 0");
+  return MLR_OK;
+}
+
+static size_t emit(const mlr_recipe *r, char *buf, size_t n, const char *sep, const char *eq, int hex) {
+  size_t at = 0;
+  for (size_t i = 0; i < NKEYS; i++) {
+    const key *k = &KEYS[i];
+    const char *field = (const char *)r + k->off;
+    char v[64];
+    if (k->type == K_ENUM) enum_name(k->values, *(const int *)field, v, sizeof v);
+    else if (k->type == K_INT) snprintf(v, sizeof v, "%d", *(const int *)field);
+    else snprintf(v, sizeof v, hex ? "%a" : "%.17g", *(const double *)field);
+    at += (size_t)snprintf(at < n ? buf + at : NULL, at < n ? n - at : 0, "%s%s%s%s", k->name, eq, v, i + 1 < NKEYS || sep[0] == '\n' ? sep : "");
+  }
+  return at;
+}
+
+/* Doubles in hex, so the string is exact: the hash of 1e-12 is the hash of its binary64 bits. */
+size_t mlr_recipe_canonical(const mlr_recipe *r, char *buf, size_t n) { return emit(r, buf, n, ";", "=", 1); }
+size_t mlr_recipe_text(const mlr_recipe *r, char *buf, size_t n) { return emit(r, buf, n, "\n", " = ", 0); }
+
+mlr_status mlr_recipe_hash(const mlr_recipe *r, char hex[65]) {
+  char s[2048];
+  const size_t len = mlr_recipe_canonical(r, s, sizeof s);
+  if (len >= sizeof s) return MLR_ERANGE;
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int mdlen = 0;
+  if (EVP_Digest(s, len, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen != 32) return MLR_EINVAL;
+  for (unsigned i = 0; i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", md[i]);
+  return MLR_OK;
+}

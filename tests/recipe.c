@@ -1,0 +1,121 @@
+/* ref/recipe: built-ins, the text form and its errors, --set, checks, canonical string, hash. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ref/recipe/mlr_recipe.h"
+
+static const char *const NAMES[] = {"triton-fp8-single", "triton-fp8-split", "aiter-a8w8-ps", "aiter-a16w8-ps",
+                                    "aiter-bf16-np", "torch-bmm-bf16", "aiter-test-ref", "fp32-seq"};
+
+/* Every built-in loads, passes its checks, and its text form parses back to the same canonical
+ * string; all eight are different numerics. */
+Test(recipe, builtins_roundtrip_and_differ) {
+  char hashes[8][65];
+  for (int i = 0; i < 8; i++) {
+    mlr_recipe r, r2;
+    mlr_recipe_error err = {""};
+    cr_assert_eq(mlr_recipe_builtin(NAMES[i], &r), MLR_OK, "%s", NAMES[i]);
+    cr_assert(strstr(mlr_recipe_builtin_names(), NAMES[i]));
+    cr_assert_eq(mlr_recipe_check(&r, &err), MLR_OK, "%s: %s", NAMES[i], err.msg);
+    char text[4096], c1[2048], c2[2048];
+    mlr_recipe_text(&r, text, sizeof text);
+    cr_assert_eq(mlr_recipe_parse(text, "t.recipe", &r2, &err), MLR_OK, "%s: %s", NAMES[i], err.msg);
+    mlr_recipe_canonical(&r, c1, sizeof c1);
+    mlr_recipe_canonical(&r2, c2, sizeof c2);
+    cr_assert_str_eq(c1, c2);
+    cr_assert_eq(mlr_recipe_hash(&r, hashes[i]), MLR_OK);
+    for (int j = 0; j < i; j++) cr_assert_str_neq(hashes[i], hashes[j], "%s and %s have the same numerics", NAMES[i], NAMES[j]);
+  }
+  mlr_recipe r;
+  cr_assert_eq(mlr_recipe_builtin("triton-fp8", &r), MLR_EINVAL);
+}
+
+/* The canonical string and hash of fp32-seq, pinned: a change to the canonical form changes
+ * every golden file's recipe hash, so it must be deliberate. The SHA-256 was computed with
+ * `printf '%s' STRING | sha256sum` from the string below. */
+Test(recipe, canonical_form_is_pinned) {
+  mlr_recipe r;
+  cr_assert_eq(mlr_recipe_builtin("fp32-seq", &r), MLR_OK);
+  char c[2048], h[65];
+  mlr_recipe_canonical(&r, c, sizeof c);
+  cr_assert_str_eq(c, "q.format=bf16;q.scale=none;q.absmax=0x1.8p+2;kv.scale_at=operand;qk.operand=fp32;qk.dot=seq;"
+                      "qk.result=fp32;logit.format=fp32;softmax.exp=e;softmax.block=32;softmax.clamp=0x1.19799812dea11p-40;"
+                      "p.format=fp32;pv.operand=fp32;pv.dot=seq;split.rule=none;split.count=1;split.cus=256;split.max=32;"
+                      "split.min_tokens=196;split.align=16;partial.normalized=yes;lse.base=e;merge.rule=running_max;"
+                      "out.format=bf16");
+  cr_assert_eq(mlr_recipe_hash(&r, h), MLR_OK);
+  cr_assert_str_eq(h, MLR_TEST_FP32SEQ_SHA256);
+  /* the name is not numerics */
+  char h2[65];
+  snprintf(r.name, sizeof r.name, "renamed");
+  mlr_recipe_hash(&r, h2);
+  cr_assert_str_eq(h, h2);
+}
+
+Test(recipe, text_form_and_set) {
+  mlr_recipe r;
+  mlr_recipe_error err = {""};
+  const char *text = "# a8w8 with a static Q scale\n"
+                     "base = aiter-a8w8-ps\n"
+                     "q.scale = static   # absmax 4\n"
+                     "q.absmax = 4\n"
+                     "\n"
+                     "split.cus=304\n";
+  cr_assert_eq(mlr_recipe_parse(text, "my.recipe", &r, &err), MLR_OK, "%s", err.msg);
+  cr_assert_eq(r.q_scale, MLR_QS_STATIC);
+  cr_assert_eq(r.q_absmax, 4.0);
+  cr_assert_eq(r.split_cus, 304);
+  cr_assert_eq(r.p_format, MLR_P_E4M3, "the rest comes from the base");
+  cr_assert_str_eq(r.name, "my.recipe");
+  cr_assert_eq(mlr_recipe_set(&r, "split.count = 4", &err), MLR_OK);
+  cr_assert_eq(r.split_count, 4);
+  cr_assert_eq(mlr_recipe_set(&r, "softmax.clamp=0x1p-40", &err), MLR_OK);
+  cr_assert_eq(r.softmax_clamp, 0x1p-40);
+}
+
+static void bad(const char *text, const char *frag) {
+  mlr_recipe r;
+  mlr_recipe_error err = {""};
+  cr_assert_eq(mlr_recipe_parse(text, "f.recipe", &r, &err), MLR_EPARSE, "parsed: %s", text);
+  cr_assert(strstr(err.msg, frag), "'%s' not in: %s", frag, err.msg);
+}
+
+Test(recipe, parse_errors_name_line_and_column) {
+  bad("q.format = e4m3\nqk.dot = fma\n", "f.recipe:2:10: qk.dot = 'fma' is not one of seq|nope_rope|exact");
+  bad("softmax.block = -1", "f.recipe:1:17: softmax.block = '-1' is not an integer in 0..1048576");
+  bad("\n  q.absmax = inf", "f.recipe:2:14: q.absmax = 'inf' is not a finite number");
+  bad("colour = red", "f.recipe:1:1: unknown key 'colour' (valid: base, q.format,");
+  bad("q.format = bf16\nq.format = e4m3", "f.recipe:2:1: key 'q.format' given twice");
+  bad("just words", "f.recipe:1:1: expected 'key = value'");
+  bad("q.format = bf16\nbase = fp32-seq", "f.recipe:2:1: 'base' must come before every other key");
+  bad("base = triton", "f.recipe:1:8: base = 'triton' is not a built-in recipe (valid: triton-fp8-single|");
+  bad("split.rule =", "f.recipe:1:13: split.rule needs a value");
+  mlr_recipe r;
+  mlr_recipe_error err = {""};
+  mlr_recipe_builtin("fp32-seq", &r);
+  cr_assert_eq(mlr_recipe_set(&r, "qk.dot", &err), MLR_EPARSE);
+  cr_assert(strstr(err.msg, "is not key=value"));
+  cr_assert_eq(mlr_recipe_set(&r, "nokey=1", &err), MLR_EPARSE);
+  cr_assert(strstr(err.msg, "unknown recipe key 'nokey'"));
+}
+
+Test(recipe, combination_checks) {
+  mlr_recipe r;
+  mlr_recipe_error err = {""};
+  mlr_recipe_builtin("fp32-seq", &r);
+  r.q_format = MLR_Q_E4M3;
+  cr_assert_eq(mlr_recipe_check(&r, &err), MLR_EINVAL);
+  cr_assert(strstr(err.msg, "needs a scale policy"), "%s", err.msg);
+  r.q_scale = MLR_QS_STATIC;
+  r.q_absmax = 0.0;
+  cr_assert_eq(mlr_recipe_check(&r, &err), MLR_EINVAL);
+  r.q_absmax = 6.0;
+  cr_assert_eq(mlr_recipe_check(&r, &err), MLR_OK);
+  r.pv_dot = MLR_DOT_NOPE_ROPE;
+  cr_assert_eq(mlr_recipe_check(&r, &err), MLR_EINVAL);
+  r.pv_dot = MLR_DOT_SEQ;
+  r.split_count = 3;
+  cr_assert_eq(mlr_recipe_check(&r, &err), MLR_EINVAL);
+  cr_assert(strstr(err.msg, "needs split.rule = fixed"));
+}
