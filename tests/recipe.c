@@ -119,3 +119,31 @@ Test(recipe, combination_checks) {
   cr_assert_eq(mlr_recipe_check(&r, &err), MLR_EINVAL);
   cr_assert(strstr(err.msg, "needs split.rule = fixed"));
 }
+
+/* AITER metadata v1 on 256 CUs (NUMERICS.md section 4c): bs4/kv1k 5 splits, bs4/kv8k 32,
+ * bs32/kv1k 5, bs32/kv8k 8, bs64 4, bs256 1; split lengths in multiples of 16. The seeds'
+ * Triton rule: split length ceil(ceil(L/NS)/32)*32. */
+Test(recipe, split_rules) {
+  mlr_recipe r;
+  mlr_recipe_builtin("aiter-a8w8-ps", &r);
+  static const struct { int64_t bs, L, n; } aiter[] = {{4, 1024, 5}, {4, 8192, 32}, {32, 1024, 5}, {32, 8192, 8},
+                                                       {64, 1024, 4}, {64, 8192, 4}, {256, 1024, 1}, {256, 8192, 1}};
+  for (size_t i = 0; i < sizeof aiter / sizeof *aiter; i++) {
+    int64_t n, len;
+    mlr_recipe_splits(&r, aiter[i].bs, aiter[i].L, &n, &len);
+    cr_assert_eq(n, aiter[i].n, "bs%lld kv%lld: %lld splits", (long long)aiter[i].bs, (long long)aiter[i].L, (long long)n);
+    cr_assert(n == 1 ? len == aiter[i].L : (len % 16 == 0 && n * len >= aiter[i].L && (n - 1) * len < aiter[i].L));
+  }
+  int64_t n, len;
+  mlr_recipe_splits(&r, 4, 100, &n, &len); /* shorter than min_tokens: one split */
+  cr_assert(n == 1 && len == 100);
+  mlr_recipe_builtin("triton-fp8-split", &r);
+  mlr_recipe_set(&r, "split.count=8", NULL);
+  mlr_recipe_splits(&r, 4, 1000, &n, &len); /* ceil(1000/8) = 125 -> 128 */
+  cr_assert(n == 8 && len == 128);
+  mlr_recipe_splits(&r, 4, 33, &n, &len); /* ceil(33/8) = 5 -> 32: splits 2..7 are empty */
+  cr_assert(n == 8 && len == 32);
+  mlr_recipe_builtin("fp32-seq", &r);
+  mlr_recipe_splits(&r, 4, 777, &n, &len);
+  cr_assert(n == 1 && len == 777);
+}

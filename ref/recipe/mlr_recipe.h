@@ -11,6 +11,7 @@
 #define MLR_RECIPE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../base/mlr_base.h"
 
@@ -79,6 +80,16 @@ mlr_status mlr_recipe_check(const mlr_recipe *r, mlr_recipe_error *err);
 size_t mlr_recipe_canonical(const mlr_recipe *r, char *buf, size_t n);
 /** The recipe's text form, one `key = value` per line, parseable by mlr_recipe_parse. */
 size_t mlr_recipe_text(const mlr_recipe *r, char *buf, size_t n);
+/** How a recipe splits one batch's L KV tokens (bs batches in all): *nsplits splits of
+ *  *split_len tokens each (the last ones may be shorter or empty).
+ *  none:     1 split of L tokens.
+ *  fixed:    split.count splits of ceil(ceil(L / count) / align) * align tokens (the seeds'
+ *            Triton rule, align = BLOCK_N); trailing splits may be empty, as in the kernel.
+ *  aiter_v1: min(floor(L / min_tokens), ceil(cus / bs), max) splits, at least 1, of
+ *            ceil(ceil(L / splits) / align) * align tokens (AITER metadata v1, intra-batch mode;
+ *            the counts are NUMERICS.md section 4c's, the exact boundaries are unverified). */
+void mlr_recipe_splits(const mlr_recipe *r, int64_t bs, int64_t L, int64_t *nsplits, int64_t *split_len);
+
 /** SHA-256 of the canonical string, as 64 lowercase hex digits and a NUL. */
 mlr_status mlr_recipe_hash(const mlr_recipe *r, char hex[65]);
 

@@ -322,3 +322,19 @@ mlr_status mlr_recipe_hash(const mlr_recipe *r, char hex[65]) {
   for (unsigned i = 0; i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", md[i]);
   return MLR_OK;
 }
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+void mlr_recipe_splits(const mlr_recipe *r, int64_t bs, int64_t L, int64_t *nsplits, int64_t *split_len) {
+  int64_t n = 1;
+  if (r->split_rule == MLR_SPLIT_FIXED) n = r->split_count;
+  else if (r->split_rule == MLR_SPLIT_AITER_V1) {
+    n = L / r->split_min_tokens;
+    const int64_t by_cus = ceil_div(r->split_cus, bs > 0 ? bs : 1);
+    if (by_cus < n) n = by_cus;
+    if (r->split_max < n) n = r->split_max;
+    if (n < 1) n = 1;
+  }
+  *nsplits = n;
+  *split_len = n == 1 && r->split_rule != MLR_SPLIT_FIXED ? L : ceil_div(ceil_div(L, n), r->split_align) * r->split_align;
+}
