@@ -4,7 +4,10 @@
 # is built with gcc and the project's determinism flags, the probes with nvcc.
 #   1. bit identity: digests of formats, pmath and rng over binary32 inputs on the GPU, against
 #      tests/data/bits_digests.txt (made on the CPU) and against this machine's CPU (all 2^32);
-#   2. PyTorch agreement of every conversion over all 2^32 binary32 inputs.
+#   2. PyTorch agreement of every conversion over all 2^32 binary32 inputs;
+#   3. files mlaref writes load in PyTorch and numpy, and the task's quantize_fp8 run by PyTorch
+#      on CUDA gives mlaref's kv codes and kv_scale (inputs in $MLAREF_GPU_DATA, default
+#      .gpu-data: made here with build/default/mlaref if absent and the CLI is built).
 # Without a GPU it exits 77 (CTest's "skipped"), unless MLAREF_REQUIRE_GPU=1 makes that a failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -36,10 +39,14 @@ status=0
   python3 scripts/gpu/torch_formats_check.py /tmp/mlaref || status=1
   echo "== mlaref files in PyTorch and numpy; the task's quantize_fp8 on CUDA (inputs from \$MLAREF_GPU_DATA)"
   DATA=${MLAREF_GPU_DATA:-.gpu-data}
-  if [ ! -d "$DATA" ]; then  # make them here when the machine can build the full CLI (jansson)
-    mkdir -p "$DATA" && ./build/default/mlaref gen --suite edge --out "$DATA" >/dev/null 2>&1 || echo "no inputs in $DATA: skipped"
+  if [ ! -d "$DATA" ] && [ -x build/default/mlaref ]; then  # the full CLI needs jansson: built by CMake
+    mkdir -p "$DATA"
+    for spec in bs=4,kv=1024,seed=4217,bf16kv=1 bs=2,kv=500,fmt=e4m3fnuz,seed=11,bf16kv=1 \
+                lens=5:1:1000,q=2,seed=8,bf16kv=1 lens=1:64:65:300,page=64,seed=10; do
+      build/default/mlaref gen --shape "$spec" --out "$DATA/$(echo "$spec" | tr ',=:' '_-.').safetensors" || status=1
+    done
   fi
-  [ -d "$DATA" ] && { python3 scripts/gpu/torch_fixtures_check.py "$DATA" || status=1; }
+  python3 scripts/gpu/torch_fixtures_check.py "$DATA" || status=1  # fails when $DATA holds no files
   python3 scripts/gpu/make_torch_testdata.py "$OUT/torch_written.safetensors" || status=1
   echo "== status $status"
   exit $status
