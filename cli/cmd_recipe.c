@@ -21,7 +21,7 @@ static int load(const char *cmd, const char *what, mlr_recipe *r) {
   fclose(f);
   if (!text || too_big) { free(text); return mlr_cli_usage_error(cmd, "%s: recipe files are at most 1 MiB", what); }
   text[n] = 0;
-  mlr_recipe_error err;
+  mlr_error err;
   const mlr_status st = mlr_recipe_parse(text, what, r, &err);
   free(text);
   return st == MLR_OK ? MLR_EXIT_OK : mlr_cli_usage_error(cmd, "%s", err.msg);
@@ -51,10 +51,10 @@ int mlr_cmd_recipe(int argc, char **argv) {
     const int m = mlr_cli_opt(argc, argv, &i, "set", &v);
     if (m == 0) return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --set key=value)", argv[i]);
     if (m < 0) return mlr_cli_usage_error(cmd, "--set needs key=value");
-    mlr_recipe_error err;
+    mlr_error err;
     if (mlr_recipe_set(&r, v, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "--set %s", err.msg);
   }
-  mlr_recipe_error err;
+  mlr_error err;
   if (mlr_recipe_check(&r, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "%s: %s", argv[1], err.msg);
   char text[4096], canon[2048], h[65];
   mlr_recipe_text(&r, text, sizeof text);

@@ -14,7 +14,7 @@ Test(recipe, builtins_roundtrip_and_differ) {
   char hashes[8][65];
   for (int i = 0; i < 8; i++) {
     mlr_recipe r, r2;
-    mlr_recipe_error err = {""};
+    mlr_error err = {""};
     cr_assert_eq(mlr_recipe_builtin(NAMES[i], &r), MLR_OK, "%s", NAMES[i]);
     cr_assert(strstr(mlr_recipe_builtin_names(), NAMES[i]));
     cr_assert_eq(mlr_recipe_check(&r, &err), MLR_OK, "%s: %s", NAMES[i], err.msg);
@@ -55,7 +55,7 @@ Test(recipe, canonical_form_is_pinned) {
 
 Test(recipe, text_form_and_set) {
   mlr_recipe r;
-  mlr_recipe_error err = {""};
+  mlr_error err = {""};
   const char *text = "# a8w8 with a static Q scale\n"
                      "base = aiter-a8w8-ps\n"
                      "q.scale = static   # absmax 4\n"
@@ -76,7 +76,7 @@ Test(recipe, text_form_and_set) {
 
 static void bad(const char *text, const char *frag) {
   mlr_recipe r;
-  mlr_recipe_error err = {""};
+  mlr_error err = {""};
   cr_assert_eq(mlr_recipe_parse(text, "f.recipe", &r, &err), MLR_EPARSE, "parsed: %s", text);
   cr_assert(strstr(err.msg, frag), "'%s' not in: %s", frag, err.msg);
 }
@@ -92,7 +92,7 @@ Test(recipe, parse_errors_name_line_and_column) {
   bad("base = triton", "f.recipe:1:8: base = 'triton' is not a built-in recipe (valid: triton-fp8-single|");
   bad("split.rule =", "f.recipe:1:13: split.rule needs a value");
   mlr_recipe r;
-  mlr_recipe_error err = {""};
+  mlr_error err = {""};
   mlr_recipe_builtin("fp32-seq", &r);
   cr_assert_eq(mlr_recipe_set(&r, "qk.dot", &err), MLR_EPARSE);
   cr_assert(strstr(err.msg, "is not key=value"));
@@ -102,7 +102,7 @@ Test(recipe, parse_errors_name_line_and_column) {
 
 Test(recipe, combination_checks) {
   mlr_recipe r;
-  mlr_recipe_error err = {""};
+  mlr_error err = {""};
   mlr_recipe_builtin("fp32-seq", &r);
   r.q_format = MLR_Q_E4M3;
   cr_assert_eq(mlr_recipe_check(&r, &err), MLR_EINVAL);

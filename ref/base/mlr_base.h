@@ -64,6 +64,15 @@ typedef enum mlr_status {
 /* A short English description of a status; never NULL. */
 const char *mlr_status_str(mlr_status s);
 
+/* One line describing the first problem a reader, writer, parser or checker found. */
+typedef struct mlr_error {
+  char msg[512];
+} mlr_error;
+
+/* Fill err (may be NULL) with a printf-formatted line and return st: the one way the libraries
+ * report a problem. */
+mlr_status mlr_error_set(mlr_error *err, mlr_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 #ifdef __cplusplus
 }
 #endif

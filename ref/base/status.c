@@ -1,5 +1,8 @@
 #include "mlr_base.h"
 
+#include <stdarg.h>
+#include <stdio.h>
+
 const char *mlr_status_str(mlr_status s) {
   switch (s) {
   case MLR_OK: return "success";
@@ -14,4 +17,14 @@ const char *mlr_status_str(mlr_status s) {
   case MLR_ECONTRACT: return "input breaks the input contract";
   }
   return "unknown status";
+}
+
+mlr_status mlr_error_set(mlr_error *err, mlr_status st, const char *fmt, ...) {
+  if (err) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+  }
+  return st;
 }

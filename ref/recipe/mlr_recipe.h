@@ -59,10 +59,7 @@ typedef struct mlr_recipe {
   int out_format;        /* mlr_outfmt, rounded to nearest even */
 } mlr_recipe;
 
-/** Problems are reported in err (may be NULL) as one line. */
-typedef struct mlr_recipe_error {
-  char msg[512];
-} mlr_recipe_error;
+/* Problems are reported in an mlr_error (mlr_base.h; may be NULL) as one line. */
 
 /** The built-in recipe of that name (a copy into *out): MLR_OK or MLR_EINVAL. */
 mlr_status mlr_recipe_builtin(const char *name, mlr_recipe *out);
@@ -70,11 +67,11 @@ mlr_status mlr_recipe_builtin(const char *name, mlr_recipe *out);
 const char *mlr_recipe_builtin_names(void);
 
 /** Parse the text form. source names it in messages (a file name). MLR_EPARSE on error. */
-mlr_status mlr_recipe_parse(const char *text, const char *source, mlr_recipe *out, mlr_recipe_error *err);
+mlr_status mlr_recipe_parse(const char *text, const char *source, mlr_recipe *out, mlr_error *err);
 /** Apply one "key=value" override (as --set does). */
-mlr_status mlr_recipe_set(mlr_recipe *r, const char *assignment, mlr_recipe_error *err);
+mlr_status mlr_recipe_set(mlr_recipe *r, const char *assignment, mlr_error *err);
 /** Check the combination of values (e.g. nope_rope is a QK model only). MLR_EINVAL with a reason. */
-mlr_status mlr_recipe_check(const mlr_recipe *r, mlr_recipe_error *err);
+mlr_status mlr_recipe_check(const mlr_recipe *r, mlr_error *err);
 
 /** The canonical string; returns its length (like snprintf). */
 size_t mlr_recipe_canonical(const mlr_recipe *r, char *buf, size_t n);

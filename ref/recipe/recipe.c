@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <math.h>
 #include <openssl/evp.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,15 +48,7 @@ static const key KEYS[] = {
 };
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
 
-static mlr_status rfail(mlr_recipe_error *err, mlr_status st, const char *fmt, ...) {
-  if (err) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-    va_end(ap);
-  }
-  return st;
-}
+#define rfail mlr_error_set /* (err, status, format, ...) */
 
 /* the index of value v in "a|b|c", or -1 */
 static int enum_index(const char *values, const char *v, size_t vl) {
@@ -101,7 +92,7 @@ static const char *key_names(void) {
 
 /* set key k from value text v; where prefixes messages ("file:line:col: " or "") */
 static mlr_status set_value(mlr_recipe *r, const key *k, const char *v, size_t vl, const char *where,
-                            mlr_recipe_error *err) {
+                            mlr_error *err) {
   char buf[64];
   if (vl == 0 || vl >= sizeof buf) return rfail(err, MLR_EPARSE, "%s%s needs a value", where, k->name);
   memcpy(buf, v, vl);
@@ -128,7 +119,7 @@ static mlr_status set_value(mlr_recipe *r, const key *k, const char *v, size_t v
   return MLR_OK;
 }
 
-mlr_status mlr_recipe_set(mlr_recipe *r, const char *a, mlr_recipe_error *err) {
+mlr_status mlr_recipe_set(mlr_recipe *r, const char *a, mlr_error *err) {
   const char *eq = strchr(a, '=');
   if (!eq) return rfail(err, MLR_EPARSE, "'%s' is not key=value (keys: %s)", a, key_names());
   size_t kl = (size_t)(eq - a);
@@ -237,7 +228,7 @@ mlr_status mlr_recipe_builtin(const char *name, mlr_recipe *out) {
   return MLR_EINVAL;
 }
 
-mlr_status mlr_recipe_parse(const char *text, const char *source, mlr_recipe *out, mlr_recipe_error *err) {
+mlr_status mlr_recipe_parse(const char *text, const char *source, mlr_recipe *out, mlr_error *err) {
   fp32_seq(out);
   snprintf(out->name, sizeof out->name, "%s", source ? source : "recipe");
   int seen[NKEYS] = {0}, line = 0, any = 0;
@@ -284,7 +275,7 @@ mlr_status mlr_recipe_parse(const char *text, const char *source, mlr_recipe *ou
   return MLR_OK;
 }
 
-mlr_status mlr_recipe_check(const mlr_recipe *r, mlr_recipe_error *err) {
+mlr_status mlr_recipe_check(const mlr_recipe *r, mlr_error *err) {
   if ((r->q_format == MLR_Q_BF16) != (r->q_scale == MLR_QS_NONE))
     return rfail(err, MLR_EINVAL, "q.format = bf16 goes with q.scale = none, and an fp8 q.format needs a scale policy");
   if (r->q_scale == MLR_QS_STATIC && !(r->q_absmax > 0.0)) return rfail(err, MLR_EINVAL, "q.scale = static needs q.absmax > 0");
