@@ -125,6 +125,9 @@ Test(fixtures, quantize_fp8_task_rule) {
   const float zs = mlr_quantize_fp8_task(dst, z, 3, MLR_FMT_E4M3FNUZ);
   cr_assert(zs > 0.0f && isfinite(zs));
   cr_assert(dst[0] == 0 && dst[1] == 0 && dst[2] == 0, "FNUZ has no -0");
+  dst[0] = 0x55;
+  cr_assert(isnan(mlr_quantize_fp8_task(dst, z, 3, MLR_FMT_E5M2)), "not a task format: NaN");
+  cr_assert_eq(dst[0], 0x55, "and nothing written");
 }
 
 static char tmpdir[64];
@@ -443,6 +446,12 @@ Test(fixtures, inplace_quantization_matches) {
   cr_assert_eq(ka->nbytes, kb->nbytes);
   cr_assert(!memcmp(ka->data, kb->data, ka->nbytes), "in-place and separate quantization differ");
   cr_assert_eq(*(const float *)data(&a, "kv_scale"), *(const float *)data(&b, "kv_scale"));
+  /* and both equal the public function's own pass over the bf16 KV (its own amax) */
+  uint8_t *codes = malloc(ka->nbytes);
+  const float scale = mlr_quantize_fp8_task(codes, data(&b, "kv_bf16"), ka->nbytes, MLR_FMT_E4M3);
+  cr_assert_eq(scale, *(const float *)data(&a, "kv_scale"), "the amax taken while generating differs");
+  cr_assert(!memcmp(codes, ka->data, ka->nbytes));
+  free(codes);
   mlr_tf_free(&a);
   mlr_tf_free(&b);
 }

@@ -34,13 +34,6 @@ MLR_HD static inline float mlr_bits_f32(uint32_t u) { float x; memcpy(&x, &u, 4)
 MLR_HD static inline uint64_t mlr_f64_bits(double x) { uint64_t u; memcpy(&u, &x, 8); return u; }
 MLR_HD static inline double mlr_bits_f64(uint64_t u) { double x; memcpy(&x, &u, 8); return x; }
 
-/* [*i0, *i1): part t of nt contiguous, nearly equal parts of [0, n), for static per-thread work. */
-static inline void mlr_split_range(size_t n, size_t nt, size_t t, size_t *i0, size_t *i1) {
-  const size_t per = (n + nt - 1) / nt;
-  *i0 = t * per < n ? t * per : n;
-  *i1 = *i0 + per < n ? *i0 + per : n;
-}
-
 /* fn(ctx, i0, i1) on contiguous static parts of [0, n), one per OpenMP thread, or on all of
  * it when n < serial_below. For loops whose elements are independent: the result does not
  * depend on the thread count. */

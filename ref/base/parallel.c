@@ -5,6 +5,13 @@
 #include <omp.h>
 #endif
 
+/* [*i0, *i1): part t of nt contiguous, nearly equal parts of [0, n) */
+static void split_range(size_t n, size_t nt, size_t t, size_t *i0, size_t *i1) {
+  const size_t per = (n + nt - 1) / nt;
+  *i0 = t * per < n ? t * per : n;
+  *i1 = *i0 + per < n ? *i0 + per : n;
+}
+
 void mlr_parallel_ranges(size_t n, size_t serial_below, void (*fn)(void *ctx, size_t i0, size_t i1), void *ctx) {
   if (n < serial_below) {
     fn(ctx, 0, n);
@@ -17,7 +24,7 @@ void mlr_parallel_ranges(size_t n, size_t serial_below, void (*fn)(void *ctx, si
     nt = (size_t)omp_get_num_threads();
     t = (size_t)omp_get_thread_num();
 #endif
-    mlr_split_range(n, nt, t, &i0, &i1);
+    split_range(n, nt, t, &i0, &i1);
     if (i0 < i1) fn(ctx, i0, i1);
   }
 }
