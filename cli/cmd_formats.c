@@ -128,20 +128,21 @@ static int cmd_decode(int argc, char **argv) {
   if (npos == 0) return mlr_cli_usage_error(cmd, "no codes given (integers such as 0x7e)");
   const mlr_format_params p = mlr_format_get(a.format);
   const uint64_t top = (1ull << p.bits) - 1u;
-  for (int i = 0; i < npos; i++) {
-    uint64_t c;
-    if (mlr_cli_parse_u64(argv[i], &c) || c > top)
+  uint64_t *codes = malloc((size_t)npos * sizeof *codes); /* all checked before anything is printed */
+  if (!codes) return mlr_cli_usage_error(cmd, "out of memory");
+  for (int i = 0; i < npos; i++)
+    if (mlr_cli_parse_u64(argv[i], &codes[i]) || codes[i] > top) {
+      free(codes);
       return mlr_cli_usage_error(cmd, "code '%s' is not an integer in 0..0x%llX for %s", argv[i],
                                  (unsigned long long)top, mlr_format_name(a.format));
-  }
+    }
   const int w = code_digits(a.format);
   for (int i = 0; i < npos; i++) {
-    uint64_t c;
-    mlr_cli_parse_u64(argv[i], &c);
-    const float d = mlr_decode(a.format, (uint32_t)c);
-    printf("%s 0x%0*X %s %a (%.9g)\n", mlr_format_name(a.format), w, (unsigned)c, code_class(a.format, (uint32_t)c),
-           (double)d, (double)d);
+    const uint32_t c = (uint32_t)codes[i];
+    const float d = mlr_decode(a.format, c);
+    printf("%s 0x%0*X %s %a (%.9g)\n", mlr_format_name(a.format), w, c, code_class(a.format, c), (double)d, (double)d);
   }
+  free(codes);
   return MLR_EXIT_OK;
 }
 
