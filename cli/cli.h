@@ -18,6 +18,10 @@ int mlr_cli_opt(int argc, char **argv, int *i, const char *name, const char **va
 int mlr_cli_parse_u64(const char *s, uint64_t *out);
 int mlr_cli_parse_double(const char *s, double *out);
 
+/* A recipe by built-in name, else from a recipe file; returns an exit code (the message printed). */
+struct mlr_recipe;
+int mlr_cli_recipe(const char *cmd, const char *what, struct mlr_recipe *r);
+
 /* Seconds from a monotonic clock. */
 double mlr_cli_now(void);
 
@@ -28,5 +32,7 @@ int mlr_cmd_gen(int argc, char **argv);
 int mlr_cmd_suite(int argc, char **argv);
 int mlr_cmd_inputs(int argc, char **argv);
 int mlr_cmd_recipe(int argc, char **argv);
+int mlr_cmd_run(int argc, char **argv);
+int mlr_bench_emulate(int argc, char **argv);
 
 #endif

@@ -8,8 +8,7 @@
 #include "cli.h"
 #include "ref/recipe/mlr_recipe.h"
 
-/* A built-in name, else a recipe file; returns an exit code. */
-static int load(const char *cmd, const char *what, mlr_recipe *r) {
+int mlr_cli_recipe(const char *cmd, const char *what, mlr_recipe *r) {
   if (mlr_recipe_builtin(what, r) == MLR_OK) return MLR_EXIT_OK;
   FILE *f = fopen(what, "rb");
   if (!f)
@@ -44,7 +43,7 @@ int mlr_cmd_recipe(int argc, char **argv) {
     return mlr_cli_usage_error("recipe", "usage: recipe list | recipe show NAME|FILE [--set key=value]...");
   const char *cmd = "recipe show";
   mlr_recipe r;
-  int rc = load(cmd, argv[1], &r);
+  int rc = mlr_cli_recipe(cmd, argv[1], &r);
   if (rc != MLR_EXIT_OK) return rc;
   for (int i = 2; i < argc; i++) {
     const char *v;

@@ -22,7 +22,10 @@ static void usage(FILE *out) {
         "  inputs pack --out FILE NAME=F.npy:DTYPE... [--meta K=V]   .npy files into .safetensors\n"
         "  inputs unpack FILE --dir DIR            every tensor to DIR/NAME.npy\n"
         "  recipe list | recipe show NAME|FILE [--set key=value]...   numerics contracts\n"
+        "  run --recipe NAME|FILE [--set key=value]... --inputs IN --out OUT [--threads N] [--partials]\n"
+        "      [--allow-nonfinite]  the bit-accurate model of a kernel: o, lse (and split partials)\n"
         "  bench formats [--n N]   conversion and random-variate throughput on one core\n"
+        "  bench emulate [--recipe NAME]... [--shape SPEC] [--threads N]   the model's speed\n"
         "  version\n"
         "exit status: 0 success, 1 a check failed, 2 bad input\n",
         out);
@@ -39,6 +42,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "suite") == 0) return mlr_cmd_suite(argc - 2, argv + 2);
   if (strcmp(cmd, "inputs") == 0) return mlr_cmd_inputs(argc - 2, argv + 2);
   if (strcmp(cmd, "recipe") == 0) return mlr_cmd_recipe(argc - 2, argv + 2);
+  if (strcmp(cmd, "run") == 0) return mlr_cmd_run(argc - 2, argv + 2);
 #endif
   if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
     printf("mlaref %s\n", MLAREF_VERSION);
@@ -48,6 +52,6 @@ int main(int argc, char **argv) {
     usage(stdout);
     return MLR_EXIT_OK;
   }
-  fprintf(stderr, "mlaref: unknown command '%s' (valid: selfcheck|formats|gen|suite|inputs|recipe|bench|version|help)\n", cmd);
+  fprintf(stderr, "mlaref: unknown command '%s' (valid: selfcheck|formats|gen|suite|inputs|recipe|run|bench|version|help)\n", cmd);
   return MLR_EXIT_USAGE;
 }

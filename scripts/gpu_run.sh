@@ -7,7 +7,10 @@
 #   2. PyTorch agreement of every conversion over all 2^32 binary32 inputs;
 #   3. files mlaref writes load in PyTorch and numpy, and the task's quantize_fp8 run by PyTorch
 #      on CUDA gives mlaref's kv codes and kv_scale (inputs in $MLAREF_GPU_DATA, default
-#      .gpu-data: made here with build/default/mlaref if absent and the CLI is built).
+#      .gpu-data: made here with build/default/mlaref if absent and the CLI is built);
+#   4. the seeds' Triton kernels (a peer in .peers/, never part of the project) run on the inputs
+#      in $MLAREF_GPU_DATA/emu; their outputs ($OUT/peer.tgz) are compared with the emulator by
+#      scripts/peer_compare.sh on a machine with the full CLI.
 # Without a GPU it exits 77 (CTest's "skipped"), unless MLAREF_REQUIRE_GPU=1 makes that a failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -48,6 +51,13 @@ status=0
   fi
   python3 scripts/gpu/torch_fixtures_check.py "$DATA" || status=1  # fails when $DATA holds no files
   python3 scripts/gpu/make_torch_testdata.py "$OUT/torch_written.safetensors" || status=1
+  echo "== the seeds' Triton kernels on mlaref inputs (\$MLAREF_GPU_DATA/emu), outputs for scripts/peer_compare.sh"
+  if [ -f .peers/seed_triton_kernels.py ] && ls "$DATA"/emu/*.safetensors >/dev/null 2>&1; then
+    python3 scripts/gpu/seed_triton_outputs.py "$OUT/peer" "$DATA"/emu/*.safetensors || status=1
+    tar czf "$OUT/peer.tgz" -C "$OUT" peer && rm -rf "$OUT/peer"
+  else
+    echo "skipped: needs .peers/seed_triton_kernels.py (copy ../shared/peers/) and inputs in $DATA/emu (mlaref gen)"
+  fi
   echo "== status $status"
   exit $status
 } 2>&1 | tee "$OUT/gpu_run.log"

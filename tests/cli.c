@@ -78,11 +78,13 @@ Test(cli, bad_input_exits_2_with_one_line) {
   bad("formats boundaries --format e4m3 --bogus 1", "unknown option '--bogus'");
   bad("formats boundaries --format", "--format needs a value");
   bad("formats frobnicate", "valid: info|boundaries|encode|decode");
-  bad("frobnicate", "valid: selfcheck|formats|gen|suite|inputs|recipe|bench|version|help");
+  bad("frobnicate", "valid: selfcheck|formats|gen|suite|inputs|recipe|run|bench|version|help");
   bad("formats decode --format e4m3 0x100", "0..0xFF");
   bad("formats encode --format e4m3 abc", "is not a number");
   bad("bench formats --n 12", "--n must be");
-  bad("bench nothing", "valid: formats");
+  bad("bench nothing", "valid: formats, emulate");
+  bad("bench emulate --recipe nope", "neither a built-in recipe");
+  bad("bench emulate --threads 0", "--threads: an integer in 1..1024");
   bad("selfcheck extra", "takes none");
   bad("gen --shape bs=4 --out /tmp/mlr_cli_never.safetensors", "needs bs= and kv=");
   bad("gen --out /tmp/mlr_cli_never.safetensors", "give exactly one of --shape SPEC or --suite NAME");
@@ -100,6 +102,13 @@ Test(cli, bad_input_exits_2_with_one_line) {
   bad("recipe show fp32-seq --set qk.dot=fma", "--set qk.dot = 'fma' is not one of seq|nope_rope|exact");
   bad("recipe show fp32-seq --set q.format=e4m3", "needs a scale policy");
   bad("recipe", "usage: recipe list | recipe show");
+  bad("run --recipe fp32-seq --inputs x.safetensors", "usage: run --recipe");
+  bad("run --recipe nope --inputs x.safetensors --out /tmp/mlr_cli_never.safetensors", "neither a built-in recipe");
+  bad("run --recipe fp32-seq --set qk.dot=fma --inputs x --out /tmp/mlr_cli_never.safetensors", "not one of seq|nope_rope|exact");
+  bad("run --recipe fp32-seq --set qk.operand=fp8 --inputs x --out /tmp/mlr_cli_never.safetensors", "needs an fp8 q.format");
+  bad("run --recipe fp32-seq --inputs /tmp/mlr_cli_no_such_file.safetensors --out /tmp/mlr_cli_never.safetensors", "cannot open");
+  bad("run --recipe fp32-seq --inputs x --out /tmp/mlr_cli_never.safetensors --threads 0", "--threads '0': an integer in 1..1024");
+  bad("run --recipe fp32-seq --bogus", "unknown option '--bogus'");
   cr_assert_neq(access("/tmp/mlr_cli_never.safetensors", F_OK), 0, "nothing is written on failure");
 }
 
@@ -131,6 +140,19 @@ Test(cli, gen_check_unpack_pack) {
   cr_assert_eq(run("inputs check /tmp/mlr_cli_gen/c.safetensors", &o, &e), 2);
   cr_assert(strstr(e, "/tmp/mlr_cli_gen/c.safetensors: missing tensor 'kv'"), "%s", e);
   free(o); free(e);
+  /* run: a recipe that needs fp8 KV on a bf16-KV file is bad input; a good run writes o and lse */
+  cr_assert_eq(run("gen --shape bs=2,kv=30,seed=2,fmt=bf16 --out /tmp/mlr_cli_gen/bf.safetensors", &o, &e), 0, "%s", e);
+  free(o); free(e);
+  bad("run --recipe aiter-a8w8-ps --inputs /tmp/mlr_cli_gen/bf.safetensors --out /tmp/mlr_cli_gen/never.safetensors",
+      "multiplies fp8 KV codes (qk.operand = fp8) but the inputs' kv is bf16");
+  cr_assert_neq(access("/tmp/mlr_cli_gen/never.safetensors", F_OK), 0, "nothing is written on failure");
+  cr_assert_eq(run("run --recipe triton-fp8-split --set split.count=4 --inputs /tmp/mlr_cli_gen/a.safetensors --out "
+                   "/tmp/mlr_cli_gen/o.safetensors --partials --threads 2", &o, &e), 0, "%s", e);
+  cr_assert(strstr(o, "run: triton-fp8-split on /tmp/mlr_cli_gen/a.safetensors: 4 tokens x 16 heads, 2 batches, up to 4 splits"), "%s", o);
+  free(o); free(e);
+  cr_assert_eq(system("mkdir -p /tmp/mlr_cli_gen/onpy && " MLAREF_BIN " inputs unpack /tmp/mlr_cli_gen/o.safetensors --dir /tmp/mlr_cli_gen/onpy"
+                      " >/dev/null && test -s /tmp/mlr_cli_gen/onpy/o.npy && test -s /tmp/mlr_cli_gen/onpy/partial_o.npy"
+                      " && test -s /tmp/mlr_cli_gen/onpy/lse.npy"), 0);
   cr_assert_eq(run("suite show bench", &o, &e), 0);
   cr_assert(strstr(o, "bs256_kv8k   bs=256,kv=8192,q=1,page=1,seed=9826,dist=normal,fmt=e4m3"), "%s", o);
   free(o); free(e);

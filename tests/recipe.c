@@ -41,7 +41,7 @@ Test(recipe, canonical_form_is_pinned) {
   mlr_recipe_canonical(&r, c, sizeof c);
   cr_assert_str_eq(c, "q.format=bf16;q.scale=none;q.absmax=0x1.8p+2;kv.scale_at=operand;qk.operand=fp32;qk.dot=seq;"
                       "qk.result=fp32;logit.format=fp32;softmax.exp=e;softmax.block=32;softmax.clamp=0x1.19799812dea11p-40;"
-                      "p.format=fp32;pv.operand=fp32;pv.dot=seq;split.rule=none;split.count=1;split.cus=256;split.max=32;"
+                      "p.format=fp32;pv.operand=fp32;pv.dot=seq;pv.accumulate=block;update.fma=no;split.rule=none;split.count=1;split.cus=256;split.max=32;"
                       "split.min_tokens=196;split.align=16;partial.normalized=yes;lse.base=e;merge.rule=running_max;"
                       "out.format=bf16");
   cr_assert_eq(mlr_recipe_hash(&r, h), MLR_OK);

@@ -249,6 +249,35 @@ MLR_HD static inline float mlr_round_f32(float x, mlr_format f, mlr_overflow ovf
   return mlr_decode(f, mlr__encode_f32_rne(x, f, ovf));
 }
 
+/* ---- the amd-mixed-mla task's per-tensor quantization (reference.py quantize_fp8) ---- */
+
+/** The task's scale from amax (the max |x| of a bf16 tensor, exact in bf16): amax.clamp(min=1e-12)
+ *  (the bound rounded to bf16 first: 0x2B8D), then amax / finfo.max, a bf16 tensor divided by a
+ *  Python float. PyTorch's GPU kernel multiplies by the binary32 reciprocal of a CPU scalar
+ *  divisor, then rounds to bf16. For every positive bf16 amax this equals true division after the
+ *  bf16 rounding (fmax 448 and 240); scripts/gpu_run.sh checks all 32639 values against torch on
+ *  CUDA. The result is a bf16 value, returned as binary32 (the task's .to(float32)). */
+MLR_HD static inline float mlr_task_scale(float amax, float fmax) {
+  const float floor_ = mlr_bits_f32(0x2B8Du << 16); /* bf16(1e-12) */
+  if (amax < floor_) amax = floor_;
+  const float inv = 1.0f / fmax;
+  return mlr_bits_f32(mlr__encode_f32_rne(amax * inv, MLR_FMT_BF16, MLR_OVF_NONSAT) << 16);
+}
+
+/** One element of the task's quantization before the clamp: bf16(x / scale), a bf16 tensor
+ *  divided by a one-element tensor (binary32 quotient rounded to bf16). */
+MLR_HD static inline float mlr_task_quant_unclamped(uint16_t bf16, float scale) {
+  return mlr_bits_f32(mlr__encode_f32_rne(mlr_bits_f32((uint32_t)bf16 << 16) / scale, MLR_FMT_BF16, MLR_OVF_NONSAT) << 16);
+}
+
+/** ... then clamped to [-fmax, fmax] (exact: 448 and 240 are bf16 values); NaN passes, as
+ *  torch.clamp. The cast to fp8 that follows is mlr__encode_f32_rne(.., MLR_OVF_NONSAT) (round
+ *  to nearest even; nothing overflows). */
+MLR_HD static inline float mlr_task_quant_value(uint16_t bf16, float scale, float fmax) {
+  const float x = mlr_task_quant_unclamped(bf16, scale);
+  return x > fmax ? fmax : (x < -fmax ? -fmax : x);
+}
+
 /* ---- host-only: names, validation and bulk conversion ---- */
 
 /** Options of a conversion. */

@@ -25,7 +25,8 @@ typedef enum { MLR_KVS_OPERAND, MLR_KVS_FOLDED } mlr_kvscale_at;               /
 typedef enum { MLR_OP_FP32, MLR_OP_FP16, MLR_OP_BF16, MLR_OP_FP8 } mlr_operand; /* fp8: the input's own */
 typedef enum { MLR_DOT_SEQ, MLR_DOT_NOPE_ROPE, MLR_DOT_EXACT } mlr_dot;          /* accumulation model */
 typedef enum { MLR_R_FP32, MLR_R_BF16 } mlr_rfmt;                                /* a rounded intermediate */
-typedef enum { MLR_EXP_E, MLR_EXP_2 } mlr_expbase;
+typedef enum { MLR_EXP_E, MLR_EXP_2, MLR_EXP_E_VIA_2 } mlr_expbase; /* e_via_2: e^x as 2^(x*log2e), an exp only */
+typedef enum { MLR_PV_BLOCK, MLR_PV_INTO_ACC } mlr_pvacc;
 typedef enum { MLR_P_FP32, MLR_P_FP16, MLR_P_BF16, MLR_P_E4M3, MLR_P_E4M3FNUZ } mlr_pfmt;
 typedef enum { MLR_SPLIT_NONE, MLR_SPLIT_FIXED, MLR_SPLIT_AITER_V1 } mlr_split;
 typedef enum { MLR_MERGE_RUNNING, MLR_MERGE_GLOBAL, MLR_MERGE_AITER } mlr_merge;
@@ -41,12 +42,19 @@ typedef struct mlr_recipe {
   int qk_dot;            /* mlr_dot */
   int qk_result;         /* mlr_rfmt: the dot's result format (bf16: a bf16 GEMM output) */
   int logit_format;      /* mlr_rfmt: where the logit scale is applied */
-  int softmax_exp;       /* mlr_expbase: 2 means log2(e) folded into the logit scale */
+  int softmax_exp;       /* mlr_expbase: 2 means log2(e) folded into the logit scale; e_via_2
+                            means e^x computed as 2^(x * fp32(log2 e)) (Triton's tl.exp on NVIDIA) */
   int softmax_block;     /* tokens per online-softmax block; 0: one pass with the global max */
   double softmax_clamp;  /* l and sums are clamped below at this (1e-12) */
   int p_format;          /* mlr_pfmt: P's format before the PV product (fp8: unscaled) */
   int pv_operand;        /* mlr_operand */
   int pv_dot;            /* mlr_dot (nope_rope is not valid here) */
+  int pv_accumulate;     /* mlr_pvacc: a block's PV dot starts at 0 and is then combined with
+                            acc*alpha (block), or starts at acc*alpha (into_acc: Triton folds
+                            `acc*alpha + dot(p, v)` into the dot's accumulator) */
+  int update_fma;        /* 1: the running updates l*alpha + sum, acc*alpha + dot and the merge's
+                            acc*a + part*w, sum*a + w are fused multiply-adds (Triton's default
+                            contraction); 0: separate multiply and add */
   int split_rule;        /* mlr_split */
   int split_count;       /* fixed rule: splits per batch */
   int split_cus;         /* aiter_v1: compute units */

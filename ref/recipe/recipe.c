@@ -29,12 +29,14 @@ static const key KEYS[] = {
   {"qk.dot", K_ENUM, OFF(qk_dot), "seq|nope_rope|exact", 0, 0},
   {"qk.result", K_ENUM, OFF(qk_result), "fp32|bf16", 0, 0},
   {"logit.format", K_ENUM, OFF(logit_format), "fp32|bf16", 0, 0},
-  {"softmax.exp", K_ENUM, OFF(softmax_exp), "e|2", 0, 0},
+  {"softmax.exp", K_ENUM, OFF(softmax_exp), "e|2|e_via_2", 0, 0},
   {"softmax.block", K_INT, OFF(softmax_block), NULL, 0, 1 << 20},
   {"softmax.clamp", K_DOUBLE, OFF(softmax_clamp), NULL, 0, 0},
   {"p.format", K_ENUM, OFF(p_format), "fp32|fp16|bf16|e4m3|e4m3fnuz", 0, 0},
   {"pv.operand", K_ENUM, OFF(pv_operand), "fp32|fp16|bf16|fp8", 0, 0},
   {"pv.dot", K_ENUM, OFF(pv_dot), "seq|nope_rope|exact", 0, 0},
+  {"pv.accumulate", K_ENUM, OFF(pv_accumulate), "block|into_acc", 0, 0},
+  {"update.fma", K_ENUM, OFF(update_fma), "no|yes", 0, 0},
   {"split.rule", K_ENUM, OFF(split_rule), "none|fixed|aiter_v1", 0, 0},
   {"split.count", K_INT, OFF(split_count), NULL, 1, 1 << 16},
   {"split.cus", K_INT, OFF(split_cus), NULL, 1, 1 << 16},
@@ -142,15 +144,25 @@ static const struct {
    * fp32 accumulation, base-e exp, online softmax over 32-token blocks, fp32 P, bf16 output. */
   {"fp32-seq", ""},
   /* (a) seeds 000/001 _flash_fp8_single: Q bf16 -> fp16; K,V fp8 -> fp32 x kv_scale -> fp16;
-   * nope and rope dots summed (fp16 operands, fp32 accumulation), x sm_scale in fp32; BLOCK_N 32;
-   * P -> fp16 for the PV dot. The tensor-core accumulation order is modelled as sequential here:
-   * unverified until the matrix-unit model (issue 9). */
-  {"triton-fp8-single", "qk.operand=fp16;qk.dot=nope_rope;p.format=fp16;pv.operand=fp16"},
+   * logits = dot(q_nope, k_nope) + dot(q_rope, k_rope) (fp16 operands, fp32 accumulation), x
+   * sm_scale in fp32; BLOCK_N 32; P -> fp16 for the PV dot. From the PTX Triton 3.6 generates on
+   * an H200 (scripts/gpu/seed_triton_outputs.py saves it): the rope product accumulates onto the
+   * nope product's accumulator (one chain over 576 columns: qk.dot = seq, not nope_rope);
+   * `acc*alpha + dot(p, v)` becomes the PV dot's initial accumulator (pv.accumulate = into_acc);
+   * `l*alpha + sum(p)` is an fma (update.fma = yes); tl.exp is ex2.approx(x * 0x3FB8AA3B)
+   * (softmax.exp = e_via_2, with an exact exp2 in place of ex2.approx). Not modelled, so the
+   * known differences: the tensor-core accumulation (sequential fp32 FMA here; issue 9), the
+   * hardware ex2.approx, the row sum's tree order (sequential here) and div.full.f32, the
+   * approximate division of the final acc / l. */
+  {"triton-fp8-single", "qk.operand=fp16;p.format=fp16;pv.operand=fp16;softmax.exp=e_via_2;pv.accumulate=into_acc;"
+                        "update.fma=yes"},
   /* (b) _flash_fp8_split_s1/_s2: as (a) per split; split length ceil(ceil(L/NS)/32)*32; partials
    * normalized (acc / max(l, 1e-12)), lse = m + log(max(l, 1e-12)); merge in split order with a
-   * running max. NS defaults to 8 (--set split.count=N). */
-  {"triton-fp8-split", "qk.operand=fp16;qk.dot=nope_rope;p.format=fp16;pv.operand=fp16;split.rule=fixed;split.count=8;"
-                       "split.align=32;partial.normalized=yes;lse.base=e;merge.rule=running_max"},
+   * running max, acc = fma(acc, a, part*w), sum = fma(sum, a, w) (PTX). NS defaults to 8
+   * (--set split.count=N). Not modelled: as (a), and the merge's ex2.approx and div.full.f32. */
+  {"triton-fp8-split", "qk.operand=fp16;p.format=fp16;pv.operand=fp16;softmax.exp=e_via_2;pv.accumulate=into_acc;"
+                       "update.fma=yes;split.rule=fixed;split.count=8;split.align=32;partial.normalized=yes;lse.base=e;"
+                       "merge.rule=running_max"},
   /* (c) AITER mla_a8w8 persistent on gfx950: Q and KV OCP fp8 (Q by the task's dynamic
    * per-tensor quantization); logits descaled by q_scale*kv_scale*sm_scale (scales folded);
    * P cast to fp8 unscaled; output descaled by kv_scale/l; metadata-v1 split rule for 256 CUs
@@ -198,6 +210,8 @@ static void fp32_seq(mlr_recipe *r) {
   r->p_format = MLR_P_FP32;
   r->pv_operand = MLR_OP_FP32;
   r->pv_dot = MLR_DOT_SEQ;
+  r->pv_accumulate = MLR_PV_BLOCK;
+  r->update_fma = 0;
   r->split_rule = MLR_SPLIT_NONE;
   r->split_count = 1;
   r->split_cus = 256;
@@ -282,6 +296,13 @@ mlr_status mlr_recipe_check(const mlr_recipe *r, mlr_error *err) {
   if (r->pv_dot == MLR_DOT_NOPE_ROPE) return rfail(err, MLR_EINVAL, "pv.dot = nope_rope: the nope/rope split exists only for the QK product");
   if (r->split_rule == MLR_SPLIT_NONE && r->split_count != 1) return rfail(err, MLR_EINVAL, "split.count = %d needs split.rule = fixed", r->split_count);
   if (!(r->softmax_clamp >= 0.0)) return rfail(err, MLR_EINVAL, "softmax.clamp must be >= 0");
+  if (r->lse_base == MLR_EXP_E_VIA_2) return rfail(err, MLR_EINVAL, "lse.base must be e or 2");
+  const int qk8 = r->qk_operand == MLR_OP_FP8, pv8 = r->pv_operand == MLR_OP_FP8;
+  if (qk8 && r->q_format == MLR_Q_BF16) return rfail(err, MLR_EINVAL, "qk.operand = fp8 keeps Q's own codes: it needs an fp8 q.format");
+  if ((qk8 || pv8) && r->kv_scale_at != MLR_KVS_FOLDED)
+    return rfail(err, MLR_EINVAL, "%s.operand = fp8 keeps the KV codes as they are: it needs kv.scale_at = folded", qk8 ? "qk" : "pv");
+  if (pv8 && r->p_format != MLR_P_E4M3 && r->p_format != MLR_P_E4M3FNUZ)
+    return rfail(err, MLR_EINVAL, "pv.operand = fp8 keeps P's own codes: it needs p.format = e4m3 or e4m3fnuz");
   return MLR_OK;
 }
 

@@ -1,0 +1,95 @@
+/* mlaref bench emulate [--shape SPEC] [--recipe NAME|FILE]... [--threads N] [--reps N]
+ * The model's speed on one shape (default the largest bench shape, bs=256, kv=8192): inputs are
+ * generated in memory, then each recipe runs --reps times (best time reported), with the
+ * multiply-adds per second of the two products (T x H x L x (576 + 512)) and the peak memory. */
+#define _POSIX_C_SOURCE 200809L
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "cli.h"
+#include "fixtures/gen/mlr_gen.h"
+#include "fixtures/inputs/mlr_inputs.h"
+#include "ref/emulate/mlr_emulate.h"
+#include "ref/recipe/mlr_recipe.h"
+
+static double peak_rss_gb(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)ru.ru_maxrss * 1024.0 / 1e9;
+}
+
+int mlr_bench_emulate(int argc, char **argv) {
+  const char *cmd = "bench emulate", *shape = "bs=256,kv=8192,seed=9826", *recipes[16];
+  int nrec = 0, threads = 0;
+  uint64_t reps = 2;
+  for (int i = 0; i < argc; i++) {
+    const char *v;
+    int m;
+    if ((m = mlr_cli_opt(argc, argv, &i, "shape", &v))) { if (m < 0) return mlr_cli_usage_error(cmd, "--shape needs a SPEC"); shape = v; }
+    else if ((m = mlr_cli_opt(argc, argv, &i, "recipe", &v))) {
+      if (m < 0 || nrec == 16) return mlr_cli_usage_error(cmd, "--recipe needs a name or file (at most 16)");
+      recipes[nrec++] = v;
+    } else if ((m = mlr_cli_opt(argc, argv, &i, "threads", &v))) {
+      uint64_t n;
+      if (m < 0 || mlr_cli_parse_u64(v, &n) || n < 1 || n > 1024) return mlr_cli_usage_error(cmd, "--threads: an integer in 1..1024");
+      threads = (int)n;
+    } else if ((m = mlr_cli_opt(argc, argv, &i, "reps", &v))) {
+      if (m < 0 || mlr_cli_parse_u64(v, &reps) || reps < 1 || reps > 100) return mlr_cli_usage_error(cmd, "--reps: an integer in 1..100");
+    } else return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --shape --recipe --threads --reps)", argv[i]);
+  }
+  if (!nrec) recipes[nrec++] = "aiter-a8w8-ps", recipes[nrec++] = "triton-fp8-split";
+  mlr_recipe rs[16];
+  for (int k = 0; k < nrec; k++) {
+    const int rc = mlr_cli_recipe(cmd, recipes[k], &rs[k]);
+    if (rc != MLR_EXIT_OK) return rc;
+  }
+  mlr_gen_spec spec;
+  mlr_error err = {""};
+  if (mlr_gen_spec_parse(shape, &spec, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "--shape '%s': %s", shape, err.msg);
+  mlr_tensor_file tf;
+  double t0 = mlr_cli_now();
+  mlr_status st = mlr_gen_inputs(&spec, &tf, NULL, NULL, &err);
+  mlr_gen_spec_free(&spec);
+  if (st != MLR_OK) { fprintf(stderr, "mlaref %s: %s\n", cmd, err.msg); return MLR_EXIT_FAIL; }
+  const double tgen = mlr_cli_now() - t0;
+  mlr_inputs in;
+  if (mlr_inputs_check(&tf, shape, 0, &in, &err) != MLR_OK) { mlr_tf_free(&tf); fprintf(stderr, "mlaref %s: %s\n", cmd, err.msg); return MLR_EXIT_FAIL; }
+  double macs = 0;
+  for (int64_t b = 0; b < in.B; b++) {
+    const int64_t L = mlr_inputs_kv_len(&in, b), n = in.qo_indptr[b + 1] - in.qo_indptr[b];
+    for (int64_t i = 0; i < n; i++) macs += (double)in.H * (double)(L - (n - 1 - i)) * (MLR_EMU_QK_DIM + MLR_EMU_V_DIM);
+  }
+  char model[256] = "unknown";
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (f) {
+    char line[512];
+    while (fgets(line, sizeof line, f))
+      if (strncmp(line, "model name", 10) == 0) { char *c = strchr(line, ':'); if (c) snprintf(model, sizeof model, "%s", c + 2); model[strcspn(model, "\n")] = 0; break; }
+    fclose(f);
+  }
+  const int nt = threads ? threads : omp_get_max_threads();
+  printf("machine: %s; threads %d\nshape %s: %lld query tokens x %lld heads, %.3g G multiply-adds per run; inputs generated in %.2f s\n",
+         model, nt, shape, (long long)in.T, (long long)in.H, macs / 1e9, tgen);
+  printf("%-20s %10s %12s %10s\n", "recipe", "best s", "G MAC/s", "peak RSS");
+  int rc = MLR_EXIT_OK;
+  for (int k = 0; k < nrec; k++) {
+    double best = 1e30;
+    for (uint64_t r = 0; r < reps; r++) {
+      mlr_emu_result res;
+      mlr_emu_opts o = {threads, 0};
+      t0 = mlr_cli_now();
+      st = mlr_emulate(&rs[k], &in, &o, &res, &err);
+      const double dt = mlr_cli_now() - t0;
+      if (st != MLR_OK) { fprintf(stderr, "mlaref %s: %s: %s\n", cmd, recipes[k], err.msg); rc = MLR_EXIT_FAIL; break; }
+      mlr_emu_result_free(&res);
+      if (dt < best) best = dt;
+    }
+    if (rc != MLR_EXIT_OK) break;
+    printf("%-20s %10.3f %12.2f %8.2f GB\n", rs[k].name, best, macs / best / 1e9, peak_rss_gb());
+  }
+  mlr_tf_free(&tf);
+  return rc;
+}

@@ -1,0 +1,122 @@
+/* mlaref run --recipe NAME|FILE [--set key=value]... --inputs IN --out OUT [--threads N]
+ *            [--partials] [--allow-nonfinite]
+ * Runs the model (ref/emulate) on a checked inputs file and writes its outputs as .safetensors:
+ *   o [T,H,512] (BF16, F16 or F32 by out.format), lse [T,H] F32, split_count [B] I32,
+ *   split_len [B] I32, q_scales [n] F32 (fp8 Q only); with --partials partial_o [T,H,S,512],
+ *   partial_lse, partial_max, partial_sum [T,H,S] F32 (NaN in slots past a batch's splits).
+ * __metadata__: mlaref.version, mlaref.recipe (name), mlaref.recipe.sha256, mlaref.recipe.canonical,
+ * mlaref.inputs (the file's name), mlaref.q_clipped. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "fixtures/inputs/mlr_inputs.h"
+#include "ref/emulate/mlr_emulate.h"
+#include "ref/recipe/mlr_recipe.h"
+
+/* copy n bytes into a new tensor of tf */
+static mlr_status put(mlr_tensor_file *tf, const char *name, mlr_dtype d, int nd, const int64_t *shape, const void *src,
+                      size_t n) {
+  mlr_tensor *t;
+  mlr_status st = mlr_tf_add(tf, name, d, nd, shape, &t);
+  if (st == MLR_OK) memcpy(t->data, src, n);
+  return st;
+}
+
+static mlr_status result_file(const mlr_emu_result *res, const mlr_recipe *r, const char *inputs, mlr_tensor_file *tf) {
+  const int64_t T = res->T, H = res->H, S = res->S, B = res->B;
+  const mlr_dtype od = res->out_format == MLR_OUT_FP32 ? MLR_DT_F32 : res->out_format == MLR_OUT_FP16 ? MLR_DT_F16 : MLR_DT_BF16;
+  const size_t osz = od == MLR_DT_F32 ? 4 : 2;
+  const int64_t so[3] = {T, H, MLR_EMU_V_DIM}, sl[2] = {T, H}, sb[1] = {B}, sp[4] = {T, H, S, MLR_EMU_V_DIM},
+                sq[1] = {res->n_q_scales};
+  mlr_status st = put(tf, "o", od, 3, so, res->o, (size_t)(T * H * MLR_EMU_V_DIM) * osz);
+  if (st == MLR_OK) st = put(tf, "lse", MLR_DT_F32, 2, sl, res->lse, (size_t)(T * H) * 4);
+  if (st == MLR_OK) st = put(tf, "split_count", MLR_DT_I32, 1, sb, res->split_count, (size_t)B * 4);
+  if (st == MLR_OK) st = put(tf, "split_len", MLR_DT_I32, 1, sb, res->split_len, (size_t)B * 4);
+  if (st == MLR_OK && res->n_q_scales) st = put(tf, "q_scales", MLR_DT_F32, 1, sq, res->q_scales, (size_t)res->n_q_scales * 4);
+  if (st == MLR_OK && res->part_o) {
+    st = put(tf, "partial_o", MLR_DT_F32, 4, sp, res->part_o, (size_t)(T * H * S * MLR_EMU_V_DIM) * 4);
+    if (st == MLR_OK) st = put(tf, "partial_lse", MLR_DT_F32, 3, sp, res->part_lse, (size_t)(T * H * S) * 4);
+    if (st == MLR_OK) st = put(tf, "partial_max", MLR_DT_F32, 3, sp, res->part_max, (size_t)(T * H * S) * 4);
+    if (st == MLR_OK) st = put(tf, "partial_sum", MLR_DT_F32, 3, sp, res->part_sum, (size_t)(T * H * S) * 4);
+  }
+  char hash[65], canon[2048], clip[32];
+  mlr_recipe_hash(r, hash);
+  mlr_recipe_canonical(r, canon, sizeof canon);
+  snprintf(clip, sizeof clip, "%lld", (long long)res->q_clipped);
+  if (st == MLR_OK) st = mlr_tf_set_meta(tf, "mlaref.version", MLAREF_VERSION);
+  if (st == MLR_OK) st = mlr_tf_set_meta(tf, "mlaref.recipe", r->name);
+  if (st == MLR_OK) st = mlr_tf_set_meta(tf, "mlaref.recipe.sha256", hash);
+  if (st == MLR_OK) st = mlr_tf_set_meta(tf, "mlaref.recipe.canonical", canon);
+  if (st == MLR_OK) st = mlr_tf_set_meta(tf, "mlaref.inputs", inputs);
+  if (st == MLR_OK) st = mlr_tf_set_meta(tf, "mlaref.q_clipped", clip);
+  return st;
+}
+
+int mlr_cmd_run(int argc, char **argv) {
+  const char *cmd = "run", *recipe = NULL, *inputs = NULL, *out = NULL, *sets[64];
+  int nsets = 0, allow = 0;
+  mlr_emu_opts opts = {0, 0};
+  for (int i = 0; i < argc; i++) {
+    const char *v;
+    int m;
+    if ((m = mlr_cli_opt(argc, argv, &i, "recipe", &v))) { if (m < 0) return mlr_cli_usage_error(cmd, "--recipe needs a name or file"); recipe = v; }
+    else if ((m = mlr_cli_opt(argc, argv, &i, "inputs", &v))) { if (m < 0) return mlr_cli_usage_error(cmd, "--inputs needs a file"); inputs = v; }
+    else if ((m = mlr_cli_opt(argc, argv, &i, "out", &v))) { if (m < 0) return mlr_cli_usage_error(cmd, "--out needs a file"); out = v; }
+    else if ((m = mlr_cli_opt(argc, argv, &i, "set", &v))) {
+      if (m < 0) return mlr_cli_usage_error(cmd, "--set needs key=value");
+      if (nsets == 64) return mlr_cli_usage_error(cmd, "at most 64 --set options");
+      sets[nsets++] = v;
+    } else if ((m = mlr_cli_opt(argc, argv, &i, "threads", &v))) {
+      uint64_t n;
+      if (m < 0 || mlr_cli_parse_u64(v, &n) || n < 1 || n > 1024) return mlr_cli_usage_error(cmd, "--threads '%s': an integer in 1..1024", m < 0 ? "" : v);
+      opts.threads = (int)n;
+    } else if (strcmp(argv[i], "--partials") == 0) opts.partials = 1;
+    else if (strcmp(argv[i], "--allow-nonfinite") == 0) allow = 1;
+    else return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --recipe --set --inputs --out --threads --partials --allow-nonfinite)", argv[i]);
+  }
+  if (!recipe || !inputs || !out) return mlr_cli_usage_error(cmd, "usage: run --recipe NAME|FILE [--set key=value]... --inputs IN --out OUT [--threads N] [--partials]");
+  mlr_recipe r;
+  int rc = mlr_cli_recipe(cmd, recipe, &r);
+  if (rc != MLR_EXIT_OK) return rc;
+  mlr_error err = {""};
+  for (int k = 0; k < nsets; k++)
+    if (mlr_recipe_set(&r, sets[k], &err) != MLR_OK) return mlr_cli_usage_error(cmd, "--set %s", err.msg);
+  if (mlr_recipe_check(&r, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "recipe %s: %s", recipe, err.msg);
+  mlr_tensor_file tf;
+  mlr_status st = mlr_safetensors_read(inputs, &tf, &err);
+  if (st != MLR_OK) return mlr_cli_usage_error(cmd, "%s", err.msg);
+  mlr_inputs in;
+  if (mlr_inputs_check(&tf, inputs, allow, &in, &err) != MLR_OK) {
+    mlr_tf_free(&tf);
+    return mlr_cli_usage_error(cmd, "%s", err.msg);
+  }
+  const double t0 = mlr_cli_now();
+  mlr_emu_result res;
+  st = mlr_emulate(&r, &in, &opts, &res, &err);
+  const double secs = mlr_cli_now() - t0;
+  if (st != MLR_OK) {
+    mlr_tf_free(&tf);
+    if (st == MLR_EINVAL) return mlr_cli_usage_error(cmd, "%s with %s: %s", recipe, inputs, err.msg);
+    fprintf(stderr, "mlaref run: %s\n", err.msg);
+    return MLR_EXIT_FAIL;
+  }
+  mlr_tensor_file of;
+  mlr_tf_init(&of);
+  st = result_file(&res, &r, inputs, &of);
+  if (st == MLR_OK) st = mlr_safetensors_write(out, &of, &err);
+  else snprintf(err.msg, sizeof err.msg, "%s: %s", out, mlr_status_str(st));
+  if (st == MLR_OK)
+    printf("run: %s on %s: %lld tokens x %lld heads, %lld batches, up to %lld splits, %lld Q elements clipped; %.3f s; wrote %s\n",
+           r.name, inputs, (long long)res.T, (long long)res.H, (long long)res.B, (long long)res.S, (long long)res.q_clipped, secs, out);
+  mlr_tf_free(&of);
+  mlr_emu_result_free(&res);
+  mlr_tf_free(&tf);
+  if (st != MLR_OK) {
+    fprintf(stderr, "mlaref run: %s\n", err.msg);
+    return st == MLR_EIO ? MLR_EXIT_USAGE : MLR_EXIT_FAIL;
+  }
+  return MLR_EXIT_OK;
+}

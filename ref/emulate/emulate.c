@@ -1,0 +1,594 @@
+/* The model of a recipe (mlr_emulate.h says what is computed, in which order). This file is
+ * the scheduling and the per-row arithmetic; qscale.c the Q policies; mlr_exact.h the exact sums.
+ *
+ * Speed without changing any element's order of operations: the heads of a query token share
+ * each KV row, so the QK chains of 16 heads x 4 tokens run side by side (64 independent fma
+ * chains, each in column order), and the PV chains run across the 512 output columns (each
+ * column's chain in token order). fmaf is exactly rounded, so the vector and scalar clones of
+ * these loops give the same bits. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "../formats/mlr_formats.h"
+#include "../pmath/mlr_pmath.h"
+#include "emulate_internal.h"
+#include "mlr_exact.h"
+
+#define QK MLR_EMU_QK_DIM
+#define DV MLR_EMU_V_DIM
+#define NOPE MLR_EMU_NOPE
+enum { TOKCHUNK = 4, VCHUNK = 32, DCHUNK = 64 };
+
+/* The vector clones need FMA as well as AVX2 (target "avx2" alone leaves fmaf a library call;
+ * "arch=haswell" is dispatched on the CPU model, so AMD CPUs would get the default clone;
+ * x86-64-v3 is dispatched on the ISA level: AVX2, FMA, BMI2). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define EMU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define EMU_CLONES
+#endif
+
+static const double SM_SCALE = 1.0 / 24.0; /* 1/sqrt(576); sqrt(576) = 24 exactly */
+#define LOG2E_F 0x1.715476p+0f             /* fp32(log2 e) = 0x3FB8AA3B, the constant in Triton's PTX */
+#define LN2_F 0x1.62e43p-1f                /* fp32(ln 2) = 0x3F317218 */
+#define LOG2E_D 0x1.71547652b82fep+0       /* binary64 log2 e */
+#define SKIP_BELOW -1e30f                  /* the seeds' stage 2 skips lse <= -1e30 (empty splits) */
+
+float mlr_emu_exp(int base, float x) {
+  if (base == MLR_EXP_2) return mlr_exp2f(x);
+  if (base == MLR_EXP_E_VIA_2) return mlr_exp2f(x * LOG2E_F);
+  return mlr_expf(x);
+}
+
+static float emu_log(int base, float x) { return base == MLR_EXP_2 ? mlr_log2f(x) : mlr_logf(x); }
+
+static float upd(float a, float alpha, float b, int fused) { return fused ? fmaf(a, alpha, b) : a * alpha + b; }
+
+static float round_to(float x, mlr_format f) { return mlr_decode(f, mlr__encode_f32_rne(x, f, MLR_OVF_NONSAT)); }
+
+static float to_operand(float x, int op) {
+  if (op == MLR_OP_FP16) return round_to(x, MLR_FMT_FP16);
+  if (op == MLR_OP_BF16) return round_to(x, MLR_FMT_BF16);
+  return x; /* fp32, or fp8 values kept as they are */
+}
+
+static float p_round(float p, int pf) {
+  switch (pf) {
+  case MLR_P_FP16: return round_to(p, MLR_FMT_FP16);
+  case MLR_P_BF16: return round_to(p, MLR_FMT_BF16);
+  case MLR_P_E4M3: return mlr_decode(MLR_FMT_E4M3, mlr__encode_f32_rne(p, MLR_FMT_E4M3, MLR_OVF_SATURATE));
+  case MLR_P_E4M3FNUZ: return mlr_decode(MLR_FMT_E4M3FNUZ, mlr__encode_f32_rne(p, MLR_FMT_E4M3FNUZ, MLR_OVF_SATURATE));
+  default: return p;
+  }
+}
+
+typedef struct emu {
+  const mlr_recipe *r;
+  const mlr_inputs *in;
+  int64_t H, S, cap; /* heads, most splits, tokens per block buffer */
+  int kv8;
+  float *klut, *vlut; /* KV code -> QK / PV operand value (256 or 65536 entries) */
+  float *qT;          /* [T][576][H] Q operand values */
+  float *c;           /* [T*H] logit scale */
+  int qk_fast, pv_fast, qk_x, pv_x; /* exact dots: in binary64 (fast) or the long accumulator */
+  int exp_sm, exp_lse;              /* exp of the softmax's units, and of the lse base */
+  float clamp, kvs;
+  int folded, fused;
+  int64_t *nsplit, *slen; /* [B] */
+  mlr_emu_result *res;
+} emu;
+
+typedef struct scratch {
+  float *s, *p, *pp; /* [H][cap]: logits, fp32 p, P operand */
+  float *kop, *vop;  /* [TOKCHUNK][576], [VCHUNK][512] */
+  float *acc, *pva;  /* [H][512] */
+  double *pvd;       /* [H][512] (pv_fast) */
+  mlr_xacc *pvx;     /* [H][512] (exact PV, general) */
+  mlr_xacc *qkx;     /* [TOKCHUNK][H] (exact QK, general) */
+  float *qa, *qr;    /* [TOKCHUNK][H]: QK results, the rope chain of nope_rope */
+  double *qd;        /* [TOKCHUNK][H]: exact fp8 QK in binary64 */
+  float *m, *l, *alpha, *part, *lse, *pm, *pl; /* [H], part [H][512] */
+} scratch;
+
+static void scratch_free(scratch *w) {
+  free(w->s), free(w->p), free(w->pp), free(w->kop), free(w->vop), free(w->acc), free(w->pva), free(w->pvd);
+  free(w->pvx), free(w->qkx), free(w->qa), free(w->qr), free(w->qd), free(w->m), free(w->l), free(w->alpha), free(w->part), free(w->lse), free(w->pm), free(w->pl);
+}
+
+static int scratch_alloc(scratch *w, const emu *e) {
+  memset(w, 0, sizeof *w);
+  const size_t H = (size_t)e->H, cap = (size_t)e->cap;
+  w->s = malloc(H * cap * sizeof(float));
+  w->p = malloc(H * cap * sizeof(float));
+  w->pp = malloc(H * cap * sizeof(float));
+  w->kop = calloc(TOKCHUNK * QK, sizeof(float));
+  w->vop = calloc(VCHUNK * DV, sizeof(float));
+  w->acc = malloc(H * DV * sizeof(float));
+  w->pva = malloc(H * DV * sizeof(float));
+  w->part = malloc(H * DV * sizeof(float));
+  w->qa = malloc(TOKCHUNK * H * sizeof(float)), w->qr = malloc(TOKCHUNK * H * sizeof(float));
+  w->qd = malloc(TOKCHUNK * H * sizeof(double));
+  w->m = malloc(H * sizeof(float)), w->l = malloc(H * sizeof(float)), w->alpha = malloc(H * sizeof(float));
+  w->lse = malloc(H * sizeof(float)), w->pm = malloc(H * sizeof(float)), w->pl = malloc(H * sizeof(float));
+  int ok = w->s && w->p && w->pp && w->kop && w->vop && w->acc && w->pva && w->part && w->m && w->l && w->alpha &&
+           w->lse && w->pm && w->pl && w->qa && w->qr && w->qd;
+  if (e->pv_fast) ok = ok && (w->pvd = malloc(H * DV * sizeof(double)));
+  if (e->pv_x) ok = ok && (w->pvx = malloc(H * DV * sizeof(mlr_xacc)));
+  if (e->qk_x) ok = ok && (w->qkx = malloc(TOKCHUNK * H * sizeof(mlr_xacc)));
+  if (!ok) scratch_free(w);
+  return ok;
+}
+
+/* the first n values of KV token pos of batch b as operands, through a code table */
+static void load_row(const emu *e, const float *lut, int64_t b, int64_t pos, int n, float *out) {
+  const int64_t row = mlr_inputs_kv_row(e->in, b, pos);
+  if (e->kv8) {
+    const uint8_t *r = (const uint8_t *)e->in->kv + row * QK;
+    for (int i = 0; i < n; i++) out[i] = lut[r[i]];
+  } else {
+    const uint16_t *r = (const uint16_t *)e->in->kv + row * QK;
+    for (int i = 0; i < n; i++) out[i] = lut[r[i]];
+  }
+}
+
+/* ---- QK dots: a[c*H + h] for TOKCHUNK tokens (kop rows) and H heads (q: [576][H]) ---- */
+
+EMU_CLONES static void qk_seq(const float *q, const float *kop, int64_t H, int i0, int i1, float *a) {
+  for (int i = i0; i < i1; i++)
+    for (int c = 0; c < TOKCHUNK; c++) {
+      const float k = kop[c * QK + i];
+      const float *qi = q + (int64_t)i * H;
+      float *ac = a + c * H;
+      for (int64_t h = 0; h < H; h++) ac[h] = fmaf(qi[h], k, ac[h]);
+    }
+}
+
+/* fp8 x fp8 products are multiples of 2^-20 below 2^18, and 576 of them sum below 2^46 units:
+ * every partial sum is exact in binary64, in any order */
+EMU_CLONES static void qk_exact_f64(const float *q, const float *kop, int64_t H, double *a) {
+  for (int i = 0; i < QK; i++)
+    for (int c = 0; c < TOKCHUNK; c++) {
+      const double k = kop[c * QK + i];
+      const float *qi = q + (int64_t)i * H;
+      double *ac = a + c * H;
+      for (int64_t h = 0; h < H; h++) ac[h] = fma((double)qi[h], k, ac[h]);
+    }
+}
+
+static void qk_block(const emu *e, scratch *w, int64_t t, int64_t b, int64_t j0, int64_t j1) {
+  const mlr_recipe *r = e->r;
+  const int64_t H = e->H;
+  const float *q = e->qT + t * QK * H;
+  for (int64_t j = j0; j < j1; j += TOKCHUNK) {
+    const int nc = (int)(j1 - j < TOKCHUNK ? j1 - j : TOKCHUNK);
+    for (int c = 0; c < TOKCHUNK; c++) {
+      float *ko = w->kop + c * QK;
+      if (c >= nc) {
+        memset(ko, 0, QK * sizeof(float));
+        continue;
+      }
+      load_row(e, e->klut, b, j + c, QK, ko);
+    }
+    float *av = w->qa;
+    const size_t nb = TOKCHUNK * (size_t)H;
+    if (r->qk_dot == MLR_DOT_EXACT && e->qk_fast) {
+      memset(w->qd, 0, nb * sizeof(double));
+      qk_exact_f64(q, w->kop, H, w->qd);
+      for (size_t k = 0; k < nb; k++) av[k] = (float)w->qd[k]; /* the one rounding */
+    } else if (r->qk_dot == MLR_DOT_EXACT) {
+      for (int c = 0; c < nc; c++)
+        for (int64_t h = 0; h < H; h++) {
+          mlr_xacc *x = &w->qkx[c * H + h];
+          mlr_xacc_clear(x);
+          for (int i = 0; i < QK; i++) mlr_xacc_add(x, (double)q[i * H + h] * (double)w->kop[c * QK + i]);
+          av[c * H + h] = mlr_xacc_round_f32(x);
+        }
+    } else if (r->qk_dot == MLR_DOT_NOPE_ROPE) {
+      memset(av, 0, nb * sizeof(float));
+      memset(w->qr, 0, nb * sizeof(float));
+      qk_seq(q, w->kop, H, 0, NOPE, av);
+      qk_seq(q, w->kop, H, NOPE, QK, w->qr);
+      for (size_t k = 0; k < nb; k++) av[k] = av[k] + w->qr[k];
+    } else {
+      memset(av, 0, nb * sizeof(float));
+      qk_seq(q, w->kop, H, 0, QK, av);
+    }
+    for (int c = 0; c < nc; c++)
+      for (int64_t h = 0; h < H; h++) {
+        float s = av[c * H + h];
+        if (r->qk_result == MLR_R_BF16) s = round_to(s, MLR_FMT_BF16);
+        s = s * e->c[t * H + h];
+        if (r->logit_format == MLR_R_BF16) s = round_to(s, MLR_FMT_BF16);
+        w->s[h * e->cap + (j - j0) + c] = s;
+      }
+  }
+}
+
+/* ---- PV: pva[h][d] (or pvd, pvx) += sum over the block's tokens of P[h][j] * V[j][d] ---- */
+
+EMU_CLONES static void pv_seq(const float *pp, const float *vop, int nj, float *acc) {
+  for (int d0 = 0; d0 < DV; d0 += DCHUNK) {
+    float bl[DCHUNK];
+    for (int dd = 0; dd < DCHUNK; dd++) bl[dd] = acc[d0 + dd];
+    for (int jj = 0; jj < nj; jj++) {
+      const float p = pp[jj];
+      const float *v = vop + jj * DV + d0;
+      for (int dd = 0; dd < DCHUNK; dd++) bl[dd] = fmaf(p, v[dd], bl[dd]);
+    }
+    for (int dd = 0; dd < DCHUNK; dd++) acc[d0 + dd] = bl[dd];
+  }
+}
+
+/* fp8 P (<= 1) x fp8 V: multiples of 2^-20 below 2^9 each; sums of fewer than 2^24 of them are
+ * exact in binary64 in any order (cap checked before choosing this path) */
+EMU_CLONES static void pv_exact_f64(const float *pp, const float *vop, int nj, double *acc) {
+  for (int d0 = 0; d0 < DV; d0 += DCHUNK / 2) {
+    double bl[DCHUNK / 2];
+    for (int dd = 0; dd < DCHUNK / 2; dd++) bl[dd] = acc[d0 + dd];
+    for (int jj = 0; jj < nj; jj++) {
+      const double p = pp[jj];
+      const float *v = vop + jj * DV + d0;
+      for (int dd = 0; dd < DCHUNK / 2; dd++) bl[dd] = fma(p, (double)v[dd], bl[dd]);
+    }
+    for (int dd = 0; dd < DCHUNK / 2; dd++) acc[d0 + dd] = bl[dd];
+  }
+}
+
+static void pv_block(const emu *e, scratch *w, int64_t b, int64_t j0, int64_t j1) {
+  const mlr_recipe *r = e->r;
+  const int64_t H = e->H;
+  const int into = r->pv_accumulate == MLR_PV_INTO_ACC;
+  for (int64_t h = 0; h < H; h++)
+    for (int d = 0; d < DV; d++) {
+      const float init = into ? w->acc[h * DV + d] * w->alpha[h] : 0.0f;
+      if (e->pv_fast) w->pvd[h * DV + d] = init;
+      else if (e->pv_x) {
+        mlr_xacc_clear(&w->pvx[h * DV + d]);
+        mlr_xacc_add(&w->pvx[h * DV + d], (double)init);
+      } else w->pva[h * DV + d] = init;
+    }
+  for (int64_t j = j0; j < j1; j += VCHUNK) {
+    const int nj = (int)(j1 - j < VCHUNK ? j1 - j : VCHUNK);
+    for (int jj = 0; jj < nj; jj++) {
+      load_row(e, e->vlut, b, j + jj, DV, w->vop + jj * DV);
+    }
+    for (int64_t h = 0; h < H; h++) {
+      const float *pp = w->pp + h * e->cap + (j - j0);
+      if (e->pv_fast) pv_exact_f64(pp, w->vop, nj, w->pvd + h * DV);
+      else if (e->pv_x)
+        for (int d = 0; d < DV; d++)
+          for (int jj = 0; jj < nj; jj++) mlr_xacc_add(&w->pvx[h * DV + d], (double)pp[jj] * (double)w->vop[jj * DV + d]);
+      else pv_seq(pp, w->vop, nj, w->pva + h * DV);
+    }
+  }
+  for (int64_t h = 0; h < H; h++)
+    for (int d = 0; d < DV; d++) {
+      float dot;
+      if (e->pv_fast) dot = (float)w->pvd[h * DV + d];
+      else if (e->pv_x) dot = mlr_xacc_round_f32(&w->pvx[h * DV + d]);
+      else dot = w->pva[h * DV + d];
+      w->acc[h * DV + d] = into ? dot : upd(w->acc[h * DV + d], w->alpha[h], dot, e->fused);
+    }
+}
+
+/* one query token t over KV tokens [lo, hi) of batch b: the split's result in w->part, lse, pm, pl */
+static void run_split_row(const emu *e, scratch *w, int64_t t, int64_t b, int64_t lo, int64_t hi) {
+  const mlr_recipe *r = e->r;
+  const int64_t H = e->H;
+  for (int64_t h = 0; h < H; h++) {
+    w->m[h] = -INFINITY;
+    w->l[h] = 0.0f;
+  }
+  memset(w->acc, 0, (size_t)H * DV * sizeof(float));
+  const int64_t blk = r->softmax_block > 0 ? r->softmax_block : (hi > lo ? hi - lo : 1);
+  for (int64_t j0 = lo; j0 < hi; j0 += blk) {
+    const int64_t j1 = j0 + blk < hi ? j0 + blk : hi, n = j1 - j0;
+    qk_block(e, w, t, b, j0, j1);
+    for (int64_t h = 0; h < H; h++) {
+      const float *s = w->s + h * e->cap;
+      float *p = w->p + h * e->cap, *pp = w->pp + h * e->cap;
+      float bm = -INFINITY;
+      for (int64_t j = 0; j < n; j++) bm = fmaxf(bm, s[j]);
+      const float mn = fmaxf(w->m[h], bm);
+      const float al = mlr_emu_exp(e->exp_sm, w->m[h] - mn);
+      float ls = 0.0f;
+      for (int64_t j = 0; j < n; j++) {
+        p[j] = mlr_emu_exp(e->exp_sm, s[j] - mn);
+        pp[j] = to_operand(p_round(p[j], r->p_format), r->pv_operand);
+        ls = ls + p[j];
+      }
+      w->l[h] = upd(w->l[h], al, ls, e->fused);
+      w->m[h] = mn;
+      w->alpha[h] = al;
+    }
+    pv_block(e, w, b, j0, j1);
+  }
+  for (int64_t h = 0; h < H; h++) {
+    const float lc = fmaxf(w->l[h], e->clamp);
+    for (int d = 0; d < DV; d++) {
+      float v = r->partial_normalized ? w->acc[h * DV + d] / lc : w->acc[h * DV + d];
+      if (e->folded) v = v * e->kvs;
+      w->part[h * DV + d] = v;
+    }
+    float lse = w->m[h] + emu_log(r->softmax_exp == MLR_EXP_2 ? MLR_EXP_2 : MLR_EXP_E, lc);
+    if (r->softmax_exp == MLR_EXP_2 && r->lse_base == MLR_EXP_E) lse = lse * LN2_F;
+    else if (r->softmax_exp != MLR_EXP_2 && r->lse_base == MLR_EXP_2) lse = lse * LOG2E_F;
+    w->lse[h] = lse;
+    w->pm[h] = w->m[h];
+    w->pl[h] = w->l[h];
+  }
+}
+
+static void store_o(const emu *e, int64_t t, int64_t h, const float *v) {
+  mlr_emu_result *res = e->res;
+  const int64_t at = (t * e->H + h) * DV;
+  if (res->out_format == MLR_OUT_FP32) memcpy((float *)res->o + at, v, DV * sizeof(float));
+  else {
+    const mlr_format f = res->out_format == MLR_OUT_FP16 ? MLR_FMT_FP16 : MLR_FMT_BF16;
+    for (int d = 0; d < DV; d++) ((uint16_t *)res->o)[at + d] = (uint16_t)mlr__encode_f32_rne(v[d], f, MLR_OVF_NONSAT);
+  }
+}
+
+/* work item (b, s): every query token of batch b over split s */
+static void run_item(const emu *e, scratch *w, int64_t b, int64_t s) {
+  const mlr_inputs *in = e->in;
+  mlr_emu_result *res = e->res;
+  const int64_t H = e->H, t0 = in->qo_indptr[b], n = in->qo_indptr[b + 1] - t0, L = mlr_inputs_kv_len(in, b);
+  const int64_t ns = e->nsplit[b], len = e->slen[b];
+  for (int64_t i = 0; i < n; i++) {
+    const int64_t t = t0 + i, Lt = L - (n - 1 - i);
+    const int64_t lo = s * len, hi = (s + 1) * len < Lt ? (s + 1) * len : Lt;
+    run_split_row(e, w, t, b, lo, hi > lo ? hi : lo);
+    for (int64_t h = 0; h < H; h++) {
+      if (ns == 1) {
+        store_o(e, t, h, w->part + h * DV);
+        res->lse[t * H + h] = w->lse[h];
+      }
+      if (res->part_o) {
+        const int64_t slot = (t * H + h) * e->S + s;
+        memcpy(res->part_o + slot * DV, w->part + h * DV, DV * sizeof(float));
+        res->part_lse[slot] = w->lse[h];
+        res->part_max[slot] = w->pm[h];
+        res->part_sum[slot] = w->pl[h];
+      }
+    }
+  }
+}
+
+/* the split merge of (t, h): mlr_emulate.h */
+static void merge_one(const emu *e, int64_t t, int64_t h, int64_t ns, float *acc) {
+  const mlr_recipe *r = e->r;
+  mlr_emu_result *res = e->res;
+  const int norm = r->partial_normalized;
+  const int eb = norm ? e->exp_lse : e->exp_sm;
+  int rule = r->merge_rule;
+  if (rule == MLR_MERGE_AITER) rule = ns <= 3 ? MLR_MERGE_RUNNING : MLR_MERGE_GLOBAL;
+  const int64_t base = (t * e->H + h) * e->S;
+  float M = -INFINITY, sum = 0.0f;
+  memset(acc, 0, DV * sizeof(float));
+  if (rule == MLR_MERGE_GLOBAL)
+    for (int64_t s = 0; s < ns; s++) {
+      const float x = norm ? res->part_lse[base + s] : res->part_max[base + s];
+      if (x > SKIP_BELOW) M = fmaxf(M, x);
+    }
+  for (int64_t s = 0; s < ns; s++) {
+    const float x = norm ? res->part_lse[base + s] : res->part_max[base + s];
+    if (!(x > SKIP_BELOW)) continue;
+    const float mass = norm ? 1.0f : res->part_sum[base + s];
+    const float *part = res->part_o + (base + s) * DV;
+    if (rule == MLR_MERGE_RUNNING) {
+      const float Mn = fmaxf(M, x);
+      const float a = mlr_emu_exp(eb, M - Mn), wv = mlr_emu_exp(eb, x - Mn);
+      for (int d = 0; d < DV; d++) acc[d] = upd(acc[d], a, part[d] * wv, e->fused);
+      sum = upd(sum, a, mass * wv, e->fused);
+      M = Mn;
+    } else {
+      const float wv = mlr_emu_exp(eb, x - M);
+      for (int d = 0; d < DV; d++) acc[d] = e->fused ? fmaf(part[d], wv, acc[d]) : acc[d] + part[d] * wv;
+      sum = e->fused ? fmaf(mass, wv, sum) : sum + mass * wv;
+    }
+  }
+  const float sc = fmaxf(sum, e->clamp);
+  for (int d = 0; d < DV; d++) acc[d] = acc[d] / sc;
+  store_o(e, t, h, acc);
+  const int ub = norm ? r->lse_base : (r->softmax_exp == MLR_EXP_2 ? MLR_EXP_2 : MLR_EXP_E); /* units of M */
+  float lse = M + emu_log(ub, sc);
+  if (!norm && ub != r->lse_base) lse = lse * (r->lse_base == MLR_EXP_2 ? LOG2E_F : LN2_F);
+  res->lse[t * e->H + h] = lse;
+}
+
+void mlr_emu_result_free(mlr_emu_result *res) {
+  if (!res) return;
+  free(res->o), free(res->lse), free(res->split_count), free(res->split_len), free(res->part_o), free(res->part_lse);
+  free(res->part_max), free(res->part_sum), free(res->q_scales);
+  memset(res, 0, sizeof *res);
+}
+
+/* a * b * c elements of size sz, or 0 on overflow */
+static size_t nbytes3(int64_t a, int64_t b, int64_t c, size_t sz) {
+  if (a < 0 || b < 0 || c < 0) return 0;
+  const double est = (double)a * (double)b * (double)c * (double)sz;
+  if (est > 1e18) return 0;
+  return (size_t)a * (size_t)b * (size_t)c * sz;
+}
+
+static mlr_status check_fit(const mlr_recipe *r, const mlr_inputs *in, mlr_error *err) {
+  mlr_status st = mlr_recipe_check(r, err);
+  if (st != MLR_OK) return st;
+  const int kv8 = in->kv_format != MLR_FMT_BF16;
+  if (in->kv_format != MLR_FMT_E4M3 && in->kv_format != MLR_FMT_E4M3FNUZ && kv8)
+    return mlr_error_set(err, MLR_EINVAL, "kv format %d is not e4m3, e4m3fnuz or bf16", in->kv_format);
+  if (!kv8 && (r->qk_operand == MLR_OP_FP8 || r->pv_operand == MLR_OP_FP8))
+    return mlr_error_set(err, MLR_EINVAL, "recipe '%s' multiplies fp8 KV codes (%s.operand = fp8) but the inputs' kv is bf16",
+                         r->name, r->qk_operand == MLR_OP_FP8 ? "qk" : "pv");
+  if (in->H < 1 || in->T < 1 || in->B < 1) return mlr_error_set(err, MLR_EINVAL, "inputs have no query tokens or heads");
+  return MLR_OK;
+}
+
+mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_opts *opts, mlr_emu_result *res,
+                       mlr_error *err) {
+  memset(res, 0, sizeof *res);
+  mlr_status st = check_fit(r, in, err);
+  if (st != MLR_OK) return st;
+  emu e;
+  memset(&e, 0, sizeof e);
+  e.r = r, e.in = in, e.H = in->H;
+  const int64_t T = in->T, H = in->H, B = in->B;
+  e.kv8 = in->kv_format != MLR_FMT_BF16;
+  e.folded = r->kv_scale_at == MLR_KVS_FOLDED;
+  e.fused = r->update_fma;
+  e.kvs = in->kv_scale;
+  e.clamp = (float)r->softmax_clamp; /* 1e-12 -> 0x2B8CBCCC, the constant in the seeds' PTX */
+  e.exp_sm = r->softmax_exp;
+  e.exp_lse = r->lse_base == MLR_EXP_2 ? MLR_EXP_2 : (r->softmax_exp == MLR_EXP_E_VIA_2 ? MLR_EXP_E_VIA_2 : MLR_EXP_E);
+  e.nsplit = calloc((size_t)B, sizeof(int64_t));
+  e.slen = calloc((size_t)B, sizeof(int64_t));
+  res->split_count = calloc((size_t)B, sizeof(int32_t));
+  res->split_len = calloc((size_t)B, sizeof(int32_t));
+  st = MLR_ENOMEM;
+  if (!e.nsplit || !e.slen || !res->split_count || !res->split_len) goto out;
+  int64_t S = 1, cap = 1, items = 0;
+  for (int64_t b = 0; b < B; b++) {
+    const int64_t L = mlr_inputs_kv_len(in, b);
+    mlr_recipe_splits(r, B, L, &e.nsplit[b], &e.slen[b]);
+    if (e.nsplit[b] > S) S = e.nsplit[b];
+    const int64_t span = e.slen[b] < L ? e.slen[b] : L;
+    if (span > cap) cap = span;
+    if (e.nsplit[b] > INT32_MAX || e.slen[b] > INT32_MAX) {
+      st = mlr_error_set(err, MLR_ERANGE, "batch %lld: %lld splits of %lld tokens do not fit int32", (long long)b,
+                         (long long)e.nsplit[b], (long long)e.slen[b]);
+      goto out;
+    }
+    res->split_count[b] = (int32_t)e.nsplit[b];
+    res->split_len[b] = (int32_t)e.slen[b];
+    items += e.nsplit[b];
+  }
+  if (r->softmax_block > 0 && r->softmax_block < cap) cap = r->softmax_block;
+  e.S = S, e.cap = cap, e.res = res;
+  res->T = T, res->H = H, res->B = B, res->S = S, res->out_format = r->out_format;
+  const int qfp8 = r->q_format != MLR_Q_BF16;
+  e.qk_fast = r->qk_dot == MLR_DOT_EXACT && qfp8 && e.kv8 && e.folded;
+  e.qk_x = r->qk_dot == MLR_DOT_EXACT && !e.qk_fast;
+  e.pv_fast = r->pv_dot == MLR_DOT_EXACT && (r->p_format == MLR_P_E4M3 || r->p_format == MLR_P_E4M3FNUZ) && e.kv8 &&
+              e.folded && r->pv_accumulate == MLR_PV_BLOCK && cap < (1 << 24);
+  e.pv_x = r->pv_dot == MLR_DOT_EXACT && !e.pv_fast;
+  /* outputs */
+  const size_t osz = r->out_format == MLR_OUT_FP32 ? 4 : 2;
+  const size_t ob = nbytes3(T, H, DV, osz), pb = nbytes3(T * H, S, DV, sizeof(float));
+  if (!ob || ((S > 1 || (opts && opts->partials)) && !pb)) {
+    st = mlr_error_set(err, MLR_ERANGE, "output size overflows (T=%lld, H=%lld, splits=%lld)", (long long)T, (long long)H, (long long)S);
+    goto out;
+  }
+  res->o = malloc(ob);
+  res->lse = malloc((size_t)(T * H) * sizeof(float));
+  if (!res->o || !res->lse) goto out;
+  if (S > 1 || (opts && opts->partials)) {
+    res->part_o = malloc(pb);
+    res->part_lse = malloc((size_t)(T * H * S) * sizeof(float));
+    res->part_max = malloc((size_t)(T * H * S) * sizeof(float));
+    res->part_sum = malloc((size_t)(T * H * S) * sizeof(float));
+    if (!res->part_o || !res->part_lse || !res->part_max || !res->part_sum) goto out;
+    const float qnan = mlr_bits_f32(0x7FC00000u); /* slots past a batch's split count */
+    for (size_t k = 0; k < pb / sizeof(float); k++) res->part_o[k] = qnan;
+    for (int64_t k = 0; k < T * H * S; k++) res->part_lse[k] = res->part_max[k] = res->part_sum[k] = qnan;
+  }
+  /* Q values, operand conversion (transposed to [T][576][H]) and logit scales */
+  const size_t qb = nbytes3(T * H, QK, 1, sizeof(float));
+  if (!qb) {
+    st = mlr_error_set(err, MLR_ERANGE, "Q size overflows (T=%lld, H=%lld)", (long long)T, (long long)H);
+    goto out;
+  }
+  float *qval = malloc(qb), *qs = malloc((size_t)(T * H) * sizeof(float));
+  e.qT = malloc(qb);
+  e.c = malloc((size_t)(T * H) * sizeof(float));
+  if (!qval || !qs || !e.qT || !e.c) {
+    free(qval), free(qs);
+    goto out;
+  }
+  st = mlr__emu_quantize_q(r, in, qval, qs, &res->q_scales, &res->n_q_scales, &res->q_clipped);
+  if (st != MLR_OK) {
+    free(qval), free(qs);
+    goto out;
+  }
+  const double c0 = r->softmax_exp == MLR_EXP_2 ? SM_SCALE * LOG2E_D : SM_SCALE;
+  for (int64_t t = 0; t < T; t++)
+    for (int64_t h = 0; h < H; h++) {
+      float c = (float)c0;
+      if (qfp8) c = c * qs[t * H + h];
+      if (e.folded) c = c * in->kv_scale;
+      e.c[t * H + h] = c;
+      for (int i = 0; i < QK; i++) e.qT[(t * QK + i) * H + h] = to_operand(qval[(t * H + h) * QK + i], r->qk_operand);
+    }
+  free(qval), free(qs);
+  /* KV code -> operand tables */
+  const size_t nl = e.kv8 ? 256 : 65536;
+  e.klut = malloc(nl * sizeof(float));
+  e.vlut = malloc(nl * sizeof(float));
+  if (!e.klut || !e.vlut) goto out;
+  for (size_t k = 0; k < nl; k++) {
+    float v = mlr_decode((mlr_format)in->kv_format, (uint32_t)k);
+    if (!e.folded) v = v * in->kv_scale;
+    e.klut[k] = to_operand(v, r->qk_operand);
+    e.vlut[k] = to_operand(v, r->pv_operand);
+  }
+  /* work items (b, s), then the merges */
+  int64_t *it = malloc((size_t)items * 2 * sizeof(int64_t));
+  if (!it) goto out;
+  for (int64_t b = 0, k = 0; b < B; b++)
+    for (int64_t s = 0; s < e.nsplit[b]; s++, k++) it[2 * k] = b, it[2 * k + 1] = s;
+  int nt = 1;
+#ifdef _OPENMP
+  nt = opts && opts->threads > 0 ? opts->threads : omp_get_max_threads();
+#endif
+  if (nt > items) nt = (int)items;
+  scratch *ws = calloc((size_t)nt, sizeof *ws);
+  int ok = ws != NULL;
+  for (int k = 0; ok && k < nt; k++)
+    if (!scratch_alloc(&ws[k], &e)) {
+      for (int j = 0; j < k; j++) scratch_free(&ws[j]);
+      ok = 0;
+    }
+  if (!ok) {
+    free(ws), free(it);
+    goto out;
+  }
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+  for (int64_t k = 0; k < items; k++) {
+    int tid = 0;
+#ifdef _OPENMP
+    tid = omp_get_thread_num();
+#endif
+    run_item(&e, &ws[tid], it[2 * k], it[2 * k + 1]);
+  }
+  if (S > 1) {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+    for (int64_t b = 0; b < B; b++) {
+      if (e.nsplit[b] < 2) continue;
+      int tid = 0;
+#ifdef _OPENMP
+      tid = omp_get_thread_num();
+#endif
+      for (int64_t t = in->qo_indptr[b]; t < in->qo_indptr[b + 1]; t++)
+        for (int64_t h = 0; h < H; h++) merge_one(&e, t, h, e.nsplit[b], ws[tid].part);
+    }
+  }
+  for (int k = 0; k < nt; k++) scratch_free(&ws[k]);
+  free(ws), free(it);
+  if (!(opts && opts->partials)) {
+    free(res->part_o), free(res->part_lse), free(res->part_max), free(res->part_sum);
+    res->part_o = res->part_lse = res->part_max = res->part_sum = NULL;
+  }
+  st = MLR_OK;
+out:
+  free(e.nsplit), free(e.slen), free(e.klut), free(e.vlut), free(e.qT), free(e.c);
+  if (st != MLR_OK) {
+    if (st == MLR_ENOMEM && err) mlr_error_set(err, MLR_ENOMEM, "out of memory for the model's buffers");
+    mlr_emu_result_free(res);
+  }
+  return st;
+}

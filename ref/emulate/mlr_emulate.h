@@ -1,0 +1,92 @@
+/* mlr_emulate.h: the bit-accurate model of an MLA decode kernel described by a recipe
+ * (DESIGN.md, "The recipe"; the semantics of each key are in mlr_recipe.h).
+ *
+ * For each query token t (of batch b, token i of n, seeing the first L_b - (n-1-i) KV tokens)
+ * and head h, in this order of operations:
+ *   Q:      the recipe's scale policy turns q into Q values (bf16, or fp8 codes with a scale per
+ *           tensor, head or token); converted to the QK operand format.
+ *   K, V:   KV codes decoded; with kv.scale_at = operand, fp32(value * kv_scale) then the operand
+ *           format; with folded, the operand format directly (exact) and kv_scale joins the logit
+ *           scale and the output.
+ *   logits: s = dot(Q, K) by the dot model (seq: fp32 fma chain from 0 in column order;
+ *           nope_rope: columns 0..511 and 512..575 as two chains, then added; exact: rounded
+ *           once), rounded to qk.result, times c = fp32(sm_scale [* log2 e]) [* q_scale]
+ *           [* kv_scale] (multiplied left to right in fp32), rounded to logit.format.
+ *           sm_scale = 1/sqrt(576) = 1/24 (binary64, as Python computes it).
+ *   splits: the recipe's split rule cuts batch b's L_b tokens into splits (mlr_recipe_splits);
+ *           each split runs the online softmax alone over blocks of softmax.block tokens from
+ *           its start (0: one block, the whole split).
+ *   block:  m' = max(m, max_j s_j); alpha = exp(m - m'); p_j = exp(s_j - m') (fp32);
+ *           l = l*alpha + sum_j p_j (sum in token order from 0, fp32 p);
+ *           PV dot of P (p rounded to p.format, then the PV operand format) with V, over the
+ *           block's tokens in order, from 0 (pv.accumulate = block; then acc = acc*alpha + dot)
+ *           or from acc*alpha (into_acc). update.fma fuses the updates. exp is the recipe's:
+ *           e^x, 2^x (log2 e folded into c) or 2^(fp32(x * fp32(log2 e))) (e_via_2), each the
+ *           binary64 pmath result rounded to binary32.
+ *   split result: normalized: part = acc / max(l, clamp) [* kv_scale]; raw: part = acc
+ *           [* kv_scale]; lse = m + log(max(l, clamp)) in the softmax's units, converted to
+ *           lse.base by one fp32 multiply (by log2 e or ln 2) when they differ.
+ *   merge:  splits in order; a split with lse <= -1e30 (raw: m <= -1e30) is skipped (an empty
+ *           split). running_max: M' = max(M, x_s), a = exp(M - M'), w = exp(x_s - M'),
+ *           acc = acc*a + part*w, sum = sum*a + mass*w; global_max: M = max x_s first, then
+ *           acc += part*w, sum += mass*w; aiter: running for 2-3 splits, global for 4 or more.
+ *           x_s = lse_s and mass = 1 (normalized) or x_s = m_s and mass = l_s (raw); exp in the
+ *           lse base. o = acc / max(sum, clamp). A batch with one split skips the merge (its
+ *           result is bit-identical to merging one split: w = exp(0) = 1).
+ *   output: o rounded to out.format (nearest even; overflow to Inf); lse (fp32) is the split's,
+ *           or M + log(max(sum, clamp)) after a merge.
+ * Work is spread over (batch, split) with OpenMP; the 16 heads of a query token are computed
+ * together (they share each KV row), each element in the order above, so the bits do not depend
+ * on the thread count. */
+#ifndef MLR_EMULATE_H
+#define MLR_EMULATE_H
+
+#include <stdint.h>
+
+#include "../base/mlr_base.h"
+#include "../base/mlr_inputs_view.h"
+#include "../recipe/mlr_recipe.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { MLR_EMU_QK_DIM = 576, MLR_EMU_V_DIM = 512, MLR_EMU_NOPE = 512 };
+
+typedef struct mlr_emu_opts {
+  int threads;  /* OpenMP threads; 0: the OpenMP default */
+  int partials; /* also return the per-split partials */
+} mlr_emu_opts;
+
+typedef struct mlr_emu_result {
+  int64_t T, H, B, S;   /* query tokens, heads, batches, most splits of any batch */
+  int out_format;       /* the recipe's mlr_outfmt */
+  void *o;              /* [T, H, 512]: bf16 / fp16 codes (uint16_t) or binary32 (float) */
+  float *lse;           /* [T, H] */
+  int32_t *split_count; /* [B] splits of each batch */
+  int32_t *split_len;   /* [B] tokens per split (the last ones may be shorter or empty) */
+  /* with opts.partials (else NULL): [T, H, S, 512] and [T, H, S]; slots s >= split_count[b]
+   * hold NaN. part_max / part_sum are the split's running max m and sum l. */
+  float *part_o, *part_lse, *part_max, *part_sum;
+  /* Q quantization: scales used ([n_q_scales]: 1, H or T of them; none for bf16 Q) and the
+   * number of elements the clamp to the format's max changed */
+  float *q_scales;
+  int64_t n_q_scales, q_clipped;
+} mlr_emu_result;
+
+/** Run the model. The inputs must have passed mlr_inputs_check (shapes and indices are trusted;
+ *  non-finite values flow through the arithmetic). MLR_EINVAL with err naming the problem for a
+ *  recipe that fails mlr_recipe_check or does not fit the inputs (fp8 operands with bf16 KV, Q
+ *  heads other than 16 are fine), MLR_ENOMEM, MLR_ERANGE when sizes overflow. */
+mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_opts *opts, mlr_emu_result *res,
+                       mlr_error *err);
+
+void mlr_emu_result_free(mlr_emu_result *res);
+
+/** The model's binary32 exp functions, by mlr_expbase (exposed for tests and the GPU kernel). */
+float mlr_emu_exp(int base, float x);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
