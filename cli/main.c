@@ -24,6 +24,9 @@ static void usage(FILE *out) {
         "  recipe list | recipe show NAME|FILE [--set key=value]...   numerics contracts\n"
         "  run --recipe NAME|FILE [--set key=value]... --inputs IN --out OUT [--threads N] [--partials]\n"
         "      [--allow-nonfinite]  the bit-accurate model of a kernel: o, lse (and split partials)\n"
+        "  compare A B [--tensor o] [--rule R]... [--truth T] [--inputs IN] [--json]\n"
+        "                          metrics and tolerance rules (exact|ulp:N|allclose:RTOL,ATOL[,MISS]|\n"
+        "                          fa3[:K[,ATOL]]|nmse:X|cos:X|budget); exit 1 when a rule fails\n"
         "  bench formats [--n N]   conversion and random-variate throughput on one core\n"
         "  bench emulate [--recipe NAME]... [--shape SPEC] [--threads N]   the model's speed\n"
         "  version\n"
@@ -43,6 +46,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "inputs") == 0) return mlr_cmd_inputs(argc - 2, argv + 2);
   if (strcmp(cmd, "recipe") == 0) return mlr_cmd_recipe(argc - 2, argv + 2);
   if (strcmp(cmd, "run") == 0) return mlr_cmd_run(argc - 2, argv + 2);
+  if (strcmp(cmd, "compare") == 0) return mlr_cmd_compare(argc - 2, argv + 2);
 #endif
   if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
     printf("mlaref %s\n", MLAREF_VERSION);
@@ -52,6 +56,6 @@ int main(int argc, char **argv) {
     usage(stdout);
     return MLR_EXIT_OK;
   }
-  fprintf(stderr, "mlaref: unknown command '%s' (valid: selfcheck|formats|gen|suite|inputs|recipe|run|bench|version|help)\n", cmd);
+  fprintf(stderr, "mlaref: unknown command '%s' (valid: selfcheck|formats|gen|suite|inputs|recipe|run|compare|bench|version|help)\n", cmd);
   return MLR_EXIT_USAGE;
 }

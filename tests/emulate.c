@@ -89,6 +89,43 @@ Test(exact, ties_signs_and_zero) {
   cr_assert_eq(mlr_f32_bits(mlr_xacc_round_f32(&a)), 1u);
 }
 
+/* the 128-bit fixed point, where its range check admits the vectors, against MPFR and the long
+ * accumulator: bf16 x fp8 and fp16 x fp16 vectors over a spread of exponents */
+Test(exact, fixed_point_128_matches_mpfr) {
+  enum { N = 600 };
+  float a[N], b[N];
+  double x[N];
+  int admitted = 0;
+  for (int c = 0; c < 2000; c++) {
+    const int n = 1 + (c * 37) % N, spread = 2 + c % 40;
+    for (int i = 0; i < n; i++) {
+      uint32_t r[4];
+      const uint32_t ctr[4] = {(uint32_t)c, (uint32_t)i, 91, 0}, key[2] = {7, 9};
+      mlr_philox4x32_10(ctr, key, r);
+      const float u = ldexpf(1.0f + (float)(r[0] >> 9) / 8388608.0f, (int)(r[1] % (unsigned)spread) - spread / 2);
+      const float v = ldexpf(1.0f + (float)(r[2] >> 9) / 8388608.0f, (int)(r[3] % 12u) - 6);
+      const int fp16 = c % 2;
+      a[i] = mlr_round_f32((r[3] & 1) ? -u : u, fp16 ? MLR_FMT_FP16 : MLR_FMT_BF16, MLR_OVF_NONSAT);
+      b[i] = mlr_round_f32(v, fp16 ? MLR_FMT_FP16 : MLR_FMT_E4M3, MLR_OVF_SATURATE);
+      x[i] = (double)a[i] * (double)b[i];
+    }
+    int la, ta, lb, tb;
+    mlr_f32_range(a, n, 1, &la, &ta);
+    mlr_f32_range(b, n, 1, &lb, &tb);
+    if (!mlr_i128_fits(la, ta, lb, tb, n)) continue;
+    admitted++;
+    mlr_i128 acc = 0;
+    for (int i = 0; i < n; i++) mlr_i128_fma(&acc, a[i], b[i], la + lb);
+    mlr_xacc xa;
+    mlr_xacc_clear(&xa);
+    for (int i = 0; i < n; i++) mlr_xacc_add(&xa, x[i]);
+    const float got = mlr_i128_round_f32(acc, la + lb), want = mpfr_sum_f32(x, n), lng = mlr_xacc_round_f32(&xa);
+    cr_assert_eq(mlr_f32_bits(got), mlr_f32_bits(want), "case %d: %a, MPFR %a", c, (double)got, (double)want);
+    cr_assert_eq(mlr_f32_bits(lng), mlr_f32_bits(want), "case %d: long accumulator %a, MPFR %a", c, (double)lng, (double)want);
+  }
+  cr_assert_gt(admitted, 1500, "only %d cases fit the fixed point", admitted);
+}
+
 /* ---- tiny inputs: the formula shared with tests/kat/derive_emulate.py ---- */
 
 typedef struct tiny {
@@ -102,19 +139,23 @@ typedef struct tiny {
 static uint8_t e4m3(float x) { return (uint8_t)mlr_encode_f32(x, MLR_FMT_E4M3, MLR_RND_NEAREST_EVEN, MLR_OVF_SATURATE, 0); }
 static uint16_t bf16(float x) { return (uint16_t)mlr_encode_f32(x, MLR_FMT_BF16, MLR_RND_NEAREST_EVEN, MLR_OVF_NONSAT, 0); }
 
-static void tiny_make(tiny *t, int L) {
+/* variant 0 base, 1 mid, 2 wide (see tests/kat/derive_emulate.py) */
+static void tiny_make(tiny *t, int L, int wide) {
   static const float K0[4] = {0, 1, -0.5f, 0.25f}, K1[4] = {0.5f, -0.25f, 1, 0}, R[4] = {0, 0.5f, 0, -1};
+  static const float K3[3][4] = {{0}, {0, -40, 0, -20}, {0, -40, 0, -160}}, Q4[3] = {0, 0x1p-40f, 0x1p-120f};
   memset(t, 0, sizeof *t);
   for (int h = 0; h < 16; h++) {
     t->q[h * QK + 0] = bf16(24.0f);
     t->q[h * QK + 1] = bf16((float)h / 8.0f);
     t->q[h * QK + 575] = bf16(2.0f);
+    if (wide) t->q[h * QK + 3] = bf16(24.0f), t->q[h * QK + 4] = bf16(Q4[wide]);
   }
   for (int j = 0; j < L; j++) {
     t->kv[j * QK + 0] = e4m3(K0[j % 4]);
     t->kv[j * QK + 1] = e4m3(K1[j % 4]);
     t->kv[j * QK + 2] = e4m3(1.0f);
     t->kv[j * QK + 575] = e4m3(R[j % 4]);
+    if (wide) t->kv[j * QK + 3] = e4m3(K3[wide][j % 4]), t->kv[j * QK + 4] = e4m3(1.0f);
   }
   t->kv_scale = 0.5f;
   t->qo[0] = 0, t->qo[1] = 1, t->kvi[0] = 0, t->kvi[1] = L;
@@ -139,17 +180,20 @@ static void recipe_of(const char *name, const char *sets, mlr_recipe *r) {
  * fp32(1/24), e.g. head 1: 0.03125 x 0x3D2AAAAB = 0x3AAAAAAB), L = 2 (one block of two tokens),
  * L = 33 (two blocks of 32 + 1 for the block recipes), L = 40 (five splits of triton-fp8-split:
  * 0..31, 32..39, three empty), and split variants: two splits, AITER's rule with 5 splits of 16
- * tokens (global-max merge, two empty splits) and 3 splits (running-max merge). */
+ * tokens (global-max merge, two empty splits) and 3 splits (running-max merge); and "mid" and
+ * "wide" variants (8 tokens) whose logits spread over 20 and 80 and whose Q rows span 2^-40 or
+ * 2^-120 .. 24, so that the exact dots use the 128-bit fixed point and the long accumulator
+ * rather than binary64 (checked once with a trace: every path is taken). */
 Test(emulate, builtins_match_the_independent_derivation) {
   FILE *f = fopen(MLAREF_SOURCE_DIR "/tests/data/emulate_kats.txt", "r");
   cr_assert(f != NULL);
-  char name[64], sets[128];
+  char name[64], sets[128], variant[16];
   int L, cases = 0;
   static tiny t;
-  while (fscanf(f, "%63s %127s %d", name, sets, &L) == 3) {
+  while (fscanf(f, "%63s %127s %15s %d", name, sets, variant, &L) == 4) {
     mlr_recipe r;
     recipe_of(name, sets, &r);
-    tiny_make(&t, L);
+    tiny_make(&t, L, strcmp(variant, "mid") == 0 ? 1 : strcmp(variant, "wide") == 0 ? 2 : 0);
     mlr_emu_result res;
     mlr_error err = {""};
     mlr_emu_opts o = {1, 0};
@@ -170,13 +214,13 @@ Test(emulate, builtins_match_the_independent_derivation) {
     cases++;
   }
   fclose(f);
-  cr_assert_geq(cases, 36, "read %d cases", cases);
+  cr_assert_geq(cases, 52, "read %d cases", cases);
 }
 
 /* the hand-derived one-token case, spelled out: p = exp(0) = 1, l = 1, o = V x kv_scale */
 Test(emulate, one_token_by_hand) {
   static tiny t;
-  tiny_make(&t, 1);
+  tiny_make(&t, 1, 0);
   mlr_recipe r;
   recipe_of("triton-fp8-single", "-", &r);
   mlr_emu_result res;

@@ -7,6 +7,7 @@
  * column's chain in token order). fmaf is exactly rounded, so the vector and scalar clones of
  * these loops give the same bits. */
 #define _POSIX_C_SOURCE 200809L
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,8 @@ typedef struct emu {
   int kv8;
   float *klut, *vlut; /* KV code -> QK / PV operand value (256 or 65536 entries) */
   float *qT;          /* [T][576][H] Q operand values */
+  int *qlsb, *qtop;   /* [T*H] range of each Q row (exact QK, general), qtop = INT_MAX if not finite */
+  int vlsb, vtop;     /* range of every finite PV operand value of V (exact PV, general) */
   float *c;           /* [T*H] logit scale */
   int qk_fast, pv_fast, qk_x, pv_x; /* exact dots: in binary64 (fast) or the long accumulator */
   int exp_sm, exp_lse;              /* exp of the softmax's units, and of the lse base */
@@ -88,7 +91,11 @@ typedef struct scratch {
   float *kop, *vop;  /* [TOKCHUNK][576], [VCHUNK][512] */
   float *acc, *pva;  /* [H][512] */
   double *pvd;       /* [H][512] (pv_fast) */
-  mlr_xacc *pvx;     /* [H][512] (exact PV, general) */
+  mlr_xacc *pvx;     /* [H][512] (exact PV, general: the long accumulator) */
+  mlr_i128 *pvi;     /* [H][512] (exact PV, general: the 128-bit fixed point) */
+  int *pvmode;       /* [H][2]: how head h sums this block (EX_*), and the fixed point's unit */
+  int64_t *psm, *vsm; /* P [H][cap] and a V chunk [VCHUNK][512] as odd significands ... */
+  int *pse, *vse;     /* ... and exponents (mlr_f32_split), for the fixed point */
   mlr_xacc *qkx;     /* [TOKCHUNK][H] (exact QK, general) */
   float *qa, *qr;    /* [TOKCHUNK][H]: QK results, the rope chain of nope_rope */
   double *qd;        /* [TOKCHUNK][H]: exact fp8 QK in binary64 */
@@ -97,7 +104,7 @@ typedef struct scratch {
 
 static void scratch_free(scratch *w) {
   free(w->s), free(w->p), free(w->pp), free(w->kop), free(w->vop), free(w->acc), free(w->pva), free(w->pvd);
-  free(w->pvx), free(w->qkx), free(w->qa), free(w->qr), free(w->qd), free(w->m), free(w->l), free(w->alpha), free(w->part), free(w->lse), free(w->pm), free(w->pl);
+  free(w->pvx), free(w->pvi), free(w->pvmode), free(w->psm), free(w->vsm), free(w->pse), free(w->vse), free(w->qkx), free(w->qa), free(w->qr), free(w->qd), free(w->m), free(w->l), free(w->alpha), free(w->part), free(w->lse), free(w->pm), free(w->pl);
 }
 
 static int scratch_alloc(scratch *w, const emu *e) {
@@ -117,8 +124,11 @@ static int scratch_alloc(scratch *w, const emu *e) {
   w->lse = malloc(H * sizeof(float)), w->pm = malloc(H * sizeof(float)), w->pl = malloc(H * sizeof(float));
   int ok = w->s && w->p && w->pp && w->kop && w->vop && w->acc && w->pva && w->part && w->m && w->l && w->alpha &&
            w->lse && w->pm && w->pl && w->qa && w->qr && w->qd;
-  if (e->pv_fast) ok = ok && (w->pvd = malloc(H * DV * sizeof(double)));
-  if (e->pv_x) ok = ok && (w->pvx = malloc(H * DV * sizeof(mlr_xacc)));
+  if (e->pv_fast || e->pv_x) ok = ok && (w->pvd = malloc(H * DV * sizeof(double)));
+  if (e->pv_x) ok = ok && (w->pvx = malloc(H * DV * sizeof(mlr_xacc))) && (w->pvi = malloc(H * DV * sizeof(mlr_i128))) &&
+                    (w->pvmode = malloc(2 * H * sizeof(int))) &&
+                    (w->psm = malloc(H * cap * sizeof(int64_t))) && (w->pse = malloc(H * cap * sizeof(int))) &&
+                    (w->vsm = malloc(VCHUNK * DV * sizeof(int64_t))) && (w->vse = malloc(VCHUNK * DV * sizeof(int)));
   if (e->qk_x) ok = ok && (w->qkx = malloc(TOKCHUNK * H * sizeof(mlr_xacc)));
   if (!ok) scratch_free(w);
   return ok;
@@ -160,6 +170,37 @@ EMU_CLONES static void qk_exact_f64(const float *q, const float *kop, int64_t H,
     }
 }
 
+/* n products of vectors with these ranges sum exactly in binary64, in any order: every partial
+ * sum is a multiple of 2^(lsb1 + lsb2) below 2^53 of those units */
+static int fits_f64(int lsb1, int top1, int lsb2, int top2, int64_t n) {
+  int lg = 0;
+  while (((int64_t)1 << lg) < n + 1) lg++;
+  return top1 + top2 + lg - (lsb1 + lsb2) <= 53;
+}
+
+/* The exact sum of n products a[i*sa] * b[i*sb], rounded once to binary32. Ranges (lsb, top) as
+ * mlr_f32_range gives them; top = INT_MAX marks a vector with NaN or Inf, whose sum is then the
+ * binary64 sum of the products (NaN, or the infinity IEEE arithmetic gives). Otherwise the
+ * 128-bit fixed point when the ranges fit it, else the long accumulator. */
+static float exact_dot(const float *a, int64_t sa, const float *b, int64_t sb, int n, int alsb, int atop, int blsb, int btop,
+                       mlr_xacc *x) {
+  if (atop == INT_MAX || btop == INT_MAX) {
+    double s = 0;
+    for (int i = 0; i < n; i++) s += (double)a[i * sa] * (double)b[i * sb];
+    return (float)s;
+  }
+  if (alsb > atop || blsb > btop) return 0.0f; /* an all-zero vector */
+  if (mlr_i128_fits(alsb, atop, blsb, btop, n)) {
+    mlr_i128 acc = 0;
+    const int g = alsb + blsb;
+    for (int i = 0; i < n; i++) mlr_i128_fma(&acc, a[i * sa], b[i * sb], g);
+    return mlr_i128_round_f32(acc, g);
+  }
+  mlr_xacc_clear(x);
+  for (int i = 0; i < n; i++) mlr_xacc_add(x, (double)a[i * sa] * (double)b[i * sb]);
+  return mlr_xacc_round_f32(x);
+}
+
 static void qk_block(const emu *e, scratch *w, int64_t t, int64_t b, int64_t j0, int64_t j1) {
   const mlr_recipe *r = e->r;
   const int64_t H = e->H;
@@ -181,13 +222,26 @@ static void qk_block(const emu *e, scratch *w, int64_t t, int64_t b, int64_t j0,
       qk_exact_f64(q, w->kop, H, w->qd);
       for (size_t k = 0; k < nb; k++) av[k] = (float)w->qd[k]; /* the one rounding */
     } else if (r->qk_dot == MLR_DOT_EXACT) {
-      for (int c = 0; c < nc; c++)
-        for (int64_t h = 0; h < H; h++) {
-          mlr_xacc *x = &w->qkx[c * H + h];
-          mlr_xacc_clear(x);
-          for (int i = 0; i < QK; i++) mlr_xacc_add(x, (double)q[i * H + h] * (double)w->kop[c * QK + i]);
-          av[c * H + h] = mlr_xacc_round_f32(x);
-        }
+      int klsb[TOKCHUNK], ktop[TOKCHUNK], all_f64 = 1;
+      for (int c = 0; c < TOKCHUNK; c++) {
+        const float *k = w->kop + c * QK;
+        mlr_f32_range(k, QK, 1, &klsb[c], &ktop[c]);
+        for (int i = 0; i < QK; i++)
+          if (!isfinite(k[i])) ktop[c] = INT_MAX;
+        if (klsb[c] > ktop[c]) continue; /* zero row (or padding) */
+        for (int64_t h = 0; h < H && all_f64; h++)
+          all_f64 = e->qtop[t * H + h] != INT_MAX && ktop[c] != INT_MAX &&
+                    (e->qlsb[t * H + h] > e->qtop[t * H + h] || fits_f64(e->qlsb[t * H + h], e->qtop[t * H + h], klsb[c], ktop[c], QK));
+      }
+      if (all_f64) { /* every dot of the chunk is exact in binary64 */
+        memset(w->qd, 0, nb * sizeof(double));
+        qk_exact_f64(q, w->kop, H, w->qd);
+        for (size_t k = 0; k < nb; k++) av[k] = (float)w->qd[k];
+      } else
+        for (int c = 0; c < nc; c++)
+          for (int64_t h = 0; h < H; h++)
+            av[c * H + h] = exact_dot(q + h, H, w->kop + c * QK, 1, QK, e->qlsb[t * H + h], e->qtop[t * H + h], klsb[c], ktop[c],
+                                      &w->qkx[c * H + h]);
     } else if (r->qk_dot == MLR_DOT_NOPE_ROPE) {
       memset(av, 0, nb * sizeof(float));
       memset(w->qr, 0, nb * sizeof(float));
@@ -239,39 +293,90 @@ EMU_CLONES static void pv_exact_f64(const float *pp, const float *vop, int nj, d
   }
 }
 
+enum { EX_NAIVE = 0, EX_I128 = 1, EX_LONG = 2, EX_F64 = 3 };
+
+/* any non-finite V operand in tokens [j0, j1) of batch b */
+static int block_has_nonfinite(const emu *e, int64_t b, int64_t j0, int64_t j1) {
+  for (int64_t j = j0; j < j1; j++) {
+    const int64_t row = mlr_inputs_kv_row(e->in, b, j);
+    for (int d = 0; d < DV; d++) {
+      const uint32_t c = e->kv8 ? ((const uint8_t *)e->in->kv)[row * QK + d] : ((const uint16_t *)e->in->kv)[row * QK + d];
+      if (!isfinite(e->vlut[c])) return 1;
+    }
+  }
+  return 0;
+}
+
 static void pv_block(const emu *e, scratch *w, int64_t b, int64_t j0, int64_t j1) {
   const mlr_recipe *r = e->r;
   const int64_t H = e->H;
   const int into = r->pv_accumulate == MLR_PV_INTO_ACC;
+  const int64_t n = j1 - j0;
+  if (e->pv_x) /* how each head sums this block: see exact_dot */
+    for (int64_t h = 0; h < H; h++) {
+      int plsb, ptop, fin = !block_has_nonfinite(e, b, j0, j1);
+      const float *pp = w->pp + h * e->cap;
+      for (int64_t j = 0; j < n; j++) fin &= isfinite(pp[j]) != 0;
+      mlr_f32_range(pp, n, 1, &plsb, &ptop);
+      int mode = !fin ? EX_NAIVE : into ? EX_LONG : mlr_i128_fits(plsb, ptop, e->vlsb, e->vtop, n) ? EX_I128 : EX_LONG;
+      if (mode == EX_I128 && fits_f64(plsb, ptop, e->vlsb, e->vtop, n)) mode = EX_F64;
+      w->pvmode[2 * h] = mode;
+      w->pvmode[2 * h + 1] = plsb + e->vlsb; /* the fixed point's unit */
+      if (mode == EX_I128)
+        for (int64_t j = 0; j < n; j++) mlr_f32_split(pp[j], &w->psm[h * e->cap + j], &w->pse[h * e->cap + j]);
+    }
   for (int64_t h = 0; h < H; h++)
     for (int d = 0; d < DV; d++) {
       const float init = into ? w->acc[h * DV + d] * w->alpha[h] : 0.0f;
       if (e->pv_fast) w->pvd[h * DV + d] = init;
       else if (e->pv_x) {
+        w->pvd[h * DV + d] = init;
+        w->pvi[h * DV + d] = 0;
         mlr_xacc_clear(&w->pvx[h * DV + d]);
         mlr_xacc_add(&w->pvx[h * DV + d], (double)init);
       } else w->pva[h * DV + d] = init;
     }
   for (int64_t j = j0; j < j1; j += VCHUNK) {
     const int nj = (int)(j1 - j < VCHUNK ? j1 - j : VCHUNK);
-    for (int jj = 0; jj < nj; jj++) {
-      load_row(e, e->vlut, b, j + jj, DV, w->vop + jj * DV);
-    }
+    for (int jj = 0; jj < nj; jj++) load_row(e, e->vlut, b, j + jj, DV, w->vop + jj * DV);
+    if (e->pv_x)
+      for (int k = 0; k < nj * DV; k++) mlr_f32_split(w->vop[k], &w->vsm[k], &w->vse[k]);
     for (int64_t h = 0; h < H; h++) {
       const float *pp = w->pp + h * e->cap + (j - j0);
       if (e->pv_fast) pv_exact_f64(pp, w->vop, nj, w->pvd + h * DV);
-      else if (e->pv_x)
-        for (int d = 0; d < DV; d++)
-          for (int jj = 0; jj < nj; jj++) mlr_xacc_add(&w->pvx[h * DV + d], (double)pp[jj] * (double)w->vop[jj * DV + d]);
-      else pv_seq(pp, w->vop, nj, w->pva + h * DV);
+      else if (e->pv_x) {
+        const int mode = w->pvmode[2 * h], g = w->pvmode[2 * h + 1];
+        if (mode == EX_F64) pv_exact_f64(pp, w->vop, nj, w->pvd + h * DV);
+        else if (mode == EX_I128) {
+          const int64_t *pm = w->psm + h * e->cap + (j - j0);
+          const int *pe = w->pse + h * e->cap + (j - j0);
+          mlr_i128 *acc = w->pvi + h * DV;
+          for (int jj = 0; jj < nj; jj++) {
+            if (!pm[jj]) continue;
+            for (int d = 0; d < DV; d++) {
+              const int64_t vm = w->vsm[jj * DV + d];
+              if (vm) acc[d] += (mlr_i128)(pm[jj] * vm) << (pe[jj] + w->vse[jj * DV + d] - g);
+            }
+          }
+        } else
+          for (int d = 0; d < DV; d++)
+            for (int jj = 0; jj < nj; jj++) {
+              const float pv = pp[jj], v = w->vop[jj * DV + d];
+              if (mode == EX_LONG) mlr_xacc_add(&w->pvx[h * DV + d], (double)pv * (double)v);
+              else w->pvd[h * DV + d] += (double)pv * (double)v;
+            }
+      } else pv_seq(pp, w->vop, nj, w->pva + h * DV);
     }
   }
   for (int64_t h = 0; h < H; h++)
     for (int d = 0; d < DV; d++) {
       float dot;
       if (e->pv_fast) dot = (float)w->pvd[h * DV + d];
-      else if (e->pv_x) dot = mlr_xacc_round_f32(&w->pvx[h * DV + d]);
-      else dot = w->pva[h * DV + d];
+      else if (e->pv_x) {
+        const int mode = w->pvmode[2 * h];
+        dot = mode == EX_I128 ? mlr_i128_round_f32(w->pvi[h * DV + d], w->pvmode[2 * h + 1])
+              : mode == EX_LONG ? mlr_xacc_round_f32(&w->pvx[h * DV + d]) : (float)w->pvd[h * DV + d]; /* F64: exact, NAIVE: IEEE */
+      } else dot = w->pva[h * DV + d];
       w->acc[h * DV + d] = into ? dot : upd(w->acc[h * DV + d], w->alpha[h], dot, e->fused);
     }
 }
@@ -525,6 +630,17 @@ mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_
       for (int i = 0; i < QK; i++) e.qT[(t * QK + i) * H + h] = to_operand(qval[(t * H + h) * QK + i], r->qk_operand);
     }
   free(qval), free(qs);
+  if (e.qk_x) { /* the range of each Q row, for exact_dot */
+    e.qlsb = malloc((size_t)(T * H) * sizeof(int));
+    e.qtop = malloc((size_t)(T * H) * sizeof(int));
+    if (!e.qlsb || !e.qtop) goto out;
+    for (int64_t k = 0; k < T * H; k++) {
+      const float *row = e.qT + (k / H) * QK * H + k % H;
+      mlr_f32_range(row, QK, H, &e.qlsb[k], &e.qtop[k]);
+      for (int i = 0; i < QK; i++)
+        if (!isfinite(row[i * H])) e.qtop[k] = INT_MAX;
+    }
+  }
   /* KV code -> operand tables */
   const size_t nl = e.kv8 ? 256 : 65536;
   e.klut = malloc(nl * sizeof(float));
@@ -536,6 +652,13 @@ mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_
     e.klut[k] = to_operand(v, r->qk_operand);
     e.vlut[k] = to_operand(v, r->pv_operand);
   }
+  e.vlsb = 1000, e.vtop = -1000; /* the range of every finite V operand (exact PV, general) */
+  for (size_t k = 0; k < nl; k++)
+    if (isfinite(e.vlut[k])) {
+      int lsb, top;
+      mlr_f32_range(&e.vlut[k], 1, 1, &lsb, &top);
+      if (lsb <= top) e.vlsb = lsb < e.vlsb ? lsb : e.vlsb, e.vtop = top > e.vtop ? top : e.vtop;
+    }
   /* work items (b, s), then the merges */
   int64_t *it = malloc((size_t)items * 2 * sizeof(int64_t));
   if (!it) goto out;
@@ -585,7 +708,7 @@ mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_
   }
   st = MLR_OK;
 out:
-  free(e.nsplit), free(e.slen), free(e.klut), free(e.vlut), free(e.qT), free(e.c);
+  free(e.nsplit), free(e.slen), free(e.klut), free(e.vlut), free(e.qT), free(e.c), free(e.qlsb), free(e.qtop);
   if (st != MLR_OK) {
     if (st == MLR_ENOMEM && err) mlr_error_set(err, MLR_ENOMEM, "out of memory for the model's buffers");
     mlr_emu_result_free(res);

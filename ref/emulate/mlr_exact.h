@@ -64,6 +64,15 @@ MLR_HD static inline void mlr_xacc_add(mlr_xacc *a, double x) {
   if (++a->adds >= (1u << 20)) mlr_xacc_normalize(a);
 }
 
+/* |value| = w * 2^lsb_exp (w with its top bit set) plus a sticky bit below it, to binary32 by
+ * round-to-odd at 53 bits then nearest even (exact: see the top of this file) */
+MLR_HD static inline float mlr__round_window_f32(uint64_t w, int sticky, int lsb_exp, int neg) {
+  uint64_t r = w >> 11;                            /* 53 bits */
+  if ((w & 0x7FFu) || sticky) r |= 1;              /* round to odd */
+  const float f = (float)ldexp((double)r, lsb_exp + 11); /* ldexp exact: r < 2^53, normal range */
+  return neg ? -f : f;
+}
+
 /** The exact sum rounded to binary32, nearest even (+0 for an exact zero). */
 MLR_HD static inline float mlr_xacc_round_f32(mlr_xacc *a) {
   mlr_xacc_normalize(a);
@@ -91,12 +100,77 @@ MLR_HD static inline float mlr_xacc_round_f32(mlr_xacc *a) {
     sticky = ((uint32_t)((uint64_t)g[h - 2] << lz)) != 0;
     for (int k = h - 3; k >= 0 && !sticky; k--) sticky = g[k] != 0;
   }
-  const int lsb_exp = 32 * (h - 1) - lz + MLR_XACC_EBASE; /* weight of w's bit 0 */
-  uint64_t r = w >> 11;                                     /* 53 bits */
-  if ((w & 0x7FFu) || sticky) r |= 1;                       /* round to odd */
-  const double d = ldexp((double)r, lsb_exp + 11);          /* exact: r < 2^53, normal range */
-  const float f = (float)d;
-  return neg ? -f : f;
+  return mlr__round_window_f32(w, sticky, 32 * (h - 1) - lz + MLR_XACC_EBASE, neg);
 }
+
+/* ---- a faster exact sum for operands of limited range: a 128-bit fixed-point integer ----
+ * A binary32 x = m * 2^e with m odd (or 0); a product of two is (m1 m2) * 2^(e1 + e2), m1 m2 <
+ * 2^48. When every e1 + e2 >= G and every |product| < 2^T, n products sum exactly in a signed
+ * 128-bit integer in units of 2^G if T + ceil(log2 n) - G <= 126 (mlr_i128_fits). */
+#if defined(__SIZEOF_INT128__)
+__extension__ typedef __int128 mlr_i128;
+
+/** x = *m * 2^*e with *m odd, or *m = 0; x finite. */
+MLR_HD static inline void mlr_f32_split(float x, int64_t *m, int *e) {
+  const uint32_t b = mlr_f32_bits(x);
+  const int be = (int)((b >> 23) & 0xFF);
+  uint32_t mm = b & 0x7FFFFFu;
+  int ee = -149;
+  if (be) { mm |= 1u << 23; ee = be - 150; }
+  if (!mm) { *m = 0; *e = 0; return; }
+  const int tz = __builtin_ctz(mm);
+  *m = (b >> 31) ? -(int64_t)(mm >> tz) : (int64_t)(mm >> tz);
+  *e = ee + tz;
+}
+
+/** The range of a vector of finite binary32 values: smallest lsb exponent (of the odd
+ *  significands) and the exponent T with every |x| < 2^T; an all-zero vector gives lsb > T. */
+MLR_HD static inline void mlr_f32_range(const float *x, int64_t n, int64_t stride, int *lsb, int *top) {
+  int lo = 1000, hi = -1000;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t m;
+    int e;
+    mlr_f32_split(x[i * stride], &m, &e);
+    if (!m) continue;
+    const int t = e + 64 - __builtin_clzll((uint64_t)(m < 0 ? -m : m)); /* |x| < 2^t */
+    if (e < lo) lo = e;
+    if (t > hi) hi = t;
+  }
+  *lsb = lo, *top = hi;
+}
+
+/** n products of vectors with ranges (lsb1, top1), (lsb2, top2) sum exactly in units of 2^(lsb1 + lsb2) */
+MLR_HD static inline int mlr_i128_fits(int lsb1, int top1, int lsb2, int top2, int64_t n) {
+  int lg = 0;
+  while (((int64_t)1 << lg) < n + 1) lg++;
+  return top1 + top2 + lg - (lsb1 + lsb2) <= 126;
+}
+
+/** acc += x * y in units of 2^g (x, y finite; the range checked by mlr_i128_fits) */
+MLR_HD static inline void mlr_i128_fma(mlr_i128 *acc, float x, float y, int g) {
+  int64_t m1, m2;
+  int e1, e2;
+  mlr_f32_split(x, &m1, &e1);
+  mlr_f32_split(y, &m2, &e2);
+  if (!m1 || !m2) return;
+  *acc += (mlr_i128)(m1 * m2) << (e1 + e2 - g);
+}
+
+/** v * 2^g rounded to binary32, nearest even (+0 for 0). */
+MLR_HD static inline float mlr_i128_round_f32(mlr_i128 v, int g) {
+  if (v == 0) return 0.0f;
+  const int neg = v < 0;
+  __extension__ unsigned __int128 u = neg ? -(unsigned __int128)v : (unsigned __int128)v;
+  const uint64_t hi = (uint64_t)(u >> 64), lo = (uint64_t)u;
+  const int p = hi ? 127 - __builtin_clzll(hi) : 63 - __builtin_clzll(lo); /* top bit */
+  uint64_t w;
+  int sticky = 0;
+  if (p >= 63) {
+    w = (uint64_t)(u >> (p - 63));
+    sticky = p > 63 && (u & (((unsigned __int128)1 << (p - 63)) - 1)) != 0;
+  } else w = lo << (63 - p);
+  return mlr__round_window_f32(w, sticky, g + p - 63, neg);
+}
+#endif
 
 #endif

@@ -10,13 +10,20 @@
 # The inputs (the same formula is in tests/emulate.c): H = 16 heads, one query token, fp8 e4m3
 # KV with kv_scale = 0.5, bf16 q with q[h][0] = 24, q[h][1] = h/8, q[h][575] = 2, other columns 0;
 # KV row j: col 0 = K0[j%4], col 1 = K1[j%4], col 2 = 1, col 575 = R[j%4], others 0.
-# Writes one line per case: recipe, sets, L, then per head the bits of o[h][0..3] and lse[h].
+# The "mid" variant adds q[h][3] = 24, q[h][4] = 2^-40 and KV col 3 = K3[j%4], col 4 = 1 with
+# K3 = 0, -40, 0, -20: logits 20 below the others (P near 2^-29) and Q rows spanning 2^-40 .. 24,
+# so the exact dots leave binary64 for the 128-bit fixed point. The "wide" variant has
+# q[h][4] = 2^-120 and K3 = 0, -40, 0, -160 (P near 2^-115): the long accumulator.
+# Writes one line per case: recipe, sets, variant, L, then per head the bits of o[h][0..3], the
+# largest code of o[h][4..511] and lse[h].
 #   python3 tests/kat/derive_emulate.py > tests/data/emulate_kats.txt
 import math
 import struct
 from fractions import Fraction as F
 
 K0, K1, R = [0, 1, -0.5, 0.25], [0.5, -0.25, 1, 0], [0, 0.5, 0, -1]
+K3 = {"mid": [0, -40, 0, -20], "wide": [0, -40, 0, -160]}
+Q4 = {"mid": F(1, 2 ** 40), "wide": F(1, 2 ** 120)}
 H, QK, DV = 16, 576, 512
 KV_SCALE = F(1, 2)
 INF = float("inf")
@@ -110,14 +117,18 @@ BUILTINS = {
 }
 
 
-def inputs(L):
+def inputs(L, wide):
     q = [[F(0)] * QK for _ in range(H)]
     for h in range(H):
         q[h][0], q[h][1], q[h][575] = F(24), F(h, 8), F(2)
+        if wide:
+            q[h][3], q[h][4] = F(24), Q4[wide]
     kv = []
     for j in range(L):
         row = [F(0)] * QK
         row[0], row[1], row[2], row[575] = F(K0[j % 4]), F(K1[j % 4]), F(1), F(R[j % 4])
+        if wide:
+            row[3], row[4] = F(K3[wide][j % 4]), F(1)
         kv.append([e4m3(x) for x in row])  # all exact in e4m3
     return q, kv
 
@@ -164,8 +175,8 @@ def splits(r, bs, L):
     return n, -(-ln // r["split_align"]) * r["split_align"]
 
 
-def run(r, L):
-    q, kv = inputs(L)
+def run(r, L, wide):
+    q, kv = inputs(L, wide)
     qv, qs = quant_q(r, q)
     qop = [[OPND[r["qk_operand"]](x) for x in row] for row in qv]
     folded = r["kv_scale_at"] == "folded"
@@ -254,21 +265,21 @@ def run(r, L):
     return res_o, res_lse
 
 
-CASES = [(name, "", L) for name in BUILTINS for L in (1, 2, 33, 40)] + [
-    ("triton-fp8-split", "split.count=2", 40),
-    ("aiter-a8w8-ps", "split.min_tokens=8", 40),
-    ("aiter-a16w8-ps", "split.min_tokens=16", 40),
-    ("fp32-seq", "softmax.block=8;update.fma=yes", 40),
-]
+CASES = [(name, "", "base", L) for name in BUILTINS for L in (1, 2, 33, 40)] + [
+    ("triton-fp8-split", "split.count=2", "base", 40),
+    ("aiter-a8w8-ps", "split.min_tokens=8", "base", 40),
+    ("aiter-a16w8-ps", "split.min_tokens=16", "base", 40),
+    ("fp32-seq", "softmax.block=8;update.fma=yes", "base", 40),
+] + [(name, "", v, 8) for v in ("mid", "wide") for name in BUILTINS]
 
 KEYMAP = {"split.count": "split_count", "split.min_tokens": "split_min_tokens", "softmax.block": "softmax_block",
           "update.fma": "update_fma"}
 
 if __name__ == "__main__":
-    for name, sets, L in CASES:
+    for name, sets, variant, L in CASES:
         r = dict(BASE, **BUILTINS[name])
         for a in filter(None, sets.split(";")):
             k, v = a.split("=")
             r[KEYMAP[k]] = (v == "yes") if k == "update.fma" else int(v)
-        o, lse = run(r, L)
-        print(name, sets or "-", L, " ".join("%04x,%04x,%04x,%04x,%04x,%08x" % (*o[h], lse[h]) for h in range(H)))
+        o, lse = run(r, L, None if variant == "base" else variant)
+        print(name, sets or "-", variant, L, " ".join("%04x,%04x,%04x,%04x,%04x,%08x" % (*o[h], lse[h]) for h in range(H)))

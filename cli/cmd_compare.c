@@ -1,0 +1,150 @@
+/* mlaref compare A B [--tensor o] [--rule R]... [--truth T] [--inputs IN] [--json]
+ * A (candidate) against B (reference) under tolerance rules (compare/mlr_compare.h); exit 0 when
+ * every evaluated rule passes, 1 when one fails, 2 on bad input or when no rule could be
+ * evaluated. The worst elements are printed as reproducer lines. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "compare/mlr_compare.h"
+#include "fixtures/inputs/mlr_inputs.h"
+
+#ifndef MLAREF_COMMIT
+#define MLAREF_COMMIT "unknown"
+#endif
+
+static int to_view(const mlr_tensor *t, mlr_cmp_tensor *v) {
+  if (t->dtype == MLR_DT_BF16) v->type = MLR_CT_BF16;
+  else if (t->dtype == MLR_DT_F16) v->type = MLR_CT_F16;
+  else if (t->dtype == MLR_DT_F32) v->type = MLR_CT_F32;
+  else if (t->dtype == MLR_DT_F64) v->type = MLR_CT_F64;
+  else return -1;
+  v->data = t->data;
+  v->n = (int64_t)(t->nbytes / mlr_dtype_size(t->dtype));
+  return 0;
+}
+
+/* the tensor `name` of file path as a view; exit code on failure */
+static int load_view(const char *cmd, const char *path, const char *name, mlr_tensor_file *tf, mlr_cmp_tensor *v,
+                     const mlr_tensor **t) {
+  mlr_error err = {""};
+  if (mlr_safetensors_read(path, tf, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "%s", err.msg);
+  *t = mlr_tf_find(tf, name);
+  if (!*t) return mlr_cli_usage_error(cmd, "%s: no tensor '%s' (--tensor NAME picks another)", path, name);
+  if (to_view(*t, v)) return mlr_cli_usage_error(cmd, "%s: tensor '%s' is %s; outputs are BF16, F16, F32 or F64", path, name, mlr_dtype_name((*t)->dtype));
+  return MLR_EXIT_OK;
+}
+
+static const char *meta_of(const mlr_tensor_file *a, const mlr_tensor_file *b, const char *key) {
+  const char *v = mlr_tf_get_meta(a, key);
+  return v ? v : (b ? mlr_tf_get_meta(b, key) : NULL);
+}
+
+/* element i of a [T, H, C] tensor as (batch, token, head, column) */
+static void position(const mlr_tensor *t, const mlr_inputs *in, int64_t i, char *buf, size_t n) {
+  if (t->ndim != 3 && t->ndim != 2) { snprintf(buf, n, "element %lld", (long long)i); return; }
+  const int64_t C = t->ndim == 3 ? t->shape[2] : 1, H = t->shape[1];
+  const int64_t tok = i / (H * C), h = (i / C) % H, c = i % C;
+  long long b = -1;
+  if (in)
+    for (int64_t k = 0; k < in->B; k++)
+      if (tok >= in->qo_indptr[k] && tok < in->qo_indptr[k + 1]) b = (long long)k;
+  if (b >= 0) snprintf(buf, n, "batch %lld token %lld head %lld column %lld", b, (long long)tok, (long long)h, (long long)c);
+  else snprintf(buf, n, "token %lld head %lld column %lld", (long long)tok, (long long)h, (long long)c);
+}
+
+static const char *vname(mlr_verdict_kind k) { return k == MLR_VERDICT_PASS ? "pass" : k == MLR_VERDICT_FAIL ? "FAIL" : "n/a"; }
+
+int mlr_cmd_compare(int argc, char **argv) {
+  const char *cmd = "compare", *files[2] = {NULL, NULL}, *tensor = "o", *truth = NULL, *inputs = NULL;
+  mlr_rule rules[16];
+  int nrules = 0, json = 0, nf = 0;
+  for (int i = 0; i < argc; i++) {
+    const char *v;
+    int m;
+    if ((m = mlr_cli_opt(argc, argv, &i, "tensor", &v))) { if (m < 0) return mlr_cli_usage_error(cmd, "--tensor needs a name"); tensor = v; }
+    else if ((m = mlr_cli_opt(argc, argv, &i, "truth", &v))) { if (m < 0) return mlr_cli_usage_error(cmd, "--truth needs a file"); truth = v; }
+    else if ((m = mlr_cli_opt(argc, argv, &i, "inputs", &v))) { if (m < 0) return mlr_cli_usage_error(cmd, "--inputs needs a file"); inputs = v; }
+    else if ((m = mlr_cli_opt(argc, argv, &i, "rule", &v))) {
+      mlr_error err = {""};
+      if (m < 0) return mlr_cli_usage_error(cmd, "--rule needs one of %s", mlr_rule_forms());
+      if (nrules == 16) return mlr_cli_usage_error(cmd, "at most 16 --rule options");
+      if (mlr_rule_parse(v, &rules[nrules++], &err) != MLR_OK) return mlr_cli_usage_error(cmd, "%s", err.msg);
+    } else if (strcmp(argv[i], "--json") == 0) json = 1;
+    else if (argv[i][0] == '-' && argv[i][1] == '-') return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --tensor --rule --truth --inputs --json)", argv[i]);
+    else if (nf < 2) files[nf++] = argv[i];
+    else return mlr_cli_usage_error(cmd, "more than two files ('%s'): usage: compare A B [--tensor o] [--rule R]... [--truth T] [--json]", argv[i]);
+  }
+  if (nf != 2) return mlr_cli_usage_error(cmd, "usage: compare A B [--tensor o] [--rule R]... [--truth T] [--inputs IN] [--json] (rules: %s)", mlr_rule_forms());
+  if (!nrules) mlr_rule_parse("exact", &rules[nrules++], NULL);
+  mlr_tensor_file ta, tb, tt, ti;
+  mlr_tf_init(&ta), mlr_tf_init(&tb), mlr_tf_init(&tt), mlr_tf_init(&ti);
+  mlr_cmp_tensor a, b, t;
+  const mlr_tensor *xa, *xb, *xt = NULL;
+  int rc = load_view(cmd, files[0], tensor, &ta, &a, &xa);
+  if (rc == MLR_EXIT_OK) rc = load_view(cmd, files[1], tensor, &tb, &b, &xb);
+  if (rc == MLR_EXIT_OK && truth) rc = load_view(cmd, truth, tensor, &tt, &t, &xt);
+  mlr_inputs in, *inp = NULL;
+  mlr_error err = {""};
+  if (rc == MLR_EXIT_OK && inputs) {
+    if (mlr_safetensors_read(inputs, &ti, &err) != MLR_OK || mlr_inputs_check(&ti, inputs, 1, &in, &err) != MLR_OK) rc = mlr_cli_usage_error(cmd, "%s", err.msg);
+    else inp = &in;
+  }
+  mlr_metrics m, mt, mr;
+  if (rc == MLR_EXIT_OK && mlr_compare_metrics(&a, &b, &m, &err) != MLR_OK) rc = mlr_cli_usage_error(cmd, "%s vs %s, tensor '%s': %s", files[0], files[1], tensor, err.msg);
+  if (rc == MLR_EXIT_OK && truth &&
+      (mlr_compare_metrics(&a, &t, &mt, &err) != MLR_OK || mlr_compare_metrics(&b, &t, &mr, &err) != MLR_OK))
+    rc = mlr_cli_usage_error(cmd, "against the truth %s: %s", truth, err.msg);
+  if (rc != MLR_EXIT_OK) goto done;
+  mlr_verdict vs[16];
+  int fails = 0, evaluated = 0;
+  for (int k = 0; k < nrules; k++) {
+    vs[k] = mlr_rule_apply(&rules[k], &m, &a, &b, truth ? &mt : NULL, truth ? &mr : NULL);
+    fails += vs[k].kind == MLR_VERDICT_FAIL;
+    evaluated += vs[k].kind != MLR_VERDICT_NA;
+  }
+  const char *rhash = meta_of(&ta, &tb, "mlaref.recipe.sha256"), *shape = inp ? mlr_tf_get_meta(&ti, "mlaref.shape") : NULL;
+  if (json) {
+    printf("{\"a\": \"%s\", \"b\": \"%s\", \"tensor\": \"%s\", \"n\": %lld, \"identical\": %lld, \"unwritten\": %lld, "
+           "\"class_mismatch\": %lld, \"ulp_max\": %lld, \"ulp_p50\": %g, \"ulp_p99\": %g, \"ulp_p999\": %g, \"max_abs\": %.17g, "
+           "\"max_rel\": %.17g, \"rmse\": %.17g, \"rel_l2\": %.17g, \"nmse\": %.17g, \"cos_diff\": %.17g, \"rules\": [",
+           files[0], files[1], tensor, (long long)m.n, (long long)m.identical, (long long)m.unwritten, (long long)m.class_mismatch,
+           (long long)m.ulp_max, m.ulp_p50, m.ulp_p99, m.ulp_p999, m.max_abs, m.max_rel, m.rmse, m.rel_l2, m.nmse, m.cos_diff);
+    for (int k = 0; k < nrules; k++)
+      printf("%s{\"rule\": \"%s\", \"verdict\": \"%s\", \"measured\": %.17g, \"limit\": %.17g, \"detail\": \"%s\"}", k ? ", " : "",
+             rules[k].text, vname(vs[k].kind), vs[k].measured, vs[k].limit, vs[k].detail);
+    printf("], \"worst\": [");
+    for (int k = 0; k < m.nworst; k++) {
+      char pos[128];
+      position(xa, inp, m.worst[k].index, pos, sizeof pos);
+      printf("%s{\"index\": %lld, \"where\": \"%s\", \"a\": \"%a\", \"b\": \"%a\", \"ulp\": %lld}", k ? ", " : "", (long long)m.worst[k].index,
+             pos, m.worst[k].va, m.worst[k].vb, (long long)m.worst[k].ulp);
+    }
+    printf("], \"recipe_sha256\": \"%s\", \"shape\": \"%s\", \"commit\": \"%s\"}\n", rhash ? rhash : "", shape ? shape : "", MLAREF_COMMIT);
+  } else {
+    printf("compare %s vs %s, tensor '%s': %lld elements, %lld bit-identical (%.4f%%), %lld unwritten, %lld NaN/Inf class mismatches\n",
+           files[0], files[1], tensor, (long long)m.n, (long long)m.identical, m.n ? 100.0 * (double)m.identical / (double)m.n : 100.0,
+           (long long)m.unwritten, (long long)m.class_mismatch);
+    printf("ulp: max %lld, p50 %g, p99 %g, p99.9 %g; max abs %.4g, max rel %.4g, RMSE %.4g, rel L2 %.4g, NMSE %.4g, cos diff %.4g\n",
+           (long long)m.ulp_max, m.ulp_p50, m.ulp_p99, m.ulp_p999, m.max_abs, m.max_rel, m.rmse, m.rel_l2, m.nmse, m.cos_diff);
+    if (truth) printf("against the truth %s: max abs %.4g (A), %.4g (B)\n", truth, mt.max_abs, mr.max_abs);
+    for (int k = 0; k < nrules; k++) printf("rule %-24s %-4s %s\n", rules[k].text, vname(vs[k].kind), vs[k].detail);
+    if (fails || m.nworst) {
+      const int show = fails ? m.nworst : (m.nworst < 3 ? m.nworst : 3);
+      for (int k = 0; k < show; k++) {
+        const mlr_cmp_elem *e = &m.worst[k];
+        char pos[128];
+        position(xa, inp, e->index, pos, sizeof pos);
+        printf("%s %s: A %a (%.9g) B %a (%.9g), %lld ulp; shape %s, recipe %.16s, commit %s\n", fails ? "reproduce" : "largest", pos,
+               e->va, e->va, e->vb, e->vb, (long long)e->ulp, shape ? shape : "?", rhash ? rhash : "?", MLAREF_COMMIT);
+      }
+    }
+  }
+  rc = fails ? MLR_EXIT_FAIL : (evaluated ? MLR_EXIT_OK : MLR_EXIT_USAGE);
+  if (!evaluated && !json) fprintf(stderr, "mlaref compare: no rule could be evaluated (%s)\n", vs[0].detail);
+done:
+  mlr_tf_free(&ta), mlr_tf_free(&tb), mlr_tf_free(&tt), mlr_tf_free(&ti);
+  return rc;
+}

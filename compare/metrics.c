@@ -1,0 +1,145 @@
+/* Metrics between two outputs (mlr_compare.h). Sums are taken in binary64 in index order, so
+ * the figures do not depend on threads or platform. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../ref/formats/mlr_formats.h"
+#include "mlr_compare.h"
+
+uint32_t mlr_cmp_unwritten(mlr_ctype t) { return t == MLR_CT_F64 ? 0u : t == MLR_CT_F32 ? 0xFFFFFFFFu : 0xFFFFu; }
+
+static int type_rank(mlr_ctype t) { return t == MLR_CT_F64 ? 3 : t == MLR_CT_F32 ? 2 : 1; }
+
+/* code of a binary64 value in type t (nearest even; binary32 through one rounding) */
+static uint32_t encode_as(mlr_ctype t, double v) {
+  if (t == MLR_CT_F32) return mlr_f32_bits((float)v);
+  return mlr_encode_f64(v, t == MLR_CT_BF16 ? MLR_FMT_BF16 : MLR_FMT_FP16, MLR_RND_NEAREST_EVEN, MLR_OVF_NONSAT, 0);
+}
+
+uint32_t mlr_cmp_code(const mlr_cmp_tensor *t, int64_t i) {
+  if (t->type == MLR_CT_F64) { /* no 32-bit code: the top half, for messages only */
+    uint64_t u;
+    memcpy(&u, (const char *)t->data + 8 * i, 8);
+    return (uint32_t)(u >> 32);
+  }
+  if (t->type == MLR_CT_F32) {
+    uint32_t u;
+    memcpy(&u, (const char *)t->data + 4 * i, 4);
+    return u;
+  }
+  return ((const uint16_t *)t->data)[i];
+}
+
+static double code_value(mlr_ctype t, uint32_t c) {
+  if (t == MLR_CT_F32) return (double)mlr_bits_f32(c);
+  return (double)mlr_decode(t == MLR_CT_BF16 ? MLR_FMT_BF16 : MLR_FMT_FP16, c);
+}
+
+double mlr_cmp_value(const mlr_cmp_tensor *t, int64_t i) {
+  if (t->type == MLR_CT_F64) {
+    double v;
+    memcpy(&v, (const char *)t->data + 8 * i, 8);
+    return v;
+  }
+  return code_value(t->type, mlr_cmp_code(t, i));
+}
+
+/* the encoding as an ordered integer: -0 and +0 map to 0 */
+static int64_t ordered(mlr_ctype t, uint32_t c) {
+  const uint32_t sign = t == MLR_CT_F32 ? 0x80000000u : 0x8000u;
+  return (c & sign) ? -(int64_t)(c & (sign - 1)) : (int64_t)c;
+}
+
+static int vclass(double v) { return v != v ? 0 : (isinf(v) ? (v > 0 ? 1 : 2) : 3); }
+
+static int cmp_i64(const void *x, const void *y) {
+  const int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+  return (a > b) - (a < b);
+}
+
+/* rank of an element for the worst list: unwritten, class mismatch, then ulp distance */
+static double severity(const mlr_cmp_elem *e, int unwritten, int mismatch) {
+  if (unwritten) return 4e18;
+  if (mismatch) return 3e18;
+  return (double)e->ulp;
+}
+
+static void keep_worst(mlr_metrics *m, double *sev, const mlr_cmp_elem *e, double s) {
+  if (m->nworst == MLR_CMP_WORST && s <= sev[MLR_CMP_WORST - 1]) return;
+  int at = m->nworst < MLR_CMP_WORST ? m->nworst++ : MLR_CMP_WORST - 1;
+  while (at > 0 && sev[at - 1] < s) { /* ties keep the earlier index first */
+    m->worst[at] = m->worst[at - 1];
+    sev[at] = sev[at - 1];
+    at--;
+  }
+  m->worst[at] = *e;
+  sev[at] = s;
+}
+
+mlr_status mlr_compare_metrics(const mlr_cmp_tensor *a, const mlr_cmp_tensor *b, mlr_metrics *m, mlr_error *err) {
+  memset(m, 0, sizeof *m);
+  if (a->n != b->n || type_rank(b->type) < type_rank(a->type) || (a->type != b->type && type_rank(b->type) == type_rank(a->type)) ||
+      a->type == MLR_CT_F64)
+    return mlr_error_set(err, MLR_EINVAL, "cannot compare: %lld and %lld elements; the reference must be of the candidate's type or wider (bf16/fp16 < f32 < f64)",
+                         (long long)a->n, (long long)b->n);
+  int64_t *ulps = malloc((size_t)(a->n > 0 ? a->n : 1) * sizeof *ulps);
+  if (!ulps) return mlr_error_set(err, MLR_ENOMEM, "out of memory for %lld ulp distances", (long long)a->n);
+  const uint32_t unw = mlr_cmp_unwritten(a->type);
+  double se = 0, sb = 0, sab = 0, saa = 0, sev[MLR_CMP_WORST];
+  int64_t nu = 0;
+  m->n = a->n;
+  for (int64_t i = 0; i < a->n; i++) {
+    const uint32_t ca = mlr_cmp_code(a, i);
+    const double va = code_value(a->type, ca), vb = mlr_cmp_value(b, i);
+    const uint32_t cb = a->type == b->type ? mlr_cmp_code(b, i) : encode_as(a->type, vb); /* B in A's format */
+    mlr_cmp_elem e = {i, ca, cb, va, vb, -1};
+    const int unwritten = ca == unw, ka = vclass(va), kb = vclass(vb);
+    if ((ca == cb && (a->type == b->type || va == vb)) || (ka == 0 && kb == 0)) m->identical++;
+    if (unwritten) {
+      m->unwritten++;
+      keep_worst(m, sev, &e, severity(&e, 1, 0));
+      continue;
+    }
+    if (ka != kb) {
+      m->class_mismatch++;
+      keep_worst(m, sev, &e, severity(&e, 0, 1));
+      continue;
+    }
+    if (ka != 3) continue; /* same NaN/Inf class */
+    m->finite++;
+    e.ulp = llabs(ordered(a->type, ca) - ordered(b->type, cb));
+    ulps[nu++] = e.ulp;
+    const double d = fabs(va - vb);
+    if (d > m->max_abs) m->max_abs = d;
+    if (vb != 0 && d / fabs(vb) > m->max_rel) m->max_rel = d / fabs(vb);
+    se += d * d, sb += vb * vb, sab += va * vb, saa += va * va;
+    if (e.ulp > 0) keep_worst(m, sev, &e, severity(&e, 0, 0));
+  }
+  if (nu) {
+    qsort(ulps, (size_t)nu, sizeof *ulps, cmp_i64);
+    m->ulp_max = ulps[nu - 1];
+    /* nearest-rank percentiles */
+    m->ulp_p50 = (double)ulps[(int64_t)ceil(0.5 * (double)nu) - 1];
+    m->ulp_p99 = (double)ulps[(int64_t)ceil(0.99 * (double)nu) - 1];
+    m->ulp_p999 = (double)ulps[(int64_t)ceil(0.999 * (double)nu) - 1];
+    m->rmse = sqrt(se / (double)nu);
+  }
+  m->rel_l2 = sb > 0 ? sqrt(se) / sqrt(sb) : (se > 0 ? INFINITY : 0.0);
+  m->nmse = sb > 0 ? se / sb : (se > 0 ? INFINITY : 0.0);
+  m->cos_diff = (saa + sb) > 0 ? 1.0 - 2.0 * sab / (saa + sb) : 0.0;
+  free(ulps);
+  return MLR_OK;
+}
+
+double mlr_compare_mismatch(const mlr_cmp_tensor *a, const mlr_cmp_tensor *b, double rtol, double atol) {
+  if (a->n <= 0) return 0.0;
+  int64_t miss = 0;
+  for (int64_t i = 0; i < a->n; i++) {
+    const double va = mlr_cmp_value(a, i), vb = mlr_cmp_value(b, i);
+    const int ka = vclass(va), kb = vclass(vb);
+    if (mlr_cmp_code(a, i) == mlr_cmp_unwritten(a->type) || ka != kb) miss++;
+    else if (ka == 3 && !(fabs(va - vb) <= atol + rtol * fabs(vb))) miss++;
+  }
+  return (double)miss / (double)a->n;
+}

@@ -1,0 +1,99 @@
+/* Tolerance rules and verdicts (mlr_compare.h). */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mlr_compare.h"
+
+const char *mlr_rule_forms(void) { return "exact|ulp:N|allclose:RTOL,ATOL[,MISS]|fa3[:K[,ATOL]]|nmse:X|cos:X|budget"; }
+
+/* up to 3 comma-separated non-negative finite numbers after the colon; returns the count or -1 */
+static int numbers(const char *s, double *v) {
+  int n = 0;
+  if (!s || !*s) return 0;
+  char buf[64];
+  snprintf(buf, sizeof buf, "%s", s);
+  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    char *end;
+    const double x = strtod(t, &end);
+    if (*end || end == t || !isfinite(x) || x < 0 || n == 3) return -1;
+    v[n++] = x;
+  }
+  return n;
+}
+
+mlr_status mlr_rule_parse(const char *s, mlr_rule *r, mlr_error *err) {
+  memset(r, 0, sizeof *r);
+  snprintf(r->text, sizeof r->text, "%s", s);
+  const char *colon = strchr(s, ':');
+  const size_t kl = colon ? (size_t)(colon - s) : strlen(s);
+  double v[3] = {0, 0, 0};
+  const int n = numbers(colon ? colon + 1 : NULL, v);
+  if (n < 0 || (colon && n == 0)) goto bad;
+#define IS(name) (kl == strlen(name) && strncmp(s, name, kl) == 0)
+  if (IS("exact") && n == 0) r->kind = MLR_RULE_EXACT;
+  else if (IS("ulp") && n == 1 && v[0] == floor(v[0])) r->kind = MLR_RULE_ULP, r->x = v[0];
+  else if (IS("allclose") && (n == 2 || n == 3) && v[2] <= 1) r->kind = MLR_RULE_ALLCLOSE, r->x = v[0], r->y = v[1], r->z = v[2];
+  else if (IS("fa3") && n <= 2) r->kind = MLR_RULE_FA3, r->x = n >= 1 ? v[0] : 2.0, r->y = n == 2 ? v[1] : 1e-5;
+  else if (IS("nmse") && n == 1) r->kind = MLR_RULE_NMSE, r->x = v[0];
+  else if (IS("cos") && n == 1) r->kind = MLR_RULE_COS, r->x = v[0];
+  else if (IS("budget") && n == 0) r->kind = MLR_RULE_BUDGET;
+  else goto bad;
+#undef IS
+  return MLR_OK;
+bad:
+  return mlr_error_set(err, MLR_EPARSE, "rule '%s' is not one of %s (numbers >= 0; MISS <= 1)", s, mlr_rule_forms());
+}
+
+static mlr_verdict verdict(int pass, double measured, double limit, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static mlr_verdict verdict(int pass, double measured, double limit, const char *fmt, ...) {
+  mlr_verdict v = {pass ? MLR_VERDICT_PASS : MLR_VERDICT_FAIL, measured, limit, ""};
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(v.detail, sizeof v.detail, fmt, ap);
+  va_end(ap);
+  return v;
+}
+
+mlr_verdict mlr_rule_apply(const mlr_rule *r, const mlr_metrics *m, const mlr_cmp_tensor *a, const mlr_cmp_tensor *b,
+                           const mlr_metrics *mt, const mlr_metrics *mr) {
+  if (r->kind == MLR_RULE_BUDGET) {
+    mlr_verdict v = {MLR_VERDICT_NA, 0, 0, "not available: the recipe's error model comes with the error-budget issue (ref/budget)"};
+    return v;
+  }
+  if (m->unwritten || m->class_mismatch)
+    return verdict(0, (double)(m->unwritten + m->class_mismatch), 0, "%lld elements unwritten, %lld with another NaN/Inf class",
+                   (long long)m->unwritten, (long long)m->class_mismatch);
+  switch (r->kind) {
+  case MLR_RULE_EXACT:
+    return verdict(m->identical == m->n, (double)(m->n - m->identical), 0, "%lld of %lld elements differ",
+                   (long long)(m->n - m->identical), (long long)m->n);
+  case MLR_RULE_ULP:
+    return verdict((double)m->ulp_max <= r->x, (double)m->ulp_max, r->x, "max ulp distance %lld (limit %.0f)", (long long)m->ulp_max, r->x);
+  case MLR_RULE_ALLCLOSE: {
+    const double f = mlr_compare_mismatch(a, b, r->x, r->y);
+    return verdict(f <= r->z, f, r->z, "%.4g%% of elements beyond %g + %g|b| (allowed %.4g%%)", 100 * f, r->y, r->x, 100 * r->z);
+  }
+  case MLR_RULE_FA3: {
+    if (!mt || !mr) {
+      mlr_verdict v = {MLR_VERDICT_NA, 0, 0, "fa3 needs the truth (--truth FILE)"};
+      return v;
+    }
+    if (mt->unwritten || mt->class_mismatch || mr->class_mismatch)
+      return verdict(0, 0, 0, "NaN/Inf classes differ from the truth");
+    const double lim = r->x * mr->max_abs + r->y;
+    return verdict(mt->max_abs <= lim, mt->max_abs, lim, "max|out - truth| = %.4g, limit %g x max|ref - truth| (%.4g) + %g = %.4g",
+                   mt->max_abs, r->x, mr->max_abs, r->y, lim);
+  }
+  case MLR_RULE_NMSE:
+    return verdict(m->nmse <= r->x, m->nmse, r->x, "NMSE %.4g (limit %g)", m->nmse, r->x);
+  case MLR_RULE_COS:
+    return verdict(m->cos_diff <= r->x, m->cos_diff, r->x, "cosine difference %.4g (limit %g)", m->cos_diff, r->x);
+  default: break;
+  }
+  mlr_verdict v = {MLR_VERDICT_NA, 0, 0, "unknown rule"};
+  return v;
+}
