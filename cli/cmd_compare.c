@@ -1,5 +1,6 @@
-/* mlaref compare A B [--tensor o] [--rule R]... [--truth T] [--inputs IN] [--json]
- * A (candidate) against B (reference) under tolerance rules (compare/mlr_compare.h); exit 0 when
+/* mlaref compare A B [--tensor o] [--rule R]... [--truth T] [--inputs IN] [--json], and mlaref check
+ * (at the end). compare: A (candidate) against B (reference) under tolerance rules
+ * (compare/mlr_compare.h); exit 0 when
  * every evaluated rule passes, 1 when one fails, 2 on bad input or when no rule could be
  * evaluated. The worst elements are printed as reproducer lines. */
 #define _POSIX_C_SOURCE 200809L
@@ -10,6 +11,9 @@
 #include "cli.h"
 #include "compare/mlr_compare.h"
 #include "fixtures/inputs/mlr_inputs.h"
+#include "ref/emulate/mlr_emulate.h"
+#include "ref/oracle/mlr_oracle.h"
+#include "ref/recipe/mlr_recipe.h"
 
 #ifndef MLAREF_COMMIT
 #define MLAREF_COMMIT "unknown"
@@ -57,6 +61,60 @@ static void position(const mlr_tensor *t, const mlr_inputs *in, int64_t i, char 
 
 static const char *vname(mlr_verdict_kind k) { return k == MLR_VERDICT_PASS ? "pass" : k == MLR_VERDICT_FAIL ? "FAIL" : "n/a"; }
 
+/* rules on A (la) against B (lb), optionally with the truth; prints the report (or JSON) and
+ * returns the exit code */
+static int evaluate(const char *cmd, const char *la, const char *lb, const char *tensor, const char *truth, const mlr_tensor *xa,
+                    const mlr_cmp_tensor *a, const mlr_cmp_tensor *b, const mlr_metrics *m, const mlr_metrics *mt,
+                    const mlr_metrics *mr, const mlr_rule *rules, int nrules, int json, const mlr_inputs *inp, const char *rhash,
+                    const char *shape) {
+  const int t = truth != NULL;
+  mlr_verdict vs[16];
+  int fails = 0, evaluated = 0;
+  for (int k = 0; k < nrules; k++) {
+    vs[k] = mlr_rule_apply(&rules[k], m, a, b, t ? mt : NULL, t ? mr : NULL);
+    fails += vs[k].kind == MLR_VERDICT_FAIL;
+    evaluated += vs[k].kind != MLR_VERDICT_NA;
+  }
+  if (json) {
+    printf("{\"a\": \"%s\", \"b\": \"%s\", \"tensor\": \"%s\", \"n\": %lld, \"identical\": %lld, \"unwritten\": %lld, "
+           "\"class_mismatch\": %lld, \"ulp_max\": %lld, \"ulp_p50\": %g, \"ulp_p99\": %g, \"ulp_p999\": %g, \"max_abs\": %.17g, "
+           "\"max_rel\": %.17g, \"rmse\": %.17g, \"rel_l2\": %.17g, \"nmse\": %.17g, \"cos_diff\": %.17g, \"rules\": [",
+           la, lb, tensor, (long long)m->n, (long long)m->identical, (long long)m->unwritten, (long long)m->class_mismatch,
+           (long long)m->ulp_max, m->ulp_p50, m->ulp_p99, m->ulp_p999, m->max_abs, m->max_rel, m->rmse, m->rel_l2, m->nmse, m->cos_diff);
+    for (int k = 0; k < nrules; k++)
+      printf("%s{\"rule\": \"%s\", \"verdict\": \"%s\", \"measured\": %.17g, \"limit\": %.17g, \"detail\": \"%s\"}", k ? ", " : "",
+             rules[k].text, vname(vs[k].kind), vs[k].measured, vs[k].limit, vs[k].detail);
+    printf("], \"worst\": [");
+    for (int k = 0; k < m->nworst; k++) {
+      char pos[128];
+      position(xa, inp, m->worst[k].index, pos, sizeof pos);
+      printf("%s{\"index\": %lld, \"where\": \"%s\", \"a\": \"%a\", \"b\": \"%a\", \"ulp\": %lld}", k ? ", " : "", (long long)m->worst[k].index,
+             pos, m->worst[k].va, m->worst[k].vb, (long long)m->worst[k].ulp);
+    }
+    printf("], \"recipe_sha256\": \"%s\", \"shape\": \"%s\", \"commit\": \"%s\"}\n", rhash ? rhash : "", shape ? shape : "", MLAREF_COMMIT);
+  } else {
+    printf("%s %s vs %s, tensor '%s': %lld elements, %lld bit-identical (%.4f%%), %lld unwritten, %lld NaN/Inf class mismatches\n",
+           cmd, la, lb, tensor, (long long)m->n, (long long)m->identical, m->n ? 100.0 * (double)m->identical / (double)m->n : 100.0,
+           (long long)m->unwritten, (long long)m->class_mismatch);
+    printf("ulp: max %lld, p50 %g, p99 %g, p99.9 %g; max abs %.4g, max rel %.4g, RMSE %.4g, rel L2 %.4g, NMSE %.4g, cos diff %.4g\n",
+           (long long)m->ulp_max, m->ulp_p50, m->ulp_p99, m->ulp_p999, m->max_abs, m->max_rel, m->rmse, m->rel_l2, m->nmse, m->cos_diff);
+    if (t) printf("against the truth %s: max abs %.4g (A), %.4g (B)\n", truth, mt->max_abs, mr->max_abs);
+    for (int k = 0; k < nrules; k++) printf("rule %-24s %-4s %s\n", rules[k].text, vname(vs[k].kind), vs[k].detail);
+    if (fails || m->nworst) {
+      const int show = fails ? m->nworst : (m->nworst < 3 ? m->nworst : 3);
+      for (int k = 0; k < show; k++) {
+        const mlr_cmp_elem *e = &m->worst[k];
+        char pos[128];
+        position(xa, inp, e->index, pos, sizeof pos);
+        printf("%s %s: A %a (%.9g) B %a (%.9g), %lld ulp; shape %s, recipe %.16s, commit %s\n", fails ? "reproduce" : "largest", pos,
+               e->va, e->va, e->vb, e->vb, (long long)e->ulp, shape ? shape : "?", rhash ? rhash : "?", MLAREF_COMMIT);
+      }
+    }
+  }
+  if (!evaluated && !json) fprintf(stderr, "mlaref %s: no rule could be evaluated (%s)\n", cmd, vs[0].detail);
+  return fails ? MLR_EXIT_FAIL : (evaluated ? MLR_EXIT_OK : MLR_EXIT_USAGE);
+}
+
 int mlr_cmd_compare(int argc, char **argv) {
   const char *cmd = "compare", *files[2] = {NULL, NULL}, *tensor = "o", *truth = NULL, *inputs = NULL;
   mlr_rule rules[16];
@@ -98,53 +156,108 @@ int mlr_cmd_compare(int argc, char **argv) {
       (mlr_compare_metrics(&a, &t, &mt, &err) != MLR_OK || mlr_compare_metrics(&b, &t, &mr, &err) != MLR_OK))
     rc = mlr_cli_usage_error(cmd, "against the truth %s: %s", truth, err.msg);
   if (rc != MLR_EXIT_OK) goto done;
-  mlr_verdict vs[16];
-  int fails = 0, evaluated = 0;
-  for (int k = 0; k < nrules; k++) {
-    vs[k] = mlr_rule_apply(&rules[k], &m, &a, &b, truth ? &mt : NULL, truth ? &mr : NULL);
-    fails += vs[k].kind == MLR_VERDICT_FAIL;
-    evaluated += vs[k].kind != MLR_VERDICT_NA;
-  }
   const char *rhash = meta_of(&ta, &tb, "mlaref.recipe.sha256"), *shape = inp ? mlr_tf_get_meta(&ti, "mlaref.shape") : NULL;
-  if (json) {
-    printf("{\"a\": \"%s\", \"b\": \"%s\", \"tensor\": \"%s\", \"n\": %lld, \"identical\": %lld, \"unwritten\": %lld, "
-           "\"class_mismatch\": %lld, \"ulp_max\": %lld, \"ulp_p50\": %g, \"ulp_p99\": %g, \"ulp_p999\": %g, \"max_abs\": %.17g, "
-           "\"max_rel\": %.17g, \"rmse\": %.17g, \"rel_l2\": %.17g, \"nmse\": %.17g, \"cos_diff\": %.17g, \"rules\": [",
-           files[0], files[1], tensor, (long long)m.n, (long long)m.identical, (long long)m.unwritten, (long long)m.class_mismatch,
-           (long long)m.ulp_max, m.ulp_p50, m.ulp_p99, m.ulp_p999, m.max_abs, m.max_rel, m.rmse, m.rel_l2, m.nmse, m.cos_diff);
-    for (int k = 0; k < nrules; k++)
-      printf("%s{\"rule\": \"%s\", \"verdict\": \"%s\", \"measured\": %.17g, \"limit\": %.17g, \"detail\": \"%s\"}", k ? ", " : "",
-             rules[k].text, vname(vs[k].kind), vs[k].measured, vs[k].limit, vs[k].detail);
-    printf("], \"worst\": [");
-    for (int k = 0; k < m.nworst; k++) {
-      char pos[128];
-      position(xa, inp, m.worst[k].index, pos, sizeof pos);
-      printf("%s{\"index\": %lld, \"where\": \"%s\", \"a\": \"%a\", \"b\": \"%a\", \"ulp\": %lld}", k ? ", " : "", (long long)m.worst[k].index,
-             pos, m.worst[k].va, m.worst[k].vb, (long long)m.worst[k].ulp);
-    }
-    printf("], \"recipe_sha256\": \"%s\", \"shape\": \"%s\", \"commit\": \"%s\"}\n", rhash ? rhash : "", shape ? shape : "", MLAREF_COMMIT);
-  } else {
-    printf("compare %s vs %s, tensor '%s': %lld elements, %lld bit-identical (%.4f%%), %lld unwritten, %lld NaN/Inf class mismatches\n",
-           files[0], files[1], tensor, (long long)m.n, (long long)m.identical, m.n ? 100.0 * (double)m.identical / (double)m.n : 100.0,
-           (long long)m.unwritten, (long long)m.class_mismatch);
-    printf("ulp: max %lld, p50 %g, p99 %g, p99.9 %g; max abs %.4g, max rel %.4g, RMSE %.4g, rel L2 %.4g, NMSE %.4g, cos diff %.4g\n",
-           (long long)m.ulp_max, m.ulp_p50, m.ulp_p99, m.ulp_p999, m.max_abs, m.max_rel, m.rmse, m.rel_l2, m.nmse, m.cos_diff);
-    if (truth) printf("against the truth %s: max abs %.4g (A), %.4g (B)\n", truth, mt.max_abs, mr.max_abs);
-    for (int k = 0; k < nrules; k++) printf("rule %-24s %-4s %s\n", rules[k].text, vname(vs[k].kind), vs[k].detail);
-    if (fails || m.nworst) {
-      const int show = fails ? m.nworst : (m.nworst < 3 ? m.nworst : 3);
-      for (int k = 0; k < show; k++) {
-        const mlr_cmp_elem *e = &m.worst[k];
-        char pos[128];
-        position(xa, inp, e->index, pos, sizeof pos);
-        printf("%s %s: A %a (%.9g) B %a (%.9g), %lld ulp; shape %s, recipe %.16s, commit %s\n", fails ? "reproduce" : "largest", pos,
-               e->va, e->va, e->vb, e->vb, (long long)e->ulp, shape ? shape : "?", rhash ? rhash : "?", MLAREF_COMMIT);
-      }
-    }
-  }
-  rc = fails ? MLR_EXIT_FAIL : (evaluated ? MLR_EXIT_OK : MLR_EXIT_USAGE);
-  if (!evaluated && !json) fprintf(stderr, "mlaref compare: no rule could be evaluated (%s)\n", vs[0].detail);
+  rc = evaluate(cmd, files[0], files[1], tensor, truth, xa, &a, &b, &m, &mt, &mr, rules, nrules, json, inp, rhash, shape);
 done:
   mlr_tf_free(&ta), mlr_tf_free(&tb), mlr_tf_free(&tt), mlr_tf_free(&ti);
+  return rc;
+}
+
+/* mlaref check --inputs IN --output KERNEL_OUT --recipe NAME|FILE [--set k=v]... [--rule R]...
+ *              [--tensor o] [--truth dequantized|bf16] [--threads N] [--json]
+ * A kernel's output against the model of its recipe (B) and the binary64 truth; default rule
+ * fa3 (max|out - truth| <= 2 max|model - truth| + 1e-5). */
+int mlr_cmd_check(int argc, char **argv) {
+  const char *cmd = "check", *inputs = NULL, *output = NULL, *recipe = NULL, *tensor = "o", *sets[64];
+  mlr_rule rules[16];
+  int nrules = 0, nsets = 0, json = 0, threads = 0;
+  mlr_truth_from from = MLR_TRUTH_DEQUANTIZED;
+  for (int i = 0; i < argc; i++) {
+    const char *v;
+    int m;
+    if ((m = mlr_cli_opt(argc, argv, &i, "inputs", &v))) { if (m < 0) return mlr_cli_usage_error(cmd, "--inputs needs a file"); inputs = v; }
+    else if ((m = mlr_cli_opt(argc, argv, &i, "output", &v))) { if (m < 0) return mlr_cli_usage_error(cmd, "--output needs a file"); output = v; }
+    else if ((m = mlr_cli_opt(argc, argv, &i, "recipe", &v))) { if (m < 0) return mlr_cli_usage_error(cmd, "--recipe needs a name or file"); recipe = v; }
+    else if ((m = mlr_cli_opt(argc, argv, &i, "tensor", &v))) { if (m < 0) return mlr_cli_usage_error(cmd, "--tensor needs a name"); tensor = v; }
+    else if ((m = mlr_cli_opt(argc, argv, &i, "set", &v))) {
+      if (m < 0 || nsets == 64) return mlr_cli_usage_error(cmd, "--set needs key=value (at most 64)");
+      sets[nsets++] = v;
+    } else if ((m = mlr_cli_opt(argc, argv, &i, "truth", &v))) {
+      if (m < 0 || (strcmp(v, "dequantized") && strcmp(v, "bf16"))) return mlr_cli_usage_error(cmd, "--truth '%s' is not one of dequantized|bf16", m < 0 ? "" : v);
+      from = strcmp(v, "bf16") == 0 ? MLR_TRUTH_BF16 : MLR_TRUTH_DEQUANTIZED;
+    } else if ((m = mlr_cli_opt(argc, argv, &i, "threads", &v))) {
+      uint64_t n;
+      if (m < 0 || mlr_cli_parse_u64(v, &n) || n < 1 || n > 1024) return mlr_cli_usage_error(cmd, "--threads: an integer in 1..1024");
+      threads = (int)n;
+    } else if ((m = mlr_cli_opt(argc, argv, &i, "rule", &v))) {
+      mlr_error err = {""};
+      if (m < 0 || nrules == 16) return mlr_cli_usage_error(cmd, "--rule needs one of %s (at most 16)", mlr_rule_forms());
+      if (mlr_rule_parse(v, &rules[nrules++], &err) != MLR_OK) return mlr_cli_usage_error(cmd, "%s", err.msg);
+    } else if (strcmp(argv[i], "--json") == 0) json = 1;
+    else return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --inputs --output --recipe --set --rule --tensor --truth --threads --json)", argv[i]);
+  }
+  if (!inputs || !output || !recipe)
+    return mlr_cli_usage_error(cmd, "usage: check --inputs IN --output KERNEL_OUT --recipe NAME|FILE [--set k=v]... [--rule R]... [--truth dequantized|bf16]");
+  if (strcmp(tensor, "o")) return mlr_cli_usage_error(cmd, "--tensor '%s': check compares the output o (compare handles any tensor)", tensor);
+  if (!nrules) mlr_rule_parse("fa3", &rules[nrules++], NULL);
+  mlr_recipe r;
+  int rc = mlr_cli_recipe(cmd, recipe, &r);
+  if (rc != MLR_EXIT_OK) return rc;
+  mlr_error err = {""};
+  for (int k = 0; k < nsets; k++)
+    if (mlr_recipe_set(&r, sets[k], &err) != MLR_OK) return mlr_cli_usage_error(cmd, "--set %s", err.msg);
+  mlr_tensor_file ti, tk;
+  mlr_tf_init(&ti), mlr_tf_init(&tk);
+  mlr_inputs in;
+  mlr_cmp_tensor a, b, t;
+  const mlr_tensor *xa;
+  mlr_emu_result res = {0};
+  double *truth = NULL, *tlse = NULL;
+  if (mlr_safetensors_read(inputs, &ti, &err) != MLR_OK || mlr_inputs_check(&ti, inputs, 0, &in, &err) != MLR_OK) {
+    rc = mlr_cli_usage_error(cmd, "%s", err.msg);
+    goto done;
+  }
+  if ((rc = load_view(cmd, output, tensor, &tk, &a, &xa)) != MLR_EXIT_OK) goto done;
+  if (xa->ndim != 3 || xa->shape[0] != in.T || xa->shape[1] != in.H || xa->shape[2] != 512) {
+    rc = mlr_cli_usage_error(cmd, "%s: tensor 'o' must be [%lld, %lld, 512] for these inputs", output, (long long)in.T, (long long)in.H);
+    goto done;
+  }
+  mlr_emu_opts o = {threads, 0, MLR_FAULT_NONE};
+  mlr_status st = mlr_emulate(&r, &in, &o, &res, &err);
+  if (st != MLR_OK) {
+    rc = st == MLR_EINVAL ? mlr_cli_usage_error(cmd, "%s with %s: %s", recipe, inputs, err.msg) : (fprintf(stderr, "mlaref check: %s\n", err.msg), MLR_EXIT_FAIL);
+    goto done;
+  }
+  const int64_t n = in.T * in.H * 512;
+  b.type = res.out_format == MLR_OUT_FP32 ? MLR_CT_F32 : res.out_format == MLR_OUT_FP16 ? MLR_CT_F16 : MLR_CT_BF16;
+  b.data = res.o, b.n = n;
+  if (a.type != b.type) {
+    rc = mlr_cli_usage_error(cmd, "%s: tensor 'o' is %s but recipe %s writes %s", output, mlr_dtype_name(xa->dtype), r.name,
+                             b.type == MLR_CT_F32 ? "F32" : b.type == MLR_CT_F16 ? "F16" : "BF16");
+    goto done;
+  }
+  truth = malloc((size_t)n * sizeof(double)), tlse = malloc((size_t)(in.T * in.H) * sizeof(double));
+  if (!truth || !tlse) { fprintf(stderr, "mlaref check: out of memory for the truth\n"); rc = MLR_EXIT_FAIL; goto done; }
+  if ((st = mlr_truth_f64(&in, from, truth, tlse, &err)) != MLR_OK) {
+    rc = st == MLR_EINVAL ? mlr_cli_usage_error(cmd, "%s: %s", inputs, err.msg) : (fprintf(stderr, "mlaref check: %s\n", err.msg), MLR_EXIT_FAIL);
+    goto done;
+  }
+  t.type = MLR_CT_F64, t.data = truth, t.n = n;
+  mlr_metrics m, mt, mr;
+  if (mlr_compare_metrics(&a, &b, &m, &err) != MLR_OK || mlr_compare_metrics(&a, &t, &mt, &err) != MLR_OK ||
+      mlr_compare_metrics(&b, &t, &mr, &err) != MLR_OK) {
+    fprintf(stderr, "mlaref check: %s\n", err.msg);
+    rc = MLR_EXIT_FAIL;
+    goto done;
+  }
+  char model[160], hash[65];
+  snprintf(model, sizeof model, "model(%s)", r.name);
+  mlr_recipe_hash(&r, hash);
+  rc = evaluate(cmd, output, model, tensor, from == MLR_TRUTH_BF16 ? "truth(bf16 KV)" : "truth(dequantized KV)", xa, &a, &b, &m, &mt, &mr,
+                rules, nrules, json, &in, hash, mlr_tf_get_meta(&ti, "mlaref.shape"));
+done:
+  free(truth), free(tlse);
+  mlr_emu_result_free(&res);
+  mlr_tf_free(&ti), mlr_tf_free(&tk);
   return rc;
 }

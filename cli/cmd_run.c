@@ -58,7 +58,7 @@ static mlr_status result_file(const mlr_emu_result *res, const mlr_recipe *r, co
 int mlr_cmd_run(int argc, char **argv) {
   const char *cmd = "run", *recipe = NULL, *inputs = NULL, *out = NULL, *sets[64];
   int nsets = 0, allow = 0;
-  mlr_emu_opts opts = {0, 0};
+  mlr_emu_opts opts = {0, 0, MLR_FAULT_NONE};
   for (int i = 0; i < argc; i++) {
     const char *v;
     int m;

@@ -27,6 +27,11 @@ static void usage(FILE *out) {
         "  compare A B [--tensor o] [--rule R]... [--truth T] [--inputs IN] [--json]\n"
         "                          metrics and tolerance rules (exact|ulp:N|allclose:RTOL,ATOL[,MISS]|\n"
         "                          fa3[:K[,ATOL]]|nmse:X|cos:X|budget); exit 1 when a rule fails\n"
+        "  check --inputs IN --output KERNEL_OUT --recipe NAME|FILE [--set k=v]... [--rule R]...\n"
+        "      [--truth dequantized|bf16] [--json]   a kernel's output against its recipe's model\n"
+        "                          and the binary64 truth (default rule fa3)\n"
+        "  golden --suite NAME... --recipe NAME|all (--out DIR [--max-bs N] | --digests FILE)\n"
+        "  golden --verify [--digests FILE] [--goldens DIR] [--suite NAME]...   golden outputs\n"
         "  bench formats [--n N]   conversion and random-variate throughput on one core\n"
         "  bench emulate [--recipe NAME]... [--shape SPEC] [--threads N]   the model's speed\n"
         "  version\n"
@@ -47,6 +52,8 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "recipe") == 0) return mlr_cmd_recipe(argc - 2, argv + 2);
   if (strcmp(cmd, "run") == 0) return mlr_cmd_run(argc - 2, argv + 2);
   if (strcmp(cmd, "compare") == 0) return mlr_cmd_compare(argc - 2, argv + 2);
+  if (strcmp(cmd, "check") == 0) return mlr_cmd_check(argc - 2, argv + 2);
+  if (strcmp(cmd, "golden") == 0) return mlr_cmd_golden(argc - 2, argv + 2);
 #endif
   if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
     printf("mlaref %s\n", MLAREF_VERSION);
@@ -56,6 +63,6 @@ int main(int argc, char **argv) {
     usage(stdout);
     return MLR_EXIT_OK;
   }
-  fprintf(stderr, "mlaref: unknown command '%s' (valid: selfcheck|formats|gen|suite|inputs|recipe|run|compare|bench|version|help)\n", cmd);
+  fprintf(stderr, "mlaref: unknown command '%s' (valid: selfcheck|formats|gen|suite|inputs|recipe|run|compare|check|golden|bench|version|help)\n", cmd);
   return MLR_EXIT_USAGE;
 }

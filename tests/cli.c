@@ -78,7 +78,7 @@ Test(cli, bad_input_exits_2_with_one_line) {
   bad("formats boundaries --format e4m3 --bogus 1", "unknown option '--bogus'");
   bad("formats boundaries --format", "--format needs a value");
   bad("formats frobnicate", "valid: info|boundaries|encode|decode");
-  bad("frobnicate", "valid: selfcheck|formats|gen|suite|inputs|recipe|run|bench|version|help");
+  bad("frobnicate", "valid: selfcheck|formats|gen|suite|inputs|recipe|run|compare|check|golden|bench|version|help");
   bad("formats decode --format e4m3 0x100", "0..0xFF");
   bad("formats encode --format e4m3 abc", "is not a number");
   bad("bench formats --n 12", "--n must be");
@@ -102,6 +102,13 @@ Test(cli, bad_input_exits_2_with_one_line) {
   bad("recipe show fp32-seq --set qk.dot=fma", "--set qk.dot = 'fma' is not one of seq|nope_rope|exact");
   bad("recipe show fp32-seq --set q.format=e4m3", "needs a scale policy");
   bad("recipe", "usage: recipe list | recipe show");
+  bad("check --inputs x --recipe fp32-seq", "usage: check --inputs IN --output KERNEL_OUT --recipe");
+  bad("check --inputs x --output y --recipe fp32-seq --truth fp64", "--truth 'fp64' is not one of dequantized|bf16");
+  bad("check --inputs /tmp/mlr_cli_no_such_file.safetensors --output y --recipe fp32-seq", "cannot open");
+  bad("golden --suite nope --recipe all --out /tmp", "unknown suite 'nope' (valid: bench|test|edge|nightly)");
+  bad("golden --suite edge --recipe all", "usage: golden --suite NAME");
+  bad("golden --suite edge --recipe all --out /tmp/mlr_cli_no_such_dir", "is not an existing writable folder");
+  bad("golden --verify --digests /tmp/mlr_cli_no_such_file.tsv", "cannot open the digest manifest");
   bad("run --recipe fp32-seq --inputs x.safetensors", "usage: run --recipe");
   bad("run --recipe nope --inputs x.safetensors --out /tmp/mlr_cli_never.safetensors", "neither a built-in recipe");
   bad("run --recipe fp32-seq --set qk.dot=fma --inputs x --out /tmp/mlr_cli_never.safetensors", "not one of seq|nope_rope|exact");
@@ -153,6 +160,16 @@ Test(cli, gen_check_unpack_pack) {
   cr_assert_eq(system("mkdir -p /tmp/mlr_cli_gen/onpy && " MLAREF_BIN " inputs unpack /tmp/mlr_cli_gen/o.safetensors --dir /tmp/mlr_cli_gen/onpy"
                       " >/dev/null && test -s /tmp/mlr_cli_gen/onpy/o.npy && test -s /tmp/mlr_cli_gen/onpy/partial_o.npy"
                       " && test -s /tmp/mlr_cli_gen/onpy/lse.npy"), 0);
+  /* check: the model's own output passes its recipe; a file of another recipe's output fails fa3 */
+  cr_assert_eq(run("run --recipe aiter-a8w8-ps --inputs /tmp/mlr_cli_gen/a.safetensors --out /tmp/mlr_cli_gen/a8.safetensors", &o, &e), 0, "%s", e);
+  free(o); free(e);
+  cr_assert_eq(run("check --inputs /tmp/mlr_cli_gen/a.safetensors --output /tmp/mlr_cli_gen/a8.safetensors --recipe aiter-a8w8-ps", &o, &e), 0, "%s%s", o, e);
+  cr_assert(strstr(o, "rule fa3                      pass"), "%s", o);
+  free(o); free(e);
+  cr_assert_eq(run("check --inputs /tmp/mlr_cli_gen/a.safetensors --output /tmp/mlr_cli_gen/a8.safetensors --recipe fp32-seq", &o, &e), 1, "%s%s", o, e);
+  cr_assert(strstr(o, "rule fa3                      FAIL"), "%s", o);
+  cr_assert(strstr(o, "reproduce batch "), "%s", o);
+  free(o); free(e);
   cr_assert_eq(run("suite show bench", &o, &e), 0);
   cr_assert(strstr(o, "bs256_kv8k   bs=256,kv=8192,q=1,page=1,seed=9826,dist=normal,fmt=e4m3"), "%s", o);
   free(o); free(e);
@@ -171,4 +188,38 @@ Test(cli, encode_decode) {
   cr_assert(strstr(o, "0x7F normal 0x1.ep+7 (240)"), "%s", o);
   cr_assert(strstr(o, "0x01 subnormal 0x1p-10"), "%s", o);
   free(o); free(e);
+}
+
+/* goldens: written atomically with their metadata; --verify names a corrupted, truncated or
+ * changed golden and a manifest row whose digest no longer matches */
+Test(cli, golden_write_and_verify_catch_corruption, .timeout = 300) {
+  char *o, *e;
+  cr_assert_eq(system("rm -rf /tmp/mlr_cli_gold && mkdir -p /tmp/mlr_cli_gold/g"), 0);
+  cr_assert_eq(run("golden --suite edge --recipe fp32-seq --recipe triton-fp8-split --out /tmp/mlr_cli_gold/g", &o, &e), 0, "%s", e);
+  free(o); free(e);
+  cr_assert_eq(run("golden --suite edge --recipe fp32-seq --recipe triton-fp8-split --digests /tmp/mlr_cli_gold/d.tsv", &o, &e), 0, "%s", e);
+  free(o); free(e);
+  cr_assert_eq(run("golden --verify --digests /tmp/mlr_cli_gold/d.tsv --goldens /tmp/mlr_cli_gold/g", &o, &e), 0, "%s%s", o, e);
+  cr_assert(strstr(o, "golden verify: 26 manifest rows, 26 golden files, 0 failed"), "%s", o);
+  free(o); free(e);
+  /* the committed manifest agrees with this build for those rows */
+  cr_assert_eq(system("grep -P '^edge\\t[^\\t]+\\t(fp32-seq|triton-fp8-split)\\t' " MLAREF_SOURCE_DIR "/fixtures/goldens/digests.tsv"
+                      " | sort > /tmp/mlr_cli_gold/a && grep -v '^#' /tmp/mlr_cli_gold/d.tsv | sort > /tmp/mlr_cli_gold/b"
+                      " && cmp -s /tmp/mlr_cli_gold/a /tmp/mlr_cli_gold/b"), 0, "the committed manifest differs from this build's");
+  /* four bytes of o overwritten in a golden file (two elements become 0xFFFF) */
+  cr_assert_eq(system("printf '\\377\\377\\377\\377' | dd of=/tmp/mlr_cli_gold/g/edge.bs2_kv33.fp32-seq.safetensors bs=1 seek=3000 conv=notrunc 2>/dev/null"), 0);
+  /* a truncated golden */
+  cr_assert_eq(system("truncate -s 100 /tmp/mlr_cli_gold/g/edge.page16.triton-fp8-split.safetensors"), 0);
+  /* a manifest row whose lse digest changed */
+  cr_assert_eq(system("sed -i '/^edge\tq4_kv3\tfp32-seq\t/s/\t[0-9a-f]*$/\t0000000000000000000000000000000000000000000000000000000000000000/' /tmp/mlr_cli_gold/d.tsv"), 0);
+  cr_assert_eq(run("golden --verify --digests /tmp/mlr_cli_gold/d.tsv --goldens /tmp/mlr_cli_gold/g", &o, &e), 1, "%s%s", o, e);
+  cr_assert(strstr(o, "golden edge/bs2_kv33/fp32-seq: FAIL: /tmp/mlr_cli_gold/g/edge.bs2_kv33.fp32-seq.safetensors: o differs from the model's"), "%s", o);
+  cr_assert(strstr(o, "golden edge/page16/triton-fp8-split: FAIL: /tmp/mlr_cli_gold/g/edge.page16.triton-fp8-split.safetensors:"), "%s", o);
+  cr_assert(strstr(o, "golden edge/q4_kv3/fp32-seq: FAIL: lse digest"), "%s", o);
+  cr_assert(strstr(o, "3 failed"), "%s", o);
+  free(o); free(e);
+  /* the metadata a golden carries */
+  cr_assert_eq(system("grep -q 'mlaref.recipe.canonical' /tmp/mlr_cli_gold/g/edge.bs1_kv1.fp32-seq.safetensors && "
+                      "grep -q 'mlaref.inputs.kv.sha256' /tmp/mlr_cli_gold/g/edge.bs1_kv1.fp32-seq.safetensors"), 0);
+  cr_assert_eq(system("rm -rf /tmp/mlr_cli_gold"), 0);
 }

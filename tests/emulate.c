@@ -196,7 +196,7 @@ Test(emulate, builtins_match_the_independent_derivation) {
     tiny_make(&t, L, strcmp(variant, "mid") == 0 ? 1 : strcmp(variant, "wide") == 0 ? 2 : 0);
     mlr_emu_result res;
     mlr_error err = {""};
-    mlr_emu_opts o = {1, 0};
+    mlr_emu_opts o = {1, 0, MLR_FAULT_NONE};
     cr_assert_eq(mlr_emulate(&r, &t.in, &o, &res, &err), MLR_OK, "%s: %s", name, err.msg);
     for (int h = 0; h < 16; h++) {
       unsigned want[6];
@@ -257,7 +257,7 @@ static size_t o_bytes(const mlr_emu_result *r) { return (size_t)(r->T * r->H * D
 static void run_ok(const char *name, const char *sets, const mlr_inputs *in, int threads, int partials, mlr_emu_result *res) {
   mlr_recipe r;
   recipe_of(name, sets, &r);
-  mlr_emu_opts o = {threads, partials};
+  mlr_emu_opts o = {threads, partials, MLR_FAULT_NONE};
   mlr_error err = {""};
   cr_assert_eq(mlr_emulate(&r, in, &o, res, &err), MLR_OK, "%s: %s", name, err.msg);
 }

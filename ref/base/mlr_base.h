@@ -57,6 +57,9 @@ typedef enum mlr_status {
 /* A short English description of a status; never NULL. */
 const char *mlr_status_str(mlr_status s);
 
+/* SHA-256 of n bytes as 64 lowercase hex digits and a NUL (OpenSSL); MLR_EINVAL if it fails. */
+mlr_status mlr_sha256_hex(const void *data, size_t n, char hex[65]);
+
 /* One line describing the first problem a reader, writer, parser or checker found. */
 typedef struct mlr_error {
   char msg[512];

@@ -81,7 +81,7 @@ typedef struct emu {
   int qk_fast, pv_fast, qk_x, pv_x; /* exact dots: in binary64 (fast) or the long accumulator */
   int exp_sm, exp_lse;              /* exp of the softmax's units, and of the lse base */
   float clamp, kvs;
-  int folded, fused;
+  int folded, fused, fault;
   int64_t *nsplit, *slen; /* [B] */
   mlr_emu_result *res;
 } emu;
@@ -416,11 +416,12 @@ static void run_split_row(const emu *e, scratch *w, int64_t t, int64_t b, int64_
   for (int64_t h = 0; h < H; h++) {
     const float lc = fmaxf(w->l[h], e->clamp);
     for (int d = 0; d < DV; d++) {
-      float v = r->partial_normalized ? w->acc[h * DV + d] / lc : w->acc[h * DV + d];
+      float v = r->partial_normalized && e->fault != MLR_FAULT_P_UNNORMALIZED ? w->acc[h * DV + d] / lc : w->acc[h * DV + d];
       if (e->folded) v = v * e->kvs;
       w->part[h * DV + d] = v;
     }
-    float lse = w->m[h] + emu_log(r->softmax_exp == MLR_EXP_2 ? MLR_EXP_2 : MLR_EXP_E, lc);
+    const int lbase = r->softmax_exp == MLR_EXP_2 ? MLR_EXP_2 : MLR_EXP_E;
+    float lse = w->m[h] + emu_log(e->fault == MLR_FAULT_LSE_LOG2 ? (lbase == MLR_EXP_2 ? MLR_EXP_E : MLR_EXP_2) : lbase, lc);
     if (r->softmax_exp == MLR_EXP_2 && r->lse_base == MLR_EXP_E) lse = lse * LN2_F;
     else if (r->softmax_exp != MLR_EXP_2 && r->lse_base == MLR_EXP_2) lse = lse * LOG2E_F;
     w->lse[h] = lse;
@@ -447,7 +448,9 @@ static void run_item(const emu *e, scratch *w, int64_t b, int64_t s) {
   const int64_t ns = e->nsplit[b], len = e->slen[b];
   for (int64_t i = 0; i < n; i++) {
     const int64_t t = t0 + i, Lt = L - (n - 1 - i);
-    const int64_t lo = s * len, hi = (s + 1) * len < Lt ? (s + 1) * len : Lt;
+    const int64_t lo = s * len;
+    int64_t hi = (s + 1) * len < Lt ? (s + 1) * len : Lt;
+    if (e->fault == MLR_FAULT_SKIP_LAST && hi > lo) hi--;
     run_split_row(e, w, t, b, lo, hi > lo ? hi : lo);
     for (int64_t h = 0; h < H; h++) {
       if (ns == 1) {
@@ -488,7 +491,7 @@ static void merge_one(const emu *e, int64_t t, int64_t h, int64_t ns, float *acc
     const float *part = res->part_o + (base + s) * DV;
     if (rule == MLR_MERGE_RUNNING) {
       const float Mn = fmaxf(M, x);
-      const float a = mlr_emu_exp(eb, M - Mn), wv = mlr_emu_exp(eb, x - Mn);
+      const float a = e->fault == MLR_FAULT_MERGE_NO_RESCALE ? 1.0f : mlr_emu_exp(eb, M - Mn), wv = mlr_emu_exp(eb, x - Mn);
       for (int d = 0; d < DV; d++) acc[d] = upd(acc[d], a, part[d] * wv, e->fused);
       sum = upd(sum, a, mass * wv, e->fused);
       M = Mn;
@@ -547,7 +550,11 @@ mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_
   e.kv8 = in->kv_format != MLR_FMT_BF16;
   e.folded = r->kv_scale_at == MLR_KVS_FOLDED;
   e.fused = r->update_fma;
-  e.kvs = in->kv_scale;
+  e.fault = opts ? opts->fault : 0;
+  float kvs = in->kv_scale; /* the faults that misuse it change it here, for every use */
+  if (e.fault == MLR_FAULT_KV_SCALE_TWICE) kvs = kvs * kvs;
+  if (e.fault == MLR_FAULT_KV_SCALE_NONE) kvs = 1.0f;
+  e.kvs = kvs;
   e.clamp = (float)r->softmax_clamp; /* 1e-12 -> 0x2B8CBCCC, the constant in the seeds' PTX */
   e.exp_sm = r->softmax_exp;
   e.exp_lse = r->lse_base == MLR_EXP_2 ? MLR_EXP_2 : (r->softmax_exp == MLR_EXP_E_VIA_2 ? MLR_EXP_E_VIA_2 : MLR_EXP_E);
@@ -620,14 +627,16 @@ mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_
     free(qval), free(qs);
     goto out;
   }
-  const double c0 = r->softmax_exp == MLR_EXP_2 ? SM_SCALE * LOG2E_D : SM_SCALE;
+  const double sm = e.fault == MLR_FAULT_SM_SCALE_512 ? 1.0 / sqrt(512.0) : SM_SCALE;
+  const double c0 = r->softmax_exp == MLR_EXP_2 ? sm * LOG2E_D : sm;
   for (int64_t t = 0; t < T; t++)
     for (int64_t h = 0; h < H; h++) {
       float c = (float)c0;
       if (qfp8) c = c * qs[t * H + h];
-      if (e.folded) c = c * in->kv_scale;
+      if (e.folded) c = c * kvs;
       e.c[t * H + h] = c;
-      for (int i = 0; i < QK; i++) e.qT[(t * QK + i) * H + h] = to_operand(qval[(t * H + h) * QK + i], r->qk_operand);
+      for (int i = 0; i < QK; i++)
+        e.qT[(t * QK + i) * H + h] = e.fault == MLR_FAULT_DROP_ROPE && i >= NOPE ? 0.0f : to_operand(qval[(t * H + h) * QK + i], r->qk_operand);
     }
   free(qval), free(qs);
   if (e.qk_x) { /* the range of each Q row, for exact_dot */
@@ -648,7 +657,7 @@ mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_
   if (!e.klut || !e.vlut) goto out;
   for (size_t k = 0; k < nl; k++) {
     float v = mlr_decode((mlr_format)in->kv_format, (uint32_t)k);
-    if (!e.folded) v = v * in->kv_scale;
+    if (!e.folded) v = v * kvs;
     e.klut[k] = to_operand(v, r->qk_operand);
     e.vlut[k] = to_operand(v, r->pv_operand);
   }

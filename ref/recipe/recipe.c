@@ -5,7 +5,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -328,11 +327,7 @@ mlr_status mlr_recipe_hash(const mlr_recipe *r, char hex[65]) {
   char s[2048];
   const size_t len = mlr_recipe_canonical(r, s, sizeof s);
   if (len >= sizeof s) return MLR_ERANGE;
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int mdlen = 0;
-  if (EVP_Digest(s, len, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen != 32) return MLR_EINVAL;
-  for (unsigned i = 0; i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", md[i]);
-  return MLR_OK;
+  return mlr_sha256_hex(s, len, hex);
 }
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }

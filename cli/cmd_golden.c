@@ -1,0 +1,283 @@
+/* mlaref golden: golden outputs of the model and their digest manifest.
+ *   golden --suite NAME --recipe NAME|FILE|all --out DIR      write DIR/SUITE.CELL.RECIPE.safetensors
+ *   golden --digests FILE --suite NAME... [--recipe ...|all]  write the digest manifest
+ *   golden --verify [--digests FILE] [--goldens DIR] [--suite NAME]...
+ *          regenerate every manifest row (of the named suites) and check the digests, and every
+ *          golden file present in DIR against the regenerated outputs.
+ * A golden file holds o and lse, and in __metadata__ the mlaref version, the recipe (name,
+ * canonical string, SHA-256), the cell (suite, name, generator spec, seed, generator version)
+ * and the SHA-256 of the input tensors q and kv. Files are written atomically (temporary name,
+ * fsync, rename). The manifest (tab-separated, '#' comments): suite, cell, recipe, recipe
+ * SHA-256, SHA-256 of o's bytes, SHA-256 of lse's bytes. A recipe that does not fit a cell (fp8
+ * operands on bf16 KV) has no row. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "fixtures/gen/mlr_gen.h"
+#include "fixtures/inputs/mlr_inputs.h"
+#include "fixtures/suites/mlr_suites.h"
+#include "ref/emulate/mlr_emulate.h"
+#include "ref/recipe/mlr_recipe.h"
+
+#define DEFAULT_DIGESTS "fixtures/goldens/digests.tsv"
+#define DEFAULT_GOLDENS "fixtures/goldens"
+
+typedef struct outcome {
+  char o_sha[65], lse_sha[65], recipe_sha[65];
+  mlr_emu_result res;
+  int fits; /* 0: the recipe does not fit the cell's inputs */
+} outcome;
+
+typedef struct cellin {
+  mlr_tensor_file tf;
+  mlr_inputs in;
+  char q_sha[65], kv_sha[65];
+} cellin;
+
+static size_t o_bytes(const mlr_emu_result *r) { return (size_t)(r->T * r->H * MLR_EMU_V_DIM) * (r->out_format == MLR_OUT_FP32 ? 4 : 2); }
+
+static int cell_inputs(const char *cmd, const char *spec, cellin *c) {
+  mlr_gen_spec gs;
+  mlr_error err = {""};
+  if (mlr_gen_spec_parse(spec, &gs, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "cell '%s': %s", spec, err.msg);
+  const mlr_status st = mlr_gen_inputs(&gs, &c->tf, NULL, NULL, &err);
+  mlr_gen_spec_free(&gs);
+  if (st != MLR_OK || mlr_inputs_check(&c->tf, spec, 0, &c->in, &err) != MLR_OK) {
+    fprintf(stderr, "mlaref %s: %s\n", cmd, err.msg);
+    return MLR_EXIT_FAIL;
+  }
+  const mlr_tensor *q = mlr_tf_find(&c->tf, "q"), *kv = mlr_tf_find(&c->tf, "kv");
+  mlr_sha256_hex(q->data, q->nbytes, c->q_sha);
+  mlr_sha256_hex(kv->data, kv->nbytes, c->kv_sha);
+  return MLR_EXIT_OK;
+}
+
+static int run_cell(const char *cmd, const mlr_recipe *r, const cellin *c, outcome *out) {
+  memset(out, 0, sizeof *out);
+  mlr_error err = {""};
+  mlr_emu_opts o = {0, 0, MLR_FAULT_NONE};
+  mlr_recipe_hash(r, out->recipe_sha);
+  const mlr_status st = mlr_emulate(r, &c->in, &o, &out->res, &err);
+  if (st == MLR_EINVAL) return MLR_EXIT_OK; /* does not fit: no row */
+  if (st != MLR_OK) {
+    fprintf(stderr, "mlaref %s: %s\n", cmd, err.msg);
+    return MLR_EXIT_FAIL;
+  }
+  out->fits = 1;
+  mlr_sha256_hex(out->res.o, o_bytes(&out->res), out->o_sha);
+  mlr_sha256_hex(out->res.lse, (size_t)(out->res.T * out->res.H) * 4, out->lse_sha);
+  return MLR_EXIT_OK;
+}
+
+static void progress(int tty, const char *what, size_t k, size_t n) {
+  if (!tty) return;
+  fprintf(stderr, "\rgolden: %zu/%zu %-60.60s", k, n, what);
+  if (k == n) fputc('\n', stderr);
+  fflush(stderr);
+}
+
+/* the recipes named by --recipe (none or "all": every built-in) */
+static int recipes_of(const char *cmd, const char **names, int n, mlr_recipe *out, int *nout) {
+  *nout = 0;
+  if (n == 0 || (n == 1 && strcmp(names[0], "all") == 0)) {
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", mlr_recipe_builtin_names());
+    for (char *save = NULL, *t = strtok_r(buf, "|", &save); t; t = strtok_r(NULL, "|", &save)) mlr_recipe_builtin(t, &out[(*nout)++]);
+    return MLR_EXIT_OK;
+  }
+  for (int k = 0; k < n; k++) {
+    const int rc = mlr_cli_recipe(cmd, names[k], &out[(*nout)++]);
+    if (rc != MLR_EXIT_OK) return rc;
+  }
+  return MLR_EXIT_OK;
+}
+
+static mlr_status write_golden(const char *path, const char *suite, const mlr_suite_cell *cell, const mlr_recipe *r,
+                               const cellin *c, const outcome *oc, mlr_error *err) {
+  mlr_tensor_file tf;
+  mlr_tf_init(&tf);
+  const mlr_emu_result *res = &oc->res;
+  const int64_t so[3] = {res->T, res->H, MLR_EMU_V_DIM}, sl[2] = {res->T, res->H};
+  mlr_tensor *t;
+  const mlr_dtype od = res->out_format == MLR_OUT_FP32 ? MLR_DT_F32 : res->out_format == MLR_OUT_FP16 ? MLR_DT_F16 : MLR_DT_BF16;
+  mlr_status st = mlr_tf_add(&tf, "o", od, 3, so, &t);
+  if (st == MLR_OK) memcpy(t->data, res->o, o_bytes(res));
+  if (st == MLR_OK && (st = mlr_tf_add(&tf, "lse", MLR_DT_F32, 2, sl, &t)) == MLR_OK) memcpy(t->data, res->lse, (size_t)(res->T * res->H) * 4);
+  char canon[2048];
+  mlr_recipe_canonical(r, canon, sizeof canon);
+  const char *kv[][2] = {{"mlaref.version", MLAREF_VERSION},
+                         {"mlaref.kind", "golden"},
+                         {"mlaref.recipe", r->name},
+                         {"mlaref.recipe.sha256", oc->recipe_sha},
+                         {"mlaref.recipe.canonical", canon},
+                         {"mlaref.suite", suite},
+                         {"mlaref.cell", cell->name},
+                         {"mlaref.shape", mlr_tf_get_meta(&c->tf, "mlaref.shape")},
+                         {"mlaref.seed", mlr_tf_get_meta(&c->tf, "mlaref.seed")},
+                         {"mlaref.generator", mlr_tf_get_meta(&c->tf, "mlaref.generator")},
+                         {"mlaref.inputs.q.sha256", c->q_sha},
+                         {"mlaref.inputs.kv.sha256", c->kv_sha},
+                         {"mlaref.o.sha256", oc->o_sha},
+                         {"mlaref.lse.sha256", oc->lse_sha}};
+  for (size_t k = 0; st == MLR_OK && k < sizeof kv / sizeof *kv; k++) st = mlr_tf_set_meta(&tf, kv[k][0], kv[k][1] ? kv[k][1] : "");
+  if (st == MLR_OK) st = mlr_safetensors_write(path, &tf, err);
+  else mlr_error_set(err, st, "%s: %s", path, mlr_status_str(st));
+  mlr_tf_free(&tf);
+  return st;
+}
+
+/* a golden file against the regenerated outcome: 0 when it matches, else a message in why */
+static int check_file(const char *path, const outcome *oc, char *why, size_t n) {
+  mlr_tensor_file tf;
+  mlr_error err = {""};
+  if (mlr_safetensors_read(path, &tf, &err) != MLR_OK) { snprintf(why, n, "%s", err.msg); return 1; }
+  const mlr_tensor *o = mlr_tf_find(&tf, "o"), *l = mlr_tf_find(&tf, "lse");
+  const char *rh = mlr_tf_get_meta(&tf, "mlaref.recipe.sha256");
+  int bad = 0;
+  if (!o || !l) snprintf(why, n, "%s: no tensor 'o' or 'lse'", path), bad = 1;
+  else if (o->nbytes != o_bytes(&oc->res) || memcmp(o->data, oc->res.o, o->nbytes)) snprintf(why, n, "%s: o differs from the model's", path), bad = 1;
+  else if (l->nbytes != (size_t)(oc->res.T * oc->res.H) * 4 || memcmp(l->data, oc->res.lse, l->nbytes)) snprintf(why, n, "%s: lse differs from the model's", path), bad = 1;
+  else if (!rh || strcmp(rh, oc->recipe_sha)) snprintf(why, n, "%s: recipe hash %s, the recipe's is %s", path, rh ? rh : "(none)", oc->recipe_sha), bad = 1;
+  mlr_tf_free(&tf);
+  return bad;
+}
+
+static int verify(const char *cmd, const char *digests, const char *goldens, const char **suites, int nsuites) {
+  FILE *f = fopen(digests, "r");
+  if (!f) return mlr_cli_usage_error(cmd, "cannot open the digest manifest '%s' (--digests FILE)", digests);
+  char line[1024], last_cell[256] = "";
+  size_t rows = 0, bad = 0, files = 0, lineno = 0;
+  static cellin c;
+  int have = 0, rc = MLR_EXIT_OK, tty = isatty(2);
+  while (fgets(line, sizeof line, f)) {
+    lineno++;
+    if (line[0] == '#' || line[0] == '\n') continue;
+    char suite[64], cellname[64], rname[64], rsha[80], osha[80], lsha[80];
+    if (sscanf(line, "%63s %63s %63s %79s %79s %79s", suite, cellname, rname, rsha, osha, lsha) != 6) {
+      fclose(f);
+      return mlr_cli_usage_error(cmd, "%s:%zu: expected 6 tab-separated fields (suite cell recipe recipe_sha256 o_sha256 lse_sha256)", digests, lineno);
+    }
+    int wanted = nsuites == 0;
+    for (int k = 0; k < nsuites; k++) wanted |= strcmp(suites[k], suite) == 0;
+    if (!wanted) continue;
+    const mlr_suite *s = mlr_suite_find(suite);
+    const mlr_suite_cell *cell = NULL;
+    for (size_t k = 0; s && k < s->n; k++)
+      if (strcmp(s->cells[k].name, cellname) == 0) cell = &s->cells[k];
+    mlr_recipe r;
+    if (!cell || mlr_recipe_builtin(rname, &r) != MLR_OK) {
+      printf("golden %s/%s/%s: FAIL: the suite, cell or recipe no longer exists\n", suite, cellname, rname);
+      bad++, rows++;
+      continue;
+    }
+    char key[256];
+    snprintf(key, sizeof key, "%s/%s", suite, cellname);
+    if (!have || strcmp(key, last_cell)) {
+      if (have) mlr_tf_free(&c.tf);
+      have = 0;
+      if ((rc = cell_inputs(cmd, cell->spec, &c)) != MLR_EXIT_OK) break;
+      have = 1;
+      snprintf(last_cell, sizeof last_cell, "%s", key);
+    }
+    outcome oc;
+    if ((rc = run_cell(cmd, &r, &c, &oc)) != MLR_EXIT_OK) break;
+    rows++;
+    progress(tty, key, rows, rows);
+    if (!oc.fits) printf("golden %s/%s: FAIL: the recipe no longer fits the cell\n", key, rname), bad++;
+    else if (strcmp(oc.recipe_sha, rsha)) printf("golden %s/%s: FAIL: recipe hash %s, manifest %s\n", key, rname, oc.recipe_sha, rsha), bad++;
+    else if (strcmp(oc.o_sha, osha)) printf("golden %s/%s: FAIL: o digest %s, manifest %s\n", key, rname, oc.o_sha, osha), bad++;
+    else if (strcmp(oc.lse_sha, lsha)) printf("golden %s/%s: FAIL: lse digest %s, manifest %s\n", key, rname, oc.lse_sha, lsha), bad++;
+    char path[4096], why[4800];
+    snprintf(path, sizeof path, "%s/%s.%s.%s.safetensors", goldens, suite, cellname, rname);
+    if (oc.fits && access(path, F_OK) == 0) {
+      files++;
+      if (check_file(path, &oc, why, sizeof why)) printf("golden %s/%s: FAIL: %s\n", key, rname, why), bad++;
+    }
+    mlr_emu_result_free(&oc.res);
+  }
+  fclose(f);
+  if (have) mlr_tf_free(&c.tf);
+  if (rc != MLR_EXIT_OK) return rc;
+  if (tty) fputc('\n', stderr);
+  printf("golden verify: %zu manifest rows, %zu golden files, %zu failed\n", rows, files, bad);
+  if (!rows) return mlr_cli_usage_error(cmd, "no manifest row in %s for the suites named", digests);
+  return bad ? MLR_EXIT_FAIL : MLR_EXIT_OK;
+}
+
+int mlr_cmd_golden(int argc, char **argv) {
+  const char *cmd = "golden", *out = NULL, *digests = NULL, *goldens = DEFAULT_GOLDENS, *suites[8], *rnames[16];
+  int nsuites = 0, nr = 0, do_verify = 0;
+  uint64_t max_bs = 0;
+  for (int i = 0; i < argc; i++) {
+    const char *v;
+    int m;
+    if ((m = mlr_cli_opt(argc, argv, &i, "suite", &v))) {
+      if (m < 0 || nsuites == 8) return mlr_cli_usage_error(cmd, "--suite needs one of %s (at most 8)", mlr_suite_names());
+      if (!mlr_suite_find(v)) return mlr_cli_usage_error(cmd, "unknown suite '%s' (valid: %s)", v, mlr_suite_names());
+      suites[nsuites++] = v;
+    } else if ((m = mlr_cli_opt(argc, argv, &i, "recipe", &v))) {
+      if (m < 0 || nr == 16) return mlr_cli_usage_error(cmd, "--recipe needs a name, a file or 'all' (at most 16)");
+      rnames[nr++] = v;
+    } else if ((m = mlr_cli_opt(argc, argv, &i, "out", &v))) { if (m < 0) return mlr_cli_usage_error(cmd, "--out needs a folder"); out = v; }
+    else if ((m = mlr_cli_opt(argc, argv, &i, "digests", &v))) { if (m < 0) return mlr_cli_usage_error(cmd, "--digests needs a file"); digests = v; }
+    else if ((m = mlr_cli_opt(argc, argv, &i, "goldens", &v))) { if (m < 0) return mlr_cli_usage_error(cmd, "--goldens needs a folder"); goldens = v; }
+    else if ((m = mlr_cli_opt(argc, argv, &i, "max-bs", &v))) {
+      if (m < 0 || mlr_cli_parse_u64(v, &max_bs) || max_bs < 1) return mlr_cli_usage_error(cmd, "--max-bs: a positive integer");
+    } else if (strcmp(argv[i], "--verify") == 0) do_verify = 1;
+    else return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --suite --recipe --out --digests --goldens --max-bs --verify)", argv[i]);
+  }
+  if (do_verify) {
+    if (out || nr) return mlr_cli_usage_error(cmd, "--verify takes --digests, --goldens and --suite only");
+    return verify(cmd, digests ? digests : DEFAULT_DIGESTS, goldens, suites, nsuites);
+  }
+  if ((!out) == (!digests) || !nsuites)
+    return mlr_cli_usage_error(cmd, "usage: golden --suite NAME... --recipe NAME|all (--out DIR | --digests FILE) | golden --verify [--digests FILE] [--suite NAME]...");
+  if (out && access(out, W_OK) != 0) return mlr_cli_usage_error(cmd, "--out '%s' is not an existing writable folder", out);
+  static mlr_recipe rs[16];
+  int n;
+  int rc = recipes_of(cmd, rnames, nr, rs, &n);
+  if (rc != MLR_EXIT_OK) return rc;
+  mlr_atomic_file af;
+  mlr_error err = {""};
+  if (digests && mlr_atomic_open(&af, digests, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "%s", err.msg);
+  FILE *mf = digests ? (FILE *)af.fp : NULL;
+  if (mf) fprintf(mf, "# mlaref golden digests (mlaref golden --digests): suite, cell, recipe, recipe SHA-256, SHA-256 of o, SHA-256 of lse\n");
+  size_t total = 0, done = 0;
+  for (int k = 0; k < nsuites; k++) total += mlr_suite_find(suites[k])->n * (size_t)n;
+  const int tty = isatty(2);
+  for (int k = 0; k < nsuites && rc == MLR_EXIT_OK; k++) {
+    const mlr_suite *s = mlr_suite_find(suites[k]);
+    for (size_t ci = 0; ci < s->n && rc == MLR_EXIT_OK; ci++) {
+      static cellin c;
+      if ((rc = cell_inputs(cmd, s->cells[ci].spec, &c)) != MLR_EXIT_OK) break;
+      for (int ri = 0; ri < n && rc == MLR_EXIT_OK; ri++) {
+        outcome oc;
+        char what[3200];
+        snprintf(what, sizeof what, "%s/%s/%s", s->name, s->cells[ci].name, rs[ri].name);
+        progress(tty, what, ++done, total);
+        if ((rc = run_cell(cmd, &rs[ri], &c, &oc)) != MLR_EXIT_OK) break;
+        if (!oc.fits) continue;
+        if (mf) fprintf(mf, "%s\t%s\t%s\t%s\t%s\t%s\n", s->name, s->cells[ci].name, rs[ri].name, oc.recipe_sha, oc.o_sha, oc.lse_sha);
+        if (out && (!max_bs || (uint64_t)c.in.B <= max_bs)) {
+          char path[4096];
+          snprintf(path, sizeof path, "%s/%s.%s.%s.safetensors", out, s->name, s->cells[ci].name, rs[ri].name);
+          if (write_golden(path, s->name, &s->cells[ci], &rs[ri], &c, &oc, &err) != MLR_OK) {
+            rc = mlr_cli_usage_error(cmd, "%s", err.msg);
+          }
+        }
+        mlr_emu_result_free(&oc.res);
+      }
+      mlr_tf_free(&c.tf);
+    }
+  }
+  if (mf) {
+    if (rc == MLR_EXIT_OK && mlr_atomic_commit(&af, &err) != MLR_OK) rc = mlr_cli_usage_error(cmd, "%s", err.msg);
+    else if (rc != MLR_EXIT_OK) mlr_atomic_abort(&af);
+  }
+  if (rc == MLR_EXIT_OK) printf("golden: %zu cell x recipe runs%s%s%s%s\n", done, out ? ", files in " : "", out ? out : "", digests ? ", manifest " : "", digests ? digests : "");
+  return rc;
+}

@@ -1,0 +1,32 @@
+/* mlr_oracle.h: the truth a kernel's output is measured against.
+ *
+ * mlr_truth_f64: attention evaluated in binary64 from the inputs' values, no rounding to any
+ * kernel format: s_j = (q . k_j) / 24 (sum in column order), p_j = e^(s_j - max s) (pmath's
+ * exp), o = sum_j p_j v_j / sum_j p_j (sums in token order), lse = max s + ln(sum p).
+ *   from = MLR_TRUTH_DEQUANTIZED: K and V are the fp8 codes' values times kv_scale (exact in
+ *          binary64): the best any fp8 kernel can do.
+ *   from = MLR_TRUTH_BF16: K and V from kv_bf16, the unquantized KV (what a user wants).
+ * Q is the bf16 input (a kernel's Q quantization is part of its error). Relative error about
+ * 1e-15, far below bf16's 2^-9, but not certified: the MPFR oracle with a certified 1-ulp bound
+ * is the oracle/error-budget issue. Header of ref/oracle: -> formats, pmath. */
+#ifndef MLR_ORACLE_H
+#define MLR_ORACLE_H
+
+#include "../base/mlr_base.h"
+#include "../base/mlr_inputs_view.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { MLR_TRUTH_DEQUANTIZED = 0, MLR_TRUTH_BF16 = 1 } mlr_truth_from;
+
+/** o [T, H, 512] and lse [T, H] in binary64 (caller's buffers). MLR_EINVAL when from = bf16 and
+ *  the inputs have no kv_bf16; MLR_ENOMEM. OpenMP over query tokens; the result does not depend
+ *  on the thread count. */
+mlr_status mlr_truth_f64(const mlr_inputs *in, mlr_truth_from from, double *o, double *lse, mlr_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,165 @@
+/* compare/: metrics on hand-made vectors whose figures are worked out in the comments, rule
+ * parsing and verdicts, and the command's exit codes and reproducer lines. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "compare/mlr_compare.h"
+#include "ref/formats/mlr_formats.h"
+
+Test(compare, ulp_distance_counts_codes_across_zero) {
+  /* bf16: +0 and -0 are 0 apart; the least positive subnormal 0x0001 and its negative 0x8001 are
+   * 2 apart (one code each side of zero); 1.0 (0x3F80) and the next (0x3F81) are 1 apart */
+  const uint16_t a[4] = {0x0000, 0x0001, 0x3F80, 0x3F80}, b[4] = {0x8000, 0x8001, 0x3F81, 0x3F80};
+  mlr_cmp_tensor ta = {MLR_CT_BF16, a, 4}, tb = {MLR_CT_BF16, b, 4};
+  mlr_metrics m;
+  cr_assert_eq(mlr_compare_metrics(&ta, &tb, &m, NULL), MLR_OK);
+  cr_assert_eq(m.identical, 1);
+  cr_assert_eq(m.ulp_max, 2);
+  cr_assert_eq(m.worst[0].index, 1);
+  cr_assert_eq(m.worst[0].ulp, 2);
+  cr_assert_eq(m.worst[1].index, 2);
+  cr_assert_eq(m.ulp_p50, 0.0); /* sorted 0,0,1,2: nearest rank ceil(0.5*4) = 2 -> 0 */
+  cr_assert_eq(m.ulp_p99, 2.0);
+}
+
+Test(compare, norms_of_a_small_case) {
+  /* a = (1, 2), b = (1, 1): |a-b| = (0, 1); RMSE = sqrt(1/2); rel L2 = 1/sqrt(2); NMSE = 1/2;
+   * cos diff = 1 - 2*(1+2)/(1+4+1+1) = 1 - 6/7 = 1/7; max rel = 1; max abs = 1 */
+  const float a[2] = {1, 2}, b[2] = {1, 1};
+  mlr_cmp_tensor ta = {MLR_CT_F32, a, 2}, tb = {MLR_CT_F32, b, 2};
+  mlr_metrics m;
+  cr_assert_eq(mlr_compare_metrics(&ta, &tb, &m, NULL), MLR_OK);
+  cr_assert_float_eq(m.rmse, sqrt(0.5), 1e-15);
+  cr_assert_float_eq(m.rel_l2, 1 / sqrt(2.0), 1e-15);
+  cr_assert_float_eq(m.nmse, 0.5, 1e-15);
+  cr_assert_float_eq(m.cos_diff, 1.0 / 7.0, 1e-15);
+  cr_assert_eq(m.max_abs, 1.0);
+  cr_assert_eq(m.max_rel, 1.0);
+  cr_assert_eq(m.ulp_max, 1 << 23); /* 2 and 1 are one binade apart: 2^23 binary32 codes */
+}
+
+Test(compare, unwritten_and_class_mismatch_fail_every_rule) {
+  const uint16_t a[4] = {0xFFFF, 0x7FC0, 0x3F80, 0x7F80}, b[4] = {0x3F80, 0x3F80, 0x3F80, 0x7F80};
+  mlr_cmp_tensor ta = {MLR_CT_BF16, a, 4}, tb = {MLR_CT_BF16, b, 4};
+  mlr_metrics m;
+  cr_assert_eq(mlr_compare_metrics(&ta, &tb, &m, NULL), MLR_OK);
+  cr_assert_eq(m.unwritten, 1);
+  cr_assert_eq(m.class_mismatch, 1); /* NaN vs 1 */
+  cr_assert_eq(m.finite, 1);
+  cr_assert_eq(m.identical, 2);       /* 1 = 1 and +Inf = +Inf */
+  cr_assert_eq(m.worst[0].index, 0);  /* the unwritten element first */
+  const char *rules[] = {"exact", "ulp:1000", "allclose:1,1,0.9", "nmse:1", "cos:1"};
+  for (size_t k = 0; k < 5; k++) {
+    mlr_rule r;
+    cr_assert_eq(mlr_rule_parse(rules[k], &r, NULL), MLR_OK);
+    cr_assert_eq(mlr_rule_apply(&r, &m, &ta, &tb, NULL, NULL).kind, MLR_VERDICT_FAIL, "%s", rules[k]);
+  }
+}
+
+Test(compare, rules_parse_and_decide) {
+  mlr_rule r;
+  mlr_error err = {""};
+  cr_assert_eq(mlr_rule_parse("allclose:0.1,0.1,0.05", &r, NULL), MLR_OK);
+  cr_assert(r.kind == MLR_RULE_ALLCLOSE && r.x == 0.1 && r.y == 0.1 && r.z == 0.05);
+  cr_assert_eq(mlr_rule_parse("fa3", &r, NULL), MLR_OK);
+  cr_assert(r.kind == MLR_RULE_FA3 && r.x == 2.0 && r.y == 1e-5);
+  const char *bad[] = {"ulp", "ulp:1.5", "allclose:0.1", "allclose:0.1,0.1,2", "cos:-1", "nmse:x", "exact:1", "frob", "fa3:1,2,3"};
+  for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+    cr_assert_eq(mlr_rule_parse(bad[k], &r, &err), MLR_EPARSE, "%s", bad[k]);
+    cr_assert(strstr(err.msg, mlr_rule_forms()), "%s", err.msg);
+  }
+  /* allclose: |1.1 - 1| = 0.1 <= 0.01 + 0.1*1 passes; |2 - 1| = 1 does not: 1 of 2 = 50% */
+  const float a[2] = {1.1f, 2}, b[2] = {1, 1};
+  mlr_cmp_tensor ta = {MLR_CT_F32, a, 2}, tb = {MLR_CT_F32, b, 2};
+  mlr_metrics m;
+  mlr_compare_metrics(&ta, &tb, &m, NULL);
+  mlr_rule_parse("allclose:0.1,0.01,0.5", &r, NULL);
+  cr_assert_eq(mlr_rule_apply(&r, &m, &ta, &tb, NULL, NULL).kind, MLR_VERDICT_PASS);
+  mlr_rule_parse("allclose:0.1,0.01,0.49", &r, NULL);
+  cr_assert_eq(mlr_rule_apply(&r, &m, &ta, &tb, NULL, NULL).kind, MLR_VERDICT_FAIL);
+  mlr_rule_parse("budget", &r, NULL);
+  mlr_verdict v = mlr_rule_apply(&r, &m, &ta, &tb, NULL, NULL);
+  cr_assert_eq(v.kind, MLR_VERDICT_NA);
+  cr_assert(strstr(v.detail, "not available"));
+  mlr_rule_parse("fa3", &r, NULL);
+  cr_assert_eq(mlr_rule_apply(&r, &m, &ta, &tb, NULL, NULL).kind, MLR_VERDICT_NA, "fa3 without the truth");
+  /* fa3: out - truth max 0.5, ref - truth max 0.3: 0.5 <= 2*0.3 + 1e-5 passes; 1.0 would not */
+  const double t[2] = {1.0, 1.0};
+  const float r2[2] = {1.3f, 1.0f}, o2[2] = {1.5f, 1.0f}, o3[2] = {2.0f, 1.0f};
+  mlr_cmp_tensor tt = {MLR_CT_F64, t, 2}, tr = {MLR_CT_F32, r2, 2}, to = {MLR_CT_F32, o2, 2}, to3 = {MLR_CT_F32, o3, 2};
+  mlr_metrics mt, mr, m3;
+  mlr_compare_metrics(&to, &tt, &mt, NULL);
+  mlr_compare_metrics(&tr, &tt, &mr, NULL);
+  cr_assert_eq(mlr_rule_apply(&r, &m, &to, &tr, &mt, &mr).kind, MLR_VERDICT_PASS);
+  mlr_compare_metrics(&to3, &tt, &m3, NULL);
+  cr_assert_eq(mlr_rule_apply(&r, &m, &to3, &tr, &m3, &mr).kind, MLR_VERDICT_FAIL);
+}
+
+Test(compare, wider_reference_is_rounded_to_the_candidates_format) {
+  /* bf16 has 7 fraction bits, so the truth 1 + 2^-9 (binary64) rounds to 1.0 (0x3F80): 0 ulp
+   * from a = 1.0, though not identical */
+  const uint16_t a[1] = {0x3F80};
+  const double t[1] = {1.0 + 0x1p-9};
+  mlr_cmp_tensor ta = {MLR_CT_BF16, a, 1}, tt = {MLR_CT_F64, t, 1};
+  mlr_metrics m;
+  cr_assert_eq(mlr_compare_metrics(&ta, &tt, &m, NULL), MLR_OK);
+  cr_assert_eq(m.ulp_max, 0);
+  cr_assert_eq(m.identical, 0);
+  cr_assert_float_eq(m.max_abs, 0x1p-9, 0);
+  mlr_cmp_tensor tf = {MLR_CT_F64, t, 1};
+  cr_assert_eq(mlr_compare_metrics(&tf, &ta, &m, NULL), MLR_EINVAL, "a binary64 candidate against bf16");
+}
+
+/* ---- the command ---- */
+
+static int run(const char *args, char **out) {
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, MLAREF_BIN " %s > /tmp/mlr_cmp_out.txt 2>&1", args);
+  const int st = system(cmd);
+  FILE *f = fopen("/tmp/mlr_cmp_out.txt", "r");
+  *out = calloc(1 << 16, 1);
+  if (f) {
+    fread(*out, 1, (1 << 16) - 1, f);
+    fclose(f);
+  }
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(compare, command_exit_codes_and_reproducers) {
+  char *o;
+  cr_assert_eq(system("rm -rf /tmp/mlr_cmp && mkdir -p /tmp/mlr_cmp && " MLAREF_BIN " gen --shape bs=2,kv=50,seed=3 --out /tmp/mlr_cmp/in.safetensors >/dev/null"
+                      " && " MLAREF_BIN " run --recipe fp32-seq --inputs /tmp/mlr_cmp/in.safetensors --out /tmp/mlr_cmp/a.safetensors >/dev/null"
+                      " && " MLAREF_BIN " run --recipe triton-fp8-single --inputs /tmp/mlr_cmp/in.safetensors --out /tmp/mlr_cmp/b.safetensors >/dev/null"),
+               0);
+  cr_assert_eq(run("compare /tmp/mlr_cmp/a.safetensors /tmp/mlr_cmp/a.safetensors", &o), 0, "%s", o);
+  cr_assert(strstr(o, "32768 elements, 32768 bit-identical (100.0000%)") || strstr(o, "16384 elements, 16384 bit-identical (100.0000%)"), "%s", o);
+  free(o);
+  cr_assert_eq(run("compare /tmp/mlr_cmp/b.safetensors /tmp/mlr_cmp/a.safetensors --inputs /tmp/mlr_cmp/in.safetensors", &o), 1, "%s", o);
+  cr_assert(strstr(o, "rule exact                    FAIL"), "%s", o);
+  cr_assert(strstr(o, "reproduce batch "), "%s", o);
+  cr_assert(strstr(o, "shape bs=2,kv=50,q=1,page=1,seed=3"), "%s", o);
+  cr_assert(strstr(o, " ulp; "), "%s", o);
+  free(o);
+  cr_assert_eq(run("compare /tmp/mlr_cmp/b.safetensors /tmp/mlr_cmp/a.safetensors --rule allclose:0.1,0.1,0.05 --rule cos:1e-3 --json", &o), 0, "%s", o);
+  cr_assert(strstr(o, "\"rule\": \"allclose:0.1,0.1,0.05\", \"verdict\": \"pass\""), "%s", o);
+  free(o);
+  cr_assert_eq(run("compare /tmp/mlr_cmp/b.safetensors /tmp/mlr_cmp/a.safetensors --rule budget", &o), 2, "%s", o);
+  cr_assert(strstr(o, "not available"), "%s", o);
+  free(o);
+  cr_assert_eq(run("compare /tmp/mlr_cmp/b.safetensors /tmp/mlr_cmp/a.safetensors --rule frob", &o), 2);
+  cr_assert(strstr(o, "rule 'frob' is not one of exact|ulp:N"), "%s", o);
+  free(o);
+  cr_assert_eq(run("compare /tmp/mlr_cmp/b.safetensors /tmp/mlr_cmp/in.safetensors", &o), 2);
+  cr_assert(strstr(o, "no tensor 'o'"), "%s", o);
+  free(o);
+  cr_assert_eq(run("compare /tmp/mlr_cmp/b.safetensors", &o), 2);
+  cr_assert(strstr(o, "usage: compare A B"), "%s", o);
+  free(o);
+  cr_assert_eq(run("compare /tmp/mlr_cmp/b.safetensors /tmp/mlr_cmp/a.safetensors --tensor q_scales", &o), 2);
+  free(o);
+  cr_assert_eq(system("rm -rf /tmp/mlr_cmp"), 0);
+}

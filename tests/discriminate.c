@@ -1,0 +1,191 @@
+/* Discrimination: mlaref's default rule (fa3 against the binary64 truth, with the kernel's recipe
+ * model as the same-precision reference) fails every wrong kernel at every bench shape and never
+ * fails a correct one. The wrong kernels are small mutations of the emulated triton-fp8-split
+ * kernel (8 splits at every shape, so the merge faults act everywhere): faults inside the model
+ * (mlr_emu_fault) and mistakes in the output (all zeros, q[..., :512]/24, batches swapped, one
+ * head copied to another). The table of which rule catches what is written to
+ * $MLAREF_TABLE_OUT (default discrimination.md in the build folder) and goes in the README.
+ *
+ * The correct kernels: each built-in recipe's model, and a twin of it with other correct
+ * roundings (twin_of), both against the recipe's model under the default rule, for 100 seeds of each bs=4 bench shape
+ * (label slow: 5 seeds of each larger shape too). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compare/mlr_compare.h"
+#include "fixtures/gen/mlr_gen.h"
+#include "fixtures/inputs/mlr_inputs.h"
+#include "fixtures/suites/mlr_suites.h"
+#include "ref/emulate/mlr_emulate.h"
+#include "ref/oracle/mlr_oracle.h"
+
+#define DV 512
+
+typedef struct cell {
+  mlr_tensor_file tf;
+  mlr_inputs in;
+  double *truth, *tlse;
+  int64_t n;
+} cell;
+
+static void cell_make(cell *c, const char *spec) {
+  mlr_gen_spec gs;
+  mlr_error err = {""};
+  cr_assert_eq(mlr_gen_spec_parse(spec, &gs, &err), MLR_OK, "%s", err.msg);
+  cr_assert_eq(mlr_gen_inputs(&gs, &c->tf, NULL, NULL, &err), MLR_OK, "%s", err.msg);
+  mlr_gen_spec_free(&gs);
+  cr_assert_eq(mlr_inputs_check(&c->tf, spec, 0, &c->in, &err), MLR_OK, "%s", err.msg);
+  c->n = c->in.T * c->in.H * DV;
+  c->truth = malloc((size_t)c->n * sizeof(double));
+  c->tlse = malloc((size_t)(c->in.T * c->in.H) * sizeof(double));
+  cr_assert_eq(mlr_truth_f64(&c->in, MLR_TRUTH_DEQUANTIZED, c->truth, c->tlse, &err), MLR_OK, "%s", err.msg);
+}
+
+static void cell_free(cell *c) {
+  free(c->truth), free(c->tlse);
+  mlr_tf_free(&c->tf);
+}
+
+static void emulate(const mlr_recipe *r, const mlr_inputs *in, int fault, mlr_emu_result *res) {
+  mlr_emu_opts o = {0, 0, fault};
+  mlr_error err = {""};
+  cr_assert_eq(mlr_emulate(r, in, &o, res, &err), MLR_OK, "%s: %s", r->name, err.msg);
+}
+
+/* the verdict of rule text on candidate a (bf16 codes) against the model b and the truth */
+static mlr_verdict_kind judge(const char *rule, const cell *c, const uint16_t *a, const uint16_t *b) {
+  mlr_rule r;
+  cr_assert_eq(mlr_rule_parse(rule, &r, NULL), MLR_OK);
+  mlr_cmp_tensor ta = {MLR_CT_BF16, a, c->n}, tb = {MLR_CT_BF16, b, c->n}, tt = {MLR_CT_F64, c->truth, c->n};
+  mlr_metrics m, mt, mr;
+  cr_assert_eq(mlr_compare_metrics(&ta, &tb, &m, NULL), MLR_OK);
+  cr_assert_eq(mlr_compare_metrics(&ta, &tt, &mt, NULL), MLR_OK);
+  cr_assert_eq(mlr_compare_metrics(&tb, &tt, &mr, NULL), MLR_OK);
+  return mlr_rule_apply(&r, &m, &ta, &tb, &mt, &mr).kind;
+}
+
+#ifndef MLR_SLOW
+enum { NWRONG = 12, NRULES = 5 };
+static const char *const WRONG[NWRONG] = {"all zeros", "q[..., :512] / 24", "rope part of the dot dropped", "sm_scale = 1/sqrt(512)",
+                                          "kv_scale applied twice", "kv_scale not applied", "last token of each split skipped",
+                                          "split lse in log2 where ln is meant", "P not normalized", "merge without rescaling by the running max",
+                                          "batches 0 and 1 swapped", "head 0 copied to head 1"};
+static const int FAULT[NWRONG] = {0, 0, MLR_FAULT_DROP_ROPE, MLR_FAULT_SM_SCALE_512, MLR_FAULT_KV_SCALE_TWICE, MLR_FAULT_KV_SCALE_NONE,
+                                  MLR_FAULT_SKIP_LAST, MLR_FAULT_LSE_LOG2, MLR_FAULT_P_UNNORMALIZED, MLR_FAULT_MERGE_NO_RESCALE, 0, 0};
+/* the task's rule, mlaref's default, ggml's NMSE limit, FlashMLA's fp8 cosine limit, the budget */
+static const char *const RULES[NRULES] = {"allclose:0.1,0.1,0.05", "fa3", "nmse:5e-4", "cos:1e-2", "budget"};
+
+/* wrong kernel k's output for cell c (model: the triton-fp8-split output) */
+static uint16_t *wrong_output(int k, const cell *c, const mlr_recipe *r, const uint16_t *model) {
+  uint16_t *o = malloc((size_t)c->n * 2);
+  const int64_t H = c->in.H;
+  if (FAULT[k]) {
+    mlr_emu_result res;
+    emulate(r, &c->in, FAULT[k], &res);
+    memcpy(o, res.o, (size_t)c->n * 2);
+    mlr_emu_result_free(&res);
+  } else if (k == 0) memset(o, 0, (size_t)c->n * 2);
+  else if (k == 1) { /* bf16(q / 24) of the first 512 columns */
+    for (int64_t t = 0; t < c->in.T * H; t++)
+      for (int d = 0; d < DV; d++) {
+        const float q = mlr_bits_f32((uint32_t)c->in.q[t * 576 + d] << 16);
+        o[t * DV + d] = (uint16_t)mlr_encode_f32(q / 24.0f, MLR_FMT_BF16, MLR_RND_NEAREST_EVEN, MLR_OVF_NONSAT, 0);
+      }
+  } else if (k == 10) { /* the first query tokens of batches 0 and 1 trade outputs */
+    memcpy(o, model, (size_t)c->n * 2);
+    const int64_t t0 = c->in.qo_indptr[0], t1 = c->in.qo_indptr[1];
+    memcpy(o + t0 * H * DV, model + t1 * H * DV, (size_t)(H * DV) * 2);
+    memcpy(o + t1 * H * DV, model + t0 * H * DV, (size_t)(H * DV) * 2);
+  } else { /* every token's head 1 = its head 0 */
+    memcpy(o, model, (size_t)c->n * 2);
+    for (int64_t t = 0; t < c->in.T; t++) memcpy(o + (t * H + 1) * DV, o + t * H * DV, DV * 2);
+  }
+  return o;
+}
+
+Test(discriminate, every_wrong_kernel_fails_at_every_bench_shape, .timeout = 1200) {
+  const mlr_suite *bench = mlr_suite_find("bench");
+  cr_assert(bench != NULL);
+  mlr_recipe r;
+  cr_assert_eq(mlr_recipe_builtin("triton-fp8-split", &r), MLR_OK);
+  int caught[NWRONG][NRULES] = {{0}};
+  for (size_t s = 0; s < bench->n; s++) {
+    static cell c;
+    cell_make(&c, bench->cells[s].spec);
+    mlr_emu_result model;
+    emulate(&r, &c.in, 0, &model);
+    cr_assert_eq(judge("fa3", &c, model.o, model.o), MLR_VERDICT_PASS, "%s: the model itself", bench->cells[s].name);
+    for (int k = 0; k < NWRONG; k++) {
+      uint16_t *o = wrong_output(k, &c, &r, model.o);
+      for (int q = 0; q < NRULES; q++) caught[k][q] += judge(RULES[q], &c, o, model.o) == MLR_VERDICT_FAIL;
+      cr_assert_eq(judge("fa3", &c, o, model.o), MLR_VERDICT_FAIL, "%s: '%s' passes the default rule", bench->cells[s].name, WRONG[k]);
+      free(o);
+    }
+    mlr_emu_result_free(&model);
+    cell_free(&c);
+  }
+  const char *path = getenv("MLAREF_TABLE_OUT") ? getenv("MLAREF_TABLE_OUT") : "discrimination.md";
+  FILE *f = fopen(path, "w");
+  cr_assert(f != NULL);
+  fprintf(f, "| wrong kernel (mutation of triton-fp8-split) | task rule allclose:0.1,0.1,0.05 | fa3 (default) | nmse:5e-4 | cos:1e-2 | budget |\n");
+  fprintf(f, "| --- | ---: | ---: | ---: | ---: | ---: |\n");
+  for (int k = 0; k < NWRONG; k++) {
+    fprintf(f, "| %s |", WRONG[k]);
+    for (int q = 0; q < NRULES; q++) fprintf(f, q == 4 ? " n/a |" : " %d/%zu |", caught[k][q], bench->n);
+    fprintf(f, "\n");
+  }
+  fclose(f);
+}
+#endif
+
+/* a correct twin of a recipe: other roundings of the same computation (the updates fused or not,
+ * the QK chain split into nope and rope or not, exact dots as fma chains, the PV dot started from
+ * 0 or from acc * alpha) */
+static void twin_of(const mlr_recipe *r, mlr_recipe *t) {
+  *t = *r;
+  t->update_fma = !r->update_fma;
+  t->qk_dot = r->qk_dot == MLR_DOT_SEQ ? MLR_DOT_NOPE_ROPE : MLR_DOT_SEQ;
+  t->pv_dot = MLR_DOT_SEQ;
+  t->pv_accumulate = r->pv_dot == MLR_DOT_EXACT ? r->pv_accumulate : !r->pv_accumulate;
+}
+
+static void no_false_alarm(const char *spec_fmt, uint64_t seed0, int seeds) {
+  static const char *const names[] = {"triton-fp8-single", "triton-fp8-split", "aiter-a8w8-ps", "aiter-a16w8-ps",
+                                      "aiter-bf16-np", "torch-bmm-bf16", "aiter-test-ref", "fp32-seq"};
+  for (int k = 0; k < seeds; k++) {
+    char spec[128];
+    snprintf(spec, sizeof spec, spec_fmt, (unsigned long long)(seed0 + (uint64_t)k));
+    static cell c;
+    cell_make(&c, spec);
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+      mlr_recipe r, t;
+      cr_assert_eq(mlr_recipe_builtin(names[i], &r), MLR_OK);
+      twin_of(&r, &t);
+      mlr_emu_result a, b;
+      emulate(&r, &c.in, 0, &b);
+      emulate(&t, &c.in, 0, &a);
+      cr_assert_eq(judge("fa3", &c, b.o, b.o), MLR_VERDICT_PASS, "%s %s: the model", spec, names[i]);
+      cr_assert_eq(judge("fa3", &c, a.o, b.o), MLR_VERDICT_PASS, "%s %s: a correct twin fails the default rule", spec, names[i]);
+      mlr_emu_result_free(&a), mlr_emu_result_free(&b);
+    }
+    cell_free(&c);
+  }
+}
+
+#ifndef MLR_SLOW
+Test(discriminate, correct_kernels_pass_bs4_kv1024_100_seeds, .timeout = 1800) { no_false_alarm("bs=4,kv=1024,seed=%llu", 4217, 100); }
+Test(discriminate, correct_kernels_pass_bs4_kv8192_100_seeds, .timeout = 1800) { no_false_alarm("bs=4,kv=8192,seed=%llu", 4220, 100); }
+#else
+/* label slow: 5 seeds of every larger bench shape (about half an hour on 2 cores) */
+Test(discriminate_slow, correct_kernels_pass_larger_shapes_5_seeds, .timeout = 7200) {
+  static const char *const shapes[] = {"bs=32,kv=1024", "bs=32,kv=8192", "bs=64,kv=1024", "bs=64,kv=8192", "bs=256,kv=1024", "bs=256,kv=8192"};
+  for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+    char fmt[64];
+    snprintf(fmt, sizeof fmt, "%s,seed=%%llu", shapes[i]);
+    no_false_alarm(fmt, 1000 + 10 * i, 5);
+  }
+}
+#endif
