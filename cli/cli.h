@@ -22,6 +22,13 @@ int mlr_cli_parse_double(const char *s, double *out);
 struct mlr_recipe;
 int mlr_cli_recipe(const char *cmd, const char *what, struct mlr_recipe *r);
 
+/* A string option: when argv[*i] is --name, store its value in *dst and return 1 (a missing value
+ * sets *rc to the usage error: "--name needs WHAT"); otherwise return 0. */
+int mlr_cli_str(const char *cmd, int argc, char **argv, int *i, const char *name, const char *what, const char **dst, int *rc);
+
+/* A recipe (built-in name or file), then its --set overrides, then mlr_recipe_check; an exit code. */
+int mlr_cli_recipe_sets(const char *cmd, const char *what, const char *const *sets, int nsets, struct mlr_recipe *r);
+
 /* Seconds from a monotonic clock. */
 double mlr_cli_now(void);
 

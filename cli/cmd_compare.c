@@ -119,13 +119,14 @@ int mlr_cmd_compare(int argc, char **argv) {
   const char *cmd = "compare", *files[2] = {NULL, NULL}, *tensor = "o", *truth = NULL, *inputs = NULL;
   mlr_rule rules[16];
   int nrules = 0, json = 0, nf = 0;
-  for (int i = 0; i < argc; i++) {
+  int rc = MLR_EXIT_OK;
+  for (int i = 0; i < argc && rc == MLR_EXIT_OK; i++) {
     const char *v;
     int m;
-    if ((m = mlr_cli_opt(argc, argv, &i, "tensor", &v))) { if (m < 0) return mlr_cli_usage_error(cmd, "--tensor needs a name"); tensor = v; }
-    else if ((m = mlr_cli_opt(argc, argv, &i, "truth", &v))) { if (m < 0) return mlr_cli_usage_error(cmd, "--truth needs a file"); truth = v; }
-    else if ((m = mlr_cli_opt(argc, argv, &i, "inputs", &v))) { if (m < 0) return mlr_cli_usage_error(cmd, "--inputs needs a file"); inputs = v; }
-    else if ((m = mlr_cli_opt(argc, argv, &i, "rule", &v))) {
+    if (mlr_cli_str(cmd, argc, argv, &i, "tensor", "a name", &tensor, &rc) || mlr_cli_str(cmd, argc, argv, &i, "truth", "a file", &truth, &rc) ||
+        mlr_cli_str(cmd, argc, argv, &i, "inputs", "a file", &inputs, &rc))
+      continue;
+    if ((m = mlr_cli_opt(argc, argv, &i, "rule", &v))) {
       mlr_error err = {""};
       if (m < 0) return mlr_cli_usage_error(cmd, "--rule needs one of %s", mlr_rule_forms());
       if (nrules == 16) return mlr_cli_usage_error(cmd, "at most 16 --rule options");
@@ -135,13 +136,14 @@ int mlr_cmd_compare(int argc, char **argv) {
     else if (nf < 2) files[nf++] = argv[i];
     else return mlr_cli_usage_error(cmd, "more than two files ('%s'): usage: compare A B [--tensor o] [--rule R]... [--truth T] [--json]", argv[i]);
   }
+  if (rc != MLR_EXIT_OK) return rc;
   if (nf != 2) return mlr_cli_usage_error(cmd, "usage: compare A B [--tensor o] [--rule R]... [--truth T] [--inputs IN] [--json] (rules: %s)", mlr_rule_forms());
   if (!nrules) mlr_rule_parse("exact", &rules[nrules++], NULL);
   mlr_tensor_file ta, tb, tt, ti;
   mlr_tf_init(&ta), mlr_tf_init(&tb), mlr_tf_init(&tt), mlr_tf_init(&ti);
   mlr_cmp_tensor a, b, t;
   const mlr_tensor *xa, *xb, *xt = NULL;
-  int rc = load_view(cmd, files[0], tensor, &ta, &a, &xa);
+  rc = load_view(cmd, files[0], tensor, &ta, &a, &xa);
   if (rc == MLR_EXIT_OK) rc = load_view(cmd, files[1], tensor, &tb, &b, &xb);
   if (rc == MLR_EXIT_OK && truth) rc = load_view(cmd, truth, tensor, &tt, &t, &xt);
   mlr_inputs in, *inp = NULL;
@@ -172,14 +174,14 @@ int mlr_cmd_check(int argc, char **argv) {
   mlr_rule rules[16];
   int nrules = 0, nsets = 0, json = 0, threads = 0;
   mlr_truth_from from = MLR_TRUTH_DEQUANTIZED;
-  for (int i = 0; i < argc; i++) {
+  int rc = MLR_EXIT_OK;
+  for (int i = 0; i < argc && rc == MLR_EXIT_OK; i++) {
     const char *v;
     int m;
-    if ((m = mlr_cli_opt(argc, argv, &i, "inputs", &v))) { if (m < 0) return mlr_cli_usage_error(cmd, "--inputs needs a file"); inputs = v; }
-    else if ((m = mlr_cli_opt(argc, argv, &i, "output", &v))) { if (m < 0) return mlr_cli_usage_error(cmd, "--output needs a file"); output = v; }
-    else if ((m = mlr_cli_opt(argc, argv, &i, "recipe", &v))) { if (m < 0) return mlr_cli_usage_error(cmd, "--recipe needs a name or file"); recipe = v; }
-    else if ((m = mlr_cli_opt(argc, argv, &i, "tensor", &v))) { if (m < 0) return mlr_cli_usage_error(cmd, "--tensor needs a name"); tensor = v; }
-    else if ((m = mlr_cli_opt(argc, argv, &i, "set", &v))) {
+    if (mlr_cli_str(cmd, argc, argv, &i, "inputs", "a file", &inputs, &rc) || mlr_cli_str(cmd, argc, argv, &i, "output", "a file", &output, &rc) ||
+        mlr_cli_str(cmd, argc, argv, &i, "recipe", "a name or file", &recipe, &rc) || mlr_cli_str(cmd, argc, argv, &i, "tensor", "a name", &tensor, &rc))
+      continue;
+    if ((m = mlr_cli_opt(argc, argv, &i, "set", &v))) {
       if (m < 0 || nsets == 64) return mlr_cli_usage_error(cmd, "--set needs key=value (at most 64)");
       sets[nsets++] = v;
     } else if ((m = mlr_cli_opt(argc, argv, &i, "truth", &v))) {
@@ -196,16 +198,14 @@ int mlr_cmd_check(int argc, char **argv) {
     } else if (strcmp(argv[i], "--json") == 0) json = 1;
     else return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --inputs --output --recipe --set --rule --tensor --truth --threads --json)", argv[i]);
   }
+  if (rc != MLR_EXIT_OK) return rc;
   if (!inputs || !output || !recipe)
     return mlr_cli_usage_error(cmd, "usage: check --inputs IN --output KERNEL_OUT --recipe NAME|FILE [--set k=v]... [--rule R]... [--truth dequantized|bf16]");
   if (strcmp(tensor, "o")) return mlr_cli_usage_error(cmd, "--tensor '%s': check compares the output o (compare handles any tensor)", tensor);
   if (!nrules) mlr_rule_parse("fa3", &rules[nrules++], NULL);
   mlr_recipe r;
-  int rc = mlr_cli_recipe(cmd, recipe, &r);
-  if (rc != MLR_EXIT_OK) return rc;
+  if ((rc = mlr_cli_recipe_sets(cmd, recipe, sets, nsets, &r)) != MLR_EXIT_OK) return rc;
   mlr_error err = {""};
-  for (int k = 0; k < nsets; k++)
-    if (mlr_recipe_set(&r, sets[k], &err) != MLR_OK) return mlr_cli_usage_error(cmd, "--set %s", err.msg);
   mlr_tensor_file ti, tk;
   mlr_tf_init(&ti), mlr_tf_init(&tk);
   mlr_inputs in;

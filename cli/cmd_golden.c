@@ -212,7 +212,8 @@ int mlr_cmd_golden(int argc, char **argv) {
   const char *cmd = "golden", *out = NULL, *digests = NULL, *goldens = DEFAULT_GOLDENS, *suites[8], *rnames[16];
   int nsuites = 0, nr = 0, do_verify = 0;
   uint64_t max_bs = 0;
-  for (int i = 0; i < argc; i++) {
+  int rc = MLR_EXIT_OK;
+  for (int i = 0; i < argc && rc == MLR_EXIT_OK; i++) {
     const char *v;
     int m;
     if ((m = mlr_cli_opt(argc, argv, &i, "suite", &v))) {
@@ -222,14 +223,15 @@ int mlr_cmd_golden(int argc, char **argv) {
     } else if ((m = mlr_cli_opt(argc, argv, &i, "recipe", &v))) {
       if (m < 0 || nr == 16) return mlr_cli_usage_error(cmd, "--recipe needs a name, a file or 'all' (at most 16)");
       rnames[nr++] = v;
-    } else if ((m = mlr_cli_opt(argc, argv, &i, "out", &v))) { if (m < 0) return mlr_cli_usage_error(cmd, "--out needs a folder"); out = v; }
-    else if ((m = mlr_cli_opt(argc, argv, &i, "digests", &v))) { if (m < 0) return mlr_cli_usage_error(cmd, "--digests needs a file"); digests = v; }
-    else if ((m = mlr_cli_opt(argc, argv, &i, "goldens", &v))) { if (m < 0) return mlr_cli_usage_error(cmd, "--goldens needs a folder"); goldens = v; }
+    } else if (mlr_cli_str(cmd, argc, argv, &i, "out", "a folder", &out, &rc) || mlr_cli_str(cmd, argc, argv, &i, "digests", "a file", &digests, &rc) ||
+               mlr_cli_str(cmd, argc, argv, &i, "goldens", "a folder", &goldens, &rc))
+      continue;
     else if ((m = mlr_cli_opt(argc, argv, &i, "max-bs", &v))) {
       if (m < 0 || mlr_cli_parse_u64(v, &max_bs) || max_bs < 1) return mlr_cli_usage_error(cmd, "--max-bs: a positive integer");
     } else if (strcmp(argv[i], "--verify") == 0) do_verify = 1;
     else return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --suite --recipe --out --digests --goldens --max-bs --verify)", argv[i]);
   }
+  if (rc != MLR_EXIT_OK) return rc;
   if (do_verify) {
     if (out || nr) return mlr_cli_usage_error(cmd, "--verify takes --digests, --goldens and --suite only");
     return verify(cmd, digests ? digests : DEFAULT_DIGESTS, goldens, suites, nsuites);
@@ -239,7 +241,7 @@ int mlr_cmd_golden(int argc, char **argv) {
   if (out && access(out, W_OK) != 0) return mlr_cli_usage_error(cmd, "--out '%s' is not an existing writable folder", out);
   static mlr_recipe rs[16];
   int n;
-  int rc = recipes_of(cmd, rnames, nr, rs, &n);
+  rc = recipes_of(cmd, rnames, nr, rs, &n);
   if (rc != MLR_EXIT_OK) return rc;
   mlr_atomic_file af;
   mlr_error err = {""};

@@ -59,13 +59,13 @@ int mlr_cmd_run(int argc, char **argv) {
   const char *cmd = "run", *recipe = NULL, *inputs = NULL, *out = NULL, *sets[64];
   int nsets = 0, allow = 0;
   mlr_emu_opts opts = {0, 0, MLR_FAULT_NONE};
-  for (int i = 0; i < argc; i++) {
+  int rc = MLR_EXIT_OK;
+  for (int i = 0; i < argc && rc == MLR_EXIT_OK; i++) {
     const char *v;
     int m;
-    if ((m = mlr_cli_opt(argc, argv, &i, "recipe", &v))) { if (m < 0) return mlr_cli_usage_error(cmd, "--recipe needs a name or file"); recipe = v; }
-    else if ((m = mlr_cli_opt(argc, argv, &i, "inputs", &v))) { if (m < 0) return mlr_cli_usage_error(cmd, "--inputs needs a file"); inputs = v; }
-    else if ((m = mlr_cli_opt(argc, argv, &i, "out", &v))) { if (m < 0) return mlr_cli_usage_error(cmd, "--out needs a file"); out = v; }
-    else if ((m = mlr_cli_opt(argc, argv, &i, "set", &v))) {
+    if (mlr_cli_str(cmd, argc, argv, &i, "recipe", "a name or file", &recipe, &rc) || mlr_cli_str(cmd, argc, argv, &i, "inputs", "a file", &inputs, &rc) ||
+        mlr_cli_str(cmd, argc, argv, &i, "out", "a file", &out, &rc)) continue;
+    if ((m = mlr_cli_opt(argc, argv, &i, "set", &v))) {
       if (m < 0) return mlr_cli_usage_error(cmd, "--set needs key=value");
       if (nsets == 64) return mlr_cli_usage_error(cmd, "at most 64 --set options");
       sets[nsets++] = v;
@@ -77,14 +77,11 @@ int mlr_cmd_run(int argc, char **argv) {
     else if (strcmp(argv[i], "--allow-nonfinite") == 0) allow = 1;
     else return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --recipe --set --inputs --out --threads --partials --allow-nonfinite)", argv[i]);
   }
+  if (rc != MLR_EXIT_OK) return rc;
   if (!recipe || !inputs || !out) return mlr_cli_usage_error(cmd, "usage: run --recipe NAME|FILE [--set key=value]... --inputs IN --out OUT [--threads N] [--partials]");
   mlr_recipe r;
-  int rc = mlr_cli_recipe(cmd, recipe, &r);
-  if (rc != MLR_EXIT_OK) return rc;
+  if ((rc = mlr_cli_recipe_sets(cmd, recipe, sets, nsets, &r)) != MLR_EXIT_OK) return rc;
   mlr_error err = {""};
-  for (int k = 0; k < nsets; k++)
-    if (mlr_recipe_set(&r, sets[k], &err) != MLR_OK) return mlr_cli_usage_error(cmd, "--set %s", err.msg);
-  if (mlr_recipe_check(&r, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "recipe %s: %s", recipe, err.msg);
   mlr_tensor_file tf;
   mlr_status st = mlr_safetensors_read(inputs, &tf, &err);
   if (st != MLR_OK) return mlr_cli_usage_error(cmd, "%s", err.msg);

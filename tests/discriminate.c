@@ -21,6 +21,7 @@
 #include "fixtures/suites/mlr_suites.h"
 #include "ref/emulate/mlr_emulate.h"
 #include "ref/oracle/mlr_oracle.h"
+#include "test_gen.h"
 
 #define DV 512
 
@@ -32,12 +33,10 @@ typedef struct cell {
 } cell;
 
 static void cell_make(cell *c, const char *spec) {
-  mlr_gen_spec gs;
   mlr_error err = {""};
-  cr_assert_eq(mlr_gen_spec_parse(spec, &gs, &err), MLR_OK, "%s", err.msg);
-  cr_assert_eq(mlr_gen_inputs(&gs, &c->tf, NULL, NULL, &err), MLR_OK, "%s", err.msg);
-  mlr_gen_spec_free(&gs);
-  cr_assert_eq(mlr_inputs_check(&c->tf, spec, 0, &c->in, &err), MLR_OK, "%s", err.msg);
+  gen g;
+  gen_make(&g, spec);
+  c->tf = g.tf, c->in = g.in;
   c->n = c->in.T * c->in.H * DV;
   c->truth = malloc((size_t)c->n * sizeof(double));
   c->tlse = malloc((size_t)(c->in.T * c->in.H) * sizeof(double));

@@ -12,6 +12,7 @@
 #include "ref/emulate/mlr_emulate.h"
 #include "ref/emulate/mlr_exact.h"
 #include "ref/formats/mlr_formats.h"
+#include "test_gen.h"
 
 #define QK 576
 #define DV 512
@@ -238,19 +239,6 @@ Test(emulate, one_token_by_hand) {
 
 /* ---- invariants on generated inputs ---- */
 
-typedef struct gen {
-  mlr_tensor_file tf;
-  mlr_inputs in;
-} gen;
-
-static void gen_make(gen *g, const char *spec_text) {
-  mlr_gen_spec spec;
-  mlr_error err = {""};
-  cr_assert_eq(mlr_gen_spec_parse(spec_text, &spec, &err), MLR_OK, "%s", err.msg);
-  cr_assert_eq(mlr_gen_inputs(&spec, &g->tf, NULL, NULL, &err), MLR_OK, "%s", err.msg);
-  mlr_gen_spec_free(&spec);
-  cr_assert_eq(mlr_inputs_check(&g->tf, spec_text, 0, &g->in, &err), MLR_OK, "%s", err.msg);
-}
 
 static size_t o_bytes(const mlr_emu_result *r) { return (size_t)(r->T * r->H * DV) * (r->out_format == MLR_OUT_FP32 ? 4 : 2); }
 

@@ -1,0 +1,24 @@
+/* Test helper: inputs generated in memory from a spec and checked against the contract. */
+#ifndef MLR_TEST_GEN_H
+#define MLR_TEST_GEN_H
+
+#include <criterion/criterion.h>
+
+#include "fixtures/gen/mlr_gen.h"
+#include "fixtures/inputs/mlr_inputs.h"
+
+typedef struct gen {
+  mlr_tensor_file tf;
+  mlr_inputs in;
+} gen;
+
+static inline void gen_make(gen *g, const char *spec_text) {
+  mlr_gen_spec spec;
+  mlr_error err = {""};
+  cr_assert_eq(mlr_gen_spec_parse(spec_text, &spec, &err), MLR_OK, "%s", err.msg);
+  cr_assert_eq(mlr_gen_inputs(&spec, &g->tf, NULL, NULL, &err), MLR_OK, "%s", err.msg);
+  mlr_gen_spec_free(&spec);
+  cr_assert_eq(mlr_inputs_check(&g->tf, spec_text, 0, &g->in, &err), MLR_OK, "%s", err.msg);
+}
+
+#endif
