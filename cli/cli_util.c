@@ -1,6 +1,5 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
-#include "ref/recipe/mlr_recipe.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -63,13 +62,4 @@ int mlr_cli_str(const char *cmd, int argc, char **argv, int *i, const char *name
   if (m < 0) *rc = mlr_cli_usage_error(cmd, "--%s needs %s", name, what);
   else if (m > 0) *dst = v;
   return m != 0;
-}
-
-int mlr_cli_recipe_sets(const char *cmd, const char *what, const char *const *sets, int nsets, struct mlr_recipe *r) {
-  int rc = mlr_cli_recipe(cmd, what, r);
-  mlr_error err = {""};
-  for (int k = 0; rc == MLR_EXIT_OK && k < nsets; k++)
-    if (mlr_recipe_set(r, sets[k], &err) != MLR_OK) rc = mlr_cli_usage_error(cmd, "--set %s", err.msg);
-  if (rc == MLR_EXIT_OK && mlr_recipe_check(r, &err) != MLR_OK) rc = mlr_cli_usage_error(cmd, "recipe %s: %s", what, err.msg);
-  return rc;
 }

@@ -26,6 +26,15 @@ int mlr_cli_recipe(const char *cmd, const char *what, mlr_recipe *r) {
   return st == MLR_OK ? MLR_EXIT_OK : mlr_cli_usage_error(cmd, "%s", err.msg);
 }
 
+int mlr_cli_recipe_sets(const char *cmd, const char *what, const char *const *sets, int nsets, struct mlr_recipe *r) {
+  int rc = mlr_cli_recipe(cmd, what, r);
+  mlr_error err = {""};
+  for (int k = 0; rc == MLR_EXIT_OK && k < nsets; k++)
+    if (mlr_recipe_set(r, sets[k], &err) != MLR_OK) rc = mlr_cli_usage_error(cmd, "--set %s", err.msg);
+  if (rc == MLR_EXIT_OK && mlr_recipe_check(r, &err) != MLR_OK) rc = mlr_cli_usage_error(cmd, "recipe %s: %s", what, err.msg);
+  return rc;
+}
+
 int mlr_cmd_recipe(int argc, char **argv) {
   if (argc == 1 && strcmp(argv[0], "list") == 0) {
     char names[512];

@@ -12,8 +12,22 @@
 #      in $MLAREF_GPU_DATA/emu; their outputs ($OUT/peer.tgz) are compared with the emulator by
 #      scripts/peer_compare.sh on a machine with the full CLI.
 # Without a GPU it exits 77 (CTest's "skipped"), unless MLAREF_REQUIRE_GPU=1 makes that a failure.
+# `gpu_run.sh --build-only` builds the programs it runs (the GPU machine has no jansson, so the CLI
+# there is the MLAREF_FORMATS_ONLY variant) and stops: CTest's gpu_run_build runs it on every
+# machine, so a change that breaks that build fails before it reaches the GPU.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+FP="-ffp-contract=off -fno-fast-math -fexcess-precision=standard -fno-math-errno"
+BIN=${MLAREF_GPU_BIN:-/tmp}
+build() {
+  gcc -O3 -std=c11 $FP -fopenmp -I. -DMLAREF_VERSION='"gpu-run"' -DMLAREF_FORMATS_ONLY \
+      cli/main.c cli/cli_util.c cli/cmd_formats.c cli/cmd_selfcheck.c cli/cmd_bench.c ref/base/status.c ref/base/parallel.c ref/formats/formats.c \
+      fixtures/rng/rng.c -fno-trapping-math -lm -o "$BIN/mlaref" || return 1
+  "$NVCC" -O3 -std=c++17 -arch=sm_90 -fmad=false -prec-div=true -prec-sqrt=true -ftz=false \
+      -Xcompiler -ffp-contract=off,-fno-fast-math,-fno-math-errno,-fopenmp -I. gpu/probes/bits_digest.cu -o "$BIN/bits_digest" -lgomp || return 1
+}
+if [ "${1:-}" = --build-only ]; then build && echo "gpu_run: build only: $BIN/mlaref and $BIN/bits_digest built"; exit $?; fi
 if ! nvidia-smi -L >/dev/null 2>&1; then
   if [ "${MLAREF_REQUIRE_GPU:-0}" = 1 ]; then echo "gpu_run: no NVIDIA GPU found and MLAREF_REQUIRE_GPU=1" >&2; exit 1; fi
   echo "gpu_run: skipped: no NVIDIA GPU on this machine (nvidia-smi -L failed); set MLAREF_REQUIRE_GPU=1 to make this an error"
@@ -21,25 +35,19 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
 fi
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
-NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-FP="-ffp-contract=off -fno-fast-math -fexcess-precision=standard -fno-math-errno"
 status=0
 {
   echo "== machine"; date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; "$NVCC" --version | tail -1
   echo "== build"
-  gcc -O3 -std=c11 $FP -fopenmp -I. -DMLAREF_VERSION='"gpu-run"' -DMLAREF_FORMATS_ONLY \
-      cli/main.c cli/cli_util.c cli/cmd_formats.c cli/cmd_selfcheck.c cli/cmd_bench.c ref/base/status.c ref/base/parallel.c ref/formats/formats.c \
-      fixtures/rng/rng.c -fno-trapping-math -lm -o /tmp/mlaref || exit 1
-  "$NVCC" -O3 -std=c++17 -arch=sm_90 -fmad=false -prec-div=true -prec-sqrt=true -ftz=false \
-      -Xcompiler -ffp-contract=off,-fno-fast-math,-fno-math-errno,-fopenmp -I. gpu/probes/bits_digest.cu -o /tmp/bits_digest -lgomp || exit 1
+  build || exit 1
   echo "== bit identity (GPU vs tests/data/bits_digests.txt, GPU vs CPU on all 2^32)"
-  /tmp/bits_digest > "$OUT/digests_gpu.txt" 2> "$OUT/digests_full.txt"; rc=$?
+  "$BIN/bits_digest" > "$OUT/digests_gpu.txt" 2> "$OUT/digests_full.txt"; rc=$?
   cat "$OUT/digests_full.txt"
   if diff "$OUT/digests_gpu.txt" tests/data/bits_digests.txt; then echo "stride-7 digests: GPU = committed CPU digests"
   else echo "stride-7 digests DIFFER from tests/data/bits_digests.txt"; status=1; fi
   [ $rc -eq 0 ] && echo "all-2^32 digests: GPU = CPU" || { echo "all-2^32 digests DIFFER"; status=1; }
   echo "== PyTorch conversions (all 2^32 inputs on cuda, every 16th on cpu)"
-  python3 scripts/gpu/torch_formats_check.py /tmp/mlaref || status=1
+  python3 scripts/gpu/torch_formats_check.py "$BIN/mlaref" || status=1
   echo "== mlaref files in PyTorch and numpy; the task's quantize_fp8 on CUDA (inputs from \$MLAREF_GPU_DATA)"
   DATA=${MLAREF_GPU_DATA:-.gpu-data}
   if [ ! -d "$DATA" ] && [ -x build/default/mlaref ]; then  # the full CLI needs jansson: built by CMake
