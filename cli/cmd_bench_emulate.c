@@ -13,6 +13,7 @@
 #include "fixtures/gen/mlr_gen.h"
 #include "fixtures/inputs/mlr_inputs.h"
 #include "ref/emulate/mlr_emulate.h"
+#include "ref/oracle/mlr_oracle.h"
 #include "ref/recipe/mlr_recipe.h"
 
 static double peak_rss_gb(void) {
@@ -92,4 +93,48 @@ int mlr_bench_emulate(int argc, char **argv) {
   }
   mlr_tf_free(&tf);
   return rc;
+}
+
+/* mlaref bench oracle [--shape SPEC] [--small SPEC] [--threads N]
+ * The certified oracle on SPEC (default the largest bench shape), and the oracle against the plain
+ * 256-bit MPFR computation on the small shape SPEC (default bs=1,kv=1024,seed=4217). */
+int mlr_bench_oracle(int argc, char **argv) {
+  const char *cmd = "bench oracle", *shape = "bs=256,kv=8192,seed=9826", *small = "bs=1,kv=1024,seed=4217";
+  int rc = MLR_EXIT_OK;
+  for (int i = 0; i < argc && rc == MLR_EXIT_OK; i++) {
+    if (mlr_cli_str(cmd, argc, argv, &i, "shape", "a SPEC", &shape, &rc) || mlr_cli_str(cmd, argc, argv, &i, "small", "a SPEC", &small, &rc)) continue;
+    rc = mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --shape --small)", argv[i]);
+  }
+  if (rc != MLR_EXIT_OK) return rc;
+  const char *specs[2] = {small, shape};
+  double t_or[2] = {0, 0}, t_plain = 0;
+  for (int k = 0; k < 2; k++) {
+    mlr_gen_spec spec;
+    mlr_error err = {""};
+    if (mlr_gen_spec_parse(specs[k], &spec, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "'%s': %s", specs[k], err.msg);
+    mlr_tensor_file tf;
+    mlr_status st = mlr_gen_inputs(&spec, &tf, NULL, NULL, &err);
+    mlr_gen_spec_free(&spec);
+    mlr_inputs in;
+    if (st != MLR_OK || mlr_inputs_check(&tf, specs[k], 0, &in, &err) != MLR_OK) { fprintf(stderr, "mlaref %s: %s\n", cmd, err.msg); return MLR_EXIT_FAIL; }
+    const size_t n = (size_t)(in.T * in.H * 512);
+    double *o = malloc(n * 8), *l = malloc((size_t)(in.T * in.H) * 8);
+    mlr_oracle_stats stats = {0};
+    double t0 = mlr_cli_now();
+    st = o && l ? mlr_oracle(&in, MLR_TRUTH_DEQUANTIZED, o, l, &stats, &err) : MLR_ENOMEM;
+    t_or[k] = mlr_cli_now() - t0;
+    if (st == MLR_OK && k == 0) {
+      t0 = mlr_cli_now();
+      st = mlr_oracle_plain256(&in, MLR_TRUTH_DEQUANTIZED, o, l, &err);
+      t_plain = mlr_cli_now() - t0;
+    }
+    free(o), free(l);
+    mlr_tf_free(&tf);
+    if (st != MLR_OK) { fprintf(stderr, "mlaref %s: %s\n", cmd, err.msg); return MLR_EXIT_FAIL; }
+    printf("%-28s oracle %8.2f s (%lld uncertified)%s", specs[k], t_or[k], (long long)stats.uncertified, k == 0 ? "" : "\n");
+    if (k == 0) printf(", plain 256-bit MPFR %8.2f s: %.0fx faster\n", t_plain, t_plain / t_or[0]);
+  }
+  printf("targets: largest bench shape <= 60 s: %s; >= 100x faster than plain 256-bit MPFR: %s\n", t_or[1] <= 60 ? "met" : "NOT met",
+         t_plain / t_or[0] >= 100 ? "met" : "NOT met");
+  return MLR_EXIT_OK;
 }

@@ -32,8 +32,10 @@ static void usage(FILE *out) {
         "                          and the binary64 truth (default rule fa3)\n"
         "  golden --suite NAME... --recipe NAME|all (--out DIR [--max-bs N] | --digests FILE)\n"
         "  golden --verify [--digests FILE] [--goldens DIR] [--suite NAME]...   golden outputs\n"
+        "  oracle --inputs IN --out OUT [--from dequantized|bf16]   the certified truth (F64, 1 ulp)\n"
         "  bench formats [--n N]   conversion and random-variate throughput on one core\n"
         "  bench emulate [--recipe NAME]... [--shape SPEC] [--threads N]   the model's speed\n"
+        "  bench oracle [--shape SPEC] [--small SPEC]   the oracle's speed, and against plain MPFR\n"
         "  version\n"
         "exit status: 0 success, 1 a check failed, 2 bad input\n",
         out);
@@ -54,6 +56,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "compare") == 0) return mlr_cmd_compare(argc - 2, argv + 2);
   if (strcmp(cmd, "check") == 0) return mlr_cmd_check(argc - 2, argv + 2);
   if (strcmp(cmd, "golden") == 0) return mlr_cmd_golden(argc - 2, argv + 2);
+  if (strcmp(cmd, "oracle") == 0) return mlr_cmd_oracle(argc - 2, argv + 2);
 #endif
   if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
     printf("mlaref %s\n", MLAREF_VERSION);
@@ -63,6 +66,6 @@ int main(int argc, char **argv) {
     usage(stdout);
     return MLR_EXIT_OK;
   }
-  fprintf(stderr, "mlaref: unknown command '%s' (valid: selfcheck|formats|gen|suite|inputs|recipe|run|compare|check|golden|bench|version|help)\n", cmd);
+  fprintf(stderr, "mlaref: unknown command '%s' (valid: selfcheck|formats|gen|suite|inputs|recipe|run|compare|check|golden|oracle|bench|version|help)\n", cmd);
   return MLR_EXIT_USAGE;
 }

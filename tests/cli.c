@@ -78,11 +78,11 @@ Test(cli, bad_input_exits_2_with_one_line) {
   bad("formats boundaries --format e4m3 --bogus 1", "unknown option '--bogus'");
   bad("formats boundaries --format", "--format needs a value");
   bad("formats frobnicate", "valid: info|boundaries|encode|decode");
-  bad("frobnicate", "valid: selfcheck|formats|gen|suite|inputs|recipe|run|compare|check|golden|bench|version|help");
+  bad("frobnicate", "valid: selfcheck|formats|gen|suite|inputs|recipe|run|compare|check|golden|oracle|bench|version|help");
   bad("formats decode --format e4m3 0x100", "0..0xFF");
   bad("formats encode --format e4m3 abc", "is not a number");
   bad("bench formats --n 12", "--n must be");
-  bad("bench nothing", "valid: formats, emulate");
+  bad("bench nothing", "valid: formats, emulate, oracle");
   bad("bench emulate --recipe nope", "neither a built-in recipe");
   bad("bench emulate --threads 0", "--threads: an integer in 1..1024");
   bad("selfcheck extra", "takes none");
@@ -109,6 +109,9 @@ Test(cli, bad_input_exits_2_with_one_line) {
   bad("golden --suite edge --recipe all", "usage: golden --suite NAME");
   bad("golden --suite edge --recipe all --out /tmp/mlr_cli_no_such_dir", "is not an existing writable folder");
   bad("golden --verify --digests /tmp/mlr_cli_no_such_file.tsv", "cannot open the digest manifest");
+  bad("oracle --inputs x", "usage: oracle --inputs IN --out OUT");
+  bad("oracle --inputs x --out /tmp/mlr_cli_never.safetensors --from fp32", "--from 'fp32' is not one of dequantized|bf16");
+  bad("bench oracle --bogus", "unknown option '--bogus'");
   bad("run --recipe fp32-seq --inputs x.safetensors", "usage: run --recipe");
   bad("run --recipe nope --inputs x.safetensors --out /tmp/mlr_cli_never.safetensors", "neither a built-in recipe");
   bad("run --recipe fp32-seq --set qk.dot=fma --inputs x --out /tmp/mlr_cli_never.safetensors", "not one of seq|nope_rope|exact");
@@ -169,6 +172,12 @@ Test(cli, gen_check_unpack_pack) {
   cr_assert_eq(run("check --inputs /tmp/mlr_cli_gen/a.safetensors --output /tmp/mlr_cli_gen/a8.safetensors --recipe fp32-seq", &o, &e), 1, "%s%s", o, e);
   cr_assert(strstr(o, "rule fa3                      FAIL"), "%s", o);
   cr_assert(strstr(o, "reproduce batch "), "%s", o);
+  free(o); free(e);
+  /* oracle: F64 o and lse; the truth from bf16 KV needs kv_bf16 (a.safetensors has it) */
+  cr_assert_eq(run("oracle --inputs /tmp/mlr_cli_gen/a.safetensors --out /tmp/mlr_cli_gen/t.safetensors --from bf16", &o, &e), 0, "%s%s", o, e);
+  cr_assert(strstr(o, "0 uncertified"), "%s", o);
+  free(o); free(e);
+  cr_assert_eq(run("compare /tmp/mlr_cli_gen/a8.safetensors /tmp/mlr_cli_gen/a8.safetensors --truth /tmp/mlr_cli_gen/t.safetensors --rule fa3", &o, &e), 0, "%s%s", o, e);
   free(o); free(e);
   cr_assert_eq(run("suite show bench", &o, &e), 0);
   cr_assert(strstr(o, "bs256_kv8k   bs=256,kv=8192,q=1,page=1,seed=9826,dist=normal,fmt=e4m3"), "%s", o);

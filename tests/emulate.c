@@ -10,7 +10,7 @@
 #include "fixtures/inputs/mlr_inputs.h"
 #include "fixtures/rng/mlr_rng.h"
 #include "ref/emulate/mlr_emulate.h"
-#include "ref/emulate/mlr_exact.h"
+#include "ref/pmath/mlr_exact.h"
 #include "ref/formats/mlr_formats.h"
 #include "test_gen.h"
 

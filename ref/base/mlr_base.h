@@ -25,6 +25,16 @@
 #define MLR_SIMD_CLONES
 #endif
 
+/* MLR_FMA_CLONES: for kernels built on fma()/fmaf(): an x86-64-v3 clone (AVX2 and FMA,
+ * dispatched on the CPU's features; "avx2" alone leaves fma a library call, and "arch=haswell" is
+ * dispatched on the CPU model, so AMD CPUs got the baseline clone) and the baseline one. fma is
+ * exactly rounded, so both clones give the same bits. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__CUDACC__) && !defined(__HIPCC__)
+#define MLR_FMA_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define MLR_FMA_CLONES
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif

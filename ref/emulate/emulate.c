@@ -18,21 +18,14 @@
 #include "../formats/mlr_formats.h"
 #include "../pmath/mlr_pmath.h"
 #include "emulate_internal.h"
-#include "mlr_exact.h"
+#include "../pmath/mlr_exact.h"
 
 #define QK MLR_EMU_QK_DIM
 #define DV MLR_EMU_V_DIM
 #define NOPE MLR_EMU_NOPE
 enum { TOKCHUNK = 4, VCHUNK = 32, DCHUNK = 64 };
 
-/* The vector clones need FMA as well as AVX2 (target "avx2" alone leaves fmaf a library call;
- * "arch=haswell" is dispatched on the CPU model, so AMD CPUs would get the default clone;
- * x86-64-v3 is dispatched on the ISA level: AVX2, FMA, BMI2). */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define EMU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define EMU_CLONES
-#endif
+#define EMU_CLONES MLR_FMA_CLONES /* mlr_base.h */
 
 static const double SM_SCALE = 1.0 / 24.0; /* 1/sqrt(576); sqrt(576) = 24 exactly */
 #define LOG2E_F 0x1.715476p+0f             /* fp32(log2 e) = 0x3FB8AA3B, the constant in Triton's PTX */

@@ -7,8 +7,9 @@
  *          binary64): the best any fp8 kernel can do.
  *   from = MLR_TRUTH_BF16: K and V from kv_bf16, the unquantized KV (what a user wants).
  * Q is the bf16 input (a kernel's Q quantization is part of its error). Relative error about
- * 1e-15, far below bf16's 2^-9, but not certified: the MPFR oracle with a certified 1-ulp bound
- * is the oracle/error-budget issue. Header of ref/oracle: -> formats, pmath. */
+ * 1e-15 (up to 1e-10 where the sums cancel), far below bf16's 2^-9, but not certified.
+ * mlr_oracle gives the same quantities within 1 ulp, certified, at about 4x the cost.
+ * ref/oracle -> formats, pmath (and the exact sums of pmath/mlr_exact.h), MPFR. */
 #ifndef MLR_ORACLE_H
 #define MLR_ORACLE_H
 
@@ -20,6 +21,19 @@ extern "C" {
 #endif
 
 typedef enum { MLR_TRUTH_DEQUANTIZED = 0, MLR_TRUTH_BF16 = 1 } mlr_truth_from;
+
+typedef struct mlr_oracle_stats {
+  int64_t uncertified; /* elements (o and lse) for which the 1-ulp bound could not be shown */
+} mlr_oracle_stats;
+
+/** The certified oracle (ref/oracle/oracle.c says how): o [T, H, 512] and lse [T, H], each a
+ *  binary64 within 1 ulp of the exact real value, computed from the same values as
+ *  mlr_truth_f64. MLR_EINVAL, MLR_ENOMEM as mlr_truth_f64. */
+mlr_status mlr_oracle(const mlr_inputs *in, mlr_truth_from from, double *o, double *lse, mlr_oracle_stats *stats, mlr_error *err);
+
+/** The plain reference: every operation in MPFR at 256 bits (ref/oracle/plain256.c), rounded to
+ *  binary64 at the end. Slow; for checking mlr_oracle and timing it. */
+mlr_status mlr_oracle_plain256(const mlr_inputs *in, mlr_truth_from from, double *o, double *lse, mlr_error *err);
 
 /** o [T, H, 512] and lse [T, H] in binary64 (caller's buffers). MLR_EINVAL when from = bf16 and
  *  the inputs have no kv_bf16; MLR_ENOMEM. OpenMP over query tokens; the result does not depend

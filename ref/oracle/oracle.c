@@ -1,0 +1,303 @@
+/* The certified oracle (mlr_oracle.h): each output element a binary64 within 1 ulp of the exact
+ * real attention output.
+ *
+ * Per query token and head, with L visible tokens:
+ *  1. Dots D_j = sum_c q_c k_c, exact: q is bf16, k the fp8 code's value (from = dequantized; the
+ *     KV scale is factored out and applied in step 2) or bf16. The exact sum is formed in binary64
+ *     where the operands' ranges make every partial sum exact, else in a 128-bit fixed point, else
+ *     in the long accumulator (ref/pmath/mlr_exact.h), and stored in MPFR at DPREC bits (one
+ *     rounding, relative error <= 2^-DPREC).
+ *  2. t_j = (D_j - D_max) * c with c = kv_scale / 24 (or 1/24), in MPFR at WPREC bits, and
+ *     p_j = e^t_j (MPFR, correctly rounded at WPREC bits). Errors: D's storage 2^-DPREC |D|, the
+ *     subtraction, c and the product 2^-WPREC each, so the computed t_j is off by at most
+ *     dt = 3 * 2^-WPREC |t_j| + 2^(1-DPREC) (|D_j| + |D_max|) |c|, and p_j by a relative
+ *     e^dt - 1 + 2^-WPREC <= 2 dt + 2^-WPREC (dt < 2^-20 is checked).
+ *  3. p_j is split into binary64 ph + pl (|p - ph - pl| <= 2^-106 p). S = sum p_j and
+ *     N_d = sum p_j v_jd (v exact in binary64: an fp8 value times a binary32 scale has at most
+ *     28 significant bits) are summed in double-double: ph*v exactly by an fma (TwoProd), the sum
+ *     by TwoSum into hi with the errors, pl*v and the lower parts added into lo. A rigorous bound
+ *     for the double-double part: every rounding in lo is at most 2^-53 |lo| and |lo| <= L 2^-50 A
+ *     (A = sum_j p_j |v_jd|), three of them per term, so the accumulated error is at most
+ *     3 L^2 2^-103 A; the pl*v roundings add L 2^-106 A.
+ *  4. o_d = N_d / S rounded to binary64. With e_N, e_S the bounds of steps 2 and 3 relative to
+ *     |N|, S, the computed quotient is within (e_N + e_S + 2^-100) |o_d|: when that is at most
+ *     2^-54, rounding it to nearest gives a binary64 within 1 ulp of o_d (faithful). Otherwise the
+ *     element is recomputed in MPFR (p_j at FPREC bits, products exact, the sum at FPREC + 64
+ *     bits) and checked again with the same argument; an element that still cannot be certified
+ *     (its terms cancel to below 2^-180 of their magnitude) is counted in stats->uncertified.
+ *  5. lse = D_max c + ln S in MPFR at WPREC bits, checked the same way.
+ * Performance: the exps (one per token and head) and the double-double sums (vectorised across
+ * the 512 columns) dominate. */
+#include <limits.h>
+#include <math.h>
+#include <stdint.h> /* before mpfr.h: its intmax_t functions */
+#include <mpfr.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../pmath/mlr_exact.h"
+#include "../formats/mlr_formats.h"
+#include "mlr_oracle.h"
+
+#define QK 576
+#define DV 512
+enum { DPREC = 256, WPREC = 128, FPREC = 256 };
+
+/* sum of q[i] k[i] in binary64 (exact where the caller checked the ranges: any order) */
+MLR_FMA_CLONES static double dot_f64(const float *q, const float *k) {
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0; /* four chains for speed */
+  for (int i = 0; i < QK; i += 4) {
+    s0 = fma((double)q[i], (double)k[i], s0);
+    s1 = fma((double)q[i + 1], (double)k[i + 1], s1);
+    s2 = fma((double)q[i + 2], (double)k[i + 2], s2);
+    s3 = fma((double)q[i + 3], (double)k[i + 3], s3);
+  }
+  return (s0 + s1) + (s2 + s3);
+}
+
+/* the exact dot of q (stride 1) and k, stored in d (DPREC bits, one rounding) */
+static void exact_dot_mpfr(const float *q, const float *k, int qlsb, int qtop, int klsb, int ktop, mlr_xacc *x, mpfr_t d,
+                           mpfr_t tmp) {
+  int lg = 0;
+  while ((1 << lg) < QK + 1) lg++;
+  if (qlsb > qtop || klsb > ktop) { /* a zero vector */
+    mpfr_set_zero(d, 1);
+    return;
+  }
+  if (qtop + ktop + lg - (qlsb + klsb) <= 53) { /* every partial sum exact in binary64 */
+    mpfr_set_d(d, dot_f64(q, k), MPFR_RNDN);
+    return;
+  }
+  if (mlr_i128_fits(qlsb, qtop, klsb, ktop, QK)) {
+    mlr_i128 acc = 0;
+    const int g = qlsb + klsb;
+    for (int i = 0; i < QK; i++) mlr_i128_fma(&acc, q[i], k[i], g);
+    /* acc = hi * 2^64 + lo, exact in tmp (DPREC >= 128 + sign) */
+    const int64_t hi = (int64_t)(acc >> 64);
+    const uint64_t lo = (uint64_t)acc;
+    mpfr_set_sj(tmp, hi, MPFR_RNDN);
+    mpfr_mul_2ui(tmp, tmp, 64, MPFR_RNDN);
+    mpfr_add_ui(tmp, tmp, (unsigned long)lo, MPFR_RNDN); /* unsigned long is 64 bits on the targets (LP64) */
+    mpfr_mul_2si(d, tmp, g, MPFR_RNDN);
+    return;
+  }
+  mlr_xacc_clear(x);
+  for (int i = 0; i < QK; i++) mlr_xacc_add(x, (double)q[i] * (double)k[i]);
+  mlr_xacc_normalize(x);
+  mpfr_t s;
+  mpfr_init2(s, 32 * MLR_XACC_DIGITS + 64); /* the digits' sum is exact at this width */
+  mpfr_set_zero(s, 1);
+  for (int k2 = 0; k2 < MLR_XACC_DIGITS; k2++) {
+    mpfr_set_sj_2exp(tmp, x->d[k2], 32 * k2 + MLR_XACC_EBASE, MPFR_RNDN);
+    mpfr_add(s, s, tmp, MPFR_RNDN);
+  }
+  mpfr_set(d, s, MPFR_RNDN);
+  mpfr_clear(s);
+}
+
+/* double-double: (hi, lo) += a * b, a = ph + pl */
+static inline void dd_fma(double *hi, double *lo, double ph, double pl, double v) {
+  const double x = ph * v, xe = fma(ph, v, -x);
+  const double s = *hi + x, bb = s - *hi, e1 = (*hi - (s - bb)) + (x - bb);
+  *hi = s;
+  *lo = *lo + ((e1 + xe) + pl * v);
+}
+
+/* hi + lo = sum_j (ph_j + pl_j) v_j[d] in double-double, and A[d] = sum_j ph_j |v_j[d]|, for the
+ * 512 columns side by side (each column's sums in token order) */
+MLR_FMA_CLONES static void pv_dd(const double *ph, const double *pl, const double *v, int64_t L, double *hi, double *lo, double *A) {
+  for (int d = 0; d < DV; d++) hi[d] = lo[d] = A[d] = 0;
+  for (int64_t j = 0; j < L; j++) {
+    const double h = ph[j], l = pl[j], *vj = v + j * DV;
+    for (int d = 0; d < DV; d++) {
+      dd_fma(&hi[d], &lo[d], h, l, vj[d]);
+      A[d] += h * fabs(vj[d]);
+    }
+  }
+}
+
+typedef struct row_scratch {
+  float q[QK], *k;  /* k: [L][576] operand values (fp8 or bf16 values) */
+  double *v;        /* [L][512] V values (exact) */
+  int *klsb, *ktop; /* [L] ranges of the K rows */
+  mpfr_t *D;        /* [L] */
+  double *ph, *pl;  /* [L] */
+  double hi[DV], lo[DV], A[DV];
+  mpfr_t tmp, c, prod, t1, p1, t2, p2; /* t1, p1 at WPREC; t2, p2 at FPREC */
+  mlr_xacc x;
+  int64_t cap;
+  int inited;
+} row_scratch;
+
+static int scratch_init(row_scratch *w, int64_t cap) {
+  memset(w, 0, sizeof *w);
+  w->cap = cap > 0 ? cap : 1;
+  w->k = malloc((size_t)w->cap * QK * sizeof(float));
+  w->v = malloc((size_t)w->cap * DV * sizeof(double));
+  w->D = malloc((size_t)w->cap * sizeof(mpfr_t));
+  w->ph = malloc((size_t)w->cap * sizeof(double));
+  w->pl = malloc((size_t)w->cap * sizeof(double));
+  w->klsb = malloc((size_t)w->cap * sizeof(int));
+  w->ktop = malloc((size_t)w->cap * sizeof(int));
+  if (!w->k || !w->v || !w->D || !w->ph || !w->pl || !w->klsb || !w->ktop) return 0;
+  for (int64_t j = 0; j < w->cap; j++) mpfr_init2(w->D[j], DPREC);
+  mpfr_inits2(FPREC + 64, w->tmp, w->prod, (mpfr_ptr)0);
+  mpfr_inits2(WPREC + 8, w->c, w->t1, w->p1, (mpfr_ptr)0);
+  mpfr_inits2(FPREC, w->t2, w->p2, (mpfr_ptr)0);
+  w->inited = 1;
+  return 1;
+}
+
+static void scratch_free(row_scratch *w) {
+  if (w->inited) {
+    for (int64_t j = 0; j < w->cap; j++) mpfr_clear(w->D[j]);
+    mpfr_clears(w->tmp, w->prod, w->c, w->t1, w->p1, w->t2, w->p2, (mpfr_ptr)0);
+  }
+  free(w->k), free(w->v), free(w->D), free(w->ph), free(w->pl), free(w->klsb), free(w->ktop);
+}
+
+/* p_j = e^((D_j - D_max) c) into p (t and p of precision prec; c carries WPREC + 8 bits, so
+ * with prec > WPREC the argument keeps c's error: dt counts it), and the bound dt of the
+ * argument's absolute error */
+static double p_of(row_scratch *w, int64_t j, int64_t jmax, mpfr_t t, mpfr_t p, int prec, double absc) {
+  mpfr_sub(t, w->D[j], w->D[jmax], MPFR_RNDN);
+  mpfr_mul(t, t, w->c, MPFR_RNDN);
+  const double tj = fabs(mpfr_get_d(t, MPFR_RNDN));
+  mpfr_exp(p, t, MPFR_RNDN);
+  const int cp = prec < WPREC + 8 ? prec : WPREC + 8;
+  return 2 * ldexp(tj, -prec) + ldexp(tj, -cp) + ldexp((fabs(mpfr_get_d(w->D[j], MPFR_RNDN)) + fabs(mpfr_get_d(w->D[jmax], MPFR_RNDN))) * absc, 1 - DPREC);
+}
+
+/* one element in MPFR (the fallback): N_d at FPREC, S at FPREC; 1 if certified */
+static int element_mpfr(row_scratch *w, int64_t L, int64_t jmax, int d, double absc, double *o) {
+  mpfr_t N, S, A;
+  mpfr_inits2(FPREC + 64, N, S, A, (mpfr_ptr)0);
+  mpfr_set_zero(N, 1), mpfr_set_zero(S, 1), mpfr_set_zero(A, 1);
+  double dtmax = 0;
+  for (int64_t j = 0; j < L; j++) {
+    const double dt = p_of(w, j, jmax, w->t2, w->p2, FPREC, absc);
+    dtmax = dt > dtmax ? dt : dtmax;
+    mpfr_add(S, S, w->p2, MPFR_RNDN);
+    mpfr_mul_d(w->prod, w->p2, w->v[j * DV + d], MPFR_RNDN); /* exact: FPREC + 53 bits */
+    mpfr_add(N, N, w->prod, MPFR_RNDN);
+    mpfr_abs(w->prod, w->prod, MPFR_RNDN);
+    mpfr_add(A, A, w->prod, MPFR_RNDN);
+  }
+  /* relative error of each p: 2 dt + 2^-FPREC (c's 2^-(WPREC+8) is in dt); the sums:
+   * L 2^-(FPREC+63) of A and S */
+  const double rp = 2 * dtmax + ldexp(1.0, -FPREC) + (double)L * ldexp(1.0, -FPREC - 62);
+  const double a = mpfr_get_d(A, MPFR_RNDU), n = fabs(mpfr_get_d(N, MPFR_RNDN));
+  mpfr_div(N, N, S, MPFR_RNDN);
+  *o = mpfr_get_d(N, MPFR_RNDN);
+  const int ok = a == 0 || (n > 0 && rp * a / n + rp + ldexp(1.0, -FPREC) <= ldexp(1.0, -54));
+  if (a == 0) *o = 0.0;
+  mpfr_clears(N, S, A, (mpfr_ptr)0);
+  return ok;
+}
+
+static void kv_values(const mlr_inputs *in, mlr_truth_from from, int64_t row, float *k, double *v) {
+  for (int i = 0; i < QK; i++) {
+    float x;
+    if (from == MLR_TRUTH_BF16) x = mlr_bits_f32((uint32_t)in->kv_bf16[row * QK + i] << 16);
+    else if (in->kv_format == MLR_FMT_BF16) x = mlr_bits_f32((uint32_t)((const uint16_t *)in->kv)[row * QK + i] << 16);
+    else x = mlr_decode((mlr_format)in->kv_format, ((const uint8_t *)in->kv)[row * QK + i]);
+    k[i] = x;
+    if (i < DV) v[i] = from == MLR_TRUTH_BF16 ? (double)x : (double)x * (double)in->kv_scale; /* exact: <= 24 + 11 bits */
+  }
+}
+
+/* one (token, head) row: o[512], lse */
+static int64_t oracle_row(const mlr_inputs *in, mlr_truth_from from, const uint16_t *qrow, int64_t L, row_scratch *w, double *o,
+                          double *lse) {
+  if (L == 0) {
+    for (int d = 0; d < DV; d++) o[d] = 0.0;
+    *lse = -INFINITY;
+    return 0;
+  }
+  for (int i = 0; i < QK; i++) w->q[i] = mlr_bits_f32((uint32_t)qrow[i] << 16);
+  int qlsb, qtop;
+  mlr_f32_range(w->q, QK, 1, &qlsb, &qtop);
+  const double cval = from == MLR_TRUTH_BF16 ? 1.0 : (double)in->kv_scale;
+  mpfr_set_d(w->c, cval, MPFR_RNDN);
+  mpfr_div_ui(w->c, w->c, 24, MPFR_RNDN); /* relative error 2^-(WPREC+8) */
+  const double absc = fabs(cval / 24.0) * 2;
+  int64_t jmax = 0;
+  for (int64_t j = 0; j < L; j++) {
+    exact_dot_mpfr(w->q, w->k + j * QK, qlsb, qtop, w->klsb[j], w->ktop[j], &w->x, w->D[j], w->tmp);
+    if (mpfr_cmp(w->D[j], w->D[jmax]) > 0) jmax = j;
+  }
+  double dtmax = 0, S_hi = 0, S_lo = 0;
+  for (int64_t j = 0; j < L; j++) {
+    const double dt = p_of(w, j, jmax, w->t1, w->p1, WPREC, absc);
+    dtmax = dt > dtmax ? dt : dtmax;
+    w->ph[j] = mpfr_get_d(w->p1, MPFR_RNDN);
+    mpfr_sub_d(w->tmp, w->p1, w->ph[j], MPFR_RNDN);
+    w->pl[j] = mpfr_get_d(w->tmp, MPFR_RNDN);
+    dd_fma(&S_hi, &S_lo, w->ph[j], w->pl[j], 1.0);
+  }
+  pv_dd(w->ph, w->pl, w->v, L, w->hi, w->lo, w->A);
+  /* relative error of p (step 2) and of the double-double sums (step 3), on A; A itself is a
+   * binary64 sum of L products of ph and |v|: (1 + (L+2) 2^-52) bounds its rounding and ph's */
+  const double Ld = (double)L, rp = 2 * dtmax + ldexp(1.0, -WPREC);
+  const double rs = rp + 3 * Ld * Ld * ldexp(1.0, -103) + Ld * ldexp(1.0, -105);
+  const double S = S_hi + S_lo, eS = rs; /* S's terms are positive: its A is S */
+  int64_t uncertified = 0;
+  for (int d = 0; d < DV; d++) {
+    const double N = w->hi[d] + w->lo[d], eN = rs * w->A[d] * (1 + (Ld + 2) * ldexp(1.0, -52));
+    /* the quotient in double-double: q0 = N/S, corrected by one Newton step (error < 2^-100) */
+    const double q0 = w->hi[d] / S_hi;
+    const double r = fma(-q0, S_hi, w->hi[d]) + w->lo[d] - q0 * S_lo;
+    const double qv = q0 + r / S;
+    if (w->A[d] == 0) o[d] = 0.0;
+    else if (fabs(N) > eN && eN / (fabs(N) - eN) + 1.01 * eS + ldexp(1.0, -100) <= ldexp(1.0, -54)) o[d] = qv;
+    else if (!element_mpfr(w, L, jmax, d, absc, &o[d])) uncertified++;
+  }
+  /* lse = D_max c + ln S */
+  mpfr_mul(w->t1, w->D[jmax], w->c, MPFR_RNDN);
+  mpfr_set_d(w->p1, S_hi, MPFR_RNDN);
+  mpfr_add_d(w->p1, w->p1, S_lo, MPFR_RNDN);
+  mpfr_log(w->p1, w->p1, MPFR_RNDN);
+  const double m = fabs(mpfr_get_d(w->t1, MPFR_RNDN)), lg = fabs(mpfr_get_d(w->p1, MPFR_RNDN));
+  mpfr_add(w->t1, w->t1, w->p1, MPFR_RNDN);
+  *lse = mpfr_get_d(w->t1, MPFR_RNDN);
+  const double else_ = ldexp(m + lg, 1 - WPREC) + eS + ldexp(fabs(mpfr_get_d(w->D[jmax], MPFR_RNDN)) * absc, 1 - DPREC);
+  if (!(else_ <= ldexp(fabs(*lse), -54))) uncertified++;
+  return uncertified;
+}
+
+mlr_status mlr_oracle(const mlr_inputs *in, mlr_truth_from from, double *o, double *lse, mlr_oracle_stats *stats, mlr_error *err) {
+  if (from == MLR_TRUTH_BF16 && !in->kv_bf16)
+    return mlr_error_set(err, MLR_EINVAL, "the truth from bf16 KV needs the tensor kv_bf16 in the inputs (mlaref gen ... bf16kv=1)");
+  const int64_t H = in->H;
+  int64_t Lmax = 0;
+  for (int64_t b = 0; b < in->B; b++) Lmax = mlr_inputs_kv_len(in, b) > Lmax ? mlr_inputs_kv_len(in, b) : Lmax;
+  int64_t uncertified = 0;
+  int failed = 0;
+#pragma omp parallel reduction(+ : uncertified)
+  {
+    row_scratch w;
+    const int ok = scratch_init(&w, Lmax);
+    if (!ok) {
+#pragma omp atomic write
+      failed = 1;
+    }
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t b = 0; b < in->B; b++) {
+      if (!ok) continue;
+      const int64_t t0 = in->qo_indptr[b], n = in->qo_indptr[b + 1] - t0, L = mlr_inputs_kv_len(in, b);
+      for (int64_t j = 0; j < L; j++) {
+        kv_values(in, from, mlr_inputs_kv_row(in, b, j), w.k + j * QK, w.v + j * DV);
+        mlr_f32_range(w.k + j * QK, QK, 1, &w.klsb[j], &w.ktop[j]);
+      }
+      for (int64_t i = 0; i < n; i++) {
+        const int64_t t = t0 + i, Lt = L - (n - 1 - i);
+        for (int64_t h = 0; h < H; h++)
+          uncertified += oracle_row(in, from, in->q + (t * H + h) * QK, Lt, &w, o + (t * H + h) * DV, lse + t * H + h);
+      }
+    }
+    scratch_free(&w);
+  }
+  if (failed) return mlr_error_set(err, MLR_ENOMEM, "out of memory for the oracle's buffers");
+  if (stats) stats->uncertified = uncertified;
+  return MLR_OK;
+}
