@@ -31,6 +31,10 @@ typedef struct mlr_oracle_stats {
  *  mlr_truth_f64. MLR_EINVAL, MLR_ENOMEM as mlr_truth_f64. */
 mlr_status mlr_oracle(const mlr_inputs *in, mlr_truth_from from, double *o, double *lse, mlr_oracle_stats *stats, mlr_error *err);
 
+/** e^t for n arguments t = th + tl given as double-doubles, into h + l: the oracle's exp (relative
+ *  error below 2^-94; for tests). */
+void mlr_oracle_exp_dd(const double *th, const double *tl, size_t n, double *h, double *l);
+
 /** The plain reference: every operation in MPFR at 256 bits (ref/oracle/plain256.c), rounded to
  *  binary64 at the end. Slow; for checking mlr_oracle and timing it. */
 mlr_status mlr_oracle_plain256(const mlr_inputs *in, mlr_truth_from from, double *o, double *lse, mlr_error *err);

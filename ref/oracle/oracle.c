@@ -43,30 +43,30 @@
 #define DV 512
 enum { DPREC = 256, WPREC = 128, FPREC = 256 };
 
-/* sum of q[i] k[i] in binary64 (exact where the caller checked the ranges: any order) */
+/* sum of q[i] k[i] in binary64 (exact where the caller checked the ranges: any order), 16 lanes
+ * for the vector units */
 MLR_FMA_CLONES static double dot_f64(const float *q, const float *k) {
-  double s0 = 0, s1 = 0, s2 = 0, s3 = 0; /* four chains for speed */
-  for (int i = 0; i < QK; i += 4) {
-    s0 = fma((double)q[i], (double)k[i], s0);
-    s1 = fma((double)q[i + 1], (double)k[i + 1], s1);
-    s2 = fma((double)q[i + 2], (double)k[i + 2], s2);
-    s3 = fma((double)q[i + 3], (double)k[i + 3], s3);
-  }
-  return (s0 + s1) + (s2 + s3);
+  double s[16] = {0};
+  for (int i = 0; i < QK; i += 16)
+    for (int l = 0; l < 16; l++) s[l] = fma((double)q[i + l], (double)k[i + l], s[l]);
+  double t = 0;
+  for (int l = 0; l < 16; l++) t += s[l];
+  return t;
 }
 
-/* the exact dot of q (stride 1) and k, stored in d (DPREC bits, one rounding) */
-static void exact_dot_mpfr(const float *q, const float *k, int qlsb, int qtop, int klsb, int ktop, mlr_xacc *x, mpfr_t d,
-                           mpfr_t tmp) {
+/* the exact dot of q (stride 1) and k: returned as a binary64 when it is exact there (d is then
+ * left alone: D_j is set from it when an MPFR path needs it), else NaN with the value in d
+ * (DPREC bits, one rounding) */
+static double exact_dot_mpfr(const float *q, const float *k, int qlsb, int qtop, int klsb, int ktop, mlr_xacc *x, mpfr_t d,
+                             mpfr_t tmp) {
   int lg = 0;
   while ((1 << lg) < QK + 1) lg++;
   if (qlsb > qtop || klsb > ktop) { /* a zero vector */
     mpfr_set_zero(d, 1);
-    return;
+    return 0.0;
   }
   if (qtop + ktop + lg - (qlsb + klsb) <= 53) { /* every partial sum exact in binary64 */
-    mpfr_set_d(d, dot_f64(q, k), MPFR_RNDN);
-    return;
+    return dot_f64(q, k);
   }
   if (mlr_i128_fits(qlsb, qtop, klsb, ktop, QK)) {
     mlr_i128 acc = 0;
@@ -79,7 +79,7 @@ static void exact_dot_mpfr(const float *q, const float *k, int qlsb, int qtop, i
     mpfr_mul_2ui(tmp, tmp, 64, MPFR_RNDN);
     mpfr_add_ui(tmp, tmp, (unsigned long)lo, MPFR_RNDN); /* unsigned long is 64 bits on the targets (LP64) */
     mpfr_mul_2si(d, tmp, g, MPFR_RNDN);
-    return;
+    return NAN;
   }
   mlr_xacc_clear(x);
   for (int i = 0; i < QK; i++) mlr_xacc_add(x, (double)q[i] * (double)k[i]);
@@ -93,6 +93,7 @@ static void exact_dot_mpfr(const float *q, const float *k, int qlsb, int qtop, i
   }
   mpfr_set(d, s, MPFR_RNDN);
   mpfr_clear(s);
+  return NAN;
 }
 
 /* double-double: (hi, lo) += a * b, a = ph + pl */
@@ -101,6 +102,104 @@ static inline void dd_fma(double *hi, double *lo, double ph, double pl, double v
   const double s = *hi + x, bb = s - *hi, e1 = (*hi - (s - bb)) + (x - bb);
   *hi = s;
   *lo = *lo + ((e1 + xe) + pl * v);
+}
+
+/* ---- double-double arithmetic (Dekker, Knuth; bounds from Joldes, Muller and Popescu, "Tight
+ * and rigorous error bounds for basic building blocks of double-word arithmetic", ACM TOMS 2017:
+ * the product below is within 5u^2 and the sum within 3u^2 relative, u = 2^-53; we count 2^-103
+ * for either) ---- */
+typedef struct dd {
+  double h, l;
+} dd;
+
+static inline dd dd_fast2sum(double a, double b) { /* |a| >= |b| or a = 0 */
+  const double s = a + b;
+  return (dd){s, b - (s - a)};
+}
+static inline dd dd_2sum(double a, double b) {
+  const double s = a + b, bb = s - a;
+  return (dd){s, (a - (s - bb)) + (b - bb)};
+}
+static inline dd dd_add(dd a, dd b) {
+  dd s = dd_2sum(a.h, b.h);
+  const dd t = dd_2sum(a.l, b.l);
+  s.l += t.h;
+  s = dd_fast2sum(s.h, s.l);
+  s.l += t.l;
+  return dd_fast2sum(s.h, s.l);
+}
+static inline dd dd_mul(dd a, dd b) {
+  const double p = a.h * b.h;
+  double e = fma(a.h, b.h, -p);
+  e += a.h * b.l + a.l * b.h;
+  return dd_fast2sum(p, e);
+}
+
+/* ---- e^t in double-double: t = k ln2/64 + r, |r| <= ln2/128; e^r by its Taylor polynomial of
+ * degree 11 (remainder < 0.0055^12 / 12! < 2^-119) in double-double Horner form; e^t =
+ * 2^(k/64) e^r with 2^(j/64) from a table made by MPFR. Rounding: 24 double-double operations of
+ * at most 2^-103 each, the table's 2^-106, the reduction's 2^-104 |r|: relative error below 2^-97,
+ * counted as EXP_DD_ERR = 2^-94. tests/oracle.c measures it against MPFR on 10^6 arguments. ---- */
+#define EXP_DD_ERR 0x1p-94
+typedef struct exp_tables {
+  dd T[64], C[12];
+  double L1, L2, L3; /* ln2/64 = L1 + L2 + L3 (+ < 2^-150), L1 with 36 significant bits */
+} exp_tables;
+
+static void exp_tables_init(exp_tables *e) {
+  mpfr_t x, y;
+  mpfr_inits2(320, x, y, (mpfr_ptr)0);
+  for (int j = 0; j < 64; j++) {
+    mpfr_set_si(x, j, MPFR_RNDN);
+    mpfr_div_ui(x, x, 64, MPFR_RNDN);
+    mpfr_exp2(x, x, MPFR_RNDN);
+    e->T[j].h = mpfr_get_d(x, MPFR_RNDN);
+    mpfr_sub_d(x, x, e->T[j].h, MPFR_RNDN);
+    e->T[j].l = mpfr_get_d(x, MPFR_RNDN);
+  }
+  mpfr_set_ui(x, 1, MPFR_RNDN);
+  for (int i = 0; i < 12; i++) { /* 1/i! */
+    if (i > 1) mpfr_div_ui(x, x, (unsigned long)i, MPFR_RNDN);
+    e->C[i].h = mpfr_get_d(x, MPFR_RNDN);
+    mpfr_sub_d(y, x, e->C[i].h, MPFR_RNDN);
+    e->C[i].l = mpfr_get_d(y, MPFR_RNDN);
+  }
+  mpfr_const_log2(x, MPFR_RNDN);
+  mpfr_div_ui(x, x, 64, MPFR_RNDN);
+  mpfr_set(y, x, MPFR_RNDN);
+  mpfr_prec_round(y, 36, MPFR_RNDN);
+  e->L1 = mpfr_get_d(y, MPFR_RNDN);
+  mpfr_sub(x, x, y, MPFR_RNDN);
+  e->L2 = mpfr_get_d(x, MPFR_RNDN);
+  mpfr_sub_d(x, x, e->L2, MPFR_RNDN);
+  e->L3 = mpfr_get_d(x, MPFR_RNDN);
+  mpfr_clears(x, y, (mpfr_ptr)0);
+}
+
+/* e^t for t = th + tl, th <= 700; the relative bound holds for th >= -650 (below, the low part
+ * is subnormal, and below -800 the result is 0): the oracle counts those results, all below
+ * 2^-937, in an absolute term of 2^-900 per term and unit of |v| */
+MLR_FMA_CLONES static dd exp_dd(const exp_tables *e, double th, double tl) {
+  if (th < -800.0) return (dd){0.0, 0.0};
+  const double k = nearbyint(th * (64.0 / 0x1.62e42fefa39efp-1)); /* |k| <= 2^17: k L1 exact */
+  const double rh = th - k * e->L1;                                 /* exact (Sterbenz) */
+  dd r = dd_add((dd){rh, 0.0}, (dd){tl, 0.0});
+  const double p2 = k * e->L2, p2e = fma(k, e->L2, -p2);
+  r = dd_add(r, (dd){-p2, -p2e - k * e->L3});
+  dd p = e->C[11];
+  for (int i = 10; i >= 0; i--) p = dd_add(dd_mul(p, r), e->C[i]);
+  const long kk = (long)k, m = kk >= 0 ? kk / 64 : -((-kk + 63) / 64), j = kk - 64 * m;
+  p = dd_mul(p, e->T[j]);
+  return (dd){ldexp(p.h, (int)m), ldexp(p.l, (int)m)};
+}
+
+void mlr_oracle_exp_dd(const double *th, const double *tl, size_t n, double *h, double *l) {
+  exp_tables e;
+  exp_tables_init(&e);
+  for (size_t i = 0; i < n; i++) {
+    const dd r = exp_dd(&e, th[i], tl[i]);
+    h[i] = r.h, l[i] = r.l;
+  }
 }
 
 /* hi + lo = sum_j (ph_j + pl_j) v_j[d] in double-double, and A[d] = sum_j ph_j |v_j[d]|, for the
@@ -120,6 +219,10 @@ typedef struct row_scratch {
   float q[QK], *k;  /* k: [L][576] operand values (fp8 or bf16 values) */
   double *v;        /* [L][512] V values (exact) */
   int *klsb, *ktop; /* [L] ranges of the K rows */
+  double *Dd;       /* [L] D_j as a binary64 when it is exact there, else NaN */
+  const exp_tables *et;
+  int all_d; /* this row's D are all exact binary64 (the MPFR D are then unset until needed) */
+  double vmax; /* max |v| over the batch's V values */
   mpfr_t *D;        /* [L] */
   double *ph, *pl;  /* [L] */
   double hi[DV], lo[DV], A[DV];
@@ -139,7 +242,8 @@ static int scratch_init(row_scratch *w, int64_t cap) {
   w->pl = malloc((size_t)w->cap * sizeof(double));
   w->klsb = malloc((size_t)w->cap * sizeof(int));
   w->ktop = malloc((size_t)w->cap * sizeof(int));
-  if (!w->k || !w->v || !w->D || !w->ph || !w->pl || !w->klsb || !w->ktop) return 0;
+  w->Dd = malloc((size_t)w->cap * sizeof(double));
+  if (!w->k || !w->v || !w->D || !w->ph || !w->pl || !w->klsb || !w->ktop || !w->Dd) return 0;
   for (int64_t j = 0; j < w->cap; j++) mpfr_init2(w->D[j], DPREC);
   mpfr_inits2(FPREC + 64, w->tmp, w->prod, (mpfr_ptr)0);
   mpfr_inits2(WPREC + 8, w->c, w->t1, w->p1, (mpfr_ptr)0);
@@ -153,7 +257,7 @@ static void scratch_free(row_scratch *w) {
     for (int64_t j = 0; j < w->cap; j++) mpfr_clear(w->D[j]);
     mpfr_clears(w->tmp, w->prod, w->c, w->t1, w->p1, w->t2, w->p2, (mpfr_ptr)0);
   }
-  free(w->k), free(w->v), free(w->D), free(w->ph), free(w->pl), free(w->klsb), free(w->ktop);
+  free(w->k), free(w->v), free(w->D), free(w->ph), free(w->pl), free(w->klsb), free(w->ktop), free(w->Dd);
 }
 
 /* p_j = e^((D_j - D_max) c) into p (t and p of precision prec; c carries WPREC + 8 bits, so
@@ -168,8 +272,16 @@ static double p_of(row_scratch *w, int64_t j, int64_t jmax, mpfr_t t, mpfr_t p, 
   return 2 * ldexp(tj, -prec) + ldexp(tj, -cp) + ldexp((fabs(mpfr_get_d(w->D[j], MPFR_RNDN)) + fabs(mpfr_get_d(w->D[jmax], MPFR_RNDN))) * absc, 1 - DPREC);
 }
 
+/* D_j in MPFR for every token, where the row's fast path left them unset */
+static void d_to_mpfr(row_scratch *w, int64_t L) {
+  if (!w->all_d) return;
+  for (int64_t j = 0; j < L; j++) mpfr_set_d(w->D[j], w->Dd[j], MPFR_RNDN); /* exact */
+  w->all_d = 0;
+}
+
 /* one element in MPFR (the fallback): N_d at FPREC, S at FPREC; 1 if certified */
 static int element_mpfr(row_scratch *w, int64_t L, int64_t jmax, int d, double absc, double *o) {
+  d_to_mpfr(w, L);
   mpfr_t N, S, A;
   mpfr_inits2(FPREC + 64, N, S, A, (mpfr_ptr)0);
   mpfr_set_zero(N, 1), mpfr_set_zero(S, 1), mpfr_set_zero(A, 1);
@@ -222,28 +334,50 @@ static int64_t oracle_row(const mlr_inputs *in, mlr_truth_from from, const uint1
   mpfr_div_ui(w->c, w->c, 24, MPFR_RNDN); /* relative error 2^-(WPREC+8) */
   const double absc = fabs(cval / 24.0) * 2;
   int64_t jmax = 0;
+  int all_d = 1;
   for (int64_t j = 0; j < L; j++) {
-    exact_dot_mpfr(w->q, w->k + j * QK, qlsb, qtop, w->klsb[j], w->ktop[j], &w->x, w->D[j], w->tmp);
-    if (mpfr_cmp(w->D[j], w->D[jmax]) > 0) jmax = j;
+    w->Dd[j] = exact_dot_mpfr(w->q, w->k + j * QK, qlsb, qtop, w->klsb[j], w->ktop[j], &w->x, w->D[j], w->tmp);
+    all_d &= !isnan(w->Dd[j]);
   }
+  if (all_d) {
+    for (int64_t j = 1; j < L; j++)
+      if (w->Dd[j] > w->Dd[jmax]) jmax = j;
+  } else {
+    for (int64_t j = 0; j < L; j++)
+      if (!isnan(w->Dd[j])) mpfr_set_d(w->D[j], w->Dd[j], MPFR_RNDN); /* exact */
+    for (int64_t j = 1; j < L; j++)
+      if (mpfr_cmp(w->D[j], w->D[jmax]) > 0) jmax = j;
+  }
+  w->all_d = all_d;
   double dtmax = 0, S_hi = 0, S_lo = 0;
+  /* c = cval / 24 as a double-double: ch rounded, the remainder cval - 24 ch exact by an fma */
+  const double ch = cval / 24.0, cl = fma(-24.0, ch, cval) / 24.0;
   for (int64_t j = 0; j < L; j++) {
-    const double dt = p_of(w, j, jmax, w->t1, w->p1, WPREC, absc);
-    dtmax = dt > dtmax ? dt : dtmax;
-    w->ph[j] = mpfr_get_d(w->p1, MPFR_RNDN);
-    mpfr_sub_d(w->tmp, w->p1, w->ph[j], MPFR_RNDN);
-    w->pl[j] = mpfr_get_d(w->tmp, MPFR_RNDN);
+    if (all_d) { /* every D exact in binary64: t = (D_j - D_max) c in double-double, e^t too */
+      const dd t = dd_mul(dd_2sum(w->Dd[j], -w->Dd[jmax]), (dd){ch, cl}); /* the difference exactly */
+      const dd p = exp_dd(w->et, t.h, t.l);
+      const double dt = ldexp(fabs(t.h), -101); /* c's 2^-106 and the product's 2^-103, relative */
+      dtmax = dt > dtmax ? dt : dtmax;
+      w->ph[j] = p.h, w->pl[j] = p.l;
+    } else {
+      const double dt = p_of(w, j, jmax, w->t1, w->p1, WPREC, absc);
+      dtmax = dt > dtmax ? dt : dtmax;
+      w->ph[j] = mpfr_get_d(w->p1, MPFR_RNDN);
+      mpfr_sub_d(w->tmp, w->p1, w->ph[j], MPFR_RNDN);
+      w->pl[j] = mpfr_get_d(w->tmp, MPFR_RNDN);
+    }
     dd_fma(&S_hi, &S_lo, w->ph[j], w->pl[j], 1.0);
   }
   pv_dd(w->ph, w->pl, w->v, L, w->hi, w->lo, w->A);
   /* relative error of p (step 2) and of the double-double sums (step 3), on A; A itself is a
    * binary64 sum of L products of ph and |v|: (1 + (L+2) 2^-52) bounds its rounding and ph's */
-  const double Ld = (double)L, rp = 2 * dtmax + ldexp(1.0, -WPREC);
+  const double Ld = (double)L, rp = 2 * dtmax + (all_d ? EXP_DD_ERR : ldexp(1.0, -WPREC));
   const double rs = rp + 3 * Ld * Ld * ldexp(1.0, -103) + Ld * ldexp(1.0, -105);
   const double S = S_hi + S_lo, eS = rs; /* S's terms are positive: its A is S */
   int64_t uncertified = 0;
   for (int d = 0; d < DV; d++) {
-    const double N = w->hi[d] + w->lo[d], eN = rs * w->A[d] * (1 + (Ld + 2) * ldexp(1.0, -52));
+    /* the absolute term covers e^t below t = -650 (exp_dd) */
+    const double N = w->hi[d] + w->lo[d], eN = rs * w->A[d] * (1 + (Ld + 2) * ldexp(1.0, -52)) + Ld * w->vmax * 0x1p-900;
     /* the quotient in double-double: q0 = N/S, corrected by one Newton step (error < 2^-100) */
     const double q0 = w->hi[d] / S_hi;
     const double r = fma(-q0, S_hi, w->hi[d]) + w->lo[d] - q0 * S_lo;
@@ -253,6 +387,7 @@ static int64_t oracle_row(const mlr_inputs *in, mlr_truth_from from, const uint1
     else if (!element_mpfr(w, L, jmax, d, absc, &o[d])) uncertified++;
   }
   /* lse = D_max c + ln S */
+  if (w->all_d) mpfr_set_d(w->D[jmax], w->Dd[jmax], MPFR_RNDN); /* only D_max is read: exact */
   mpfr_mul(w->t1, w->D[jmax], w->c, MPFR_RNDN);
   mpfr_set_d(w->p1, S_hi, MPFR_RNDN);
   mpfr_add_d(w->p1, w->p1, S_lo, MPFR_RNDN);
@@ -273,10 +408,13 @@ mlr_status mlr_oracle(const mlr_inputs *in, mlr_truth_from from, double *o, doub
   for (int64_t b = 0; b < in->B; b++) Lmax = mlr_inputs_kv_len(in, b) > Lmax ? mlr_inputs_kv_len(in, b) : Lmax;
   int64_t uncertified = 0;
   int failed = 0;
+  exp_tables et;
+  exp_tables_init(&et);
 #pragma omp parallel reduction(+ : uncertified)
   {
     row_scratch w;
     const int ok = scratch_init(&w, Lmax);
+    w.et = &et;
     if (!ok) {
 #pragma omp atomic write
       failed = 1;
@@ -285,9 +423,11 @@ mlr_status mlr_oracle(const mlr_inputs *in, mlr_truth_from from, double *o, doub
     for (int64_t b = 0; b < in->B; b++) {
       if (!ok) continue;
       const int64_t t0 = in->qo_indptr[b], n = in->qo_indptr[b + 1] - t0, L = mlr_inputs_kv_len(in, b);
+      w.vmax = 0;
       for (int64_t j = 0; j < L; j++) {
         kv_values(in, from, mlr_inputs_kv_row(in, b, j), w.k + j * QK, w.v + j * DV);
         mlr_f32_range(w.k + j * QK, QK, 1, &w.klsb[j], &w.ktop[j]);
+        for (int d = 0; d < DV; d++) w.vmax = fabs(w.v[j * DV + d]) > w.vmax ? fabs(w.v[j * DV + d]) : w.vmax;
       }
       for (int64_t i = 0; i < n; i++) {
         const int64_t t = t0 + i, Lt = L - (n - 1 - i);
