@@ -348,7 +348,7 @@ static void pv_block(const emu *e, scratch *w, int64_t b, int64_t j0, int64_t j1
             if (!pm[jj]) continue;
             for (int d = 0; d < DV; d++) {
               const int64_t vm = w->vsm[jj * DV + d];
-              if (vm) acc[d] += (mlr_i128)(pm[jj] * vm) << (pe[jj] + w->vse[jj * DV + d] - g);
+              if (vm) acc[d] += mlr_i128_shl(pm[jj] * vm, pe[jj] + w->vse[jj * DV + d] - g);
             }
           }
         } else

@@ -146,6 +146,13 @@ MLR_HD static inline int mlr_i128_fits(int lsb1, int top1, int lsb2, int top2, i
   return top1 + top2 + lg - (lsb1 + lsb2) <= 126;
 }
 
+/** v * 2^sh (sh >= 0, in range): the shift is done unsigned, since shifting a negative signed
+ *  value left is undefined in C; converting back is modular in GCC and Clang */
+MLR_HD static inline mlr_i128 mlr_i128_shl(int64_t v, int sh) {
+  __extension__ typedef unsigned __int128 u128;
+  return (mlr_i128)((u128)(mlr_i128)v << sh);
+}
+
 /** acc += x * y in units of 2^g (x, y finite; the range checked by mlr_i128_fits) */
 MLR_HD static inline void mlr_i128_fma(mlr_i128 *acc, float x, float y, int g) {
   int64_t m1, m2;
@@ -153,7 +160,7 @@ MLR_HD static inline void mlr_i128_fma(mlr_i128 *acc, float x, float y, int g) {
   mlr_f32_split(x, &m1, &e1);
   mlr_f32_split(y, &m2, &e2);
   if (!m1 || !m2) return;
-  *acc += (mlr_i128)(m1 * m2) << (e1 + e2 - g);
+  *acc += mlr_i128_shl(m1 * m2, e1 + e2 - g);
 }
 
 /** v * 2^g rounded to binary32, nearest even (+0 for 0). */
