@@ -38,6 +38,7 @@
 #include "../pmath/mlr_exact.h"
 #include "../formats/mlr_formats.h"
 #include "mlr_oracle.h"
+#include "oracle_internal.h"
 
 #define QK 576
 #define DV 512
@@ -308,13 +309,10 @@ static int element_mpfr(row_scratch *w, int64_t L, int64_t jmax, int d, double a
 }
 
 static void kv_values(const mlr_inputs *in, mlr_truth_from from, int64_t row, float *k, double *v) {
+  const double scale = mlr__kv_scale(in, from);
   for (int i = 0; i < QK; i++) {
-    float x;
-    if (from == MLR_TRUTH_BF16) x = mlr_bits_f32((uint32_t)in->kv_bf16[row * QK + i] << 16);
-    else if (in->kv_format == MLR_FMT_BF16) x = mlr_bits_f32((uint32_t)((const uint16_t *)in->kv)[row * QK + i] << 16);
-    else x = mlr_decode((mlr_format)in->kv_format, ((const uint8_t *)in->kv)[row * QK + i]);
-    k[i] = x;
-    if (i < DV) v[i] = from == MLR_TRUTH_BF16 ? (double)x : (double)x * (double)in->kv_scale; /* exact: <= 24 + 11 bits */
+    k[i] = mlr__kv_value(in, from, row, i);
+    if (i < DV) v[i] = (double)k[i] * scale; /* exact: <= 24 + 11 bits */
   }
 }
 
@@ -329,7 +327,7 @@ static int64_t oracle_row(const mlr_inputs *in, mlr_truth_from from, const uint1
   for (int i = 0; i < QK; i++) w->q[i] = mlr_bits_f32((uint32_t)qrow[i] << 16);
   int qlsb, qtop;
   mlr_f32_range(w->q, QK, 1, &qlsb, &qtop);
-  const double cval = from == MLR_TRUTH_BF16 ? 1.0 : (double)in->kv_scale;
+  const double cval = mlr__kv_scale(in, from);
   mpfr_set_d(w->c, cval, MPFR_RNDN);
   mpfr_div_ui(w->c, w->c, 24, MPFR_RNDN); /* relative error 2^-(WPREC+8) */
   const double absc = fabs(cval / 24.0) * 2;
@@ -401,11 +399,10 @@ static int64_t oracle_row(const mlr_inputs *in, mlr_truth_from from, const uint1
 }
 
 mlr_status mlr_oracle(const mlr_inputs *in, mlr_truth_from from, double *o, double *lse, mlr_oracle_stats *stats, mlr_error *err) {
-  if (from == MLR_TRUTH_BF16 && !in->kv_bf16)
-    return mlr_error_set(err, MLR_EINVAL, "the truth from bf16 KV needs the tensor kv_bf16 in the inputs (mlaref gen ... bf16kv=1)");
+  int64_t Lmax;
+  const mlr_status st = mlr__truth_begin(in, from, &Lmax, err);
+  if (st != MLR_OK) return st;
   const int64_t H = in->H;
-  int64_t Lmax = 0;
-  for (int64_t b = 0; b < in->B; b++) Lmax = mlr_inputs_kv_len(in, b) > Lmax ? mlr_inputs_kv_len(in, b) : Lmax;
   int64_t uncertified = 0;
   int failed = 0;
   exp_tables et;

@@ -8,23 +8,17 @@
 
 #include "../formats/mlr_formats.h"
 #include "mlr_oracle.h"
+#include "oracle_internal.h"
 
 #define QK 576
 #define DV 512
 enum { P = 256 };
 
-static double kv_value(const mlr_inputs *in, mlr_truth_from from, int64_t row, int i) {
-  if (from == MLR_TRUTH_BF16) return (double)mlr_bits_f32((uint32_t)in->kv_bf16[row * QK + i] << 16);
-  if (in->kv_format == MLR_FMT_BF16) return (double)mlr_bits_f32((uint32_t)((const uint16_t *)in->kv)[row * QK + i] << 16);
-  return (double)mlr_decode((mlr_format)in->kv_format, ((const uint8_t *)in->kv)[row * QK + i]);
-}
-
 mlr_status mlr_oracle_plain256(const mlr_inputs *in, mlr_truth_from from, double *o, double *lse, mlr_error *err) {
-  if (from == MLR_TRUTH_BF16 && !in->kv_bf16)
-    return mlr_error_set(err, MLR_EINVAL, "the truth from bf16 KV needs the tensor kv_bf16 in the inputs (mlaref gen ... bf16kv=1)");
+  int64_t Lmax;
+  const mlr_status st = mlr__truth_begin(in, from, &Lmax, err);
+  if (st != MLR_OK) return st;
   const int64_t H = in->H;
-  int64_t Lmax = 0;
-  for (int64_t b = 0; b < in->B; b++) Lmax = mlr_inputs_kv_len(in, b) > Lmax ? mlr_inputs_kv_len(in, b) : Lmax;
   int failed = 0;
 #pragma omp parallel
   {
@@ -36,7 +30,7 @@ mlr_status mlr_oracle_plain256(const mlr_inputs *in, mlr_truth_from from, double
       failed = 1;
     } else
       for (int64_t j = 0; j < Lmax; j++) mpfr_init2(s[j], P);
-    mpfr_set_d(c, from == MLR_TRUTH_BF16 ? 1.0 : (double)in->kv_scale, MPFR_RNDN);
+    mpfr_set_d(c, mlr__kv_scale(in, from), MPFR_RNDN);
     mpfr_div_ui(c, c, 24, MPFR_RNDN);
 #pragma omp for schedule(dynamic, 1)
     for (int64_t b = 0; b < in->B; b++) {
@@ -57,7 +51,7 @@ mlr_status mlr_oracle_plain256(const mlr_inputs *in, mlr_truth_from from, double
             mpfr_set_zero(acc, 1);
             for (int k = 0; k < QK; k++) {
               mpfr_set_d(x, (double)mlr_bits_f32((uint32_t)q[k] << 16), MPFR_RNDN);
-              mpfr_mul_d(x, x, kv_value(in, from, row, k), MPFR_RNDN);
+              mpfr_mul_d(x, x, (double)mlr__kv_value(in, from, row, k), MPFR_RNDN);
               mpfr_add(acc, acc, x, MPFR_RNDN);
             }
             mpfr_mul(s[j], acc, c, MPFR_RNDN);
@@ -72,7 +66,7 @@ mlr_status mlr_oracle_plain256(const mlr_inputs *in, mlr_truth_from from, double
           for (int d = 0; d < DV; d++) {
             mpfr_set_zero(N, 1);
             for (int64_t j = 0; j < Lt; j++) {
-              const double v = kv_value(in, from, mlr_inputs_kv_row(in, b, j), d) * (from == MLR_TRUTH_BF16 ? 1.0 : (double)in->kv_scale);
+              const double v = (double)mlr__kv_value(in, from, mlr_inputs_kv_row(in, b, j), d) * mlr__kv_scale(in, from);
               mpfr_mul_d(x, s[j], v, MPFR_RNDN);
               mpfr_add(N, N, x, MPFR_RNDN);
             }

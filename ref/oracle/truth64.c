@@ -6,28 +6,23 @@
 #include "../formats/mlr_formats.h"
 #include "../pmath/mlr_pmath.h"
 #include "mlr_oracle.h"
+#include "oracle_internal.h"
 
 #define QK 576
 #define DV 512
 
-/* the KV row's values in binary64 */
+/* the KV row's values in binary64 (times the KV scale: exact) */
 static void kv_row(const mlr_inputs *in, mlr_truth_from from, int64_t row, double *out) {
-  if (from == MLR_TRUTH_BF16) {
-    for (int i = 0; i < QK; i++) out[i] = (double)mlr_bits_f32((uint32_t)in->kv_bf16[row * QK + i] << 16);
-  } else if (in->kv_format == MLR_FMT_BF16) {
-    for (int i = 0; i < QK; i++) out[i] = (double)mlr_bits_f32((uint32_t)((const uint16_t *)in->kv)[row * QK + i] << 16) * in->kv_scale;
-  } else {
-    for (int i = 0; i < QK; i++) out[i] = (double)mlr_decode((mlr_format)in->kv_format, ((const uint8_t *)in->kv)[row * QK + i]) * in->kv_scale;
-  }
+  const double scale = mlr__kv_scale(in, from);
+  for (int i = 0; i < QK; i++) out[i] = (double)mlr__kv_value(in, from, row, i) * scale;
 }
 
 mlr_status mlr_truth_f64(const mlr_inputs *in, mlr_truth_from from, double *o, double *lse, mlr_error *err) {
-  if (from == MLR_TRUTH_BF16 && !in->kv_bf16)
-    return mlr_error_set(err, MLR_EINVAL, "the truth from bf16 KV needs the tensor kv_bf16 in the inputs (mlaref gen ... bf16kv=1)");
+  int64_t Lmax;
+  const mlr_status st = mlr__truth_begin(in, from, &Lmax, err);
+  if (st != MLR_OK) return st;
   const int64_t H = in->H;
   if (H > 1024) return mlr_error_set(err, MLR_EINVAL, "the truth handles at most 1024 heads (%lld given)", (long long)H);
-  int64_t Lmax = 0;
-  for (int64_t b = 0; b < in->B; b++) Lmax = mlr_inputs_kv_len(in, b) > Lmax ? mlr_inputs_kv_len(in, b) : Lmax;
   int failed = 0;
 #pragma omp parallel
   {
