@@ -3,6 +3,7 @@
 #ifndef MLR_CLI_H
 #define MLR_CLI_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 enum { MLR_EXIT_OK = 0, MLR_EXIT_FAIL = 1, MLR_EXIT_USAGE = 2 };
@@ -28,6 +29,16 @@ int mlr_cli_str(const char *cmd, int argc, char **argv, int *i, const char *name
 
 /* A recipe (built-in name or file), then its --set overrides, then mlr_recipe_check; an exit code. */
 int mlr_cli_recipe_sets(const char *cmd, const char *what, const char *const *sets, int nsets, struct mlr_recipe *r);
+
+/* The CPU's model name from /proc/cpuinfo ("unknown" where there is none), for benchmark headers. */
+void mlr_cli_cpu_model(char *buf, size_t n);
+
+/* Inputs generated in memory from a shape spec and checked against the contract: an exit code
+ * (the message printed, naming the spec as `WHAT 'SPEC'`; tf freed on failure); *gen_seconds
+ * (may be NULL) times the generation. */
+struct mlr_tensor_file;
+struct mlr_inputs;
+int mlr_cli_gen_memory(const char *cmd, const char *what, const char *spec, struct mlr_tensor_file *tf, struct mlr_inputs *in, double *gen_seconds);
 
 /* Seconds from a monotonic clock. */
 double mlr_cli_now(void);

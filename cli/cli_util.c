@@ -63,3 +63,20 @@ int mlr_cli_str(const char *cmd, int argc, char **argv, int *i, const char *name
   else if (m > 0) *dst = v;
   return m != 0;
 }
+
+void mlr_cli_cpu_model(char *buf, size_t n) {
+  snprintf(buf, n, "unknown");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f) return;
+  char line[512];
+  while (fgets(line, sizeof line, f))
+    if (strncmp(line, "model name", 10) == 0) {
+      const char *c = strchr(line, ':');
+      if (c) {
+        snprintf(buf, n, "%s", c + 2);
+        buf[strcspn(buf, "\n")] = 0;
+      }
+      break;
+    }
+  fclose(f);
+}

@@ -11,21 +11,8 @@
 #include "ref/formats/mlr_formats.h"
 
 static void print_machine(void) {
-  char model[256] = "unknown";
-  FILE *f = fopen("/proc/cpuinfo", "r");
-  if (f) {
-    char line[512];
-    while (fgets(line, sizeof line, f))
-      if (strncmp(line, "model name", 10) == 0) {
-        char *c = strchr(line, ':');
-        if (c) {
-          snprintf(model, sizeof model, "%s", c + 2);
-          model[strcspn(model, "\n")] = 0;
-        }
-        break;
-      }
-    fclose(f);
-  }
+  char model[256];
+  mlr_cli_cpu_model(model, sizeof model);
   printf("machine: %s, %d cores available to OpenMP\n", model, omp_get_num_procs());
 }
 

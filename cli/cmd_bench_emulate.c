@@ -47,30 +47,20 @@ int mlr_bench_emulate(int argc, char **argv) {
     const int rc = mlr_cli_recipe(cmd, recipes[k], &rs[k]);
     if (rc != MLR_EXIT_OK) return rc;
   }
-  mlr_gen_spec spec;
-  mlr_error err = {""};
-  if (mlr_gen_spec_parse(shape, &spec, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "--shape '%s': %s", shape, err.msg);
   mlr_tensor_file tf;
-  double t0 = mlr_cli_now();
-  mlr_status st = mlr_gen_inputs(&spec, &tf, NULL, NULL, &err);
-  mlr_gen_spec_free(&spec);
-  if (st != MLR_OK) { fprintf(stderr, "mlaref %s: %s\n", cmd, err.msg); return MLR_EXIT_FAIL; }
-  const double tgen = mlr_cli_now() - t0;
   mlr_inputs in;
-  if (mlr_inputs_check(&tf, shape, 0, &in, &err) != MLR_OK) { mlr_tf_free(&tf); fprintf(stderr, "mlaref %s: %s\n", cmd, err.msg); return MLR_EXIT_FAIL; }
+  double tgen;
+  int grc = mlr_cli_gen_memory(cmd, "--shape", shape, &tf, &in, &tgen);
+  if (grc != MLR_EXIT_OK) return grc;
+  mlr_error err = {""};
+  mlr_status st;
   double macs = 0;
   for (int64_t b = 0; b < in.B; b++) {
     const int64_t L = mlr_inputs_kv_len(&in, b), n = in.qo_indptr[b + 1] - in.qo_indptr[b];
     for (int64_t i = 0; i < n; i++) macs += (double)in.H * (double)(L - (n - 1 - i)) * (MLR_EMU_QK_DIM + MLR_EMU_V_DIM);
   }
-  char model[256] = "unknown";
-  FILE *f = fopen("/proc/cpuinfo", "r");
-  if (f) {
-    char line[512];
-    while (fgets(line, sizeof line, f))
-      if (strncmp(line, "model name", 10) == 0) { char *c = strchr(line, ':'); if (c) snprintf(model, sizeof model, "%s", c + 2); model[strcspn(model, "\n")] = 0; break; }
-    fclose(f);
-  }
+  char model[256];
+  mlr_cli_cpu_model(model, sizeof model);
   const int nt = threads ? threads : omp_get_max_threads();
   printf("machine: %s; threads %d\nshape %s: %lld query tokens x %lld heads, %.3g G multiply-adds per run; inputs generated in %.2f s\n",
          model, nt, shape, (long long)in.T, (long long)in.H, macs / 1e9, tgen);
@@ -81,7 +71,7 @@ int mlr_bench_emulate(int argc, char **argv) {
     for (uint64_t r = 0; r < reps; r++) {
       mlr_emu_result res;
       mlr_emu_opts o = {threads, 0, MLR_FAULT_NONE};
-      t0 = mlr_cli_now();
+      const double t0 = mlr_cli_now();
       st = mlr_emulate(&rs[k], &in, &o, &res, &err);
       const double dt = mlr_cli_now() - t0;
       if (st != MLR_OK) { fprintf(stderr, "mlaref %s: %s: %s\n", cmd, recipes[k], err.msg); rc = MLR_EXIT_FAIL; break; }
@@ -109,14 +99,12 @@ int mlr_bench_oracle(int argc, char **argv) {
   const char *specs[2] = {small, shape};
   double t_or[2] = {0, 0}, t_plain = 0;
   for (int k = 0; k < 2; k++) {
-    mlr_gen_spec spec;
-    mlr_error err = {""};
-    if (mlr_gen_spec_parse(specs[k], &spec, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "'%s': %s", specs[k], err.msg);
     mlr_tensor_file tf;
-    mlr_status st = mlr_gen_inputs(&spec, &tf, NULL, NULL, &err);
-    mlr_gen_spec_free(&spec);
     mlr_inputs in;
-    if (st != MLR_OK || mlr_inputs_check(&tf, specs[k], 0, &in, &err) != MLR_OK) { fprintf(stderr, "mlaref %s: %s\n", cmd, err.msg); return MLR_EXIT_FAIL; }
+    mlr_error err = {""};
+    const int grc = mlr_cli_gen_memory(cmd, k == 0 ? "--small" : "--shape", specs[k], &tf, &in, NULL);
+    if (grc != MLR_EXIT_OK) return grc;
+    mlr_status st;
     const size_t n = (size_t)(in.T * in.H * 512);
     double *o = malloc(n * 8), *l = malloc((size_t)(in.T * in.H) * 8);
     mlr_oracle_stats stats = {0};

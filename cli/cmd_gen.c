@@ -52,6 +52,26 @@ static int gen_one(const char *cmd, const char *spec_text, const char *out, uint
   return MLR_EXIT_OK;
 }
 
+int mlr_cli_gen_memory(const char *cmd, const char *what, const char *spec_text, mlr_tensor_file *tf, mlr_inputs *in, double *gen_seconds) {
+  mlr_gen_spec spec;
+  mlr_error err = {""};
+  if (mlr_gen_spec_parse(spec_text, &spec, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "%s '%s': %s", what, spec_text, err.msg);
+  const double t0 = mlr_cli_now();
+  const mlr_status st = mlr_gen_inputs(&spec, tf, NULL, NULL, &err);
+  if (gen_seconds) *gen_seconds = mlr_cli_now() - t0;
+  mlr_gen_spec_free(&spec);
+  if (st != MLR_OK) {
+    fprintf(stderr, "mlaref %s: %s\n", cmd, err.msg);
+    return MLR_EXIT_FAIL;
+  }
+  if (mlr_inputs_check(tf, spec_text, 0, in, &err) != MLR_OK) {
+    mlr_tf_free(tf);
+    fprintf(stderr, "mlaref %s: %s\n", cmd, err.msg);
+    return MLR_EXIT_FAIL;
+  }
+  return MLR_EXIT_OK;
+}
+
 int mlr_cmd_gen(int argc, char **argv) {
   const char *cmd = "gen", *shape = NULL, *out = NULL, *suite = NULL;
   uint64_t max_mem = available_memory();

@@ -38,18 +38,10 @@ typedef struct cellin {
   char q_sha[65], kv_sha[65];
 } cellin;
 
-static size_t o_bytes(const mlr_emu_result *r) { return (size_t)(r->T * r->H * MLR_EMU_V_DIM) * (r->out_format == MLR_OUT_FP32 ? 4 : 2); }
 
 static int cell_inputs(const char *cmd, const char *spec, cellin *c) {
-  mlr_gen_spec gs;
-  mlr_error err = {""};
-  if (mlr_gen_spec_parse(spec, &gs, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "cell '%s': %s", spec, err.msg);
-  const mlr_status st = mlr_gen_inputs(&gs, &c->tf, NULL, NULL, &err);
-  mlr_gen_spec_free(&gs);
-  if (st != MLR_OK || mlr_inputs_check(&c->tf, spec, 0, &c->in, &err) != MLR_OK) {
-    fprintf(stderr, "mlaref %s: %s\n", cmd, err.msg);
-    return MLR_EXIT_FAIL;
-  }
+  const int rc = mlr_cli_gen_memory(cmd, "cell", spec, &c->tf, &c->in, NULL);
+  if (rc != MLR_EXIT_OK) return rc;
   const mlr_tensor *q = mlr_tf_find(&c->tf, "q"), *kv = mlr_tf_find(&c->tf, "kv");
   mlr_sha256_hex(q->data, q->nbytes, c->q_sha);
   mlr_sha256_hex(kv->data, kv->nbytes, c->kv_sha);
@@ -68,7 +60,7 @@ static int run_cell(const char *cmd, const mlr_recipe *r, const cellin *c, outco
     return MLR_EXIT_FAIL;
   }
   out->fits = 1;
-  mlr_sha256_hex(out->res.o, o_bytes(&out->res), out->o_sha);
+  mlr_sha256_hex(out->res.o, mlr_emu_o_bytes(&out->res), out->o_sha);
   mlr_sha256_hex(out->res.lse, (size_t)(out->res.T * out->res.H) * 4, out->lse_sha);
   return MLR_EXIT_OK;
 }
@@ -105,7 +97,7 @@ static mlr_status write_golden(const char *path, const char *suite, const mlr_su
   mlr_tensor *t;
   const mlr_dtype od = res->out_format == MLR_OUT_FP32 ? MLR_DT_F32 : res->out_format == MLR_OUT_FP16 ? MLR_DT_F16 : MLR_DT_BF16;
   mlr_status st = mlr_tf_add(&tf, "o", od, 3, so, &t);
-  if (st == MLR_OK) memcpy(t->data, res->o, o_bytes(res));
+  if (st == MLR_OK) memcpy(t->data, res->o, mlr_emu_o_bytes(res));
   if (st == MLR_OK && (st = mlr_tf_add(&tf, "lse", MLR_DT_F32, 2, sl, &t)) == MLR_OK) memcpy(t->data, res->lse, (size_t)(res->T * res->H) * 4);
   char canon[2048];
   mlr_recipe_canonical(r, canon, sizeof canon);
@@ -139,7 +131,7 @@ static int check_file(const char *path, const outcome *oc, char *why, size_t n) 
   const char *rh = mlr_tf_get_meta(&tf, "mlaref.recipe.sha256");
   int bad = 0;
   if (!o || !l) snprintf(why, n, "%s: no tensor 'o' or 'lse'", path), bad = 1;
-  else if (o->nbytes != o_bytes(&oc->res) || memcmp(o->data, oc->res.o, o->nbytes)) snprintf(why, n, "%s: o differs from the model's", path), bad = 1;
+  else if (o->nbytes != mlr_emu_o_bytes(&oc->res) || memcmp(o->data, oc->res.o, o->nbytes)) snprintf(why, n, "%s: o differs from the model's", path), bad = 1;
   else if (l->nbytes != (size_t)(oc->res.T * oc->res.H) * 4 || memcmp(l->data, oc->res.lse, l->nbytes)) snprintf(why, n, "%s: lse differs from the model's", path), bad = 1;
   else if (!rh || strcmp(rh, oc->recipe_sha)) snprintf(why, n, "%s: recipe hash %s, the recipe's is %s", path, rh ? rh : "(none)", oc->recipe_sha), bad = 1;
   mlr_tf_free(&tf);

@@ -28,10 +28,9 @@ static mlr_status put(mlr_tensor_file *tf, const char *name, mlr_dtype d, int nd
 static mlr_status result_file(const mlr_emu_result *res, const mlr_recipe *r, const char *inputs, mlr_tensor_file *tf) {
   const int64_t T = res->T, H = res->H, S = res->S, B = res->B;
   const mlr_dtype od = res->out_format == MLR_OUT_FP32 ? MLR_DT_F32 : res->out_format == MLR_OUT_FP16 ? MLR_DT_F16 : MLR_DT_BF16;
-  const size_t osz = od == MLR_DT_F32 ? 4 : 2;
   const int64_t so[3] = {T, H, MLR_EMU_V_DIM}, sl[2] = {T, H}, sb[1] = {B}, sp[4] = {T, H, S, MLR_EMU_V_DIM},
                 sq[1] = {res->n_q_scales};
-  mlr_status st = put(tf, "o", od, 3, so, res->o, (size_t)(T * H * MLR_EMU_V_DIM) * osz);
+  mlr_status st = put(tf, "o", od, 3, so, res->o, mlr_emu_o_bytes(res));
   if (st == MLR_OK) st = put(tf, "lse", MLR_DT_F32, 2, sl, res->lse, (size_t)(T * H) * 4);
   if (st == MLR_OK) st = put(tf, "split_count", MLR_DT_I32, 1, sb, res->split_count, (size_t)B * 4);
   if (st == MLR_OK) st = put(tf, "split_len", MLR_DT_I32, 1, sb, res->split_len, (size_t)B * 4);

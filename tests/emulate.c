@@ -240,7 +240,6 @@ Test(emulate, one_token_by_hand) {
 /* ---- invariants on generated inputs ---- */
 
 
-static size_t o_bytes(const mlr_emu_result *r) { return (size_t)(r->T * r->H * DV) * (r->out_format == MLR_OUT_FP32 ? 4 : 2); }
 
 static void run_ok(const char *name, const char *sets, const mlr_inputs *in, int threads, int partials, mlr_emu_result *res) {
   mlr_recipe r;
@@ -261,7 +260,7 @@ Test(emulate, same_bits_with_1_2_and_16_threads, .timeout = 300) {
     run_ok(BUILTINS[k], "-", &g.in, 1, 1, &a);
     run_ok(BUILTINS[k], "-", &g.in, 2, 1, &b);
     run_ok(BUILTINS[k], "-", &g.in, 16, 1, &c);
-    cr_assert(memcmp(a.o, b.o, o_bytes(&a)) == 0 && memcmp(a.o, c.o, o_bytes(&a)) == 0, "%s: o depends on threads", BUILTINS[k]);
+    cr_assert(memcmp(a.o, b.o, mlr_emu_o_bytes(&a)) == 0 && memcmp(a.o, c.o, mlr_emu_o_bytes(&a)) == 0, "%s: o depends on threads", BUILTINS[k]);
     cr_assert(memcmp(a.lse, b.lse, (size_t)(a.T * a.H) * 4) == 0 && memcmp(a.lse, c.lse, (size_t)(a.T * a.H) * 4) == 0);
     cr_assert(memcmp(a.part_o, c.part_o, (size_t)(a.T * a.H * a.S * DV) * 4) == 0, "%s: partials depend on threads", BUILTINS[k]);
     mlr_emu_result_free(&a), mlr_emu_result_free(&b), mlr_emu_result_free(&c);
@@ -289,7 +288,7 @@ Test(emulate, paged_equals_contiguous, .timeout = 120) {
     mlr_emu_result a, b;
     run_ok(BUILTINS[k], "-", p, 0, 0, &a);
     run_ok(BUILTINS[k], "-", &c, 0, 0, &b);
-    cr_assert(memcmp(a.o, b.o, o_bytes(&a)) == 0, "%s: paged and contiguous differ", BUILTINS[k]);
+    cr_assert(memcmp(a.o, b.o, mlr_emu_o_bytes(&a)) == 0, "%s: paged and contiguous differ", BUILTINS[k]);
     mlr_emu_result_free(&a), mlr_emu_result_free(&b);
   }
   free(kv);
@@ -341,7 +340,7 @@ Test(emulate, one_split_is_the_single_pass, .timeout = 120) {
   mlr_emu_result a, b;
   run_ok("triton-fp8-single", "-", &g.in, 0, 0, &a);
   run_ok("triton-fp8-split", "split.count=1", &g.in, 0, 0, &b);
-  cr_assert(memcmp(a.o, b.o, o_bytes(&a)) == 0);
+  cr_assert(memcmp(a.o, b.o, mlr_emu_o_bytes(&a)) == 0);
   cr_assert(memcmp(a.lse, b.lse, (size_t)(a.T * a.H) * 4) == 0);
   mlr_emu_result_free(&a), mlr_emu_result_free(&b);
   mlr_tf_free(&g.tf);
@@ -401,14 +400,14 @@ Test(emulate, fnuz_codes_with_twice_the_scale_are_the_same_values, .timeout = 12
     mlr_emu_result a, b;
     run_ok(BUILTINS[k], "-", &ocp, 0, 0, &a);
     run_ok(BUILTINS[k], "-", &fnuz, 0, 0, &b);
-    cr_assert(memcmp(a.o, b.o, o_bytes(&a)) == 0, "%s: OCP and FNUZ codes of the same values differ", BUILTINS[k]);
+    cr_assert(memcmp(a.o, b.o, mlr_emu_o_bytes(&a)) == 0, "%s: OCP and FNUZ codes of the same values differ", BUILTINS[k]);
     mlr_emu_result_free(&a), mlr_emu_result_free(&b);
   }
   /* fp8 operands with folded scales: the halved products are exact, the doubled scale undoes it */
   mlr_emu_result a, b;
   run_ok("aiter-a8w8-ps", "-", &ocp, 0, 0, &a);
   run_ok("aiter-a8w8-ps", "-", &fnuz, 0, 0, &b);
-  cr_assert(memcmp(a.o, b.o, o_bytes(&a)) == 0, "aiter-a8w8-ps: OCP and FNUZ differ");
+  cr_assert(memcmp(a.o, b.o, mlr_emu_o_bytes(&a)) == 0, "aiter-a8w8-ps: OCP and FNUZ differ");
   mlr_emu_result_free(&a), mlr_emu_result_free(&b);
   run_ok("aiter-a8w8-ps", "q.format=e4m3fnuz", &fnuz, 0, 0, &a);
   cr_assert_eq(a.n_q_scales, 1);
@@ -476,7 +475,7 @@ static double identical_fraction(const char *inputs, const char *peer, const cha
   mlr_emu_result a;
   run_ok(name, sets, &in, 0, 0, &a);
   const mlr_tensor *po = mlr_tf_find(&tp, "o");
-  cr_assert(po && po->nbytes == o_bytes(&a));
+  cr_assert(po && po->nbytes == mlr_emu_o_bytes(&a));
   size_t same = 0, n = po->nbytes / 2;
   for (size_t i = 0; i < n; i++) same += ((const uint16_t *)po->data)[i] == ((const uint16_t *)a.o)[i];
   mlr_emu_result_free(&a);

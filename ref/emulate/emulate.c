@@ -163,14 +163,6 @@ EMU_CLONES static void qk_exact_f64(const float *q, const float *kop, int64_t H,
     }
 }
 
-/* n products of vectors with these ranges sum exactly in binary64, in any order: every partial
- * sum is a multiple of 2^(lsb1 + lsb2) below 2^53 of those units */
-static int fits_f64(int lsb1, int top1, int lsb2, int top2, int64_t n) {
-  int lg = 0;
-  while (((int64_t)1 << lg) < n + 1) lg++;
-  return top1 + top2 + lg - (lsb1 + lsb2) <= 53;
-}
-
 /* The exact sum of n products a[i*sa] * b[i*sb], rounded once to binary32. Ranges (lsb, top) as
  * mlr_f32_range gives them; top = INT_MAX marks a vector with NaN or Inf, whose sum is then the
  * binary64 sum of the products (NaN, or the infinity IEEE arithmetic gives). Otherwise the
@@ -224,7 +216,7 @@ static void qk_block(const emu *e, scratch *w, int64_t t, int64_t b, int64_t j0,
         if (klsb[c] > ktop[c]) continue; /* zero row (or padding) */
         for (int64_t h = 0; h < H && all_f64; h++)
           all_f64 = e->qtop[t * H + h] != INT_MAX && ktop[c] != INT_MAX &&
-                    (e->qlsb[t * H + h] > e->qtop[t * H + h] || fits_f64(e->qlsb[t * H + h], e->qtop[t * H + h], klsb[c], ktop[c], QK));
+                    (e->qlsb[t * H + h] > e->qtop[t * H + h] || mlr_f64_fits(e->qlsb[t * H + h], e->qtop[t * H + h], klsb[c], ktop[c], QK));
       }
       if (all_f64) { /* every dot of the chunk is exact in binary64 */
         memset(w->qd, 0, nb * sizeof(double));
@@ -312,7 +304,7 @@ static void pv_block(const emu *e, scratch *w, int64_t b, int64_t j0, int64_t j1
       for (int64_t j = 0; j < n; j++) fin &= isfinite(pp[j]) != 0;
       mlr_f32_range(pp, n, 1, &plsb, &ptop);
       int mode = !fin ? EX_NAIVE : into ? EX_LONG : mlr_i128_fits(plsb, ptop, e->vlsb, e->vtop, n) ? EX_I128 : EX_LONG;
-      if (mode == EX_I128 && fits_f64(plsb, ptop, e->vlsb, e->vtop, n)) mode = EX_F64;
+      if (mode == EX_I128 && mlr_f64_fits(plsb, ptop, e->vlsb, e->vtop, n)) mode = EX_F64;
       w->pvmode[2 * h] = mode;
       w->pvmode[2 * h + 1] = plsb + e->vlsb; /* the fixed point's unit */
       if (mode == EX_I128)

@@ -98,6 +98,11 @@ mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_
 
 void mlr_emu_result_free(mlr_emu_result *res);
 
+/** Bytes of res->o: T x H x 512 elements of the output format (2 bytes, 4 for binary32). */
+static inline size_t mlr_emu_o_bytes(const mlr_emu_result *res) {
+  return (size_t)(res->T * res->H * MLR_EMU_V_DIM) * (res->out_format == MLR_OUT_FP32 ? 4 : 2);
+}
+
 /** The model's binary32 exp functions, by mlr_expbase (exposed for tests and the GPU kernel). */
 float mlr_emu_exp(int base, float x);
 

@@ -10,7 +10,7 @@ static float bf16_val(uint16_t c) { return mlr_bits_f32((uint32_t)c << 16); }
 
 /* max |q| over a group of elements (exact in bf16; NaN skipped, as torch's amax would not:
  * inputs with NaN are refused before the model unless --allow-nonfinite) */
-static float group_amax(const uint16_t *q, int64_t T, int64_t H, int64_t t0, int64_t t1, int64_t h0, int64_t h1) {
+static float group_amax(const uint16_t *q, int64_t H, int64_t t0, int64_t t1, int64_t h0, int64_t h1) {
   float amax = 0.0f;
   for (int64_t t = t0; t < t1; t++)
     for (int64_t h = h0; h < h1; h++) {
@@ -20,7 +20,6 @@ static float group_amax(const uint16_t *q, int64_t T, int64_t H, int64_t t0, int
         if (a > amax) amax = a;
       }
     }
-  (void)T;
   return amax;
 }
 
@@ -60,9 +59,9 @@ mlr_status mlr__emu_quantize_q(const mlr_recipe *r, const mlr_inputs *in, float 
   if (!sc) return MLR_ENOMEM;
   for (int64_t g = 0; g < ns; g++) {
     if (r->q_scale == MLR_QS_STATIC) sc[g] = (float)(r->q_absmax / (double)fmax); /* Python float -> float32 tensor */
-    else if (r->q_scale == MLR_QS_DYNAMIC) sc[g] = mlr_task_scale(group_amax(in->q, T, H, 0, T, 0, H), fmax);
-    else if (r->q_scale == MLR_QS_PER_HEAD) sc[g] = mlr_task_scale(group_amax(in->q, T, H, 0, T, g, g + 1), fmax);
-    else sc[g] = mlr_task_scale(group_amax(in->q, T, H, g, g + 1, 0, H), fmax);
+    else if (r->q_scale == MLR_QS_DYNAMIC) sc[g] = mlr_task_scale(group_amax(in->q, H, 0, T, 0, H), fmax);
+    else if (r->q_scale == MLR_QS_PER_HEAD) sc[g] = mlr_task_scale(group_amax(in->q, H, 0, T, g, g + 1), fmax);
+    else sc[g] = mlr_task_scale(group_amax(in->q, H, g, g + 1, 0, H), fmax);
   }
   int64_t clip = 0;
   for (int64_t t = 0; t < T; t++)

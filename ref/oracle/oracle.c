@@ -60,15 +60,11 @@ MLR_FMA_CLONES static double dot_f64(const float *q, const float *k) {
  * (DPREC bits, one rounding) */
 static double exact_dot_mpfr(const float *q, const float *k, int qlsb, int qtop, int klsb, int ktop, mlr_xacc *x, mpfr_t d,
                              mpfr_t tmp) {
-  int lg = 0;
-  while ((1 << lg) < QK + 1) lg++;
   if (qlsb > qtop || klsb > ktop) { /* a zero vector */
     mpfr_set_zero(d, 1);
     return 0.0;
   }
-  if (qtop + ktop + lg - (qlsb + klsb) <= 53) { /* every partial sum exact in binary64 */
-    return dot_f64(q, k);
-  }
+  if (mlr_f64_fits(qlsb, qtop, klsb, ktop, QK)) return dot_f64(q, k); /* every partial sum exact */
   if (mlr_i128_fits(qlsb, qtop, klsb, ktop, QK)) {
     mlr_i128 acc = 0;
     const int g = qlsb + klsb;

@@ -139,11 +139,24 @@ MLR_HD static inline void mlr_f32_range(const float *x, int64_t n, int64_t strid
   *lsb = lo, *top = hi;
 }
 
-/** n products of vectors with ranges (lsb1, top1), (lsb2, top2) sum exactly in units of 2^(lsb1 + lsb2) */
-MLR_HD static inline int mlr_i128_fits(int lsb1, int top1, int lsb2, int top2, int64_t n) {
+/* the bits that n products of vectors with ranges (lsb1, top1), (lsb2, top2) and any partial sum
+ * of them span, in units of 2^(lsb1 + lsb2): the sum of n terms below 2^T stays below
+ * 2^(T + ceil(log2 (n + 1))) */
+MLR_HD static inline int mlr__sum_bits(int lsb1, int top1, int lsb2, int top2, int64_t n) {
   int lg = 0;
   while (((int64_t)1 << lg) < n + 1) lg++;
-  return top1 + top2 + lg - (lsb1 + lsb2) <= 126;
+  return top1 + top2 + lg - (lsb1 + lsb2);
+}
+
+/** n products of vectors with ranges (lsb1, top1), (lsb2, top2) sum exactly in units of 2^(lsb1 + lsb2) */
+MLR_HD static inline int mlr_i128_fits(int lsb1, int top1, int lsb2, int top2, int64_t n) {
+  return mlr__sum_bits(lsb1, top1, lsb2, top2, n) <= 126;
+}
+
+/** ... and exactly in binary64, in any order: every partial sum is a multiple of 2^(lsb1 + lsb2)
+ *  below 2^53 of those units */
+MLR_HD static inline int mlr_f64_fits(int lsb1, int top1, int lsb2, int top2, int64_t n) {
+  return mlr__sum_bits(lsb1, top1, lsb2, top2, n) <= 53;
 }
 
 /** v * 2^sh (sh >= 0, in range): the shift is done unsigned, since shifting a negative signed
