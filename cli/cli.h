@@ -55,6 +55,7 @@ int mlr_cmd_compare(int argc, char **argv);
 int mlr_cmd_check(int argc, char **argv);
 int mlr_cmd_golden(int argc, char **argv);
 int mlr_cmd_oracle(int argc, char **argv);
+int mlr_cmd_budget(int argc, char **argv);
 int mlr_bench_oracle(int argc, char **argv);
 int mlr_bench_emulate(int argc, char **argv);
 

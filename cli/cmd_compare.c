@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "compare/mlr_compare.h"
 #include "fixtures/inputs/mlr_inputs.h"
+#include "ref/budget/mlr_budget.h"
 #include "ref/emulate/mlr_emulate.h"
 #include "ref/oracle/mlr_oracle.h"
 #include "ref/recipe/mlr_recipe.h"
@@ -66,12 +67,13 @@ static const char *vname(mlr_verdict_kind k) { return k == MLR_VERDICT_PASS ? "p
 static int evaluate(const char *cmd, const char *la, const char *lb, const char *tensor, const char *truth, const mlr_tensor *xa,
                     const mlr_cmp_tensor *a, const mlr_cmp_tensor *b, const mlr_metrics *m, const mlr_metrics *mt,
                     const mlr_metrics *mr, const mlr_rule *rules, int nrules, int json, const mlr_inputs *inp, const char *rhash,
-                    const char *shape) {
+                    const char *shape, const mlr_cmp_tensor *tt, const double *bound) {
   const int t = truth != NULL;
   mlr_verdict vs[16];
   int fails = 0, evaluated = 0;
   for (int k = 0; k < nrules; k++) {
-    vs[k] = mlr_rule_apply(&rules[k], m, a, b, t ? mt : NULL, t ? mr : NULL);
+    vs[k] = rules[k].kind == MLR_RULE_BUDGET && bound ? mlr_rule_apply_budget(&rules[k], mt, a, tt, bound)
+                                                      : mlr_rule_apply(&rules[k], m, a, b, t ? mt : NULL, t ? mr : NULL);
     fails += vs[k].kind == MLR_VERDICT_FAIL;
     evaluated += vs[k].kind != MLR_VERDICT_NA;
   }
@@ -159,7 +161,7 @@ int mlr_cmd_compare(int argc, char **argv) {
     rc = mlr_cli_usage_error(cmd, "against the truth %s: %s", truth, err.msg);
   if (rc != MLR_EXIT_OK) goto done;
   const char *rhash = meta_of(&ta, &tb, "mlaref.recipe.sha256"), *shape = inp ? mlr_tf_get_meta(&ti, "mlaref.shape") : NULL;
-  rc = evaluate(cmd, files[0], files[1], tensor, truth, xa, &a, &b, &m, &mt, &mr, rules, nrules, json, inp, rhash, shape);
+  rc = evaluate(cmd, files[0], files[1], tensor, truth, xa, &a, &b, &m, &mt, &mr, rules, nrules, json, inp, rhash, shape, NULL, NULL);
 done:
   mlr_tf_free(&ta), mlr_tf_free(&tb), mlr_tf_free(&tt), mlr_tf_free(&ti);
   return rc;
@@ -212,7 +214,7 @@ int mlr_cmd_check(int argc, char **argv) {
   mlr_cmp_tensor a, b, t;
   const mlr_tensor *xa;
   mlr_emu_result res = {0};
-  double *truth = NULL, *tlse = NULL;
+  double *truth = NULL, *tlse = NULL, *bound = NULL;
   if (mlr_safetensors_read(inputs, &ti, &err) != MLR_OK || mlr_inputs_check(&ti, inputs, 0, &in, &err) != MLR_OK) {
     rc = mlr_cli_usage_error(cmd, "%s", err.msg);
     goto done;
@@ -255,10 +257,19 @@ int mlr_cmd_check(int argc, char **argv) {
   snprintf(model, sizeof model, "model(%s)", r.name);
   mlr_recipe_hash(&r, hash);
   if (ost.uncertified && !json) printf("note: %lld truth elements could not be certified within 1 ulp\n", (long long)ost.uncertified);
+  int want_bound = 0;
+  for (int k = 0; k < nrules; k++) want_bound |= rules[k].kind == MLR_RULE_BUDGET;
+  if (want_bound) { /* the recipe's a priori bound against the same truth (ref/budget) */
+    if (!(bound = malloc((size_t)n * sizeof(double)))) { fprintf(stderr, "mlaref check: out of memory for the bound\n"); rc = MLR_EXIT_FAIL; goto done; }
+    if ((st = mlr_budget_bound(&r, &in, from, truth, threads, bound, &err)) != MLR_OK) {
+      rc = st == MLR_EINVAL ? mlr_cli_usage_error(cmd, "%s: %s", inputs, err.msg) : (fprintf(stderr, "mlaref check: %s\n", err.msg), MLR_EXIT_FAIL);
+      goto done;
+    }
+  }
   rc = evaluate(cmd, output, model, tensor, from == MLR_TRUTH_BF16 ? "truth(bf16 KV)" : "truth(dequantized KV)", xa, &a, &b, &m, &mt, &mr,
-                rules, nrules, json, &in, hash, mlr_tf_get_meta(&ti, "mlaref.shape"));
+                rules, nrules, json, &in, hash, mlr_tf_get_meta(&ti, "mlaref.shape"), &t, bound);
 done:
-  free(truth), free(tlse);
+  free(truth), free(tlse), free(bound);
   mlr_emu_result_free(&res);
   mlr_tf_free(&ti), mlr_tf_free(&tk);
   return rc;

@@ -26,13 +26,17 @@ static void usage(FILE *out) {
         "      [--allow-nonfinite]  the bit-accurate model of a kernel: o, lse (and split partials)\n"
         "  compare A B [--tensor o] [--rule R]... [--truth T] [--inputs IN] [--json]\n"
         "                          metrics and tolerance rules (exact|ulp:N|allclose:RTOL,ATOL[,MISS]|\n"
-        "                          fa3[:K[,ATOL]]|nmse:X|cos:X|budget); exit 1 when a rule fails\n"
+        "                          fa3[:K[,ATOL]]|nmse:X|cos:X|budget[:F]); exit 1 when a rule fails\n"
         "  check --inputs IN --output KERNEL_OUT --recipe NAME|FILE [--set k=v]... [--rule R]...\n"
         "      [--truth dequantized|bf16] [--json]   a kernel's output against its recipe's model\n"
-        "                          and the binary64 truth (default rule fa3)\n"
+        "                          and the certified truth (default rule fa3; budget: the a priori bound)\n"
         "  golden --suite NAME... --recipe NAME|all (--out DIR [--max-bs N] | --digests FILE)\n"
         "  golden --verify [--digests FILE] [--goldens DIR] [--suite NAME]...   golden outputs\n"
         "  oracle --inputs IN --out OUT [--from dequantized|bf16]   the certified truth (F64, 1 ulp)\n"
+        "  budget --inputs IN | --shape SPEC --recipe NAME|FILE [--set k=v]... [--policy P] [--rows N]\n"
+        "      [--tolerance RTOL,ATOL] [--json]   the error by source, the a priori bound, utilisation\n"
+        "  budget ... --sweep absmax [--points N] [--dists D;D...] [--threshold X]\n"
+        "                          the static Q scale's cost against absmax (1..448, the seeds' 6.0 marked)\n"
         "  bench formats [--n N]   conversion and random-variate throughput on one core\n"
         "  bench emulate [--recipe NAME]... [--shape SPEC] [--threads N]   the model's speed\n"
         "  bench oracle [--shape SPEC] [--small SPEC]   the oracle's speed, and against plain MPFR\n"
@@ -57,6 +61,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "check") == 0) return mlr_cmd_check(argc - 2, argv + 2);
   if (strcmp(cmd, "golden") == 0) return mlr_cmd_golden(argc - 2, argv + 2);
   if (strcmp(cmd, "oracle") == 0) return mlr_cmd_oracle(argc - 2, argv + 2);
+  if (strcmp(cmd, "budget") == 0) return mlr_cmd_budget(argc - 2, argv + 2);
 #endif
   if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
     printf("mlaref %s\n", MLAREF_VERSION);
@@ -66,6 +71,6 @@ int main(int argc, char **argv) {
     usage(stdout);
     return MLR_EXIT_OK;
   }
-  fprintf(stderr, "mlaref: unknown command '%s' (valid: selfcheck|formats|gen|suite|inputs|recipe|run|compare|check|golden|oracle|bench|version|help)\n", cmd);
+  fprintf(stderr, "mlaref: unknown command '%s' (valid: selfcheck|formats|gen|suite|inputs|recipe|run|compare|check|golden|oracle|budget|bench|version|help)\n", cmd);
   return MLR_EXIT_USAGE;
 }

@@ -143,3 +143,64 @@ double mlr_compare_mismatch(const mlr_cmp_tensor *a, const mlr_cmp_tensor *b, do
   }
   return (double)miss / (double)a->n;
 }
+
+const double mlr_util_edges[MLR_UTIL_BINS + 1] = {0, 1.0 / 64, 1.0 / 16, 0.25, 0.5, 1, 2, 4, INFINITY};
+
+static int cmp_dbl(const void *x, const void *y) {
+  const double a = *(const double *)x, b = *(const double *)y;
+  return (a > b) - (a < b);
+}
+
+/* the q-th quantile (nearest rank) of n sorted values */
+static double sorted_quantile(const double *v, int64_t n, double q) {
+  if (n == 0) return 0;
+  int64_t k = (int64_t)ceil(q * (double)n) - 1;
+  return v[k < 0 ? 0 : k >= n ? n - 1 : k];
+}
+
+mlr_status mlr_compare_utilisation(const mlr_cmp_tensor *a, const mlr_cmp_tensor *t, double rtol, double atol, mlr_util *u,
+                                   mlr_error *err) {
+  memset(u, 0, sizeof *u);
+  if (a->n != t->n) return mlr_error_set(err, MLR_EINVAL, "utilisation: %lld elements against %lld", (long long)a->n, (long long)t->n);
+  double *v = malloc((size_t)(a->n > 0 ? a->n : 1) * sizeof *v);
+  if (!v) return mlr_error_set(err, MLR_ENOMEM, "out of memory for the utilisation");
+  for (int64_t i = 0; i < a->n; i++) {
+    const double va = mlr_cmp_value(a, i), vt = mlr_cmp_value(t, i);
+    if (!isfinite(va) || !isfinite(vt)) continue;
+    const double x = fabs(va - vt) / (atol + rtol * fabs(vt));
+    v[u->n++] = x;
+    if (x > 1) u->over++;
+    if (x > u->max) u->max = x;
+    int k = 0;
+    while (k + 1 < MLR_UTIL_BINS && x >= mlr_util_edges[k + 1]) k++;
+    u->hist[k]++;
+  }
+  qsort(v, (size_t)u->n, sizeof *v, cmp_dbl);
+  u->p50 = sorted_quantile(v, u->n, 0.5), u->p99 = sorted_quantile(v, u->n, 0.99), u->p999 = sorted_quantile(v, u->n, 0.999);
+  free(v);
+  return MLR_OK;
+}
+
+mlr_status mlr_compare_bound(const mlr_cmp_tensor *a, const mlr_cmp_tensor *t, const double *bound, double factor,
+                             mlr_bound_use *bu, mlr_error *err) {
+  memset(bu, 0, sizeof *bu);
+  bu->worst = -1;
+  if (a->n != t->n) return mlr_error_set(err, MLR_EINVAL, "bound: %lld elements against %lld", (long long)a->n, (long long)t->n);
+  double *tight = malloc((size_t)(a->n > 0 ? a->n : 1) * sizeof *tight);
+  if (!tight) return mlr_error_set(err, MLR_ENOMEM, "out of memory for the bound's tightness");
+  int64_t nt = 0;
+  for (int64_t i = 0; i < a->n; i++) {
+    const double va = mlr_cmp_value(a, i), vt = mlr_cmp_value(t, i);
+    if (!isfinite(va) || !isfinite(vt)) continue;
+    bu->n++;
+    const double e = fabs(va - vt), b = bound[i];
+    const double ratio = e == 0 ? 0 : b > 0 ? e / b : INFINITY;
+    if (!(e <= factor * b)) bu->over++;
+    if (bu->worst < 0 || ratio > bu->max_ratio) bu->max_ratio = ratio, bu->worst = i;
+    if (e > 0) tight[nt++] = b / e;
+  }
+  qsort(tight, (size_t)nt, sizeof *tight, cmp_dbl);
+  bu->tight_p50 = sorted_quantile(tight, nt, 0.5);
+  free(tight);
+  return MLR_OK;
+}

@@ -70,6 +70,30 @@ mlr_status mlr_compare_metrics(const mlr_cmp_tensor *a, const mlr_cmp_tensor *b,
  *  NaN/Inf pairs count as mismatches unless they are the same class. */
 double mlr_compare_mismatch(const mlr_cmp_tensor *a, const mlr_cmp_tensor *b, double rtol, double atol);
 
+/** Budget utilisation |a - t| / (atol + rtol |t|) per element (finite pairs): its max, quantiles
+ *  and a histogram; over = elements above 1 (outside the tolerance). */
+enum { MLR_UTIL_BINS = 8 };
+typedef struct mlr_util {
+  int64_t n, over;
+  double max, p50, p99, p999;
+  int64_t hist[MLR_UTIL_BINS]; /* [0,1/64) [1/64,1/16) [1/16,1/4) [1/4,1/2) [1/2,1) [1,2) [2,4) [4,inf) */
+} mlr_util;
+/** The histogram's bin edges (MLR_UTIL_BINS + 1 of them, the last +Inf). */
+extern const double mlr_util_edges[MLR_UTIL_BINS + 1];
+mlr_status mlr_compare_utilisation(const mlr_cmp_tensor *a, const mlr_cmp_tensor *t, double rtol, double atol, mlr_util *u,
+                                   mlr_error *err);
+
+/** Against a per-element bound (ref/budget's a priori bound): |a - t| <= factor x bound[i] for
+ *  every finite pair. Reports the largest ratio |a - t| / bound (the bound's utilisation), the
+ *  elements beyond it and the worst one. */
+typedef struct mlr_bound_use {
+  int64_t n, over, worst;  /* worst: index of the largest ratio (-1 if none) */
+  double max_ratio;        /* max |a - t| / bound */
+  double tight_p50;        /* median of bound / |a - t| over elements with a - t != 0 (tightness) */
+} mlr_bound_use;
+mlr_status mlr_compare_bound(const mlr_cmp_tensor *a, const mlr_cmp_tensor *t, const double *bound, double factor,
+                             mlr_bound_use *bu, mlr_error *err);
+
 /* ---- rules ---- */
 
 typedef enum mlr_rule_kind {
@@ -81,8 +105,8 @@ typedef enum mlr_rule_kind {
                         FlashAttention-3's test; B is the same-precision reference r, t the truth */
   MLR_RULE_NMSE,     /* nmse:X     NMSE <= X (ggml's flash-attention limit is 5e-4) */
   MLR_RULE_COS,      /* cos:X      cosine difference <= X (FlashMLA uses 1e-2 for fp8) */
-  MLR_RULE_BUDGET    /* budget     per-element bound from the recipe's error model: not available
-                        until the error-budget issue; reported as such, never guessed */
+  MLR_RULE_BUDGET    /* budget[:F] |a - t| <= F x bound per element (F = 1): the a priori bound of
+                        the recipe (ref/budget), which the caller computes (mlaref check does) */
 } mlr_rule_kind;
 
 typedef struct mlr_rule {
@@ -92,9 +116,9 @@ typedef struct mlr_rule {
 } mlr_rule;
 
 /** Parse "exact", "ulp:N", "allclose:RTOL,ATOL[,MISS]", "fa3[:K[,ATOL]]", "nmse:X", "cos:X",
- *  "budget". MLR_EPARSE with the valid forms in err. */
+ *  "budget[:F]". MLR_EPARSE with the valid forms in err. */
 mlr_status mlr_rule_parse(const char *s, mlr_rule *r, mlr_error *err);
-/** "exact|ulp:N|allclose:RTOL,ATOL[,MISS]|fa3[:K[,ATOL]]|nmse:X|cos:X|budget" */
+/** "exact|ulp:N|allclose:RTOL,ATOL[,MISS]|fa3[:K[,ATOL]]|nmse:X|cos:X|budget[:F]" */
 const char *mlr_rule_forms(void);
 
 typedef enum { MLR_VERDICT_PASS = 0, MLR_VERDICT_FAIL = 1, MLR_VERDICT_NA = 2 } mlr_verdict_kind;
@@ -106,9 +130,15 @@ typedef struct mlr_verdict {
 } mlr_verdict;
 
 /** Apply a rule. m: A against B. For fa3, mt (A against the truth) and mr (B against the truth)
- *  are needed (NULL otherwise: the verdict is NA with the reason); for allclose, a and b. */
+ *  are needed (NULL otherwise: the verdict is NA with the reason); for allclose, a and b. budget
+ *  needs the bound: use mlr_rule_apply_budget (here it is NA, saying so). */
 mlr_verdict mlr_rule_apply(const mlr_rule *r, const mlr_metrics *m, const mlr_cmp_tensor *a, const mlr_cmp_tensor *b,
                            const mlr_metrics *mt, const mlr_metrics *mr);
+
+/** The budget rule: A against the truth t within factor x bound (mlr_compare_bound); fails on
+ *  unwritten elements or NaN/Inf class differences (m: A against the truth) like every rule. */
+mlr_verdict mlr_rule_apply_budget(const mlr_rule *r, const mlr_metrics *mt, const mlr_cmp_tensor *a, const mlr_cmp_tensor *t,
+                                  const double *bound);
 
 #ifdef __cplusplus
 }

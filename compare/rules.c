@@ -8,7 +8,7 @@
 
 #include "mlr_compare.h"
 
-const char *mlr_rule_forms(void) { return "exact|ulp:N|allclose:RTOL,ATOL[,MISS]|fa3[:K[,ATOL]]|nmse:X|cos:X|budget"; }
+const char *mlr_rule_forms(void) { return "exact|ulp:N|allclose:RTOL,ATOL[,MISS]|fa3[:K[,ATOL]]|nmse:X|cos:X|budget[:F]"; }
 
 /* up to 3 comma-separated non-negative finite numbers after the colon; returns the count or -1 */
 static int numbers(const char *s, double *v) {
@@ -40,12 +40,12 @@ mlr_status mlr_rule_parse(const char *s, mlr_rule *r, mlr_error *err) {
   else if (IS("fa3") && n <= 2) r->kind = MLR_RULE_FA3, r->x = n >= 1 ? v[0] : 2.0, r->y = n == 2 ? v[1] : 1e-5;
   else if (IS("nmse") && n == 1) r->kind = MLR_RULE_NMSE, r->x = v[0];
   else if (IS("cos") && n == 1) r->kind = MLR_RULE_COS, r->x = v[0];
-  else if (IS("budget") && n == 0) r->kind = MLR_RULE_BUDGET;
+  else if (IS("budget") && n <= 1 && (n == 0 || v[0] > 0)) r->kind = MLR_RULE_BUDGET, r->x = n ? v[0] : 1.0;
   else goto bad;
 #undef IS
   return MLR_OK;
 bad:
-  return mlr_error_set(err, MLR_EPARSE, "rule '%s' is not one of %s (numbers >= 0; MISS <= 1)", s, mlr_rule_forms());
+  return mlr_error_set(err, MLR_EPARSE, "rule '%s' is not one of %s (numbers >= 0; MISS <= 1; F > 0)", s, mlr_rule_forms());
 }
 
 static mlr_verdict verdict(int pass, double measured, double limit, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -61,7 +61,7 @@ static mlr_verdict verdict(int pass, double measured, double limit, const char *
 mlr_verdict mlr_rule_apply(const mlr_rule *r, const mlr_metrics *m, const mlr_cmp_tensor *a, const mlr_cmp_tensor *b,
                            const mlr_metrics *mt, const mlr_metrics *mr) {
   if (r->kind == MLR_RULE_BUDGET) {
-    mlr_verdict v = {MLR_VERDICT_NA, 0, 0, "not available: the recipe's error model comes with the error-budget issue (ref/budget)"};
+    mlr_verdict v = {MLR_VERDICT_NA, 0, 0, "budget needs the recipe's a priori bound and the truth (mlaref check computes both)"};
     return v;
   }
   if (m->unwritten || m->class_mismatch)
@@ -96,4 +96,21 @@ mlr_verdict mlr_rule_apply(const mlr_rule *r, const mlr_metrics *m, const mlr_cm
   }
   mlr_verdict v = {MLR_VERDICT_NA, 0, 0, "unknown rule"};
   return v;
+}
+
+mlr_verdict mlr_rule_apply_budget(const mlr_rule *r, const mlr_metrics *mt, const mlr_cmp_tensor *a, const mlr_cmp_tensor *t,
+                                  const double *bound) {
+  if (mt->unwritten || mt->class_mismatch)
+    return verdict(0, (double)(mt->unwritten + mt->class_mismatch), 0, "%lld elements unwritten, %lld with another NaN/Inf class than the truth",
+                   (long long)mt->unwritten, (long long)mt->class_mismatch);
+  mlr_bound_use bu;
+  if (mlr_compare_bound(a, t, bound, r->x, &bu, NULL) != MLR_OK) {
+    mlr_verdict v = {MLR_VERDICT_NA, 0, 0, "budget: out of memory"};
+    return v;
+  }
+  if (bu.over == 0)
+    return verdict(1, bu.max_ratio, r->x, "every element within %g x its bound (largest |out - truth| / bound %.4g; median tightness %.3g)",
+                   r->x, bu.max_ratio, bu.tight_p50);
+  return verdict(0, bu.max_ratio, r->x, "%lld elements beyond %g x their bound; worst element %lld: |out - truth| = %.4g x bound (%a vs truth %a, bound %a)",
+                 (long long)bu.over, r->x, (long long)bu.worst, bu.max_ratio, mlr_cmp_value(a, bu.worst), mlr_cmp_value(t, bu.worst), bound[bu.worst]);
 }

@@ -78,7 +78,7 @@ Test(cli, bad_input_exits_2_with_one_line) {
   bad("formats boundaries --format e4m3 --bogus 1", "unknown option '--bogus'");
   bad("formats boundaries --format", "--format needs a value");
   bad("formats frobnicate", "valid: info|boundaries|encode|decode");
-  bad("frobnicate", "valid: selfcheck|formats|gen|suite|inputs|recipe|run|compare|check|golden|oracle|bench|version|help");
+  bad("frobnicate", "valid: selfcheck|formats|gen|suite|inputs|recipe|run|compare|check|golden|oracle|budget|bench|version|help");
   bad("formats decode --format e4m3 0x100", "0..0xFF");
   bad("formats encode --format e4m3 abc", "is not a number");
   bad("bench formats --n 12", "--n must be");
@@ -119,7 +119,63 @@ Test(cli, bad_input_exits_2_with_one_line) {
   bad("run --recipe fp32-seq --inputs /tmp/mlr_cli_no_such_file.safetensors --out /tmp/mlr_cli_never.safetensors", "cannot open");
   bad("run --recipe fp32-seq --inputs x --out /tmp/mlr_cli_never.safetensors --threads 0", "--threads '0': an integer in 1..1024");
   bad("run --recipe fp32-seq --bogus", "unknown option '--bogus'");
+  bad("budget --recipe fp32-seq", "usage: budget --inputs IN | --shape SPEC --recipe");
+  bad("budget --shape bs=1,kv=8 --inputs x --recipe fp32-seq", "usage: budget --inputs IN | --shape SPEC --recipe");
+  bad("budget --shape bs=1,kv=8 --recipe nope", "neither a built-in recipe");
+  bad("budget --shape bs=1 --recipe fp32-seq", "needs bs= and kv=");
+  bad("budget --shape bs=1,kv=8 --recipe fp32-seq --policy static:absmax=4", "has bf16 Q, which has no scale");
+  bad("budget --shape bs=1,kv=8 --recipe aiter-a8w8-ps --policy static:absmax=-1", "absmax must be a number > 0");
+  bad("budget --shape bs=1,kv=8 --recipe aiter-a8w8-ps --policy fixed", "is not one of static:absmax=A (A > 0), dynamic, per_head, per_token");
+  bad("budget --shape bs=1,kv=8 --recipe fp32-seq --sweep absmax", "has bf16 Q, which has no scale");
+  bad("budget --shape bs=1,kv=8 --recipe aiter-a8w8-ps --sweep scale", "only absmax can be swept");
+  bad("budget --shape bs=1,kv=8 --recipe fp32-seq --tolerance 0.1", "is not RTOL,ATOL");
+  bad("budget --shape bs=1,kv=8 --recipe fp32-seq --tolerance 0,0", "is not RTOL,ATOL");
+  bad("budget --shape bs=1,kv=8 --recipe aiter-a8w8-ps --sweep absmax --points 1", "--points needs a count from 2 to 64");
+  bad("budget --shape bs=1,kv=8 --recipe fp32-seq --threads 0", "--threads '0': an integer in 1..1024");
+  bad("budget --inputs /tmp/mlr_cli_no_such_file.safetensors --recipe fp32-seq", "cannot open");
+  bad("budget --shape bs=1,kv=8 --recipe fp32-seq --bogus", "unknown option '--bogus'");
+  bad("budget --shape bs=1,kv=8 --recipe fp32-seq --truth fp64", "--truth 'fp64' is not one of bf16|dequantized");
+  bad("check --inputs x --output y --recipe fp32-seq --rule budget:0", "is not one of");
   cr_assert_neq(access("/tmp/mlr_cli_never.safetensors", F_OK), 0, "nothing is written on failure");
+}
+
+/* mlaref budget: the decomposition closes, the bound holds, the JSON parses; the sweep marks the
+ * seeds' 6.0; check --rule budget passes the model and fails a wrong output */
+Test(cli, budget_report_sweep_and_rule, .timeout = 300) {
+  char *o, *e;
+  cr_assert_eq(run("budget --shape bs=1,kv=100,seed=3 --recipe aiter-a8w8-ps", &o, &e), 0, "stderr: %s", e);
+  cr_assert(strstr(o, "all sources on vs the model: 0 elements differ"), "%s", o);
+  cr_assert(strstr(o, "a priori bound (truth from bf16 KV): holds"), "%s", o);
+  cr_assert(strstr(o, "q_quant       yes"), "%s", o);
+  cr_assert(strstr(o, "operand       no"), "%s", o);
+  free(o), free(e);
+  cr_assert_eq(run("budget --shape bs=1,kv=100,seed=3 --recipe triton-fp8-split --json > /tmp/mlr_cli_budget.json; "
+                   "python3 -c \"import json; d = json.load(open('/tmp/mlr_cli_budget.json')); "
+                   "assert d['decomposition']['closure_model_diff'] == 0 and d['bound']['violations'] == 0; "
+                   "assert d['decomposition']['sources']['merge']['present']; print('ok')\"",
+                   &o, &e), 0, "stderr: %s", e);
+  cr_assert(strstr(o, "ok"), "%s", o);
+  free(o), free(e);
+  cr_assert_eq(run("budget --shape bs=1,kv=64,seed=3 --recipe aiter-a8w8-ps --sweep absmax --points 4 --dists 'normal;t3'", &o, &e), 0, "stderr: %s", e);
+  cr_assert(strstr(o, "absmax=6 "), "%s", o);
+  cr_assert(strstr(o, "<- the seeds' 6.0"), "%s", o);
+  cr_assert(strstr(o, "Q distribution t3"), "%s", o);
+  cr_assert(strstr(o, "per_head"), "%s", o);
+  free(o), free(e);
+  cr_assert_eq(run("gen --shape bs=2,kv=70,seed=4 --out /tmp/mlr_cli_bin.safetensors && " MLAREF_BIN
+                   " run --recipe triton-fp8-split --inputs /tmp/mlr_cli_bin.safetensors --out /tmp/mlr_cli_bout.safetensors", &o, &e), 0, "%s", e);
+  free(o), free(e);
+  bad("budget --inputs /tmp/mlr_cli_bin.safetensors --recipe fp32-seq --truth bf16", "--truth bf16: the inputs have no kv_bf16");
+  cr_assert_eq(run("check --inputs /tmp/mlr_cli_bin.safetensors --output /tmp/mlr_cli_bout.safetensors --recipe triton-fp8-split --rule budget", &o, &e), 0,
+               "%s %s", o, e);
+  cr_assert(strstr(o, "rule budget                   pass every element within 1 x its bound"), "%s", o);
+  free(o), free(e);
+  /* a bound scaled down below the model's own error fails, naming the worst element */
+  cr_assert_eq(run("check --inputs /tmp/mlr_cli_bin.safetensors --output /tmp/mlr_cli_bout.safetensors --recipe triton-fp8-split --rule budget:0.01", &o, &e), 1,
+               "%s %s", o, e);
+  cr_assert(strstr(o, "FAIL") && strstr(o, "beyond 0.01 x their bound; worst element"), "%s", o);
+  free(o), free(e);
+  remove("/tmp/mlr_cli_bin.safetensors"), remove("/tmp/mlr_cli_bout.safetensors"), remove("/tmp/mlr_cli_budget.json");
 }
 
 Test(cli, gen_check_unpack_pack) {

@@ -67,7 +67,7 @@ Test(compare, rules_parse_and_decide) {
   cr_assert(r.kind == MLR_RULE_ALLCLOSE && r.x == 0.1 && r.y == 0.1 && r.z == 0.05);
   cr_assert_eq(mlr_rule_parse("fa3", &r, NULL), MLR_OK);
   cr_assert(r.kind == MLR_RULE_FA3 && r.x == 2.0 && r.y == 1e-5);
-  const char *bad[] = {"ulp", "ulp:1.5", "allclose:0.1", "allclose:0.1,0.1,2", "cos:-1", "nmse:x", "exact:1", "frob", "fa3:1,2,3"};
+  const char *bad[] = {"ulp", "ulp:1.5", "allclose:0.1", "allclose:0.1,0.1,2", "cos:-1", "nmse:x", "exact:1", "frob", "fa3:1,2,3", "budget:0", "budget:1,2"};
   for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
     cr_assert_eq(mlr_rule_parse(bad[k], &r, &err), MLR_EPARSE, "%s", bad[k]);
     cr_assert(strstr(err.msg, mlr_rule_forms()), "%s", err.msg);
@@ -84,7 +84,7 @@ Test(compare, rules_parse_and_decide) {
   mlr_rule_parse("budget", &r, NULL);
   mlr_verdict v = mlr_rule_apply(&r, &m, &ta, &tb, NULL, NULL);
   cr_assert_eq(v.kind, MLR_VERDICT_NA);
-  cr_assert(strstr(v.detail, "not available"));
+  cr_assert(strstr(v.detail, "needs the recipe's a priori bound"), "%s", v.detail);
   mlr_rule_parse("fa3", &r, NULL);
   cr_assert_eq(mlr_rule_apply(&r, &m, &ta, &tb, NULL, NULL).kind, MLR_VERDICT_NA, "fa3 without the truth");
   /* fa3: out - truth max 0.5, ref - truth max 0.3: 0.5 <= 2*0.3 + 1e-5 passes; 1.0 would not */
@@ -148,7 +148,7 @@ Test(compare, command_exit_codes_and_reproducers) {
   cr_assert(strstr(o, "\"rule\": \"allclose:0.1,0.1,0.05\", \"verdict\": \"pass\""), "%s", o);
   free(o);
   cr_assert_eq(run("compare /tmp/mlr_cmp/b.safetensors /tmp/mlr_cmp/a.safetensors --rule budget", &o), 2, "%s", o);
-  cr_assert(strstr(o, "not available"), "%s", o);
+  cr_assert(strstr(o, "budget needs the recipe's a priori bound"), "%s", o);
   free(o);
   cr_assert_eq(run("compare /tmp/mlr_cmp/b.safetensors /tmp/mlr_cmp/a.safetensors --rule frob", &o), 2);
   cr_assert(strstr(o, "rule 'frob' is not one of exact|ulp:N"), "%s", o);
@@ -162,4 +162,44 @@ Test(compare, command_exit_codes_and_reproducers) {
   cr_assert_eq(run("compare /tmp/mlr_cmp/b.safetensors /tmp/mlr_cmp/a.safetensors --tensor q_scales", &o), 2);
   free(o);
   cr_assert_eq(system("rm -rf /tmp/mlr_cmp"), 0);
+}
+
+Test(compare, utilisation_and_bound) {
+  /* t = (1, 0, -2, 4), a = (1.02f, 0.005f, -2, NaN) (binary32: 1.0199999809..., 0.0049999998...);
+   * rtol = atol = 0.01: utilisation |a - t| / (0.01 + 0.01 |t|) = 0.99999905, 0.49999999, 0; the
+   * NaN pair is skipped */
+  const double t[4] = {1, 0, -2, 4};
+  const float a[4] = {1.02f, 0.005f, -2, NAN}, a2[4] = {1.02f, 0.005f, -2, 4};
+  mlr_cmp_tensor ta = {MLR_CT_F32, a, 4}, ta2 = {MLR_CT_F32, a2, 4}, tt = {MLR_CT_F64, t, 4};
+  mlr_util u;
+  cr_assert_eq(mlr_compare_utilisation(&ta, &tt, 0.01, 0.01, &u, NULL), MLR_OK);
+  cr_assert_eq(u.n, 3);
+  cr_assert_float_eq(u.max, 0.99999905, 1e-7);
+  cr_assert_eq(u.over, 0);
+  cr_assert(u.hist[0] == 1 && u.hist[3] == 1 && u.hist[4] == 1, "0 in the first bin, 0.49999999 in [1/4,1/2), 0.99999905 in [1/2,1)");
+  cr_assert_float_eq(u.p50, 0.5, 1e-7);
+  /* the bound: |a - t| = 0.0199999809, 0.0049999998, 0 against bounds 0.04, 0.004, 0: the
+   * second is over (ratio 1.2499999), the third passes (0 <= 0) */
+  const double bd[4] = {0.04, 0.004, 0, 1};
+  mlr_bound_use bu;
+  cr_assert_eq(mlr_compare_bound(&ta, &tt, bd, 1.0, &bu, NULL), MLR_OK);
+  cr_assert_eq(bu.n, 3);
+  cr_assert_eq(bu.over, 1);
+  cr_assert_eq(bu.worst, 1);
+  cr_assert_float_eq(bu.max_ratio, 1.25, 1e-6);
+  cr_assert_eq(mlr_compare_bound(&ta, &tt, bd, 1.5, &bu, NULL), MLR_OK);
+  cr_assert_eq(bu.over, 0, "factor 1.5 covers 1.25");
+  mlr_rule r;
+  cr_assert_eq(mlr_rule_parse("budget:1.5", &r, NULL), MLR_OK);
+  cr_assert_eq(r.x, 1.5);
+  mlr_metrics mt;
+  cr_assert_eq(mlr_compare_metrics(&ta2, &tt, &mt, NULL), MLR_OK);
+  cr_assert_eq(mlr_rule_apply_budget(&r, &mt, &ta2, &tt, bd).kind, MLR_VERDICT_PASS);
+  cr_assert_eq(mlr_rule_parse("budget", &r, NULL), MLR_OK);
+  mlr_verdict v = mlr_rule_apply_budget(&r, &mt, &ta2, &tt, bd);
+  cr_assert_eq(v.kind, MLR_VERDICT_FAIL);
+  cr_assert(strstr(v.detail, "1 elements beyond 1 x their bound; worst element 1"), "%s", v.detail);
+  /* a NaN/Inf class mismatch fails whatever the bound */
+  cr_assert_eq(mlr_compare_metrics(&ta, &tt, &mt, NULL), MLR_OK);
+  cr_assert_eq(mlr_rule_apply_budget(&r, &mt, &ta, &tt, bd).kind, MLR_VERDICT_FAIL);
 }

@@ -19,6 +19,7 @@
 #include "fixtures/gen/mlr_gen.h"
 #include "fixtures/inputs/mlr_inputs.h"
 #include "fixtures/suites/mlr_suites.h"
+#include "ref/budget/mlr_budget.h"
 #include "ref/emulate/mlr_emulate.h"
 #include "ref/oracle/mlr_oracle.h"
 #include "test_gen.h"
@@ -55,7 +56,7 @@ static void emulate(const mlr_recipe *r, const mlr_inputs *in, int fault, mlr_em
 }
 
 /* the verdict of rule text on candidate a (bf16 codes) against the model b and the truth */
-static mlr_verdict_kind judge(const char *rule, const cell *c, const uint16_t *a, const uint16_t *b) {
+static mlr_verdict_kind judge(const char *rule, const cell *c, const uint16_t *a, const uint16_t *b, const double *bound) {
   mlr_rule r;
   cr_assert_eq(mlr_rule_parse(rule, &r, NULL), MLR_OK);
   mlr_cmp_tensor ta = {MLR_CT_BF16, a, c->n}, tb = {MLR_CT_BF16, b, c->n}, tt = {MLR_CT_F64, c->truth, c->n};
@@ -63,6 +64,7 @@ static mlr_verdict_kind judge(const char *rule, const cell *c, const uint16_t *a
   cr_assert_eq(mlr_compare_metrics(&ta, &tb, &m, NULL), MLR_OK);
   cr_assert_eq(mlr_compare_metrics(&ta, &tt, &mt, NULL), MLR_OK);
   cr_assert_eq(mlr_compare_metrics(&tb, &tt, &mr, NULL), MLR_OK);
+  if (r.kind == MLR_RULE_BUDGET) return mlr_rule_apply_budget(&r, &mt, &ta, &tt, bound).kind;
   return mlr_rule_apply(&r, &m, &ta, &tb, &mt, &mr).kind;
 }
 
@@ -74,7 +76,7 @@ static const char *const WRONG[NWRONG] = {"all zeros", "q[..., :512] / 24", "rop
                                           "batches 0 and 1 swapped", "head 0 copied to head 1"};
 static const int FAULT[NWRONG] = {0, 0, MLR_FAULT_DROP_ROPE, MLR_FAULT_SM_SCALE_512, MLR_FAULT_KV_SCALE_TWICE, MLR_FAULT_KV_SCALE_NONE,
                                   MLR_FAULT_SKIP_LAST, MLR_FAULT_LSE_LOG2, MLR_FAULT_P_UNNORMALIZED, MLR_FAULT_MERGE_NO_RESCALE, 0, 0};
-/* the task's rule, mlaref's default, ggml's NMSE limit, FlashMLA's fp8 cosine limit, the budget */
+/* the task's rule, mlaref's default, ggml's NMSE limit, FlashMLA's fp8 cosine limit, the a priori bound */
 static const char *const RULES[NRULES] = {"allclose:0.1,0.1,0.05", "fa3", "nmse:5e-4", "cos:1e-2", "budget"};
 
 /* wrong kernel k's output for cell c (model: the triton-fp8-split output) */
@@ -116,13 +118,18 @@ Test(discriminate, every_wrong_kernel_fails_at_every_bench_shape, .timeout = 120
     cell_make(&c, bench->cells[s].spec);
     mlr_emu_result model;
     emulate(&r, &c.in, 0, &model);
-    cr_assert_eq(judge("fa3", &c, model.o, model.o), MLR_VERDICT_PASS, "%s: the model itself", bench->cells[s].name);
+    cr_assert_eq(judge("fa3", &c, model.o, model.o, NULL), MLR_VERDICT_PASS, "%s: the model itself", bench->cells[s].name);
+    double *bound = malloc((size_t)c.n * sizeof(double)); /* the recipe's a priori bound (ref/budget) */
+    mlr_error err = {""};
+    cr_assert_eq(mlr_budget_bound(&r, &c.in, MLR_TRUTH_DEQUANTIZED, c.truth, 0, bound, &err), MLR_OK, "%s", err.msg);
+    cr_assert_eq(judge("budget", &c, model.o, model.o, bound), MLR_VERDICT_PASS, "%s: the model within its bound", bench->cells[s].name);
     for (int k = 0; k < NWRONG; k++) {
       uint16_t *o = wrong_output(k, &c, &r, model.o);
-      for (int q = 0; q < NRULES; q++) caught[k][q] += judge(RULES[q], &c, o, model.o) == MLR_VERDICT_FAIL;
-      cr_assert_eq(judge("fa3", &c, o, model.o), MLR_VERDICT_FAIL, "%s: '%s' passes the default rule", bench->cells[s].name, WRONG[k]);
+      for (int q = 0; q < NRULES; q++) caught[k][q] += judge(RULES[q], &c, o, model.o, bound) == MLR_VERDICT_FAIL;
+      cr_assert_eq(judge("fa3", &c, o, model.o, NULL), MLR_VERDICT_FAIL, "%s: '%s' passes the default rule", bench->cells[s].name, WRONG[k]);
       free(o);
     }
+    free(bound);
     mlr_emu_result_free(&model);
     cell_free(&c);
   }
@@ -133,7 +140,7 @@ Test(discriminate, every_wrong_kernel_fails_at_every_bench_shape, .timeout = 120
   fprintf(f, "| --- | ---: | ---: | ---: | ---: | ---: |\n");
   for (int k = 0; k < NWRONG; k++) {
     fprintf(f, "| %s |", WRONG[k]);
-    for (int q = 0; q < NRULES; q++) fprintf(f, q == 4 ? " n/a |" : " %d/%zu |", caught[k][q], bench->n);
+    for (int q = 0; q < NRULES; q++) fprintf(f, " %d/%zu |", caught[k][q], bench->n);
     fprintf(f, "\n");
   }
   fclose(f);
@@ -166,8 +173,8 @@ static void no_false_alarm(const char *spec_fmt, uint64_t seed0, int seeds) {
       mlr_emu_result a, b;
       emulate(&r, &c.in, 0, &b);
       emulate(&t, &c.in, 0, &a);
-      cr_assert_eq(judge("fa3", &c, b.o, b.o), MLR_VERDICT_PASS, "%s %s: the model", spec, names[i]);
-      cr_assert_eq(judge("fa3", &c, a.o, b.o), MLR_VERDICT_PASS, "%s %s: a correct twin fails the default rule", spec, names[i]);
+      cr_assert_eq(judge("fa3", &c, b.o, b.o, NULL), MLR_VERDICT_PASS, "%s %s: the model", spec, names[i]);
+      cr_assert_eq(judge("fa3", &c, a.o, b.o, NULL), MLR_VERDICT_PASS, "%s %s: a correct twin fails the default rule", spec, names[i]);
       mlr_emu_result_free(&a), mlr_emu_result_free(&b);
     }
     cell_free(&c);

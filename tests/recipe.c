@@ -147,3 +147,25 @@ Test(recipe, split_rules) {
   mlr_recipe_splits(&r, 4, 777, &n, &len);
   cr_assert(n == 1 && len == 777);
 }
+
+Test(recipe, q_policies_parse_and_print) {
+  mlr_recipe r;
+  mlr_error err = {""};
+  char buf[64];
+  cr_assert_eq(mlr_recipe_builtin("aiter-a8w8-ps", &r), MLR_OK);
+  const char *ok[] = {"static:absmax=4", "static:absmax=0.5", "dynamic", "per_head", "per_token"};
+  for (size_t k = 0; k < sizeof ok / sizeof *ok; k++) {
+    cr_assert_eq(mlr_recipe_set_policy(&r, ok[k], &err), MLR_OK, "%s: %s", ok[k], err.msg);
+    cr_assert_eq(mlr_recipe_check(&r, &err), MLR_OK, "%s", err.msg);
+    mlr_recipe_policy_text(&r, buf, sizeof buf);
+    cr_assert_str_eq(buf, ok[k]);
+  }
+  cr_assert_eq(mlr_recipe_set_policy(&r, "static:absmax=4", &err), MLR_OK);
+  cr_assert(r.q_scale == MLR_QS_STATIC && r.q_absmax == 4.0);
+  const char *bad[] = {"static", "static:absmax=", "static:absmax=0", "static:absmax=-2", "static:absmax=inf", "static:absmax=4x", "none", ""};
+  for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) cr_assert_eq(mlr_recipe_set_policy(&r, bad[k], &err), MLR_EPARSE, "%s", bad[k]);
+  cr_assert(r.q_scale == MLR_QS_STATIC && r.q_absmax == 4.0, "a refused policy changes nothing");
+  cr_assert_eq(mlr_recipe_builtin("fp32-seq", &r), MLR_OK);
+  cr_assert_eq(mlr_recipe_set_policy(&r, "dynamic", &err), MLR_EINVAL);
+  cr_assert(strstr(err.msg, "has bf16 Q"), "%s", err.msg);
+}

@@ -49,6 +49,10 @@ MLR_HD static inline double mlr_bits_f64(uint64_t u) { double x; memcpy(&x, &u, 
  * depend on the thread count. */
 void mlr_parallel_ranges(size_t n, size_t serial_below, void (*fn)(void *ctx, size_t i0, size_t i1), void *ctx);
 
+/** The OpenMP team size for a requested thread count: `requested` when > 0, else OpenMP's default
+ *  (1 without OpenMP). */
+int mlr_threads(int requested);
+
 /* Status codes returned by every library function that can fail. The library never exits
  * and never prints; the command turns a status into one line and an exit code. */
 typedef enum mlr_status {

@@ -28,3 +28,12 @@ void mlr_parallel_ranges(size_t n, size_t serial_below, void (*fn)(void *ctx, si
     if (i0 < i1) fn(ctx, i0, i1);
   }
 }
+
+int mlr_threads(int requested) {
+  if (requested > 0) return requested;
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}

@@ -17,7 +17,7 @@
 
 #include "../formats/mlr_formats.h"
 #include "../pmath/mlr_pmath.h"
-#include "emulate_internal.h"
+#include "mlr_emulate.h"
 #include "../pmath/mlr_exact.h"
 
 #define QK MLR_EMU_QK_DIM
@@ -438,7 +438,7 @@ static void run_item(const emu *e, scratch *w, int64_t b, int64_t s) {
     if (e->fault == MLR_FAULT_SKIP_LAST && hi > lo) hi--;
     run_split_row(e, w, t, b, lo, hi > lo ? hi : lo);
     for (int64_t h = 0; h < H; h++) {
-      if (ns == 1) {
+      if (ns == 1 && e->r->partial_normalized) {
         store_o(e, t, h, w->part + h * DV);
         res->lse[t * H + h] = w->lse[h];
       }
@@ -577,14 +577,15 @@ mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_
   /* outputs */
   const size_t osz = r->out_format == MLR_OUT_FP32 ? 4 : 2;
   const size_t ob = nbytes3(T, H, DV, osz), pb = nbytes3(T * H, S, DV, sizeof(float));
-  if (!ob || ((S > 1 || (opts && opts->partials)) && !pb)) {
+  if (!ob || ((S > 1 || !r->partial_normalized || (opts && opts->partials)) && !pb)) {
     st = mlr_error_set(err, MLR_ERANGE, "output size overflows (T=%lld, H=%lld, splits=%lld)", (long long)T, (long long)H, (long long)S);
     goto out;
   }
   res->o = malloc(ob);
   res->lse = malloc((size_t)(T * H) * sizeof(float));
   if (!res->o || !res->lse) goto out;
-  if (S > 1 || (opts && opts->partials)) {
+  const int merge_all = !r->partial_normalized; /* raw partials are divided by l only in the merge */
+  if (S > 1 || merge_all || (opts && opts->partials)) {
     res->part_o = malloc(pb);
     res->part_lse = malloc((size_t)(T * H * S) * sizeof(float));
     res->part_max = malloc((size_t)(T * H * S) * sizeof(float));
@@ -607,7 +608,7 @@ mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_
     free(qval), free(qs);
     goto out;
   }
-  st = mlr__emu_quantize_q(r, in, qval, qs, &res->q_scales, &res->n_q_scales, &res->q_clipped);
+  st = mlr_emu_q_values(r, in, qval, qs, &res->q_scales, &res->n_q_scales, &res->q_clipped);
   if (st != MLR_OK) {
     free(qval), free(qs);
     goto out;
@@ -658,10 +659,7 @@ mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_
   if (!it) goto out;
   for (int64_t b = 0, k = 0; b < B; b++)
     for (int64_t s = 0; s < e.nsplit[b]; s++, k++) it[2 * k] = b, it[2 * k + 1] = s;
-  int nt = 1;
-#ifdef _OPENMP
-  nt = opts && opts->threads > 0 ? opts->threads : omp_get_max_threads();
-#endif
+  int nt = mlr_threads(opts ? opts->threads : 0);
   if (nt > items) nt = (int)items;
   scratch *ws = calloc((size_t)nt, sizeof *ws);
   int ok = ws != NULL;
@@ -682,10 +680,10 @@ mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_
 #endif
     run_item(&e, &ws[tid], it[2 * k], it[2 * k + 1]);
   }
-  if (S > 1) {
+  if (S > 1 || merge_all) {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
     for (int64_t b = 0; b < B; b++) {
-      if (e.nsplit[b] < 2) continue;
+      if (e.nsplit[b] < 2 && !merge_all) continue;
       int tid = 0;
 #ifdef _OPENMP
       tid = omp_get_thread_num();

@@ -31,8 +31,9 @@
  *           acc = acc*a + part*w, sum = sum*a + mass*w; global_max: M = max x_s first, then
  *           acc += part*w, sum += mass*w; aiter: running for 2-3 splits, global for 4 or more.
  *           x_s = lse_s and mass = 1 (normalized) or x_s = m_s and mass = l_s (raw); exp in the
- *           lse base. o = acc / max(sum, clamp). A batch with one split skips the merge (its
- *           result is bit-identical to merging one split: w = exp(0) = 1).
+ *           lse base. o = acc / max(sum, clamp). A batch with one normalized split skips the merge
+ *           (its result is bit-identical to merging one split: w = exp(0) = 1); raw partials
+ *           always go through the merge, the only place they are divided by l.
  *   output: o rounded to out.format (nearest even; overflow to Inf); lse (fp32) is the split's,
  *           or M + log(max(sum, clamp)) after a merge.
  * Work is spread over (batch, split) with OpenMP; the 16 heads of a query token are computed
@@ -102,6 +103,13 @@ void mlr_emu_result_free(mlr_emu_result *res);
 static inline size_t mlr_emu_o_bytes(const mlr_emu_result *res) {
   return (size_t)(res->T * res->H * MLR_EMU_V_DIM) * (res->out_format == MLR_OUT_FP32 ? 4 : 2);
 }
+
+/** The recipe's Q scale policy alone (the "Q" step above): q bf16 [T, H, 576] -> qval [T*H*576]
+ *  the Q values the kernel multiplies (bf16 values, or decoded fp8 codes) and qs [T*H] the scale of
+ *  each (token, head) (1 for bf16 Q); *scales (malloc'd, *nscales of them) the distinct scales and
+ *  *clipped the elements the clamp changed. Shared with ref/budget. MLR_ENOMEM. */
+mlr_status mlr_emu_q_values(const mlr_recipe *r, const mlr_inputs *in, float *qval, float *qs, float **scales,
+                            int64_t *nscales, int64_t *clipped);
 
 /** The model's binary32 exp functions, by mlr_expbase (exposed for tests and the GPU kernel). */
 float mlr_emu_exp(int base, float x);

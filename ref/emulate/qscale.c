@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "../formats/mlr_formats.h"
-#include "emulate_internal.h"
+#include "mlr_emulate.h"
 
 static float bf16_val(uint16_t c) { return mlr_bits_f32((uint32_t)c << 16); }
 
@@ -41,7 +41,7 @@ static int64_t quant_row(const uint16_t *src, float *dst, float s, mlr_format f8
   return clipped;
 }
 
-mlr_status mlr__emu_quantize_q(const mlr_recipe *r, const mlr_inputs *in, float *qval, float *qs, float **scales,
+mlr_status mlr_emu_q_values(const mlr_recipe *r, const mlr_inputs *in, float *qval, float *qs, float **scales,
                                int64_t *nscales, int64_t *clipped) {
   const int64_t T = in->T, H = in->H, n = T * H;
   *scales = NULL;

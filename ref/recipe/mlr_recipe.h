@@ -78,6 +78,13 @@ const char *mlr_recipe_builtin_names(void);
 mlr_status mlr_recipe_parse(const char *text, const char *source, mlr_recipe *out, mlr_error *err);
 /** Apply one "key=value" override (as --set does). */
 mlr_status mlr_recipe_set(mlr_recipe *r, const char *assignment, mlr_error *err);
+/** Apply a Q scale policy: "static:absmax=A" (A > 0, finite), "dynamic", "per_head" or
+ *  "per_token" (q.scale and q.absmax). The recipe must have an fp8 q.format: MLR_EINVAL (saying
+ *  so) for bf16 Q, MLR_EPARSE with the valid forms for anything else. */
+mlr_status mlr_recipe_set_policy(mlr_recipe *r, const char *policy, mlr_error *err);
+/** The policy's text in the form above (e.g. "static:absmax=6"). */
+size_t mlr_recipe_policy_text(const mlr_recipe *r, char *buf, size_t n);
+
 /** Check the combination of values (e.g. nope_rope is a QK model only). MLR_EINVAL with a reason. */
 mlr_status mlr_recipe_check(const mlr_recipe *r, mlr_error *err);
 

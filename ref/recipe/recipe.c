@@ -345,3 +345,33 @@ void mlr_recipe_splits(const mlr_recipe *r, int64_t bs, int64_t L, int64_t *nspl
   *nsplits = n;
   *split_len = n == 1 && r->split_rule != MLR_SPLIT_FIXED ? L : ceil_div(ceil_div(L, n), r->split_align) * r->split_align;
 }
+
+mlr_status mlr_recipe_set_policy(mlr_recipe *r, const char *policy, mlr_error *err) {
+  static const char *const forms = "static:absmax=A (A > 0), dynamic, per_head, per_token";
+  int qs;
+  double a = r->q_absmax;
+  if (!strcmp(policy, "dynamic")) qs = MLR_QS_DYNAMIC;
+  else if (!strcmp(policy, "per_head")) qs = MLR_QS_PER_HEAD;
+  else if (!strcmp(policy, "per_token")) qs = MLR_QS_PER_TOKEN;
+  else if (!strncmp(policy, "static:absmax=", 14)) {
+    char *end;
+    a = strtod(policy + 14, &end);
+    if (end == policy + 14 || *end || !isfinite(a) || !(a > 0))
+      return mlr_error_set(err, MLR_EPARSE, "policy '%s': absmax must be a number > 0 (valid: %s)", policy, forms);
+    qs = MLR_QS_STATIC;
+  } else return mlr_error_set(err, MLR_EPARSE, "policy '%s' is not one of %s", policy, forms);
+  if (r->q_format == MLR_Q_BF16)
+    return mlr_error_set(err, MLR_EINVAL, "policy '%s': recipe '%s' has bf16 Q, which has no scale (--set q.format=e4m3)", policy, r->name);
+  r->q_scale = qs, r->q_absmax = a;
+  return MLR_OK;
+}
+
+size_t mlr_recipe_policy_text(const mlr_recipe *r, char *buf, size_t n) {
+  switch (r->q_scale) {
+  case MLR_QS_STATIC: return (size_t)snprintf(buf, n, "static:absmax=%g", r->q_absmax);
+  case MLR_QS_DYNAMIC: return (size_t)snprintf(buf, n, "dynamic");
+  case MLR_QS_PER_HEAD: return (size_t)snprintf(buf, n, "per_head");
+  case MLR_QS_PER_TOKEN: return (size_t)snprintf(buf, n, "per_token");
+  default: return (size_t)snprintf(buf, n, "none");
+  }
+}

@@ -1,0 +1,283 @@
+/* The a priori bound on |model - truth| per output element (mlr_budget.h, mlr_budget_bound).
+ *
+ * Notation for one row (t, h) over its Lt KV tokens j: s_j the true logits (binary64, from the
+ * truth's q and K), M = max s_j, e_j = e^(s_j - M), o the truth, v_j the truth's V, V_j the
+ * kernel's V before operand conversion (fp8 code x kv_scale). u = 2^-24; a format with t fraction
+ * bits has unit roundoff 2^-(t+1) and rounds below its least normal with an absolute error of at
+ * most half its least subnormal (eta). gamma(n) = n u / (1 - n u) (Higham, ASNA 2nd ed., 3.1).
+ *
+ * 1. Logits. The kernel's logit for token j differs from s_j by at most
+ *      E_j = |d_j| + U/24 [sum_i op_i + gamma(n_qk) P_j] (1 + rho) + A_j rho
+ *    d_j = (sum_i Qk_i Kk_i - q_i k_i) / 24: the input quantizations (Q by the policy, KV when the
+ *    truth is from bf16), computed, not bounded (they are data, fixed before any arithmetic);
+ *    op_i the operand conversions' worst case, P_j = sum |Q'_i K'_i| over the converted operands,
+ *    n_qk the dot's rounding count (577 covers the fma chain and nope+rope's add; 1 for exact),
+ *    A_j = sum |Qk_i Kk_i| / 24, rho the relative error of the dot's result format, the logit
+ *    scale's binary32 products and the logit format together, U the scale of the dot's units.
+ * 2. Softmax (Blanchard, Higham & Higham 2021, section 3, in the shifted form): p_j = e^(x_j) with
+ *    x_j = s_j - m rounded (relative u; e_via_2's product with fp32(log2 e) adds u and the
+ *    constant's error kappa); exp rounded (relative u, plus pmath's 2^-52). These, the running
+ *    rescales alpha (their arguments telescope to at most the logits' spread R, and one rounding
+ *    per block) and, for merged splits, each split's lse and merge weight act as perturbations of
+ *    the logits: E_j grows by |x_j| (u + kappa) + e_out + R (u + kappa) + nb e_out [+ Lambda].
+ *    With b_j the kernel's p in units of e^M: e_j e^-E_j - eta_exp <= b_j <= e_j e^E_j + eta_exp.
+ * 3. Output. Write the kernel's result as (sum a_j V'_j + e_N) / (sum b_j + e_D), a_j = P after
+ *    p.format and the PV operand (|a_j - b_j| <= r_a b_j + eta_a), V'_j the V operand
+ *    (|V'_j - V_j| <= r_V |V_j| + eta_V), |e_N| <= gamma(n_N) sum a_j |V'_j| and
+ *    |e_D| <= gamma(n_D) sum b_j with n_N, n_D the rounding counts of the PV chain, the row sum,
+ *    the updates, the partials, the merge and the final division. Because sum e_j (v_j - o) = 0,
+ *      out - o = [sum (a_j - b_j) V'_j + sum b_j (V'_j - v_j) + sum (b_j - e_j)(v_j - o)
+ *                 + e_N - o e_D] / (sum b_j + e_D),
+ *    and each term is bounded by the quantities above (|b_j - e_j| <= e_j (e^E_j - 1) + eta_exp).
+ *    The output format's rounding adds u_out |out| + eta_out.
+ * Everything is evaluated in binary64; the result is multiplied by 1 + 2^-20, far above the
+ * relative error of that evaluation (below 1e-12 for sums of 2^13 positive terms). */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../emulate/mlr_emulate.h"
+#include "../formats/mlr_formats.h"
+#include "../oracle/mlr_oracle.h"
+#include "../pmath/mlr_pmath.h"
+#include "budget_internal.h"
+
+#define QK MLR_EMU_QK_DIM
+#define DV MLR_EMU_V_DIM
+static const double U32 = 0x1p-24;
+
+static double gam(double n) { return n * U32 / (1.0 - n * U32); }
+
+/* unit roundoff and absolute subnormal error of a format */
+static void fmt_err(mlr_format f, double *r, double *eta) {
+  const mlr_format_params p = mlr_format_get(f);
+  *r = ldexp(1.0, -(p.t + 1));
+  *eta = ldexp(1.0, p.emin - p.t - 1);
+}
+
+static void operand_err(int op, double *r, double *eta) {
+  if (op == MLR_OP_FP16) fmt_err(MLR_FMT_FP16, r, eta);
+  else if (op == MLR_OP_BF16) fmt_err(MLR_FMT_BF16, r, eta);
+  else if (op == MLR_OP_FP32) *r = U32, *eta = 0x1p-150;
+  else *r = 0, *eta = 0;
+}
+
+static void pfmt_err(int pf, double *r, double *eta) {
+  switch (pf) {
+  case MLR_P_FP16: fmt_err(MLR_FMT_FP16, r, eta); break;
+  case MLR_P_BF16: fmt_err(MLR_FMT_BF16, r, eta); break;
+  case MLR_P_E4M3: fmt_err(MLR_FMT_E4M3, r, eta); break;
+  case MLR_P_E4M3FNUZ: fmt_err(MLR_FMT_E4M3FNUZ, r, eta); break;
+  default: *r = 0, *eta = 0;
+  }
+}
+
+/* e^x - 1 from above, accurate for small x (e^x - 1 <= x e^x) */
+static double expm1_up(double x) { return x < 1e-3 ? x * mlr_exp(x) : mlr_exp(x) - 1.0; }
+
+typedef struct bconst {
+  double rQ, eQ, rK, eK, rV, eV, ra, ea, rho, kappa, eout_exp, uout, etaout, eta_exp;
+  int nqk;
+} bconst;
+
+static void constants(const mlr__shadow *sh, bconst *k) {
+  const mlr_recipe *r = sh->r;
+  memset(k, 0, sizeof *k);
+  operand_err(r->qk_operand, &k->rQ, &k->eQ);
+  operand_err(r->qk_operand, &k->rK, &k->eK);
+  operand_err(r->pv_operand, &k->rV, &k->eV);
+  if (!sh->folded) /* fp32(value x kv_scale) before the operand conversion */
+    k->rK = (1 + U32) * (1 + k->rK) - 1, k->eK += 0x1p-150, k->rV = (1 + U32) * (1 + k->rV) - 1, k->eV += 0x1p-150;
+  double rp, ep, ro, eo;
+  pfmt_err(r->p_format, &rp, &ep);
+  operand_err(r->pv_operand, &ro, &eo);
+  k->ra = (1 + rp) * (1 + ro) - 1, k->ea = ep * (1 + ro) + eo;
+  double rres = 0, rlog = 0;
+  if (r->qk_result == MLR_R_BF16) rres = 0x1p-8;
+  if (r->logit_format == MLR_R_BF16) rlog = 0x1p-8;
+  const int nc = 2 + (r->q_format != MLR_Q_BF16) + (sh->folded != 0); /* c0, x q_scale, x kv_scale, s x c */
+  k->rho = (1 + rres) * pow(1 + U32, nc) * (1 + rlog) * (1 + 0x1p-50) - 1;
+  k->nqk = r->qk_dot == MLR_DOT_EXACT ? 1 : QK + 1;
+  /* e_via_2: fp32(log2 e) * ln 2 - 1 */
+  k->kappa = r->softmax_exp == MLR_EXP_E_VIA_2 || r->lse_base != r->softmax_exp ? fabs((double)0x1.715476p+0f * 0x1.62e42fefa39efp-1 - 1.0) + 0x1p-50 + U32 : 0x1p-50;
+  k->eout_exp = U32 * (1 + 2 * U32) + 0x1p-50; /* -log(1 - u) and pmath's binary64 error */
+  switch (r->out_format) {
+  case MLR_OUT_FP16: fmt_err(MLR_FMT_FP16, &k->uout, &k->etaout); break;
+  case MLR_OUT_FP32: k->uout = U32, k->etaout = 0x1p-150; break;
+  default: fmt_err(MLR_FMT_BF16, &k->uout, &k->etaout);
+  }
+  k->eta_exp = 0x1p-149;
+}
+
+typedef struct bws {
+  double *s, *d, *A, *P, *op, *E;           /* [Lt] */
+  double *w14, *w2, *w3;                    /* [Lt] per-token weights */
+  double *acc14, *acc2, *acc3;              /* [512] */
+  double *qt;                               /* [576] truth q */
+  double *kc, *kt;                          /* [576] a KV row: the codes' values, the truth's values (real) */
+  const double *lut;                        /* code -> value of the inputs' kv format */
+} bws;
+
+/* KV row `row`: the codes' values (kc) and the truth's real values (kt), n columns */
+static void load_row(const mlr_inputs *in, mlr_truth_from from, const double *lut, int64_t row, int n, double *kc, double *kt) {
+  if (in->kv_format != MLR_FMT_BF16) {
+    const uint8_t *r = (const uint8_t *)in->kv + row * QK;
+    for (int i = 0; i < n; i++) kc[i] = lut[r[i]];
+  } else {
+    const uint16_t *r = (const uint16_t *)in->kv + row * QK;
+    for (int i = 0; i < n; i++) kc[i] = lut[r[i]];
+  }
+  const double ts = (double)in->kv_scale; /* the codes' values carry kv_scale (bf16 KV inputs too) */
+  if (from == MLR_TRUTH_BF16)
+    for (int i = 0; i < n; i++) kt[i] = (double)mlr_bits_f32((uint32_t)in->kv_bf16[row * QK + i] << 16);
+  else
+    for (int i = 0; i < n; i++) kt[i] = kc[i] * ts;
+}
+
+MLR_FMA_CLONES static void bound_row(const mlr__shadow *sh, const bconst *k, mlr_truth_from from, bws *w, int64_t t, int64_t h,
+                      const double *o, double *bnd) {
+  const mlr_inputs *in = sh->in;
+  const mlr_recipe *r = sh->r;
+  const int64_t H = sh->H, b = sh->tb[t];
+  const int64_t n = in->qo_indptr[b + 1] - in->qo_indptr[b], i0 = t - in->qo_indptr[b];
+  const int64_t Lt = mlr_inputs_kv_len(in, b) - (n - 1 - i0);
+  const double *Qk = sh->qreal + (t * H + h) * QK; /* the kernel's Q values times their scales */
+  const double qs = sh->qs[t * H + h], U = qs * (sh->folded ? sh->kvs : 1.0);
+  for (int i = 0; i < QK; i++) w->qt[i] = (double)mlr_bits_f32((uint32_t)in->q[(t * H + h) * QK + i] << 16);
+  int finite = 1;
+  for (int d = 0; d < DV; d++) finite &= isfinite(o[d]) != 0;
+  if (Lt <= 0 || !finite) {
+    for (int d = 0; d < DV; d++) bnd[d] = !finite ? INFINITY : fabs(o[d]);
+    return;
+  }
+  const double kvs = sh->kvs;
+  double M = -INFINITY, smin = INFINITY, Emax = 0;
+  for (int64_t j = 0; j < Lt; j++) {
+    const int64_t row = mlr_inputs_kv_row(in, b, j);
+    load_row(in, from, w->lut, row, QK, w->kc, w->kt);
+    double st = 0, dd = 0, A = 0, P = 0, op = 0, slack = 0;
+    for (int i = 0; i < QK; i++) {
+      const double kt = w->kt[i], kc = w->kc[i];                               /* truth K; the kernel's code value */
+      const double Kk = kc * kvs;                                              /* the kernel's K, real */
+      const double Kn = sh->folded ? kc : Kk, Qn = Qk[i] / qs;                 /* in the dot's units */
+      st += w->qt[i] * kt;
+      dd += Qk[i] * Kk - w->qt[i] * kt;
+      A += fabs(Qk[i] * Kk);
+      slack += fabs(w->qt[i] * kt);
+      const double aq = fabs(Qn), ak = fabs(Kn);
+      const double qhi = (1 + k->rQ) * aq + k->eQ, khi = (1 + k->rK) * ak + k->eK;
+      P += qhi * khi;
+      op += (k->rQ * aq + k->eQ) * khi + aq * (k->rK * ak + k->eK);
+    }
+    w->s[j] = st / 24.0;
+    /* binary64 evaluation error of the sums above: below 2 * 577 * 2^-53 of the magnitudes */
+    const double ev = 0x1p-40 * (A + slack) / 24.0;
+    w->A[j] = A / 24.0;
+    const double El = fabs(dd / 24.0) + ev + U / 24.0 * (op + gam(k->nqk) * P) * (1 + k->rho) + w->A[j] * k->rho;
+    w->E[j] = isfinite(El) ? El : INFINITY;
+    if (w->s[j] > M) M = w->s[j];
+    if (w->s[j] < smin) smin = w->s[j];
+    if (w->E[j] > Emax) Emax = w->E[j];
+  }
+  if (!isfinite(M) || !isfinite(Emax)) {
+    for (int d = 0; d < DV; d++) bnd[d] = INFINITY;
+    return;
+  }
+  /* blocks and splits of this row */
+  const int64_t ns = sh->nsplit[b], len = sh->slen[b];
+  const int64_t blk = r->softmax_block > 0 ? r->softmax_block : (len < Lt ? len : Lt);
+  int64_t nb = 0, live = 0;
+  for (int64_t s = 0; s < ns; s++) {
+    const int64_t lo = s * len, hi = (s + 1) * len < Lt ? (s + 1) * len : Lt;
+    if (hi > lo) nb += (hi - lo + blk - 1) / blk, live++;
+  }
+  const int merged = ns > 1 || !r->partial_normalized;
+  const double R = M - smin + 2 * Emax, ua = U32 + k->kappa;
+  const double Ealpha = R * ua + (double)nb * k->eout_exp;
+  const double Lam = merged ? (3 * U32 + k->kappa) * (fabs(M) + R + 2 * log((double)Lt + 1) + 1) + 2 * k->eout_exp : 0;
+  const double nN = (double)Lt + 3.0 * (double)nb + 2 + (merged ? 2.0 * (double)live + 3 : 0);
+  const double nD = (double)Lt + 3.0 * (double)nb + 1 + (merged ? 2.0 * (double)live + 3 : 0);
+  const double gN = gam(nN), gD = gam(nD), eE = mlr_exp(Emax) * (1 + 0x1p-50);
+  const double eta_a = k->ea * eE, eta_x = k->eta_exp * eE;
+  double Dlo = 0, Bhi = 0;
+  for (int64_t j = 0; j < Lt; j++) {
+    const double x = (M - w->s[j]) + w->E[j] + Emax; /* |the kernel's exp argument| */
+    const double E = w->E[j] + x * ua + k->eout_exp + Ealpha + Lam;
+    const double e = mlr_exp(w->s[j] - M) * (1 + 0x1p-50);
+    const double bhi = e * mlr_exp(E) * (1 + 0x1p-50) + eta_x;
+    const double blo = e * mlr_exp(-E) * (1 - 0x1p-50) - eta_x;
+    Dlo += blo > 0 ? blo : 0;
+    Bhi += bhi;
+    const double ahi = (1 + k->ra) * bhi + eta_a;
+    w->w14[j] = k->ra * bhi + eta_a + gN * ahi; /* x |V'_j| */
+    w->w2[j] = bhi;                             /* x (|V_j - v_j| + r_V |V_j| + eta_V) */
+    w->w3[j] = e * expm1_up(E) * (1 + 0x1p-50) + eta_x + 0x1p-40 * e; /* x |v_j - o| */
+  }
+  Dlo *= (1 - gD) * (1 - 0x1p-40);
+  memset(w->acc14, 0, DV * sizeof(double)), memset(w->acc2, 0, DV * sizeof(double)), memset(w->acc3, 0, DV * sizeof(double));
+  const double eV = k->eV * (sh->folded ? kvs : 1.0);
+  for (int64_t j = 0; j < Lt; j++) {
+    load_row(in, from, w->lut, mlr_inputs_kv_row(in, b, j), DV, w->kc, w->kt);
+    const double w14 = w->w14[j], w2 = w->w2[j], w3 = w->w3[j], rV1 = 1 + k->rV, rV = k->rV;
+    const double *restrict kc = w->kc, *restrict kt = w->kt, *restrict od = o;
+    double *restrict a14 = w->acc14, *restrict a2 = w->acc2, *restrict a3 = w->acc3;
+    for (int d = 0; d < DV; d++) { /* independent columns: vectorised */
+      const double V = kc[d] * kvs, v = kt[d], aV = fabs(V);
+      a14[d] += w14 * (rV1 * aV + eV);
+      a2[d] += w2 * (fabs(V - v) + rV * aV + eV);
+      a3[d] += w3 * fabs(v - od[d]);
+    }
+  }
+  for (int d = 0; d < DV; d++) {
+    const double num = w->acc14[d] + w->acc2[d] + w->acc3[d] + fabs(o[d]) * gD * Bhi;
+    const double pre = Dlo > 0 ? num / Dlo : INFINITY;
+    const double bd = (pre + k->uout * (fabs(o[d]) + pre) + k->etaout) * (1 + 0x1p-20);
+    bnd[d] = isfinite(bd) ? bd : INFINITY;
+  }
+}
+
+mlr_status mlr_budget_bound(const mlr_recipe *r, const mlr_inputs *in, mlr_truth_from from, const double *truth_o, int threads,
+                            double *bound, mlr_error *err) {
+  if (from == MLR_TRUTH_BF16 && !in->kv_bf16)
+    return mlr_error_set(err, MLR_EINVAL, "the bound against the truth from bf16 KV needs kv_bf16 in the inputs (bf16kv=1)");
+  mlr__shadow sh;
+  mlr_status st = mlr__shadow_init(&sh, r, in, MLR_SRC_ALL, err);
+  if (st != MLR_OK) return st;
+  bconst k;
+  constants(&sh, &k);
+  int64_t Lmax = 1;
+  for (int64_t b = 0; b < in->B; b++) Lmax = mlr_inputs_kv_len(in, b) > Lmax ? mlr_inputs_kv_len(in, b) : Lmax;
+  const int64_t N = in->T * in->H;
+  const size_t nl = in->kv_format != MLR_FMT_BF16 ? 256 : 65536;
+  double *lut = malloc(nl * sizeof(double));
+  if (!lut) {
+    mlr__shadow_free(&sh);
+    return mlr_error_set(err, MLR_ENOMEM, "out of memory for the bound");
+  }
+  for (size_t c = 0; c < nl; c++) lut[c] = (double)mlr_decode((mlr_format)in->kv_format, (uint32_t)c);
+  const int nt = mlr_threads(threads);
+  int failed = 0;
+#pragma omp parallel num_threads(nt) reduction(| : failed)
+  {
+    bws w;
+    memset(&w, 0, sizeof w);
+    const size_t L = (size_t)Lmax;
+    double *blk = malloc((9 * L + 3 * DV + 3 * QK) * sizeof(double));
+    if (!blk) failed = 1;
+    else {
+      w.s = blk, w.d = blk + L, w.A = blk + 2 * L, w.P = blk + 3 * L, w.op = blk + 4 * L, w.E = blk + 5 * L;
+      w.w14 = blk + 6 * L, w.w2 = blk + 7 * L, w.w3 = blk + 8 * L;
+      w.acc14 = blk + 9 * L, w.acc2 = w.acc14 + DV, w.acc3 = w.acc2 + DV, w.qt = w.acc3 + DV, w.kc = w.qt + QK, w.kt = w.kc + QK;
+      w.lut = lut;
+    }
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t k2 = 0; k2 < N; k2++)
+      if (blk) bound_row(&sh, &k, from, &w, k2 / in->H, k2 % in->H, truth_o + k2 * DV, bound + k2 * DV);
+    free(blk);
+  }
+  mlr__shadow_free(&sh);
+  free(lut);
+  if (failed) return mlr_error_set(err, MLR_ENOMEM, "out of memory for the bound's row buffers");
+  return MLR_OK;
+}

@@ -1,0 +1,301 @@
+/* ref/budget: the switchable model closes on both ends (all sources on: the model's bits; all
+ * off: the truth), the decomposition adds up, the a priori bound holds on every element of the
+ * suites, and NUMERICS.md section 7's KV-quantization figures reproduce. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compare/mlr_compare.h"
+#include "fixtures/suites/mlr_suites.h"
+#include "ref/budget/mlr_budget.h"
+#include "ref/emulate/mlr_emulate.h"
+#include "ref/formats/mlr_formats.h"
+#include "test_gen.h"
+
+#define DV 512
+
+static const char *const RECIPES[] = {"fp32-seq", "triton-fp8-single", "triton-fp8-split", "aiter-a8w8-ps",
+                                      "aiter-a16w8-ps", "aiter-bf16-np", "torch-bmm-bf16", "aiter-test-ref"};
+#define NREC (sizeof RECIPES / sizeof RECIPES[0])
+
+static double *model_o(const mlr_recipe *r, const mlr_inputs *in) {
+  mlr_emu_result res;
+  mlr_error err = {""};
+  cr_assert_eq(mlr_emulate(r, in, NULL, &res, &err), MLR_OK, "%s", err.msg);
+  const int64_t n = in->T * in->H * DV;
+  double *o = malloc((size_t)n * sizeof *o);
+  for (int64_t i = 0; i < n; i++)
+    o[i] = res.out_format == MLR_OUT_FP32 ? ((float *)res.o)[i]
+           : mlr_decode(res.out_format == MLR_OUT_FP16 ? MLR_FMT_FP16 : MLR_FMT_BF16, ((uint16_t *)res.o)[i]);
+  mlr_emu_result_free(&res);
+  return o;
+}
+
+#ifndef MLR_SLOW
+/* every element's encoding: the same binary64 bits, or both NaN */
+static int64_t differing(const double *a, const double *b, int64_t n, int64_t *first) {
+  int64_t k = 0;
+  *first = -1;
+  for (int64_t i = 0; i < n; i++)
+    if (!((a[i] != a[i] && b[i] != b[i]) || memcmp(&a[i], &b[i], sizeof(double)) == 0)) {
+      if (*first < 0) *first = i;
+      k++;
+    }
+  return k;
+}
+
+static void closure_model(const char *spec, const char *recipe, const char *sets) {
+  gen g;
+  gen_make(&g, spec);
+  mlr_recipe r;
+  mlr_error err = {""};
+  cr_assert_eq(mlr_recipe_builtin(recipe, &r), MLR_OK);
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", sets);
+  for (char *save = NULL, *a = strtok_r(buf, ";", &save); a; a = strtok_r(NULL, ";", &save))
+    cr_assert_eq(mlr_recipe_set(&r, a, &err), MLR_OK, "%s", err.msg);
+  const int64_t n = g.in.T * g.in.H * DV;
+  double *m = model_o(&r, &g.in), *e = malloc((size_t)n * sizeof *e);
+  cr_assert_eq(mlr_budget_eval(&r, &g.in, MLR_SRC_ALL, NULL, 0, 0, e, &err), MLR_OK, "%s", err.msg);
+  int64_t first;
+  const int64_t k = differing(m, e, n, &first);
+  cr_expect_eq(k, 0, "%s %s [%s]: %lld elements differ from mlr_emulate; first %lld: %a vs model %a", spec, recipe, sets, (long long)k,
+               (long long)first, first >= 0 ? e[first] : 0.0, first >= 0 ? m[first] : 0.0);
+  free(m), free(e);
+  mlr_tf_free(&g.tf);
+}
+
+/* with every source on, the switchable model is mlr_emulate bit for bit: every built-in, every
+ * cell of the test and edge suites (the independent re-implementation checks the emulator too) */
+Test(budget_suites, all_sources_on_is_the_model_on_test_and_edge, .timeout = 1200) {
+  const char *suites[] = {"test", "edge"};
+  for (int s = 0; s < 2; s++) {
+    const mlr_suite *su = mlr_suite_find(suites[s]);
+    cr_assert_not_null(su);
+    for (size_t c = 0; c < su->n; c++) {
+      if (strstr(su->cells[c].spec, "kv=8192")) continue; /* bs=64, kv=8192: the bound test below covers the long rows */
+      for (size_t k = 0; k < NREC; k++) {
+        const int bf16kv = strstr(su->cells[c].spec, "fmt=bf16") != NULL;
+        if (bf16kv && !strcmp(RECIPES[k], "aiter-a8w8-ps")) continue; /* fp8 operands need fp8 KV */
+        closure_model(su->cells[c].spec, RECIPES[k], "");
+        /* binary32 output: bf16's rounding would hide a binary32 difference inside */
+        if (s == 1) closure_model(su->cells[c].spec, RECIPES[k], "out.format=fp32");
+      }
+    }
+  }
+}
+
+/* the recipe keys the built-ins leave at one value */
+Test(budget, all_sources_on_is_the_model_for_other_keys) {
+  const char *spec = "bs=2,lens=70:45,q=2,seed=7"; /* binary32 outputs, so no difference hides in bf16 */
+  closure_model(spec, "fp32-seq", "partial.normalized=no;split.rule=fixed;split.count=3;split.align=16;out.format=fp32");
+  closure_model(spec, "fp32-seq", "partial.normalized=no;out.format=fp32");
+  closure_model(spec, "fp32-seq", "softmax.exp=2;lse.base=e;split.rule=fixed;split.count=2;merge.rule=global_max;out.format=fp32");
+  closure_model(spec, "fp32-seq", "softmax.exp=e;lse.base=2;split.rule=fixed;split.count=2;update.fma=yes;out.format=fp32");
+  closure_model(spec, "fp32-seq", "qk.dot=nope_rope;pv.dot=exact;pv.accumulate=into_acc;out.format=fp16");
+  closure_model(spec, "fp32-seq", "qk.operand=fp16;pv.operand=bf16;p.format=e4m3fnuz;out.format=fp32");
+  closure_model(spec, "aiter-a8w8-ps", "q.scale=static;q.absmax=2;split.min_tokens=16;out.format=fp32");
+  closure_model(spec, "aiter-a8w8-ps", "q.scale=per_head;q.format=e4m3fnuz;out.format=fp32");
+  closure_model(spec, "aiter-a8w8-ps", "q.scale=per_token;kv.scale_at=operand;qk.operand=fp32;pv.operand=fp32;out.format=fp32");
+}
+
+/* with every source off, the switchable model is binary64 attention on the bf16 inputs */
+Test(budget, all_sources_off_is_the_truth) {
+  gen g;
+  gen_make(&g, "bs=2,lens=300:77,q=2,seed=11,bf16kv=1");
+  const int64_t n = g.in.T * g.in.H * DV;
+  double *t = malloc((size_t)n * sizeof *t), *lse = malloc((size_t)(g.in.T * g.in.H) * sizeof *lse), *e = malloc((size_t)n * sizeof *e);
+  mlr_error err = {""};
+  mlr_oracle_stats os;
+  cr_assert_eq(mlr_oracle(&g.in, MLR_TRUTH_BF16, t, lse, &os, &err), MLR_OK, "%s", err.msg);
+  for (size_t k = 0; k < NREC; k++) {
+    mlr_recipe r;
+    cr_assert_eq(mlr_recipe_builtin(RECIPES[k], &r), MLR_OK);
+    cr_assert_eq(mlr_budget_eval(&r, &g.in, 0, NULL, 0, 0, e, &err), MLR_OK, "%s", err.msg);
+    double mx = 0, tm = 0;
+    for (int64_t i = 0; i < n; i++) mx = fmax(mx, fabs(e[i] - t[i])), tm = fmax(tm, fabs(t[i]));
+    cr_expect_leq(mx, 1e-13 * tm, "%s: max |off - truth| %g (max |truth| %g)", RECIPES[k], mx, tm);
+  }
+  free(t), free(lse), free(e);
+  mlr_tf_free(&g.tf);
+}
+
+/* The decomposition adds up: its ends close (all on = the model's bits, all off = the truth), so
+ * the sources alone plus the interaction are the total; the sources are independent, so their
+ * RMS add in quadrature to the total's. The interaction is not small where P is rounded to fp8:
+ * once the logits move, P's rounding pattern is another draw (measured: 0.6 x the total). */
+Test(budget_suites, decomposition_adds_up, .timeout = 600) {
+  gen g;
+  gen_make(&g, "bs=2,kv=512,seed=3,bf16kv=1");
+  for (size_t k = 0; k < NREC; k++) {
+    mlr_recipe r;
+    mlr_error err = {""};
+    cr_assert_eq(mlr_recipe_builtin(RECIPES[k], &r), MLR_OK);
+    mlr_decomp d;
+    cr_assert_eq(mlr_budget_decompose(&r, &g.in, MLR_TRUTH_BF16, NULL, NULL, 0, 0, &d, &err), MLR_OK, "%s", err.msg);
+    cr_expect_eq(d.from, MLR_TRUTH_BF16);
+    cr_expect_eq(d.closure_model_diff, 0, "%s: %lld elements of the all-on model differ", RECIPES[k], (long long)d.closure_model_diff);
+    cr_expect_leq(d.closure_truth_max, 1e-13, "%s: all-off vs truth %g", RECIPES[k], d.closure_truth_max);
+    cr_expect(d.present >> MLR_SRC_KV & 1u);
+    cr_expect_eq((d.present >> MLR_SRC_Q) & 1u, r.q_format != MLR_Q_BF16, "%s", RECIPES[k]);
+    double sum2 = 0;
+    for (int s = 0; s < MLR_NSRC; s++) {
+      if (!(d.present >> s & 1u)) {
+        cr_expect_eq(d.alone[s].max, 0.0);
+        continue;
+      }
+      sum2 += d.alone[s].rms * d.alone[s].rms;
+      /* a source's error alone is at most the total's order: no source is larger than all together */
+      cr_expect_leq(d.alone[s].rms, 2 * d.total.rms, "%s %s alone %g vs total %g", RECIPES[k], mlr_source_name(s), d.alone[s].rms, d.total.rms);
+    }
+    cr_expect_leq(d.interaction.rms, d.total.rms, "%s: interaction %g vs total %g", RECIPES[k], d.interaction.rms, d.total.rms);
+    cr_expect(sqrt(sum2) > 0.75 * d.total.rms && sqrt(sum2) < 1.33 * d.total.rms, "%s: sqrt(sum alone^2) %g vs total %g", RECIPES[k],
+              sqrt(sum2), d.total.rms);
+  }
+  mlr_tf_free(&g.tf);
+}
+
+/* NUMERICS.md section 7: with unit normal inputs the fp8 KV alone moves the output by a relative
+ * L2 of about 2.9% at kv=1024 and 1.5% at kv=8192 (measured on an H200 against fp64 attention) */
+Test(budget_suites, kv_quantization_alone_reproduces_numerics_section_7, .timeout = 600) {
+  const struct { const char *spec; double expect; } cells[] = {{"bs=4,kv=1024,seed=4217,bf16kv=1", 0.029}, {"bs=4,kv=8192,seed=4220,bf16kv=1", 0.015}};
+  for (int c = 0; c < 2; c++) {
+    gen g;
+    gen_make(&g, cells[c].spec);
+    mlr_recipe r;
+    mlr_error err = {""};
+    cr_assert_eq(mlr_recipe_builtin("fp32-seq", &r), MLR_OK);
+    const int64_t n = g.in.T * g.in.H * DV;
+    double *kv = malloc((size_t)n * sizeof *kv), *none = malloc((size_t)n * sizeof *none);
+    cr_assert_eq(mlr_budget_eval(&r, &g.in, 1u << MLR_SRC_KV, NULL, 0, 0, kv, &err), MLR_OK, "%s", err.msg);
+    cr_assert_eq(mlr_budget_eval(&r, &g.in, 0, NULL, 0, 0, none, &err), MLR_OK, "%s", err.msg);
+    double e2 = 0, t2 = 0;
+    for (int64_t i = 0; i < n; i++) e2 += (kv[i] - none[i]) * (kv[i] - none[i]), t2 += none[i] * none[i];
+    const double rel = sqrt(e2 / t2);
+    cr_expect(fabs(rel - cells[c].expect) <= 0.15 * cells[c].expect, "%s: rel L2 %.4f, NUMERICS.md says %.3f", cells[c].spec, rel, cells[c].expect);
+    free(kv), free(none);
+    mlr_tf_free(&g.tf);
+  }
+}
+
+#endif
+
+/* the bound holds on every element: against the truth from the dequantized KV and from bf16 */
+static void bound_holds(const char *spec, const char *recipe, mlr_truth_from from, double *tight_out) {
+  gen g;
+  gen_make(&g, spec);
+  mlr_recipe r;
+  mlr_error err = {""};
+  cr_assert_eq(mlr_recipe_builtin(recipe, &r), MLR_OK);
+  const int64_t n = g.in.T * g.in.H * DV;
+  double *t = malloc((size_t)n * sizeof *t), *lse = malloc((size_t)(g.in.T * g.in.H) * sizeof *lse), *bd = malloc((size_t)n * sizeof *bd);
+  mlr_oracle_stats os;
+  cr_assert_eq(mlr_oracle(&g.in, from, t, lse, &os, &err), MLR_OK, "%s", err.msg);
+  cr_assert_eq(mlr_budget_bound(&r, &g.in, from, t, 0, bd, &err), MLR_OK, "%s", err.msg);
+  double *m = model_o(&r, &g.in);
+  mlr_cmp_tensor a = {MLR_CT_F64, m, n}, tt = {MLR_CT_F64, t, n};
+  mlr_bound_use bu;
+  cr_assert_eq(mlr_compare_bound(&a, &tt, bd, 1.0, &bu, &err), MLR_OK);
+  cr_expect_eq(bu.over, 0, "%s %s from %s: %lld of %lld elements beyond the bound; worst %lld: |e| = %g x bound (%a vs %a, bound %g)", spec,
+               recipe, from == MLR_TRUTH_BF16 ? "bf16" : "dequantized", (long long)bu.over, (long long)bu.n, (long long)bu.worst, bu.max_ratio,
+               bu.worst >= 0 ? m[bu.worst] : 0.0, bu.worst >= 0 ? t[bu.worst] : 0.0, bu.worst >= 0 ? bd[bu.worst] : 0.0);
+  if (tight_out) *tight_out = bu.tight_p50;
+  free(t), free(lse), free(bd), free(m);
+  mlr_tf_free(&g.tf);
+}
+
+#ifndef MLR_SLOW
+Test(budget_suites, bound_holds_on_the_test_and_edge_suites, .timeout = 1800) {
+  const char *suites[] = {"test", "edge"};
+  for (int s = 0; s < 2; s++) {
+    const mlr_suite *su = mlr_suite_find(suites[s]);
+    for (size_t c = 0; c < su->n; c++) {
+      if (strstr(su->cells[c].spec, "bs=256") || strstr(su->cells[c].spec, "bs=64")) continue; /* the slow label's test */
+      const int bf16kv = strstr(su->cells[c].spec, "fmt=bf16") != NULL;
+      for (size_t k = 0; k < NREC; k++) {
+        if (bf16kv && !strcmp(RECIPES[k], "aiter-a8w8-ps")) continue;
+        bound_holds(su->cells[c].spec, RECIPES[k], MLR_TRUTH_DEQUANTIZED, NULL);
+      }
+    }
+  }
+}
+
+/* the Q distributions of the nightly suite (scaled, t3, outliers, per-head scales) */
+Test(budget_suites, bound_holds_on_the_nightly_q_distributions, .timeout = 600) {
+  const mlr_suite *su = mlr_suite_find("nightly");
+  for (size_t c = 0; c < su->n; c++) {
+    if (strncmp(su->cells[c].name, "q_", 2)) continue;
+    for (size_t k = 0; k < NREC; k++) bound_holds(su->cells[c].spec, RECIPES[k], MLR_TRUTH_DEQUANTIZED, NULL);
+  }
+}
+
+Test(budget, bound_holds_against_the_bf16_truth) {
+  for (size_t k = 0; k < NREC; k++) bound_holds("bs=2,lens=200:33,q=2,seed=5,bf16kv=1", RECIPES[k], MLR_TRUTH_BF16, NULL);
+}
+
+/* the static Q scale: a larger absmax clips less; the sweep grid ends exactly at its ends */
+Test(budget, policy_points) {
+  gen g;
+  gen_make(&g, "bs=2,kv=256,seed=9");
+  mlr_recipe r;
+  mlr_error err = {""};
+  cr_assert_eq(mlr_recipe_builtin("aiter-a8w8-ps", &r), MLR_OK);
+  const int64_t n = g.in.T * g.in.H * DV;
+  double *t = malloc((size_t)n * sizeof *t), *lse = malloc((size_t)(g.in.T * g.in.H) * sizeof *lse);
+  mlr_oracle_stats os;
+  cr_assert_eq(mlr_oracle(&g.in, MLR_TRUTH_DEQUANTIZED, t, lse, &os, &err), MLR_OK);
+  double grid[5];
+  mlr_budget_absmax_grid(1, 448, 5, grid);
+  cr_expect_eq(grid[0], 1.0);
+  cr_expect_eq(grid[4], 448.0);
+  double prev_clip = 2;
+  for (int i = 0; i < 5; i++) {
+    r.q_scale = MLR_QS_STATIC, r.q_absmax = grid[i];
+    mlr_policy_point pt;
+    cr_assert_eq(mlr_budget_policy_point(&r, &g.in, t, 1e-2, 1e-2, 0, &pt, &err), MLR_OK, "%s", err.msg);
+    cr_expect_leq(pt.clipped_frac, prev_clip);
+    prev_clip = pt.clipped_frac;
+    if (i == 0) cr_expect_gt(pt.clipped_frac, 0.25, "absmax 1 clips %g of N(0,1)", pt.clipped_frac); /* P(|z| > 1) = 0.317 */
+  }
+  cr_expect_eq(prev_clip, 0.0);
+  mlr_recipe b;
+  cr_assert_eq(mlr_recipe_builtin("fp32-seq", &b), MLR_OK);
+  mlr_policy_point pt;
+  cr_expect_eq(mlr_budget_policy_point(&b, &g.in, t, 1e-2, 1e-2, 0, &pt, &err), MLR_EINVAL);
+  cr_expect(strstr(err.msg, "bf16 Q") != NULL, "%s", err.msg);
+  free(t), free(lse);
+  mlr_tf_free(&g.tf);
+}
+
+Test(budget, kv_source_needs_kv_bf16) {
+  gen g;
+  gen_make(&g, "bs=1,kv=40,seed=2");
+  mlr_recipe r;
+  mlr_error err = {""};
+  cr_assert_eq(mlr_recipe_builtin("fp32-seq", &r), MLR_OK);
+  double *o = malloc((size_t)g.in.T * g.in.H * DV * sizeof *o);
+  cr_expect_eq(mlr_budget_eval(&r, &g.in, 0, NULL, 0, 0, o, &err), MLR_EINVAL);
+  cr_expect(strstr(err.msg, "kv_bf16") != NULL, "%s", err.msg);
+  free(o);
+  mlr_tf_free(&g.tf);
+}
+#else
+/* label slow: the bound on every cell of the bench suite, every built-in, and the larger test
+ * cells (bs=64 and 256 at kv=8192) */
+Test(budget_slow, bound_holds_on_the_bench_suite, .timeout = 7200) {
+  const char *suites[] = {"bench", "test"};
+  for (int s = 0; s < 2; s++) {
+    const mlr_suite *su = mlr_suite_find(suites[s]);
+    for (size_t c = 0; c < su->n; c++) {
+      if (s == 1 && !strstr(su->cells[c].spec, "kv=8192")) continue;
+      for (size_t k = 0; k < NREC; k++) {
+        double tight;
+        bound_holds(su->cells[c].spec, RECIPES[k], MLR_TRUTH_DEQUANTIZED, &tight);
+        printf("%s %s %s: median bound / |error| %.3g\n", suites[s], su->cells[c].name, RECIPES[k], tight);
+      }
+    }
+  }
+}
+#endif
