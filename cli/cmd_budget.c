@@ -3,6 +3,7 @@
  *               [--threshold X] [--rows N] [--threads N] [--json]
  * Where the recipe's error against the truth comes from (ref/budget): the decomposition by
  * source, the a priori bound next to the measured error, the budget utilisation for a tolerance,
+ * (--out: every element's truth, model, error and bound as F64 tensors in a .safetensors file),
  * and with --sweep absmax the static Q scale's cost against absmax (log grid from 1 to 448, the
  * seeds' 6.0 added and marked) for each Q distribution, next to the dynamic policies. */
 #define _POSIX_C_SOURCE 200809L
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "compare/mlr_compare.h"
@@ -27,7 +29,7 @@ static const char *const DEFAULT_DISTS = "normal;scaled:0.02;t3;outliers:0.001;p
 static const double SEEDS_ABSMAX = 6.0; /* the seeds' static Q absmax (NUMERICS.md section 2) */
 
 typedef struct opts {
-  const char *inputs, *shape, *recipe, *policy, *sweep, *dists, *truth, *sets[64];
+  const char *inputs, *shape, *recipe, *policy, *sweep, *dists, *truth, *out, *sets[64];
   int nsets, points, threads, json;
   int64_t rows;
   double rtol, atol, threshold;
@@ -65,6 +67,35 @@ static int64_t *pick_rows(int64_t total, int64_t n, int64_t *count) {
   for (int64_t k = 0; k < n; k++) r[k] = k * total / n;
   *count = n;
   return r;
+}
+
+/* --out: truth, model, error = model - truth and bound, each [T, H, 512] F64, written atomically */
+static int write_elements(const char *cmd, const opts *o, const mlr_recipe *r, const mlr_inputs *in, mlr_truth_from from,
+                          const double *truth, const double *model, const double *bound) {
+  const int64_t shape[3] = {in->T, in->H, DV}, n = in->T * in->H * DV;
+  mlr_tensor_file tf;
+  mlr_tf_init(&tf);
+  mlr_tensor *t[4];
+  const char *names[4] = {"truth", "model", "error", "bound"};
+  mlr_status st = MLR_OK;
+  for (int k = 0; k < 4 && st == MLR_OK; k++) st = mlr_tf_add(&tf, names[k], MLR_DT_F64, 3, shape, &t[k]);
+  if (st == MLR_OK) {
+    double *e = t[2]->data;
+    memcpy(t[0]->data, truth, (size_t)n * sizeof(double));
+    memcpy(t[1]->data, model, (size_t)n * sizeof(double));
+    for (int64_t i = 0; i < n; i++) e[i] = model[i] - truth[i];
+    memcpy(t[3]->data, bound, (size_t)n * sizeof(double));
+  }
+  char hash[65];
+  mlr_recipe_hash(r, hash);
+  const char *kv[][2] = {{"mlaref.version", MLAREF_VERSION}, {"mlaref.kind", "budget"}, {"mlaref.recipe", r->name}, {"mlaref.recipe.sha256", hash},
+                         {"mlaref.truth.from", from == MLR_TRUTH_BF16 ? "bf16" : "dequantized"}, {"mlaref.inputs", o->inputs ? o->inputs : o->shape}};
+  for (size_t k = 0; st == MLR_OK && k < sizeof kv / sizeof *kv; k++) st = mlr_tf_set_meta(&tf, kv[k][0], kv[k][1]);
+  mlr_error err = {""};
+  if (st == MLR_OK) st = mlr_safetensors_write(o->out, &tf, &err);
+  else mlr_error_set(&err, st, "cannot allocate the element file (%s)", mlr_status_str(st));
+  mlr_tf_free(&tf);
+  return st == MLR_OK ? MLR_EXIT_OK : mlr_cli_usage_error(cmd, "%s", err.msg);
 }
 
 static json_t *stats_json(mlr_err_stats s) { return json_pack("{s:f,s:f,s:f}", "rms", s.rms, "max", s.max, "p999", s.p999); }
@@ -112,6 +143,13 @@ static int report(const char *cmd, const opts *o, const mlr_recipe *r, mlr_input
   double bmax = 0, bsum = 0;
   for (int64_t i = 0; st == MLR_OK && i < n; i++)
     if (isfinite(bound[i])) bmax = fmax(bmax, bound[i]), bsum += bound[i];
+  if (st == MLR_OK && o->out) { /* every element's truth, model, error and bound, side by side */
+    const int rc = write_elements(cmd, o, r, in, from_kind, truth, model, bound);
+    if (rc != MLR_EXIT_OK) {
+      free(truth), free(lse), free(bound), free(model);
+      return rc;
+    }
+  }
   free(truth), free(lse), free(bound), free(model);
   if (st != MLR_OK) return st == MLR_EINVAL ? mlr_cli_usage_error(cmd, "%s", err.msg) : (fprintf(stderr, "mlaref %s: %s\n", cmd, err.msg), MLR_EXIT_FAIL);
   const char *from = d.from == MLR_TRUTH_BF16 ? "bf16" : "dequantized";
@@ -276,7 +314,8 @@ int mlr_cmd_budget(int argc, char **argv) {
         mlr_cli_str(cmd, argc, argv, &i, "policy", "static:absmax=A|dynamic|per_head|per_token", &o.policy, &rc) ||
         mlr_cli_str(cmd, argc, argv, &i, "sweep", "what to sweep (absmax)", &o.sweep, &rc) ||
         mlr_cli_str(cmd, argc, argv, &i, "dists", "Q distributions separated by ';'", &o.dists, &rc) ||
-        mlr_cli_str(cmd, argc, argv, &i, "truth", "bf16|dequantized", &o.truth, &rc)) {
+        mlr_cli_str(cmd, argc, argv, &i, "truth", "bf16|dequantized", &o.truth, &rc) ||
+        mlr_cli_str(cmd, argc, argv, &i, "out", "a .safetensors file", &o.out, &rc)) {
       if (rc) return rc;
       if (o.truth && strcmp(o.truth, "bf16") && strcmp(o.truth, "dequantized")) return mlr_cli_usage_error(cmd, "--truth '%s' is not one of bf16|dequantized", o.truth);
     } else if ((m = mlr_cli_opt(argc, argv, &i, "set", &v))) {
@@ -302,11 +341,20 @@ int mlr_cmd_budget(int argc, char **argv) {
       if (m < 0 || mlr_cli_parse_u64(v, &p) || p < 1 || p > 1024) return mlr_cli_usage_error(cmd, "--threads '%s': an integer in 1..1024", m < 0 ? "" : v);
       o.threads = (int)p;
     } else if (!strcmp(argv[i], "--json")) o.json = 1;
-    else return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --inputs --shape --recipe --set --policy --truth --sweep --points --dists --tolerance --threshold --rows --threads --json)", argv[i]);
+    else return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --inputs --shape --recipe --set --policy --truth --out --sweep --points --dists --tolerance --threshold --rows --threads --json)", argv[i]);
   }
   if (!o.recipe || (!o.inputs == !o.shape))
     return mlr_cli_usage_error(cmd, "usage: budget --inputs IN | --shape SPEC --recipe NAME|FILE [--set k=v]... [--policy P] [--sweep absmax] [--json]");
   if (o.sweep && strcmp(o.sweep, "absmax")) return mlr_cli_usage_error(cmd, "--sweep '%s': only absmax can be swept", o.sweep);
+  if (o.sweep && o.out) return mlr_cli_usage_error(cmd, "--out writes the elements of a report; with --sweep use --json");
+  if (o.out) { /* refuse an unwritable place before the work, not after */
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s", o.out);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = 0;
+    if (access(slash ? (dir[0] ? dir : "/") : ".", W_OK) != 0)
+      return mlr_cli_usage_error(cmd, "--out %s: the folder '%s' is not an existing writable folder", o.out, slash ? (dir[0] ? dir : "/") : ".");
+  }
   mlr_recipe r;
   if ((rc = mlr_cli_recipe_sets(cmd, o.recipe, o.sets, o.nsets, &r)) != MLR_EXIT_OK) return rc;
   mlr_error err = {""};

@@ -235,6 +235,25 @@ Test(budget, bound_holds_against_the_bf16_truth) {
   for (size_t k = 0; k < NREC; k++) bound_holds("bs=2,lens=200:33,q=2,seed=5,bf16kv=1", RECIPES[k], MLR_TRUTH_BF16, NULL);
 }
 
+/* an operand beyond its format (Q of N(0, 1e5) into fp16's 65504) leaves the analysis: +Inf */
+Test(budget, operand_overflow_is_unbounded) {
+  gen g;
+  gen_make(&g, "bs=1,kv=20,seed=3,dist=scaled:100000");
+  mlr_recipe r;
+  mlr_error err = {""};
+  cr_assert_eq(mlr_recipe_builtin("triton-fp8-single", &r), MLR_OK);
+  const int64_t n = g.in.T * g.in.H * DV;
+  double *t = malloc((size_t)n * sizeof *t), *lse = malloc((size_t)(g.in.T * g.in.H) * sizeof *lse), *bd = malloc((size_t)n * sizeof *bd);
+  mlr_oracle_stats os;
+  cr_assert_eq(mlr_oracle(&g.in, MLR_TRUTH_DEQUANTIZED, t, lse, &os, &err), MLR_OK, "%s", err.msg);
+  cr_assert_eq(mlr_budget_bound(&r, &g.in, MLR_TRUTH_DEQUANTIZED, t, 0, bd, &err), MLR_OK, "%s", err.msg);
+  for (int64_t i = 0; i < n; i++) cr_assert(isinf(bd[i]), "element %lld: bound %g", (long long)i, bd[i]);
+  free(t), free(lse), free(bd);
+  mlr_tf_free(&g.tf);
+  /* binary32 operands hold these values: the bound holds (it is finite, though loose, at 1e2) */
+  for (size_t k = 0; k < NREC; k++) bound_holds("bs=1,kv=20,seed=3,dist=scaled:100", RECIPES[k], MLR_TRUTH_DEQUANTIZED, NULL);
+}
+
 /* the static Q scale: a larger absmax clips less; the sweep grid ends exactly at its ends */
 Test(budget, policy_points) {
   gen g;

@@ -136,6 +136,8 @@ Test(cli, bad_input_exits_2_with_one_line) {
   bad("budget --shape bs=1,kv=8 --recipe fp32-seq --bogus", "unknown option '--bogus'");
   bad("budget --shape bs=1,kv=8 --recipe fp32-seq --truth fp64", "--truth 'fp64' is not one of bf16|dequantized");
   bad("check --inputs x --output y --recipe fp32-seq --rule budget:0", "is not one of");
+  bad("budget --shape bs=1,kv=8 --recipe fp32-seq --out /tmp/mlr_cli_no_such_dir/b.safetensors", "is not an existing writable folder");
+  bad("budget --shape bs=1,kv=8 --recipe aiter-a8w8-ps --sweep absmax --out /tmp/mlr_cli_never.safetensors", "with --sweep use --json");
   cr_assert_neq(access("/tmp/mlr_cli_never.safetensors", F_OK), 0, "nothing is written on failure");
 }
 
@@ -156,11 +158,31 @@ Test(cli, budget_report_sweep_and_rule, .timeout = 300) {
                    &o, &e), 0, "stderr: %s", e);
   cr_assert(strstr(o, "ok"), "%s", o);
   free(o), free(e);
+  /* --out: every element's truth, model, error and bound; read back with the standard library */
+  cr_assert_eq(run("budget --shape bs=1,kv=40,seed=3 --recipe aiter-a16w8-ps --out /tmp/mlr_cli_belems.safetensors >/dev/null && python3 -c \""
+                   "import json, struct; b = open('/tmp/mlr_cli_belems.safetensors', 'rb').read(); n = struct.unpack('<Q', b[:8])[0]; "
+                   "h = json.loads(b[8:8 + n]); d = 8 + n; "
+                   "g = lambda k: struct.unpack('<%dd' % (16 * 512), b[d + h[k]['data_offsets'][0]:d + h[k]['data_offsets'][1]]); "
+                   "t, m, e, bd = g('truth'), g('model'), g('error'), g('bound'); "
+                   "assert h['truth']['shape'] == [1, 16, 512] and h['__metadata__']['mlaref.kind'] == 'budget'; "
+                   "assert all(e[i] == m[i] - t[i] and abs(e[i]) <= bd[i] for i in range(len(t))); print('elements ok')\"",
+                   &o, &e), 0, "stderr: %s", e);
+  cr_assert(strstr(o, "elements ok"), "%s", o);
+  free(o), free(e);
+  remove("/tmp/mlr_cli_belems.safetensors");
   cr_assert_eq(run("budget --shape bs=1,kv=64,seed=3 --recipe aiter-a8w8-ps --sweep absmax --points 4 --dists 'normal;t3'", &o, &e), 0, "stderr: %s", e);
   cr_assert(strstr(o, "absmax=6 "), "%s", o);
   cr_assert(strstr(o, "<- the seeds' 6.0"), "%s", o);
   cr_assert(strstr(o, "Q distribution t3"), "%s", o);
   cr_assert(strstr(o, "per_head"), "%s", o);
+  free(o), free(e);
+  cr_assert_eq(run("budget --shape bs=1,kv=64,seed=3 --recipe aiter-a8w8-ps --sweep absmax --points 3 --dists normal --json | python3 -c \""
+                   "import json, sys; d = json.load(sys.stdin)['sweep']['distributions'][0]; p = d['points']; "
+                   "assert [x['policy'] for x in p] == ['static:absmax=1', 'static:absmax=6', 'static:absmax=21.166', 'static:absmax=448', 'dynamic', "
+                   "'per_head', 'per_token']; assert [x['seeds'] for x in p][:4] == [False, True, False, False]; "
+                   "assert p[0]['clipped_fraction'] > 0.25 and p[3]['clipped_fraction'] == 0; print('sweep json ok')\"",
+                   &o, &e), 0, "stderr: %s", e);
+  cr_assert(strstr(o, "sweep json ok"), "%s", o);
   free(o), free(e);
   cr_assert_eq(run("gen --shape bs=2,kv=70,seed=4 --out /tmp/mlr_cli_bin.safetensors && " MLAREF_BIN
                    " run --recipe triton-fp8-split --inputs /tmp/mlr_cli_bin.safetensors --out /tmp/mlr_cli_bout.safetensors", &o, &e), 0, "%s", e);

@@ -63,6 +63,12 @@ static void operand_err(int op, double *r, double *eta) {
   else *r = 0, *eta = 0;
 }
 
+static double operand_max(int op) {
+  if (op == MLR_OP_FP16) return (double)mlr_format_max(MLR_FMT_FP16);
+  if (op == MLR_OP_BF16) return (double)mlr_format_max(MLR_FMT_BF16);
+  return op == MLR_OP_FP32 ? 0x1.fffffep127 : INFINITY; /* fp8: the codes themselves */
+}
+
 static void pfmt_err(int pf, double *r, double *eta) {
   switch (pf) {
   case MLR_P_FP16: fmt_err(MLR_FMT_FP16, r, eta); break;
@@ -78,6 +84,7 @@ static double expm1_up(double x) { return x < 1e-3 ? x * mlr_exp(x) : mlr_exp(x)
 
 typedef struct bconst {
   double rQ, eQ, rK, eK, rV, eV, ra, ea, rho, kappa, eout_exp, uout, etaout, eta_exp;
+  double omaxQ, omaxK, omaxV; /* the operand formats' largest values */
   int nqk;
 } bconst;
 
@@ -87,6 +94,7 @@ static void constants(const mlr__shadow *sh, bconst *k) {
   operand_err(r->qk_operand, &k->rQ, &k->eQ);
   operand_err(r->qk_operand, &k->rK, &k->eK);
   operand_err(r->pv_operand, &k->rV, &k->eV);
+  k->omaxQ = k->omaxK = operand_max(r->qk_operand), k->omaxV = operand_max(r->pv_operand);
   if (!sh->folded) /* fp32(value x kv_scale) before the operand conversion */
     k->rK = (1 + U32) * (1 + k->rK) - 1, k->eK += 0x1p-150, k->rV = (1 + U32) * (1 + k->rV) - 1, k->eV += 0x1p-150;
   double rp, ep, ro, eo;
@@ -152,11 +160,17 @@ MLR_FMA_CLONES static void bound_row(const mlr__shadow *sh, const bconst *k, mlr
     return;
   }
   const double kvs = sh->kvs;
-  double M = -INFINITY, smin = INFINITY, Emax = 0;
+  double M = -INFINITY, smin = INFINITY, Emax = 0, qmax = 0, kmax = 0, vmax = 0;
+  for (int i = 0; i < QK; i++) qmax = fmax(qmax, fabs(Qk[i] / qs));
   for (int64_t j = 0; j < Lt; j++) {
     const int64_t row = mlr_inputs_kv_row(in, b, j);
     load_row(in, from, w->lut, row, QK, w->kc, w->kt);
     double st = 0, dd = 0, A = 0, P = 0, op = 0, slack = 0;
+    for (int i = 0; i < QK; i++) { /* the largest K and V operands, for the overflow test below */
+      const double a = fabs(sh->folded ? w->kc[i] : w->kc[i] * kvs);
+      kmax = fmax(kmax, a);
+      if (i < DV) vmax = fmax(vmax, a);
+    }
     for (int i = 0; i < QK; i++) {
       const double kt = w->kt[i], kc = w->kc[i];                               /* truth K; the kernel's code value */
       const double Kk = kc * kvs;                                              /* the kernel's K, real */
@@ -180,6 +194,9 @@ MLR_FMA_CLONES static void bound_row(const mlr__shadow *sh, const bconst *k, mlr
     if (w->s[j] < smin) smin = w->s[j];
     if (w->E[j] > Emax) Emax = w->E[j];
   }
+  /* the analysis has no overflow: an operand beyond its format's largest value (fp16: 65504)
+   * makes the element unbounded (the kernel's Inf or NaN then fails the class test) */
+  if (qmax > k->omaxQ || kmax > k->omaxK || vmax > k->omaxV) Emax = INFINITY;
   if (!isfinite(M) || !isfinite(Emax)) {
     for (int d = 0; d < DV; d++) bnd[d] = INFINITY;
     return;
