@@ -151,8 +151,9 @@ static int cmp_dbl(const void *x, const void *y) {
   return (a > b) - (a < b);
 }
 
-/* the q-th quantile (nearest rank) of n sorted values */
-static double sorted_quantile(const double *v, int64_t n, double q) {
+void mlr_sort_values(double *v, int64_t n) { qsort(v, (size_t)n, sizeof *v, cmp_dbl); }
+
+double mlr_sorted_quantile(const double *v, int64_t n, double q) {
   if (n == 0) return 0;
   int64_t k = (int64_t)ceil(q * (double)n) - 1;
   return v[k < 0 ? 0 : k >= n ? n - 1 : k];
@@ -175,8 +176,8 @@ mlr_status mlr_compare_utilisation(const mlr_cmp_tensor *a, const mlr_cmp_tensor
     while (k + 1 < MLR_UTIL_BINS && x >= mlr_util_edges[k + 1]) k++;
     u->hist[k]++;
   }
-  qsort(v, (size_t)u->n, sizeof *v, cmp_dbl);
-  u->p50 = sorted_quantile(v, u->n, 0.5), u->p99 = sorted_quantile(v, u->n, 0.99), u->p999 = sorted_quantile(v, u->n, 0.999);
+  mlr_sort_values(v, u->n);
+  u->p50 = mlr_sorted_quantile(v, u->n, 0.5), u->p99 = mlr_sorted_quantile(v, u->n, 0.99), u->p999 = mlr_sorted_quantile(v, u->n, 0.999);
   free(v);
   return MLR_OK;
 }
@@ -199,8 +200,8 @@ mlr_status mlr_compare_bound(const mlr_cmp_tensor *a, const mlr_cmp_tensor *t, c
     if (bu->worst < 0 || ratio > bu->max_ratio) bu->max_ratio = ratio, bu->worst = i;
     if (e > 0) tight[nt++] = b / e;
   }
-  qsort(tight, (size_t)nt, sizeof *tight, cmp_dbl);
-  bu->tight_p50 = sorted_quantile(tight, nt, 0.5);
+  mlr_sort_values(tight, nt);
+  bu->tight_p50 = mlr_sorted_quantile(tight, nt, 0.5);
   free(tight);
   return MLR_OK;
 }

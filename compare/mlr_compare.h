@@ -70,6 +70,11 @@ mlr_status mlr_compare_metrics(const mlr_cmp_tensor *a, const mlr_cmp_tensor *b,
  *  NaN/Inf pairs count as mismatches unless they are the same class. */
 double mlr_compare_mismatch(const mlr_cmp_tensor *a, const mlr_cmp_tensor *b, double rtol, double atol);
 
+/** Sort n values ascending (for mlr_sorted_quantile). */
+void mlr_sort_values(double *v, int64_t n);
+/** The q-th quantile (0..1, nearest rank) of n sorted values; 0 when n = 0. */
+double mlr_sorted_quantile(const double *v, int64_t n, double q);
+
 /** Budget utilisation |a - t| / (atol + rtol |t|) per element (finite pairs): its max, quantiles
  *  and a histogram; over = elements above 1 (outside the tolerance). */
 enum { MLR_UTIL_BINS = 8 };

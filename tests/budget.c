@@ -134,7 +134,7 @@ Test(budget_suites, decomposition_adds_up, .timeout = 600) {
     mlr_error err = {""};
     cr_assert_eq(mlr_recipe_builtin(RECIPES[k], &r), MLR_OK);
     mlr_decomp d;
-    cr_assert_eq(mlr_budget_decompose(&r, &g.in, MLR_TRUTH_BF16, NULL, NULL, 0, 0, &d, &err), MLR_OK, "%s", err.msg);
+    cr_assert_eq(mlr_budget_decompose(&r, &g.in, MLR_TRUTH_BF16, NULL, NULL, NULL, 0, 0, &d, &err), MLR_OK, "%s", err.msg);
     cr_expect_eq(d.from, MLR_TRUTH_BF16);
     cr_expect_eq(d.closure_model_diff, 0, "%s: %lld elements of the all-on model differ", RECIPES[k], (long long)d.closure_model_diff);
     cr_expect_leq(d.closure_truth_max, 1e-13, "%s: all-off vs truth %g", RECIPES[k], d.closure_truth_max);
@@ -182,6 +182,18 @@ Test(budget_suites, kv_quantization_alone_reproduces_numerics_section_7, .timeou
 
 #endif
 
+/* the certified truth from `from` and the recipe's bound for the inputs (malloc'd, [T, H, 512]) */
+static void truth_and_bound(const mlr_inputs *in, const mlr_recipe *r, mlr_truth_from from, double **t, double **bd) {
+  const int64_t n = in->T * in->H * DV;
+  mlr_error err = {""};
+  double *lse = malloc((size_t)(in->T * in->H) * sizeof *lse);
+  *t = malloc((size_t)n * sizeof **t), *bd = malloc((size_t)n * sizeof **bd);
+  mlr_oracle_stats os;
+  cr_assert_eq(mlr_oracle(in, from, *t, lse, &os, &err), MLR_OK, "%s", err.msg);
+  cr_assert_eq(mlr_budget_bound(r, in, from, *t, 0, *bd, &err), MLR_OK, "%s", err.msg);
+  free(lse);
+}
+
 /* the bound holds on every element: against the truth from the dequantized KV and from bf16 */
 static void bound_holds(const char *spec, const char *recipe, mlr_truth_from from, double *tight_out) {
   gen g;
@@ -190,10 +202,8 @@ static void bound_holds(const char *spec, const char *recipe, mlr_truth_from fro
   mlr_error err = {""};
   cr_assert_eq(mlr_recipe_builtin(recipe, &r), MLR_OK);
   const int64_t n = g.in.T * g.in.H * DV;
-  double *t = malloc((size_t)n * sizeof *t), *lse = malloc((size_t)(g.in.T * g.in.H) * sizeof *lse), *bd = malloc((size_t)n * sizeof *bd);
-  mlr_oracle_stats os;
-  cr_assert_eq(mlr_oracle(&g.in, from, t, lse, &os, &err), MLR_OK, "%s", err.msg);
-  cr_assert_eq(mlr_budget_bound(&r, &g.in, from, t, 0, bd, &err), MLR_OK, "%s", err.msg);
+  double *t, *bd;
+  truth_and_bound(&g.in, &r, from, &t, &bd);
   double *m = model_o(&r, &g.in);
   mlr_cmp_tensor a = {MLR_CT_F64, m, n}, tt = {MLR_CT_F64, t, n};
   mlr_bound_use bu;
@@ -202,7 +212,7 @@ static void bound_holds(const char *spec, const char *recipe, mlr_truth_from fro
                recipe, from == MLR_TRUTH_BF16 ? "bf16" : "dequantized", (long long)bu.over, (long long)bu.n, (long long)bu.worst, bu.max_ratio,
                bu.worst >= 0 ? m[bu.worst] : 0.0, bu.worst >= 0 ? t[bu.worst] : 0.0, bu.worst >= 0 ? bd[bu.worst] : 0.0);
   if (tight_out) *tight_out = bu.tight_p50;
-  free(t), free(lse), free(bd), free(m);
+  free(t), free(bd), free(m);
   mlr_tf_free(&g.tf);
 }
 
@@ -240,15 +250,12 @@ Test(budget, operand_overflow_is_unbounded) {
   gen g;
   gen_make(&g, "bs=1,kv=20,seed=3,dist=scaled:100000");
   mlr_recipe r;
-  mlr_error err = {""};
   cr_assert_eq(mlr_recipe_builtin("triton-fp8-single", &r), MLR_OK);
   const int64_t n = g.in.T * g.in.H * DV;
-  double *t = malloc((size_t)n * sizeof *t), *lse = malloc((size_t)(g.in.T * g.in.H) * sizeof *lse), *bd = malloc((size_t)n * sizeof *bd);
-  mlr_oracle_stats os;
-  cr_assert_eq(mlr_oracle(&g.in, MLR_TRUTH_DEQUANTIZED, t, lse, &os, &err), MLR_OK, "%s", err.msg);
-  cr_assert_eq(mlr_budget_bound(&r, &g.in, MLR_TRUTH_DEQUANTIZED, t, 0, bd, &err), MLR_OK, "%s", err.msg);
+  double *t, *bd;
+  truth_and_bound(&g.in, &r, MLR_TRUTH_DEQUANTIZED, &t, &bd);
   for (int64_t i = 0; i < n; i++) cr_assert(isinf(bd[i]), "element %lld: bound %g", (long long)i, bd[i]);
-  free(t), free(lse), free(bd);
+  free(t), free(bd);
   mlr_tf_free(&g.tf);
   /* binary32 operands hold these values: the bound holds (it is finite, though loose, at 1e2) */
   for (size_t k = 0; k < NREC; k++) bound_holds("bs=1,kv=20,seed=3,dist=scaled:100", RECIPES[k], MLR_TRUTH_DEQUANTIZED, NULL);

@@ -119,7 +119,7 @@ static void constants(const mlr__shadow *sh, bconst *k) {
 }
 
 typedef struct bws {
-  double *s, *d, *A, *P, *op, *E;           /* [Lt] */
+  double *s, *E;                            /* [Lt] true logits, their perturbation bounds */
   double *w14, *w2, *w3;                    /* [Lt] per-token weights */
   double *acc14, *acc2, *acc3;              /* [512] */
   double *qt;                               /* [576] truth q */
@@ -187,8 +187,7 @@ MLR_FMA_CLONES static void bound_row(const mlr__shadow *sh, const bconst *k, mlr
     w->s[j] = st / 24.0;
     /* binary64 evaluation error of the sums above: below 2 * 577 * 2^-53 of the magnitudes */
     const double ev = 0x1p-40 * (A + slack) / 24.0;
-    w->A[j] = A / 24.0;
-    const double El = fabs(dd / 24.0) + ev + U / 24.0 * (op + gam(k->nqk) * P) * (1 + k->rho) + w->A[j] * k->rho;
+    const double El = fabs(dd / 24.0) + ev + U / 24.0 * (op + gam(k->nqk) * P) * (1 + k->rho) + A / 24.0 * k->rho;
     w->E[j] = isfinite(El) ? El : INFINITY;
     if (w->s[j] > M) M = w->s[j];
     if (w->s[j] < smin) smin = w->s[j];
@@ -280,12 +279,11 @@ mlr_status mlr_budget_bound(const mlr_recipe *r, const mlr_inputs *in, mlr_truth
     bws w;
     memset(&w, 0, sizeof w);
     const size_t L = (size_t)Lmax;
-    double *blk = malloc((9 * L + 3 * DV + 3 * QK) * sizeof(double));
+    double *blk = malloc((5 * L + 3 * DV + 3 * QK) * sizeof(double));
     if (!blk) failed = 1;
     else {
-      w.s = blk, w.d = blk + L, w.A = blk + 2 * L, w.P = blk + 3 * L, w.op = blk + 4 * L, w.E = blk + 5 * L;
-      w.w14 = blk + 6 * L, w.w2 = blk + 7 * L, w.w3 = blk + 8 * L;
-      w.acc14 = blk + 9 * L, w.acc2 = w.acc14 + DV, w.acc3 = w.acc2 + DV, w.qt = w.acc3 + DV, w.kc = w.qt + QK, w.kt = w.kc + QK;
+      w.s = blk, w.E = blk + L, w.w14 = blk + 2 * L, w.w2 = blk + 3 * L, w.w3 = blk + 4 * L;
+      w.acc14 = blk + 5 * L, w.acc2 = w.acc14 + DV, w.acc3 = w.acc2 + DV, w.qt = w.acc3 + DV, w.kc = w.qt + QK, w.kt = w.kc + QK;
       w.lut = lut;
     }
 #pragma omp for schedule(dynamic, 1)

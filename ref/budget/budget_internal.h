@@ -3,7 +3,22 @@
 #ifndef MLR_BUDGET_INTERNAL_H
 #define MLR_BUDGET_INTERNAL_H
 
+#include "../formats/mlr_formats.h"
 #include "mlr_budget.h"
+
+/* x rounded to a format, straight from binary64 (one rounding, no detour through binary32) */
+static inline double mlr__round_fmt(double x, mlr_format f, mlr_overflow ovf) {
+  return (double)mlr_decode(f, mlr_encode_f64(x, f, MLR_RND_NEAREST_EVEN, ovf, 0));
+}
+
+/* x converted to an operand format (mlr_operand) when on; fp8 operands are the inputs' own */
+static inline double mlr__to_operand(int on, double x, int op) {
+  if (!on) return x;
+  if (op == MLR_OP_FP16) return mlr__round_fmt(x, MLR_FMT_FP16, MLR_OVF_NONSAT);
+  if (op == MLR_OP_BF16) return mlr__round_fmt(x, MLR_FMT_BF16, MLR_OVF_NONSAT);
+  if (op == MLR_OP_FP32) return (double)(float)x;
+  return x;
+}
 
 typedef struct mlr__shadow {
   const mlr_recipe *r;

@@ -11,19 +11,6 @@
 
 #define DV MLR_EMU_V_DIM
 
-static int cmp_double(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* the q-th quantile (0..1) of n values, sorted in place (nearest rank) */
-static double quantile(double *v, int64_t n, double q) {
-  if (n == 0) return 0;
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  int64_t k = (int64_t)ceil(q * (double)n) - 1;
-  return v[k < 0 ? 0 : k >= n ? n - 1 : k];
-}
-
 mlr_err_stats mlr_err_stats_of(const double *a, const double *b, int64_t n) {
   mlr_err_stats s = {0, 0, 0};
   double *e = malloc((size_t)(n > 0 ? n : 1) * sizeof *e), ss = 0;
@@ -37,7 +24,7 @@ mlr_err_stats mlr_err_stats_of(const double *a, const double *b, int64_t n) {
     m++;
   }
   if (m) s.rms = sqrt(ss / (double)m);
-  if (e) s.p999 = quantile(e, m, 0.999);
+  if (e) mlr_sort_values(e, m), s.p999 = mlr_sorted_quantile(e, m, 0.999);
   free(e);
   return s;
 }
@@ -49,28 +36,22 @@ static double l2(const double *a, const double *b, int64_t n) {
   return sqrt(s);
 }
 
-/* the model's output for the rows, decoded to binary64 */
-static mlr_status model_rows(const mlr_recipe *r, const mlr_inputs *in, const int64_t *rows, int64_t nrows, int threads, double *o,
-                             int64_t *clipped, mlr_error *err) {
+mlr_status mlr_budget_model(const mlr_recipe *r, const mlr_inputs *in, int threads, double *o, int64_t *clipped, mlr_error *err) {
   mlr_emu_opts opts = {threads, 0, 0};
   mlr_emu_result res;
   mlr_status st = mlr_emulate(r, in, &opts, &res, err);
   if (st != MLR_OK) return st;
-  for (int64_t k = 0; k < nrows; k++) {
-    const int64_t row = rows ? rows[k] : k;
-    for (int d = 0; d < DV; d++) {
-      const int64_t at = row * DV + d;
-      o[k * DV + d] = res.out_format == MLR_OUT_FP32 ? (double)((const float *)res.o)[at]
-                      : (double)mlr_decode(res.out_format == MLR_OUT_FP16 ? MLR_FMT_FP16 : MLR_FMT_BF16, ((const uint16_t *)res.o)[at]);
-    }
-  }
+  const mlr_cmp_tensor t = {res.out_format == MLR_OUT_FP32 ? MLR_CT_F32 : res.out_format == MLR_OUT_FP16 ? MLR_CT_F16 : MLR_CT_BF16, res.o,
+                            res.T * res.H * DV};
+  for (int64_t i = 0; i < t.n; i++) o[i] = mlr_cmp_value(&t, i); /* exact */
   if (clipped) *clipped = res.q_clipped;
   mlr_emu_result_free(&res);
   return MLR_OK;
 }
 
 mlr_status mlr_budget_decompose(const mlr_recipe *r, const mlr_inputs *in, mlr_truth_from from, const double *truth_o,
-                                const int64_t *rows, int64_t nrows, int threads, mlr_decomp *dc, mlr_error *err) {
+                                const double *model_o, const int64_t *rows, int64_t nrows, int threads, mlr_decomp *dc,
+                                mlr_error *err) {
   memset(dc, 0, sizeof *dc);
   const int64_t N = rows ? nrows : in->T * in->H, n = N * DV;
   const int kv8 = in->kv_format != MLR_FMT_BF16;
@@ -84,18 +65,22 @@ mlr_status mlr_budget_decompose(const mlr_recipe *r, const mlr_inputs *in, mlr_t
     if (mlr_source_present(r, in, s) && !(base >> s & 1u)) dc->present |= 1u << s;
   const size_t full = (size_t)(in->T * in->H) * DV;
   double *truth = truth_o ? NULL : malloc(full * sizeof(double)), *tlse = truth_o ? NULL : malloc((size_t)(in->T * in->H) * sizeof(double));
+  double *mfull = model_o ? NULL : malloc(full * sizeof(double));
   double *t = malloc((size_t)n * sizeof(double)), *model = malloc((size_t)n * sizeof(double));
   double *ev = malloc((size_t)n * sizeof(double)), *ref = malloc((size_t)n * sizeof(double)), *sum = calloc((size_t)n, sizeof(double));
   mlr_status st = MLR_ENOMEM;
-  if ((!truth_o && (!truth || !tlse)) || !t || !model || !ev || !ref || !sum) {
+  if ((!truth_o && (!truth || !tlse)) || (!model_o && !mfull) || !t || !model || !ev || !ref || !sum) {
     mlr_error_set(err, MLR_ENOMEM, "out of memory for the decomposition");
     goto out;
   }
   mlr_oracle_stats os;
   if (!truth_o && (st = mlr_oracle(in, dc->from, truth, tlse, &os, err)) != MLR_OK) goto out;
-  const double *tr = truth_o ? truth_o : truth;
-  for (int64_t k = 0; k < N; k++) memcpy(t + k * DV, tr + (rows ? rows[k] : k) * DV, DV * sizeof(double));
-  if ((st = model_rows(r, in, rows, N, threads, model, NULL, err)) != MLR_OK) goto out;
+  if (!model_o && (st = mlr_budget_model(r, in, threads, mfull, NULL, err)) != MLR_OK) goto out;
+  const double *tr = truth_o ? truth_o : truth, *mo = model_o ? model_o : mfull;
+  for (int64_t k = 0; k < N; k++) {
+    memcpy(t + k * DV, tr + (rows ? rows[k] : k) * DV, DV * sizeof(double));
+    memcpy(model + k * DV, mo + (rows ? rows[k] : k) * DV, DV * sizeof(double));
+  }
   dc->total = mlr_err_stats_of(model, t, n);
   dc->truth_rms = l2(t, NULL, n) / sqrt((double)(n ? n : 1));
   const double tl2 = l2(t, NULL, n);
@@ -120,7 +105,7 @@ mlr_status mlr_budget_decompose(const mlr_recipe *r, const mlr_inputs *in, mlr_t
   dc->interaction = mlr_err_stats_of(model, ev, n);
   st = MLR_OK;
 out:
-  free(truth), free(tlse), free(t), free(model), free(ev), free(ref), free(sum);
+  free(truth), free(tlse), free(mfull), free(t), free(model), free(ev), free(ref), free(sum);
   return st;
 }
 
@@ -133,7 +118,7 @@ mlr_status mlr_budget_policy_point(const mlr_recipe *r, const mlr_inputs *in, co
   double *o = malloc((size_t)n * sizeof(double));
   if (!o) return mlr_error_set(err, MLR_ENOMEM, "out of memory for the model's output");
   int64_t clipped = 0;
-  mlr_status st = model_rows(r, in, NULL, in->T * in->H, threads, o, &clipped, err);
+  mlr_status st = mlr_budget_model(r, in, threads, o, &clipped, err);
   if (st == MLR_OK) {
     const mlr_err_stats s = mlr_err_stats_of(o, truth_o, n);
     const double tl2 = l2(truth_o, NULL, n);

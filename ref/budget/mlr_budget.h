@@ -88,10 +88,15 @@ typedef struct mlr_decomp {
 /** Split the model's error against the truth by source (one source rounded at a time, and all
  *  but one): rows as in mlr_budget_eval. The truth is mlr_oracle's (certified), from `from`: bf16
  *  KV (MLR_EINVAL without kv_bf16) or the dequantized KV (kv_quant then counts as absent: it is in
- *  the truth too); truth_o is that truth for every element [T, H, 512] when the caller has it
- *  (NULL: computed here). */
+ *  the truth too); truth_o is that truth and model_o the model's output (mlr_budget_model) for
+ *  every element [T, H, 512] when the caller has them (NULL: computed here). */
 mlr_status mlr_budget_decompose(const mlr_recipe *r, const mlr_inputs *in, mlr_truth_from from, const double *truth_o,
-                                const int64_t *rows, int64_t nrows, int threads, mlr_decomp *d, mlr_error *err);
+                                const double *model_o, const int64_t *rows, int64_t nrows, int threads, mlr_decomp *d,
+                                mlr_error *err);
+
+/** The model's output (mlr_emulate) for every element, decoded to binary64 into o [T, H, 512];
+ *  *clipped (may be NULL) the Q elements the clamp changed. mlr_emulate's status codes. */
+mlr_status mlr_budget_model(const mlr_recipe *r, const mlr_inputs *in, int threads, double *o, int64_t *clipped, mlr_error *err);
 
 /** Statistics of n differences a[i] - b[i] (NaN pairs skipped; both non-finite of one class:
  *  skipped). */

@@ -43,13 +43,6 @@ void mlr__shadow_free(mlr__shadow *sh) {
   memset(sh, 0, sizeof *sh);
 }
 
-static double to_operand(int on, double x, int op) {
-  if (!on) return x;
-  if (op == MLR_OP_FP16) return (double)mlr_decode(MLR_FMT_FP16, mlr_encode_f64(x, MLR_FMT_FP16, MLR_RND_NEAREST_EVEN, MLR_OVF_NONSAT, 0));
-  if (op == MLR_OP_BF16) return (double)mlr_decode(MLR_FMT_BF16, mlr_encode_f64(x, MLR_FMT_BF16, MLR_RND_NEAREST_EVEN, MLR_OVF_NONSAT, 0));
-  if (op == MLR_OP_FP32) return (double)(float)x;
-  return x;
-}
 
 mlr_status mlr__shadow_init(mlr__shadow *sh, const mlr_recipe *r, const mlr_inputs *in, unsigned rounded, mlr_error *err) {
   memset(sh, 0, sizeof *sh);
@@ -106,7 +99,7 @@ mlr_status mlr__shadow_init(mlr__shadow *sh, const mlr_recipe *r, const mlr_inpu
     sh->c[k] = c;
     sh->qs[k] = qs[k];
     for (int i = 0; i < QK; i++) {
-      sh->q[k * QK + i] = to_operand(op, (double)qv[k * QK + i], r->qk_operand);
+      sh->q[k * QK + i] = mlr__to_operand(op, (double)qv[k * QK + i], r->qk_operand);
       sh->qreal[k * QK + i] = (double)qv[k * QK + i] * (double)qs[k];
     }
   }
@@ -120,8 +113,8 @@ mlr_status mlr__shadow_init(mlr__shadow *sh, const mlr_recipe *r, const mlr_inpu
       v = (double)mlr_decode((mlr_format)in->kv_format, (uint32_t)k);
       if (!sh->folded) v = op ? (double)(float)(v * sh->kvs) : v * sh->kvs; /* fp32(value x kv_scale) */
     }
-    sh->klut[k] = to_operand(op, v, r->qk_operand);
-    sh->vlut[k] = to_operand(op, v, r->pv_operand);
+    sh->klut[k] = mlr__to_operand(op, v, r->qk_operand);
+    sh->vlut[k] = mlr__to_operand(op, v, r->pv_operand);
   }
   /* the ranges of the tables' values: with them one test per block shows an exact dot exact in
    * binary64 (the emulator's vlsb/vtop) */

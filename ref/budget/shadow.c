@@ -47,24 +47,13 @@ static double upd32(int on, int fused, double a, double alpha, double b) {
   return fused ? fma32(on, a, alpha, b) : r32(on, r32(on, a * alpha) + b);
 }
 
-/* x rounded to a format, straight from binary64 (no detour through binary32) */
-static double round_fmt(double x, mlr_format f, mlr_overflow ovf) { return (double)mlr_decode(f, mlr_encode_f64(x, f, MLR_RND_NEAREST_EVEN, ovf, 0)); }
-
-static double to_operand(int on, double x, int op) {
-  if (!on) return x;
-  if (op == MLR_OP_FP16) return round_fmt(x, MLR_FMT_FP16, MLR_OVF_NONSAT);
-  if (op == MLR_OP_BF16) return round_fmt(x, MLR_FMT_BF16, MLR_OVF_NONSAT);
-  if (op == MLR_OP_FP32) return (double)(float)x;
-  return x; /* fp8: the input's own values */
-}
-
 static double p_round(int on, double p, int pf) {
   if (!on) return p;
   switch (pf) {
-  case MLR_P_FP16: return round_fmt(p, MLR_FMT_FP16, MLR_OVF_NONSAT);
-  case MLR_P_BF16: return round_fmt(p, MLR_FMT_BF16, MLR_OVF_NONSAT);
-  case MLR_P_E4M3: return round_fmt(p, MLR_FMT_E4M3, MLR_OVF_SATURATE);
-  case MLR_P_E4M3FNUZ: return round_fmt(p, MLR_FMT_E4M3FNUZ, MLR_OVF_SATURATE);
+  case MLR_P_FP16: return mlr__round_fmt(p, MLR_FMT_FP16, MLR_OVF_NONSAT);
+  case MLR_P_BF16: return mlr__round_fmt(p, MLR_FMT_BF16, MLR_OVF_NONSAT);
+  case MLR_P_E4M3: return mlr__round_fmt(p, MLR_FMT_E4M3, MLR_OVF_SATURATE);
+  case MLR_P_E4M3FNUZ: return mlr__round_fmt(p, MLR_FMT_E4M3FNUZ, MLR_OVF_SATURATE);
   default: return (double)(float)p; /* fp32 p: already binary32 when exp is on */
   }
 }
@@ -302,9 +291,9 @@ MLR_FMA_CLONES static void split_row(const mlr__shadow *sh, row_ws *w, int64_t t
     }
     for (int64_t j = 0; j < n; j++) {
       double s = w->s[j];
-      if (acc_on && r->qk_result == MLR_R_BF16) s = round_fmt(s, MLR_FMT_BF16, MLR_OVF_NONSAT);
+      if (acc_on && r->qk_result == MLR_R_BF16) s = mlr__round_fmt(s, MLR_FMT_BF16, MLR_OVF_NONSAT);
       s = r32(acc_on, s * c);
-      if (acc_on && r->logit_format == MLR_R_BF16) s = round_fmt(s, MLR_FMT_BF16, MLR_OVF_NONSAT);
+      if (acc_on && r->logit_format == MLR_R_BF16) s = mlr__round_fmt(s, MLR_FMT_BF16, MLR_OVF_NONSAT);
       w->s[j] = s;
     }
     double bm = -INFINITY;
@@ -314,7 +303,7 @@ MLR_FMA_CLONES static void split_row(const mlr__shadow *sh, row_ws *w, int64_t t
     double ls = 0;
     for (int64_t j = 0; j < n; j++) {
       w->p[j] = sh_exp(exp_on, sh->exp_sm, r32(exp_on, w->s[j] - mn));
-      w->pp[j] = to_operand(ON(MLR_SRC_P), p_round(ON(MLR_SRC_P), w->p[j], r->p_format), r->pv_operand); /* both P's */
+      w->pp[j] = mlr__to_operand(ON(MLR_SRC_P), p_round(ON(MLR_SRC_P), w->p[j], r->p_format), r->pv_operand); /* both P's */
       ls = r32(acc_on, ls + w->p[j]);
     }
     l = upd32(acc_on, fused, l, al, ls);
@@ -378,9 +367,9 @@ MLR_FMA_CLONES static void merge(const mlr__shadow *sh, row_ws *w, int64_t ns, d
 static double out_round(const mlr__shadow *sh, double x) {
   if (!ON(MLR_SRC_OUTPUT)) return x;
   switch (sh->r->out_format) {
-  case MLR_OUT_FP16: return round_fmt(x, MLR_FMT_FP16, MLR_OVF_NONSAT);
+  case MLR_OUT_FP16: return mlr__round_fmt(x, MLR_FMT_FP16, MLR_OVF_NONSAT);
   case MLR_OUT_FP32: return (double)(float)x;
-  default: return round_fmt(x, MLR_FMT_BF16, MLR_OVF_NONSAT);
+  default: return mlr__round_fmt(x, MLR_FMT_BF16, MLR_OVF_NONSAT);
   }
 }
 

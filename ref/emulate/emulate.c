@@ -577,15 +577,16 @@ mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_
   /* outputs */
   const size_t osz = r->out_format == MLR_OUT_FP32 ? 4 : 2;
   const size_t ob = nbytes3(T, H, DV, osz), pb = nbytes3(T * H, S, DV, sizeof(float));
-  if (!ob || ((S > 1 || !r->partial_normalized || (opts && opts->partials)) && !pb)) {
+  const int merge_all = !r->partial_normalized; /* raw partials are divided by l only in the merge */
+  const int keep_parts = S > 1 || merge_all || (opts && opts->partials);
+  if (!ob || (keep_parts && !pb)) {
     st = mlr_error_set(err, MLR_ERANGE, "output size overflows (T=%lld, H=%lld, splits=%lld)", (long long)T, (long long)H, (long long)S);
     goto out;
   }
   res->o = malloc(ob);
   res->lse = malloc((size_t)(T * H) * sizeof(float));
   if (!res->o || !res->lse) goto out;
-  const int merge_all = !r->partial_normalized; /* raw partials are divided by l only in the merge */
-  if (S > 1 || merge_all || (opts && opts->partials)) {
+  if (keep_parts) {
     res->part_o = malloc(pb);
     res->part_lse = malloc((size_t)(T * H * S) * sizeof(float));
     res->part_max = malloc((size_t)(T * H * S) * sizeof(float));
