@@ -51,6 +51,7 @@ int mlr_cmd_suite(int argc, char **argv);
 int mlr_cmd_inputs(int argc, char **argv);
 int mlr_cmd_recipe(int argc, char **argv);
 int mlr_cmd_run(int argc, char **argv);
+int mlr_cmd_gpu(int argc, char **argv);
 int mlr_cmd_compare(int argc, char **argv);
 int mlr_cmd_check(int argc, char **argv);
 int mlr_cmd_golden(int argc, char **argv);
@@ -58,5 +59,6 @@ int mlr_cmd_oracle(int argc, char **argv);
 int mlr_cmd_budget(int argc, char **argv);
 int mlr_bench_oracle(int argc, char **argv);
 int mlr_bench_emulate(int argc, char **argv);
+int mlr_bench_gpu_exact(int argc, char **argv);
 
 #endif

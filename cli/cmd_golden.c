@@ -20,6 +20,7 @@
 #include "fixtures/gen/mlr_gen.h"
 #include "fixtures/inputs/mlr_inputs.h"
 #include "fixtures/suites/mlr_suites.h"
+#include "gpu/exact/mlr_gpu.h"
 #include "ref/emulate/mlr_emulate.h"
 #include "ref/recipe/mlr_recipe.h"
 
@@ -48,13 +49,18 @@ static int cell_inputs(const char *cmd, const char *spec, cellin *c) {
   return MLR_EXIT_OK;
 }
 
+static int use_gpu;           /* --gpu: the GPU exact kernel computes the outputs */
+static double gpu_kernel_ms;  /* their kernel time, summed */
+
 static int run_cell(const char *cmd, const mlr_recipe *r, const cellin *c, outcome *out) {
   memset(out, 0, sizeof *out);
   mlr_error err = {""};
   mlr_emu_opts o = {0, 0, MLR_FAULT_NONE};
   mlr_recipe_hash(r, out->recipe_sha);
-  const mlr_status st = mlr_emulate(r, &c->in, &o, &out->res, &err);
-  if (st == MLR_EINVAL) return MLR_EXIT_OK; /* does not fit: no row */
+  if (mlr_emu_check_fit(r, &c->in, &err) == MLR_EINVAL) return MLR_EXIT_OK; /* does not fit: no row */
+  mlr_gpu_timing tm = {0, 0, 0, 0, 0, 0};
+  const mlr_status st = use_gpu ? mlr_gpu_exact(r, &c->in, &out->res, &tm, &err) : mlr_emulate(r, &c->in, &o, &out->res, &err);
+  gpu_kernel_ms += tm.kernel_ms;
   if (st != MLR_OK) {
     fprintf(stderr, "mlaref %s: %s\n", cmd, err.msg);
     return MLR_EXIT_FAIL;
@@ -195,7 +201,9 @@ static int verify(const char *cmd, const char *digests, const char *goldens, con
   if (have) mlr_tf_free(&c.tf);
   if (rc != MLR_EXIT_OK) return rc;
   if (tty) fputc('\n', stderr);
-  printf("golden verify: %zu manifest rows, %zu golden files, %zu failed\n", rows, files, bad);
+  printf("golden verify: %zu manifest rows, %zu golden files, %zu failed", rows, files, bad);
+  if (use_gpu) printf(" (outputs from the GPU exact kernel: %.1f ms of kernels)", gpu_kernel_ms);
+  printf("\n");
   if (!rows) return mlr_cli_usage_error(cmd, "no manifest row in %s for the suites named", digests);
   return bad ? MLR_EXIT_FAIL : MLR_EXIT_OK;
 }
@@ -221,9 +229,13 @@ int mlr_cmd_golden(int argc, char **argv) {
     else if ((m = mlr_cli_opt(argc, argv, &i, "max-bs", &v))) {
       if (m < 0 || mlr_cli_parse_u64(v, &max_bs) || max_bs < 1) return mlr_cli_usage_error(cmd, "--max-bs: a positive integer");
     } else if (strcmp(argv[i], "--verify") == 0) do_verify = 1;
-    else return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --suite --recipe --out --digests --goldens --max-bs --verify)", argv[i]);
+    else if (strcmp(argv[i], "--gpu") == 0) use_gpu = 1;
+    else return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --suite --recipe --out --digests --goldens --max-bs --verify --gpu)", argv[i]);
   }
   if (rc != MLR_EXIT_OK) return rc;
+  mlr_error derr = {""};
+  char device[256];
+  if (use_gpu && mlr_gpu_device(device, sizeof device, &derr) != MLR_OK) return mlr_cli_usage_error(cmd, "--gpu: %s", derr.msg);
   if (do_verify) {
     if (out || nr) return mlr_cli_usage_error(cmd, "--verify takes --digests, --goldens and --suite only");
     return verify(cmd, digests ? digests : DEFAULT_DIGESTS, goldens, suites, nsuites);
@@ -272,6 +284,7 @@ int mlr_cmd_golden(int argc, char **argv) {
     if (rc == MLR_EXIT_OK && mlr_atomic_commit(&af, &err) != MLR_OK) rc = mlr_cli_usage_error(cmd, "%s", err.msg);
     else if (rc != MLR_EXIT_OK) mlr_atomic_abort(&af);
   }
+  if (rc == MLR_EXIT_OK && use_gpu) printf("golden: on the GPU exact kernel (%s, %s): %.1f ms of kernels\n", device, mlr_gpu_backend(), gpu_kernel_ms);
   if (rc == MLR_EXIT_OK) printf("golden: %zu cell x recipe runs%s%s%s%s\n", done, out ? ", files in " : "", out ? out : "", digests ? ", manifest " : "", digests ? digests : "");
   return rc;
 }

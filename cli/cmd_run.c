@@ -1,5 +1,8 @@
 /* mlaref run --recipe NAME|FILE [--set key=value]... --inputs IN --out OUT [--threads N]
  *            [--partials] [--allow-nonfinite]
+ * mlaref gpu run --kernel exact --recipe NAME|FILE [--set key=value]... --inputs IN --out OUT
+ *            [--allow-nonfinite]      the same on the GPU (gpu/exact: bit-identical to run)
+ * mlaref gpu info                     the build's GPU runtime and the GPU found
  * Runs the model (ref/emulate) on a checked inputs file and writes its outputs as .safetensors:
  *   o [T,H,512] (BF16, F16 or F32 by out.format), lse [T,H] F32, split_count [B] I32,
  *   split_len [B] I32, q_scales [n] F32 (fp8 Q only); with --partials partial_o [T,H,S,512],
@@ -13,6 +16,7 @@
 
 #include "cli.h"
 #include "fixtures/inputs/mlr_inputs.h"
+#include "gpu/exact/mlr_gpu.h"
 #include "ref/emulate/mlr_emulate.h"
 #include "ref/recipe/mlr_recipe.h"
 
@@ -54,8 +58,9 @@ static mlr_status result_file(const mlr_emu_result *res, const mlr_recipe *r, co
   return st;
 }
 
-int mlr_cmd_run(int argc, char **argv) {
-  const char *cmd = "run", *recipe = NULL, *inputs = NULL, *out = NULL, *sets[64];
+/* run (gpu = 0) and gpu run (gpu = 1): the same options and output file */
+static int run_main(const char *cmd, int argc, char **argv, int gpu) {
+  const char *recipe = NULL, *inputs = NULL, *out = NULL, *kernel = NULL, *sets[64];
   int nsets = 0, allow = 0;
   mlr_emu_opts opts = {0, 0, MLR_FAULT_NONE};
   int rc = MLR_EXIT_OK;
@@ -63,7 +68,8 @@ int mlr_cmd_run(int argc, char **argv) {
     const char *v;
     int m;
     if (mlr_cli_str(cmd, argc, argv, &i, "recipe", "a name or file", &recipe, &rc) || mlr_cli_str(cmd, argc, argv, &i, "inputs", "a file", &inputs, &rc) ||
-        mlr_cli_str(cmd, argc, argv, &i, "out", "a file", &out, &rc)) continue;
+        mlr_cli_str(cmd, argc, argv, &i, "out", "a file", &out, &rc) ||
+        (gpu && mlr_cli_str(cmd, argc, argv, &i, "kernel", "a kernel name (exact)", &kernel, &rc))) continue;
     if ((m = mlr_cli_opt(argc, argv, &i, "set", &v))) {
       if (m < 0) return mlr_cli_usage_error(cmd, "--set needs key=value");
       if (nsets == 64) return mlr_cli_usage_error(cmd, "at most 64 --set options");
@@ -74,10 +80,19 @@ int mlr_cmd_run(int argc, char **argv) {
       opts.threads = (int)n;
     } else if (strcmp(argv[i], "--partials") == 0) opts.partials = 1;
     else if (strcmp(argv[i], "--allow-nonfinite") == 0) allow = 1;
+    else if (gpu) return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --kernel --recipe --set --inputs --out --allow-nonfinite)", argv[i]);
     else return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --recipe --set --inputs --out --threads --partials --allow-nonfinite)", argv[i]);
   }
   if (rc != MLR_EXIT_OK) return rc;
-  if (!recipe || !inputs || !out) return mlr_cli_usage_error(cmd, "usage: run --recipe NAME|FILE [--set key=value]... --inputs IN --out OUT [--threads N] [--partials]");
+  if (gpu && (opts.threads || opts.partials))
+    return mlr_cli_usage_error(cmd, "--%s is an option of the CPU model (mlaref run), not of the GPU kernel", opts.threads ? "threads" : "partials");
+  if (gpu && kernel && strcmp(kernel, "exact") != 0) return mlr_cli_usage_error(cmd, "--kernel '%s' is not a GPU kernel (valid: exact)", kernel);
+  if (!recipe || !inputs || !out || (gpu && !kernel))
+    return mlr_cli_usage_error(cmd, gpu ? "usage: gpu run --kernel exact --recipe NAME|FILE [--set key=value]... --inputs IN --out OUT"
+                                        : "usage: run --recipe NAME|FILE [--set key=value]... --inputs IN --out OUT [--threads N] [--partials]");
+  char device[256] = "";
+  mlr_error derr = {""};
+  if (gpu && mlr_gpu_device(device, sizeof device, &derr) != MLR_OK) return mlr_cli_usage_error(cmd, "%s", derr.msg);
   mlr_recipe r;
   if ((rc = mlr_cli_recipe_sets(cmd, recipe, sets, nsets, &r)) != MLR_EXIT_OK) return rc;
   mlr_error err = {""};
@@ -91,12 +106,13 @@ int mlr_cmd_run(int argc, char **argv) {
   }
   const double t0 = mlr_cli_now();
   mlr_emu_result res;
-  st = mlr_emulate(&r, &in, &opts, &res, &err);
+  mlr_gpu_timing tm = {0, 0, 0, 0, 0, 0};
+  st = gpu ? mlr_gpu_exact(&r, &in, &res, &tm, &err) : mlr_emulate(&r, &in, &opts, &res, &err);
   const double secs = mlr_cli_now() - t0;
   if (st != MLR_OK) {
     mlr_tf_free(&tf);
     if (st == MLR_EINVAL) return mlr_cli_usage_error(cmd, "%s with %s: %s", recipe, inputs, err.msg);
-    fprintf(stderr, "mlaref run: %s\n", err.msg);
+    fprintf(stderr, "mlaref %s: %s\n", cmd, err.msg);
     return MLR_EXIT_FAIL;
   }
   mlr_tensor_file of;
@@ -104,15 +120,36 @@ int mlr_cmd_run(int argc, char **argv) {
   st = result_file(&res, &r, inputs, &of);
   if (st == MLR_OK) st = mlr_safetensors_write(out, &of, &err);
   else snprintf(err.msg, sizeof err.msg, "%s: %s", out, mlr_status_str(st));
-  if (st == MLR_OK)
+  if (st == MLR_OK && gpu)
+    printf("gpu run: exact kernel on %s (%s): %s on %s: %lld tokens x %lld heads, %lld batches, up to %lld splits, %lld Q elements "
+           "clipped; kernels %.3f ms, %.3f s in all; wrote %s\n",
+           device, mlr_gpu_backend(), r.name, inputs, (long long)res.T, (long long)res.H, (long long)res.B, (long long)res.S,
+           (long long)res.q_clipped, tm.kernel_ms, secs, out);
+  else if (st == MLR_OK)
     printf("run: %s on %s: %lld tokens x %lld heads, %lld batches, up to %lld splits, %lld Q elements clipped; %.3f s; wrote %s\n",
            r.name, inputs, (long long)res.T, (long long)res.H, (long long)res.B, (long long)res.S, (long long)res.q_clipped, secs, out);
   mlr_tf_free(&of);
   mlr_emu_result_free(&res);
   mlr_tf_free(&tf);
   if (st != MLR_OK) {
-    fprintf(stderr, "mlaref run: %s\n", err.msg);
+    fprintf(stderr, "mlaref %s: %s\n", cmd, err.msg);
     return st == MLR_EIO ? MLR_EXIT_USAGE : MLR_EXIT_FAIL;
   }
   return MLR_EXIT_OK;
+}
+
+int mlr_cmd_run(int argc, char **argv) { return run_main("run", argc, argv, 0); }
+
+int mlr_cmd_gpu(int argc, char **argv) {
+  const char *sub = argc > 0 ? argv[0] : "";
+  if (strcmp(sub, "run") == 0) return run_main("gpu run", argc - 1, argv + 1, 1);
+  if (strcmp(sub, "info") == 0) {
+    if (argc > 1) return mlr_cli_usage_error("gpu info", "takes no options ('%s')", argv[1]);
+    char name[256];
+    mlr_error err = {""};
+    if (mlr_gpu_device(name, sizeof name, &err) != MLR_OK) return mlr_cli_usage_error("gpu info", "%s", err.msg);
+    printf("gpu: %s runtime, device 0: %s, kernels: exact\n", mlr_gpu_backend(), name);
+    return MLR_EXIT_OK;
+  }
+  return mlr_cli_usage_error("gpu", "unknown subcommand '%s' (valid: run, info)", sub);
 }

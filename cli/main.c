@@ -24,6 +24,9 @@ static void usage(FILE *out) {
         "  recipe list | recipe show NAME|FILE [--set key=value]...   numerics contracts\n"
         "  run --recipe NAME|FILE [--set key=value]... --inputs IN --out OUT [--threads N] [--partials]\n"
         "      [--allow-nonfinite]  the bit-accurate model of a kernel: o, lse (and split partials)\n"
+        "  gpu run --kernel exact --recipe NAME|FILE [--set key=value]... --inputs IN --out OUT\n"
+        "                          the same model on the GPU, bit for bit (gpu/exact)\n"
+        "  gpu info                the build's GPU runtime and the GPU found\n"
         "  compare A B [--tensor o] [--rule R]... [--truth T] [--inputs IN] [--json]\n"
         "                          metrics and tolerance rules (exact|ulp:N|allclose:RTOL,ATOL[,MISS]|\n"
         "                          fa3[:K[,ATOL]]|nmse:X|cos:X|budget[:F]); exit 1 when a rule fails\n"
@@ -32,6 +35,7 @@ static void usage(FILE *out) {
         "                          and the certified truth (default rule fa3; budget: the a priori bound)\n"
         "  golden --suite NAME... --recipe NAME|all (--out DIR [--max-bs N] | --digests FILE)\n"
         "  golden --verify [--digests FILE] [--goldens DIR] [--suite NAME]...   golden outputs\n"
+        "      (--gpu with either: computed by the GPU exact kernel)\n"
         "  oracle --inputs IN --out OUT [--from dequantized|bf16]   the certified truth (F64, 1 ulp)\n"
         "  budget --inputs IN | --shape SPEC --recipe NAME|FILE [--set k=v]... [--policy P] [--rows N]\n"
         "      [--truth bf16|dequantized] [--tolerance RTOL,ATOL] [--out FILE] [--json]\n"
@@ -41,6 +45,7 @@ static void usage(FILE *out) {
         "  bench formats [--n N]   conversion and random-variate throughput on one core\n"
         "  bench emulate [--recipe NAME]... [--shape SPEC] [--threads N]   the model's speed\n"
         "  bench oracle [--shape SPEC] [--small SPEC]   the oracle's speed, and against plain MPFR\n"
+        "  bench gpu-exact [--shape SPEC]... [--recipe NAME]... [--reps N]   the GPU exact kernel's speed\n"
         "  version\n"
         "exit status: 0 success, 1 a check failed, 2 bad input\n",
         out);
@@ -58,6 +63,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "inputs") == 0) return mlr_cmd_inputs(argc - 2, argv + 2);
   if (strcmp(cmd, "recipe") == 0) return mlr_cmd_recipe(argc - 2, argv + 2);
   if (strcmp(cmd, "run") == 0) return mlr_cmd_run(argc - 2, argv + 2);
+  if (strcmp(cmd, "gpu") == 0) return mlr_cmd_gpu(argc - 2, argv + 2);
   if (strcmp(cmd, "compare") == 0) return mlr_cmd_compare(argc - 2, argv + 2);
   if (strcmp(cmd, "check") == 0) return mlr_cmd_check(argc - 2, argv + 2);
   if (strcmp(cmd, "golden") == 0) return mlr_cmd_golden(argc - 2, argv + 2);
@@ -72,6 +78,6 @@ int main(int argc, char **argv) {
     usage(stdout);
     return MLR_EXIT_OK;
   }
-  fprintf(stderr, "mlaref: unknown command '%s' (valid: selfcheck|formats|gen|suite|inputs|recipe|run|compare|check|golden|oracle|budget|bench|version|help)\n", cmd);
+  fprintf(stderr, "mlaref: unknown command '%s' (valid: selfcheck|formats|gen|suite|inputs|recipe|run|gpu|compare|check|golden|oracle|budget|bench|version|help)\n", cmd);
   return MLR_EXIT_USAGE;
 }

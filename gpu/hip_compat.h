@@ -21,13 +21,33 @@ typedef cudaError_t hipError_t;
 #define hipMemcpyDeviceToHost cudaMemcpyDeviceToHost
 #define hipDeviceSynchronize cudaDeviceSynchronize
 #define hipGetDeviceProperties cudaGetDeviceProperties
+#define hipGetDeviceCount cudaGetDeviceCount
+#define hipSetDevice cudaSetDevice
+#define hipMemGetInfo cudaMemGetInfo
 typedef cudaDeviceProp hipDeviceProp_t;
+typedef cudaEvent_t hipEvent_t;
+#define hipEventCreate cudaEventCreate
+#define hipEventRecord cudaEventRecord
+#define hipEventSynchronize cudaEventSynchronize
+#define hipEventElapsedTime cudaEventElapsedTime
+#define hipEventDestroy cudaEventDestroy
+#define hipErrorMemoryAllocation cudaErrorMemoryAllocation
 #else
 #error "hip_compat.h: compile GPU sources with hipcc (AMD) or nvcc (NVIDIA)"
 #endif
 
 #include <stdio.h>
 #include <stdlib.h>
+
+/* Shuffles within groups of 32 lanes: a CUDA warp, half an AMD CDNA wavefront (64 lanes, width 32).
+ * Callers keep all 32 lanes of a group converged (uniform loops). */
+#if defined(__HIPCC__) || defined(__HIP_PLATFORM_AMD__)
+#define MLR_SHFL(v, src) __shfl((v), (src), 32)
+#define MLR_SHFL_XOR(v, m) __shfl_xor((v), (m), 32)
+#else
+#define MLR_SHFL(v, src) __shfl_sync(0xFFFFFFFFu, (v), (src), 32)
+#define MLR_SHFL_XOR(v, m) __shfl_xor_sync(0xFFFFFFFFu, (v), (m), 32)
+#endif
 
 /* Every runtime call and launch is checked; a failure names the call and stops the program. */
 #define MLR_GPU_CHECK(call)                                                                        \

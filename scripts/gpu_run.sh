@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # Builds the GPU code and runs every GPU test and benchmark on a machine with an NVIDIA GPU
-# (nvcc, PyTorch), in one go; results go to $OUT (default ./gpu-out). Needs no CMake: the CLI
-# is built with gcc and the project's determinism flags, the probes with nvcc.
+# (nvcc, PyTorch), in one go; results go to $OUT (default ./gpu-out).
+#   0. the exact kernel (gpu/exact) through the full CLI: $MLAREF_GPU_CLI if set (a CLI built with
+#      -DMLAREF_GPU=CUDA elsewhere, e.g. on a CI machine, when this one lacks the -dev packages),
+#      else built here with CMake (-DMLAREF_GPU=CUDA -DMLAREF_GPU_ENFORCE=ON) into build/gpu:
+#      bit identity with the committed golden digests on every cell of the edge, test and bench
+#      suites for every built-in recipe (golden --verify --gpu); compute-sanitizer memcheck and
+#      racecheck on the edge suite (sanitize); the benchmark (bench, $OUT/bench_gpu_exact.txt).
 #   1. bit identity: digests of formats, pmath and rng over binary32 inputs on the GPU, against
 #      tests/data/bits_digests.txt (made on the CPU) and against this machine's CPU (all 2^32);
 #   2. PyTorch agreement of every conversion over all 2^32 binary32 inputs;
@@ -11,7 +16,9 @@
 #   4. the seeds' Triton kernels (a peer in .peers/, never part of the project) run on the inputs
 #      in $MLAREF_GPU_DATA/emu; their outputs ($OUT/peer.tgz) are compared with the emulator by
 #      scripts/peer_compare.sh on a machine with the full CLI.
-# Without a GPU it exits 77 (CTest's "skipped"), unless MLAREF_REQUIRE_GPU=1 makes that a failure.
+# MLAREF_GPU_STEPS (default "exact sanitize bench bits torch peers") picks the steps (0 = exact,
+# sanitize and bench, 1 = bits, 2 and 3 = torch, 4 = peers); MLAREF_GPU_REPS the benchmark's runs. Without a GPU it exits 77 (CTest's "skipped"), unless MLAREF_REQUIRE_GPU=1 makes
+# that a failure.
 # `gpu_run.sh --build-only` builds the programs it runs (the GPU machine has no jansson, so the CLI
 # there is the MLAREF_FORMATS_ONLY variant) and stops: CTest's gpu_run_build runs it on every
 # machine, so a change that breaks that build fails before it reaches the GPU.
@@ -36,20 +43,48 @@ fi
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 status=0
+DATA=${MLAREF_GPU_DATA:-.gpu-data}
+STEPS=" ${MLAREF_GPU_STEPS:-exact sanitize bench bits torch peers} "
+step() { case "$STEPS" in *" $1 "*) return 0 ;; esac; echo "== $1: not asked for (MLAREF_GPU_STEPS)"; return 1; }
 {
   echo "== machine"; date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; "$NVCC" --version | tail -1
+  CLI=${MLAREF_GPU_CLI:-}
+  if { step exact || step sanitize || step bench; } >/dev/null && [ -z "$CLI" ]; then
+    echo "== exact kernel: build"
+    cmake -S . -B build/gpu -DCMAKE_BUILD_TYPE=Release -DMLAREF_TESTS=OFF -DMLAREF_GPU=CUDA -DMLAREF_GPU_ENFORCE=ON >/dev/null &&
+      cmake --build build/gpu -j "$(nproc)" --target mlaref >/dev/null && CLI=build/gpu/mlaref || { echo "exact kernel: build failed"; exit 1; }
+  fi
+  if step exact; then
+    "$CLI" gpu info || status=1
+    echo "== exact kernel: bit identity with fixtures/goldens/digests.tsv (edge, test, bench; every built-in)"
+    for s in edge test bench; do "$CLI" golden --verify --gpu --suite "$s" 2>&1 | grep -v "^golden: [0-9]" || status=1; done
+  fi
+  if step sanitize; then
+    echo "== exact kernel: compute-sanitizer memcheck and racecheck on the edge suite"
+    for tool in memcheck racecheck; do
+      compute-sanitizer --tool $tool --error-exitcode 9 "$CLI" golden --verify --gpu --suite edge > "$OUT/sanitizer_$tool.txt" 2>&1
+      rc=$?; grep -E "golden verify|SUMMARY" "$OUT/sanitizer_$tool.txt"; echo "$tool: exit $rc"; [ $rc -eq 0 ] || status=1
+    done
+  fi
+  if step bench; then
+    echo "== exact kernel: benchmark"
+    "$CLI" bench gpu-exact --reps "${MLAREF_GPU_REPS:-5}" | tee "$OUT/bench_gpu_exact.txt" || status=1
+  fi
+  step bits || step torch || step peers || { echo "== status $status"; exit $status; }
   echo "== build"
   build || exit 1
+  step bits && {
   echo "== bit identity (GPU vs tests/data/bits_digests.txt, GPU vs CPU on all 2^32)"
   "$BIN/bits_digest" > "$OUT/digests_gpu.txt" 2> "$OUT/digests_full.txt"; rc=$?
   cat "$OUT/digests_full.txt"
   if diff "$OUT/digests_gpu.txt" tests/data/bits_digests.txt; then echo "stride-7 digests: GPU = committed CPU digests"
   else echo "stride-7 digests DIFFER from tests/data/bits_digests.txt"; status=1; fi
   [ $rc -eq 0 ] && echo "all-2^32 digests: GPU = CPU" || { echo "all-2^32 digests DIFFER"; status=1; }
+  }
+  step torch && {
   echo "== PyTorch conversions (all 2^32 inputs on cuda, every 16th on cpu)"
   python3 scripts/gpu/torch_formats_check.py "$BIN/mlaref" || status=1
   echo "== mlaref files in PyTorch and numpy; the task's quantize_fp8 on CUDA (inputs from \$MLAREF_GPU_DATA)"
-  DATA=${MLAREF_GPU_DATA:-.gpu-data}
   if [ ! -d "$DATA" ] && [ -x build/default/mlaref ]; then  # the full CLI needs jansson: built by CMake
     mkdir -p "$DATA"
     for spec in bs=4,kv=1024,seed=4217,bf16kv=1 bs=2,kv=500,fmt=e4m3fnuz,seed=11,bf16kv=1 \
@@ -59,6 +94,8 @@ status=0
   fi
   python3 scripts/gpu/torch_fixtures_check.py "$DATA" || status=1  # fails when $DATA holds no files
   python3 scripts/gpu/make_torch_testdata.py "$OUT/torch_written.safetensors" || status=1
+  }
+  step peers && {
   echo "== the seeds' Triton kernels on mlaref inputs (\$MLAREF_GPU_DATA/emu), outputs for scripts/peer_compare.sh"
   if [ -f .peers/seed_triton_kernels.py ] && ls "$DATA"/emu/*.safetensors >/dev/null 2>&1; then
     python3 scripts/gpu/seed_triton_outputs.py "$OUT/peer" "$DATA"/emu/*.safetensors || status=1
@@ -66,6 +103,7 @@ status=0
   else
     echo "skipped: needs .peers/seed_triton_kernels.py (copy ../shared/peers/) and inputs in $DATA/emu (mlaref gen)"
   fi
+  }
   echo "== status $status"
   exit $status
 } 2>&1 | tee "$OUT/gpu_run.log"

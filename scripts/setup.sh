@@ -11,6 +11,9 @@ pkgs=(
   libcriterion-dev  # test framework, run through CTest
   libjansson-dev    # JSON (safetensors headers, reports): a well-kept library, not our own parser
   libssl-dev        # SHA-256 (OpenSSL's EVP) for digests and recipe hashes
+  hipcc             # the GPU exact kernel compiled for AMD (gfx940, clang 15) in CI: test gpu_compile_hip
+  libamdhip64-dev   #   the HIP runtime's headers and library
+  rocm-device-libs  #   the AMD device libraries hipcc links
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -78,11 +78,21 @@ Test(cli, bad_input_exits_2_with_one_line) {
   bad("formats boundaries --format e4m3 --bogus 1", "unknown option '--bogus'");
   bad("formats boundaries --format", "--format needs a value");
   bad("formats frobnicate", "valid: info|boundaries|encode|decode");
-  bad("frobnicate", "valid: selfcheck|formats|gen|suite|inputs|recipe|run|compare|check|golden|oracle|budget|bench|version|help");
+  bad("frobnicate", "valid: selfcheck|formats|gen|suite|inputs|recipe|run|gpu|compare|check|golden|oracle|budget|bench|version|help");
+  bad("gpu", "unknown subcommand '' (valid: run, info)");
+  bad("gpu frob", "unknown subcommand 'frob' (valid: run, info)");
+  bad("gpu info extra", "takes no options ('extra')");
+  bad("gpu run --recipe fp32-seq --inputs x --out /tmp/mlr_cli_never.safetensors", "usage: gpu run --kernel exact --recipe");
+  bad("gpu run --kernel fast --recipe fp32-seq --inputs x --out /tmp/mlr_cli_never.safetensors", "--kernel 'fast' is not a GPU kernel (valid: exact)");
+  bad("gpu run --kernel exact --recipe fp32-seq --inputs x --out /tmp/mlr_cli_never.safetensors --partials", "--partials is an option of the CPU model");
+  bad("gpu run --kernel exact --recipe fp32-seq --inputs x --out /tmp/mlr_cli_never.safetensors --threads 2", "--threads is an option of the CPU model");
+  bad("gpu run --kernel exact --recipe nope --inputs x --out /tmp/mlr_cli_never.safetensors --bogus", "unknown option '--bogus' (valid: --kernel");
+  bad("golden --verify --gpu --bogus", "unknown option '--bogus'");
   bad("formats decode --format e4m3 0x100", "0..0xFF");
   bad("formats encode --format e4m3 abc", "is not a number");
   bad("bench formats --n 12", "--n must be");
-  bad("bench nothing", "valid: formats, emulate, oracle");
+  bad("bench nothing", "valid: formats, emulate, oracle, gpu-exact");
+  bad("bench gpu-exact --reps 0", "--reps: an integer in 1..100");
   bad("bench emulate --recipe nope", "neither a built-in recipe");
   bad("bench emulate --threads 0", "--threads: an integer in 1..1024");
   bad("selfcheck extra", "takes none");
@@ -139,6 +149,32 @@ Test(cli, bad_input_exits_2_with_one_line) {
   bad("budget --shape bs=1,kv=8 --recipe fp32-seq --out /tmp/mlr_cli_no_such_dir/b.safetensors", "is not an existing writable folder");
   bad("budget --shape bs=1,kv=8 --recipe aiter-a8w8-ps --sweep absmax --out /tmp/mlr_cli_never.safetensors", "with --sweep use --json");
   cr_assert_neq(access("/tmp/mlr_cli_never.safetensors", F_OK), 0, "nothing is written on failure");
+}
+
+/* The GPU commands: where this build or machine has no usable GPU they refuse with one line naming
+ * why (exit 2) and write nothing; where there is one, gpu info names it. The bit identity of the
+ * GPU kernel itself is the gpu label's test (gpu_exact). */
+Test(cli, gpu_commands_need_a_gpu) {
+  char *o, *e;
+  const int rc = run("gpu info", &o, &e);
+  if (rc == 0) {
+    cr_assert(strstr(o, "kernels: exact"), "%s", o);
+    free(o); free(e);
+    return;
+  }
+  cr_assert_eq(rc, 2, "gpu info: %s", e);
+  cr_assert(strstr(e, "GPU"), "%s", e);
+  cr_assert_eq(count_lines(e), 1, "%s", e);
+  free(o); free(e);
+  cr_assert_eq(system(MLAREF_BIN " gen --shape bs=1,kv=40,seed=3 --out /tmp/mlr_cli_gpu_in.safetensors >/dev/null"), 0);
+  cr_assert_eq(run("gpu run --kernel exact --recipe fp32-seq --inputs /tmp/mlr_cli_gpu_in.safetensors --out /tmp/mlr_cli_never.safetensors", &o, &e), 2);
+  cr_assert(strstr(e, "mlaref gpu run: ") && strstr(e, "GPU") && count_lines(e) == 1, "%s", e);
+  free(o); free(e);
+  cr_assert_eq(run("golden --verify --gpu --suite edge", &o, &e), 2);
+  cr_assert(strstr(e, "--gpu: ") && count_lines(e) == 1, "%s", e);
+  free(o); free(e);
+  cr_assert_neq(access("/tmp/mlr_cli_never.safetensors", F_OK), 0, "nothing is written on failure");
+  remove("/tmp/mlr_cli_gpu_in.safetensors");
 }
 
 /* mlaref budget: the decomposition closes, the bound holds, the JSON parses; the sweep marks the

@@ -35,6 +35,16 @@
 #define MLR_FMA_CLONES
 #endif
 
+/* Leading zeros of a non-zero 64-bit value and trailing zeros of a non-zero 32-bit value: GCC's
+ * builtins on the host, the GPU's intrinsics in device code (same results for non-zero input). */
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+#define MLR__CLZ64(x) __clzll((long long)(x))
+#define MLR__CTZ32(x) (__ffs((int)(x)) - 1)
+#else
+#define MLR__CLZ64(x) __builtin_clzll(x)
+#define MLR__CTZ32(x) __builtin_ctz(x)
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -65,7 +75,8 @@ typedef enum mlr_status {
   MLR_ERANGE = 6,         /* a size or index computation would overflow */
   MLR_EIO = 7,            /* a file could not be read or written */
   MLR_EPARSE = 8,         /* malformed input: text, or a file's structure */
-  MLR_ECONTRACT = 9       /* well-formed input that breaks the input contract (names, shapes, values) */
+  MLR_ECONTRACT = 9,      /* well-formed input that breaks the input contract (names, shapes, values) */
+  MLR_EDEVICE = 10        /* no usable GPU, a build without GPU support, or a GPU call that failed */
 } mlr_status;
 
 /* A short English description of a status; never NULL. */

@@ -15,6 +15,7 @@ const char *mlr_status_str(mlr_status s) {
   case MLR_EIO: return "input/output error";
   case MLR_EPARSE: return "malformed input";
   case MLR_ECONTRACT: return "input breaks the input contract";
+  case MLR_EDEVICE: return "no usable GPU, or a GPU call failed";
   }
   return "unknown status";
 }

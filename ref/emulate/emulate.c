@@ -19,6 +19,7 @@
 #include "../pmath/mlr_pmath.h"
 #include "mlr_emulate.h"
 #include "../pmath/mlr_exact.h"
+#include "mlr_emu_ops.h"
 
 #define QK MLR_EMU_QK_DIM
 #define DV MLR_EMU_V_DIM
@@ -27,39 +28,13 @@ enum { TOKCHUNK = 4, VCHUNK = 32, DCHUNK = 64 };
 
 #define EMU_CLONES MLR_FMA_CLONES /* mlr_base.h */
 
-static const double SM_SCALE = 1.0 / 24.0; /* 1/sqrt(576); sqrt(576) = 24 exactly */
-#define LOG2E_F 0x1.715476p+0f             /* fp32(log2 e) = 0x3FB8AA3B, the constant in Triton's PTX */
-#define LN2_F 0x1.62e43p-1f                /* fp32(ln 2) = 0x3F317218 */
-#define LOG2E_D 0x1.71547652b82fep+0       /* binary64 log2 e */
-#define SKIP_BELOW -1e30f                  /* the seeds' stage 2 skips lse <= -1e30 (empty splits) */
+#define SM_SCALE MLR_EMU_SM_SCALE
+#define LOG2E_F MLR_EMU_LOG2E_F
+#define LN2_F MLR_EMU_LN2_F
+#define LOG2E_D MLR_EMU_LOG2E_D
+#define SKIP_BELOW MLR_EMU_SKIP_BELOW
 
-float mlr_emu_exp(int base, float x) {
-  if (base == MLR_EXP_2) return mlr_exp2f(x);
-  if (base == MLR_EXP_E_VIA_2) return mlr_exp2f(x * LOG2E_F);
-  return mlr_expf(x);
-}
-
-static float emu_log(int base, float x) { return base == MLR_EXP_2 ? mlr_log2f(x) : mlr_logf(x); }
-
-static float upd(float a, float alpha, float b, int fused) { return fused ? fmaf(a, alpha, b) : a * alpha + b; }
-
-static float round_to(float x, mlr_format f) { return mlr_decode(f, mlr__encode_f32_rne(x, f, MLR_OVF_NONSAT)); }
-
-static float to_operand(float x, int op) {
-  if (op == MLR_OP_FP16) return round_to(x, MLR_FMT_FP16);
-  if (op == MLR_OP_BF16) return round_to(x, MLR_FMT_BF16);
-  return x; /* fp32, or fp8 values kept as they are */
-}
-
-static float p_round(float p, int pf) {
-  switch (pf) {
-  case MLR_P_FP16: return round_to(p, MLR_FMT_FP16);
-  case MLR_P_BF16: return round_to(p, MLR_FMT_BF16);
-  case MLR_P_E4M3: return mlr_decode(MLR_FMT_E4M3, mlr__encode_f32_rne(p, MLR_FMT_E4M3, MLR_OVF_SATURATE));
-  case MLR_P_E4M3FNUZ: return mlr_decode(MLR_FMT_E4M3FNUZ, mlr__encode_f32_rne(p, MLR_FMT_E4M3FNUZ, MLR_OVF_SATURATE));
-  default: return p;
-  }
-}
+float mlr_emu_exp(int base, float x) { return mlr__emu_exp(base, x); }
 
 typedef struct emu {
   const mlr_recipe *r;
@@ -240,9 +215,9 @@ static void qk_block(const emu *e, scratch *w, int64_t t, int64_t b, int64_t j0,
     for (int c = 0; c < nc; c++)
       for (int64_t h = 0; h < H; h++) {
         float s = av[c * H + h];
-        if (r->qk_result == MLR_R_BF16) s = round_to(s, MLR_FMT_BF16);
+        if (r->qk_result == MLR_R_BF16) s = mlr__emu_round_to(s, MLR_FMT_BF16);
         s = s * e->c[t * H + h];
-        if (r->logit_format == MLR_R_BF16) s = round_to(s, MLR_FMT_BF16);
+        if (r->logit_format == MLR_R_BF16) s = mlr__emu_round_to(s, MLR_FMT_BF16);
         w->s[h * e->cap + (j - j0) + c] = s;
       }
   }
@@ -362,7 +337,7 @@ static void pv_block(const emu *e, scratch *w, int64_t b, int64_t j0, int64_t j1
         dot = mode == EX_I128 ? mlr_i128_round_f32(w->pvi[h * DV + d], w->pvmode[2 * h + 1])
               : mode == EX_LONG ? mlr_xacc_round_f32(&w->pvx[h * DV + d]) : (float)w->pvd[h * DV + d]; /* F64: exact, NAIVE: IEEE */
       } else dot = w->pva[h * DV + d];
-      w->acc[h * DV + d] = into ? dot : upd(w->acc[h * DV + d], w->alpha[h], dot, e->fused);
+      w->acc[h * DV + d] = into ? dot : mlr__emu_upd(w->acc[h * DV + d], w->alpha[h], dot, e->fused);
     }
 }
 
@@ -389,10 +364,10 @@ static void run_split_row(const emu *e, scratch *w, int64_t t, int64_t b, int64_
       float ls = 0.0f;
       for (int64_t j = 0; j < n; j++) {
         p[j] = mlr_emu_exp(e->exp_sm, s[j] - mn);
-        pp[j] = to_operand(p_round(p[j], r->p_format), r->pv_operand);
+        pp[j] = mlr__emu_to_operand(mlr__emu_p_round(p[j], r->p_format), r->pv_operand);
         ls = ls + p[j];
       }
-      w->l[h] = upd(w->l[h], al, ls, e->fused);
+      w->l[h] = mlr__emu_upd(w->l[h], al, ls, e->fused);
       w->m[h] = mn;
       w->alpha[h] = al;
     }
@@ -406,10 +381,8 @@ static void run_split_row(const emu *e, scratch *w, int64_t t, int64_t b, int64_
       w->part[h * DV + d] = v;
     }
     const int lbase = r->softmax_exp == MLR_EXP_2 ? MLR_EXP_2 : MLR_EXP_E;
-    float lse = w->m[h] + emu_log(e->fault == MLR_FAULT_LSE_LOG2 ? (lbase == MLR_EXP_2 ? MLR_EXP_E : MLR_EXP_2) : lbase, lc);
-    if (r->softmax_exp == MLR_EXP_2 && r->lse_base == MLR_EXP_E) lse = lse * LN2_F;
-    else if (r->softmax_exp != MLR_EXP_2 && r->lse_base == MLR_EXP_2) lse = lse * LOG2E_F;
-    w->lse[h] = lse;
+    float lse = w->m[h] + mlr__emu_log(e->fault == MLR_FAULT_LSE_LOG2 ? (lbase == MLR_EXP_2 ? MLR_EXP_E : MLR_EXP_2) : lbase, lc);
+    w->lse[h] = mlr__emu_lse_convert(lse, r->softmax_exp, r->lse_base);
     w->pm[h] = w->m[h];
     w->pl[h] = w->l[h];
   }
@@ -420,8 +393,7 @@ static void store_o(const emu *e, int64_t t, int64_t h, const float *v) {
   const int64_t at = (t * e->H + h) * DV;
   if (res->out_format == MLR_OUT_FP32) memcpy((float *)res->o + at, v, DV * sizeof(float));
   else {
-    const mlr_format f = res->out_format == MLR_OUT_FP16 ? MLR_FMT_FP16 : MLR_FMT_BF16;
-    for (int d = 0; d < DV; d++) ((uint16_t *)res->o)[at + d] = (uint16_t)mlr__encode_f32_rne(v[d], f, MLR_OVF_NONSAT);
+    for (int d = 0; d < DV; d++) ((uint16_t *)res->o)[at + d] = mlr__emu_out_code(v[d], res->out_format);
   }
 }
 
@@ -477,8 +449,8 @@ static void merge_one(const emu *e, int64_t t, int64_t h, int64_t ns, float *acc
     if (rule == MLR_MERGE_RUNNING) {
       const float Mn = fmaxf(M, x);
       const float a = e->fault == MLR_FAULT_MERGE_NO_RESCALE ? 1.0f : mlr_emu_exp(eb, M - Mn), wv = mlr_emu_exp(eb, x - Mn);
-      for (int d = 0; d < DV; d++) acc[d] = upd(acc[d], a, part[d] * wv, e->fused);
-      sum = upd(sum, a, mass * wv, e->fused);
+      for (int d = 0; d < DV; d++) acc[d] = mlr__emu_upd(acc[d], a, part[d] * wv, e->fused);
+      sum = mlr__emu_upd(sum, a, mass * wv, e->fused);
       M = Mn;
     } else {
       const float wv = mlr_emu_exp(eb, x - M);
@@ -490,7 +462,7 @@ static void merge_one(const emu *e, int64_t t, int64_t h, int64_t ns, float *acc
   for (int d = 0; d < DV; d++) acc[d] = acc[d] / sc;
   store_o(e, t, h, acc);
   const int ub = norm ? r->lse_base : (r->softmax_exp == MLR_EXP_2 ? MLR_EXP_2 : MLR_EXP_E); /* units of M */
-  float lse = M + emu_log(ub, sc);
+  float lse = M + mlr__emu_log(ub, sc);
   if (!norm && ub != r->lse_base) lse = lse * (r->lse_base == MLR_EXP_2 ? LOG2E_F : LN2_F);
   res->lse[t * e->H + h] = lse;
 }
@@ -510,7 +482,7 @@ static size_t nbytes3(int64_t a, int64_t b, int64_t c, size_t sz) {
   return (size_t)a * (size_t)b * (size_t)c * sz;
 }
 
-static mlr_status check_fit(const mlr_recipe *r, const mlr_inputs *in, mlr_error *err) {
+mlr_status mlr_emu_check_fit(const mlr_recipe *r, const mlr_inputs *in, mlr_error *err) {
   mlr_status st = mlr_recipe_check(r, err);
   if (st != MLR_OK) return st;
   const int kv8 = in->kv_format != MLR_FMT_BF16;
@@ -526,7 +498,7 @@ static mlr_status check_fit(const mlr_recipe *r, const mlr_inputs *in, mlr_error
 mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_opts *opts, mlr_emu_result *res,
                        mlr_error *err) {
   memset(res, 0, sizeof *res);
-  mlr_status st = check_fit(r, in, err);
+  mlr_status st = mlr_emu_check_fit(r, in, err);
   if (st != MLR_OK) return st;
   emu e;
   memset(&e, 0, sizeof e);
@@ -623,7 +595,7 @@ mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_
       if (e.folded) c = c * kvs;
       e.c[t * H + h] = c;
       for (int i = 0; i < QK; i++)
-        e.qT[(t * QK + i) * H + h] = e.fault == MLR_FAULT_DROP_ROPE && i >= NOPE ? 0.0f : to_operand(qval[(t * H + h) * QK + i], r->qk_operand);
+        e.qT[(t * QK + i) * H + h] = e.fault == MLR_FAULT_DROP_ROPE && i >= NOPE ? 0.0f : mlr__emu_to_operand(qval[(t * H + h) * QK + i], r->qk_operand);
     }
   free(qval), free(qs);
   if (e.qk_x) { /* the range of each Q row, for exact_dot */
@@ -645,8 +617,8 @@ mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_
   for (size_t k = 0; k < nl; k++) {
     float v = mlr_decode((mlr_format)in->kv_format, (uint32_t)k);
     if (!e.folded) v = v * kvs;
-    e.klut[k] = to_operand(v, r->qk_operand);
-    e.vlut[k] = to_operand(v, r->pv_operand);
+    e.klut[k] = mlr__emu_to_operand(v, r->qk_operand);
+    e.vlut[k] = mlr__emu_to_operand(v, r->pv_operand);
   }
   e.vlsb = 1000, e.vtop = -1000; /* the range of every finite V operand (exact PV, general) */
   for (size_t k = 0; k < nl; k++)

@@ -99,6 +99,11 @@ mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_
 
 void mlr_emu_result_free(mlr_emu_result *res);
 
+/** Whether a recipe can run on the inputs (mlr_recipe_check, a KV format the model knows, no fp8
+ *  operands on bf16 KV, at least one token and head): MLR_OK, else MLR_EINVAL with the reason.
+ *  mlr_emulate's first step; the GPU exact kernel checks the same. */
+mlr_status mlr_emu_check_fit(const mlr_recipe *r, const mlr_inputs *in, mlr_error *err);
+
 /** Bytes of res->o: T x H x 512 elements of the output format (2 bytes, 4 for binary32). */
 static inline size_t mlr_emu_o_bytes(const mlr_emu_result *res) {
   return (size_t)(res->T * res->H * MLR_EMU_V_DIM) * (res->out_format == MLR_OUT_FP32 ? 4 : 2);

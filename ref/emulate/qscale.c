@@ -5,6 +5,7 @@
 
 #include "../formats/mlr_formats.h"
 #include "mlr_emulate.h"
+#include "mlr_emu_ops.h"
 
 static float bf16_val(uint16_t c) { return mlr_bits_f32((uint32_t)c << 16); }
 
@@ -23,20 +24,13 @@ static float group_amax(const uint16_t *q, int64_t H, int64_t t0, int64_t t1, in
   return amax;
 }
 
-/* quantize one (token, head) row with scale s; returns the number of clipped elements.
- * dynamic policies use the task's bf16 arithmetic (mlr_task_quant_*); the static one divides
- * in binary32, as (q / scale) does for a bf16 tensor and a float32 tensor (type promotion to
- * float32), then clamps and casts (nearest even). */
+/* quantize one (token, head) row with scale s (mlr__emu_q_quant); returns the clipped elements */
 static int64_t quant_row(const uint16_t *src, float *dst, float s, mlr_format f8, int task_arith) {
-  const float fmax = mlr_format_max(f8);
   int64_t clipped = 0;
   for (int i = 0; i < MLR_EMU_QK_DIM; i++) {
-    float x = task_arith ? mlr_task_quant_unclamped(src[i], s) : bf16_val(src[i]) / s;
-    if (fabsf(x) > fmax) {
-      clipped++;
-      x = x > 0 ? fmax : -fmax;
-    }
-    dst[i] = mlr_decode(f8, mlr__encode_f32_rne(x, f8, MLR_OVF_NONSAT));
+    int c;
+    dst[i] = mlr__emu_q_quant(src[i], s, f8, task_arith, &c);
+    clipped += c;
   }
   return clipped;
 }

@@ -142,12 +142,6 @@ MLR_HD static inline uint32_t mlr__overflow_result(const mlr_format_params p, ui
   return mlr__nan_result(p, sgn);
 }
 
-#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
-#define MLR__CLZ64(x) __clzll((long long)(x))
-#else
-#define MLR__CLZ64(x) __builtin_clzll(x)
-#endif
-
 /* The generic encoder from binary64 (every format, mode and input); mlr_encode_f64 below adds
  * a fast path and is otherwise this function. */
 MLR_HD static inline uint32_t mlr__encode_f64_generic(double x, mlr_format f, mlr_rounding rnd, mlr_overflow ovf,

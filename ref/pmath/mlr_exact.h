@@ -118,7 +118,7 @@ MLR_HD static inline void mlr_f32_split(float x, int64_t *m, int *e) {
   int ee = -149;
   if (be) { mm |= 1u << 23; ee = be - 150; }
   if (!mm) { *m = 0; *e = 0; return; }
-  const int tz = __builtin_ctz(mm);
+  const int tz = MLR__CTZ32(mm);
   *m = (b >> 31) ? -(int64_t)(mm >> tz) : (int64_t)(mm >> tz);
   *e = ee + tz;
 }
@@ -132,7 +132,7 @@ MLR_HD static inline void mlr_f32_range(const float *x, int64_t n, int64_t strid
     int e;
     mlr_f32_split(x[i * stride], &m, &e);
     if (!m) continue;
-    const int t = e + 64 - __builtin_clzll((uint64_t)(m < 0 ? -m : m)); /* |x| < 2^t */
+    const int t = e + 64 - MLR__CLZ64((uint64_t)(m < 0 ? -m : m)); /* |x| < 2^t */
     if (e < lo) lo = e;
     if (t > hi) hi = t;
   }
@@ -182,7 +182,7 @@ MLR_HD static inline float mlr_i128_round_f32(mlr_i128 v, int g) {
   const int neg = v < 0;
   __extension__ unsigned __int128 u = neg ? -(unsigned __int128)v : (unsigned __int128)v;
   const uint64_t hi = (uint64_t)(u >> 64), lo = (uint64_t)u;
-  const int p = hi ? 127 - __builtin_clzll(hi) : 63 - __builtin_clzll(lo); /* top bit */
+  const int p = hi ? 127 - MLR__CLZ64(hi) : 63 - MLR__CLZ64(lo); /* top bit */
   uint64_t w;
   int sticky = 0;
   if (p >= 63) {

@@ -1,0 +1,762 @@
+/* exact.cu: the GPU exact kernel (mlr_gpu.h says what it runs). Every output element is computed
+ * with the operations of ref/emulate in the same order; the scalar steps are the same source
+ * (ref/emulate/mlr_emu_ops.h, ref/formats, ref/pmath, ref/pmath/mlr_exact.h, all MLR_HD). Where the
+ * GPU works in parallel, it is over elements that the model computes independently, or over an
+ * operation whose result does not depend on the order (a max, an exact sum):
+ *
+ *   k_amax   max |q| per group (dynamic, per head, per token), then the task's scale (one block each)
+ *   k_qprep  Q values, the QK operand, the logit scale c and each Q row's range (one block per row)
+ *   k_qk     logits: one thread per (KV token, head), the chain over 576 columns in order; a block
+ *            holds 16 (fp8 KV) or 8 (bf16 KV) tokens of one query token and its 16 heads' Q
+ *   k_split  32 lanes per (query token, head, split), 8 heads of a token per block (they share
+ *            each V row through the cache): per softmax block, the max (fmaxf; order-free), the
+ *            p's (a token per lane), their sum in token order, and the PV chains of the 16 columns
+ *            each lane owns, in token order; the split's result (output, or a partial)
+ *   k_merge  one block per (query token, head): thread d merges column d over the splits
+ *
+ * Written against HIP names; gpu/hip_compat.h maps them onto CUDA. Build flags keep the arithmetic
+ * IEEE: no contraction (-fmad=false / -ffp-contract=off), no flush to zero, IEEE division. */
+#include "../hip_compat.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include "../../ref/emulate/mlr_emu_ops.h"
+#include "../../ref/pmath/mlr_exact.h"
+#include "mlr_gpu.h"
+
+/* nvcc unrolls the token loops by 4 (their loads then overlap); clang for AMD declines loops with
+ * an early exit and warns (an error under -Werror), so there the hint is left out */
+#if defined(__HIPCC__) || defined(__HIP_PLATFORM_AMD__)
+#define MLR_UNROLL4
+#else
+#define MLR_UNROLL4 _Pragma("unroll 4")
+#endif
+
+namespace {
+
+enum { QK = MLR_EMU_QK_DIM, DV = MLR_EMU_V_DIM, NOPE = MLR_EMU_NOPE, MAXH = MLR_GPU_MAX_HEADS };
+enum { SPLIT_THREADS = 256, QK_THREADS = 256, QK_ROWS = 2 * QK_THREADS / MLR_GPU_MAX_HEADS, AMAX_THREADS = 1024, MERGE_THREADS = 512 };
+enum { PV_CHAIN = 0, PV_I128 = 1, PV_LONG = 2 }; /* how a head sums one block's PV (k_split) */
+
+/* everything the kernels read: the recipe's switches, sizes and device pointers */
+struct gp {
+  int H, kv8, kvfmt, folded, fused, qk_op, pv_op, qk_dot, pv_exact, qk_bf16, logit_bf16, exp_sm, exp_lse;
+  int p_fmt, into, normalized, softmax_exp, lse_base, merge_rule, out_fmt, qfmt, qscale, qtask;
+  float kvs, clamp, c0;
+  int klsb, ktop, vlsb, vtop;    /* fp8 KV: the range of every finite K and V operand (exact dots) */
+  int64_t T, S, page, blk;
+  const uint16_t *q;
+  const void *kv;
+  const int32_t *kv_indptr, *kv_indices;
+  const int32_t *tok_b;          /* [T] batch of each query token */
+  const int64_t *tok_L, *soff;   /* [T] KV tokens it sees, offset of its logits in lg */
+  const int64_t *nsplit, *slen;  /* [B] */
+  float *scales, *qT, *c;        /* [groups], [T][576][H], [T*H] */
+  int *qlsb, *qtop;              /* [T*H] (exact QK) */
+  unsigned long long *clipped;
+  float *lg;                     /* logits, then P operands, [soff[t] + h*L + j] */
+  float *part_o, *part_lse, *part_max, *part_sum;
+  void *o;
+  float *lse;
+};
+
+__device__ int64_t kv_row(const gp &p, int64_t b, int64_t pos) {
+  if (!p.kv_indices) return p.kv_indptr[b] + pos;
+  return (int64_t)p.kv_indices[p.kv_indptr[b] + pos / p.page] * p.page + pos % p.page;
+}
+
+__device__ uint32_t kv_code(const gp &p, int64_t row, int i) {
+  return p.kv8 ? ((const uint8_t *)p.kv)[row * QK + i] : ((const uint16_t *)p.kv)[row * QK + i];
+}
+
+/* a KV code as an operand: the emulator's code tables (klut, vlut) element by element */
+__device__ float kv_operand(const gp &p, uint32_t code, int op) {
+  float v = mlr_decode((mlr_format)p.kvfmt, code);
+  if (!p.folded) v = v * p.kvs;
+  return mlr__emu_to_operand(v, op);
+}
+
+/* range of one finite value (mlr_f32_range's step): lsb exponent and top, or nothing for 0 */
+__device__ void range_add(float x, int *lo, int *hi) {
+  int64_t m;
+  int e;
+  mlr_f32_split(x, &m, &e);
+  if (!m) return;
+  const int t = e + 64 - MLR__CLZ64((uint64_t)(m < 0 ? -m : m));
+  if (e < *lo) *lo = e;
+  if (t > *hi) *hi = t;
+}
+
+/* ---- Q ---- */
+
+__global__ void k_amax(gp p) {
+  const int64_t g = blockIdx.x;
+  int64_t t0 = 0, t1 = p.T, h0 = 0, h1 = p.H;
+  if (p.qscale == MLR_QS_PER_HEAD) h0 = g, h1 = g + 1;
+  else if (p.qscale == MLR_QS_PER_TOKEN) t0 = g, t1 = g + 1;
+  const int64_t nh = h1 - h0, nrows = (t1 - t0) * nh;
+  float amax = 0.0f; /* NaN is skipped by the comparison, as in the emulator's group_amax */
+  for (int64_t rr = threadIdx.x >> 5; rr < nrows; rr += blockDim.x >> 5) { /* a row per 32 lanes */
+    const uint16_t *q = p.q + ((t0 + rr / nh) * p.H + h0 + rr % nh) * QK;
+    for (int i = threadIdx.x & 31; i < QK; i += 32) {
+      const float a = fabsf(mlr_bits_f32((uint32_t)q[i] << 16));
+      if (a > amax) amax = a;
+    }
+  }
+  __shared__ unsigned int mx; /* non-negative binary32 values order as their bit patterns */
+  if (threadIdx.x == 0) mx = 0;
+  __syncthreads();
+  atomicMax(&mx, mlr_f32_bits(amax));
+  __syncthreads();
+  if (threadIdx.x == 0) p.scales[g] = mlr_task_scale(mlr_bits_f32(mx), mlr_format_max((mlr_format)p.qfmt));
+}
+
+__global__ void k_qprep(gp p) {
+  const int64_t row = blockIdx.x, t = row / p.H, h = row % p.H;
+  const int i = threadIdx.x;
+  const uint16_t code = p.q[row * QK + i];
+  float qv, qs = 1.0f;
+  if (p.qfmt < 0) qv = mlr_bits_f32((uint32_t)code << 16);
+  else {
+    qs = p.scales[p.qscale == MLR_QS_PER_HEAD ? h : p.qscale == MLR_QS_PER_TOKEN ? t : 0];
+    int clip;
+    qv = mlr__emu_q_quant(code, qs, (mlr_format)p.qfmt, p.qtask, &clip);
+    if (clip) atomicAdd(p.clipped, 1ull);
+  }
+  const float op = mlr__emu_to_operand(qv, p.qk_op);
+  p.qT[(t * QK + i) * p.H + h] = op;
+  if (i == 0) {
+    float c = p.c0; /* fp32(sm_scale [* log2 e]) [* q_scale] [* kv_scale], left to right */
+    if (p.qfmt >= 0) c = c * qs;
+    if (p.folded) c = c * p.kvs;
+    p.c[row] = c;
+  }
+  if (p.qk_dot != MLR_DOT_EXACT) return;
+  __shared__ int lo, hi, nonfinite;
+  if (i == 0) lo = 1000, hi = -1000, nonfinite = 0;
+  __syncthreads();
+  int l = 1000, top = -1000;
+  if (!isfinite(op)) atomicOr(&nonfinite, 1);
+  else range_add(op, &l, &top);
+  atomicMin(&lo, l);
+  atomicMax(&hi, top);
+  __syncthreads();
+  if (i == 0) p.qlsb[row] = lo, p.qtop[row] = nonfinite ? INT_MAX : hi;
+}
+
+/* ---- logits ---- */
+
+/* the exact dot of n products q[i*qs] * k(i), rounded once, given both vectors' ranges (top =
+ * INT_MAX: a NaN or Inf among them): the emulator's exact_dot and its binary64 paths (the chain in
+ * order when an operand is not finite; otherwise the exact sum, which every method below gives) */
+template <typename KF>
+__device__ float exact_dot(const float *q, int qs, KF k, int n, int qlsb, int qtop, int klsb, int ktop) {
+  const int nonfinite = qtop == INT_MAX || ktop == INT_MAX;
+  if (!nonfinite && (qlsb > qtop || klsb > ktop)) return 0.0f; /* an all-zero vector */
+  if (nonfinite || mlr_f64_fits(qlsb, qtop, klsb, ktop, n)) {
+    double a = 0.0; /* products are exact in binary64; so is every partial sum when it fits */
+    for (int i = 0; i < n; i++) a = fma((double)q[i * qs], (double)k(i), a);
+    return (float)a;
+  }
+  if (mlr_i128_fits(qlsb, qtop, klsb, ktop, n)) {
+    mlr_i128 acc = 0;
+    const int g = qlsb + klsb;
+    for (int i = 0; i < n; i++) mlr_i128_fma(&acc, q[i * qs], k(i), g);
+    return mlr_i128_round_f32(acc, g);
+  }
+  mlr_xacc x;
+  mlr_xacc_clear(&x);
+  for (int i = 0; i < n; i++) mlr_xacc_add(&x, (double)q[i * qs] * (double)k(i));
+  return mlr_xacc_round_f32(&x);
+}
+
+/* the operands (op: mlr_operand; fp8 KV through the code table lut) of one KV row's columns
+ * c0 .. c0+15: one or two 16-byte loads (rows are 576 codes, so a group of 16 columns starting at a
+ * multiple of 16 is 16-byte aligned) */
+template <int KV8>
+__device__ void load_ops16(const gp &p, const float *lut, int op, int64_t row, int c0, float *out) {
+  if (KV8) {
+    const uint4 w = *(const uint4 *)((const uint8_t *)p.kv + row * QK + c0);
+    const uint32_t ws[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+    for (int c = 0; c < 16; c++) out[c] = lut[(ws[c >> 2] >> (8 * (c & 3))) & 0xFF];
+  } else {
+    const uint4 *src = (const uint4 *)((const uint16_t *)p.kv + row * QK + c0);
+    const uint4 w0 = src[0], w1 = src[1];
+    const uint32_t ws[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
+#pragma unroll
+    for (int c = 0; c < 16; c++) out[c] = kv_operand(p, (ws[c >> 1] >> (16 * (c & 1))) & 0xFFFF, op);
+  }
+}
+
+/* Logits: thread (rows r and r + 16, head h) of a block of 32 KV tokens x 16 heads of one query
+ * token (two rows a thread: each Q operand read from shared memory serves two chains); the token's
+ * Q operands in shared memory, each K row read 16 columns at a time. seq and nope_rope are binary32
+ * fma chains in column order; exact is the binary64 chain (the emulator's exact result wherever
+ * every partial sum is exact in binary64, and its naive chain where an operand is not finite),
+ * else the exact sum through exact_dot. The K range that decides it: fp8 KV, the range of every
+ * finite code (a bound of any row's; the methods agree wherever they apply), bf16 KV, the row's. */
+template <int KV8>
+__global__ void __launch_bounds__(QK_THREADS) k_qk(gp p) {
+  __shared__ float qs[QK * MAXH]; /* [576][16] */
+  __shared__ float klut[256];
+  const int H = p.H, tid = threadIdx.x;
+  const int64_t t = blockIdx.y, L = p.tok_L[t], j0 = (int64_t)blockIdx.x * QK_ROWS;
+  if (j0 >= L) return;
+  const int64_t b = p.tok_b[t];
+  for (int k = tid; k < QK * H; k += QK_THREADS) qs[(k / H) * MAXH + k % H] = p.qT[t * QK * H + k];
+  if (KV8)
+    for (int k = tid; k < 256; k += QK_THREADS) klut[k] = kv_operand(p, (uint32_t)k, p.qk_op);
+  __syncthreads();
+  const int r = tid / MAXH, h = tid % MAXH;
+  const int64_t ja = j0 + r, jb = ja + QK_ROWS / 2;
+  if (ja >= L || h >= H) return;
+  const int two = jb < L; /* the second row exists (its chain is computed on row ja's data otherwise, and dropped) */
+  const int64_t kra = kv_row(p, b, ja), krb = two ? kv_row(p, b, jb) : kra;
+  const float *q = qs + h;
+  float s[2];
+  if (p.qk_dot == MLR_DOT_EXACT) {
+    double a[2] = {0.0, 0.0};
+    int nonfinite[2] = {0, 0}, klo[2], khi[2];
+    for (int w = 0; w < 2; w++) klo[w] = KV8 ? p.klsb : 1000, khi[w] = KV8 ? p.ktop : -1000;
+    for (int i0 = 0; i0 < QK; i0 += 16) {
+      float k[2][16];
+      load_ops16<KV8>(p, klut, p.qk_op, kra, i0, k[0]);
+      load_ops16<KV8>(p, klut, p.qk_op, krb, i0, k[1]);
+#pragma unroll
+      for (int c = 0; c < 16; c++) {
+        const double qv = q[(i0 + c) * MAXH];
+#pragma unroll
+        for (int w = 0; w < 2; w++) {
+          if (!isfinite(k[w][c])) nonfinite[w] = 1;
+          else if (!KV8) range_add(k[w][c], &klo[w], &khi[w]);
+          a[w] = fma(qv, (double)k[w][c], a[w]);
+        }
+      }
+    }
+    const int qlo = p.qlsb[t * H + h], qhi = p.qtop[t * H + h];
+    for (int w = 0; w < 2; w++) {
+      if (qhi == INT_MAX || nonfinite[w] || qlo > qhi || klo[w] > khi[w] || mlr_f64_fits(qlo, qhi, klo[w], khi[w], QK)) s[w] = (float)a[w];
+      else {
+        const int64_t krow = w ? krb : kra;
+        auto kv = [&](int i) -> float {
+          return KV8 ? klut[((const uint8_t *)p.kv)[krow * QK + i]] : kv_operand(p, ((const uint16_t *)p.kv)[krow * QK + i], p.qk_op);
+        };
+        s[w] = exact_dot(q, MAXH, kv, QK, qlo, qhi, klo[w], khi[w]);
+      }
+    }
+  } else {
+    float a[2] = {0.0f, 0.0f}, ar[2] = {0.0f, 0.0f}; /* nope_rope: the rope columns' own chains */
+    const int split = p.qk_dot == MLR_DOT_NOPE_ROPE ? NOPE : QK;
+    for (int i0 = 0; i0 < QK; i0 += 16) {
+      float k[2][16];
+      load_ops16<KV8>(p, klut, p.qk_op, kra, i0, k[0]);
+      load_ops16<KV8>(p, klut, p.qk_op, krb, i0, k[1]);
+      if (i0 < split) {
+#pragma unroll
+        for (int c = 0; c < 16; c++) {
+          const float qv = q[(i0 + c) * MAXH];
+          a[0] = fmaf(qv, k[0][c], a[0]);
+          a[1] = fmaf(qv, k[1][c], a[1]);
+        }
+      } else {
+#pragma unroll
+        for (int c = 0; c < 16; c++) {
+          const float qv = q[(i0 + c) * MAXH];
+          ar[0] = fmaf(qv, k[0][c], ar[0]);
+          ar[1] = fmaf(qv, k[1][c], ar[1]);
+        }
+      }
+    }
+    for (int w = 0; w < 2; w++) s[w] = split < QK ? a[w] + ar[w] : a[w];
+  }
+  for (int w = 0; w < 1 + two; w++) {
+    float v = s[w];
+    if (p.qk_bf16) v = mlr__emu_round_to(v, MLR_FMT_BF16);
+    v = v * p.c[t * H + h];
+    if (p.logit_bf16) v = mlr__emu_round_to(v, MLR_FMT_BF16);
+    p.lg[p.soff[t] + h * L + (w ? jb : ja)] = v;
+  }
+}
+
+/* ---- one (query token, head) over one split: a group of 32 lanes ---- */
+
+__device__ float warp_max(float v) {
+  for (int o = 16; o; o >>= 1) v = fmaxf(v, MLR_SHFL_XOR(v, o));
+  return v;
+}
+__device__ void warp_range(int *lo, int *hi, int *nf) {
+  for (int o = 16; o; o >>= 1) {
+    *lo = min(*lo, MLR_SHFL_XOR(*lo, o));
+    *hi = max(*hi, MLR_SHFL_XOR(*hi, o));
+    *nf = max(*nf, MLR_SHFL_XOR(*nf, o));
+  }
+}
+
+__device__ void store_o(const gp &p, int64_t at, float v) {
+  if (p.out_fmt == MLR_OUT_FP32) ((float *)p.o)[at] = v;
+  else ((uint16_t *)p.o)[at] = mlr__emu_out_code(v, p.out_fmt);
+}
+
+/* the PV operands of a row's columns c0 .. c0+15 */
+__device__ void load_v16(const gp &p, const float *vlut, int64_t row, int c0, float *v) {
+  if (p.kv8) load_ops16<1>(p, vlut, p.pv_op, row, c0, v);
+  else load_ops16<0>(p, vlut, p.pv_op, row, c0, v);
+}
+
+/* One group of 32 lanes per (query token, head) and split; lane l owns output columns 16l ..
+ * 16l+15. The emulator runs the 16 heads of a token together, but each head's chains are its
+ * own, so the order of operations of every element is the same. Per softmax block: the block max
+ * (fmaxf, order-free); the p's and P operands a token per lane; the sum of p in token order and
+ * each column's PV chain in token order (shuffles hand each token's p, P operand and KV row to
+ * every lane in turn). EXACT (pv.dot = exact): first the P operands (kept in lg in place of the
+ * logits) and the ranges of P and V, which choose the emulator's method for the block, then PV. */
+template <int EXACT>
+__global__ void __launch_bounds__(SPLIT_THREADS) k_split(gp p) {
+  __shared__ float vlut[256];
+  const int hpb = SPLIT_THREADS / 32, grp = threadIdx.x >> 5, lane = threadIdx.x & 31, c0 = 16 * lane;
+  const int64_t hgroups = (p.H + hpb - 1) / hpb, t = blockIdx.x / hgroups, h = (blockIdx.x % hgroups) * hpb + grp;
+  const int64_t s = blockIdx.y, b = p.tok_b[t], ns = p.nsplit[b];
+  if (s >= ns) return;
+  if (p.kv8)
+    for (int k = threadIdx.x; k < 256; k += SPLIT_THREADS) vlut[k] = kv_operand(p, (uint32_t)k, p.pv_op);
+  __syncthreads();
+  if (h >= p.H) return;
+  auto vval = [&](uint32_t code) -> float { return p.kv8 ? vlut[code] : kv_operand(p, code, p.pv_op); };
+  const int64_t H = p.H, len = p.slen[b], Lt = p.tok_L[t], lo = s * len;
+  int64_t hi = (s + 1) * len < Lt ? (s + 1) * len : Lt;
+  if (hi < lo) hi = lo;
+  float *row = p.lg + p.soff[t] + h * Lt;
+  float m = -INFINITY, l = 0.0f, acc[16];
+#pragma unroll
+  for (int c = 0; c < 16; c++) acc[c] = 0.0f;
+  const int64_t blk = p.blk > 0 ? p.blk : (hi > lo ? hi - lo : 1);
+  for (int64_t j0 = lo; j0 < hi; j0 += blk) {
+    const int64_t j1 = j0 + blk < hi ? j0 + blk : hi, n = j1 - j0;
+    float bm = -INFINITY;
+    for (int64_t j = j0 + lane; j < j1; j += 32) bm = fmaxf(bm, row[j]);
+    bm = warp_max(bm);
+    const float mn = fmaxf(m, bm), al = mlr__emu_exp(p.exp_sm, m - mn);
+    float ls = 0.0f;
+    if (!EXACT) { /* one pass: p, l's sum and the PV chains together */
+      float pva[16];
+#pragma unroll
+      for (int c = 0; c < 16; c++) pva[c] = p.into ? acc[c] * al : 0.0f;
+      for (int64_t jb = j0; jb < j1; jb += 32) {
+        const int64_t j = jb + lane;
+        float pj = 0.0f, pp = 0.0f;
+        int64_t kr = 0;
+        if (j < j1) {
+          pj = mlr__emu_exp(p.exp_sm, row[j] - mn);
+          pp = mlr__emu_to_operand(mlr__emu_p_round(pj, p.p_fmt), p.pv_op);
+          kr = kv_row(p, b, j);
+        }
+        const int nv = (int)(j1 - jb < 32 ? j1 - jb : 32);
+        MLR_UNROLL4
+        for (int u = 0; u < 32; u++) { /* a fixed trip count, so the loads of 4 tokens overlap */
+          if (u >= nv) break;
+          ls = ls + MLR_SHFL(pj, u);
+          const float ppu = MLR_SHFL(pp, u);
+          float v[16];
+          load_v16(p, vlut, MLR_SHFL(kr, u), c0, v);
+#pragma unroll
+          for (int c = 0; c < 16; c++) pva[c] = fmaf(ppu, v[c], pva[c]);
+        }
+      }
+#pragma unroll
+      for (int c = 0; c < 16; c++) acc[c] = p.into ? pva[c] : mlr__emu_upd(acc[c], al, pva[c], p.fused);
+    } else {
+      int plo = 1000, phi = -1000, pnf = 0, vlo = 1000, vhi = -1000, vnf = 0;
+      for (int64_t jb = j0; jb < j1; jb += 32) { /* P operands into lg; l's sum; P's range */
+        const int64_t j = jb + lane;
+        float pj = 0.0f;
+        if (j < j1) {
+          pj = mlr__emu_exp(p.exp_sm, row[j] - mn);
+          const float pp = mlr__emu_to_operand(mlr__emu_p_round(pj, p.p_fmt), p.pv_op);
+          row[j] = pp;
+          if (!isfinite(pp)) pnf = 1;
+          else range_add(pp, &plo, &phi);
+        }
+        const int nv = (int)(j1 - jb < 32 ? j1 - jb : 32);
+        for (int u = 0; u < nv; u++) ls = ls + MLR_SHFL(pj, u);
+      }
+      warp_range(&plo, &phi, &pnf);
+      /* fp8 V whose every code fits with P: the binary64 chain is the exact sum, or (a NaN or Inf
+       * in V) the emulator's naive chain: the same operations either way, so V needs no pass */
+      const int v_fits = p.kv8 && !pnf && !p.into && (plo > phi || mlr_f64_fits(plo, phi, p.vlsb, p.vtop, n));
+      for (int64_t j = j0; j < j1 && !v_fits; j++) { /* V's range over the block's 512 columns */
+        float v[16];
+        load_v16(p, vlut, kv_row(p, b, j), c0, v);
+#pragma unroll
+        for (int c = 0; c < 16; c++) {
+          if (!isfinite(v[c])) vnf = 1;
+          else range_add(v[c], &vlo, &vhi);
+        }
+      }
+      warp_range(&vlo, &vhi, &vnf);
+      int mode; /* the emulator's method (its pv_block: exact_dot's cases) */
+      if (v_fits || pnf || vnf) mode = PV_CHAIN;  /* NaN or Inf: the binary64 chain in token order */
+      else if (p.into) mode = PV_LONG;  /* the initial acc*alpha joins the exact sum */
+      else if (plo > phi || vlo > vhi || mlr_f64_fits(plo, phi, vlo, vhi, n)) mode = PV_CHAIN; /* exact in binary64 */
+      else mode = mlr_i128_fits(plo, phi, vlo, vhi, n) ? PV_I128 : PV_LONG;
+      if (mode == PV_CHAIN) {
+        double pvd[16];
+#pragma unroll
+        for (int c = 0; c < 16; c++) pvd[c] = p.into ? acc[c] * al : 0.0f;
+        for (int64_t jb = j0; jb < j1; jb += 32) {
+          const int64_t j = jb + lane;
+          const float pp = j < j1 ? row[j] : 0.0f;
+          const int64_t kr = j < j1 ? kv_row(p, b, j) : 0;
+          const int nv = (int)(j1 - jb < 32 ? j1 - jb : 32);
+          MLR_UNROLL4
+          for (int u = 0; u < 32; u++) {
+            if (u >= nv) break;
+            const double ppu = MLR_SHFL(pp, u);
+            float v[16];
+            load_v16(p, vlut, MLR_SHFL(kr, u), c0, v);
+#pragma unroll
+            for (int c = 0; c < 16; c++) pvd[c] = fma(ppu, (double)v[c], pvd[c]);
+          }
+        }
+#pragma unroll
+        for (int c = 0; c < 16; c++) acc[c] = p.into ? (float)pvd[c] : mlr__emu_upd(acc[c], al, (float)pvd[c], p.fused);
+      } else { /* the exact sum, a column at a time */
+        const int g = plo + vlo;
+#pragma unroll 1
+        for (int c = 0; c < 16; c++) {
+          const float init = p.into ? acc[c] * al : 0.0f;
+          float dot;
+          if (mode == PV_I128) {
+            mlr_i128 a = 0;
+            for (int64_t j = j0; j < j1; j++) mlr_i128_fma(&a, row[j], vval(kv_code(p, kv_row(p, b, j), c0 + c)), g);
+            dot = mlr_i128_round_f32(a, g);
+          } else {
+            mlr_xacc x;
+            mlr_xacc_clear(&x);
+            mlr_xacc_add(&x, (double)init);
+            for (int64_t j = j0; j < j1; j++)
+              mlr_xacc_add(&x, (double)row[j] * (double)vval(kv_code(p, kv_row(p, b, j), c0 + c)));
+            dot = mlr_xacc_round_f32(&x);
+          }
+          acc[c] = p.into ? dot : mlr__emu_upd(acc[c], al, dot, p.fused);
+        }
+      }
+    }
+    l = mlr__emu_upd(l, al, ls, p.fused);
+    m = mn;
+  }
+  /* the split's result */
+  const int direct = ns == 1 && p.normalized;
+  const float lc = fmaxf(l, p.clamp);
+#pragma unroll
+  for (int c = 0; c < 16; c++) {
+    float v = p.normalized ? acc[c] / lc : acc[c];
+    if (p.folded) v = v * p.kvs;
+    if (direct) store_o(p, (t * H + h) * DV + c0 + c, v);
+    else p.part_o[((t * H + h) * p.S + s) * DV + c0 + c] = v;
+  }
+  if (lane == 0) {
+    const int lbase = p.softmax_exp == MLR_EXP_2 ? MLR_EXP_2 : MLR_EXP_E;
+    const float lse = mlr__emu_lse_convert(m + mlr__emu_log(lbase, lc), p.softmax_exp, p.lse_base);
+    if (direct) p.lse[t * H + h] = lse;
+    else {
+      const int64_t slot = (t * H + h) * p.S + s;
+      p.part_lse[slot] = lse, p.part_max[slot] = m, p.part_sum[slot] = l;
+    }
+  }
+}
+
+/* ---- the merge of a query token's splits (the emulator's merge_one, column d per thread) ---- */
+
+__global__ void __launch_bounds__(MERGE_THREADS) k_merge(gp p) {
+  const int64_t t = blockIdx.x / p.H, h = blockIdx.x % p.H, ns = p.nsplit[p.tok_b[t]];
+  if (ns < 2 && p.normalized) return; /* written by k_split */
+  const int d = threadIdx.x, norm = p.normalized;
+  const int eb = norm ? p.exp_lse : p.exp_sm;
+  int rule = p.merge_rule;
+  if (rule == MLR_MERGE_AITER) rule = ns <= 3 ? MLR_MERGE_RUNNING : MLR_MERGE_GLOBAL;
+  {
+    const int64_t base = (t * p.H + h) * p.S;
+    float M = -INFINITY, sum = 0.0f, acc = 0.0f;
+    if (rule == MLR_MERGE_GLOBAL)
+      for (int64_t s = 0; s < ns; s++) {
+        const float x = norm ? p.part_lse[base + s] : p.part_max[base + s];
+        if (x > MLR_EMU_SKIP_BELOW) M = fmaxf(M, x);
+      }
+    for (int64_t s = 0; s < ns; s++) {
+      const float x = norm ? p.part_lse[base + s] : p.part_max[base + s];
+      if (!(x > MLR_EMU_SKIP_BELOW)) continue;
+      const float mass = norm ? 1.0f : p.part_sum[base + s], part = p.part_o[(base + s) * DV + d];
+      if (rule == MLR_MERGE_RUNNING) {
+        const float Mn = fmaxf(M, x), a = mlr__emu_exp(eb, M - Mn), wv = mlr__emu_exp(eb, x - Mn);
+        acc = mlr__emu_upd(acc, a, part * wv, p.fused);
+        sum = mlr__emu_upd(sum, a, mass * wv, p.fused);
+        M = Mn;
+      } else {
+        const float wv = mlr__emu_exp(eb, x - M);
+        acc = p.fused ? fmaf(part, wv, acc) : acc + part * wv;
+        sum = p.fused ? fmaf(mass, wv, sum) : sum + mass * wv;
+      }
+    }
+    const float sc = fmaxf(sum, p.clamp);
+    store_o(p, (t * p.H + h) * DV + d, acc / sc);
+    if (d == 0) {
+      const int ub = norm ? p.lse_base : (p.softmax_exp == MLR_EXP_2 ? MLR_EXP_2 : MLR_EXP_E); /* units of M */
+      float lse = M + mlr__emu_log(ub, sc);
+      if (!norm && ub != p.lse_base) lse = lse * (p.lse_base == MLR_EXP_2 ? MLR_EMU_LOG2E_F : MLR_EMU_LN2_F);
+      p.lse[t * p.H + h] = lse;
+    }
+  }
+}
+
+double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+/* device buffers, freed together */
+struct dbufs {
+  void *p[24];
+  int n;
+};
+
+} // namespace
+
+#define GPU_TRY(call)                                                                                                  \
+  do {                                                                                                                 \
+    const hipError_t e_ = (call);                                                                                      \
+    if (e_ != hipSuccess) {                                                                                            \
+      st = mlr_error_set(err, e_ == hipErrorMemoryAllocation ? MLR_ENOMEM : MLR_EDEVICE, "GPU: %s at %s:%d: %s", #call, \
+                         __FILE__, __LINE__, hipGetErrorString(e_));                                                   \
+      goto out;                                                                                                        \
+    }                                                                                                                  \
+  } while (0)
+
+/* a device buffer of n bytes (n > 0), recorded in bufs; optionally filled from host src */
+#define DALLOC(ptr, nbytes, src)                                                                                       \
+  do {                                                                                                                 \
+    void *d_ = NULL;                                                                                                   \
+    const size_t nb_ = (size_t)(nbytes) > 0 ? (size_t)(nbytes) : 1;                                                                      \
+    GPU_TRY(hipMalloc(&d_, nb_));                                                                                      \
+    bufs.p[bufs.n++] = d_;                                                                                             \
+    if (src) GPU_TRY(hipMemcpy(d_, (src), (nbytes), hipMemcpyHostToDevice));                                           \
+    *(void **)&(ptr) = d_;                                                                                             \
+  } while (0)
+
+extern "C" const char *mlr_gpu_backend(void) {
+#if defined(__HIPCC__) || defined(__HIP_PLATFORM_AMD__)
+  return "HIP";
+#else
+  return "CUDA";
+#endif
+}
+
+extern "C" mlr_status mlr_gpu_device(char *name, size_t n, mlr_error *err) {
+  int count = 0;
+  hipDeviceProp_t prop;
+  if (n) name[0] = 0;
+  hipError_t e = hipGetDeviceCount(&count);
+  if (e != hipSuccess) return mlr_error_set(err, MLR_EDEVICE, "no usable GPU: the %s runtime says: %s", mlr_gpu_backend(), hipGetErrorString(e));
+  if (count < 1) return mlr_error_set(err, MLR_EDEVICE, "no usable GPU: the %s runtime finds no device", mlr_gpu_backend());
+  if ((e = hipGetDeviceProperties(&prop, 0)) != hipSuccess)
+    return mlr_error_set(err, MLR_EDEVICE, "no usable GPU: the %s runtime says: %s", mlr_gpu_backend(), hipGetErrorString(e));
+  if (n) snprintf(name, n, "%s", prop.name);
+  return MLR_OK;
+}
+
+extern "C" mlr_status mlr_gpu_exact(const mlr_recipe *r, const mlr_inputs *in, mlr_emu_result *res, mlr_gpu_timing *timing,
+                                    mlr_error *err) {
+  memset(res, 0, sizeof *res);
+  const double t_start = now_ms();
+  mlr_status st = mlr_emu_check_fit(r, in, err);
+  if (st != MLR_OK) return st;
+  const int64_t T = in->T, H = in->H, B = in->B;
+  if (H > MAXH) return mlr_error_set(err, MLR_EINVAL, "the GPU exact kernel runs 1..%d heads; the inputs have %lld", MAXH, (long long)H);
+  dbufs bufs;
+  bufs.n = 0;
+  hipEvent_t ev[5] = {NULL, NULL, NULL, NULL, NULL}; /* start, after Q, after QK, after the splits, end */
+  gp p;
+  memset(&p, 0, sizeof p);
+  int64_t *nsplit = (int64_t *)calloc((size_t)B, sizeof(int64_t)), *slen = (int64_t *)calloc((size_t)B, sizeof(int64_t));
+  int32_t *tok_b = (int32_t *)malloc((size_t)T * sizeof(int32_t));
+  int64_t *tok_L = (int64_t *)malloc((size_t)T * sizeof(int64_t)), *soff = (int64_t *)malloc((size_t)T * sizeof(int64_t));
+  res->split_count = (int32_t *)calloc((size_t)B, sizeof(int32_t));
+  res->split_len = (int32_t *)calloc((size_t)B, sizeof(int32_t));
+  int64_t S = 1, lg_n = 0, Lmax = 0, ngroups = 1;
+  size_t ob = 0, kvb = 0;
+  const int qfp8 = r->q_format != MLR_Q_BF16;
+  if (!nsplit || !slen || !tok_b || !tok_L || !soff || !res->split_count || !res->split_len) {
+    st = mlr_error_set(err, MLR_ENOMEM, "out of host memory for the GPU kernel's tables");
+    goto out;
+  }
+  for (int64_t b = 0; b < B; b++) {
+    const int64_t L = mlr_inputs_kv_len(in, b), t0 = in->qo_indptr[b], nq = in->qo_indptr[b + 1] - t0;
+    mlr_recipe_splits(r, B, L, &nsplit[b], &slen[b]);
+    if (nsplit[b] > S) S = nsplit[b];
+    if (nsplit[b] > INT32_MAX || slen[b] > INT32_MAX) {
+      st = mlr_error_set(err, MLR_ERANGE, "batch %lld: %lld splits of %lld tokens do not fit int32", (long long)b,
+                         (long long)nsplit[b], (long long)slen[b]);
+      goto out;
+    }
+    res->split_count[b] = (int32_t)nsplit[b], res->split_len[b] = (int32_t)slen[b];
+    for (int64_t i = 0; i < nq; i++) {
+      const int64_t t = t0 + i, Lt = L - (nq - 1 - i);
+      tok_b[t] = (int32_t)b, tok_L[t] = Lt > 0 ? Lt : 0, soff[t] = lg_n;
+      lg_n += H * tok_L[t];
+      if (tok_L[t] > Lmax) Lmax = tok_L[t];
+    }
+  }
+  if (T > 65535 || S > 65535) {
+    st = mlr_error_set(err, MLR_ERANGE, "the GPU exact kernel's grid takes at most 65535 query tokens and 65535 splits (T=%lld, splits=%lld)",
+                       (long long)T, (long long)S);
+    goto out;
+  }
+  if ((double)lg_n * 4 > 1e12 || (double)T * H * S * DV * 4 > 1e12) {
+    st = mlr_error_set(err, MLR_ERANGE, "GPU buffers would exceed 1 TB (T=%lld, H=%lld, splits=%lld)", (long long)T, (long long)H, (long long)S);
+    goto out;
+  }
+  ob = (size_t)(T * H * DV) * (r->out_format == MLR_OUT_FP32 ? 4 : 2);
+  kvb = (size_t)in->N * QK * (in->kv_format == MLR_FMT_BF16 ? 2 : 1);
+  res->T = T, res->H = H, res->B = B, res->S = S, res->out_format = r->out_format;
+  res->o = malloc(ob);
+  res->lse = (float *)malloc((size_t)(T * H) * sizeof(float));
+  if (!res->o || !res->lse) {
+    st = mlr_error_set(err, MLR_ENOMEM, "out of host memory for the outputs");
+    goto out;
+  }
+  /* the recipe's switches */
+  p.H = (int)H, p.T = T, p.S = S, p.page = in->page, p.blk = r->softmax_block;
+  p.kv8 = in->kv_format != MLR_FMT_BF16, p.kvfmt = in->kv_format;
+  p.folded = r->kv_scale_at == MLR_KVS_FOLDED, p.fused = r->update_fma;
+  p.qk_op = r->qk_operand, p.pv_op = r->pv_operand, p.qk_dot = r->qk_dot, p.pv_exact = r->pv_dot == MLR_DOT_EXACT;
+  p.qk_bf16 = r->qk_result == MLR_R_BF16, p.logit_bf16 = r->logit_format == MLR_R_BF16;
+  p.exp_sm = r->softmax_exp;
+  p.exp_lse = r->lse_base == MLR_EXP_2 ? MLR_EXP_2 : (r->softmax_exp == MLR_EXP_E_VIA_2 ? MLR_EXP_E_VIA_2 : MLR_EXP_E);
+  p.p_fmt = r->p_format, p.into = r->pv_accumulate == MLR_PV_INTO_ACC, p.normalized = r->partial_normalized;
+  p.softmax_exp = r->softmax_exp, p.lse_base = r->lse_base, p.merge_rule = r->merge_rule, p.out_fmt = r->out_format;
+  p.qfmt = !qfp8 ? -1 : r->q_format == MLR_Q_E4M3 ? MLR_FMT_E4M3 : MLR_FMT_E4M3FNUZ;
+  p.qscale = r->q_scale, p.qtask = r->q_scale != MLR_QS_STATIC;
+  p.kvs = in->kv_scale, p.clamp = (float)r->softmax_clamp;
+  p.c0 = (float)(r->softmax_exp == MLR_EXP_2 ? MLR_EMU_SM_SCALE * MLR_EMU_LOG2E_D : MLR_EMU_SM_SCALE);
+  ngroups = r->q_scale == MLR_QS_PER_HEAD ? H : r->q_scale == MLR_QS_PER_TOKEN ? T : 1;
+  p.klsb = p.vlsb = 1000, p.ktop = p.vtop = -1000; /* as the emulator's vlsb, vtop: every finite operand of a code */
+  for (uint32_t code = 0; p.kv8 && code < 256; code++) {
+    float v = mlr_decode((mlr_format)p.kvfmt, code);
+    if (!p.folded) v = v * p.kvs;
+    const float kop = mlr__emu_to_operand(v, p.qk_op), vop = mlr__emu_to_operand(v, p.pv_op);
+    int lsb, top;
+    if (isfinite(kop)) mlr_f32_range(&kop, 1, 1, &lsb, &top), p.klsb = lsb < p.klsb ? lsb : p.klsb, p.ktop = top > p.ktop ? top : p.ktop;
+    if (isfinite(vop)) mlr_f32_range(&vop, 1, 1, &lsb, &top), p.vlsb = lsb < p.vlsb ? lsb : p.vlsb, p.vtop = top > p.vtop ? top : p.vtop;
+  }
+  {
+    float static_scale = qfp8 ? (float)(r->q_absmax / (double)mlr_format_max((mlr_format)p.qfmt)) : 1.0f; /* Python float -> float32 */
+    const int64_t npages = in->kv_indices ? in->kv_indptr[B] : 0;
+    DALLOC(p.q, (size_t)(T * H * QK) * 2, in->q);
+    DALLOC(p.kv, kvb, in->kv);
+    DALLOC(p.kv_indptr, (size_t)(B + 1) * 4, in->kv_indptr);
+    if (in->kv_indices) DALLOC(p.kv_indices, (size_t)npages * 4, in->kv_indices);
+    DALLOC(p.tok_b, (size_t)T * 4, tok_b);
+    DALLOC(p.tok_L, (size_t)T * 8, tok_L);
+    DALLOC(p.soff, (size_t)T * 8, soff);
+    DALLOC(p.nsplit, (size_t)B * 8, nsplit);
+    DALLOC(p.slen, (size_t)B * 8, slen);
+    DALLOC(p.scales, (size_t)ngroups * 4, NULL);
+    if (qfp8 && r->q_scale == MLR_QS_STATIC) GPU_TRY(hipMemcpy(p.scales, &static_scale, 4, hipMemcpyHostToDevice));
+    DALLOC(p.qT, (size_t)(T * H * QK) * 4, NULL);
+    DALLOC(p.c, (size_t)(T * H) * 4, NULL);
+    DALLOC(p.qlsb, (size_t)(T * H) * 4, NULL);
+    DALLOC(p.qtop, (size_t)(T * H) * 4, NULL);
+    DALLOC(p.clipped, 8, NULL);
+    GPU_TRY(hipMemset(p.clipped, 0, 8));
+    DALLOC(p.lg, (size_t)lg_n * 4, NULL);
+    if (S > 1 || !p.normalized) {
+      DALLOC(p.part_o, (size_t)(T * H * S * DV) * 4, NULL);
+      DALLOC(p.part_lse, (size_t)(T * H * S) * 4, NULL);
+      DALLOC(p.part_max, (size_t)(T * H * S) * 4, NULL);
+      DALLOC(p.part_sum, (size_t)(T * H * S) * 4, NULL);
+    }
+    DALLOC(p.o, ob, NULL);
+    DALLOC(p.lse, (size_t)(T * H) * 4, NULL);
+    GPU_TRY(hipMemset(p.o, 0xFF, ob)); /* the NaN pattern no step writes (checked below) */
+    GPU_TRY(hipMemset(p.lse, 0xFF, (size_t)(T * H) * 4));
+  }
+  for (int k = 0; k < 5; k++) GPU_TRY(hipEventCreate(&ev[k]));
+  GPU_TRY(hipEventRecord(ev[0], 0));
+  if (qfp8 && r->q_scale != MLR_QS_STATIC) {
+    k_amax<<<(unsigned)ngroups, AMAX_THREADS>>>(p);
+    GPU_TRY(hipGetLastError());
+  }
+  k_qprep<<<(unsigned)(T * H), QK>>>(p);
+  GPU_TRY(hipGetLastError());
+  GPU_TRY(hipEventRecord(ev[1], 0));
+  if (Lmax > 0) {
+    const dim3 grid((unsigned)((Lmax + QK_ROWS - 1) / QK_ROWS), (unsigned)T);
+    if (p.kv8) k_qk<1><<<grid, QK_THREADS>>>(p);
+    else k_qk<0><<<grid, QK_THREADS>>>(p);
+    GPU_TRY(hipGetLastError());
+  }
+  GPU_TRY(hipEventRecord(ev[2], 0));
+  {
+    const int64_t hgroups = (H + SPLIT_THREADS / 32 - 1) / (SPLIT_THREADS / 32);
+    if (p.pv_exact) k_split<1><<<dim3((unsigned)(T * hgroups), (unsigned)S), SPLIT_THREADS>>>(p);
+    else k_split<0><<<dim3((unsigned)(T * hgroups), (unsigned)S), SPLIT_THREADS>>>(p);
+  }
+  GPU_TRY(hipGetLastError());
+  GPU_TRY(hipEventRecord(ev[3], 0));
+  if (S > 1 || !p.normalized) {
+    k_merge<<<(unsigned)(T * H), MERGE_THREADS>>>(p);
+    GPU_TRY(hipGetLastError());
+  }
+  GPU_TRY(hipEventRecord(ev[4], 0));
+  GPU_TRY(hipEventSynchronize(ev[4]));
+  if (timing) {
+    float ms[5] = {0, 0, 0, 0, 0};
+    for (int k = 1; k < 5; k++) GPU_TRY(hipEventElapsedTime(&ms[k], ev[k - 1], ev[k]));
+    timing->q_ms = ms[1], timing->qk_ms = ms[2], timing->split_ms = ms[3], timing->merge_ms = ms[4];
+    timing->kernel_ms = (double)ms[1] + ms[2] + ms[3] + ms[4];
+  }
+  GPU_TRY(hipMemcpy(res->o, p.o, ob, hipMemcpyDeviceToHost));
+  GPU_TRY(hipMemcpy(res->lse, p.lse, (size_t)(T * H) * 4, hipMemcpyDeviceToHost));
+  if (qfp8) {
+    unsigned long long clipped = 0;
+    res->n_q_scales = ngroups;
+    res->q_scales = (float *)malloc((size_t)ngroups * sizeof(float));
+    if (!res->q_scales) {
+      st = mlr_error_set(err, MLR_ENOMEM, "out of host memory for the Q scales");
+      goto out;
+    }
+    GPU_TRY(hipMemcpy(res->q_scales, p.scales, (size_t)ngroups * 4, hipMemcpyDeviceToHost));
+    GPU_TRY(hipMemcpy(&clipped, p.clipped, 8, hipMemcpyDeviceToHost));
+    res->q_clipped = (int64_t)clipped;
+  }
+  { /* every element written: the all-ones pattern is a NaN no encoder and no GPU operation makes */
+    const size_t esz = r->out_format == MLR_OUT_FP32 ? 4 : 2, n = ob / esz;
+    for (size_t k = 0; k < n; k++) {
+      const uint32_t v = esz == 4 ? ((const uint32_t *)res->o)[k] : ((const uint16_t *)res->o)[k];
+      if (v == (esz == 4 ? 0xFFFFFFFFu : 0xFFFFu)) {
+        st = mlr_error_set(err, MLR_EDEVICE, "GPU exact kernel left o[%zu][%zu][%zu] unwritten", k / DV / (size_t)H,
+                           k / DV % (size_t)H, k % DV);
+        goto out;
+      }
+    }
+    for (int64_t k = 0; k < T * H; k++)
+      if (mlr_f32_bits(res->lse[k]) == 0xFFFFFFFFu) {
+        st = mlr_error_set(err, MLR_EDEVICE, "GPU exact kernel left lse[%lld][%lld] unwritten", (long long)(k / H), (long long)(k % H));
+        goto out;
+      }
+  }
+  st = MLR_OK;
+out:
+  for (int k = 0; k < 5; k++)
+    if (ev[k]) (void)hipEventDestroy(ev[k]);
+  for (int k = 0; k < bufs.n; k++) (void)hipFree(bufs.p[k]);
+  free(nsplit), free(slen), free(tok_b), free(tok_L), free(soff);
+  if (st != MLR_OK) mlr_emu_result_free(res);
+  else if (timing) timing->total_ms = now_ms() - t_start;
+  return st;
+}

@@ -1,0 +1,84 @@
+/* mlr_emu_ops.h: the scalar steps of the model (mlr_emulate.h) that the CPU emulator and the GPU
+ * exact kernel (gpu/exact) share: one source, compiled for both (MLR_HD), so a step cannot drift
+ * between them. Each is a fixed sequence of IEEE binary32 operations, or a pmath function (binary64,
+ * correctly rounded on both), so it gives the same bits on the host and the device. */
+#ifndef MLR_EMU_OPS_H
+#define MLR_EMU_OPS_H
+
+#include <math.h>
+
+#include "../formats/mlr_formats.h"
+#include "../pmath/mlr_pmath.h"
+#include "../recipe/mlr_recipe.h"
+
+#define MLR_EMU_SM_SCALE (1.0 / 24.0)         /* 1/sqrt(576); sqrt(576) = 24 exactly */
+#define MLR_EMU_LOG2E_F 0x1.715476p+0f        /* fp32(log2 e) = 0x3FB8AA3B, the constant in Triton's PTX */
+#define MLR_EMU_LN2_F 0x1.62e43p-1f           /* fp32(ln 2) = 0x3F317218 */
+#define MLR_EMU_LOG2E_D 0x1.71547652b82fep+0  /* binary64 log2 e */
+#define MLR_EMU_SKIP_BELOW -1e30f             /* the seeds' stage 2 skips lse <= -1e30 (empty splits) */
+
+/* exp by mlr_expbase: e^x, 2^x, or 2^(fp32(x * fp32(log2 e))); each the binary64 pmath result
+ * rounded once to binary32 */
+MLR_HD static inline float mlr__emu_exp(int base, float x) {
+  if (base == MLR_EXP_2) return mlr_exp2f(x);
+  if (base == MLR_EXP_E_VIA_2) return mlr_exp2f(x * MLR_EMU_LOG2E_F);
+  return mlr_expf(x);
+}
+
+MLR_HD static inline float mlr__emu_log(int base, float x) { return base == MLR_EXP_2 ? mlr_log2f(x) : mlr_logf(x); }
+
+/* a running update a*alpha + b: one fused multiply-add, or a rounded product then a rounded sum */
+MLR_HD static inline float mlr__emu_upd(float a, float alpha, float b, int fused) {
+  return fused ? fmaf(a, alpha, b) : a * alpha + b;
+}
+
+MLR_HD static inline float mlr__emu_round_to(float x, mlr_format f) {
+  return mlr_decode(f, mlr__encode_f32_rne(x, f, MLR_OVF_NONSAT));
+}
+
+/* a value converted to an operand format (mlr_operand); fp32 and fp8 keep it as it is (fp8
+ * operands are the decoded codes, already exact) */
+MLR_HD static inline float mlr__emu_to_operand(float x, int op) {
+  if (op == MLR_OP_FP16) return mlr__emu_round_to(x, MLR_FMT_FP16);
+  if (op == MLR_OP_BF16) return mlr__emu_round_to(x, MLR_FMT_BF16);
+  return x;
+}
+
+/* p rounded to P's format (mlr_pfmt): nearest even; fp8 saturates (the kernels' cast of p <= 1
+ * never overflows, saturation only matters for a NaN-free contract) */
+MLR_HD static inline float mlr__emu_p_round(float p, int pf) {
+  switch (pf) {
+  case MLR_P_FP16: return mlr__emu_round_to(p, MLR_FMT_FP16);
+  case MLR_P_BF16: return mlr__emu_round_to(p, MLR_FMT_BF16);
+  case MLR_P_E4M3: return mlr_decode(MLR_FMT_E4M3, mlr__encode_f32_rne(p, MLR_FMT_E4M3, MLR_OVF_SATURATE));
+  case MLR_P_E4M3FNUZ: return mlr_decode(MLR_FMT_E4M3FNUZ, mlr__encode_f32_rne(p, MLR_FMT_E4M3FNUZ, MLR_OVF_SATURATE));
+  default: return p;
+  }
+}
+
+/* the output code of one o value (bf16 / fp16 code; binary32 outputs are stored as they are) */
+MLR_HD static inline uint16_t mlr__emu_out_code(float v, int out_format) {
+  return (uint16_t)mlr__encode_f32_rne(v, out_format == MLR_OUT_FP16 ? MLR_FMT_FP16 : MLR_FMT_BF16, MLR_OVF_NONSAT);
+}
+
+/* one Q element quantized with scale s (mlr_emulate.h, "Q"): the dynamic policies use the task's
+ * bf16 arithmetic (mlr_task_quant_unclamped); the static one divides in binary32, as (q / scale)
+ * does for a bf16 tensor and a float32 tensor (type promotion), then clamps to the format's max
+ * (*clipped set to 1 when the clamp changed it) and casts (nearest even); the decoded value */
+MLR_HD static inline float mlr__emu_q_quant(uint16_t q, float s, mlr_format f8, int task_arith, int *clipped) {
+  const float fmax = mlr_format_max(f8);
+  float x = task_arith ? mlr_task_quant_unclamped(q, s) : mlr_bits_f32((uint32_t)q << 16) / s;
+  *clipped = fabsf(x) > fmax;
+  if (*clipped) x = x > 0 ? fmax : -fmax;
+  return mlr_decode(f8, mlr__encode_f32_rne(x, f8, MLR_OVF_NONSAT));
+}
+
+/* the units of the lse base: lse from the softmax's units (m + log l) to lse.base, one binary32
+ * multiply when they differ */
+MLR_HD static inline float mlr__emu_lse_convert(float lse, int softmax_exp, int lse_base) {
+  if (softmax_exp == MLR_EXP_2 && lse_base == MLR_EXP_E) return lse * MLR_EMU_LN2_F;
+  if (softmax_exp != MLR_EXP_2 && lse_base == MLR_EXP_2) return lse * MLR_EMU_LOG2E_F;
+  return lse;
+}
+
+#endif
