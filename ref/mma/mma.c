@@ -1,0 +1,112 @@
+/* The block FMA model of mlr_mma.h. Exactness: a term is sig_a * sig_b * 2^(lsb_a + lsb_b) with
+ * |sig| < 2^24; cut to units of 2^(E - F) it is below 2^(F + 2) (a product's value is below
+ * 2^(E + 2), C's below 2^(E + 1)), so for F <= 25 and at most 64 terms the block sums exactly in a
+ * 64-bit integer; rounding that integer (times a power of two) to binary32 is done on the integer. */
+#include "mlr_mma.h"
+
+#include <assert.h>
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+static const mlr_mma_model MODELS[MLR_MMA_UNITS] = {
+  /* name        block frac result_bits out_round   verified */
+  {"sm90-e4m3", 32, 13, 14, MLR_MMA_RZ, 1},  /* 13 fraction bits, truncated; a 14-bit result */
+  {"sm90-bf16", 16, 25, 0, MLR_MMA_RZ, 1},   /* 25 fraction bits (2 beyond binary32), truncated */
+  {"sm90-f16", 16, 25, 0, MLR_MMA_RZ, 1},
+  /* MMA-Sim: 24 fraction bits, nearest even. Its "C dropped 25+ exponents below the block maximum"
+   * needs no step here: such a C is below half a unit of 2^(E - 24) and is cut to 0 anyway */
+  {"cdna3-fp8", 16, 24, 0, MLR_MMA_RNE, 0},
+};
+
+const mlr_mma_model *mlr_mma_get(mlr_mma_unit u) { return (unsigned)u < MLR_MMA_UNITS ? &MODELS[u] : NULL; }
+
+const mlr_mma_model *mlr_mma_find(const char *name) {
+  for (int u = 0; name && u < MLR_MMA_UNITS; u++)
+    if (strcmp(MODELS[u].name, name) == 0) return &MODELS[u];
+  return NULL;
+}
+
+/* x = *sig * 2^*lsb exactly, *e = floor(log2 |x|); x finite and nonzero */
+static void split(float x, int64_t *sig, int *lsb, int *e) {
+  const uint32_t b = mlr_f32_bits(x);
+  const int be = (int)((b >> 23) & 0xFF);
+  uint64_t m = b & 0x7FFFFFu;
+  int l = -149;
+  if (be) m |= 1u << 23, l = be - 150;
+  *sig = (b >> 31) ? -(int64_t)m : (int64_t)m;
+  *lsb = l;
+  *e = l + 63 - MLR__CLZ64(m);
+}
+
+/* |v| * 2^sh toward zero, the sign kept (sh may be negative: a right shift drops bits) */
+static int64_t shift_rz(int64_t v, int sh) {
+  const uint64_t a = v < 0 ? -(uint64_t)v : (uint64_t)v;
+  const uint64_t r = sh >= 0 ? a << sh : (-sh >= 64 ? 0 : a >> -sh);
+  return v < 0 ? -(int64_t)r : (int64_t)r;
+}
+
+/* S * 2^g (exact) rounded to `bits` significant bits and to binary32's grid, by mode */
+static float to_f32(int64_t S, int g, int bits, int mode) {
+  if (S == 0) return 0.0f;
+  const int neg = S < 0;
+  uint64_t M = neg ? -(uint64_t)S : (uint64_t)S;
+  const int L = 64 - MLR__CLZ64(M);
+  int sh = L - bits;
+  if (-149 - g > sh) sh = -149 - g; /* binary32's least unit is 2^-149 */
+  if (sh > 0) {
+    const uint64_t q = sh >= 64 ? 0 : M >> sh, rem = sh >= 64 ? M : M & ((1ull << sh) - 1);
+    const uint64_t half = sh >= 65 ? 0 : 1ull << (sh - 1);
+    uint64_t r = q;
+    if (mode == MLR_MMA_RNE && sh <= 64 && (rem > half || (rem == half && (q & 1)))) r++;
+    if (mode == MLR_MMA_RD && neg && rem) r++; /* down: a negative value's magnitude goes up */
+    M = r, g += sh;
+  }
+  double v = ldexp((double)M, g); /* exact: M <= 2^24 */
+  if (v > FLT_MAX) v = (mode == MLR_MMA_RNE || (mode == MLR_MMA_RD && neg)) ? (double)INFINITY : (double)FLT_MAX;
+  return neg ? -(float)v : (float)v;
+}
+
+float mlr_mma_block(const mlr_mma_model *m, const float *a, const float *b, int n, float c) {
+  assert(n >= 0 && n <= m->block && m->block <= 64); /* the exactness argument above */
+  int nonfinite = !isfinite(c);
+  for (int i = 0; i < n; i++) nonfinite |= !isfinite(a[i]) || !isfinite(b[i]);
+  if (nonfinite) { /* not measured: the IEEE sum */
+    double s = c;
+    for (int i = 0; i < n; i++) s += (double)a[i] * (double)b[i];
+    return (float)s;
+  }
+  int64_t sig[64];
+  int lsb[64], ex[64], k = 0, E = INT32_MIN;
+  for (int i = 0; i < n; i++) {
+    if (a[i] == 0.0f || b[i] == 0.0f) continue;
+    int64_t sa, sb;
+    int la, lb, ea, eb;
+    split(a[i], &sa, &la, &ea);
+    split(b[i], &sb, &lb, &eb);
+    sig[k] = sa * sb, lsb[k] = la + lb, ex[k] = ea + eb; /* the unnormalised product exponent */
+    if (ex[k] > E) E = ex[k];
+    k++;
+  }
+  int64_t cs = 0;
+  int cl = 0, ce = INT32_MIN;
+  if (c != 0.0f) split(c, &cs, &cl, &ce);
+  if (cs && ce > E) E = ce;
+  if (k == 0 && !cs) return 0.0f;
+  const int g = E - m->frac_bits; /* the unit every term is cut to */
+  int64_t S = 0;
+  for (int i = 0; i < k; i++) S += shift_rz(sig[i], lsb[i] - g);
+  if (cs) S += shift_rz(cs, cl - g);
+  int gs = g;
+  if (m->result_bits > 0 && S != 0) { /* the block's result, truncated to result_bits */
+    const uint64_t M = S < 0 ? -(uint64_t)S : (uint64_t)S;
+    const int drop = 64 - MLR__CLZ64(M) - m->result_bits;
+    if (drop > 0) S = shift_rz(S, -drop), gs += drop;
+  }
+  return to_f32(S, gs, 24, m->out_round);
+}
+
+float mlr_mma_dot(const mlr_mma_model *m, const float *a, const float *b, int64_t k, float c) {
+  for (int64_t i = 0; i < k; i += m->block) c = mlr_mma_block(m, a + i, b + i, (int)(k - i < m->block ? k - i : m->block), c);
+  return c;
+}

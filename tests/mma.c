@@ -1,0 +1,102 @@
+/* ref/mma: the matrix-unit models against hardware measurements (tests/data/mma: 5000 inner
+ * products per operand format measured on an H200, converted by scripts/mma_vectors.py), and the
+ * model's steps on hand-worked blocks. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ref/formats/mlr_formats.h"
+#include "ref/mma/mlr_mma.h"
+
+/* every line of FILE through the model; returns the count of D that differ; *lines the count read.
+ * with_c = 0 runs the block with C = 0 (the e4m3 measurements are A.B alone) */
+static int run_file(const char *name, const mlr_mma_model *m, mlr_format f, int k, int with_c, int *lines) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/tests/data/mma/%s", MLAREF_SOURCE_DIR, name);
+  FILE *fp = fopen(path, "r");
+  cr_assert_not_null(fp, "cannot open %s", path);
+  static char line[4096];
+  int bad = 0, n = 0;
+  while (fgets(line, sizeof line, fp)) {
+    if (line[0] == '#') continue;
+    char *p = line, *end;
+    const uint32_t cb = (uint32_t)strtoul(p, &end, 16), db = (uint32_t)strtoul(end, &end, 16);
+    float a[32], b[32];
+    for (int i = 0; i < 2 * k; i++) {
+      const uint32_t code = (uint32_t)strtoul(end, &end, 16);
+      (i < k ? a : b)[i % k] = mlr_decode(f, code);
+    }
+    const float d = mlr_mma_block(m, a, b, k, with_c ? mlr_bits_f32(cb) : 0.0f);
+    if (mlr_f32_bits(d) != db) {
+      if (bad < 3 && !(f == MLR_FMT_E4M3 && with_c)) fprintf(stderr, "%s line %d: model %08x, H200 %08x\n", name, n + 1, mlr_f32_bits(d), db);
+      bad++;
+    }
+    n++;
+  }
+  fclose(fp);
+  *lines = n;
+  return bad;
+}
+
+Test(mma, h200_e4m3_bit_identical) {
+  int n;
+  cr_assert_eq(run_file("h200_e4m3.txt", mlr_mma_get(MLR_MMA_SM90_E4M3), MLR_FMT_E4M3, 32, 0, &n), 0);
+  cr_assert_eq(n, 5000);
+  /* the listed C is not part of these D: with it, almost none would match */
+  const int bad = run_file("h200_e4m3.txt", mlr_mma_get(MLR_MMA_SM90_E4M3), MLR_FMT_E4M3, 32, 1, &n);
+  cr_assert_gt(bad, 4900, "%d of 5000 D differ once C is added", bad);
+}
+
+Test(mma, h200_bf16_bit_identical) {
+  int n;
+  cr_assert_eq(run_file("h200_bf16.txt", mlr_mma_get(MLR_MMA_SM90_BF16), MLR_FMT_BF16, 16, 1, &n), 0);
+  cr_assert_eq(n, 5000);
+}
+
+Test(mma, h200_fp16_bit_identical) {
+  int n;
+  cr_assert_eq(run_file("h200_fp16.txt", mlr_mma_get(MLR_MMA_SM90_F16), MLR_FMT_FP16, 16, 1, &n), 0);
+  cr_assert_eq(n, 5000);
+}
+
+/* the steps, on blocks worked out by hand */
+Test(mma, steps_by_hand) {
+  const mlr_mma_model *e4 = mlr_mma_get(MLR_MMA_SM90_E4M3), *bf = mlr_mma_get(MLR_MMA_SM90_BF16),
+                      *amd = mlr_mma_get(MLR_MMA_CDNA3_FP8);
+  float a[32] = {0}, b[32] = {0};
+  /* 1 + 2^-14: E = 0, units of 2^-13: 2^-14 is cut to 0 (and -2^-14 too: toward zero) */
+  a[0] = 1.0f, b[0] = 1.0f, a[1] = 0x1p-7f, b[1] = 0x1p-7f;
+  cr_assert_eq(mlr_mma_block(e4, a, b, 32, 0.0f), 1.0f);
+  b[1] = -0x1p-7f;
+  cr_assert_eq(mlr_mma_block(e4, a, b, 32, 0.0f), 1.0f, "-2^-14 truncates toward zero, not to -2^-13");
+  /* 1 + 2^-13 is kept exactly */
+  a[1] = 0x1p-6f, b[1] = 0x1p-7f;
+  cr_assert_eq(mlr_mma_block(e4, a, b, 32, 0.0f), 1.0f + 0x1p-13f);
+  /* the unnormalised exponent: 1.5 * 1.5 = 2.25 has e = 0 + 0, so its units are 2^-13, and a 2^-13
+   * term survives; the result 2.25 + 2^-13 needs 15 significant bits: cut to 14, it is 2.25 */
+  a[0] = 1.5f, b[0] = 1.5f;
+  cr_assert_eq(mlr_mma_block(e4, a, b, 32, 0.0f), 2.25f);
+  /* bf16: 25 fraction bits: 1 + 2^-25 survives the cut, then binary32 truncates it to 1 */
+  memset(a, 0, sizeof a), memset(b, 0, sizeof b);
+  a[0] = 1.0f, b[0] = 1.0f, a[1] = 0x1p-12f, b[1] = 0x1p-13f;
+  cr_assert_eq(mlr_mma_block(bf, a, b, 16, 0.0f), 1.0f);
+  cr_assert_eq(mlr_mma_block(bf, a, b, 16, 0x1.8p-24f), 1.0f + 0x1p-23f, "2^-25 + 3 * 2^-25 = 2^-23, exact");
+  cr_assert_eq(mlr_mma_block(bf, a, b, 16, -0x1p-25f), 1.0f, "C joins the alignment: 1 + 2^-25 - 2^-25");
+  /* CDNA3 fp8 (unverified model): 24 fraction bits, then nearest even: 1 + 2^-24 is a tie -> 1 */
+  memset(a, 0, sizeof a), memset(b, 0, sizeof b);
+  a[0] = 1.0f, b[0] = 1.0f, a[1] = 0x1p-12f, b[1] = 0x1p-12f;
+  cr_assert_eq(mlr_mma_block(amd, a, b, 16, 0.0f), 1.0f);
+  a[2] = 0x1p-12f, b[2] = 0x1p-12f; /* 1 + 2^-23: exact */
+  cr_assert_eq(mlr_mma_block(amd, a, b, 16, 0.0f), 1.0f + 0x1p-23f);
+  a[2] = 0x1p-13f, b[2] = 0x1p-12f; /* + 2^-25: cut to 0 (below the unit 2^-24) before rounding */
+  cr_assert_eq(mlr_mma_block(amd, a, b, 16, 0.0f), 1.0f, "the tie again, not above it");
+  /* a K = 64 dot is two e4m3 blocks, the first's D the second's C */
+  float x[64], y[64];
+  for (int i = 0; i < 64; i++) x[i] = (float)((i % 7) - 3) * 0.25f, y[i] = (float)((i % 5) + 1) * 0.125f;
+  const float d1 = mlr_mma_block(e4, x, y, 32, 0.5f);
+  cr_assert_eq(mlr_f32_bits(mlr_mma_dot(e4, x, y, 64, 0.5f)), mlr_f32_bits(mlr_mma_block(e4, x + 32, y + 32, 32, d1)));
+  cr_assert_eq(mlr_mma_find("sm90-bf16"), bf);
+  cr_assert_null(mlr_mma_find("sm80-tf32"));
+  cr_assert_null(mlr_mma_get(MLR_MMA_UNITS));
+}
