@@ -46,6 +46,7 @@ static void usage(FILE *out) {
         "  bench emulate [--recipe NAME]... [--shape SPEC] [--threads N]   the model's speed\n"
         "  bench oracle [--shape SPEC] [--small SPEC]   the oracle's speed, and against plain MPFR\n"
         "  bench gpu-exact [--shape SPEC]... [--recipe NAME]... [--reps N]   the GPU exact kernel's speed\n"
+        "  bench mma [--dots N] [--reps N]   the matrix-unit models' cost against an fma chain\n"
         "  version\n"
         "exit status: 0 success, 1 a check failed, 2 bad input\n",
         out);

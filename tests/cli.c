@@ -91,7 +91,9 @@ Test(cli, bad_input_exits_2_with_one_line) {
   bad("formats decode --format e4m3 0x100", "0..0xFF");
   bad("formats encode --format e4m3 abc", "is not a number");
   bad("bench formats --n 12", "--n must be");
-  bad("bench nothing", "valid: formats, emulate, oracle, gpu-exact");
+  bad("bench nothing", "valid: formats, emulate, oracle, gpu-exact, mma");
+  bad("bench mma --dots 0", "--dots: an integer in 1..10000000");
+  bad("bench mma --bogus", "unknown option '--bogus' (valid: --dots --reps)");
   bad("bench gpu-exact --reps 0", "--reps: an integer in 1..100");
   bad("bench emulate --recipe nope", "neither a built-in recipe");
   bad("bench emulate --threads 0", "--threads: an integer in 1..1024");
