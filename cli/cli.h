@@ -23,6 +23,10 @@ int mlr_cli_parse_double(const char *s, double *out);
 struct mlr_recipe;
 int mlr_cli_recipe(const char *cmd, const char *what, struct mlr_recipe *r);
 
+/* The recipes named by --recipe options (none, or the one name "all": every built-in, at most 16)
+ * into out[*nout]; an exit code (the message printed). */
+int mlr_cli_recipes(const char *cmd, const char **names, int n, struct mlr_recipe *out, int *nout);
+
 /* A string option: when argv[*i] is --name, store its value in *dst and return 1 (a missing value
  * sets *rc to the usage error: "--name needs WHAT"); otherwise return 0. */
 int mlr_cli_str(const char *cmd, int argc, char **argv, int *i, const char *name, const char *what, const char **dst, int *rc);

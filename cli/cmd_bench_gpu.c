@@ -39,15 +39,8 @@ int mlr_bench_gpu_exact(int argc, char **argv) {
   if (!nshape)
     for (size_t k = 0; k < bench->n && k < 16; k++) shapes[nshape++] = bench->cells[k].spec;
   static mlr_recipe rs[16];
-  if (!nrec) {
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", mlr_recipe_builtin_names());
-    for (char *save = NULL, *t = strtok_r(buf, "|", &save); t && nrec < 16; t = strtok_r(NULL, "|", &save)) mlr_recipe_builtin(t, &rs[nrec++]);
-  } else
-    for (int k = 0; k < nrec; k++) {
-      const int rc = mlr_cli_recipe(cmd, recipes[k], &rs[k]);
-      if (rc != MLR_EXIT_OK) return rc;
-    }
+  const int rrc = mlr_cli_recipes(cmd, recipes, nrec, rs, &nrec);
+  if (rrc != MLR_EXIT_OK) return rrc;
   char device[256];
   mlr_error err = {""};
   if (mlr_gpu_device(device, sizeof device, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "%s", err.msg);
@@ -63,12 +56,12 @@ int mlr_bench_gpu_exact(int argc, char **argv) {
     const int grc = mlr_cli_gen_memory(cmd, "--shape", shapes[si], &tf, &in, NULL);
     if (grc != MLR_EXIT_OK) return grc;
     for (int k = 0; k < nrec; k++) {
+      if (mlr_emu_check_fit(&rs[k], &in, NULL) != MLR_OK) continue; /* the recipe does not fit these inputs */
       double kern[MAXREPS], call[MAXREPS], part[4][MAXREPS];
       for (uint64_t r = 0; r < reps; r++) {
         mlr_emu_result res;
         mlr_gpu_timing tm;
         const mlr_status st = mlr_gpu_exact(&rs[k], &in, &res, &tm, &err);
-        if (st == MLR_EINVAL) break; /* the recipe does not fit these inputs */
         if (st != MLR_OK) {
           fprintf(stderr, "mlaref %s: %s on %s: %s\n", cmd, rs[k].name, shapes[si], err.msg);
           mlr_tf_free(&tf);
@@ -78,7 +71,6 @@ int mlr_bench_gpu_exact(int argc, char **argv) {
         part[0][r] = tm.q_ms, part[1][r] = tm.qk_ms, part[2][r] = tm.split_ms, part[3][r] = tm.merge_ms;
         mlr_emu_result_free(&res);
       }
-      if (mlr_emu_check_fit(&rs[k], &in, NULL) != MLR_OK) continue;
       mlr_sort_values(kern, (int64_t)reps);
       mlr_sort_values(call, (int64_t)reps);
       double pm[4];

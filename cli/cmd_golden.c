@@ -78,22 +78,6 @@ static void progress(int tty, const char *what, size_t k, size_t n) {
   fflush(stderr);
 }
 
-/* the recipes named by --recipe (none or "all": every built-in) */
-static int recipes_of(const char *cmd, const char **names, int n, mlr_recipe *out, int *nout) {
-  *nout = 0;
-  if (n == 0 || (n == 1 && strcmp(names[0], "all") == 0)) {
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", mlr_recipe_builtin_names());
-    for (char *save = NULL, *t = strtok_r(buf, "|", &save); t; t = strtok_r(NULL, "|", &save)) mlr_recipe_builtin(t, &out[(*nout)++]);
-    return MLR_EXIT_OK;
-  }
-  for (int k = 0; k < n; k++) {
-    const int rc = mlr_cli_recipe(cmd, names[k], &out[(*nout)++]);
-    if (rc != MLR_EXIT_OK) return rc;
-  }
-  return MLR_EXIT_OK;
-}
-
 static mlr_status write_golden(const char *path, const char *suite, const mlr_suite_cell *cell, const mlr_recipe *r,
                                const cellin *c, const outcome *oc, mlr_error *err) {
   mlr_tensor_file tf;
@@ -245,7 +229,7 @@ int mlr_cmd_golden(int argc, char **argv) {
   if (out && access(out, W_OK) != 0) return mlr_cli_usage_error(cmd, "--out '%s' is not an existing writable folder", out);
   static mlr_recipe rs[16];
   int n;
-  rc = recipes_of(cmd, rnames, nr, rs, &n);
+  rc = mlr_cli_recipes(cmd, rnames, nr, rs, &n);
   if (rc != MLR_EXIT_OK) return rc;
   mlr_atomic_file af;
   mlr_error err = {""};

@@ -26,6 +26,21 @@ int mlr_cli_recipe(const char *cmd, const char *what, mlr_recipe *r) {
   return st == MLR_OK ? MLR_EXIT_OK : mlr_cli_usage_error(cmd, "%s", err.msg);
 }
 
+int mlr_cli_recipes(const char *cmd, const char **names, int n, mlr_recipe *out, int *nout) {
+  *nout = 0;
+  if (n == 0 || (n == 1 && strcmp(names[0], "all") == 0)) {
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", mlr_recipe_builtin_names());
+    for (char *save = NULL, *t = strtok_r(buf, "|", &save); t; t = strtok_r(NULL, "|", &save)) mlr_recipe_builtin(t, &out[(*nout)++]);
+    return MLR_EXIT_OK;
+  }
+  for (int k = 0; k < n; k++) {
+    const int rc = mlr_cli_recipe(cmd, names[k], &out[(*nout)++]);
+    if (rc != MLR_EXIT_OK) return rc;
+  }
+  return MLR_EXIT_OK;
+}
+
 int mlr_cli_recipe_sets(const char *cmd, const char *what, const char *const *sets, int nsets, struct mlr_recipe *r) {
   int rc = mlr_cli_recipe(cmd, what, r);
   mlr_error err = {""};

@@ -22,8 +22,6 @@ typedef cudaError_t hipError_t;
 #define hipDeviceSynchronize cudaDeviceSynchronize
 #define hipGetDeviceProperties cudaGetDeviceProperties
 #define hipGetDeviceCount cudaGetDeviceCount
-#define hipSetDevice cudaSetDevice
-#define hipMemGetInfo cudaMemGetInfo
 typedef cudaDeviceProp hipDeviceProp_t;
 typedef cudaEvent_t hipEvent_t;
 #define hipEventCreate cudaEventCreate

@@ -80,17 +80,6 @@ __device__ float kv_operand(const gp &p, uint32_t code, int op) {
   return mlr__emu_to_operand(v, op);
 }
 
-/* range of one finite value (mlr_f32_range's step): lsb exponent and top, or nothing for 0 */
-__device__ void range_add(float x, int *lo, int *hi) {
-  int64_t m;
-  int e;
-  mlr_f32_split(x, &m, &e);
-  if (!m) return;
-  const int t = e + 64 - MLR__CLZ64((uint64_t)(m < 0 ? -m : m));
-  if (e < *lo) *lo = e;
-  if (t > *hi) *hi = t;
-}
-
 /* ---- Q ---- */
 
 __global__ void k_amax(gp p) {
@@ -141,7 +130,7 @@ __global__ void k_qprep(gp p) {
   __syncthreads();
   int l = 1000, top = -1000;
   if (!isfinite(op)) atomicOr(&nonfinite, 1);
-  else range_add(op, &l, &top);
+  else mlr_f32_range_add(op, &l, &top);
   atomicMin(&lo, l);
   atomicMax(&hi, top);
   __syncthreads();
@@ -233,7 +222,7 @@ __global__ void __launch_bounds__(QK_THREADS) k_qk(gp p) {
 #pragma unroll
         for (int w = 0; w < 2; w++) {
           if (!isfinite(k[w][c])) nonfinite[w] = 1;
-          else if (!KV8) range_add(k[w][c], &klo[w], &khi[w]);
+          else if (!KV8) mlr_f32_range_add(k[w][c], &klo[w], &khi[w]);
           a[w] = fma(qv, (double)k[w][c], a[w]);
         }
       }
@@ -379,7 +368,7 @@ __global__ void __launch_bounds__(SPLIT_THREADS) k_split(gp p) {
           const float pp = mlr__emu_to_operand(mlr__emu_p_round(pj, p.p_fmt), p.pv_op);
           row[j] = pp;
           if (!isfinite(pp)) pnf = 1;
-          else range_add(pp, &plo, &phi);
+          else mlr_f32_range_add(pp, &plo, &phi);
         }
         const int nv = (int)(j1 - jb < 32 ? j1 - jb : 32);
         for (int u = 0; u < nv; u++) ls = ls + MLR_SHFL(pj, u);
@@ -394,7 +383,7 @@ __global__ void __launch_bounds__(SPLIT_THREADS) k_split(gp p) {
 #pragma unroll
         for (int c = 0; c < 16; c++) {
           if (!isfinite(v[c])) vnf = 1;
-          else range_add(v[c], &vlo, &vhi);
+          else mlr_f32_range_add(v[c], &vlo, &vhi);
         }
       }
       warp_range(&vlo, &vhi, &vnf);
@@ -507,7 +496,7 @@ __global__ void __launch_bounds__(MERGE_THREADS) k_merge(gp p) {
     if (d == 0) {
       const int ub = norm ? p.lse_base : (p.softmax_exp == MLR_EXP_2 ? MLR_EXP_2 : MLR_EXP_E); /* units of M */
       float lse = M + mlr__emu_log(ub, sc);
-      if (!norm && ub != p.lse_base) lse = lse * (p.lse_base == MLR_EXP_2 ? MLR_EMU_LOG2E_F : MLR_EMU_LN2_F);
+      if (!norm) lse = mlr__emu_lse_convert(lse, p.softmax_exp, p.lse_base); /* M in the softmax's units */
       p.lse[t * p.H + h] = lse;
     }
   }
@@ -649,9 +638,8 @@ extern "C" mlr_status mlr_gpu_exact(const mlr_recipe *r, const mlr_inputs *in, m
     float v = mlr_decode((mlr_format)p.kvfmt, code);
     if (!p.folded) v = v * p.kvs;
     const float kop = mlr__emu_to_operand(v, p.qk_op), vop = mlr__emu_to_operand(v, p.pv_op);
-    int lsb, top;
-    if (isfinite(kop)) mlr_f32_range(&kop, 1, 1, &lsb, &top), p.klsb = lsb < p.klsb ? lsb : p.klsb, p.ktop = top > p.ktop ? top : p.ktop;
-    if (isfinite(vop)) mlr_f32_range(&vop, 1, 1, &lsb, &top), p.vlsb = lsb < p.vlsb ? lsb : p.vlsb, p.vtop = top > p.vtop ? top : p.vtop;
+    if (isfinite(kop)) mlr_f32_range_add(kop, &p.klsb, &p.ktop);
+    if (isfinite(vop)) mlr_f32_range_add(vop, &p.vlsb, &p.vtop);
   }
   {
     float static_scale = qfp8 ? (float)(r->q_absmax / (double)mlr_format_max((mlr_format)p.qfmt)) : 1.0f; /* Python float -> float32 */

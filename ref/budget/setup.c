@@ -124,12 +124,7 @@ mlr_status mlr__shadow_init(mlr__shadow *sh, const mlr_recipe *r, const mlr_inpu
     for (int w = 0; w < 2; w++) {
       if (!isfinite(kv[w])) continue;
       if ((double)(float)kv[w] != kv[w]) sh->kv_range_ok = 0;
-      const float f = (float)kv[w];
-      int l, t;
-      mlr_f32_range(&f, 1, 1, &l, &t);
-      if (l > t) continue;
-      int *lo = w ? &sh->vlsb : &sh->klsb, *hi = w ? &sh->vtop : &sh->ktop;
-      *lo = l < *lo ? l : *lo, *hi = t > *hi ? t : *hi;
+      mlr_f32_range_add((float)kv[w], w ? &sh->vlsb : &sh->klsb, w ? &sh->vtop : &sh->ktop);
     }
   }
   free(qv), free(qs);

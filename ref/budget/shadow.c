@@ -113,12 +113,7 @@ static int all_finite(const double *a, int64_t n) {
 /* the range (mlr_f32_range) of n binary32 values held as binary64 */
 static void range64(const double *a, int64_t n, int *lsb, int *top) {
   int lo = 1000, hi = -1000;
-  for (int64_t i = 0; i < n; i++) {
-    const float f = (float)a[i];
-    int l, t;
-    mlr_f32_range(&f, 1, 1, &l, &t);
-    if (l <= t) lo = l < lo ? l : lo, hi = t > hi ? t : hi;
-  }
+  for (int64_t i = 0; i < n; i++) mlr_f32_range_add((float)a[i], &lo, &hi);
   *lsb = lo, *top = hi;
 }
 

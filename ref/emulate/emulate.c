@@ -28,12 +28,6 @@ enum { TOKCHUNK = 4, VCHUNK = 32, DCHUNK = 64 };
 
 #define EMU_CLONES MLR_FMA_CLONES /* mlr_base.h */
 
-#define SM_SCALE MLR_EMU_SM_SCALE
-#define LOG2E_F MLR_EMU_LOG2E_F
-#define LN2_F MLR_EMU_LN2_F
-#define LOG2E_D MLR_EMU_LOG2E_D
-#define SKIP_BELOW MLR_EMU_SKIP_BELOW
-
 float mlr_emu_exp(int base, float x) { return mlr__emu_exp(base, x); }
 
 typedef struct emu {
@@ -439,11 +433,11 @@ static void merge_one(const emu *e, int64_t t, int64_t h, int64_t ns, float *acc
   if (rule == MLR_MERGE_GLOBAL)
     for (int64_t s = 0; s < ns; s++) {
       const float x = norm ? res->part_lse[base + s] : res->part_max[base + s];
-      if (x > SKIP_BELOW) M = fmaxf(M, x);
+      if (x > MLR_EMU_SKIP_BELOW) M = fmaxf(M, x);
     }
   for (int64_t s = 0; s < ns; s++) {
     const float x = norm ? res->part_lse[base + s] : res->part_max[base + s];
-    if (!(x > SKIP_BELOW)) continue;
+    if (!(x > MLR_EMU_SKIP_BELOW)) continue;
     const float mass = norm ? 1.0f : res->part_sum[base + s];
     const float *part = res->part_o + (base + s) * DV;
     if (rule == MLR_MERGE_RUNNING) {
@@ -463,7 +457,7 @@ static void merge_one(const emu *e, int64_t t, int64_t h, int64_t ns, float *acc
   store_o(e, t, h, acc);
   const int ub = norm ? r->lse_base : (r->softmax_exp == MLR_EXP_2 ? MLR_EXP_2 : MLR_EXP_E); /* units of M */
   float lse = M + mlr__emu_log(ub, sc);
-  if (!norm && ub != r->lse_base) lse = lse * (r->lse_base == MLR_EXP_2 ? LOG2E_F : LN2_F);
+  if (!norm) lse = mlr__emu_lse_convert(lse, r->softmax_exp, r->lse_base); /* M in the softmax's units */
   res->lse[t * e->H + h] = lse;
 }
 
@@ -586,8 +580,8 @@ mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_
     free(qval), free(qs);
     goto out;
   }
-  const double sm = e.fault == MLR_FAULT_SM_SCALE_512 ? 1.0 / sqrt(512.0) : SM_SCALE;
-  const double c0 = r->softmax_exp == MLR_EXP_2 ? sm * LOG2E_D : sm;
+  const double sm = e.fault == MLR_FAULT_SM_SCALE_512 ? 1.0 / sqrt(512.0) : MLR_EMU_SM_SCALE;
+  const double c0 = r->softmax_exp == MLR_EXP_2 ? sm * MLR_EMU_LOG2E_D : sm;
   for (int64_t t = 0; t < T; t++)
     for (int64_t h = 0; h < H; h++) {
       float c = (float)c0;
@@ -622,11 +616,7 @@ mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_
   }
   e.vlsb = 1000, e.vtop = -1000; /* the range of every finite V operand (exact PV, general) */
   for (size_t k = 0; k < nl; k++)
-    if (isfinite(e.vlut[k])) {
-      int lsb, top;
-      mlr_f32_range(&e.vlut[k], 1, 1, &lsb, &top);
-      if (lsb <= top) e.vlsb = lsb < e.vlsb ? lsb : e.vlsb, e.vtop = top > e.vtop ? top : e.vtop;
-    }
+    if (isfinite(e.vlut[k])) mlr_f32_range_add(e.vlut[k], &e.vlsb, &e.vtop);
   /* work items (b, s), then the merges */
   int64_t *it = malloc((size_t)items * 2 * sizeof(int64_t));
   if (!it) goto out;

@@ -123,19 +123,23 @@ MLR_HD static inline void mlr_f32_split(float x, int64_t *m, int *e) {
   *e = ee + tz;
 }
 
+/** Widen a range (*lsb, *top) to take in one finite binary32 value x: its odd significand's lsb
+ *  exponent and the T with |x| < 2^T; a zero changes nothing. Start from (1000, -1000). */
+MLR_HD static inline void mlr_f32_range_add(float x, int *lsb, int *top) {
+  int64_t m;
+  int e;
+  mlr_f32_split(x, &m, &e);
+  if (!m) return;
+  const int t = e + 64 - MLR__CLZ64((uint64_t)(m < 0 ? -m : m)); /* |x| < 2^t */
+  if (e < *lsb) *lsb = e;
+  if (t > *top) *top = t;
+}
+
 /** The range of a vector of finite binary32 values: smallest lsb exponent (of the odd
  *  significands) and the exponent T with every |x| < 2^T; an all-zero vector gives lsb > T. */
 MLR_HD static inline void mlr_f32_range(const float *x, int64_t n, int64_t stride, int *lsb, int *top) {
   int lo = 1000, hi = -1000;
-  for (int64_t i = 0; i < n; i++) {
-    int64_t m;
-    int e;
-    mlr_f32_split(x[i * stride], &m, &e);
-    if (!m) continue;
-    const int t = e + 64 - MLR__CLZ64((uint64_t)(m < 0 ? -m : m)); /* |x| < 2^t */
-    if (e < lo) lo = e;
-    if (t > hi) hi = t;
-  }
+  for (int64_t i = 0; i < n; i++) mlr_f32_range_add(x[i * stride], &lo, &hi);
   *lsb = lo, *top = hi;
 }
 
