@@ -127,6 +127,72 @@ Test(exact, fixed_point_128_matches_mpfr) {
   cr_assert_gt(admitted, 1500, "only %d cases fit the fixed point", admitted);
 }
 
+/* two binary64 chains with one operand split (the GPU exact kernel's middle path), where
+ * mlr_f64x2_fits admits the vectors, against MPFR: bf16 x fp8, bf16 x bf16 and binary32 x binary32
+ * over spreads up to 60 binades, with cancellation; and against the one-chain case it reduces to */
+Test(exact, two_binary64_chains_match_mpfr) {
+  enum { N = 600 };
+  float a[N], b[N];
+  double x[N];
+  int admitted = 0, split = 0;
+  for (int c = 0; c < 3000; c++) {
+    const int n = 1 + (c * 53) % N, spread = 2 + c % 60, kind = c % 3;
+    for (int i = 0; i < n; i++) {
+      uint32_t r[4];
+      const uint32_t ctr[4] = {(uint32_t)c, (uint32_t)i, 93, 0}, key[2] = {11, 13};
+      mlr_philox4x32_10(ctr, key, r);
+      const float u = ldexpf(1.0f + (float)(r[0] >> 9) / 8388608.0f, (int)(r[1] % (unsigned)spread) - spread / 2);
+      const float v = ldexpf(1.0f + (float)(r[2] >> 9) / 8388608.0f, (int)(r[3] % 24u) - 12);
+      a[i] = kind == 2 ? u : mlr_round_f32(u, MLR_FMT_BF16, MLR_OVF_NONSAT);
+      b[i] = kind == 2 ? v : mlr_round_f32(v, kind ? MLR_FMT_BF16 : MLR_FMT_E4M3, MLR_OVF_SATURATE);
+      if ((r[3] >> 5) & 1) b[i] = -b[i];
+      if (c % 7 == 0 && i % 2 == 1) a[i] = a[i - 1], b[i] = -b[i - 1]; /* exact cancellation */
+      x[i] = (double)a[i] * (double)b[i];
+    }
+    int la, ta, lb, tb, sh;
+    mlr_f32_range(a, n, 1, &la, &ta);
+    mlr_f32_range(b, n, 1, &lb, &tb);
+    if (la > ta || lb > tb || !mlr_f64x2_fits(la, ta, lb, tb, n, &sh)) continue;
+    admitted++;
+    split += sh > la;
+    const double k = mlr_f64_split_const(sh);
+    double hi = 0.0, lo = 0.0;
+    for (int i = 0; i < n; i++) {
+      double ah, al;
+      mlr_f64_split((double)a[i], k, &ah, &al);
+      cr_assert_eq(ah + al, (double)a[i], "case %d: the split is not exact", c);
+      hi = fma(ah, (double)b[i], hi);
+      lo = fma(al, (double)b[i], lo);
+    }
+    const float got = mlr_f64x2_round_f32(hi, lo), want = mpfr_sum_f32(x, n);
+    cr_assert_eq(mlr_f32_bits(got), mlr_f32_bits(want), "case %d (n=%d, s=%d): %a, MPFR %a", c, n, sh, (double)got, (double)want);
+  }
+  cr_assert_gt(split, 500, "only %d cases took the split (%d admitted)", split, admitted);
+  cr_assert_gt(admitted - split, 300, "only %d one-chain cases", admitted - split);
+}
+
+/* hi + lo rounded once: the cases where rounding the binary64 sum first would be wrong */
+Test(exact, two_binary64_parts_round_once) {
+  const struct { double hi, lo; uint32_t want; } t[] = {
+      {1.0, 0x1p-24, 0x3F800000u},                       /* a tie: to even */
+      {1.0, 0x1.0000000000001p-24, 0x3F800001u},         /* just above the tie: binary64 alone says 1 */
+      {-1.0, -0x1.0000000000001p-24, 0xBF800001u},           /* the same, negative */
+      {1.0 + 0x1p-23, 0x1p-24, 0x3F800002u},             /* a tie from an odd last bit: up to even */
+      {1.0 + 0x1p-23, 0x1.fffffffffffffp-25, 0x3F800001u}, /* just below that tie */
+      {1.0, -0x1p-80, 0x3F800000u},                      /* below a power of two */
+      {1.0, -0x1.0000000000001p-25, 0x3F7FFFFFu},            /* past the tie below 1 (spacing 2^-24 there) */
+      {0x1p-149, 0x1p-151, 1u},                          /* binary32 subnormal */
+      {0x1p-149, -0x1p-149, 0u},                         /* exact zero: +0 */
+      {0x1p128, -0x1p103, 0x7F800000u},                  /* the overflow threshold itself: Inf */
+      {0x1p128, -0x1p103 - 0x1p60, 0x7F7FFFFFu},         /* just under it: the largest finite */
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    const float got = mlr_f64x2_round_f32(t[i].hi, t[i].lo);
+    cr_assert_eq(mlr_f32_bits(got), t[i].want, "case %zu: %a + %a gave %a", i, t[i].hi, t[i].lo, (double)got);
+    cr_assert_eq(mlr_f32_bits(mlr_f64x2_round_f32(t[i].lo, t[i].hi)), t[i].want, "case %zu swapped", i);
+  }
+}
+
 /* ---- tiny inputs: the formula shared with tests/kat/derive_emulate.py ---- */
 
 typedef struct tiny {

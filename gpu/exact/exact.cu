@@ -6,12 +6,15 @@
  *
  *   k_amax   max |q| per group (dynamic, per head, per token), then the task's scale (one block each)
  *   k_qprep  Q values, the QK operand, the logit scale c and each Q row's range (one block per row)
- *   k_qk     logits: one thread per (KV token, head), the chain over 576 columns in order; a block
- *            holds 16 (fp8 KV) or 8 (bf16 KV) tokens of one query token and its 16 heads' Q
+ *   k_qk     logits: a thread per (2 KV tokens, head), the chain over 576 columns in order; a block
+ *            holds 32 tokens of one query token and its 16 heads' Q (k_qk_x8: exact dots over fp8
+ *            KV, the block's K rows decoded once into binary64, 32 columns at a time)
  *   k_split  32 lanes per (query token, head, split), 8 heads of a token per block (they share
  *            each V row through the cache): per softmax block, the max (fmaxf; order-free), the
  *            p's (a token per lane), their sum in token order, and the PV chains of the 16 columns
- *            each lane owns, in token order; the split's result (output, or a partial)
+ *            each lane owns, in token order (exact dots: one binary64 chain, two with P split,
+ *            or the 128-bit / long accumulator a column at a time, as the ranges allow); the
+ *            split's result (output, or a partial)
  *   k_merge  one block per (query token, head): thread d merges column d over the splits
  *
  * Written against HIP names; gpu/hip_compat.h maps them onto CUDA. Build flags keep the arithmetic
@@ -39,8 +42,9 @@
 namespace {
 
 enum { QK = MLR_EMU_QK_DIM, DV = MLR_EMU_V_DIM, NOPE = MLR_EMU_NOPE, MAXH = MLR_GPU_MAX_HEADS };
-enum { SPLIT_THREADS = 256, QK_THREADS = 256, QK_ROWS = 2 * QK_THREADS / MLR_GPU_MAX_HEADS, AMAX_THREADS = 1024, MERGE_THREADS = 512 };
-enum { PV_CHAIN = 0, PV_I128 = 1, PV_LONG = 2 }; /* how a head sums one block's PV (k_split) */
+enum { SPLIT_THREADS = 32 * MLR_GPU_MAX_HEADS, QK_THREADS = 256, QK_ROWS = 2 * QK_THREADS / MLR_GPU_MAX_HEADS, AMAX_THREADS = 1024, MERGE_THREADS = 512,
+       QKX_THREADS = 128, QKX_ROWS = 4 * QKX_THREADS / (MLR_GPU_MAX_HEADS / 2) };
+enum { PV_CHAIN = 0, PV_I128 = 1, PV_LONG = 2, PV_SPLIT = 3 }; /* how a head sums one block's PV (k_split) */
 
 /* everything the kernels read: the recipe's switches, sizes and device pointers */
 struct gp {
@@ -182,13 +186,21 @@ __device__ void load_ops16(const gp &p, const float *lut, int op, int64_t row, i
   }
 }
 
+/* a logit from its dot: the recipe's roundings and scale, in the emulator's order */
+__device__ void store_logit(const gp &p, int64_t t, int64_t h, int64_t L, int64_t j, float s) {
+  if (p.qk_bf16) s = mlr__emu_round_to(s, MLR_FMT_BF16);
+  s = s * p.c[t * p.H + h];
+  if (p.logit_bf16) s = mlr__emu_round_to(s, MLR_FMT_BF16);
+  p.lg[p.soff[t] + h * L + j] = s;
+}
+
 /* Logits: thread (rows r and r + 16, head h) of a block of 32 KV tokens x 16 heads of one query
  * token (two rows a thread: each Q operand read from shared memory serves two chains); the token's
  * Q operands in shared memory, each K row read 16 columns at a time. seq and nope_rope are binary32
- * fma chains in column order; exact is the binary64 chain (the emulator's exact result wherever
- * every partial sum is exact in binary64, and its naive chain where an operand is not finite),
- * else the exact sum through exact_dot. The K range that decides it: fp8 KV, the range of every
- * finite code (a bound of any row's; the methods agree wherever they apply), bf16 KV, the row's. */
+ * fma chains in column order. exact with bf16 KV (fp8 KV: k_qk_x8): the binary64 chain, which is
+ * the emulator's exact result wherever every partial sum is exact in binary64 and its naive chain
+ * where an operand is not finite, else the exact sum through exact_dot; the row's range, gathered
+ * in the chain's pass, decides. */
 template <int KV8>
 __global__ void __launch_bounds__(QK_THREADS) k_qk(gp p) {
   __shared__ float qs[QK * MAXH]; /* [576][16] */
@@ -208,10 +220,9 @@ __global__ void __launch_bounds__(QK_THREADS) k_qk(gp p) {
   const int64_t kra = kv_row(p, b, ja), krb = two ? kv_row(p, b, jb) : kra;
   const float *q = qs + h;
   float s[2];
-  if (p.qk_dot == MLR_DOT_EXACT) {
+  if (!KV8 && p.qk_dot == MLR_DOT_EXACT) {
     double a[2] = {0.0, 0.0};
-    int nonfinite[2] = {0, 0}, klo[2], khi[2];
-    for (int w = 0; w < 2; w++) klo[w] = KV8 ? p.klsb : 1000, khi[w] = KV8 ? p.ktop : -1000;
+    int nonfinite[2] = {0, 0}, klo[2] = {1000, 1000}, khi[2] = {-1000, -1000};
     for (int i0 = 0; i0 < QK; i0 += 16) {
       float k[2][16];
       load_ops16<KV8>(p, klut, p.qk_op, kra, i0, k[0]);
@@ -222,20 +233,18 @@ __global__ void __launch_bounds__(QK_THREADS) k_qk(gp p) {
 #pragma unroll
         for (int w = 0; w < 2; w++) {
           if (!isfinite(k[w][c])) nonfinite[w] = 1;
-          else if (!KV8) mlr_f32_range_add(k[w][c], &klo[w], &khi[w]);
+          else mlr_f32_range_add(k[w][c], &klo[w], &khi[w]);
           a[w] = fma(qv, (double)k[w][c], a[w]);
         }
       }
     }
-    const int qlo = p.qlsb[t * H + h], qhi = p.qtop[t * H + h];
+    const int ql = p.qlsb[t * H + h], qt = p.qtop[t * H + h];
     for (int w = 0; w < 2; w++) {
-      if (qhi == INT_MAX || nonfinite[w] || qlo > qhi || klo[w] > khi[w] || mlr_f64_fits(qlo, qhi, klo[w], khi[w], QK)) s[w] = (float)a[w];
+      if (qt == INT_MAX || nonfinite[w] || ql > qt || klo[w] > khi[w] || mlr_f64_fits(ql, qt, klo[w], khi[w], QK)) s[w] = (float)a[w];
       else {
         const int64_t krow = w ? krb : kra;
-        auto kv = [&](int i) -> float {
-          return KV8 ? klut[((const uint8_t *)p.kv)[krow * QK + i]] : kv_operand(p, ((const uint16_t *)p.kv)[krow * QK + i], p.qk_op);
-        };
-        s[w] = exact_dot(q, MAXH, kv, QK, qlo, qhi, klo[w], khi[w]);
+        auto kv = [&](int i) -> float { return kv_operand(p, ((const uint16_t *)p.kv)[krow * QK + i], p.qk_op); };
+        s[w] = exact_dot(q, MAXH, kv, QK, ql, qt, klo[w], khi[w]);
       }
     }
   } else {
@@ -263,13 +272,124 @@ __global__ void __launch_bounds__(QK_THREADS) k_qk(gp p) {
     }
     for (int w = 0; w < 2; w++) s[w] = split < QK ? a[w] + ar[w] : a[w];
   }
-  for (int w = 0; w < 1 + two; w++) {
-    float v = s[w];
-    if (p.qk_bf16) v = mlr__emu_round_to(v, MLR_FMT_BF16);
-    v = v * p.c[t * H + h];
-    if (p.logit_bf16) v = mlr__emu_round_to(v, MLR_FMT_BF16);
-    p.lg[p.soff[t] + h * L + (w ? jb : ja)] = v;
+  for (int w = 0; w < 1 + two; w++) store_logit(p, t, h, L, w ? jb : ja, s[w]);
+}
+
+/* k_qk_x8's rare cases for head h and K row krow: kind 1, the naive binary64 chain in column order
+ * (a NaN or Inf in K; the emulator's rule); kind 2, the exact sum by exact_dot. Out of line, so
+ * the main path keeps its registers. */
+__device__ __noinline__ float qk_x8_fallback(const gp &p, const float *klut, int64_t t, int h, int64_t krow, int kind, int qlo, int qhi) {
+  const float *q = p.qT + t * QK * p.H + h; /* Q operands, stride H */
+  auto kv = [&](int i) -> float { return klut[((const uint8_t *)p.kv)[krow * QK + i]]; };
+  if (kind == 1) {
+    double x = 0.0;
+    for (int i = 0; i < QK; i++) x = fma((double)q[i * p.H], (double)kv(i), x);
+    return (float)x;
   }
+  return exact_dot(q, p.H, kv, QK, qlo, qhi, p.klsb, p.ktop);
+}
+
+/* Logits for exact dots over fp8 KV: a block per 64 KV tokens of one query token; thread (g, hp)
+ * computes rows 4g .. 4g+3 for heads 2hp and 2hp+1 (8 chains: each operand read from shared memory
+ * serves 2 or 4 of them, so the fma units, not the loads, set the pace). The K rows are decoded once
+ * per block, 32 columns at a time, into binary64 in shared memory (column-major: a thread's 4 rows
+ * are 2 vector loads), beside the chunk's Q operands in binary64. The ranges are Q's row and every
+ * finite K code (a bound of any row's): one binary64 chain where that fits (mlr_f64_fits); else
+ * two, with Q split at 2^s (mlr_f64x2_fits), for every head of the block when one head needs it
+ * (each head's own s; s = its lsb, no split, where one chain holds it), so its warps do not
+ * diverge; else exact_dot. A NaN or Inf in K makes the chains' sums NaN or Inf (a non-finite
+ * product never leaves a sum), and only then is the row's naive chain run (the emulator's rule); a
+ * Q row with NaN or Inf is never split, so its chain is that naive chain already. */
+__global__ void __launch_bounds__(QKX_THREADS) k_qk_x8(gp p) {
+  enum { CH = 32 };
+  __shared__ double2 kd[CH][QKX_ROWS / 2], qh[CH][MAXH / 2], ql[CH][MAXH / 2];
+  __shared__ double kc[MAXH];
+  __shared__ float klut[256];
+  __shared__ double klutd[256];
+  const int H = p.H, tid = threadIdx.x, g = tid / (MAXH / 2), hp = tid % (MAXH / 2);
+  const int64_t t = blockIdx.y, L = p.tok_L[t], j0 = (int64_t)blockIdx.x * QKX_ROWS;
+  if (j0 >= L) return;
+  const int64_t b = p.tok_b[t];
+  for (int k = tid; k < 256; k += QKX_THREADS) klut[k] = kv_operand(p, (uint32_t)k, p.qk_op), klutd[k] = klut[k];
+  int qlo[2], qhi[2], fits1[2], fits2[2] = {0, 0}, plain[2], need = 0; /* plain: one chain, never split */
+#pragma unroll
+  for (int e = 0; e < 2; e++) {
+    const int h = 2 * hp + e;
+    qlo[e] = h < H ? p.qlsb[t * H + h] : 1000, qhi[e] = h < H ? p.qtop[t * H + h] : -1000;
+    plain[e] = qhi[e] == INT_MAX || qlo[e] > qhi[e];
+    fits1[e] = plain[e] || mlr_f64_fits(qlo[e], qhi[e], p.klsb, p.ktop, QK);
+    int sh = 0;
+    if (!plain[e]) fits2[e] = mlr_f64x2_fits(qlo[e], qhi[e], p.klsb, p.ktop, QK, &sh); /* s = qlo where fits1 */
+    if (!fits1[e] && !fits2[e]) plain[e] = 1; /* exact_dot after; the chains' sums serve only the NaN/Inf test */
+    if (g == 0) kc[h] = plain[e] ? 0.0 : mlr_f64_split_const(sh);
+    need |= !fits1[e];
+  }
+  const int split_blk = __syncthreads_or(need);
+  /* this thread's share of a chunk's K codes: row kr (of the block), codes 16 kh .. 16 kh + 15 */
+  const int kr = tid / 2, kh = tid % 2;
+  const int64_t krow = j0 + kr < L ? kv_row(p, b, j0 + kr) : -1;
+  double a[4][2], al[4][2];
+#pragma unroll
+  for (int r = 0; r < 4; r++) a[r][0] = a[r][1] = al[r][0] = al[r][1] = 0.0;
+  for (int i0 = 0; i0 < QK; i0 += CH) {
+    {
+      uint4 w = make_uint4(0u, 0u, 0u, 0u);
+      if (krow >= 0) w = *(const uint4 *)((const uint8_t *)p.kv + krow * QK + i0 + 16 * kh);
+      const uint32_t ws[4] = {w.x, w.y, w.z, w.w};
+      double *col = (double *)kd; /* kd as [CH][QKX_ROWS] doubles */
+#pragma unroll
+      for (int c = 0; c < 16; c++) col[(16 * kh + c) * QKX_ROWS + kr] = klutd[(ws[c >> 2] >> (8 * (c & 3))) & 0xFF];
+    }
+    for (int k = tid; k < CH * MAXH; k += QKX_THREADS) { /* the chunk's Q operands, split where asked */
+      const int c = k / MAXH, hh = k % MAXH;
+      double x = 0.0, xh = 0.0, xl = 0.0;
+      if (hh < H) x = p.qT[(t * QK + i0 + c) * H + hh];
+      if (kc[hh] != 0.0) mlr_f64_split(x, kc[hh], &xh, &xl);
+      else xh = x;
+      ((double *)qh)[c * MAXH + hh] = xh, ((double *)ql)[c * MAXH + hh] = xl;
+    }
+    __syncthreads();
+    if (!split_blk) {
+#pragma unroll 4
+      for (int c = 0; c < CH; c++) {
+        const double2 q = qh[c][hp], k01 = kd[c][2 * g], k23 = kd[c][2 * g + 1];
+        const double k[4] = {k01.x, k01.y, k23.x, k23.y};
+#pragma unroll
+        for (int r = 0; r < 4; r++) a[r][0] = fma(q.x, k[r], a[r][0]), a[r][1] = fma(q.y, k[r], a[r][1]);
+      }
+    } else {
+#pragma unroll 4
+      for (int c = 0; c < CH; c++) {
+        const double2 q = qh[c][hp], qw = ql[c][hp], k01 = kd[c][2 * g], k23 = kd[c][2 * g + 1];
+        const double k[4] = {k01.x, k01.y, k23.x, k23.y};
+#pragma unroll
+        for (int r = 0; r < 4; r++) {
+          a[r][0] = fma(q.x, k[r], a[r][0]), a[r][1] = fma(q.y, k[r], a[r][1]);
+          al[r][0] = fma(qw.x, k[r], al[r][0]), al[r][1] = fma(qw.y, k[r], al[r][1]);
+        }
+      }
+    }
+    __syncthreads();
+  }
+  float v[4][2];
+  int fb[4][2]; /* 0: v is the logit's dot; 1: the naive chain (NaN or Inf in K); 2: exact_dot */
+#pragma unroll
+  for (int e = 0; e < 2; e++)
+#pragma unroll
+    for (int r = 0; r < 4; r++) {
+      fb[r][e] = !isfinite(a[r][e]) || !isfinite(al[r][e]) ? (kc[2 * hp + e] == 0.0 ? 0 : 1) : (fits1[e] || fits2[e] ? 0 : 2);
+      v[r][e] = mlr_f64x2_round_f32(a[r][e], al[r][e]); /* al = 0 where not split: (float) a, the naive chain if not finite */
+    }
+#pragma unroll
+  for (int e = 0; e < 2; e++)
+#pragma unroll
+    for (int r = 0; r < 4; r++) {
+      const int h = 2 * hp + e;
+      const int64_t j = j0 + 4 * g + r;
+      if (h >= H || j >= L) continue;
+      if (fb[r][e]) v[r][e] = qk_x8_fallback(p, klut, t, h, kv_row(p, b, j), fb[r][e], qlo[e], qhi[e]);
+      store_logit(p, t, h, L, j, v[r][e]);
+    }
 }
 
 /* ---- one (query token, head) over one split: a group of 32 lanes ---- */
@@ -291,169 +411,219 @@ __device__ void store_o(const gp &p, int64_t at, float v) {
   else ((uint16_t *)p.o)[at] = mlr__emu_out_code(v, p.out_fmt);
 }
 
-/* the PV operands of a row's columns c0 .. c0+15 */
-__device__ void load_v16(const gp &p, const float *vlut, int64_t row, int c0, float *v) {
-  if (p.kv8) load_ops16<1>(p, vlut, p.pv_op, row, c0, v);
-  else load_ops16<0>(p, vlut, p.pv_op, row, c0, v);
+/* a V code as its PV operand (fp8: the table) */
+__device__ __forceinline__ float kv_operand_v(const gp &p, const float *vlut, uint32_t code) {
+  return p.kv8 ? vlut[code] : kv_operand(p, code, p.pv_op);
 }
 
-/* One group of 32 lanes per (query token, head) and split; lane l owns output columns 16l ..
- * 16l+15. The emulator runs the 16 heads of a token together, but each head's chains are its
- * own, so the order of operations of every element is the same. Per softmax block: the block max
- * (fmaxf, order-free); the p's and P operands a token per lane; the sum of p in token order and
- * each column's PV chain in token order (shuffles hand each token's p, P operand and KV row to
- * every lane in turn). EXACT (pv.dot = exact): first the P operands (kept in lg in place of the
- * logits) and the ranges of P and V, which choose the emulator's method for the block, then PV. */
+/* the exact PV sum of one head's column over tokens [j0, j1) (P operands in prow), initial value
+ * init joining it: the 128-bit fixed point in units of 2^g (PV_I128) or the long accumulator */
+__device__ float exact_column(const gp &p, const float *vlut, const float *prow, int64_t b, int64_t j0, int64_t j1, int col,
+                              int mode, int g, float init) {
+  if (mode == PV_I128) {
+    mlr_i128 a = 0;
+    for (int64_t j = j0; j < j1; j++) mlr_i128_fma(&a, prow[j], kv_operand_v(p, vlut, kv_code(p, kv_row(p, b, j), col)), g);
+    return mlr_i128_round_f32(a, g);
+  }
+  mlr_xacc x;
+  mlr_xacc_clear(&x);
+  mlr_xacc_add(&x, (double)init);
+  for (int64_t j = j0; j < j1; j++) mlr_xacc_add(&x, (double)prow[j] * (double)kv_operand_v(p, vlut, kv_code(p, kv_row(p, b, j), col)));
+  return mlr_xacc_round_f32(&x);
+}
+
+/* One block per (query token, split), 16 warps. Warp w does head w's softmax (the block max, the
+ * p's and P operands with a token per lane, their sum in token order by shuffles) and computes
+ * output column 32w + lane of every head: for each token in order, the lane's V operand serves the
+ * 16 heads' PV chains, whose P operands the head warps leave in shared memory, 32 tokens at a time.
+ * Each element's chain is the emulator's, in its order; V is read and decoded once per block.
+ * EXACT (pv.dot = exact): first each head's P operands (in lg, in place of the logits) and range;
+ * with V's (every finite fp8 code's, or the block's own from a pass over it) it chooses how the
+ * head's exact sums are made (any method that gives the exact sum will do): one binary64 chain
+ * (mlr_f64_fits), two with P split at 2^s (mlr_f64x2_fits; the head's warp stores both parts),
+ * or the 128-bit / long accumulator, each lane its own column. A NaN or Inf in P or V gives the
+ * emulator's naive chain: the one chain itself; the split chains' sums turn NaN or Inf with it
+ * (a non-finite product never leaves a sum), and the block's tokens are then run again with that
+ * head on one chain. The tables hold binary64 operands: a binary32-to-binary64 conversion runs
+ * at a quarter of the fma's rate. */
 template <int EXACT>
 __global__ void __launch_bounds__(SPLIT_THREADS) k_split(gp p) {
   __shared__ float vlut[256];
-  const int hpb = SPLIT_THREADS / 32, grp = threadIdx.x >> 5, lane = threadIdx.x & 31, c0 = 16 * lane;
-  const int64_t hgroups = (p.H + hpb - 1) / hpb, t = blockIdx.x / hgroups, h = (blockIdx.x % hgroups) * hpb + grp;
-  const int64_t s = blockIdx.y, b = p.tok_b[t], ns = p.nsplit[b];
+  __shared__ double vlutd[256];
+  __shared__ double2 pd[32][MAXH]; /* EXACT: a chunk's P parts (hi, lo) per token and head */
+  __shared__ float pf[32][MAXH];   /* not EXACT: a chunk's P operands */
+  __shared__ int64_t krs[32];      /* the chunk's KV rows */
+  __shared__ float al_s[MAXH], l_s[MAXH], m_s[MAXH];
+  __shared__ int mode_s[MAXH], g_s[MAXH], vlo_s, vhi_s, vnf_s;
+  const int w = threadIdx.x >> 5, lane = threadIdx.x & 31, col = 32 * w + lane;
+  const int64_t t = blockIdx.x, s = blockIdx.y, b = p.tok_b[t], ns = p.nsplit[b];
   if (s >= ns) return;
   if (p.kv8)
-    for (int k = threadIdx.x; k < 256; k += SPLIT_THREADS) vlut[k] = kv_operand(p, (uint32_t)k, p.pv_op);
+    for (int k = threadIdx.x; k < 256; k += SPLIT_THREADS) vlut[k] = kv_operand(p, (uint32_t)k, p.pv_op), vlutd[k] = vlut[k];
   __syncthreads();
-  if (h >= p.H) return;
-  auto vval = [&](uint32_t code) -> float { return p.kv8 ? vlut[code] : kv_operand(p, code, p.pv_op); };
-  const int64_t H = p.H, len = p.slen[b], Lt = p.tok_L[t], lo = s * len;
+  const int H = p.H, own = w < H; /* this warp does head w's softmax */
+  const int64_t len = p.slen[b], Lt = p.tok_L[t], lo = s * len;
   int64_t hi = (s + 1) * len < Lt ? (s + 1) * len : Lt;
   if (hi < lo) hi = lo;
-  float *row = p.lg + p.soff[t] + h * Lt;
-  float m = -INFINITY, l = 0.0f, acc[16];
+  float *row = p.lg + p.soff[t] + (int64_t)w * Lt; /* head w's logits, then P operands (own only) */
+  float m = -INFINITY, l = 0.0f, acc[MAXH];
 #pragma unroll
-  for (int c = 0; c < 16; c++) acc[c] = 0.0f;
+  for (int h = 0; h < MAXH; h++) acc[h] = 0.0f;
   const int64_t blk = p.blk > 0 ? p.blk : (hi > lo ? hi - lo : 1);
   for (int64_t j0 = lo; j0 < hi; j0 += blk) {
     const int64_t j1 = j0 + blk < hi ? j0 + blk : hi, n = j1 - j0;
-    float bm = -INFINITY;
-    for (int64_t j = j0 + lane; j < j1; j += 32) bm = fmaxf(bm, row[j]);
-    bm = warp_max(bm);
-    const float mn = fmaxf(m, bm), al = mlr__emu_exp(p.exp_sm, m - mn);
-    float ls = 0.0f;
-    if (!EXACT) { /* one pass: p, l's sum and the PV chains together */
-      float pva[16];
-#pragma unroll
-      for (int c = 0; c < 16; c++) pva[c] = p.into ? acc[c] * al : 0.0f;
-      for (int64_t jb = j0; jb < j1; jb += 32) {
-        const int64_t j = jb + lane;
-        float pj = 0.0f, pp = 0.0f;
-        int64_t kr = 0;
-        if (j < j1) {
-          pj = mlr__emu_exp(p.exp_sm, row[j] - mn);
-          pp = mlr__emu_to_operand(mlr__emu_p_round(pj, p.p_fmt), p.pv_op);
-          kr = kv_row(p, b, j);
-        }
-        const int nv = (int)(j1 - jb < 32 ? j1 - jb : 32);
-        MLR_UNROLL4
-        for (int u = 0; u < 32; u++) { /* a fixed trip count, so the loads of 4 tokens overlap */
-          if (u >= nv) break;
-          ls = ls + MLR_SHFL(pj, u);
-          const float ppu = MLR_SHFL(pp, u);
-          float v[16];
-          load_v16(p, vlut, MLR_SHFL(kr, u), c0, v);
-#pragma unroll
-          for (int c = 0; c < 16; c++) pva[c] = fmaf(ppu, v[c], pva[c]);
-        }
-      }
-#pragma unroll
-      for (int c = 0; c < 16; c++) acc[c] = p.into ? pva[c] : mlr__emu_upd(acc[c], al, pva[c], p.fused);
-    } else {
-      int plo = 1000, phi = -1000, pnf = 0, vlo = 1000, vhi = -1000, vnf = 0;
-      for (int64_t jb = j0; jb < j1; jb += 32) { /* P operands into lg; l's sum; P's range */
-        const int64_t j = jb + lane;
-        float pj = 0.0f;
-        if (j < j1) {
-          pj = mlr__emu_exp(p.exp_sm, row[j] - mn);
-          const float pp = mlr__emu_to_operand(mlr__emu_p_round(pj, p.p_fmt), p.pv_op);
-          row[j] = pp;
-          if (!isfinite(pp)) pnf = 1;
-          else mlr_f32_range_add(pp, &plo, &phi);
-        }
-        const int nv = (int)(j1 - jb < 32 ? j1 - jb : 32);
-        for (int u = 0; u < nv; u++) ls = ls + MLR_SHFL(pj, u);
-      }
-      warp_range(&plo, &phi, &pnf);
-      /* fp8 V whose every code fits with P: the binary64 chain is the exact sum, or (a NaN or Inf
-       * in V) the emulator's naive chain: the same operations either way, so V needs no pass */
-      const int v_fits = p.kv8 && !pnf && !p.into && (plo > phi || mlr_f64_fits(plo, phi, p.vlsb, p.vtop, n));
-      for (int64_t j = j0; j < j1 && !v_fits; j++) { /* V's range over the block's 512 columns */
-        float v[16];
-        load_v16(p, vlut, kv_row(p, b, j), c0, v);
-#pragma unroll
-        for (int c = 0; c < 16; c++) {
-          if (!isfinite(v[c])) vnf = 1;
-          else mlr_f32_range_add(v[c], &vlo, &vhi);
-        }
-      }
-      warp_range(&vlo, &vhi, &vnf);
-      int mode; /* the emulator's method (its pv_block: exact_dot's cases) */
-      if (v_fits || pnf || vnf) mode = PV_CHAIN;  /* NaN or Inf: the binary64 chain in token order */
-      else if (p.into) mode = PV_LONG;  /* the initial acc*alpha joins the exact sum */
-      else if (plo > phi || vlo > vhi || mlr_f64_fits(plo, phi, vlo, vhi, n)) mode = PV_CHAIN; /* exact in binary64 */
-      else mode = mlr_i128_fits(plo, phi, vlo, vhi, n) ? PV_I128 : PV_LONG;
-      if (mode == PV_CHAIN) {
-        double pvd[16];
-#pragma unroll
-        for (int c = 0; c < 16; c++) pvd[c] = p.into ? acc[c] * al : 0.0f;
-        for (int64_t jb = j0; jb < j1; jb += 32) {
+    float mn = 0.0f, al = 0.0f, ls = 0.0f;
+    int mode = PV_CHAIN, sh = 0, plo = 1000, phi = -1000, pnf = 0;
+    if (own) {
+      float bm = -INFINITY;
+      for (int64_t j = j0 + lane; j < j1; j += 32) bm = fmaxf(bm, row[j]);
+      bm = warp_max(bm);
+      mn = fmaxf(m, bm), al = mlr__emu_exp(p.exp_sm, m - mn);
+      if (lane == 0) al_s[w] = al;
+      if (EXACT) {
+        for (int64_t jb = j0; jb < j1; jb += 32) { /* P operands into lg; l's sum; P's range */
           const int64_t j = jb + lane;
-          const float pp = j < j1 ? row[j] : 0.0f;
-          const int64_t kr = j < j1 ? kv_row(p, b, j) : 0;
+          float pj = 0.0f;
+          if (j < j1) {
+            pj = mlr__emu_exp(p.exp_sm, row[j] - mn);
+            const float pp = mlr__emu_to_operand(mlr__emu_p_round(pj, p.p_fmt), p.pv_op);
+            row[j] = pp;
+            if (!isfinite(pp)) pnf = 1;
+            else mlr_f32_range_add(pp, &plo, &phi);
+          }
           const int nv = (int)(j1 - jb < 32 ? j1 - jb : 32);
-          MLR_UNROLL4
-          for (int u = 0; u < 32; u++) {
-            if (u >= nv) break;
-            const double ppu = MLR_SHFL(pp, u);
-            float v[16];
-            load_v16(p, vlut, MLR_SHFL(kr, u), c0, v);
-#pragma unroll
-            for (int c = 0; c < 16; c++) pvd[c] = fma(ppu, (double)v[c], pvd[c]);
-          }
+          for (int u = 0; u < nv; u++) ls = ls + MLR_SHFL(pj, u);
         }
-#pragma unroll
-        for (int c = 0; c < 16; c++) acc[c] = p.into ? (float)pvd[c] : mlr__emu_upd(acc[c], al, (float)pvd[c], p.fused);
-      } else { /* the exact sum, a column at a time */
-        const int g = plo + vlo;
-#pragma unroll 1
-        for (int c = 0; c < 16; c++) {
-          const float init = p.into ? acc[c] * al : 0.0f;
-          float dot;
-          if (mode == PV_I128) {
-            mlr_i128 a = 0;
-            for (int64_t j = j0; j < j1; j++) mlr_i128_fma(&a, row[j], vval(kv_code(p, kv_row(p, b, j), c0 + c)), g);
-            dot = mlr_i128_round_f32(a, g);
-          } else {
-            mlr_xacc x;
-            mlr_xacc_clear(&x);
-            mlr_xacc_add(&x, (double)init);
-            for (int64_t j = j0; j < j1; j++)
-              mlr_xacc_add(&x, (double)row[j] * (double)vval(kv_code(p, kv_row(p, b, j), c0 + c)));
-            dot = mlr_xacc_round_f32(&x);
-          }
-          acc[c] = p.into ? dot : mlr__emu_upd(acc[c], al, dot, p.fused);
+        warp_range(&plo, &phi, &pnf);
+        mode = -1;
+        if (pnf) mode = PV_CHAIN; /* NaN or Inf: the binary64 chain in token order */
+        else if (p.kv8 && !p.into) { /* fp8 V: every finite code's range, where it decides */
+          if (plo > phi || mlr_f64_fits(plo, phi, p.vlsb, p.vtop, n)) mode = PV_CHAIN;
+          else if (mlr_f64x2_fits(plo, phi, p.vlsb, p.vtop, n, &sh)) mode = PV_SPLIT;
         }
       }
     }
-    l = mlr__emu_upd(l, al, ls, p.fused);
-    m = mn;
+    if (EXACT) {
+      if (threadIdx.x == 0) vlo_s = 1000, vhi_s = -1000, vnf_s = 0;
+      if (__syncthreads_or(own && mode < 0)) { /* V's range over the block's 512 columns */
+        int vlo = 1000, vhi = -1000, vnf = 0;
+        for (int64_t j = j0; j < j1; j++) {
+          const float v = kv_operand_v(p, vlut, kv_code(p, kv_row(p, b, j), col));
+          if (!isfinite(v)) vnf = 1;
+          else mlr_f32_range_add(v, &vlo, &vhi);
+        }
+        atomicMin(&vlo_s, vlo);
+        atomicMax(&vhi_s, vhi);
+        atomicMax(&vnf_s, vnf);
+        __syncthreads();
+        if (own && mode < 0) {
+          const int vl = vlo_s, vh = vhi_s;
+          if (vnf_s) mode = PV_CHAIN;
+          else if (p.into) mode = PV_LONG; /* the initial acc*alpha joins the exact sum */
+          else if (plo > phi || vl > vh || mlr_f64_fits(plo, phi, vl, vh, n)) mode = PV_CHAIN; /* exact in binary64 */
+          else if (mlr_f64x2_fits(plo, phi, vl, vh, n, &sh)) mode = PV_SPLIT;
+          else mode = mlr_i128_fits(plo, phi, vl, vh, n) ? PV_I128 : PV_LONG;
+          if (lane == 0) g_s[w] = plo + vl;
+        }
+      }
+      if (own && lane == 0) mode_s[w] = mode;
+    }
+    __syncthreads();
+    const double kc = mlr_f64_split_const(sh);
+    double xh[MAXH], xl[MAXH];
+    float pva[MAXH];
+    for (;;) { /* the block's tokens; again (EXACT) when a split head met a NaN or Inf */
+#pragma unroll
+      for (int h = 0; h < MAXH; h++) {
+        const float init = p.into && h < H ? acc[h] * al_s[h] : 0.0f;
+        xh[h] = init, xl[h] = 0.0, pva[h] = init;
+      }
+      for (int64_t jc = j0; jc < j1; jc += 32) {
+        const int nv = (int)(j1 - jc < 32 ? j1 - jc : 32);
+        if (own) {
+          const int64_t j = jc + lane;
+          if (EXACT) {
+            double ph = 0.0, pl = 0.0; /* 128-bit and long heads: none, they sum on their own */
+            if (lane < nv && mode == PV_CHAIN) ph = row[j];
+            else if (lane < nv && mode == PV_SPLIT) mlr_f64_split((double)row[j], kc, &ph, &pl);
+            pd[lane][w] = make_double2(ph, pl);
+          } else {
+            float pj = 0.0f, pp = 0.0f;
+            if (lane < nv) {
+              pj = mlr__emu_exp(p.exp_sm, row[j] - mn);
+              pp = mlr__emu_to_operand(mlr__emu_p_round(pj, p.p_fmt), p.pv_op);
+            }
+            pf[lane][w] = pp;
+            for (int u = 0; u < nv; u++) ls = ls + MLR_SHFL(pj, u);
+          }
+        }
+        if (w == MAXH - 1) krs[lane] = lane < nv ? kv_row(p, b, jc + lane) : 0; /* the last warp owns no head unless H = 16 */
+        __syncthreads();
+        MLR_UNROLL4
+        for (int u = 0; u < 32; u++) {
+          if (u >= nv) break;
+          const uint32_t code = kv_code(p, krs[u], col);
+          if (EXACT) {
+            const double v = p.kv8 ? vlutd[code] : (double)kv_operand(p, code, p.pv_op);
+#pragma unroll
+            for (int h = 0; h < MAXH; h++)
+              if (h < H) {
+                const double2 q = pd[u][h];
+                xh[h] = fma(q.x, v, xh[h]);
+                xl[h] = fma(q.y, v, xl[h]);
+              }
+          } else {
+            const float v = p.kv8 ? vlut[code] : kv_operand(p, code, p.pv_op);
+#pragma unroll
+            for (int h = 0; h < MAXH; h++)
+              if (h < H) pva[h] = fmaf(pf[u][h], v, pva[h]);
+          }
+        }
+        __syncthreads();
+      }
+      if (!EXACT) break;
+      int bad = 0;
+#pragma unroll
+      for (int h = 0; h < MAXH; h++) bad |= h < H && mode_s[h] == PV_SPLIT && (!isfinite(xh[h]) || !isfinite(xl[h]));
+      if (!__syncthreads_or(bad)) break;
+      if (own && mode == PV_SPLIT) mode = PV_CHAIN; /* a NaN or Inf in V: the naive chain */
+      if (own && lane == 0) mode_s[w] = mode;
+      __syncthreads();
+    }
+    if (EXACT) { /* the chains' results first, so their registers are free for the accumulators */
+#pragma unroll
+      for (int h = 0; h < MAXH; h++) pva[h] = mode_s[h] == PV_SPLIT ? mlr_f64x2_round_f32(xh[h], xl[h]) : (float)xh[h];
+#pragma unroll
+      for (int h = 0; h < MAXH; h++)
+        if (h < H && (mode_s[h] == PV_I128 || mode_s[h] == PV_LONG))
+          pva[h] = exact_column(p, vlut, p.lg + p.soff[t] + (int64_t)h * Lt, b, j0, j1, col, mode_s[h], g_s[h], p.into ? acc[h] * al_s[h] : 0.0f);
+    }
+#pragma unroll
+    for (int h = 0; h < MAXH; h++)
+      if (h < H) acc[h] = p.into ? pva[h] : mlr__emu_upd(acc[h], al_s[h], pva[h], p.fused);
+    if (own) l = mlr__emu_upd(l, al, ls, p.fused), m = mn;
+    __syncthreads(); /* al_s, mode_s and g_s are the next block's */
   }
   /* the split's result */
+  if (own && lane == 0) l_s[w] = l, m_s[w] = m;
+  __syncthreads();
   const int direct = ns == 1 && p.normalized;
-  const float lc = fmaxf(l, p.clamp);
 #pragma unroll
-  for (int c = 0; c < 16; c++) {
-    float v = p.normalized ? acc[c] / lc : acc[c];
+  for (int h = 0; h < MAXH; h++) {
+    if (h >= H) continue;
+    const float lc = fmaxf(l_s[h], p.clamp);
+    float v = p.normalized ? acc[h] / lc : acc[h];
     if (p.folded) v = v * p.kvs;
-    if (direct) store_o(p, (t * H + h) * DV + c0 + c, v);
-    else p.part_o[((t * H + h) * p.S + s) * DV + c0 + c] = v;
+    if (direct) store_o(p, ((int64_t)t * H + h) * DV + col, v);
+    else p.part_o[(((int64_t)t * H + h) * p.S + s) * DV + col] = v;
   }
-  if (lane == 0) {
+  if (own && lane == 0) {
+    const float lc = fmaxf(l, p.clamp);
     const int lbase = p.softmax_exp == MLR_EXP_2 ? MLR_EXP_2 : MLR_EXP_E;
     const float lse = mlr__emu_lse_convert(m + mlr__emu_log(lbase, lc), p.softmax_exp, p.lse_base);
-    if (direct) p.lse[t * H + h] = lse;
+    if (direct) p.lse[t * H + w] = lse;
     else {
-      const int64_t slot = (t * H + h) * p.S + s;
+      const int64_t slot = (t * H + w) * p.S + s;
       p.part_lse[slot] = lse, p.part_max[slot] = m, p.part_sum[slot] = l;
     }
   }
@@ -684,15 +854,15 @@ extern "C" mlr_status mlr_gpu_exact(const mlr_recipe *r, const mlr_inputs *in, m
   GPU_TRY(hipEventRecord(ev[1], 0));
   if (Lmax > 0) {
     const dim3 grid((unsigned)((Lmax + QK_ROWS - 1) / QK_ROWS), (unsigned)T);
-    if (p.kv8) k_qk<1><<<grid, QK_THREADS>>>(p);
+    if (p.kv8 && p.qk_dot == MLR_DOT_EXACT) k_qk_x8<<<dim3((unsigned)((Lmax + QKX_ROWS - 1) / QKX_ROWS), (unsigned)T), QKX_THREADS>>>(p);
+    else if (p.kv8) k_qk<1><<<grid, QK_THREADS>>>(p);
     else k_qk<0><<<grid, QK_THREADS>>>(p);
     GPU_TRY(hipGetLastError());
   }
   GPU_TRY(hipEventRecord(ev[2], 0));
   {
-    const int64_t hgroups = (H + SPLIT_THREADS / 32 - 1) / (SPLIT_THREADS / 32);
-    if (p.pv_exact) k_split<1><<<dim3((unsigned)(T * hgroups), (unsigned)S), SPLIT_THREADS>>>(p);
-    else k_split<0><<<dim3((unsigned)(T * hgroups), (unsigned)S), SPLIT_THREADS>>>(p);
+    if (p.pv_exact) k_split<1><<<dim3((unsigned)T, (unsigned)S), SPLIT_THREADS>>>(p);
+    else k_split<0><<<dim3((unsigned)T, (unsigned)S), SPLIT_THREADS>>>(p);
   }
   GPU_TRY(hipGetLastError());
   GPU_TRY(hipEventRecord(ev[3], 0));

@@ -163,6 +163,65 @@ MLR_HD static inline int mlr_f64_fits(int lsb1, int top1, int lsb2, int top2, in
   return mlr__sum_bits(lsb1, top1, lsb2, top2, n) <= 53;
 }
 
+/* ---- the exact sum in two binary64 chains: one operand split at a power of two ----
+ * When the products of x (range lsbx, topx) and y (lsby, topy) span too many bits for one binary64
+ * chain, split each x at 2^s: xh = x rounded to a multiple of 2^s, xl = x - xh, both exact
+ * (mlr_f64_split). With n products:
+ *   hi = sum xh*y: multiples of 2^(s + lsby); |xh| <= 2^topx (a multiple of 2^s when s <= topx,
+ *        so rounding x cannot pass it), so every partial sum is below 2^(topx + topy + lg);
+ *   lo = sum xl*y: multiples of 2^(lsbx + lsby); |xl| <= 2^(s-1), partial sums below 2^(s-1+topy+lg);
+ * lg = ceil(log2 (n + 1)) as in mlr__sum_bits. Each chain is exact in binary64, in any order, when
+ * its partial sums stay below 2^53 of its units: s >= topx + topy + lg - lsby - 53 (hi) and
+ * s <= 54 + lsbx + lsby - topy - lg (lo). mlr_f64x2_fits takes the least such s; together they
+ * need (topx - lsbx) + 2 (topy - lsby) + 2 lg <= 107: twice the bits one chain holds, for two fma
+ * a product. The sum hi + lo is then rounded once (mlr_f64x2_round_f32). */
+
+/** n products of x (lsbx, topx) and y (lsby, topy), both with a non-zero element, sum exactly in
+ *  two binary64 chains with x split at 2^*s. *s is the least s that serves, or lsbx where one chain
+ *  holds them all (then xh = x and xl = 0). Every s given has topx <= s + 51, as mlr_f64_split needs:
+ *  s >= the least, which is topx + (topy - lsby) + lg - 53 with topy > lsby and lg >= 1. */
+MLR_HD static inline int mlr_f64x2_fits(int lsbx, int topx, int lsby, int topy, int64_t n, int *s) {
+  const int lg = mlr__sum_bits(0, 0, 0, 0, n); /* ceil(log2 (n + 1)) */
+  const int smin = topx + topy + lg - lsby - 53, smax = 54 + lsbx + lsby - topy - lg;
+  if (smin <= lsbx) {
+    *s = lsbx;
+    return 1;
+  }
+  if (smin > smax || smin > topx) return 0;
+  *s = smin;
+  return 1;
+}
+
+/** the constant that splits at 2^s: 1.5 * 2^(s + 52) (ldexp: exact, and normal for s >= -1074) */
+MLR_HD static inline double mlr_f64_split_const(int s) { return ldexp(1.5, s + 52); }
+
+/** x = *xh + *xl with *xh a multiple of 2^s (x rounded to nearest) and |*xl| <= 2^(s-1), both exact:
+ *  for |x| <= 2^(s+51), x + K lies in [2^(s+52), 2^(s+53)), where the spacing is 2^s, so the one
+ *  rounding of x + K is x rounded to a multiple of 2^s; subtracting K back is exact (Sterbenz's
+ *  lemma: both in one binade), and so is x - xh (a multiple of x's own lsb, below 2^(s-1)).
+ *  K = mlr_f64_split_const(s). Needs the IEEE binary64 operations as written (no contraction, no
+ *  reassociation: the project's build flags). */
+MLR_HD static inline void mlr_f64_split(double x, double k, double *xh, double *xl) {
+  const double t = x + k;
+  *xh = t - k;
+  *xl = x - *xh;
+}
+
+/** hi + lo (finite multiples of 2^-1022 with |hi + lo| < 2^1023: binary64's normal range, where
+ *  round-to-odd at 53 bits is exact) rounded once to binary32, nearest even: the sum rounded to odd at 53 bits, then to
+ *  24 bits (Boldo & Melquiond's rule, as in mlr__round_window_f32). s + e = hi + lo exactly
+ *  (Knuth's TwoSum); when e != 0 the exact sum lies strictly between s and its neighbour toward e,
+ *  and round-to-odd takes whichever of the two has an odd last bit. */
+MLR_HD static inline float mlr_f64x2_round_f32(double hi, double lo) {
+  const double s = hi + lo, bb = s - hi, e = (hi - (s - bb)) + (lo - bb);
+  if (e == 0.0 || (mlr_f64_bits(s) & 1u)) return (float)s;
+  /* s even and inexact: step one unit in the last place toward e (in magnitude: up when e has s's
+   * sign); from a power of two downward this lands on the odd all-ones significand below */
+  const uint64_t b = mlr_f64_bits(s);
+  const int up = (e > 0.0) == (s > 0.0);
+  return (float)mlr_bits_f64(up ? b + 1 : b - 1);
+}
+
 /** v * 2^sh (sh >= 0, in range): the shift is done unsigned, since shifting a negative signed
  *  value left is undefined in C; converting back is modular in GCC and Clang */
 MLR_HD static inline mlr_i128 mlr_i128_shl(int64_t v, int sh) {
