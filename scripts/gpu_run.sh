@@ -16,8 +16,11 @@
 #   4. the seeds' Triton kernels (a peer in .peers/, never part of the project) run on the inputs
 #      in $MLAREF_GPU_DATA/emu; their outputs ($OUT/peer.tgz) are compared with the emulator by
 #      scripts/peer_compare.sh on a machine with the full CLI.
-# MLAREF_GPU_STEPS (default "exact sanitize bench bits torch peers") picks the steps (0 = exact,
-# sanitize and bench, 1 = bits, 2 and 3 = torch, 4 = peers); MLAREF_GPU_REPS the benchmark's runs. Without a GPU it exits 77 (CTest's "skipped"), unless MLAREF_REQUIRE_GPU=1 makes
+#   5. the matrix-unit probe (gpu/probes/mma_probe.cu): mma.sync on 2^20 random and 2^14 targeted
+#      inner products a class and operand format against ref/mma's models ($OUT/mma: the summary and
+#      the vectors kept as test data).
+# MLAREF_GPU_STEPS (default "exact sanitize bench bits torch peers mma") picks the steps (0 = exact,
+# sanitize and bench, 1 = bits, 2 and 3 = torch, 4 = peers, 5 = mma); MLAREF_GPU_REPS the benchmark's runs. Without a GPU it exits 77 (CTest's "skipped"), unless MLAREF_REQUIRE_GPU=1 makes
 # that a failure.
 # `gpu_run.sh --build-only` builds the programs it runs (the GPU machine has no jansson, so the CLI
 # there is the MLAREF_FORMATS_ONLY variant) and stops: CTest's gpu_run_build runs it on every
@@ -33,6 +36,9 @@ build() {
       fixtures/rng/rng.c -fno-trapping-math -lm -o "$BIN/mlaref" || return 1
   "$NVCC" -O3 -std=c++17 -arch=sm_90 -fmad=false -prec-div=true -prec-sqrt=true -ftz=false \
       -Xcompiler -ffp-contract=off,-fno-fast-math,-fno-math-errno,-fopenmp -I. gpu/probes/bits_digest.cu -o "$BIN/bits_digest" -lgomp || return 1
+  gcc -O2 -std=c11 $FP -I. -c ref/mma/mma.c -o "$BIN/mma.o" || return 1
+  "$NVCC" -O2 -std=c++17 -arch=sm_90 -fmad=false -ftz=false -Werror=all-warnings -I. gpu/probes/mma_probe.cu "$BIN/mma.o" \
+      -o "$BIN/mma_probe" || return 1
 }
 if [ "${1:-}" = --build-only ]; then build && echo "gpu_run: build only: $BIN/mlaref and $BIN/bits_digest built"; exit $?; fi
 if ! nvidia-smi -L >/dev/null 2>&1; then
@@ -44,7 +50,7 @@ OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 status=0
 DATA=${MLAREF_GPU_DATA:-.gpu-data}
-STEPS=" ${MLAREF_GPU_STEPS:-exact sanitize bench bits torch peers} "
+STEPS=" ${MLAREF_GPU_STEPS:-exact sanitize bench bits torch peers mma} "
 step() { case "$STEPS" in *" $1 "*) return 0 ;; esac; echo "== $1: not asked for (MLAREF_GPU_STEPS)"; return 1; }
 {
   echo "== machine"; date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; "$NVCC" --version | tail -1
@@ -70,7 +76,7 @@ step() { case "$STEPS" in *" $1 "*) return 0 ;; esac; echo "== $1: not asked for
     echo "== exact kernel: benchmark"
     "$CLI" bench gpu-exact --reps "${MLAREF_GPU_REPS:-5}" | tee "$OUT/bench_gpu_exact.txt" || status=1
   fi
-  step bits || step torch || step peers || { echo "== status $status"; exit $status; }
+  step bits || step torch || step peers || step mma || { echo "== status $status"; exit $status; }
   echo "== build"
   build || exit 1
   step bits && {
@@ -103,6 +109,10 @@ step() { case "$STEPS" in *" $1 "*) return 0 ;; esac; echo "== $1: not asked for
   else
     echo "skipped: needs .peers/seed_triton_kernels.py (copy ../shared/peers/) and inputs in $DATA/emu (mlaref gen)"
   fi
+  }
+  step mma && {
+  echo "== matrix units: mma.sync against ref/mma (gpu/probes/mma_probe.cu)"
+  "$BIN/mma_probe" --out "$OUT/mma" || status=1
   }
   echo "== status $status"
   exit $status

@@ -47,6 +47,8 @@ typedef struct mlr_mma_model {
   int result_bits;    /* step 5; 0: none */
   int out_round;      /* mlr_mma_round, step 6 */
   int verified;       /* reproduces hardware measurements (tests/mma.c) */
+  int sub_emin;       /* step 1 for inputs subnormal in their format: 0, their true exponent;
+                         else this exponent (the format's least normal one: the exponent field's) */
 } mlr_mma_model;
 
 /** The model of a unit, or NULL for an unknown one. */

@@ -10,13 +10,13 @@
 #include <string.h>
 
 static const mlr_mma_model MODELS[MLR_MMA_UNITS] = {
-  /* name        block frac result_bits out_round   verified */
-  {"sm90-e4m3", 32, 13, 14, MLR_MMA_RZ, 1},  /* 13 fraction bits, truncated; a 14-bit result */
-  {"sm90-bf16", 16, 25, 0, MLR_MMA_RZ, 1},   /* 25 fraction bits (2 beyond binary32), truncated */
-  {"sm90-f16", 16, 25, 0, MLR_MMA_RZ, 1},
+  /* name        block frac result_bits out_round   verified sub_emin */
+  {"sm90-e4m3", 32, 13, 14, MLR_MMA_RZ, 1, 0},    /* 13 fraction bits, truncated; a 14-bit result */
+  {"sm90-bf16", 16, 25, 0, MLR_MMA_RZ, 1, -126},  /* 25 fraction bits (2 beyond binary32), truncated */
+  {"sm90-f16", 16, 25, 0, MLR_MMA_RZ, 1, -14},    /* subnormal inputs: exponent -14 (mma_probe) */
   /* MMA-Sim: 24 fraction bits, nearest even. Its "C dropped 25+ exponents below the block maximum"
    * needs no step here: such a C is below half a unit of 2^(E - 24) and is cut to 0 anyway */
-  {"cdna3-fp8", 16, 24, 0, MLR_MMA_RNE, 0},
+  {"cdna3-fp8", 16, 24, 0, MLR_MMA_RNE, 0, 0},
 };
 
 const mlr_mma_model *mlr_mma_get(mlr_mma_unit u) { return (unsigned)u < MLR_MMA_UNITS ? &MODELS[u] : NULL; }
@@ -63,7 +63,7 @@ static float to_f32(int64_t S, int g, int bits, int mode) {
     M = r, g += sh;
   }
   double v = ldexp((double)M, g); /* exact: M <= 2^24 */
-  if (v > FLT_MAX) v = (mode == MLR_MMA_RNE || (mode == MLR_MMA_RD && neg)) ? (double)INFINITY : (double)FLT_MAX;
+  if (v > FLT_MAX) v = (double)INFINITY; /* measured (mma_probe): an H200 gives +-Inf, RZ or not */
   return neg ? -(float)v : (float)v;
 }
 
@@ -84,6 +84,8 @@ float mlr_mma_block(const mlr_mma_model *m, const float *a, const float *b, int 
     int la, lb, ea, eb;
     split(a[i], &sa, &la, &ea);
     split(b[i], &sb, &lb, &eb);
+    if (m->sub_emin && ea < m->sub_emin) ea = m->sub_emin; /* a subnormal input's exponent field */
+    if (m->sub_emin && eb < m->sub_emin) eb = m->sub_emin;
     sig[k] = sa * sb, lsb[k] = la + lb, ex[k] = ea + eb; /* the unnormalised product exponent */
     if (ex[k] > E) E = ex[k];
     k++;
