@@ -33,6 +33,16 @@ static double *model_o(const mlr_recipe *r, const mlr_inputs *in) {
   return o;
 }
 
+/* a built-in with settings ("key=value;...") applied */
+static void recipe_with(const char *recipe, const char *sets, mlr_recipe *r) {
+  mlr_error err = {""};
+  cr_assert_eq(mlr_recipe_builtin(recipe, r), MLR_OK);
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", sets);
+  for (char *save = NULL, *a = strtok_r(buf, ";", &save); a; a = strtok_r(NULL, ";", &save))
+    cr_assert_eq(mlr_recipe_set(r, a, &err), MLR_OK, "%s", err.msg);
+}
+
 #ifndef MLR_SLOW
 /* every element's encoding: the same binary64 bits, or both NaN */
 static int64_t differing(const double *a, const double *b, int64_t n, int64_t *first) {
@@ -51,11 +61,7 @@ static void closure_model(const char *spec, const char *recipe, const char *sets
   gen_make(&g, spec);
   mlr_recipe r;
   mlr_error err = {""};
-  cr_assert_eq(mlr_recipe_builtin(recipe, &r), MLR_OK);
-  char buf[256];
-  snprintf(buf, sizeof buf, "%s", sets);
-  for (char *save = NULL, *a = strtok_r(buf, ";", &save); a; a = strtok_r(NULL, ";", &save))
-    cr_assert_eq(mlr_recipe_set(&r, a, &err), MLR_OK, "%s", err.msg);
+  recipe_with(recipe, sets, &r);
   const int64_t n = g.in.T * g.in.H * DV;
   double *m = model_o(&r, &g.in), *e = malloc((size_t)n * sizeof *e);
   cr_assert_eq(mlr_budget_eval(&r, &g.in, MLR_SRC_ALL, NULL, 0, 0, e, &err), MLR_OK, "%s", err.msg);
@@ -195,12 +201,12 @@ static void truth_and_bound(const mlr_inputs *in, const mlr_recipe *r, mlr_truth
 }
 
 /* the bound holds on every element: against the truth from the dequantized KV and from bf16 */
-static void bound_holds(const char *spec, const char *recipe, mlr_truth_from from, double *tight_out) {
+static void bound_holds_with(const char *spec, const char *recipe, const char *sets, mlr_truth_from from, double *tight_out) {
   gen g;
   gen_make(&g, spec);
   mlr_recipe r;
   mlr_error err = {""};
-  cr_assert_eq(mlr_recipe_builtin(recipe, &r), MLR_OK);
+  recipe_with(recipe, sets, &r);
   const int64_t n = g.in.T * g.in.H * DV;
   double *t, *bd;
   truth_and_bound(&g.in, &r, from, &t, &bd);
@@ -215,6 +221,36 @@ static void bound_holds(const char *spec, const char *recipe, mlr_truth_from fro
   free(t), free(bd), free(m);
   mlr_tf_free(&g.tf);
 }
+
+static void bound_holds(const char *spec, const char *recipe, mlr_truth_from from, double *tight_out) {
+  bound_holds_with(spec, recipe, "", from, tight_out);
+}
+
+#ifndef MLR_SLOW
+/* matrix-unit dots (mma:*): the switchable model is mlr_emulate bit for bit (its loops, gathers
+ * and chaining written again), and the a priori bound holds (gam_mma), for each unit on QK and PV,
+ * into the accumulator, over splits, on operands with subnormals (scaled inputs) */
+Test(budget, matrix_unit_dots) {
+  const char *specs[] = {"bs=2,lens=70:45,q=2,seed=7", "bs=2,lens=300:129,seed=3,dist=scaled:0.001"};
+  const char *fp8 = "qk.dot=mma:sm90-e4m3;pv.dot=mma:sm90-e4m3;out.format=fp32";
+  const char *sets[][2] = {
+      {"aiter-a16w8-ps", "qk.dot=mma:sm90-bf16;pv.dot=mma:sm90-bf16;out.format=fp32"},
+      {"aiter-a16w8-ps", "qk.dot=mma:sm90-bf16;pv.dot=mma:sm90-bf16;pv.accumulate=into_acc;softmax.block=32;out.format=fp32"},
+      {"fp32-seq", "qk.operand=fp16;qk.dot=mma:sm90-f16;pv.operand=fp16;p.format=fp16;pv.dot=mma:sm90-f16;split.rule=fixed;split.count=3;out.format=fp32"},
+      {"aiter-a8w8-ps", fp8},
+  };
+  for (int i = 0; i < 2; i++)
+    for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++) {
+      closure_model(specs[i], sets[k][0], sets[k][1]);
+      bound_holds_with(specs[i], sets[k][0], sets[k][1], MLR_TRUTH_DEQUANTIZED, NULL);
+    }
+  /* AMD's fp8 unit multiplies e4m3fnuz: Q, P and KV in that format */
+  closure_model("bs=2,lens=70:45,seed=9,fmt=e4m3fnuz", "aiter-a8w8-ps",
+                "q.format=e4m3fnuz;p.format=e4m3fnuz;qk.dot=mma:cdna3-fp8;pv.dot=mma:cdna3-fp8;out.format=fp32");
+  bound_holds_with("bs=2,lens=70:45,seed=9,fmt=e4m3fnuz", "aiter-a8w8-ps",
+                   "q.format=e4m3fnuz;p.format=e4m3fnuz;qk.dot=mma:cdna3-fp8;pv.dot=mma:cdna3-fp8;out.format=fp32", MLR_TRUTH_DEQUANTIZED, NULL);
+}
+#endif
 
 #ifndef MLR_SLOW
 Test(budget_suites, bound_holds_on_the_test_and_edge_suites, .timeout = 1800) {

@@ -70,6 +70,21 @@ static void bad(const char *args, const char *must_contain) {
   free(o); free(e);
 }
 
+/* matrix-unit dots: run on fitting inputs; a unit's operand format, and its fp8 flavour, checked */
+Test(cli, matrix_unit_dots) {
+  char *o, *e;
+  cr_assert_eq(run("gen --shape bs=1,kv=40,seed=3 --out /tmp/mlr_cli_mma.safetensors", &o, &e), 0, "%s", e);
+  free(o); free(e);
+  cr_assert_eq(run("run --recipe aiter-a8w8-ps --set qk.dot=mma:sm90-e4m3 --set pv.dot=mma:sm90-e4m3 --inputs /tmp/mlr_cli_mma.safetensors "
+                   "--out /tmp/mlr_cli_mma_o.safetensors", &o, &e), 0, "%s", e);
+  free(o); free(e);
+  bad("run --recipe aiter-a8w8-ps --set q.format=e4m3fnuz --set qk.dot=mma:cdna3-fp8 --inputs /tmp/mlr_cli_mma.safetensors "
+      "--out /tmp/mlr_cli_never.safetensors", "qk.dot = mma:cdna3-fp8 multiplies e4m3fnuz codes, but the inputs' kv is e4m3");
+  bad("recipe show fp32-seq --set qk.dot=mma:sm90-bf16", "qk.dot = mma:sm90-bf16 multiplies bf16 operands: it needs qk.operand = bf16");
+  bad("recipe show aiter-a8w8-ps --set pv.dot=mma:sm90-f16", "pv.dot = mma:sm90-f16 multiplies fp16 operands: it needs pv.operand = fp16");
+  remove("/tmp/mlr_cli_mma.safetensors"), remove("/tmp/mlr_cli_mma_o.safetensors");
+}
+
 Test(cli, bad_input_exits_2_with_one_line) {
   bad("formats boundaries --format e4m4 --overflow sat", "valid: e4m3|e4m3fnuz|e5m2|e5m2fnuz|bf16|fp16");
   bad("formats boundaries --overflow sat", "missing --format");

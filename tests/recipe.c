@@ -120,6 +120,42 @@ Test(recipe, combination_checks) {
   cr_assert(strstr(err.msg, "needs split.rule = fixed"));
 }
 
+/* matrix-unit dot models: names, the canonical form, and the operand formats each unit needs */
+Test(recipe, matrix_unit_dots) {
+  mlr_recipe r;
+  mlr_error err = {""};
+  mlr_recipe_builtin("aiter-a16w8-ps", &r);
+  cr_assert_eq(mlr_recipe_set(&r, "qk.dot=mma:sm90-bf16", &err), MLR_OK, "%s", err.msg);
+  cr_assert_eq(mlr_recipe_set(&r, "pv.dot=mma:sm90-bf16", &err), MLR_OK, "%s", err.msg);
+  cr_assert_eq(r.qk_dot, MLR_DOT_MMA_SM90_BF16);
+  cr_assert_eq(mlr_recipe_check(&r, &err), MLR_OK, "%s", err.msg);
+  char canon[1024];
+  mlr_recipe_canonical(&r, canon, sizeof canon);
+  cr_assert(strstr(canon, "qk.dot=mma:sm90-bf16;") && strstr(canon, "pv.dot=mma:sm90-bf16;"), "%s", canon);
+  mlr_recipe back;
+  char text[2048];
+  mlr_recipe_text(&r, text, sizeof text);
+  cr_assert_eq(mlr_recipe_parse(text, "text", &back, &err), MLR_OK, "%s", err.msg);
+  cr_assert_eq(back.qk_dot, MLR_DOT_MMA_SM90_BF16);
+  cr_assert_eq(mlr_recipe_set(&r, "qk.dot=mma:sm90-e4m3", &err), MLR_OK);
+  cr_assert_eq(mlr_recipe_check(&r, &err), MLR_EINVAL);
+  cr_assert(strstr(err.msg, "qk.dot = mma:sm90-e4m3 multiplies e4m3 operands: it needs qk.operand = fp8"), "%s", err.msg);
+  cr_assert_eq(mlr_recipe_set(&r, "qk.dot=mma:sm90-f16", &err), MLR_OK);
+  cr_assert_eq(mlr_recipe_check(&r, &err), MLR_EINVAL);
+  cr_assert(strstr(err.msg, "needs qk.operand = fp16"), "%s", err.msg);
+  mlr_recipe_builtin("aiter-a8w8-ps", &r);
+  cr_assert_eq(mlr_recipe_set(&r, "qk.dot=mma:sm90-e4m3", &err), MLR_OK);
+  cr_assert_eq(mlr_recipe_set(&r, "pv.dot=mma:sm90-e4m3", &err), MLR_OK);
+  cr_assert_eq(mlr_recipe_check(&r, &err), MLR_OK, "%s", err.msg);
+  cr_assert_eq(mlr_recipe_set(&r, "pv.dot=mma:cdna3-fp8", &err), MLR_OK);
+  cr_assert_eq(mlr_recipe_check(&r, &err), MLR_EINVAL);
+  cr_assert(strstr(err.msg, "pv.dot = mma:cdna3-fp8 multiplies e4m3fnuz P: it needs p.format = e4m3fnuz"), "%s", err.msg);
+  cr_assert_eq(mlr_recipe_set(&r, "qk.dot=mma:sm80-tf32", &err), MLR_EPARSE);
+  /* the built-ins' hashes do not move: the new values come after the old ones */
+  mlr_recipe_builtin("aiter-a8w8-ps", &r);
+  cr_assert_eq(r.qk_dot, MLR_DOT_EXACT);
+}
+
 /* AITER metadata v1 on 256 CUs (NUMERICS.md section 4c): bs4/kv1k 5 splits, bs4/kv8k 32,
  * bs32/kv1k 5, bs32/kv8k 8, bs64 4, bs256 1; split lengths in multiples of 16. The seeds'
  * Triton rule: split length ceil(ceil(L/NS)/32)*32. */

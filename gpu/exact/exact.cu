@@ -736,6 +736,9 @@ extern "C" mlr_status mlr_gpu_exact(const mlr_recipe *r, const mlr_inputs *in, m
   if (st != MLR_OK) return st;
   const int64_t T = in->T, H = in->H, B = in->B;
   if (H > MAXH) return mlr_error_set(err, MLR_EINVAL, "the GPU exact kernel runs 1..%d heads; the inputs have %lld", MAXH, (long long)H);
+  if (MLR_DOT_IS_MMA(r->qk_dot) || MLR_DOT_IS_MMA(r->pv_dot))
+    return mlr_error_set(err, MLR_EINVAL, "recipe '%s': the GPU exact kernel does not run matrix-unit dots (mma:*); `mlaref run` does",
+                         r->name);
   dbufs bufs;
   bufs.n = 0;
   hipEvent_t ev[5] = {NULL, NULL, NULL, NULL, NULL}; /* start, after Q, after QK, after the splits, end */

@@ -11,7 +11,8 @@
  *    d_j = (sum_i Qk_i Kk_i - q_i k_i) / 24: the input quantizations (Q by the policy, KV when the
  *    truth is from bf16), computed, not bounded (they are data, fixed before any arithmetic);
  *    op_i the operand conversions' worst case, P_j = sum |Q'_i K'_i| over the converted operands,
- *    n_qk the dot's rounding count (577 covers the fma chain and nope+rope's add; 1 for exact),
+ *    n_qk the dot's rounding count (577 covers the fma chain and nope+rope's add; 1 for exact;
+ *    a matrix unit's dot: gam_mma in place of gamma(n_qk), on magnitudes floored as it says),
  *    A_j = sum |Qk_i Kk_i| / 24, rho the relative error of the dot's result format, the logit
  *    scale's binary32 products and the logit format together, U the scale of the dot's units.
  * 2. Softmax (Blanchard, Higham & Higham 2021, section 3, in the shifted form): p_j = e^(x_j) with
@@ -24,7 +25,8 @@
  * 3. Output. Write the kernel's result as (sum a_j V'_j + e_N) / (sum b_j + e_D), a_j = P after
  *    p.format and the PV operand (|a_j - b_j| <= r_a b_j + eta_a), V'_j the V operand
  *    (|V'_j - V_j| <= r_V |V_j| + eta_V), |e_N| <= gamma(n_N) sum a_j |V'_j| and
- *    |e_D| <= gamma(n_D) sum b_j with n_N, n_D the rounding counts of the PV chain, the row sum,
+ *    |e_D| <= gamma(n_D) sum b_j with n_N, n_D the rounding counts of the PV chain (a matrix
+ *    unit's: gam_mma for its blocks, composed with gamma of the rest), the row sum,
  *    the updates, the partials, the merge and the final division. Because sum e_j (v_j - o) = 0,
  *      out - o = [sum (a_j - b_j) V'_j + sum b_j (V'_j - v_j) + sum (b_j - e_j)(v_j - o)
  *                 + e_N - o e_D] / (sum b_j + e_D),
@@ -39,6 +41,7 @@
 
 #include "../emulate/mlr_emulate.h"
 #include "../formats/mlr_formats.h"
+#include "../mma/mlr_mma.h"
 #include "../oracle/mlr_oracle.h"
 #include "../pmath/mlr_pmath.h"
 #include "budget_internal.h"
@@ -79,6 +82,25 @@ static void pfmt_err(int pf, double *r, double *eta) {
   }
 }
 
+/* A matrix unit's dot (mlr_mma.h) as a relative error on the magnitudes' sum: one block cuts its
+ * n_b + 1 terms (C among them) to units of 2^(E - F) toward zero, each by less than 2^(E - F), and
+ * 2^E is at most the largest term's magnitude with subnormal inputs counted as 2^sub_emin (the
+ * unnormalised exponent e(a) + e(b) never exceeds log2 of |a| |b| so raised); then the result's cut
+ * to R significant bits (2^(1-R) relative) and binary32's rounding (2^-23 relative either way). So a
+ * block's D differs from C + its products by at most eps (|C| + sum |a b|~) with
+ *   eps = (b + 1) 2^-F + (1 + (b + 1) 2^-F) ((1 + 2^(1-R)) (1 + 2^-23) - 1),
+ * and the chain of nb blocks (each D the next C, |C_i| <= (1 + eps)^i times the earlier terms)
+ * by at most nb eps (1 + eps)^nb of the whole sum of magnitudes. Like gamma(n), it leaves out
+ * binary32 underflow (below 2^-149 a block). */
+static double gam_mma(const mlr_mma_model *m, double nb) {
+  const double cut = (m->block + 1) * ldexp(1.0, -m->frac_bits), res = m->result_bits ? ldexp(1.0, 1 - m->result_bits) : 0.0;
+  const double eps = cut + (1 + cut) * ((1 + res) * (1 + 0x1p-23) - 1);
+  return nb * eps * pow(1 + eps, nb);
+}
+
+/* |x| with a subnormal input counted at the unit's least normal exponent (mlr_mma_model.sub_emin) */
+static double mag_mma(double x, double floor) { return fabs(x) > floor ? fabs(x) : floor; }
+
 /* e^x - 1 from above, accurate for small x (e^x - 1 <= x e^x) */
 static double expm1_up(double x) { return x < 1e-3 ? x * mlr_exp(x) : mlr_exp(x) - 1.0; }
 
@@ -86,6 +108,8 @@ typedef struct bconst {
   double rQ, eQ, rK, eK, rV, eV, ra, ea, rho, kappa, eout_exp, uout, etaout, eta_exp;
   double omaxQ, omaxK, omaxV; /* the operand formats' largest values */
   int nqk;
+  const mlr_mma_model *mqk, *mpv; /* matrix-unit dots, or NULL */
+  double fqk, fpv;                /* their subnormal inputs' magnitude floor (2^sub_emin, or 0) */
 } bconst;
 
 static void constants(const mlr__shadow *sh, bconst *k) {
@@ -107,6 +131,10 @@ static void constants(const mlr__shadow *sh, bconst *k) {
   const int nc = 2 + (r->q_format != MLR_Q_BF16) + (sh->folded != 0); /* c0, x q_scale, x kv_scale, s x c */
   k->rho = (1 + rres) * pow(1 + U32, nc) * (1 + rlog) * (1 + 0x1p-50) - 1;
   k->nqk = r->qk_dot == MLR_DOT_EXACT ? 1 : QK + 1;
+  if (MLR_DOT_IS_MMA(r->qk_dot)) k->mqk = mlr_mma_get((mlr_mma_unit)MLR_DOT_MMA_UNIT(r->qk_dot));
+  if (MLR_DOT_IS_MMA(r->pv_dot)) k->mpv = mlr_mma_get((mlr_mma_unit)MLR_DOT_MMA_UNIT(r->pv_dot));
+  k->fqk = k->mqk && k->mqk->sub_emin ? ldexp(1.0, k->mqk->sub_emin) : 0.0;
+  k->fpv = k->mpv && k->mpv->sub_emin ? ldexp(1.0, k->mpv->sub_emin) : 0.0;
   /* e_via_2: fp32(log2 e) * ln 2 - 1 */
   k->kappa = r->softmax_exp == MLR_EXP_E_VIA_2 || r->lse_base != r->softmax_exp ? fabs((double)0x1.715476p+0f * 0x1.62e42fefa39efp-1 - 1.0) + 0x1p-50 + U32 : 0x1p-50;
   k->eout_exp = U32 * (1 + 2 * U32) + 0x1p-50; /* -log(1 - u) and pmath's binary64 error */
@@ -165,7 +193,7 @@ MLR_FMA_CLONES static void bound_row(const mlr__shadow *sh, const bconst *k, mlr
   for (int64_t j = 0; j < Lt; j++) {
     const int64_t row = mlr_inputs_kv_row(in, b, j);
     load_row(in, from, w->lut, row, QK, w->kc, w->kt);
-    double st = 0, dd = 0, A = 0, P = 0, op = 0, slack = 0;
+    double st = 0, dd = 0, A = 0, P = 0, op = 0, slack = 0, Pm = 0; /* Pm: P with mma's magnitudes */
     for (int i = 0; i < QK; i++) { /* the largest K and V operands, for the overflow test below */
       const double a = fabs(sh->folded ? w->kc[i] : w->kc[i] * kvs);
       kmax = fmax(kmax, a);
@@ -182,12 +210,14 @@ MLR_FMA_CLONES static void bound_row(const mlr__shadow *sh, const bconst *k, mlr
       const double aq = fabs(Qn), ak = fabs(Kn);
       const double qhi = (1 + k->rQ) * aq + k->eQ, khi = (1 + k->rK) * ak + k->eK;
       P += qhi * khi;
+      Pm += mag_mma(qhi, k->fqk) * mag_mma(khi, k->fqk);
       op += (k->rQ * aq + k->eQ) * khi + aq * (k->rK * ak + k->eK);
     }
     w->s[j] = st / 24.0;
     /* binary64 evaluation error of the sums above: below 2 * 577 * 2^-53 of the magnitudes */
     const double ev = 0x1p-40 * (A + slack) / 24.0;
-    const double El = fabs(dd / 24.0) + ev + U / 24.0 * (op + gam(k->nqk) * P) * (1 + k->rho) + A / 24.0 * k->rho;
+    const double gP = k->mqk ? gam_mma(k->mqk, (QK + k->mqk->block - 1) / k->mqk->block) * Pm : gam(k->nqk) * P;
+    const double El = fabs(dd / 24.0) + ev + U / 24.0 * (op + gP) * (1 + k->rho) + A / 24.0 * k->rho;
     w->E[j] = isfinite(El) ? El : INFINITY;
     if (w->s[j] > M) M = w->s[j];
     if (w->s[j] < smin) smin = w->s[j];
@@ -214,9 +244,12 @@ MLR_FMA_CLONES static void bound_row(const mlr__shadow *sh, const bconst *k, mlr
   const double Lam = merged ? (3 * U32 + k->kappa) * (fabs(M) + R + 2 * log((double)Lt + 1) + 1) + 2 * k->eout_exp : 0;
   const double nN = (double)Lt + 3.0 * (double)nb + 2 + (merged ? 2.0 * (double)live + 3 : 0);
   const double nD = (double)Lt + 3.0 * (double)nb + 1 + (merged ? 2.0 * (double)live + 3 : 0);
-  const double gN = gam(nN), gD = gam(nD), eE = mlr_exp(Emax) * (1 + 0x1p-50);
+  double gN = gam(nN);
+  const double gD = gam(nD), eE = mlr_exp(Emax) * (1 + 0x1p-50), fpv = k->mpv ? k->fpv : 0.0;
+  if (k->mpv) /* the PV chain's Lt roundings are the unit's blocks (a partial one per softmax block at most) */
+    gN = (1 + gam(nN - (double)Lt)) * (1 + gam_mma(k->mpv, (double)((Lt + k->mpv->block - 1) / k->mpv->block + nb))) - 1;
   const double eta_a = k->ea * eE, eta_x = k->eta_exp * eE;
-  double Dlo = 0, Bhi = 0;
+  double Dlo = 0, Bhi = 0, floor_n = 0; /* floor_n: the unit's subnormal floor, x every column (bound below) */
   for (int64_t j = 0; j < Lt; j++) {
     const double x = (M - w->s[j]) + w->E[j] + Emax; /* |the kernel's exp argument| */
     const double E = w->E[j] + x * ua + k->eout_exp + Ealpha + Lam;
@@ -226,7 +259,9 @@ MLR_FMA_CLONES static void bound_row(const mlr__shadow *sh, const bconst *k, mlr
     Dlo += blo > 0 ? blo : 0;
     Bhi += bhi;
     const double ahi = (1 + k->ra) * bhi + eta_a;
-    w->w14[j] = k->ra * bhi + eta_a + gN * ahi; /* x |V'_j| */
+    /* with a matrix unit, a and V' count at least the floor fpv (gam_mma): gN (a + f)(|V'| + f) */
+    w->w14[j] = k->ra * bhi + eta_a + gN * (ahi + fpv); /* x |V'_j| */
+    floor_n += gN * (ahi + fpv) * fpv;
     w->w2[j] = bhi;                             /* x (|V_j - v_j| + r_V |V_j| + eta_V) */
     w->w3[j] = e * expm1_up(E) * (1 + 0x1p-50) + eta_x + 0x1p-40 * e; /* x |v_j - o| */
   }
@@ -246,7 +281,7 @@ MLR_FMA_CLONES static void bound_row(const mlr__shadow *sh, const bconst *k, mlr
     }
   }
   for (int d = 0; d < DV; d++) {
-    const double num = w->acc14[d] + w->acc2[d] + w->acc3[d] + fabs(o[d]) * gD * Bhi;
+    const double num = w->acc14[d] + w->acc2[d] + w->acc3[d] + floor_n + fabs(o[d]) * gD * Bhi;
     const double pre = Dlo > 0 ? num / Dlo : INFINITY;
     const double bd = (pre + k->uout * (fabs(o[d]) + pre) + k->etaout) * (1 + 0x1p-20);
     bnd[d] = isfinite(bd) ? bd : INFINITY;

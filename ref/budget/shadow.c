@@ -21,6 +21,7 @@
 #include "../emulate/mlr_emulate.h"
 #include "../formats/mlr_formats.h"
 #include "../pmath/mlr_exact.h"
+#include "../mma/mlr_mma.h"
 #include "../pmath/mlr_pmath.h"
 #include "budget_internal.h"
 
@@ -159,6 +160,14 @@ MLR_FMA_CLONES static void qk_block(const mlr__shadow *sh, row_ws *w, const doub
     return;
   }
   const int f32 = all_f32(q, QK) && all_f32(k, n * QK);
+  if (MLR_DOT_IS_MMA(model)) { /* the unit's model (values not binary32 because an upstream source is
+                                * off are rounded to it first: 2^-24 relative, below any unit's cut) */
+    const mlr_mma_model *m = mlr_mma_get((mlr_mma_unit)MLR_DOT_MMA_UNIT(model));
+    for (int i = 0; i < QK; i++) w->qf[i] = (float)q[i];
+    for (int64_t x = 0; x < n * QK; x++) w->kf[x] = (float)k[x];
+    for (int64_t j = 0; j < n; j++) s[j] = (double)mlr_mma_dot(m, w->qf, w->kf + j * QK, QK, 0.0f);
+    return;
+  }
   if (model == MLR_DOT_EXACT) {
     int ql, qt;
     const int fin = all_finite(q, QK);
@@ -226,6 +235,15 @@ MLR_FMA_CLONES static void pv_block(const mlr__shadow *sh, row_ws *w, int64_t n,
     return;
   }
   const int f32 = all_f32(pp, n) && all_f32(v, n * DV) && all_f32(dt, DV);
+  if (MLR_DOT_IS_MMA(sh->r->pv_dot)) { /* as in qk_block: each column from its initial value as C */
+    const mlr_mma_model *m = mlr_mma_get((mlr_mma_unit)MLR_DOT_MMA_UNIT(sh->r->pv_dot));
+    for (int64_t j = 0; j < n; j++) w->sf[j] = (float)pp[j];
+    for (int d = 0; d < DV; d++) {
+      for (int64_t j = 0; j < n; j++) w->af[j] = (float)v[j * DV + d];
+      dt[d] = (double)mlr_mma_dot(m, w->sf, w->af, n, (float)dt[d]);
+    }
+    return;
+  }
   if (sh->r->pv_dot == MLR_DOT_EXACT) {
     int pl, pt, vl, vt;
     if (f32 && !into && all_finite(pp, n) && all_finite(v, n * DV)) {

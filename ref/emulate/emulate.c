@@ -20,11 +20,13 @@
 #include "mlr_emulate.h"
 #include "../pmath/mlr_exact.h"
 #include "mlr_emu_ops.h"
+#include "../mma/mlr_mma.h"
 
 #define QK MLR_EMU_QK_DIM
 #define DV MLR_EMU_V_DIM
 #define NOPE MLR_EMU_NOPE
 enum { TOKCHUNK = 4, VCHUNK = 32, DCHUNK = 64 };
+_Static_assert(VCHUNK % 32 == 0, "a V chunk holds whole matrix-unit blocks (16 or 32 tokens)");
 
 #define EMU_CLONES MLR_FMA_CLONES /* mlr_base.h */
 
@@ -61,12 +63,14 @@ typedef struct scratch {
   mlr_xacc *qkx;     /* [TOKCHUNK][H] (exact QK, general) */
   float *qa, *qr;    /* [TOKCHUNK][H]: QK results, the rope chain of nope_rope */
   double *qd;        /* [TOKCHUNK][H]: exact fp8 QK in binary64 */
+  float *qm, *vt;    /* mma dots: [H][576] one token's Q rows, [512][VCHUNK] a V chunk by column */
   float *m, *l, *alpha, *part, *lse, *pm, *pl; /* [H], part [H][512] */
 } scratch;
 
 static void scratch_free(scratch *w) {
   free(w->s), free(w->p), free(w->pp), free(w->kop), free(w->vop), free(w->acc), free(w->pva), free(w->pvd);
   free(w->pvx), free(w->pvi), free(w->pvmode), free(w->psm), free(w->vsm), free(w->pse), free(w->vse), free(w->qkx), free(w->qa), free(w->qr), free(w->qd), free(w->m), free(w->l), free(w->alpha), free(w->part), free(w->lse), free(w->pm), free(w->pl);
+  free(w->qm), free(w->vt);
 }
 
 static int scratch_alloc(scratch *w, const emu *e) {
@@ -92,6 +96,8 @@ static int scratch_alloc(scratch *w, const emu *e) {
                     (w->psm = malloc(H * cap * sizeof(int64_t))) && (w->pse = malloc(H * cap * sizeof(int))) &&
                     (w->vsm = malloc(VCHUNK * DV * sizeof(int64_t))) && (w->vse = malloc(VCHUNK * DV * sizeof(int)));
   if (e->qk_x) ok = ok && (w->qkx = malloc(TOKCHUNK * H * sizeof(mlr_xacc)));
+  if (MLR_DOT_IS_MMA(e->r->qk_dot)) ok = ok && (w->qm = malloc(H * QK * sizeof(float)));
+  if (MLR_DOT_IS_MMA(e->r->pv_dot)) ok = ok && (w->vt = malloc(DV * VCHUNK * sizeof(float)));
   if (!ok) scratch_free(w);
   return ok;
 }
@@ -159,6 +165,9 @@ static void qk_block(const emu *e, scratch *w, int64_t t, int64_t b, int64_t j0,
   const mlr_recipe *r = e->r;
   const int64_t H = e->H;
   const float *q = e->qT + t * QK * H;
+  if (MLR_DOT_IS_MMA(r->qk_dot)) /* each head's Q row contiguous, as the unit's fragments take it */
+    for (int64_t h = 0; h < H; h++)
+      for (int i = 0; i < QK; i++) w->qm[h * QK + i] = q[i * H + h];
   for (int64_t j = j0; j < j1; j += TOKCHUNK) {
     const int nc = (int)(j1 - j < TOKCHUNK ? j1 - j : TOKCHUNK);
     for (int c = 0; c < TOKCHUNK; c++) {
@@ -196,6 +205,10 @@ static void qk_block(const emu *e, scratch *w, int64_t t, int64_t b, int64_t j0,
           for (int64_t h = 0; h < H; h++)
             av[c * H + h] = exact_dot(q + h, H, w->kop + c * QK, 1, QK, e->qlsb[t * H + h], e->qtop[t * H + h], klsb[c], ktop[c],
                                       &w->qkx[c * H + h]);
+    } else if (MLR_DOT_IS_MMA(r->qk_dot)) { /* the unit's blocks along the 576 columns, chained from C = 0 */
+      const mlr_mma_model *m = mlr_mma_get((mlr_mma_unit)MLR_DOT_MMA_UNIT(r->qk_dot));
+      for (int c = 0; c < nc; c++)
+        for (int64_t h = 0; h < H; h++) av[c * H + h] = mlr_mma_dot(m, w->qm + h * QK, w->kop + c * QK, QK, 0.0f);
     } else if (r->qk_dot == MLR_DOT_NOPE_ROPE) {
       memset(av, 0, nb * sizeof(float));
       memset(w->qr, 0, nb * sizeof(float));
@@ -295,6 +308,9 @@ static void pv_block(const emu *e, scratch *w, int64_t b, int64_t j0, int64_t j1
     for (int jj = 0; jj < nj; jj++) load_row(e, e->vlut, b, j + jj, DV, w->vop + jj * DV);
     if (e->pv_x)
       for (int k = 0; k < nj * DV; k++) mlr_f32_split(w->vop[k], &w->vsm[k], &w->vse[k]);
+    if (MLR_DOT_IS_MMA(r->pv_dot)) /* the chunk by column: each column's tokens contiguous */
+      for (int jj = 0; jj < nj; jj++)
+        for (int d = 0; d < DV; d++) w->vt[d * VCHUNK + jj] = w->vop[jj * DV + d];
     for (int64_t h = 0; h < H; h++) {
       const float *pp = w->pp + h * e->cap + (j - j0);
       if (e->pv_fast) pv_exact_f64(pp, w->vop, nj, w->pvd + h * DV);
@@ -319,6 +335,10 @@ static void pv_block(const emu *e, scratch *w, int64_t b, int64_t j0, int64_t j1
               if (mode == EX_LONG) mlr_xacc_add(&w->pvx[h * DV + d], (double)pv * (double)v);
               else w->pvd[h * DV + d] += (double)pv * (double)v;
             }
+      } else if (MLR_DOT_IS_MMA(r->pv_dot)) { /* blocks of the unit's size in token order (VCHUNK is a multiple) */
+        const mlr_mma_model *m = mlr_mma_get((mlr_mma_unit)MLR_DOT_MMA_UNIT(r->pv_dot));
+        float *acc = w->pva + h * DV;
+        for (int d = 0; d < DV; d++) acc[d] = mlr_mma_dot(m, pp, w->vt + d * VCHUNK, nj, acc[d]);
       } else pv_seq(pp, w->vop, nj, w->pva + h * DV);
     }
   }
@@ -485,6 +505,15 @@ mlr_status mlr_emu_check_fit(const mlr_recipe *r, const mlr_inputs *in, mlr_erro
   if (!kv8 && (r->qk_operand == MLR_OP_FP8 || r->pv_operand == MLR_OP_FP8))
     return mlr_error_set(err, MLR_EINVAL, "recipe '%s' multiplies fp8 KV codes (%s.operand = fp8) but the inputs' kv is bf16",
                          r->name, r->qk_operand == MLR_OP_FP8 ? "qk" : "pv");
+  for (int side = 0; side < 2; side++) { /* an fp8 matrix unit multiplies one fp8 flavour */
+    const int d = side ? r->pv_dot : r->qk_dot;
+    if (d != MLR_DOT_MMA_SM90_E4M3 && d != MLR_DOT_MMA_CDNA3_FP8) continue;
+    const int want = d == MLR_DOT_MMA_SM90_E4M3 ? MLR_FMT_E4M3 : MLR_FMT_E4M3FNUZ;
+    if (in->kv_format != want)
+      return mlr_error_set(err, MLR_EINVAL, "recipe '%s': %s.dot = mma:%s multiplies %s codes, but the inputs' kv is %s", r->name,
+                           side ? "pv" : "qk", mlr_mma_get((mlr_mma_unit)MLR_DOT_MMA_UNIT(d))->name, mlr_format_name((mlr_format)want),
+                           mlr_format_name((mlr_format)in->kv_format));
+  }
   if (in->H < 1 || in->T < 1 || in->B < 1) return mlr_error_set(err, MLR_EINVAL, "inputs have no query tokens or heads");
   return MLR_OK;
 }

@@ -23,7 +23,15 @@ typedef enum { MLR_Q_BF16, MLR_Q_E4M3, MLR_Q_E4M3FNUZ } mlr_qfmt;               
 typedef enum { MLR_QS_NONE, MLR_QS_STATIC, MLR_QS_DYNAMIC, MLR_QS_PER_HEAD, MLR_QS_PER_TOKEN } mlr_qscale;
 typedef enum { MLR_KVS_OPERAND, MLR_KVS_FOLDED } mlr_kvscale_at;               /* into K/V, or folded */
 typedef enum { MLR_OP_FP32, MLR_OP_FP16, MLR_OP_BF16, MLR_OP_FP8 } mlr_operand; /* fp8: the input's own */
-typedef enum { MLR_DOT_SEQ, MLR_DOT_NOPE_ROPE, MLR_DOT_EXACT } mlr_dot;          /* accumulation model */
+/* accumulation model. mma:UNIT: a matrix unit (ref/mma, mlr_mma_unit in the same order from
+ * MLR_DOT_MMA_SM90_E4M3): blocks of the unit's size along the summed dimension in order, each
+ * block's D the next block's C (the fragments of mma.sync / wgmma / MFMA as a kernel steps k) */
+typedef enum {
+  MLR_DOT_SEQ, MLR_DOT_NOPE_ROPE, MLR_DOT_EXACT,
+  MLR_DOT_MMA_SM90_E4M3, MLR_DOT_MMA_SM90_BF16, MLR_DOT_MMA_SM90_F16, MLR_DOT_MMA_CDNA3_FP8
+} mlr_dot;
+#define MLR_DOT_IS_MMA(d) ((d) >= MLR_DOT_MMA_SM90_E4M3)
+#define MLR_DOT_MMA_UNIT(d) ((d) - MLR_DOT_MMA_SM90_E4M3) /* its mlr_mma_unit */
 typedef enum { MLR_R_FP32, MLR_R_BF16 } mlr_rfmt;                                /* a rounded intermediate */
 typedef enum { MLR_EXP_E, MLR_EXP_2, MLR_EXP_E_VIA_2 } mlr_expbase; /* e_via_2: e^x as 2^(x*log2e), an exp only */
 typedef enum { MLR_PV_BLOCK, MLR_PV_INTO_ACC } mlr_pvacc;

@@ -25,7 +25,7 @@ static const key KEYS[] = {
   {"q.absmax", K_DOUBLE, OFF(q_absmax), NULL, 0, 0},
   {"kv.scale_at", K_ENUM, OFF(kv_scale_at), "operand|folded", 0, 0},
   {"qk.operand", K_ENUM, OFF(qk_operand), "fp32|fp16|bf16|fp8", 0, 0},
-  {"qk.dot", K_ENUM, OFF(qk_dot), "seq|nope_rope|exact", 0, 0},
+  {"qk.dot", K_ENUM, OFF(qk_dot), "seq|nope_rope|exact|mma:sm90-e4m3|mma:sm90-bf16|mma:sm90-f16|mma:cdna3-fp8", 0, 0},
   {"qk.result", K_ENUM, OFF(qk_result), "fp32|bf16", 0, 0},
   {"logit.format", K_ENUM, OFF(logit_format), "fp32|bf16", 0, 0},
   {"softmax.exp", K_ENUM, OFF(softmax_exp), "e|2|e_via_2", 0, 0},
@@ -33,7 +33,7 @@ static const key KEYS[] = {
   {"softmax.clamp", K_DOUBLE, OFF(softmax_clamp), NULL, 0, 0},
   {"p.format", K_ENUM, OFF(p_format), "fp32|fp16|bf16|e4m3|e4m3fnuz", 0, 0},
   {"pv.operand", K_ENUM, OFF(pv_operand), "fp32|fp16|bf16|fp8", 0, 0},
-  {"pv.dot", K_ENUM, OFF(pv_dot), "seq|nope_rope|exact", 0, 0},
+  {"pv.dot", K_ENUM, OFF(pv_dot), "seq|nope_rope|exact|mma:sm90-e4m3|mma:sm90-bf16|mma:sm90-f16|mma:cdna3-fp8", 0, 0},
   {"pv.accumulate", K_ENUM, OFF(pv_accumulate), "block|into_acc", 0, 0},
   {"update.fma", K_ENUM, OFF(update_fma), "no|yes", 0, 0},
   {"split.rule", K_ENUM, OFF(split_rule), "none|fixed|aiter_v1", 0, 0},
@@ -302,6 +302,24 @@ mlr_status mlr_recipe_check(const mlr_recipe *r, mlr_error *err) {
     return rfail(err, MLR_EINVAL, "%s.operand = fp8 keeps the KV codes as they are: it needs kv.scale_at = folded", qk8 ? "qk" : "pv");
   if (pv8 && r->p_format != MLR_P_E4M3 && r->p_format != MLR_P_E4M3FNUZ)
     return rfail(err, MLR_EINVAL, "pv.operand = fp8 keeps P's own codes: it needs p.format = e4m3 or e4m3fnuz");
+  /* a matrix unit multiplies its own input format: the operands must be in it */
+  for (int side = 0; side < 2; side++) {
+    const int d = side ? r->pv_dot : r->qk_dot, op = side ? r->pv_operand : r->qk_operand;
+    if (!MLR_DOT_IS_MMA(d)) continue;
+    const char *nm = side ? "pv" : "qk";
+    const int fp8 = d == MLR_DOT_MMA_SM90_E4M3 || d == MLR_DOT_MMA_CDNA3_FP8, fnuz = d == MLR_DOT_MMA_CDNA3_FP8;
+    const int want = fp8 ? MLR_OP_FP8 : d == MLR_DOT_MMA_SM90_BF16 ? MLR_OP_BF16 : MLR_OP_FP16;
+    if (op != want)
+      return rfail(err, MLR_EINVAL, "%s.dot = mma:%s multiplies %s operands: it needs %s.operand = %s", nm,
+                   d == MLR_DOT_MMA_SM90_E4M3 ? "sm90-e4m3" : d == MLR_DOT_MMA_SM90_BF16 ? "sm90-bf16" : d == MLR_DOT_MMA_SM90_F16 ? "sm90-f16" : "cdna3-fp8",
+                   fp8 ? (fnuz ? "e4m3fnuz" : "e4m3") : want == MLR_OP_BF16 ? "bf16" : "fp16", nm, fp8 ? "fp8" : want == MLR_OP_BF16 ? "bf16" : "fp16");
+    if (fp8 && !side && r->q_format != (fnuz ? MLR_Q_E4M3FNUZ : MLR_Q_E4M3))
+      return rfail(err, MLR_EINVAL, "qk.dot = %s multiplies %s Q: it needs q.format = %s", fnuz ? "mma:cdna3-fp8" : "mma:sm90-e4m3",
+                   fnuz ? "e4m3fnuz" : "e4m3", fnuz ? "e4m3fnuz" : "e4m3");
+    if (fp8 && side && r->p_format != (fnuz ? MLR_P_E4M3FNUZ : MLR_P_E4M3))
+      return rfail(err, MLR_EINVAL, "pv.dot = %s multiplies %s P: it needs p.format = %s", fnuz ? "mma:cdna3-fp8" : "mma:sm90-e4m3",
+                   fnuz ? "e4m3fnuz" : "e4m3", fnuz ? "e4m3fnuz" : "e4m3");
+  }
   return MLR_OK;
 }
 
