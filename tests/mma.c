@@ -75,6 +75,88 @@ Test(mma, h200_probe_bf16_fp16_bit_identical) {
   cr_assert_eq(n, 2560);
 }
 
+/* the binary64 form (mlr_mma_in_exp, mlr_mma_c_exp, mlr_mma_finish) a block at a time */
+static float block_f64(const mlr_mma_model *m, const float *a, const float *b, int n, float c) {
+  int E = mlr_mma_c_exp(c);
+  for (int i = 0; i < n; i++) {
+    const int e = mlr_mma_in_exp(m, a[i]) + mlr_mma_in_exp(m, b[i]);
+    if (e > E) E = e; /* a zero operand's MLR_MMA_EZERO keeps its product out */
+  }
+  if (E <= MLR_MMA_EZERO / 2) return 0.0f;
+  if (E >= MLR_MMA_ENONFIN / 2) { /* the model's rule for NaN and Inf: the IEEE sum in order */
+    double s = c;
+    for (int i = 0; i < n; i++) s += (double)a[i] * (double)b[i];
+    return (float)s;
+  }
+  const double sc = ldexp(1.0, m->frac_bits - E);
+  double S = trunc((double)c * sc);
+  for (int i = 0; i < n; i++) S += trunc((double)a[i] * sc * (double)b[i]);
+  return mlr_mma_finish(m, S, E);
+}
+
+/* ... is mlr_mma_block, bit for bit (NaN for NaN): every measured vector of every unit, and
+ * random blocks of every unit over the full finite range of its input format */
+Test(mma, binary64_form_is_the_block) {
+  const struct { const char *file; mlr_mma_unit u; mlr_format f; int k; } files[] = {
+      {"h200_e4m3.txt", MLR_MMA_SM90_E4M3, MLR_FMT_E4M3, 32}, {"h200_bf16.txt", MLR_MMA_SM90_BF16, MLR_FMT_BF16, 16},
+      {"h200_fp16.txt", MLR_MMA_SM90_F16, MLR_FMT_FP16, 16},  {"h200_probe_bf16.txt", MLR_MMA_SM90_BF16, MLR_FMT_BF16, 16},
+      {"h200_probe_fp16.txt", MLR_MMA_SM90_F16, MLR_FMT_FP16, 16}, {"h200_probe_e4m3.txt", MLR_MMA_SM90_E4M3, MLR_FMT_E4M3, 32}};
+  int checked = 0, nonfin = 0;
+  for (size_t fi = 0; fi < sizeof files / sizeof files[0]; fi++)
+    for (int u = 0; u < 2; u++) { /* the file's unit, and AMD's fp8 unit on the same values */
+      const mlr_mma_model *m = mlr_mma_get(u ? MLR_MMA_CDNA3_FP8 : files[fi].u);
+      char path[512];
+      snprintf(path, sizeof path, "%s/tests/data/mma/%s", MLAREF_SOURCE_DIR, files[fi].file);
+      FILE *fp = fopen(path, "r");
+      cr_assert_not_null(fp);
+      static char line[4096];
+      while (fgets(line, sizeof line, fp)) {
+        if (line[0] == '#') continue;
+        char *end;
+        const float c = mlr_bits_f32((uint32_t)strtoul(line, &end, 16));
+        (void)strtoul(end, &end, 16);
+        float a[32], b[32];
+        int fin = isfinite(c);
+        for (int i = 0; i < 2 * files[fi].k; i++) {
+          const float v = mlr_decode(files[fi].f, (uint32_t)strtoul(end, &end, 16));
+          (i < files[fi].k ? a : b)[i % files[fi].k] = v;
+          fin &= isfinite(v) != 0;
+        }
+        nonfin += !fin;
+        const int n = files[fi].k < m->block ? files[fi].k : m->block;
+        const float want = mlr_mma_block(m, a, b, n, c), got = block_f64(m, a, b, n, c);
+        cr_assert(mlr_f32_bits(got) == mlr_f32_bits(want) || (isnan(got) && isnan(want)), "%s (%s): %a vs the block %a", files[fi].file,
+                  m->name, (double)got, (double)want);
+        checked++;
+      }
+      fclose(fp);
+    }
+  cr_assert_gt(checked, 40000, "%d blocks", checked);
+  cr_assert_gt(nonfin, 500, "%d blocks with NaN or Inf", nonfin);
+  /* random codes of each format through each unit, C random or 0 */
+  uint64_t st = 0x9E3779B97F4A7C15ull;
+  for (int u = 0; u < MLR_MMA_UNITS; u++) {
+    const mlr_mma_model *m = mlr_mma_get((mlr_mma_unit)u);
+    const mlr_format f = u == MLR_MMA_SM90_BF16 ? MLR_FMT_BF16 : u == MLR_MMA_SM90_F16 ? MLR_FMT_FP16 : u == MLR_MMA_CDNA3_FP8 ? MLR_FMT_E4M3FNUZ : MLR_FMT_E4M3;
+    for (int t = 0; t < 20000; t++) {
+      float a[32], b[32];
+      for (int i = 0; i < m->block; i++) {
+        float x, y;
+        do {
+          st = st * 6364136223846793005ull + 1442695040888963407ull;
+          x = mlr_decode(f, (uint32_t)(st >> 33) & (f == MLR_FMT_BF16 || f == MLR_FMT_FP16 ? 0xFFFFu : 0xFFu));
+          y = mlr_decode(f, (uint32_t)(st >> 17) & (f == MLR_FMT_BF16 || f == MLR_FMT_FP16 ? 0xFFFFu : 0xFFu));
+        } while (!isfinite(x) || !isfinite(y));
+        a[i] = (t % 5 == 0 && i % 3) ? 0.0f : x, b[i] = y;
+      }
+      st = st * 6364136223846793005ull + 1442695040888963407ull;
+      const float c = (t % 4) ? ldexpf((float)(int32_t)(st >> 40), (int)(st % 80) - 60) : 0.0f;
+      const float want = mlr_mma_block(m, a, b, m->block, c), got = block_f64(m, a, b, m->block, c);
+      cr_assert_eq(mlr_f32_bits(got), mlr_f32_bits(want), "%s block %d: %a vs %a", m->name, t, (double)got, (double)want);
+    }
+  }
+}
+
 /* the steps, on blocks worked out by hand */
 Test(mma, steps_by_hand) {
   const mlr_mma_model *e4 = mlr_mma_get(MLR_MMA_SM90_E4M3), *bf = mlr_mma_get(MLR_MMA_SM90_BF16),

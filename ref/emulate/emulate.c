@@ -20,6 +20,7 @@
 #include "mlr_emulate.h"
 #include "../pmath/mlr_exact.h"
 #include "mlr_emu_ops.h"
+#include "emu_mma.h"
 #include "../mma/mlr_mma.h"
 
 #define QK MLR_EMU_QK_DIM
@@ -63,14 +64,15 @@ typedef struct scratch {
   mlr_xacc *qkx;     /* [TOKCHUNK][H] (exact QK, general) */
   float *qa, *qr;    /* [TOKCHUNK][H]: QK results, the rope chain of nope_rope */
   double *qd;        /* [TOKCHUNK][H]: exact fp8 QK in binary64 */
-  float *qm, *vt;    /* mma dots: [H][576] one token's Q rows, [512][VCHUNK] a V chunk by column */
+  double *msc, *mS; /* mma dots: per lane ([max(H, 512)]) 2^(F-E) and the cut sum */
+  int *qme, *vme, *mE;     /* [576][H] Q's and [VCHUNK][512] V's unit exponents, [max(H, 512)] the blocks' E */
   float *m, *l, *alpha, *part, *lse, *pm, *pl; /* [H], part [H][512] */
 } scratch;
 
 static void scratch_free(scratch *w) {
   free(w->s), free(w->p), free(w->pp), free(w->kop), free(w->vop), free(w->acc), free(w->pva), free(w->pvd);
   free(w->pvx), free(w->pvi), free(w->pvmode), free(w->psm), free(w->vsm), free(w->pse), free(w->vse), free(w->qkx), free(w->qa), free(w->qr), free(w->qd), free(w->m), free(w->l), free(w->alpha), free(w->part), free(w->lse), free(w->pm), free(w->pl);
-  free(w->qm), free(w->vt);
+  free(w->msc), free(w->mS), free(w->qme), free(w->vme), free(w->mE);
 }
 
 static int scratch_alloc(scratch *w, const emu *e) {
@@ -96,8 +98,11 @@ static int scratch_alloc(scratch *w, const emu *e) {
                     (w->psm = malloc(H * cap * sizeof(int64_t))) && (w->pse = malloc(H * cap * sizeof(int))) &&
                     (w->vsm = malloc(VCHUNK * DV * sizeof(int64_t))) && (w->vse = malloc(VCHUNK * DV * sizeof(int)));
   if (e->qk_x) ok = ok && (w->qkx = malloc(TOKCHUNK * H * sizeof(mlr_xacc)));
-  if (MLR_DOT_IS_MMA(e->r->qk_dot)) ok = ok && (w->qm = malloc(H * QK * sizeof(float)));
-  if (MLR_DOT_IS_MMA(e->r->pv_dot)) ok = ok && (w->vt = malloc(DV * VCHUNK * sizeof(float)));
+  const size_t lanes = H > DV ? H : DV;
+  if (MLR_DOT_IS_MMA(e->r->qk_dot) || MLR_DOT_IS_MMA(e->r->pv_dot))
+    ok = ok && (w->msc = malloc(lanes * sizeof(double))) && (w->mS = malloc(lanes * sizeof(double))) && (w->mE = malloc(lanes * sizeof(int)));
+  if (MLR_DOT_IS_MMA(e->r->qk_dot)) ok = ok && (w->qme = malloc(H * QK * sizeof(int)));
+  if (MLR_DOT_IS_MMA(e->r->pv_dot)) ok = ok && (w->vme = malloc(DV * VCHUNK * sizeof(int)));
   if (!ok) scratch_free(w);
   return ok;
 }
@@ -165,9 +170,9 @@ static void qk_block(const emu *e, scratch *w, int64_t t, int64_t b, int64_t j0,
   const mlr_recipe *r = e->r;
   const int64_t H = e->H;
   const float *q = e->qT + t * QK * H;
-  if (MLR_DOT_IS_MMA(r->qk_dot)) /* each head's Q row contiguous, as the unit's fragments take it */
-    for (int64_t h = 0; h < H; h++)
-      for (int i = 0; i < QK; i++) w->qm[h * QK + i] = q[i * H + h];
+  const mlr_mma_model *mq = MLR_DOT_IS_MMA(r->qk_dot) ? mlr_mma_get((mlr_mma_unit)MLR_DOT_MMA_UNIT(r->qk_dot)) : NULL;
+  if (mq) /* Q in binary64 and its unit exponents, [576][H]: the heads are the lanes */
+    for (int64_t x = 0; x < QK * H; x++) w->qme[x] = mlr_mma_in_exp(mq, q[x]);
   for (int64_t j = j0; j < j1; j += TOKCHUNK) {
     const int nc = (int)(j1 - j < TOKCHUNK ? j1 - j : TOKCHUNK);
     for (int c = 0; c < TOKCHUNK; c++) {
@@ -205,10 +210,13 @@ static void qk_block(const emu *e, scratch *w, int64_t t, int64_t b, int64_t j0,
           for (int64_t h = 0; h < H; h++)
             av[c * H + h] = exact_dot(q + h, H, w->kop + c * QK, 1, QK, e->qlsb[t * H + h], e->qtop[t * H + h], klsb[c], ktop[c],
                                       &w->qkx[c * H + h]);
-    } else if (MLR_DOT_IS_MMA(r->qk_dot)) { /* the unit's blocks along the 576 columns, chained from C = 0 */
-      const mlr_mma_model *m = mlr_mma_get((mlr_mma_unit)MLR_DOT_MMA_UNIT(r->qk_dot));
-      for (int c = 0; c < nc; c++)
-        for (int64_t h = 0; h < H; h++) av[c * H + h] = mlr_mma_dot(m, w->qm + h * QK, w->kop + c * QK, QK, 0.0f);
+    } else if (mq) { /* the unit's blocks along the 576 columns, chained from C = 0; K row c shared by the heads */
+      int ke[QK];
+      for (int c = 0; c < nc; c++) {
+        for (int i = 0; i < QK; i++) ke[i] = mlr_mma_in_exp(mq, w->kop[c * QK + i]);
+        for (int64_t h = 0; h < H; h++) av[c * H + h] = 0.0f;
+        mlr__emu_mma_lanes(mq, H, QK, q, w->qme, H, w->kop + c * QK, ke, av + c * H, w->msc, w->mS, w->mE);
+      }
     } else if (r->qk_dot == MLR_DOT_NOPE_ROPE) {
       memset(av, 0, nb * sizeof(float));
       memset(w->qr, 0, nb * sizeof(float));
@@ -276,6 +284,7 @@ static int block_has_nonfinite(const emu *e, int64_t b, int64_t j0, int64_t j1) 
 
 static void pv_block(const emu *e, scratch *w, int64_t b, int64_t j0, int64_t j1) {
   const mlr_recipe *r = e->r;
+  const mlr_mma_model *mv = MLR_DOT_IS_MMA(r->pv_dot) ? mlr_mma_get((mlr_mma_unit)MLR_DOT_MMA_UNIT(r->pv_dot)) : NULL;
   const int64_t H = e->H;
   const int into = r->pv_accumulate == MLR_PV_INTO_ACC;
   const int64_t n = j1 - j0;
@@ -308,9 +317,8 @@ static void pv_block(const emu *e, scratch *w, int64_t b, int64_t j0, int64_t j1
     for (int jj = 0; jj < nj; jj++) load_row(e, e->vlut, b, j + jj, DV, w->vop + jj * DV);
     if (e->pv_x)
       for (int k = 0; k < nj * DV; k++) mlr_f32_split(w->vop[k], &w->vsm[k], &w->vse[k]);
-    if (MLR_DOT_IS_MMA(r->pv_dot)) /* the chunk by column: each column's tokens contiguous */
-      for (int jj = 0; jj < nj; jj++)
-        for (int d = 0; d < DV; d++) w->vt[d * VCHUNK + jj] = w->vop[jj * DV + d];
+    if (mv) /* the chunk in binary64 and its unit exponents, shared by the heads */
+      for (int k = 0; k < nj * DV; k++) w->vme[k] = mlr_mma_in_exp(mv, w->vop[k]);
     for (int64_t h = 0; h < H; h++) {
       const float *pp = w->pp + h * e->cap + (j - j0);
       if (e->pv_fast) pv_exact_f64(pp, w->vop, nj, w->pvd + h * DV);
@@ -335,10 +343,10 @@ static void pv_block(const emu *e, scratch *w, int64_t b, int64_t j0, int64_t j1
               if (mode == EX_LONG) mlr_xacc_add(&w->pvx[h * DV + d], (double)pv * (double)v);
               else w->pvd[h * DV + d] += (double)pv * (double)v;
             }
-      } else if (MLR_DOT_IS_MMA(r->pv_dot)) { /* blocks of the unit's size in token order (VCHUNK is a multiple) */
-        const mlr_mma_model *m = mlr_mma_get((mlr_mma_unit)MLR_DOT_MMA_UNIT(r->pv_dot));
-        float *acc = w->pva + h * DV;
-        for (int d = 0; d < DV; d++) acc[d] = mlr_mma_dot(m, pp, w->vt + d * VCHUNK, nj, acc[d]);
+      } else if (mv) { /* blocks of the unit's size in token order (VCHUNK is a multiple); the columns are the lanes */
+        int pe[VCHUNK];
+        for (int jj = 0; jj < nj; jj++) pe[jj] = mlr_mma_in_exp(mv, pp[jj]);
+        mlr__emu_mma_lanes(mv, DV, nj, w->vop, w->vme, DV, pp, pe, w->pva + h * DV, w->msc, w->mS, w->mE);
       } else pv_seq(pp, w->vop, nj, w->pva + h * DV);
     }
   }

@@ -24,6 +24,8 @@
 #ifndef MLR_MMA_H
 #define MLR_MMA_H
 
+#include <math.h>
+
 #include "../base/mlr_base.h"
 
 #ifdef __cplusplus
@@ -63,6 +65,57 @@ float mlr_mma_block(const mlr_mma_model *m, const float *a, const float *b, int 
 /** A K-long inner product as the unit runs it: blocks of m->block products in order, each block's
  *  D the next block's C, starting from c. */
 float mlr_mma_dot(const mlr_mma_model *m, const float *a, const float *b, int64_t k, float c);
+
+/* ---- the same block in binary64, for loops that run many blocks side by side (ref/emulate) ----
+ * Every term (C, and each product a b, exact in binary64: at most 48 significant bits) times
+ * 2^(F - E) is exact (a power of two, far from binary64's range limits: |a b| >= 2^-298 and
+ * E <= 258), and trunc() of it is step 3's cut; the cut terms are integers below 2^(F + 2) (a
+ * product is below 2^(E + 2)), so up to 64 of them sum exactly in binary64 in any order. The
+ * block's E is the largest mlr_mma_in_exp(a) + mlr_mma_in_exp(b) and mlr_mma_c_exp(C), which
+ * also sorts out the other cases: a zero term's exponent (MLR_MMA_EZERO) never wins, so a block
+ * of zeros has E <= MLR_MMA_EZERO / 2 and D = +0; a NaN or Inf anywhere gives E >=
+ * MLR_MMA_ENONFIN / 2, and then D is the model's IEEE sum, C + a_0 b_0 + ... in binary64 in order,
+ * rounded to binary32. mlr_mma_finish does steps 5 and 6 on the sum. tests/mma.c checks this form
+ * against mlr_mma_block on every measured vector and on random blocks. */
+#define MLR_MMA_EZERO (-100000)   /* the exponent of a zero */
+#define MLR_MMA_ENONFIN (1000000) /* of a NaN or Inf: wins over anything, zeros included */
+
+static inline int mlr__mma_exp(uint32_t b) { /* b: |x|'s bits; subnormal: (63 - clz) - 149 */
+  if (!b) return MLR_MMA_EZERO;
+  if (b >= 0x7F800000u) return MLR_MMA_ENONFIN;
+  return b >= 0x00800000u ? (int)(b >> 23) - 127 : -86 - MLR__CLZ64((uint64_t)b);
+}
+
+/** step 1's exponent of an input x (the unit's: a subnormal one raised to sub_emin) */
+static inline int mlr_mma_in_exp(const mlr_mma_model *m, float x) {
+  const int e = mlr__mma_exp(mlr_f32_bits(x) & 0x7FFFFFFFu);
+  return m->sub_emin && e > MLR_MMA_EZERO && e < m->sub_emin ? m->sub_emin : e;
+}
+
+/** the exponent of the accumulator C (its true floor(log2 |C|)) */
+static inline int mlr_mma_c_exp(float c) { return mlr__mma_exp(mlr_f32_bits(c) & 0x7FFFFFFFu); }
+
+/** 2^k for -1022 <= k <= 1023, built from its bits (no libm call in the loops) */
+static inline double mlr__mma_pow2(int k) { return mlr_bits_f64((uint64_t)(k + 1023) << 52); }
+
+/** steps 5 and 6: S 2^(E - frac_bits), S the exact sum of the cut terms (an integer, |S| < 2^53).
+ *  Step 5 clears S's significand below its top result_bits bits (toward zero, exactly). Step 6:
+ *  v = S 2^(E - F) is exact; binary32's conversion rounds it to nearest even, and one step of
+ *  its last bit toward zero (RZ) or down (RD) corrects that where it went the other way; a value
+ *  of 2^128 or more is +-Inf in every mode, as the model has it (measured on the H200). */
+static inline float mlr_mma_finish(const mlr_mma_model *m, double S, int E) {
+  /* written without branches on the data, so loops over many blocks vectorise */
+  const uint64_t keep = m->result_bits > 0 ? ~((1ull << (53 - m->result_bits)) - 1) : ~0ull;
+  const double St = mlr_bits_f64(mlr_f64_bits(S) & keep);
+  const double v = St * mlr__mma_pow2(E - m->frac_bits), av = fabs(v);
+  const float f = (float)v;
+  const uint32_t fb = mlr_f32_bits(f);
+  uint32_t r = fb;
+  if (m->out_round == MLR_MMA_RZ) r = fb - (fabs((double)f) > av);
+  else if (m->out_round == MLR_MMA_RD) r = (double)f > v ? (v < 0 ? fb + 1 : fb - 1) : fb;
+  r = av >= 0x1p128 ? (v < 0 ? 0xFF800000u : 0x7F800000u) : r;
+  return S == 0.0 ? 0.0f : mlr_bits_f32(r);
+}
 
 #ifdef __cplusplus
 }
