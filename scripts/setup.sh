@@ -14,6 +14,8 @@ pkgs=(
   hipcc             # the GPU exact kernel compiled for AMD (gfx940, clang 15) in CI: test gpu_compile_hip
   libamdhip64-dev   #   the HIP runtime's headers and library
   rocm-device-libs  #   the AMD device libraries hipcc links
+  clang-15          # scripts/fuzz.sh: libFuzzer with ASan and UBSan (CTest only replays the corpora,
+  libclang-common-15-dev #   with gcc); clang 15's runtime libraries, libFuzzer among them
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Fuzzes one parser with libFuzzer (clang 15 and its runtime, Debian packages that scripts/setup.sh
+# installs) for SECONDS (default 600), under ASan and UBSan, from the committed corpus
+# tests/fuzz/corpus/TARGET; then merges what it found into that corpus (kept minimal by libFuzzer's
+# -merge) and writes any crashing input to tests/fuzz/crashes/TARGET-*. CTest replays the corpus on
+# every run (tests/fuzz/replay.c), with ASan and UBSan in the asan-ubsan preset.
+#   scripts/fuzz.sh TARGET [SECONDS]     TARGET: recipe
+# Exit 0: no crash, hang or leak in the time; 1: libFuzzer stopped on one (its input is kept); 2: usage.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+t=${1:-}
+secs=${2:-600}
+case "$t" in
+  recipe) srcs="tests/fuzz/fuzz_recipe.c ref/recipe/recipe.c ref/base/status.c ref/base/sha256.c" ;;
+  *) echo "fuzz: unknown target '$t' (valid: recipe); usage: scripts/fuzz.sh TARGET [SECONDS]" >&2; exit 2 ;;
+esac
+case "$secs" in ''|*[!0-9]*) echo "fuzz: SECONDS '$secs' is not a whole number of seconds" >&2; exit 2 ;; esac
+CC=${FUZZ_CC:-clang-15}
+mkdir -p build/fuzz tests/fuzz/crashes
+"$CC" -g -O1 -std=c11 -ffp-contract=off -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I. \
+  $srcs -lcrypto -lm -o "build/fuzz/fuzz_$t"
+corpus=tests/fuzz/corpus/$t
+found=$(mktemp -d)
+trap 'rm -rf "$found" "$corpus.merged"' EXIT
+rc=0
+"build/fuzz/fuzz_$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  -artifact_prefix="tests/fuzz/crashes/$t-" "$found" "$corpus" || rc=1
+mkdir -p "$corpus.merged"
+"build/fuzz/fuzz_$t" -merge=1 "$corpus.merged" "$corpus" "$found" >/dev/null 2>&1
+rm -rf "$corpus" && mv "$corpus.merged" "$corpus"
+echo "fuzz: $t for ${secs} s: $(ls "$corpus" | wc -l) inputs in $corpus; $([ $rc -eq 0 ] && echo 'no crash, hang or leak' || echo 'STOPPED on a failing input: tests/fuzz/crashes/')"
+exit $rc
