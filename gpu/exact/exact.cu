@@ -9,12 +9,12 @@
  *   k_qk     logits: a thread per (2 KV tokens, head), the chain over 576 columns in order; a block
  *            holds 32 tokens of one query token and its 16 heads' Q (k_qk_x8: exact dots over fp8
  *            KV, the block's K rows decoded once into binary64, 32 columns at a time)
- *   k_split  32 lanes per (query token, head, split), 8 heads of a token per block (they share
- *            each V row through the cache): per softmax block, the max (fmaxf; order-free), the
- *            p's (a token per lane), their sum in token order, and the PV chains of the 16 columns
- *            each lane owns, in token order (exact dots: one binary64 chain, two with P split,
- *            or the 128-bit / long accumulator a column at a time, as the ranges allow); the
- *            split's result (output, or a partial)
+ *   k_split  a block per (query token, split), 16 warps: warp h does head h's softmax per softmax
+ *            block (the max, fmaxf, order-free; the p's, a token per lane; their sum in token
+ *            order), and lane l of warp w runs output column 32w + l of every head, each head's
+ *            PV chain in token order, V read and decoded once per block (exact dots: one binary64
+ *            chain, two with P split, or the 128-bit / long accumulator, as the ranges allow);
+ *            the split's result (output, or a partial)
  *   k_merge  one block per (query token, head): thread d merges column d over the splits
  *
  * Written against HIP names; gpu/hip_compat.h maps them onto CUDA. Build flags keep the arithmetic
@@ -275,18 +275,13 @@ __global__ void __launch_bounds__(QK_THREADS) k_qk(gp p) {
   for (int w = 0; w < 1 + two; w++) store_logit(p, t, h, L, w ? jb : ja, s[w]);
 }
 
-/* k_qk_x8's rare cases for head h and K row krow: kind 1, the naive binary64 chain in column order
- * (a NaN or Inf in K; the emulator's rule); kind 2, the exact sum by exact_dot. Out of line, so
- * the main path keeps its registers. */
+/* k_qk_x8's rare cases for head h and K row krow, by exact_dot: kind 1, a NaN or Inf in K (a K top
+ * of INT_MAX: its naive binary64 chain in column order, the emulator's rule); kind 2, the exact sum.
+ * Out of line, so the main path keeps its registers. */
 __device__ __noinline__ float qk_x8_fallback(const gp &p, const float *klut, int64_t t, int h, int64_t krow, int kind, int qlo, int qhi) {
   const float *q = p.qT + t * QK * p.H + h; /* Q operands, stride H */
   auto kv = [&](int i) -> float { return klut[((const uint8_t *)p.kv)[krow * QK + i]]; };
-  if (kind == 1) {
-    double x = 0.0;
-    for (int i = 0; i < QK; i++) x = fma((double)q[i * p.H], (double)kv(i), x);
-    return (float)x;
-  }
-  return exact_dot(q, p.H, kv, QK, qlo, qhi, p.klsb, p.ktop);
+  return exact_dot(q, p.H, kv, QK, qlo, qhi, p.klsb, kind == 1 ? INT_MAX : p.ktop);
 }
 
 /* Logits for exact dots over fp8 KV: a block per 64 KV tokens of one query token; thread (g, hp)
@@ -392,7 +387,7 @@ __global__ void __launch_bounds__(QKX_THREADS) k_qk_x8(gp p) {
     }
 }
 
-/* ---- one (query token, head) over one split: a group of 32 lanes ---- */
+/* ---- one (query token, split): 16 warps, a head's softmax each, a column of every head a lane ---- */
 
 __device__ float warp_max(float v) {
   for (int o = 16; o; o >>= 1) v = fmaxf(v, MLR_SHFL_XOR(v, o));
@@ -453,7 +448,7 @@ __global__ void __launch_bounds__(SPLIT_THREADS) k_split(gp p) {
   __shared__ double2 pd[32][MAXH]; /* EXACT: a chunk's P parts (hi, lo) per token and head */
   __shared__ float pf[32][MAXH];   /* not EXACT: a chunk's P operands */
   __shared__ int64_t krs[32];      /* the chunk's KV rows */
-  __shared__ float al_s[MAXH], l_s[MAXH], m_s[MAXH];
+  __shared__ float al_s[MAXH], l_s[MAXH];
   __shared__ int mode_s[MAXH], g_s[MAXH], vlo_s, vhi_s, vnf_s;
   const int w = threadIdx.x >> 5, lane = threadIdx.x & 31, col = 32 * w + lane;
   const int64_t t = blockIdx.x, s = blockIdx.y, b = p.tok_b[t], ns = p.nsplit[b];
@@ -573,7 +568,7 @@ __global__ void __launch_bounds__(SPLIT_THREADS) k_split(gp p) {
                 xl[h] = fma(q.y, v, xl[h]);
               }
           } else {
-            const float v = p.kv8 ? vlut[code] : kv_operand(p, code, p.pv_op);
+            const float v = kv_operand_v(p, vlut, code);
 #pragma unroll
             for (int h = 0; h < MAXH; h++)
               if (h < H) pva[h] = fmaf(pf[u][h], v, pva[h]);
@@ -605,7 +600,7 @@ __global__ void __launch_bounds__(SPLIT_THREADS) k_split(gp p) {
     __syncthreads(); /* al_s, mode_s and g_s are the next block's */
   }
   /* the split's result */
-  if (own && lane == 0) l_s[w] = l, m_s[w] = m;
+  if (own && lane == 0) l_s[w] = l;
   __syncthreads();
   const int direct = ns == 1 && p.normalized;
 #pragma unroll

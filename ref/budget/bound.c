@@ -245,7 +245,7 @@ MLR_FMA_CLONES static void bound_row(const mlr__shadow *sh, const bconst *k, mlr
   const double nN = (double)Lt + 3.0 * (double)nb + 2 + (merged ? 2.0 * (double)live + 3 : 0);
   const double nD = (double)Lt + 3.0 * (double)nb + 1 + (merged ? 2.0 * (double)live + 3 : 0);
   double gN = gam(nN);
-  const double gD = gam(nD), eE = mlr_exp(Emax) * (1 + 0x1p-50), fpv = k->mpv ? k->fpv : 0.0;
+  const double gD = gam(nD), eE = mlr_exp(Emax) * (1 + 0x1p-50), fpv = k->fpv; /* 0 without a matrix unit */
   if (k->mpv) /* the PV chain's Lt roundings are the unit's blocks (a partial one per softmax block at most) */
     gN = (1 + gam(nN - (double)Lt)) * (1 + gam_mma(k->mpv, (double)((Lt + k->mpv->block - 1) / k->mpv->block + nb))) - 1;
   const double eta_a = k->ea * eE, eta_x = k->eta_exp * eE;

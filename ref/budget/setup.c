@@ -46,15 +46,12 @@ void mlr__shadow_free(mlr__shadow *sh) {
 
 mlr_status mlr__shadow_init(mlr__shadow *sh, const mlr_recipe *r, const mlr_inputs *in, unsigned rounded, mlr_error *err) {
   memset(sh, 0, sizeof *sh);
-  mlr_status st = mlr_recipe_check(r, err);
+  mlr_status st = mlr_emu_check_fit(r, in, err); /* the model's own test: the recipe, and whether it fits the inputs */
   if (st != MLR_OK) return st;
   const int kv8 = in->kv_format != MLR_FMT_BF16;
-  if (!kv8 && (r->qk_operand == MLR_OP_FP8 || r->pv_operand == MLR_OP_FP8))
-    return mlr_error_set(err, MLR_EINVAL, "recipe '%s' multiplies fp8 KV codes but the inputs' kv is bf16", r->name);
   if (kv8 && !(rounded & (1u << MLR_SRC_KV)) && !in->kv_bf16)
     return mlr_error_set(err, MLR_EINVAL, "the inputs have no kv_bf16 (the unquantized KV): the kv_quant source cannot be measured "
                                           "(generate with bf16kv=1)");
-  if (in->T < 1 || in->H < 1 || in->B < 1) return mlr_error_set(err, MLR_EINVAL, "inputs have no query tokens or heads");
   const int op = (rounded >> MLR_SRC_OPERAND) & 1u, acc = (rounded >> MLR_SRC_ACCUM) & 1u, qon = (rounded >> MLR_SRC_Q) & 1u;
   sh->r = r, sh->in = in, sh->on = rounded, sh->H = in->H;
   sh->use_bf16 = kv8 && !(rounded & (1u << MLR_SRC_KV));

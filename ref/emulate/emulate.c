@@ -64,8 +64,8 @@ typedef struct scratch {
   mlr_xacc *qkx;     /* [TOKCHUNK][H] (exact QK, general) */
   float *qa, *qr;    /* [TOKCHUNK][H]: QK results, the rope chain of nope_rope */
   double *qd;        /* [TOKCHUNK][H]: exact fp8 QK in binary64 */
-  double *msc, *mS; /* mma dots: per lane ([max(H, 512)]) 2^(F-E) and the cut sum */
-  int *qme, *vme, *mE;     /* [576][H] Q's and [VCHUNK][512] V's unit exponents, [max(H, 512)] the blocks' E */
+  double *msc, *mS;    /* mma dots: per lane ([max(H, 512)]) 2^(F-E) and the cut sum */
+  int *qme, *vme, *mE; /* [576][H] Q's and [VCHUNK][512] V's unit exponents, [max(H, 512)] the blocks' E */
   float *m, *l, *alpha, *part, *lse, *pm, *pl; /* [H], part [H][512] */
 } scratch;
 
@@ -171,7 +171,7 @@ static void qk_block(const emu *e, scratch *w, int64_t t, int64_t b, int64_t j0,
   const int64_t H = e->H;
   const float *q = e->qT + t * QK * H;
   const mlr_mma_model *mq = MLR_DOT_IS_MMA(r->qk_dot) ? mlr_mma_get((mlr_mma_unit)MLR_DOT_MMA_UNIT(r->qk_dot)) : NULL;
-  if (mq) /* Q in binary64 and its unit exponents, [576][H]: the heads are the lanes */
+  if (mq) /* Q's unit exponents, [576][H] like Q: the heads are the lanes */
     for (int64_t x = 0; x < QK * H; x++) w->qme[x] = mlr_mma_in_exp(mq, q[x]);
   for (int64_t j = j0; j < j1; j += TOKCHUNK) {
     const int nc = (int)(j1 - j < TOKCHUNK ? j1 - j : TOKCHUNK);
@@ -317,7 +317,7 @@ static void pv_block(const emu *e, scratch *w, int64_t b, int64_t j0, int64_t j1
     for (int jj = 0; jj < nj; jj++) load_row(e, e->vlut, b, j + jj, DV, w->vop + jj * DV);
     if (e->pv_x)
       for (int k = 0; k < nj * DV; k++) mlr_f32_split(w->vop[k], &w->vsm[k], &w->vse[k]);
-    if (mv) /* the chunk in binary64 and its unit exponents, shared by the heads */
+    if (mv) /* the chunk's unit exponents, shared by the heads */
       for (int k = 0; k < nj * DV; k++) w->vme[k] = mlr_mma_in_exp(mv, w->vop[k]);
     for (int64_t h = 0; h < H; h++) {
       const float *pp = w->pp + h * e->cap + (j - j0);

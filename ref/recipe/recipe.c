@@ -19,21 +19,25 @@ typedef struct key {
 } key;
 
 #define OFF(f) offsetof(mlr_recipe, f)
+/* value lists two keys share (and mlr_recipe_check names values from) */
+static const char DOT_VALUES[] = "seq|nope_rope|exact|mma:sm90-e4m3|mma:sm90-bf16|mma:sm90-f16|mma:cdna3-fp8";
+static const char OPERAND_VALUES[] = "fp32|fp16|bf16|fp8";
+
 static const key KEYS[] = {
   {"q.format", K_ENUM, OFF(q_format), "bf16|e4m3|e4m3fnuz", 0, 0},
   {"q.scale", K_ENUM, OFF(q_scale), "none|static|dynamic|per_head|per_token", 0, 0},
   {"q.absmax", K_DOUBLE, OFF(q_absmax), NULL, 0, 0},
   {"kv.scale_at", K_ENUM, OFF(kv_scale_at), "operand|folded", 0, 0},
-  {"qk.operand", K_ENUM, OFF(qk_operand), "fp32|fp16|bf16|fp8", 0, 0},
-  {"qk.dot", K_ENUM, OFF(qk_dot), "seq|nope_rope|exact|mma:sm90-e4m3|mma:sm90-bf16|mma:sm90-f16|mma:cdna3-fp8", 0, 0},
+  {"qk.operand", K_ENUM, OFF(qk_operand), OPERAND_VALUES, 0, 0},
+  {"qk.dot", K_ENUM, OFF(qk_dot), DOT_VALUES, 0, 0},
   {"qk.result", K_ENUM, OFF(qk_result), "fp32|bf16", 0, 0},
   {"logit.format", K_ENUM, OFF(logit_format), "fp32|bf16", 0, 0},
   {"softmax.exp", K_ENUM, OFF(softmax_exp), "e|2|e_via_2", 0, 0},
   {"softmax.block", K_INT, OFF(softmax_block), NULL, 0, 1 << 20},
   {"softmax.clamp", K_DOUBLE, OFF(softmax_clamp), NULL, 0, 0},
   {"p.format", K_ENUM, OFF(p_format), "fp32|fp16|bf16|e4m3|e4m3fnuz", 0, 0},
-  {"pv.operand", K_ENUM, OFF(pv_operand), "fp32|fp16|bf16|fp8", 0, 0},
-  {"pv.dot", K_ENUM, OFF(pv_dot), "seq|nope_rope|exact|mma:sm90-e4m3|mma:sm90-bf16|mma:sm90-f16|mma:cdna3-fp8", 0, 0},
+  {"pv.operand", K_ENUM, OFF(pv_operand), OPERAND_VALUES, 0, 0},
+  {"pv.dot", K_ENUM, OFF(pv_dot), DOT_VALUES, 0, 0},
   {"pv.accumulate", K_ENUM, OFF(pv_accumulate), "block|into_acc", 0, 0},
   {"update.fma", K_ENUM, OFF(update_fma), "no|yes", 0, 0},
   {"split.rule", K_ENUM, OFF(split_rule), "none|fixed|aiter_v1", 0, 0},
@@ -309,16 +313,15 @@ mlr_status mlr_recipe_check(const mlr_recipe *r, mlr_error *err) {
     const char *nm = side ? "pv" : "qk";
     const int fp8 = d == MLR_DOT_MMA_SM90_E4M3 || d == MLR_DOT_MMA_CDNA3_FP8, fnuz = d == MLR_DOT_MMA_CDNA3_FP8;
     const int want = fp8 ? MLR_OP_FP8 : d == MLR_DOT_MMA_SM90_BF16 ? MLR_OP_BF16 : MLR_OP_FP16;
-    if (op != want)
-      return rfail(err, MLR_EINVAL, "%s.dot = mma:%s multiplies %s operands: it needs %s.operand = %s", nm,
-                   d == MLR_DOT_MMA_SM90_E4M3 ? "sm90-e4m3" : d == MLR_DOT_MMA_SM90_BF16 ? "sm90-bf16" : d == MLR_DOT_MMA_SM90_F16 ? "sm90-f16" : "cdna3-fp8",
-                   fp8 ? (fnuz ? "e4m3fnuz" : "e4m3") : want == MLR_OP_BF16 ? "bf16" : "fp16", nm, fp8 ? "fp8" : want == MLR_OP_BF16 ? "bf16" : "fp16");
+    const char *in = fp8 ? (fnuz ? "e4m3fnuz" : "e4m3") : want == MLR_OP_BF16 ? "bf16" : "fp16"; /* the unit's input format */
+    char dn[32], on[8];
+    enum_name(DOT_VALUES, d, dn, sizeof dn);
+    enum_name(OPERAND_VALUES, want, on, sizeof on);
+    if (op != want) return rfail(err, MLR_EINVAL, "%s.dot = %s multiplies %s operands: it needs %s.operand = %s", nm, dn, in, nm, on);
     if (fp8 && !side && r->q_format != (fnuz ? MLR_Q_E4M3FNUZ : MLR_Q_E4M3))
-      return rfail(err, MLR_EINVAL, "qk.dot = %s multiplies %s Q: it needs q.format = %s", fnuz ? "mma:cdna3-fp8" : "mma:sm90-e4m3",
-                   fnuz ? "e4m3fnuz" : "e4m3", fnuz ? "e4m3fnuz" : "e4m3");
+      return rfail(err, MLR_EINVAL, "qk.dot = %s multiplies %s Q: it needs q.format = %s", dn, in, in);
     if (fp8 && side && r->p_format != (fnuz ? MLR_P_E4M3FNUZ : MLR_P_E4M3))
-      return rfail(err, MLR_EINVAL, "pv.dot = %s multiplies %s P: it needs p.format = %s", fnuz ? "mma:cdna3-fp8" : "mma:sm90-e4m3",
-                   fnuz ? "e4m3fnuz" : "e4m3", fnuz ? "e4m3fnuz" : "e4m3");
+      return rfail(err, MLR_EINVAL, "pv.dot = %s multiplies %s P: it needs p.format = %s", dn, in, in);
   }
   return MLR_OK;
 }
