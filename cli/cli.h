@@ -64,6 +64,7 @@ int mlr_cmd_budget(int argc, char **argv);
 int mlr_bench_oracle(int argc, char **argv);
 int mlr_bench_emulate(int argc, char **argv);
 int mlr_bench_gpu_exact(int argc, char **argv);
+int mlr_bench_gpu_fast(int argc, char **argv);
 int mlr_bench_mma(int argc, char **argv);
 
 #endif

@@ -64,10 +64,11 @@ int mlr_cmd_bench(int argc, char **argv) {
   if (argc >= 1 && strcmp(argv[0], "emulate") == 0) return mlr_bench_emulate(argc - 1, argv + 1);
   if (argc >= 1 && strcmp(argv[0], "oracle") == 0) return mlr_bench_oracle(argc - 1, argv + 1);
   if (argc >= 1 && strcmp(argv[0], "gpu-exact") == 0) return mlr_bench_gpu_exact(argc - 1, argv + 1);
+  if (argc >= 1 && strcmp(argv[0], "gpu") == 0) return mlr_bench_gpu_fast(argc - 1, argv + 1);
   if (argc >= 1 && strcmp(argv[0], "mma") == 0) return mlr_bench_mma(argc - 1, argv + 1);
 #endif
   if (argc < 1 || strcmp(argv[0], "formats") != 0)
-    return mlr_cli_usage_error(cmd, "unknown or missing benchmark '%s' (valid: formats, emulate, oracle, gpu-exact, mma)", argc ? argv[0] : "");
+    return mlr_cli_usage_error(cmd, "unknown or missing benchmark '%s' (valid: formats, emulate, oracle, gpu, gpu-exact, mma)", argc ? argv[0] : "");
   uint64_t n = 1u << 24;
   int reps = 7;
   for (int i = 1; i < argc; i++) {

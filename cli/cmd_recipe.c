@@ -6,14 +6,15 @@
 #include <string.h>
 
 #include "cli.h"
+#include "gpu/fast/mlr_gpu_fast.h"
 #include "ref/recipe/mlr_recipe.h"
 
 int mlr_cli_recipe(const char *cmd, const char *what, mlr_recipe *r) {
-  if (mlr_recipe_builtin(what, r) == MLR_OK) return MLR_EXIT_OK;
+  if (mlr_recipe_builtin(what, r) == MLR_OK || mlr_gpu_fast_recipe(what, r) == MLR_OK) return MLR_EXIT_OK;
   FILE *f = fopen(what, "rb");
   if (!f)
-    return mlr_cli_usage_error(cmd, "'%s' is neither a built-in recipe (%s) nor a readable file: %s", what,
-                               mlr_recipe_builtin_names(), strerror(errno));
+    return mlr_cli_usage_error(cmd, "'%s' is neither a built-in recipe (%s; the fast kernel's: %s) nor a readable file: %s", what,
+                               mlr_recipe_builtin_names(), mlr_gpu_fast_recipe_names(), strerror(errno));
   char *text = malloc(1 << 20);
   const size_t n = text ? fread(text, 1, (1 << 20) - 1, f) : 0;
   const int too_big = !feof(f);
@@ -52,14 +53,18 @@ int mlr_cli_recipe_sets(const char *cmd, const char *what, const char *const *se
 
 int mlr_cmd_recipe(int argc, char **argv) {
   if (argc == 1 && strcmp(argv[0], "list") == 0) {
-    char names[512];
-    snprintf(names, sizeof names, "%s", mlr_recipe_builtin_names());
-    for (char *save = NULL, *t = strtok_r(names, "|", &save); t; t = strtok_r(NULL, "|", &save)) {
-      mlr_recipe r;
-      char h[65];
-      mlr_recipe_builtin(t, &r);
-      mlr_recipe_hash(&r, h);
-      printf("%-18s %.16s\n", t, h);
+    for (int k = 0; k < 2; k++) { /* the built-ins, then the fast GPU kernel's own recipes */
+      char names[512];
+      snprintf(names, sizeof names, "%s", k ? mlr_gpu_fast_recipe_names() : mlr_recipe_builtin_names());
+      if (k) printf("# the fast GPU kernel's recipes (gpu/fast)\n");
+      for (char *save = NULL, *t = strtok_r(names, "|", &save); t; t = strtok_r(NULL, "|", &save)) {
+        mlr_recipe r;
+        char h[65];
+        if (k) mlr_gpu_fast_recipe(t, &r);
+        else mlr_recipe_builtin(t, &r);
+        mlr_recipe_hash(&r, h);
+        printf("%-18s %.16s\n", t, h);
+      }
     }
     return MLR_EXIT_OK;
   }

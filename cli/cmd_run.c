@@ -1,7 +1,8 @@
 /* mlaref run --recipe NAME|FILE [--set key=value]... --inputs IN --out OUT [--threads N]
  *            [--partials] [--allow-nonfinite]
- * mlaref gpu run --kernel exact --recipe NAME|FILE [--set key=value]... --inputs IN --out OUT
- *            [--allow-nonfinite]      the same on the GPU (gpu/exact: bit-identical to run)
+ * mlaref gpu run --kernel exact|fast --recipe NAME|FILE [--set key=value]... --inputs IN --out OUT
+ *            [--allow-nonfinite]      on the GPU: exact (gpu/exact: bit-identical to run) or the
+ *                                     fast kernel (gpu/fast: its own recipes, fast-a16w8 / fast-a8w8)
  * mlaref gpu info                     the build's GPU runtime and the GPU found
  * Runs the model (ref/emulate) on a checked inputs file and writes its outputs as .safetensors:
  *   o [T,H,512] (BF16, F16 or F32 by out.format), lse [T,H] F32, split_count [B] I32,
@@ -17,6 +18,7 @@
 #include "cli.h"
 #include "fixtures/inputs/mlr_inputs.h"
 #include "gpu/exact/mlr_gpu.h"
+#include "gpu/fast/mlr_gpu_fast.h"
 #include "ref/emulate/mlr_emulate.h"
 #include "ref/recipe/mlr_recipe.h"
 
@@ -58,6 +60,18 @@ static mlr_status result_file(const mlr_emu_result *res, const mlr_recipe *r, co
   return st;
 }
 
+/* the fast kernel once, as mlr_gpu_exact is called: prepare, launch, outputs */
+static mlr_status fast_run(const mlr_recipe *r, const mlr_inputs *in, mlr_emu_result *res, mlr_gpu_timing *tm, mlr_error *err) {
+  mlr_gpu_fast *f;
+  double us = 0;
+  mlr_status st = mlr_gpu_fast_prepare(r, in, &f, err);
+  if (st == MLR_OK) st = mlr_gpu_fast_launch(f, 0, &us, err);
+  if (st == MLR_OK) st = mlr_gpu_fast_result(f, res, err);
+  mlr_gpu_fast_free(f);
+  tm->kernel_ms = us * 1e-3;
+  return st;
+}
+
 /* run (gpu = 0) and gpu run (gpu = 1): the same options and output file */
 static int run_main(const char *cmd, int argc, char **argv, int gpu) {
   const char *recipe = NULL, *inputs = NULL, *out = NULL, *kernel = NULL, *sets[64];
@@ -69,7 +83,7 @@ static int run_main(const char *cmd, int argc, char **argv, int gpu) {
     int m;
     if (mlr_cli_str(cmd, argc, argv, &i, "recipe", "a name or file", &recipe, &rc) || mlr_cli_str(cmd, argc, argv, &i, "inputs", "a file", &inputs, &rc) ||
         mlr_cli_str(cmd, argc, argv, &i, "out", "a file", &out, &rc) ||
-        (gpu && mlr_cli_str(cmd, argc, argv, &i, "kernel", "a kernel name (exact)", &kernel, &rc))) continue;
+        (gpu && mlr_cli_str(cmd, argc, argv, &i, "kernel", "a kernel name (exact, fast)", &kernel, &rc))) continue;
     if ((m = mlr_cli_opt(argc, argv, &i, "set", &v))) {
       if (m < 0) return mlr_cli_usage_error(cmd, "--set needs key=value");
       if (nsets == 64) return mlr_cli_usage_error(cmd, "at most 64 --set options");
@@ -86,16 +100,17 @@ static int run_main(const char *cmd, int argc, char **argv, int gpu) {
   if (rc != MLR_EXIT_OK) return rc;
   if (gpu && (opts.threads || opts.partials))
     return mlr_cli_usage_error(cmd, "--%s is an option of the CPU model (mlaref run), not of the GPU kernel", opts.threads ? "threads" : "partials");
-  if (gpu && kernel && strcmp(kernel, "exact") != 0) return mlr_cli_usage_error(cmd, "--kernel '%s' is not a GPU kernel (valid: exact)", kernel);
+  if (gpu && kernel && strcmp(kernel, "exact") != 0 && strcmp(kernel, "fast") != 0)
+    return mlr_cli_usage_error(cmd, "--kernel '%s' is not a GPU kernel (valid: exact, fast)", kernel);
   if (!recipe || !inputs || !out || (gpu && !kernel))
-    return mlr_cli_usage_error(cmd, gpu ? "usage: gpu run --kernel exact --recipe NAME|FILE [--set key=value]... --inputs IN --out OUT"
+    return mlr_cli_usage_error(cmd, gpu ? "usage: gpu run --kernel exact|fast --recipe NAME|FILE [--set key=value]... --inputs IN --out OUT"
                                         : "usage: run --recipe NAME|FILE [--set key=value]... --inputs IN --out OUT [--threads N] [--partials]");
-  char device[256] = "";
-  mlr_error derr = {""};
-  if (gpu && mlr_gpu_device(device, sizeof device, &derr) != MLR_OK) return mlr_cli_usage_error(cmd, "%s", derr.msg);
   mlr_recipe r;
   if ((rc = mlr_cli_recipe_sets(cmd, recipe, sets, nsets, &r)) != MLR_EXIT_OK) return rc;
   mlr_error err = {""};
+  if (gpu && strcmp(kernel, "fast") == 0 && mlr_gpu_fast_fit(&r, NULL, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "%s", err.msg);
+  char device[256] = "";
+  if (gpu && mlr_gpu_device(device, sizeof device, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "%s", err.msg);
   mlr_tensor_file tf;
   mlr_status st = mlr_safetensors_read(inputs, &tf, &err);
   if (st != MLR_OK) return mlr_cli_usage_error(cmd, "%s", err.msg);
@@ -107,7 +122,9 @@ static int run_main(const char *cmd, int argc, char **argv, int gpu) {
   const double t0 = mlr_cli_now();
   mlr_emu_result res;
   mlr_gpu_timing tm = {0, 0, 0, 0, 0, 0};
-  st = gpu ? mlr_gpu_exact(&r, &in, &res, &tm, &err) : mlr_emulate(&r, &in, &opts, &res, &err);
+  const int fast = gpu && strcmp(kernel, "fast") == 0;
+  if (fast) st = fast_run(&r, &in, &res, &tm, &err);
+  else st = gpu ? mlr_gpu_exact(&r, &in, &res, &tm, &err) : mlr_emulate(&r, &in, &opts, &res, &err);
   const double secs = mlr_cli_now() - t0;
   if (st != MLR_OK) {
     mlr_tf_free(&tf);
@@ -121,9 +138,9 @@ static int run_main(const char *cmd, int argc, char **argv, int gpu) {
   if (st == MLR_OK) st = mlr_safetensors_write(out, &of, &err);
   else snprintf(err.msg, sizeof err.msg, "%s: %s", out, mlr_status_str(st));
   if (st == MLR_OK && gpu)
-    printf("gpu run: exact kernel on %s (%s): %s on %s: %lld tokens x %lld heads, %lld batches, up to %lld splits, %lld Q elements "
+    printf("gpu run: %s kernel on %s (%s): %s on %s: %lld tokens x %lld heads, %lld batches, up to %lld splits, %lld Q elements "
            "clipped; kernels %.3f ms, %.3f s in all; wrote %s\n",
-           device, mlr_gpu_backend(), r.name, inputs, (long long)res.T, (long long)res.H, (long long)res.B, (long long)res.S,
+           kernel, device, mlr_gpu_backend(), r.name, inputs, (long long)res.T, (long long)res.H, (long long)res.B, (long long)res.S,
            (long long)res.q_clipped, tm.kernel_ms, secs, out);
   else if (st == MLR_OK)
     printf("run: %s on %s: %lld tokens x %lld heads, %lld batches, up to %lld splits, %lld Q elements clipped; %.3f s; wrote %s\n",
@@ -148,7 +165,7 @@ int mlr_cmd_gpu(int argc, char **argv) {
     char name[256];
     mlr_error err = {""};
     if (mlr_gpu_device(name, sizeof name, &err) != MLR_OK) return mlr_cli_usage_error("gpu info", "%s", err.msg);
-    printf("gpu: %s runtime, device 0: %s, kernels: exact\n", mlr_gpu_backend(), name);
+    printf("gpu: %s runtime, device 0: %s, kernels: exact, fast\n", mlr_gpu_backend(), name);
     return MLR_EXIT_OK;
   }
   return mlr_cli_usage_error("gpu", "unknown subcommand '%s' (valid: run, info)", sub);

@@ -30,6 +30,8 @@ typedef cudaEvent_t hipEvent_t;
 #define hipEventElapsedTime cudaEventElapsedTime
 #define hipEventDestroy cudaEventDestroy
 #define hipErrorMemoryAllocation cudaErrorMemoryAllocation
+#define hipFuncSetAttribute cudaFuncSetAttribute
+#define hipFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
 #else
 #error "hip_compat.h: compile GPU sources with hipcc (AMD) or nvcc (NVIDIA)"
 #endif

@@ -7,6 +7,11 @@
 #      bit identity with the committed golden digests on every cell of the edge, test and bench
 #      suites for every built-in recipe (golden --verify --gpu); compute-sanitizer memcheck and
 #      racecheck on the edge suite (sanitize); the benchmark (bench, $OUT/bench_gpu_exact.txt).
+#   0b. the fast kernel (gpu/fast), steps fast and fastbench: gpu run --kernel fast, then check
+#      --rule budget --rule fa3, on every cell of the edge, test and bench suites for fast-a16w8 and
+#      fast-a8w8 ($OUT/fast_check.txt); compute-sanitizer memcheck and racecheck on six edge cells;
+#      .peers/seed_peers.py (when copied from ../shared/peers) and bench gpu --peers beside it
+#      ($OUT/bench_gpu.txt, $OUT/peers.json).
 #   1. bit identity: digests of formats, pmath and rng over binary32 inputs on the GPU, against
 #      tests/data/bits_digests.txt (made on the CPU) and against this machine's CPU (all 2^32);
 #   2. PyTorch agreement of every conversion over all 2^32 binary32 inputs;
@@ -19,8 +24,8 @@
 #   5. the matrix-unit probe (gpu/probes/mma_probe.cu): mma.sync on 2^20 random and 2^14 targeted
 #      inner products a class and operand format against ref/mma's models ($OUT/mma: the summary and
 #      the vectors kept as test data).
-# MLAREF_GPU_STEPS (default "exact sanitize bench bits torch peers mma") picks the steps (0 = exact,
-# sanitize and bench, 1 = bits, 2 and 3 = torch, 4 = peers, 5 = mma); MLAREF_GPU_REPS the benchmark's runs. Without a GPU it exits 77 (CTest's "skipped"), unless MLAREF_REQUIRE_GPU=1 makes
+# MLAREF_GPU_STEPS (default "exact sanitize bench fast fastbench bits torch peers mma") picks the steps
+# (0 = exact, sanitize and bench, 0b = fast and fastbench, 1 = bits, 2 and 3 = torch, 4 = peers, 5 = mma); MLAREF_GPU_REPS the benchmark's runs. Without a GPU it exits 77 (CTest's "skipped"), unless MLAREF_REQUIRE_GPU=1 makes
 # that a failure.
 # `gpu_run.sh --build-only` builds the programs it runs (the GPU machine has no jansson, so the CLI
 # there is the MLAREF_FORMATS_ONLY variant) and stops: CTest's gpu_run_build runs it on every
@@ -50,12 +55,12 @@ OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 status=0
 DATA=${MLAREF_GPU_DATA:-.gpu-data}
-STEPS=" ${MLAREF_GPU_STEPS:-exact sanitize bench bits torch peers mma} "
+STEPS=" ${MLAREF_GPU_STEPS:-exact sanitize bench fast fastbench bits torch peers mma} "
 step() { case "$STEPS" in *" $1 "*) return 0 ;; esac; echo "== $1: not asked for (MLAREF_GPU_STEPS)"; return 1; }
 {
   echo "== machine"; date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; "$NVCC" --version | tail -1
   CLI=${MLAREF_GPU_CLI:-}
-  if { step exact || step sanitize || step bench; } >/dev/null && [ -z "$CLI" ]; then
+  if { step exact || step sanitize || step bench || step fast || step fastbench; } >/dev/null && [ -z "$CLI" ]; then
     echo "== exact kernel: build"
     cmake -S . -B build/gpu -DCMAKE_BUILD_TYPE=Release -DMLAREF_TESTS=OFF -DMLAREF_GPU=CUDA -DMLAREF_GPU_ENFORCE=ON >/dev/null &&
       cmake --build build/gpu -j "$(nproc)" --target mlaref >/dev/null && CLI=build/gpu/mlaref || { echo "exact kernel: build failed"; exit 1; }
@@ -75,6 +80,47 @@ step() { case "$STEPS" in *" $1 "*) return 0 ;; esac; echo "== $1: not asked for
   if step bench; then
     echo "== exact kernel: benchmark"
     "$CLI" bench gpu-exact --reps "${MLAREF_GPU_REPS:-5}" | tee "$OUT/bench_gpu_exact.txt" || status=1
+  fi
+  if step fast; then
+    echo "== fast kernel (gpu/fast): check --rule budget --rule fa3 on every cell of the edge, test and bench suites"
+    FD=${MLAREF_FAST_DATA:-/tmp/mlaref-fast}
+    rm -rf "$FD" && mkdir -p "$FD"
+    { nok=0; nfail=0; nskip=0
+    for s in edge test bench; do
+      mkdir -p "$FD/$s" && "$CLI" gen --suite "$s" --out "$FD/$s" >/dev/null || status=1
+      for f in "$FD/$s"/*.safetensors; do
+        c=$(basename "$f" .safetensors)
+        for r in fast-a16w8 fast-a8w8; do
+          o="$FD/out.$s.$c.$r.safetensors"
+          "$CLI" gpu run --kernel fast --recipe $r --inputs "$f" --out "$o" > "$FD/run.log" 2>&1; rc=$?
+          if [ $rc -eq 2 ] && grep -q "bf16 KV" "$FD/run.log"; then nskip=$((nskip + 1)); echo "$s/$c $r: not run: $(tail -1 "$FD/run.log")"; continue; fi
+          if [ $rc -ne 0 ]; then nfail=$((nfail + 1)); status=1; echo "$s/$c $r: FAIL: $(tail -1 "$FD/run.log")"; continue; fi
+          "$CLI" check --inputs "$f" --output "$o" --recipe $r --rule budget --rule fa3 > "$FD/check.log" 2>&1; rc=$?
+          v=$(grep -E "^rule|bit-identical" "$FD/check.log" | sed -E 's/ +/ /g' | tr '\n' ';')
+          if [ $rc -eq 0 ]; then nok=$((nok + 1)); else nfail=$((nfail + 1)); status=1; cat "$FD/check.log"; fi
+          echo "$s/$c $r: exit $rc: $v"
+        done
+      done
+    done
+    echo "fast kernel checks: $nok passed, $nfail failed, $nskip not run (bf16 KV: no fast variant)"; } | tee "$OUT/fast_check.txt"
+    grep -q ": exit [^0]\|FAIL" "$OUT/fast_check.txt" && status=1
+    echo "== fast kernel: compute-sanitizer memcheck and racecheck on the edge suite"
+    for tool in memcheck racecheck; do
+      for c in bs1_kv0 bs2_kv33 q4_kv100 ragged page16 fnuz_page16; do
+        compute-sanitizer --tool $tool --error-exitcode 9 "$CLI" gpu run --kernel fast --recipe fast-a8w8 --set q.scale=dynamic \
+          --inputs "$FD/edge/$c.safetensors" --out "$FD/san.safetensors" > "$FD/san.log" 2>&1
+        rc=$?; echo "$tool $c: exit $rc $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$FD/san.log")"; [ $rc -eq 0 ] || { status=1; tail -20 "$FD/san.log"; }
+      done
+    done | tee "$OUT/fast_sanitize.txt"
+    grep -q "exit [^0]" "$OUT/fast_sanitize.txt" && status=1
+  fi
+  if step fastbench; then
+    echo "== fast kernel: benchmark, the seeds' Triton kernels beside it (.peers/seed_peers.py)"
+    if [ -f .peers/seed_peers.py ]; then
+      (cd .peers && OUT="$OUT" python3 seed_peers.py > "$OUT/peers.log" 2>&1) || { echo "seed_peers.py failed:"; tail -5 "$OUT/peers.log"; }
+    else echo "no .peers/seed_peers.py (copy ../shared/peers/): no side-by-side column"; fi
+    P=; [ -f "$OUT/peers.json" ] && P="--peers $OUT/peers.json"
+    "$CLI" bench gpu $P --reps "${MLAREF_FAST_REPS:-200}" | tee "$OUT/bench_gpu.txt" || status=1
   fi
   step bits || step torch || step peers || step mma || { echo "== status $status"; exit $status; }
   echo "== build"

@@ -85,6 +85,24 @@ Test(cli, matrix_unit_dots) {
   remove("/tmp/mlr_cli_mma.safetensors"), remove("/tmp/mlr_cli_mma_o.safetensors");
 }
 
+/* the fast GPU kernel's recipes: listed apart from the built-ins, shown, and run by the CPU model */
+Test(cli, fast_kernel_recipes) {
+  char *o, *e;
+  cr_assert_eq(run("recipe list", &o, &e), 0, "%s", e);
+  const char *sep = strstr(o, "# the fast GPU kernel's recipes");
+  cr_assert(sep && strstr(sep, "fast-a16w8") && strstr(sep, "fast-a8w8") && !strstr(sep, "fp32-seq"), "%s", o);
+  free(o); free(e);
+  cr_assert_eq(run("recipe show fast-a8w8", &o, &e), 0, "%s", e);
+  cr_assert(strstr(o, "qk.dot = mma:sm90-f16") && strstr(o, "q.scale = static") && strstr(o, "softmax.block = 128"), "%s", o);
+  free(o); free(e);
+  cr_assert_eq(system(MLAREF_BIN " gen --shape bs=2,kv=300,q=2,seed=5 --out /tmp/mlr_cli_fast_in.safetensors >/dev/null"), 0);
+  cr_assert_eq(run("run --recipe fast-a16w8 --inputs /tmp/mlr_cli_fast_in.safetensors --out /tmp/mlr_cli_fast_out.safetensors", &o, &e), 0, "%s", e);
+  free(o); free(e);
+  cr_assert_eq(run("check --inputs /tmp/mlr_cli_fast_in.safetensors --output /tmp/mlr_cli_fast_out.safetensors --recipe fast-a16w8 --rule exact --rule budget", &o, &e), 0, "%s%s", o, e);
+  free(o); free(e);
+  remove("/tmp/mlr_cli_fast_in.safetensors"), remove("/tmp/mlr_cli_fast_out.safetensors");
+}
+
 Test(cli, bad_input_exits_2_with_one_line) {
   bad("formats boundaries --format e4m4 --overflow sat", "valid: e4m3|e4m3fnuz|e5m2|e5m2fnuz|bf16|fp16");
   bad("formats boundaries --overflow sat", "missing --format");
@@ -97,8 +115,18 @@ Test(cli, bad_input_exits_2_with_one_line) {
   bad("gpu", "unknown subcommand '' (valid: run, info)");
   bad("gpu frob", "unknown subcommand 'frob' (valid: run, info)");
   bad("gpu info extra", "takes no options ('extra')");
-  bad("gpu run --recipe fp32-seq --inputs x --out /tmp/mlr_cli_never.safetensors", "usage: gpu run --kernel exact --recipe");
-  bad("gpu run --kernel fast --recipe fp32-seq --inputs x --out /tmp/mlr_cli_never.safetensors", "--kernel 'fast' is not a GPU kernel (valid: exact)");
+  bad("gpu run --recipe fp32-seq --inputs x --out /tmp/mlr_cli_never.safetensors", "usage: gpu run --kernel exact|fast --recipe");
+  bad("gpu run --kernel frob --recipe fp32-seq --inputs x --out /tmp/mlr_cli_never.safetensors", "--kernel 'frob' is not a GPU kernel (valid: exact, fast)");
+  /* the fast kernel refuses a recipe it does not compute, before looking for a GPU */
+  bad("gpu run --kernel fast --recipe fp32-seq --inputs x --out /tmp/mlr_cli_never.safetensors",
+      "recipe 'fp32-seq': the fast kernel computes kv.scale_at = folded only");
+  bad("gpu run --kernel fast --recipe fast-a8w8 --set q.scale=per_head --inputs x --out /tmp/mlr_cli_never.safetensors",
+      "the fast kernel quantizes Q with one scale (q.scale = static or dynamic)");
+  bad("gpu run --kernel fast --recipe fast-a16w8 --set softmax.block=64 --inputs x --out /tmp/mlr_cli_never.safetensors",
+      "the fast kernel computes softmax.block = 128 only");
+  bad("bench gpu --reps 5", "--reps: an integer in 100..10000");
+  bad("bench gpu --peers /nonexistent/peers.json", "--peers /nonexistent/peers.json: not a peers.json");
+  bad("bench gpu --frob", "unknown option '--frob' (valid: --shape --recipe --reps --peers)");
   bad("gpu run --kernel exact --recipe fp32-seq --inputs x --out /tmp/mlr_cli_never.safetensors --partials", "--partials is an option of the CPU model");
   bad("gpu run --kernel exact --recipe fp32-seq --inputs x --out /tmp/mlr_cli_never.safetensors --threads 2", "--threads is an option of the CPU model");
   bad("gpu run --kernel exact --recipe nope --inputs x --out /tmp/mlr_cli_never.safetensors --bogus", "unknown option '--bogus' (valid: --kernel");
@@ -106,7 +134,7 @@ Test(cli, bad_input_exits_2_with_one_line) {
   bad("formats decode --format e4m3 0x100", "0..0xFF");
   bad("formats encode --format e4m3 abc", "is not a number");
   bad("bench formats --n 12", "--n must be");
-  bad("bench nothing", "valid: formats, emulate, oracle, gpu-exact, mma");
+  bad("bench nothing", "valid: formats, emulate, oracle, gpu, gpu-exact, mma");
   bad("bench mma --dots 0", "--dots: an integer in 1..10000000");
   bad("bench mma --bogus", "unknown option '--bogus' (valid: --dots --reps)");
   bad("bench gpu-exact --reps 0", "--reps: an integer in 1..100");
@@ -175,7 +203,7 @@ Test(cli, gpu_commands_need_a_gpu) {
   char *o, *e;
   const int rc = run("gpu info", &o, &e);
   if (rc == 0) {
-    cr_assert(strstr(o, "kernels: exact"), "%s", o);
+    cr_assert(strstr(o, "kernels: exact, fast"), "%s", o);
     free(o); free(e);
     return;
   }
@@ -186,6 +214,12 @@ Test(cli, gpu_commands_need_a_gpu) {
   cr_assert_eq(system(MLAREF_BIN " gen --shape bs=1,kv=40,seed=3 --out /tmp/mlr_cli_gpu_in.safetensors >/dev/null"), 0);
   cr_assert_eq(run("gpu run --kernel exact --recipe fp32-seq --inputs /tmp/mlr_cli_gpu_in.safetensors --out /tmp/mlr_cli_never.safetensors", &o, &e), 2);
   cr_assert(strstr(e, "mlaref gpu run: ") && strstr(e, "GPU") && count_lines(e) == 1, "%s", e);
+  free(o); free(e);
+  cr_assert_eq(run("gpu run --kernel fast --recipe fast-a8w8 --inputs /tmp/mlr_cli_gpu_in.safetensors --out /tmp/mlr_cli_never.safetensors", &o, &e), 2);
+  cr_assert(strstr(e, "mlaref gpu run: ") && strstr(e, "GPU") && count_lines(e) == 1, "%s", e);
+  free(o); free(e);
+  cr_assert_eq(run("bench gpu --shape bs=1,kv=40", &o, &e), 2);
+  cr_assert(strstr(e, "mlaref bench gpu: ") && strstr(e, "GPU") && count_lines(e) == 1, "%s", e);
   free(o); free(e);
   cr_assert_eq(run("golden --verify --gpu --suite edge", &o, &e), 2);
   cr_assert(strstr(e, "--gpu: ") && count_lines(e) == 1, "%s", e);

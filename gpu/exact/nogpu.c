@@ -1,6 +1,7 @@
 /* The GPU entry points of a build without GPU support (MLAREF_GPU=OFF, or no toolkit found):
  * they answer MLR_EDEVICE, naming how to get a build that has it. */
 #include "mlr_gpu.h"
+#include "../fast/mlr_gpu_fast.h"
 
 #define NO_GPU "this mlaref was built without GPU support (configure with -DMLAREF_GPU=CUDA or -DMLAREF_GPU=HIP)"
 
@@ -15,5 +16,26 @@ mlr_status mlr_gpu_exact(const mlr_recipe *r, const mlr_inputs *in, mlr_emu_resu
                          mlr_error *err) {
   (void)r, (void)in, (void)timing;
   memset(res, 0, sizeof *res);
+  return mlr_error_set(err, MLR_EDEVICE, NO_GPU);
+}
+
+mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs *in, mlr_gpu_fast **f, mlr_error *err) {
+  (void)r, (void)in;
+  *f = NULL;
+  return mlr_error_set(err, MLR_EDEVICE, NO_GPU);
+}
+mlr_status mlr_gpu_fast_launch(mlr_gpu_fast *f, int flush_l2, double *us, mlr_error *err) {
+  (void)f, (void)flush_l2, (void)us;
+  return mlr_error_set(err, MLR_EDEVICE, NO_GPU);
+}
+mlr_status mlr_gpu_fast_result(mlr_gpu_fast *f, mlr_emu_result *res, mlr_error *err) {
+  (void)f;
+  memset(res, 0, sizeof *res);
+  return mlr_error_set(err, MLR_EDEVICE, NO_GPU);
+}
+long long mlr_gpu_fast_splits(const mlr_gpu_fast *f) { (void)f; return 0; }
+void mlr_gpu_fast_free(mlr_gpu_fast *f) { (void)f; }
+mlr_status mlr_gpu_read_bandwidth(int reps, double *bytes_per_s, mlr_error *err) {
+  (void)reps, (void)bytes_per_s;
   return mlr_error_set(err, MLR_EDEVICE, NO_GPU);
 }

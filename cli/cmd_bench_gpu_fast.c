@@ -1,0 +1,150 @@
+/* mlaref bench gpu [--shape SPEC]... [--recipe NAME|FILE]... [--reps N] [--peers FILE]
+ * The fast kernel's speed (gpu/fast), measured like the seeds' peers: per shape (default the 8
+ * bench shapes) and recipe (default fast-a8w8 and fast-a16w8), --reps launches (default 200, at
+ * least 100), each after a 256 MiB write that evicts the L2, timed by device events around the
+ * kernels alone; the median and the least. Beside it: the read bandwidth measured in the same run
+ * (mlr_gpu_read_bandwidth, 2 GiB), the time the roofline allows (the bytes every kernel must move:
+ * KV read once, Q read, O written, at that bandwidth), the achieved fraction, and with --peers the
+ * best seed Triton time per shape from scripts/seed_peers.py's peers.json of the same machine and
+ * the speed-up over it. Ends with the targets (issue 8) met or not. */
+#define _POSIX_C_SOURCE 200809L
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "compare/mlr_compare.h"
+#include "fixtures/inputs/mlr_inputs.h"
+#include "fixtures/suites/mlr_suites.h"
+#include "gpu/exact/mlr_gpu.h"
+#include "gpu/fast/mlr_gpu_fast.h"
+#include "ref/recipe/mlr_recipe.h"
+
+enum { MAXSHAPES = 16, MAXREC = 4, MAXREPS = 10000 };
+
+/* the best seed Triton time (us) of shape (bs, kv) in a peers.json, or 0 */
+static double peer_us(json_t *peers, long long bs, long long kv) {
+  json_t *shapes = json_object_get(peers, "shapes"), *s;
+  size_t i;
+  double best = 0;
+  json_array_foreach(shapes, i, s) {
+    if (json_integer_value(json_object_get(s, "bs")) != bs || json_integer_value(json_object_get(s, "kv")) != kv) continue;
+    const char *k;
+    json_t *v;
+    json_object_foreach(s, k, v) {
+      const double us = json_number_value(json_object_get(v, "us"));
+      if (strncmp(k, "triton", 6) == 0 && us > 0 && (best == 0 || us < best)) best = us;
+    }
+  }
+  return best;
+}
+
+int mlr_bench_gpu_fast(int argc, char **argv) {
+  const char *cmd = "bench gpu", *shapes[MAXSHAPES], *recipes[MAXREC], *peers_file = NULL;
+  int nshape = 0, nrec = 0, rc = MLR_EXIT_OK;
+  uint64_t reps = 200;
+  for (int i = 0; i < argc; i++) {
+    const char *v;
+    int m;
+    if (mlr_cli_str(cmd, argc, argv, &i, "peers", "a peers.json file", &peers_file, &rc)) {
+      if (rc != MLR_EXIT_OK) return rc;
+    } else if ((m = mlr_cli_opt(argc, argv, &i, "shape", &v))) {
+      if (m < 0 || nshape == MAXSHAPES) return mlr_cli_usage_error(cmd, "--shape needs a SPEC (at most %d)", MAXSHAPES);
+      shapes[nshape++] = v;
+    } else if ((m = mlr_cli_opt(argc, argv, &i, "recipe", &v))) {
+      if (m < 0 || nrec == MAXREC) return mlr_cli_usage_error(cmd, "--recipe needs a name or file (at most %d)", MAXREC);
+      recipes[nrec++] = v;
+    } else if ((m = mlr_cli_opt(argc, argv, &i, "reps", &v))) {
+      if (m < 0 || mlr_cli_parse_u64(v, &reps) || reps < 100 || reps > MAXREPS)
+        return mlr_cli_usage_error(cmd, "--reps: an integer in 100..%d (a median of at least 100 launches)", MAXREPS);
+    } else return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --shape --recipe --reps --peers)", argv[i]);
+  }
+  json_t *peers = NULL;
+  if (peers_file) {
+    json_error_t je;
+    if (!(peers = json_load_file(peers_file, 0, &je)) || !json_is_array(json_object_get(peers, "shapes"))) {
+      json_decref(peers);
+      return mlr_cli_usage_error(cmd, "--peers %s: not a peers.json (an object with a 'shapes' array): line %d: %s", peers_file,
+                                 je.line, peers ? "no shapes array" : je.text);
+    }
+  }
+  const mlr_suite *bench = mlr_suite_find("bench");
+  if (!nshape)
+    for (size_t k = 0; k < bench->n && k < MAXSHAPES; k++) shapes[nshape++] = bench->cells[k].spec;
+  if (!nrec) recipes[nrec++] = "fast-a8w8", recipes[nrec++] = "fast-a16w8";
+  static mlr_recipe rs[MAXREC];
+  for (int k = 0; k < nrec; k++)
+    if ((rc = mlr_cli_recipe_sets(cmd, recipes[k], NULL, 0, &rs[k])) != MLR_EXIT_OK) goto done;
+  char device[256];
+  mlr_error err = {""};
+  double bw = 0;
+  if (mlr_gpu_device(device, sizeof device, &err) != MLR_OK || mlr_gpu_read_bandwidth(21, &bw, &err) != MLR_OK) {
+    rc = mlr_cli_usage_error(cmd, "%s", err.msg);
+    goto done;
+  }
+  printf("fast kernel on %s (%s runtime): %llu launches each, L2 flushed before each, device events; read bandwidth measured now: "
+         "%.3f TB/s (2 GiB, median of 21)\n",
+         device, mlr_gpu_backend(), (unsigned long long)reps, bw / 1e12);
+  printf("%-26s %-11s %6s %9s %9s %9s %10s %8s %9s %8s\n", "shape", "recipe", "splits", "KV MB", "median us", "least us",
+         "roofline", "of bw", "seeds us", "speed-up");
+  double logsum[MAXREC] = {0}, peerlog[MAXREC] = {0};
+  int n_ok[MAXREC] = {0}, targets = 1;
+  for (int si = 0; si < nshape && rc == MLR_EXIT_OK; si++) {
+    mlr_tensor_file tf;
+    mlr_inputs in;
+    if ((rc = mlr_cli_gen_memory(cmd, "--shape", shapes[si], &tf, &in, NULL)) != MLR_EXIT_OK) break;
+    long long Lsum = 0;
+    for (int64_t b = 0; b < in.B; b++) Lsum += mlr_inputs_kv_len(&in, b);
+    const double kvb = (double)Lsum * 576, bytes = kvb + (double)in.T * in.H * (576 + 512) * 2;
+    const double kv_per_b = in.B ? (double)Lsum / (double)in.B : 0;
+    const double pus = peers ? peer_us(peers, (long long)in.B, (long long)(kv_per_b + 0.5)) : 0;
+    for (int k = 0; k < nrec && rc == MLR_EXIT_OK; k++) {
+      mlr_gpu_fast *f = NULL;
+      mlr_status st = mlr_gpu_fast_prepare(&rs[k], &in, &f, &err);
+      if (st == MLR_EINVAL) {
+        printf("%-26s %-11s (not run: %s)\n", shapes[si], rs[k].name, err.msg);
+        continue;
+      }
+      double *t = malloc(reps * sizeof *t);
+      for (uint64_t r = 0; st == MLR_OK && t && r < reps; r++) st = mlr_gpu_fast_launch(f, (int)(r + 1), &t[r], &err);
+      if (st != MLR_OK || !t) {
+        fprintf(stderr, "mlaref %s: %s on %s: %s\n", cmd, rs[k].name, shapes[si], t ? err.msg : "out of memory");
+        free(t), mlr_gpu_fast_free(f);
+        rc = MLR_EXIT_FAIL;
+        break;
+      }
+      mlr_sort_values(t, (int64_t)reps);
+      const double med = mlr_sorted_quantile(t, (int64_t)reps, 0.5), roof = bytes / bw * 1e6;
+      char ptxt[16] = "-", sp[16] = "-";
+      if (pus > 0) snprintf(ptxt, sizeof ptxt, "%.1f", pus), snprintf(sp, sizeof sp, "%.2fx", pus / med);
+      printf("%-26s %-11s %6lld %9.1f %9.2f %9.2f %8.2f us %7.1f%% %9s %8s\n", shapes[si], rs[k].name, mlr_gpu_fast_splits(f), kvb / 1e6,
+             med, t[0], roof, 100.0 * roof / med, ptxt, sp);
+      logsum[k] += log(med), n_ok[k]++;
+      if (pus > 0) peerlog[k] += log(pus / med);
+      /* issue 8's targets on the bench shapes: kv=8192 and bs >= 32 at 85% of the read bandwidth (KV
+       * bytes), bs=256 kv=8192 <= 330 us, bs=4 < 8 us, >= 5x the best seed kernel */
+      const int bs8k = in.B >= 32 && kv_per_b == 8192;
+      if ((bs8k && kvb / (med * 1e-6) < 0.85 * bw) || (in.B == 256 && kv_per_b == 8192 && med > 330) || (in.B == 4 && med >= 8) ||
+          (pus > 0 && pus / med < 5))
+        targets = 0;
+      free(t);
+      mlr_gpu_fast_free(f);
+    }
+    mlr_tf_free(&tf);
+  }
+  if (rc == MLR_EXIT_OK)
+    for (int k = 0; k < nrec; k++) {
+      if (!n_ok[k]) continue;
+      const double gm = exp(logsum[k] / n_ok[k]);
+      printf("%s: geomean %.2f us over %d shapes (target <= 25 us: %s)", rs[k].name, gm, n_ok[k], gm <= 25 ? "met" : "NOT met");
+      if (peers) printf("; geomean speed-up over the best seed Triton kernel %.2fx", exp(peerlog[k] / n_ok[k]));
+      printf("\n");
+      if (gm > 25) targets = 0;
+    }
+  if (rc == MLR_EXIT_OK) printf("targets (issue 8, every shape and recipe above): %s\n", targets ? "met" : "NOT met");
+done:
+  json_decref(peers);
+  return rc;
+}

@@ -1,0 +1,78 @@
+/* mlr_gpu_fast.h: the production fast kernel (gpu/fast): MLA decode over an fp8 KV cache with
+ * matrix units for both products, online softmax, split-K and a log-sum-exp merge. Unlike the exact
+ * kernel (gpu/exact) it is not bit-identical to a recipe's model: it computes its own recipe
+ * (fast-a16w8 for bf16 Q, fast-a8w8 for fp8 Q; mlr_gpu_fast_recipe) up to the order of the
+ * softmax's row sum and the hardware exp2 (ex2.approx), and `mlaref check` holds it to that recipe
+ * and the truth under the budget rule.
+ *
+ * What it computes, per query token and split (a block of 8 warps; 16 heads = the 16 rows of the
+ * unit's tile):
+ *   Q: bf16, or fp8 by a static or dynamic scale (the recipe's policy), as fp16 operands (exact for
+ *      fp8 values; bf16 values round to fp16: exact for |q| in [2^-17, 65504]).
+ *   K, V: fp8 codes (OCP e4m3, or e4m3fnuz read as twice its value with 1/2 folded into the scales,
+ *      both exact) converted to fp16 operands in registers; kv_scale folded into the logit scale
+ *      and the output.
+ *   QK: mma.sync m16n8k16 (fp16 in, fp32 accumulate) over the 576 columns in blocks of 16 in order
+ *      from 0 (the recipe's mma:sm90-f16). logits = dot * c, c = fp32(log2 e / 24) [* q_scale] * kv_scale.
+ *   softmax: blocks of 128 tokens from the split's start: m' = max(m, max s), alpha = 2^(m - m'),
+ *      p = 2^(s - m') (ex2.approx.f32), l = l*alpha + sum p (a warp-shuffle tree, then the 8 warps
+ *      in order), P rounded to fp16.
+ *   PV: mma.sync m16n8k16 over the block's tokens in blocks of 16 in order from acc*alpha.
+ *   split result: acc / max(l, clamp) * kv_scale, lse = (m + log2(max(l, clamp))) * ln 2; one split
+ *      writes o and lse directly, more go through the merge (global max, the emulator's merge).
+ *
+ * NVIDIA only for now (sm_90: mma.sync, ldmatrix, cp.async, cvt from e4m3): in HIP builds and
+ * builds without GPU code the functions answer MLR_EDEVICE saying so. */
+#ifndef MLR_GPU_FAST_H
+#define MLR_GPU_FAST_H
+
+#include <stddef.h>
+
+#include "../../ref/base/mlr_base.h"
+#include "../../ref/base/mlr_inputs_view.h"
+#include "../../ref/emulate/mlr_emulate.h"
+#include "../../ref/recipe/mlr_recipe.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** "fast-a16w8|fast-a8w8": the fast kernel's recipes. */
+const char *mlr_gpu_fast_recipe_names(void);
+
+/** The fast kernel's recipe NAME into out: MLR_OK, or MLR_EINVAL for another name. */
+mlr_status mlr_gpu_fast_recipe(const char *name, mlr_recipe *out);
+
+/** MLR_OK when the fast kernel computes recipe r on inputs in (in may be NULL: the recipe alone);
+ *  else MLR_EINVAL naming the first key (or input property) it does not implement and its valid
+ *  values. Pure C: available in every build. */
+mlr_status mlr_gpu_fast_fit(const mlr_recipe *r, const mlr_inputs *in, mlr_error *err);
+
+typedef struct mlr_gpu_fast mlr_gpu_fast;
+
+/** Checks the fit, uploads the inputs and allocates everything on GPU 0: MLR_OK, or MLR_EINVAL
+ *  (fit), MLR_ERANGE (grid limits, size overflow), MLR_ENOMEM, MLR_EDEVICE (no GPU, HIP or CPU-only
+ *  build, a runtime call failed). *f is NULL on failure. */
+mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs *in, mlr_gpu_fast **f, mlr_error *err);
+
+/** One run of the kernels (Q scale, attention, merge). flush_l2: first overwrite a buffer larger
+ *  than the L2 cache (not timed). *us: device-event time of the kernels alone (may be NULL). */
+mlr_status mlr_gpu_fast_launch(mlr_gpu_fast *f, int flush_l2, double *us, mlr_error *err);
+
+/** The last launch's outputs: o (bf16), lse, split_count, split_len, q_scales, q_clipped. Fails
+ *  with MLR_EDEVICE naming an output element no launch wrote. */
+mlr_status mlr_gpu_fast_result(mlr_gpu_fast *f, mlr_emu_result *res, mlr_error *err);
+
+/** Splits of the widest batch (the grid's second dimension). */
+long long mlr_gpu_fast_splits(const mlr_gpu_fast *f);
+
+void mlr_gpu_fast_free(mlr_gpu_fast *f);
+
+/** GPU 0's read bandwidth in bytes per second: a kernel reading 2 GiB with 16-byte loads, the L2
+ *  flushed before each of reps runs, the median. */
+mlr_status mlr_gpu_read_bandwidth(int reps, double *bytes_per_s, mlr_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
