@@ -20,6 +20,8 @@
  * Written against HIP names; gpu/hip_compat.h maps them onto CUDA. Build flags keep the arithmetic
  * IEEE: no contraction (-fmad=false / -ffp-contract=off), no flush to zero, IEEE division. */
 #include "../hip_compat.h"
+/* after the runtime headers: mlr_base.h's memcpy must be the device-callable one */
+#include "../gpu_try.h"
 
 #include <limits.h>
 #include <math.h>
@@ -681,15 +683,6 @@ struct dbufs {
 
 } // namespace
 
-#define GPU_TRY(call)                                                                                                  \
-  do {                                                                                                                 \
-    const hipError_t e_ = (call);                                                                                      \
-    if (e_ != hipSuccess) {                                                                                            \
-      st = mlr_error_set(err, e_ == hipErrorMemoryAllocation ? MLR_ENOMEM : MLR_EDEVICE, "GPU: %s at %s:%d: %s", #call, \
-                         __FILE__, __LINE__, hipGetErrorString(e_));                                                   \
-      goto out;                                                                                                        \
-    }                                                                                                                  \
-  } while (0)
 
 /* a device buffer of n bytes (n > 0), recorded in bufs; optionally filled from host src */
 #define DALLOC(ptr, nbytes, src)                                                                                       \

@@ -17,6 +17,8 @@
  * whichever k order its loads give (noted at each load); the blocks of 16 are the recipe's, in
  * order. */
 #include "../hip_compat.h"
+/* after the runtime headers: mlr_base.h's memcpy must be the device-callable one */
+#include "../gpu_try.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -230,15 +232,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   c = c * p.kvs;
 
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}; /* rows g and g+8 */
-  float acc[2][2][2][4];                                    /* [32-column group][16-column half][even/odd][c0..c3] */
-#pragma unroll
-  for (int a = 0; a < 2; a++)
-#pragma unroll
-    for (int h2 = 0; h2 < 2; h2++)
-#pragma unroll
-      for (int e = 0; e < 2; e++)
-#pragma unroll
-        for (int k = 0; k < 4; k++) acc[a][h2][e][k] = 0.0f;
+  float acc[2][2][2][4] = {};                               /* [32-column group][16-column half][even/odd][c0..c3] */
 
   for (int tile = 0; tile < ntiles; tile++) {
     asm volatile("cp.async.wait_group 1;\n" ::: "memory"); /* slots 2 tile and 2 tile + 1 */
@@ -316,13 +310,10 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
 
     /* ---- PV: output columns 64w .. 64w+63 from acc*alpha, token blocks of 16 in order ---- */
 #pragma unroll
-    for (int a = 0; a < 2; a++)
-#pragma unroll
-      for (int h2 = 0; h2 < 2; h2++)
-#pragma unroll
-        for (int e = 0; e < 2; e++)
-#pragma unroll
-          for (int k = 0; k < 4; k++) acc[a][h2][e][k] = acc[a][h2][e][k] * alpha[k >> 1];
+    for (int i = 0; i < 32; i++) { /* c0, c1 are row g's, c2, c3 row g+8's */
+      float &v = (&acc[0][0][0][0])[i];
+      v = v * alpha[(i >> 1) & 1];
+    }
 #pragma unroll
     for (int kb = 0; kb < TILE / 16; kb++) {
       uint32_t pa[4]; /* P rows 0..15, tokens 16kb.. : the natural k order */
@@ -420,15 +411,6 @@ __global__ void __launch_bounds__(BW_THREADS) k_read(const uint4 *x, int64_t n, 
 
 } // namespace
 
-#define GPU_TRY(call)                                                                                                  \
-  do {                                                                                                                 \
-    const hipError_t e_ = (call);                                                                                      \
-    if (e_ != hipSuccess) {                                                                                            \
-      st = mlr_error_set(err, e_ == hipErrorMemoryAllocation ? MLR_ENOMEM : MLR_EDEVICE, "GPU: %s at %s:%d: %s", #call, \
-                         __FILE__, __LINE__, hipGetErrorString(e_));                                                   \
-      goto out;                                                                                                        \
-    }                                                                                                                  \
-  } while (0)
 
 enum { MAXBUF = 24, FLUSH_BYTES = 256 << 20 /* above the H200's 50 MiB of L2 with room */ };
 
