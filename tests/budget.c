@@ -37,10 +37,7 @@ static double *model_o(const mlr_recipe *r, const mlr_inputs *in) {
 static void recipe_with(const char *recipe, const char *sets, mlr_recipe *r) {
   mlr_error err = {""};
   cr_assert_eq(mlr_recipe_builtin(recipe, r), MLR_OK);
-  char buf[256];
-  snprintf(buf, sizeof buf, "%s", sets);
-  for (char *save = NULL, *a = strtok_r(buf, ";", &save); a; a = strtok_r(NULL, ";", &save))
-    cr_assert_eq(mlr_recipe_set(r, a, &err), MLR_OK, "%s", err.msg);
+  cr_assert_eq(mlr_recipe_set_list(r, sets, &err), MLR_OK, "%s", err.msg);
 }
 
 #ifndef MLR_SLOW

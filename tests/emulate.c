@@ -90,6 +90,12 @@ Test(exact, ties_signs_and_zero) {
   cr_assert_eq(mlr_f32_bits(mlr_xacc_round_f32(&a)), 1u);
 }
 
+/* 1.m x 2^(e mod range - range/2): a binary32 value over `range` binades, 23 random fraction bits
+ * (mant >> 9) and the binade from e (two Philox words) */
+static float rand_binades(uint32_t mant, uint32_t e, int range) {
+  return ldexpf(1.0f + (float)(mant >> 9) / 8388608.0f, (int)(e % (unsigned)range) - range / 2);
+}
+
 /* the 128-bit fixed point, where its range check admits the vectors, against MPFR and the long
  * accumulator: bf16 x fp8 and fp16 x fp16 vectors over a spread of exponents */
 Test(exact, fixed_point_128_matches_mpfr) {
@@ -103,8 +109,7 @@ Test(exact, fixed_point_128_matches_mpfr) {
       uint32_t r[4];
       const uint32_t ctr[4] = {(uint32_t)c, (uint32_t)i, 91, 0}, key[2] = {7, 9};
       mlr_philox4x32_10(ctr, key, r);
-      const float u = ldexpf(1.0f + (float)(r[0] >> 9) / 8388608.0f, (int)(r[1] % (unsigned)spread) - spread / 2);
-      const float v = ldexpf(1.0f + (float)(r[2] >> 9) / 8388608.0f, (int)(r[3] % 12u) - 6);
+      const float u = rand_binades(r[0], r[1], spread), v = rand_binades(r[2], r[3], 12);
       const int fp16 = c % 2;
       a[i] = mlr_round_f32((r[3] & 1) ? -u : u, fp16 ? MLR_FMT_FP16 : MLR_FMT_BF16, MLR_OVF_NONSAT);
       b[i] = mlr_round_f32(v, fp16 ? MLR_FMT_FP16 : MLR_FMT_E4M3, MLR_OVF_SATURATE);
@@ -141,8 +146,7 @@ Test(exact, two_binary64_chains_match_mpfr) {
       uint32_t r[4];
       const uint32_t ctr[4] = {(uint32_t)c, (uint32_t)i, 93, 0}, key[2] = {11, 13};
       mlr_philox4x32_10(ctr, key, r);
-      const float u = ldexpf(1.0f + (float)(r[0] >> 9) / 8388608.0f, (int)(r[1] % (unsigned)spread) - spread / 2);
-      const float v = ldexpf(1.0f + (float)(r[2] >> 9) / 8388608.0f, (int)(r[3] % 24u) - 12);
+      const float u = rand_binades(r[0], r[1], spread), v = rand_binades(r[2], r[3], 24);
       a[i] = kind == 2 ? u : mlr_round_f32(u, MLR_FMT_BF16, MLR_OVF_NONSAT);
       b[i] = kind == 2 ? v : mlr_round_f32(v, kind ? MLR_FMT_BF16 : MLR_FMT_E4M3, MLR_OVF_SATURATE);
       if ((r[3] >> 5) & 1) b[i] = -b[i];
@@ -234,10 +238,8 @@ static void tiny_make(tiny *t, int L, int wide) {
 
 static void recipe_of(const char *name, const char *sets, mlr_recipe *r) {
   cr_assert_eq(mlr_recipe_builtin(name, r), MLR_OK, "%s", name);
-  char buf[256];
-  snprintf(buf, sizeof buf, "%s", strcmp(sets, "-") == 0 ? "" : sets);
-  for (char *save = NULL, *a = strtok_r(buf, ";", &save); a; a = strtok_r(NULL, ";", &save))
-    cr_assert_eq(mlr_recipe_set(r, a, NULL), MLR_OK, "%s", a);
+  mlr_error err = {""};
+  cr_assert_eq(mlr_recipe_set_list(r, strcmp(sets, "-") == 0 ? "" : sets, &err), MLR_OK, "%s: %s", sets, err.msg);
 }
 
 /* tests/data/emulate_kats.txt: `recipe sets L` then per head o[0..3], max code of o[4..511] and

@@ -632,40 +632,17 @@ __global__ void __launch_bounds__(MERGE_THREADS) k_merge(gp p) {
   const int64_t t = blockIdx.x / p.H, h = blockIdx.x % p.H, ns = p.nsplit[p.tok_b[t]];
   if (ns < 2 && p.normalized) return; /* written by k_split */
   const int d = threadIdx.x, norm = p.normalized;
-  const int eb = norm ? p.exp_lse : p.exp_sm;
-  int rule = p.merge_rule;
-  if (rule == MLR_MERGE_AITER) rule = ns <= 3 ? MLR_MERGE_RUNNING : MLR_MERGE_GLOBAL;
-  {
-    const int64_t base = (t * p.H + h) * p.S;
-    float M = -INFINITY, sum = 0.0f, acc = 0.0f;
-    if (rule == MLR_MERGE_GLOBAL)
-      for (int64_t s = 0; s < ns; s++) {
-        const float x = norm ? p.part_lse[base + s] : p.part_max[base + s];
-        if (x > MLR_EMU_SKIP_BELOW) M = fmaxf(M, x);
-      }
-    for (int64_t s = 0; s < ns; s++) {
-      const float x = norm ? p.part_lse[base + s] : p.part_max[base + s];
-      if (!(x > MLR_EMU_SKIP_BELOW)) continue;
-      const float mass = norm ? 1.0f : p.part_sum[base + s], part = p.part_o[(base + s) * DV + d];
-      if (rule == MLR_MERGE_RUNNING) {
-        const float Mn = fmaxf(M, x), a = mlr__emu_exp(eb, M - Mn), wv = mlr__emu_exp(eb, x - Mn);
-        acc = mlr__emu_upd(acc, a, part * wv, p.fused);
-        sum = mlr__emu_upd(sum, a, mass * wv, p.fused);
-        M = Mn;
-      } else {
-        const float wv = mlr__emu_exp(eb, x - M);
-        acc = p.fused ? fmaf(part, wv, acc) : acc + part * wv;
-        sum = p.fused ? fmaf(mass, wv, sum) : sum + mass * wv;
-      }
-    }
-    const float sc = fmaxf(sum, p.clamp);
-    store_o(p, (t * p.H + h) * DV + d, acc / sc);
-    if (d == 0) {
-      const int ub = norm ? p.lse_base : (p.softmax_exp == MLR_EXP_2 ? MLR_EXP_2 : MLR_EXP_E); /* units of M */
-      float lse = M + mlr__emu_log(ub, sc);
-      if (!norm) lse = mlr__emu_lse_convert(lse, p.softmax_exp, p.lse_base); /* M in the softmax's units */
-      p.lse[t * p.H + h] = lse;
-    }
+  const int64_t base = (t * p.H + h) * p.S;
+  float M, sc;
+  const float o = mlr__emu_merge_column(norm ? p.part_lse + base : p.part_max + base, norm ? NULL : p.part_sum + base,
+                                        p.part_o + base * DV + d, DV, ns, p.merge_rule, norm ? p.exp_lse : p.exp_sm, p.fused,
+                                        p.clamp, &M, &sc);
+  store_o(p, (t * p.H + h) * DV + d, o);
+  if (d == 0) {
+    const int ub = norm ? p.lse_base : (p.softmax_exp == MLR_EXP_2 ? MLR_EXP_2 : MLR_EXP_E); /* units of M */
+    float lse = M + mlr__emu_log(ub, sc);
+    if (!norm) lse = mlr__emu_lse_convert(lse, p.softmax_exp, p.lse_base); /* M in the softmax's units */
+    p.lse[t * p.H + h] = lse;
   }
 }
 

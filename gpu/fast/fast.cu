@@ -5,9 +5,10 @@
  *   k_amax  (dynamic Q scale only) max |q| over the tensor, an atomic max of the bit patterns
  *   k_attn  a block per (query token, split), 8 warps. The block's KV rows stream through shared
  *           memory in tiles of 128 tokens (cp.async into a ring of 5 slots of 64 rows: while a tile
- *           is computed the next one and a half load). Warp w: the logits of tokens 16w..16w+15 of the tile for the 16 heads (two
- *           mma chains over the 36 column blocks, Q's fragments in registers), then output columns
- *           64w..64w+63 of the 16 heads (8 accumulator tiles), P from shared memory.
+ *           is computed the next one and a half load). Warp w: the logits of tokens 16w..16w+15 of
+ *           the tile for the 16 heads (two mma chains over the 36 column blocks, Q's fragments in
+ *           registers), then output columns 64w..64w+63 of the 16 heads (8 accumulator tiles), P
+ *           from shared memory.
  *   k_merge a block per (query token, head), a column per thread: the emulator's global-max merge
  *
  * Fragment layouts (PTX ISA, mma.m16n8k16 .f16): lane = 4g + j. A (16x16, row): a0a1 = (g, 2j..2j+1),
@@ -51,7 +52,8 @@ enum { QK = MLR_EMU_QK_DIM, DV = MLR_EMU_V_DIM, NKB = QK / 16, TILE = 128, NWARP
 /* a KV row in shared memory: 576 bytes + 16 of padding: 592 bytes = 148 words, 20 banks apart, so
  * the 8 rows of one ldmatrix (16 bytes each) fall in 8 distinct groups of 4 banks */
 enum { ROWB = QK + 16, PSTR = TILE + 8 /* P's row in halves: 272 bytes, 4 banks apart */ };
-enum { SLOT = 64, NSLOT = 5, MAX_SPLITS = 65535 /* the grid's second dimension */ }; /* the KV ring: 5 slots of 64 rows */
+enum { SLOT = 64, NSLOT = 5 };      /* the KV ring: 5 slots of 64 rows */
+enum { MAX_SPLITS = 65535 };        /* the grid's second dimension */
 enum { SM_KV = NSLOT * SLOT * ROWB, SM_P = 16 * PSTR * 2, SM_RED = 2 * NWARP * 16 * 4, SMEM = SM_KV + SM_P + SM_RED };
 enum { MERGE_THREADS = DV, AMAX_BLOCKS = 264, AMAX_THREADS = 512, BW_THREADS = 256 };
 
@@ -384,18 +386,10 @@ __global__ void __launch_bounds__(MERGE_THREADS) k_merge(fparams p) {
   const int64_t ns = p.nsplit[p.tok_b[t]];
   if (ns < 2) return; /* written by k_attn */
   const int d = threadIdx.x;
-  const float *lse = p.part_lse + row * p.S;
-  float M = -INFINITY, sum = 0.0f, acc = 0.0f;
-  for (int64_t s = 0; s < ns; s++)
-    if (lse[s] > MLR_EMU_SKIP_BELOW) M = fmaxf(M, lse[s]);
-  for (int64_t s = 0; s < ns; s++) {
-    if (!(lse[s] > MLR_EMU_SKIP_BELOW)) continue;
-    const float w = mlr__emu_exp(MLR_EXP_E, lse[s] - M);
-    acc = acc + p.part_o[(row * p.S + s) * DV + d] * w;
-    sum = sum + w;
-  }
-  const float sc = fmaxf(sum, p.clamp);
-  p.o[row * DV + d] = mlr__emu_out_code(acc / sc, MLR_OUT_BF16);
+  float M, sc;
+  const float o = mlr__emu_merge_column(p.part_lse + row * p.S, NULL, p.part_o + row * p.S * DV + d, DV, ns, MLR_MERGE_GLOBAL,
+                                        MLR_EXP_E, 0, p.clamp, &M, &sc);
+  p.o[row * DV + d] = mlr__emu_out_code(o, MLR_OUT_BF16);
   if (d == 0) p.lse[row] = M + mlr__emu_log(MLR_EXP_E, sc);
 }
 

@@ -34,10 +34,7 @@ mlr_status mlr_gpu_fast_recipe(const char *name, mlr_recipe *out) {
   for (size_t i = 0; name && i < sizeof FAST / sizeof FAST[0]; i++) {
     if (strcmp(name, FAST[i].name) != 0) continue;
     mlr_recipe_builtin("fp32-seq", out);
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", FAST[i].settings);
-    for (char *save = NULL, *a = strtok_r(buf, ";", &save); a; a = strtok_r(NULL, ";", &save))
-      if (mlr_recipe_set(out, a, NULL) != MLR_OK) return MLR_EINVAL; /* a bug in the table: tests catch it */
+    if (mlr_recipe_set_list(out, FAST[i].settings, NULL) != MLR_OK) return MLR_EINVAL; /* a bug in the table: tests catch it */
     snprintf(out->name, sizeof out->name, "%s", name);
     return MLR_OK;
   }
@@ -46,31 +43,34 @@ mlr_status mlr_gpu_fast_recipe(const char *name, mlr_recipe *out) {
 
 #define NOFIT(...) mlr_error_set(err, MLR_EINVAL, __VA_ARGS__)
 
-mlr_status mlr_gpu_fast_fit(const mlr_recipe *r, const mlr_inputs *in, mlr_error *err) {
-  mlr_recipe ref;
-  mlr_gpu_fast_recipe("fast-a16w8", &ref);
-  /* every key the kernel fixes: the recipe's value must be the kernel's */
-  static const struct {
-    const char *key;
-    size_t off;
-  } FIXED[] = {
-#define F(k, field) {k, offsetof(mlr_recipe, field)}
-    F("kv.scale_at", kv_scale_at), F("qk.operand", qk_operand), F("qk.dot", qk_dot), F("qk.result", qk_result),
-    F("logit.format", logit_format), F("softmax.exp", softmax_exp), F("softmax.block", softmax_block),
-    F("p.format", p_format), F("pv.operand", pv_operand), F("pv.dot", pv_dot), F("pv.accumulate", pv_accumulate),
-    F("update.fma", update_fma), F("partial.normalized", partial_normalized), F("lse.base", lse_base),
-    F("merge.rule", merge_rule), F("out.format", out_format),
-#undef F
-  };
-  for (size_t i = 0; i < sizeof FIXED / sizeof FIXED[0]; i++)
-    if (*(const int *)((const char *)r + FIXED[i].off) != *(const int *)((const char *)&ref + FIXED[i].off)) {
-      char want[4096], *at;
-      mlr_recipe_text(&ref, want, sizeof want);
-      at = strstr(want, FIXED[i].key);
-      const char *eol = at ? strchr(at, '\n') : NULL;
-      return NOFIT("recipe '%s': the fast kernel computes %.*s only (see `mlaref recipe show fast-a16w8`)", r->name,
-                   at ? (int)(eol ? eol - at : (long)strlen(at)) : 0, at ? at : "");
+/* the line "key = value" of a recipe's text form: its start in *line, its length returned */
+static int key_line(const char *text, const char *key, const char **line) {
+  const size_t kl = strlen(key);
+  for (const char *l = text; l; l = strchr(l, '\n'), l = l ? l + 1 : NULL)
+    if (strncmp(l, key, kl) == 0 && strncmp(l + kl, " = ", 3) == 0) {
+      *line = l;
+      return (int)strcspn(l, "\n");
     }
+  *line = "";
+  return 0;
+}
+
+mlr_status mlr_gpu_fast_fit(const mlr_recipe *r, const mlr_inputs *in, mlr_error *err) {
+  /* every key the kernel fixes: the recipe's value must be the kernel's (the text forms compared) */
+  static const char *const FIXED[] = {"kv.scale_at", "qk.operand", "qk.dot", "qk.result", "logit.format", "softmax.exp",
+                                      "softmax.block", "p.format", "pv.operand", "pv.dot", "pv.accumulate", "update.fma",
+                                      "partial.normalized", "lse.base", "merge.rule", "out.format"};
+  mlr_recipe ref;
+  char have[4096], want[4096];
+  mlr_gpu_fast_recipe("fast-a16w8", &ref);
+  mlr_recipe_text(r, have, sizeof have);
+  mlr_recipe_text(&ref, want, sizeof want);
+  for (size_t i = 0; i < sizeof FIXED / sizeof FIXED[0]; i++) {
+    const char *h, *w;
+    const int hl = key_line(have, FIXED[i], &h), wl = key_line(want, FIXED[i], &w);
+    if (hl != wl || strncmp(h, w, (size_t)wl) != 0)
+      return NOFIT("recipe '%s': the fast kernel computes %.*s only (see `mlaref recipe show fast-a16w8`)", r->name, wl, w);
+  }
   if (r->q_format != MLR_Q_BF16 && r->q_scale != MLR_QS_STATIC && r->q_scale != MLR_QS_DYNAMIC)
     return NOFIT("recipe '%s': the fast kernel quantizes Q with one scale (q.scale = static or dynamic), not per head or token", r->name);
   if (!in) return MLR_OK;

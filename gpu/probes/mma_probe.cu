@@ -61,53 +61,42 @@ const char *CLASS_NAMES[NCLASS] = {"layout", "random", "normal", "cancel", "spre
 
 // ---- device: one warp, one tile; A [16][K] row-major, B [8][K] (column n's K values), C, D [16][8]
 
-__global__ void k_e4m3(const uint8_t *A, const uint8_t *B, const float *C, float *D, int ntiles) {
-  const int tile = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (tile >= ntiles) return;
-  const int g = lane >> 2, tg = lane & 3;
-  const uint8_t *a = A + (size_t)tile * 16 * 32, *b = B + (size_t)tile * 8 * 32;
-  uint32_t ar[4] = {0, 0, 0, 0}, br[2] = {0, 0};
-  for (int i = 0; i < 16; i++) { // PTX ISA, mma.m16n8k32 fragments for 8-bit types
-    const int row = (i < 4 || (i >= 8 && i < 12)) ? g : g + 8, col = tg * 4 + (i & 3) + (i >= 8 ? 16 : 0);
-    ar[i / 4] |= (uint32_t)a[row * 32 + col] << (8 * (i % 4));
-  }
-  for (int i = 0; i < 8; i++) {
-    const int krow = tg * 4 + (i & 3) + (i >= 4 ? 16 : 0);
-    br[i / 4] |= (uint32_t)b[g * 32 + krow] << (8 * (i % 4));
-  }
-  float c[4], d[4];
-  for (int i = 0; i < 4; i++) c[i] = C[(size_t)tile * 128 + (g + (i >= 2 ? 8 : 0)) * 8 + tg * 2 + (i & 1)];
-  asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};"
-               : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-               : "r"(ar[0]), "r"(ar[1]), "r"(ar[2]), "r"(ar[3]), "r"(br[0]), "r"(br[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
-  for (int i = 0; i < 4; i++) D[(size_t)tile * 128 + (g + (i >= 2 ? 8 : 0)) * 8 + tg * 2 + (i & 1)] = d[i];
+#define MMA_OPERANDS                                                                                                 \
+  : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])                                                                   \
+  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3])
+
+template <int II>
+__device__ void mma_op(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4]) {
+  if constexpr (II == I_E4M3)
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};" MMA_OPERANDS);
+  else if constexpr (II == I_BF16)
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};" MMA_OPERANDS);
+  else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};" MMA_OPERANDS);
 }
 
-template <int BF>
-__global__ void k_16(const uint16_t *A, const uint16_t *B, const float *C, float *D, int ntiles) {
+/* PTX ISA, mma.m16n8k32 fragments for 8-bit types and m16n8k16 for 16-bit ones: E elements a
+ * register (K = 8E); A's register r holds row g (r even) or g+8 (r odd), columns tg*E.. (+4E for
+ * r >= 2); B's register r holds k rows tg*E.. (+4E for r = 1) of column g; C and D alike for both */
+template <typename T, int II>
+__global__ void k_mma(const T *A, const T *B, const float *C, float *D, int ntiles) {
+  constexpr int E = 4 / sizeof(T), K = 8 * E, BITS = 8 * sizeof(T);
   const int tile = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (tile >= ntiles) return;
   const int g = lane >> 2, tg = lane & 3;
-  const uint16_t *a = A + (size_t)tile * 16 * 16, *b = B + (size_t)tile * 8 * 16;
+  const T *a = A + (size_t)tile * 16 * K, *b = B + (size_t)tile * 8 * K;
   uint32_t ar[4] = {0, 0, 0, 0}, br[2] = {0, 0};
-  for (int i = 0; i < 8; i++) { // PTX ISA, mma.m16n8k16 fragments for 16-bit types
-    const int row = (i < 2 || (i >= 4 && i < 6)) ? g : g + 8, col = tg * 2 + (i & 1) + (i >= 4 ? 8 : 0);
-    ar[i / 2] |= (uint32_t)a[row * 16 + col] << (16 * (i % 2));
+  for (int i = 0; i < 4 * E; i++) {
+    const int r = i / E, row = (r & 1) ? g + 8 : g, col = tg * E + i % E + (r >= 2 ? 4 * E : 0);
+    ar[r] |= (uint32_t)a[row * K + col] << (BITS * (i % E));
   }
-  for (int i = 0; i < 4; i++) {
-    const int krow = tg * 2 + (i & 1) + (i >= 2 ? 8 : 0);
-    br[i / 2] |= (uint32_t)b[g * 16 + krow] << (16 * (i % 2));
+  for (int i = 0; i < 2 * E; i++) {
+    const int krow = tg * E + i % E + (i >= E ? 4 * E : 0);
+    br[i / E] |= (uint32_t)b[g * K + krow] << (BITS * (i % E));
   }
   float c[4], d[4];
   for (int i = 0; i < 4; i++) c[i] = C[(size_t)tile * 128 + (g + (i >= 2 ? 8 : 0)) * 8 + tg * 2 + (i & 1)];
-  if (BF)
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};"
-                 : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-                 : "r"(ar[0]), "r"(ar[1]), "r"(ar[2]), "r"(ar[3]), "r"(br[0]), "r"(br[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
-  else
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};"
-                 : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-                 : "r"(ar[0]), "r"(ar[1]), "r"(ar[2]), "r"(ar[3]), "r"(br[0]), "r"(br[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+  mma_op<II>(d, ar, br, c);
   for (int i = 0; i < 4; i++) D[(size_t)tile * 128 + (g + (i >= 2 ? 8 : 0)) * 8 + tg * 2 + (i & 1)] = d[i];
 }
 
@@ -258,9 +247,9 @@ void run_class(const inst &in, int ii, int cls, long long ntiles, uint64_t seed,
     CK(hipMemcpy(dC, C, sizeof(float) * 128 * nt, hipMemcpyHostToDevice));
     CK(hipMemset(dD, 0xFF, sizeof(float) * 128 * nt));
     const int warps = 8, blocks = (nt + warps - 1) / warps;
-    if (ii == I_E4M3) k_e4m3<<<blocks, 32 * warps>>>((const uint8_t *)dA, (const uint8_t *)dB, dC, dD, nt);
-    else if (ii == I_BF16) k_16<1><<<blocks, 32 * warps>>>((const uint16_t *)dA, (const uint16_t *)dB, dC, dD, nt);
-    else k_16<0><<<blocks, 32 * warps>>>((const uint16_t *)dA, (const uint16_t *)dB, dC, dD, nt);
+    if (ii == I_E4M3) k_mma<uint8_t, I_E4M3><<<blocks, 32 * warps>>>((const uint8_t *)dA, (const uint8_t *)dB, dC, dD, nt);
+    else if (ii == I_BF16) k_mma<uint16_t, I_BF16><<<blocks, 32 * warps>>>((const uint16_t *)dA, (const uint16_t *)dB, dC, dD, nt);
+    else k_mma<uint16_t, I_FP16><<<blocks, 32 * warps>>>((const uint16_t *)dA, (const uint16_t *)dB, dC, dD, nt);
     CK(hipGetLastError());
     CK(hipMemcpy(D, dD, sizeof(float) * 128 * nt, hipMemcpyDeviceToHost));
     for (int t = 0; t < nt; t++)

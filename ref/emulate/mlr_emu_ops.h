@@ -73,6 +73,36 @@ MLR_HD static inline float mlr__emu_q_quant(uint16_t q, float s, mlr_format f8, 
   return mlr_decode(f8, mlr__encode_f32_rne(x, f8, MLR_OVF_NONSAT));
 }
 
+/* one column's merge over ns splits (mlr_emulate.h, "merge"), as the GPU kernels run it (a column
+ * per thread): x[s] the split's lse (normalized partials, mass NULL: 1) or its running max (raw:
+ * mass[s] its sum l), part[s * stride] its partial; rule running_max, global_max or aiter (running
+ * for 2-3 splits), exp in base eb, updates fused or not. Returns acc / max(sum, clamp); *M gets the
+ * merged max and *sc max(sum, clamp), for the lse. */
+MLR_HD static inline float mlr__emu_merge_column(const float *x, const float *mass, const float *part, int64_t stride,
+                                                int64_t ns, int rule, int eb, int fused, float clamp, float *M, float *sc) {
+  if (rule == MLR_MERGE_AITER) rule = ns <= 3 ? MLR_MERGE_RUNNING : MLR_MERGE_GLOBAL;
+  float m = -INFINITY, sum = 0.0f, acc = 0.0f;
+  if (rule == MLR_MERGE_GLOBAL)
+    for (int64_t s = 0; s < ns; s++)
+      if (x[s] > MLR_EMU_SKIP_BELOW) m = fmaxf(m, x[s]);
+  for (int64_t s = 0; s < ns; s++) {
+    if (!(x[s] > MLR_EMU_SKIP_BELOW)) continue;
+    const float ms = mass ? mass[s] : 1.0f, pt = part[s * stride];
+    if (rule == MLR_MERGE_RUNNING) {
+      const float mn = fmaxf(m, x[s]), a = mlr__emu_exp(eb, m - mn), wv = mlr__emu_exp(eb, x[s] - mn);
+      acc = mlr__emu_upd(acc, a, pt * wv, fused);
+      sum = mlr__emu_upd(sum, a, ms * wv, fused);
+      m = mn;
+    } else {
+      const float wv = mlr__emu_exp(eb, x[s] - m);
+      acc = fused ? fmaf(pt, wv, acc) : acc + pt * wv;
+      sum = fused ? fmaf(ms, wv, sum) : sum + ms * wv;
+    }
+  }
+  *M = m, *sc = fmaxf(sum, clamp);
+  return acc / *sc;
+}
+
 /* the units of the lse base: lse from the softmax's units (m + log l) to lse.base, one binary32
  * multiply when they differ */
 MLR_HD static inline float mlr__emu_lse_convert(float lse, int softmax_exp, int lse_base) {

@@ -86,6 +86,9 @@ const char *mlr_recipe_builtin_names(void);
 mlr_status mlr_recipe_parse(const char *text, const char *source, mlr_recipe *out, mlr_error *err);
 /** Apply one "key=value" override (as --set does). */
 mlr_status mlr_recipe_set(mlr_recipe *r, const char *assignment, mlr_error *err);
+/** Apply "key=value;key=value;..." overrides in order (at most 1023 characters); stops at the first
+ *  that fails, with mlr_recipe_set's status and message (MLR_ERANGE: the list is too long). */
+mlr_status mlr_recipe_set_list(mlr_recipe *r, const char *settings, mlr_error *err);
 /** Apply a Q scale policy: "static:absmax=A" (A > 0, finite), "dynamic", "per_head" or
  *  "per_token" (q.scale and q.absmax). The recipe must have an fp8 q.format: MLR_EINVAL (saying
  *  so) for bf16 Q, MLR_EPARSE with the valid forms for anything else. */

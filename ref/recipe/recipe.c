@@ -236,13 +236,20 @@ mlr_status mlr_recipe_builtin(const char *name, mlr_recipe *out) {
     if (strcmp(name, BUILTINS[i].name) != 0) continue;
     fp32_seq(out);
     snprintf(out->name, sizeof out->name, "%s", name);
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", BUILTINS[i].settings);
-    for (char *save = NULL, *a = strtok_r(buf, ";", &save); a; a = strtok_r(NULL, ";", &save))
-      if (mlr_recipe_set(out, a, NULL) != MLR_OK) return MLR_EINVAL; /* a bug in the table: tests catch it */
-    return MLR_OK;
+    return mlr_recipe_set_list(out, BUILTINS[i].settings, NULL) == MLR_OK ? MLR_OK : MLR_EINVAL; /* a bug in the table: tests catch it */
   }
   return MLR_EINVAL;
+}
+
+mlr_status mlr_recipe_set_list(mlr_recipe *r, const char *settings, mlr_error *err) {
+  char buf[1024];
+  if ((size_t)snprintf(buf, sizeof buf, "%s", settings) >= sizeof buf)
+    return rfail(err, MLR_ERANGE, "settings longer than %zu characters", sizeof buf - 1);
+  for (char *save = NULL, *a = strtok_r(buf, ";", &save); a; a = strtok_r(NULL, ";", &save)) {
+    const mlr_status st = mlr_recipe_set(r, a, err);
+    if (st != MLR_OK) return st;
+  }
+  return MLR_OK;
 }
 
 mlr_status mlr_recipe_parse(const char *text, const char *source, mlr_recipe *out, mlr_error *err) {
