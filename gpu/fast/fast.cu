@@ -49,12 +49,10 @@ extern "C" mlr_status mlr_gpu_read_bandwidth(int, double *, mlr_error *err) { re
 namespace {
 
 enum { QK = MLR_EMU_QK_DIM, DV = MLR_EMU_V_DIM, NKB = QK / 16, TILE = 128, NWARP = 8, NTHR = 32 * NWARP };
-/* a KV row in shared memory: 576 bytes + 16 of padding: 592 bytes = 148 words, 20 banks apart, so
- * the 8 rows of one ldmatrix (16 bytes each) fall in 8 distinct groups of 4 banks */
-enum { ROWB = QK + 16, PSTR = TILE + 8 /* P's row in halves: 272 bytes, 4 banks apart */ };
-enum { SLOT = 64, NSLOT = 5 };      /* the KV ring: 5 slots of 64 rows */
+enum { PSTR = TILE + 8 /* P's row in halves: 272 bytes, 4 banks apart */ };
+enum { SLOT = 64, NSLOT = 6 };      /* the KV ring: 6 slots of 64 rows (3 tiles) */
 enum { MAX_SPLITS = 65535 };        /* the grid's second dimension */
-enum { SM_KV = NSLOT * SLOT * ROWB, SM_P = 16 * PSTR * 2, SM_RED = 2 * NWARP * 16 * 4, SMEM = SM_KV + SM_P + SM_RED };
+enum { SM_KV = NSLOT * SLOT * QK, SM_P = 16 * PSTR * 2, SM_RED = 2 * NWARP * 16 * 4, SMEM = SM_KV + SM_P + SM_RED };
 enum { MERGE_THREADS = DV, AMAX_BLOCKS = 264, AMAX_THREADS = 512, BW_THREADS = 256 };
 
 struct fparams {
@@ -72,6 +70,12 @@ struct fparams {
 };
 
 __device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+/* A KV row in shared memory is its 576 bytes, unpadded (the ring needs the room); its 16-byte chunk
+ * c sits at chunk c ^ ((r >> 1) & 3) (within its group of 4), r the row. Rows are 144 words = 16
+ * banks apart, so the 8 rows of one ldmatrix (same c, r = 8k..8k+7) land on chunks c, c, c^1, c^1,
+ * c^2, .. at bank offsets 0, 16, 0, 16, ..: 8 distinct groups of 4 banks, no conflict. */
+__device__ __forceinline__ int kv_swz(int r, int c) { return c ^ ((r >> 1) & 3); }
 
 __device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, int bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
@@ -136,15 +140,28 @@ __device__ __forceinline__ void fp8x4(uint32_t x, uint32_t &lo, uint32_t &hi) {
   if (FNUZ && (__vcmpeq4(x & 0x7F7F7F7Fu, 0x7F7F7F7Fu) | __vcmpeq4(x, 0x80808080u))) fnuz_fix(x, lo, hi);
 }
 
-/* one Q code as an fp16 operand code (the recipe's Q policy, then fp16 rounding) */
+/* one Q code as an fp16 operand code (the recipe's Q policy, then fp16 rounding). The hardware
+ * conversions are the emulator's: cvt.rn.f16.f32 rounds to nearest even with subnormals and
+ * overflows to Inf, as mlr__encode_f32_rne(.., FP16, NONSAT) (a NaN stays a NaN, its payload aside:
+ * the unit's result is its canonical NaN either way); an e4m3 code's fp16 value is exact. The
+ * generic encoders with a run-time format cost about 20 us a launch at bs=4 (measured). */
 __device__ __forceinline__ uint32_t q_operand(const fparams &p, uint16_t code, float qs, int *clipped) {
   float v = mlr_bits_f32((uint32_t)code << 16);
   if (p.qfp8) {
     int c;
-    v = mlr__emu_q_quant(code, qs, (mlr_format)p.qfmt, !p.qstatic, &c);
+    if (p.qfmt == MLR_FMT_E4M3) {
+      const uint32_t q8 = mlr__emu_q_code(code, qs, MLR_FMT_E4M3, !p.qstatic, &c); /* the format a constant */
+      uint32_t h;
+      asm("{.reg .b16 a;\n cvt.u16.u32 a, %1;\n cvt.rn.f16x2.e4m3x2 %0, a;}\n" : "=r"(h) : "r"(q8));
+      *clipped += c;
+      return h & 0xFFFFu;
+    }
+    v = mlr__emu_q_quant(code, qs, MLR_FMT_E4M3FNUZ, !p.qstatic, &c);
     *clipped += c;
   }
-  return mlr__encode_f32_rne(v, MLR_FMT_FP16, MLR_OVF_NONSAT);
+  uint16_t h;
+  asm("cvt.rn.f16.f32 %0, %1;\n" : "=h"(h) : "f"(v));
+  return h;
 }
 
 __device__ __forceinline__ float q_scale(const fparams &p) {
@@ -165,7 +182,7 @@ __global__ void __launch_bounds__(AMAX_THREADS) k_amax(fparams p, int64_t n) {
 template <int FNUZ>
 __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   extern __shared__ __align__(16) uint8_t sm[];
-  uint8_t *kvs_sm = sm;                                   /* [NSLOT][SLOT][ROWB] fp8 codes */
+  uint8_t *kvs_sm = sm;                                   /* [NSLOT][SLOT][QK] fp8 codes, chunks swizzled (kv_chunk) */
   uint16_t *p_sm = (uint16_t *)(sm + SM_KV);              /* [16][PSTR] fp16 P */
   float *red_max = (float *)(sm + SM_KV + SM_P), *red_sum = red_max + NWARP * 16; /* [NWARP][16] */
   const int t = blockIdx.x, s = blockIdx.y, b = p.tok_b[t];
@@ -175,39 +192,51 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   const int64_t end = start + p.slen[b] < L ? start + p.slen[b] : L;
   const int ntiles = end > start ? (int)((end - start + TILE - 1) / TILE) : 0;
 
-  /* The KV rows stream through a ring of 5 slots of 64 rows: tile i (128 tokens) is slots 2i and
-   * 2i+1, and while it is computed the next three slots load (up to 110 KB in flight). One
-   * cp.async group per slot, an empty group past the split's end, so the counts stay uniform.
-   * Rows past the end are zero-filled (their logits are masked and their zero V adds 0 * p = 0). */
+  /* The KV rows stream through a ring of 6 slots of 64 rows = 3 tiles of 128 tokens: tile i is
+   * slots 2i, 2i+1 (mod 6). While the logits of tile i+1 and the PV of tile i are computed, tile
+   * i+2 loads (issued when tile i-1's PV ended: 74 KB in flight). One cp.async group per slot, an
+   * empty group past the split's end, so the counts stay uniform. Rows past the end are
+   * zero-filled (their logits are masked and their zero V adds 0 * p = 0). */
   const int nslots = 2 * ntiles;
-  auto load_slot = [&](int slot) {
+  /* 4 threads a row (64 rows a slot): thread 4r + k copies the row's 16-byte chunks k, k+4, ..,
+   * k+32, so a row's address (its page looked up) is worked out once a slot */
+  static_assert(4 * SLOT == NTHR && QK % 64 == 0, "4 threads a row of a slot, 64 bytes a step");
+  const int lr = threadIdx.x >> 2, lk = threadIdx.x & 3;
+  const int32_t base_b = p.kv_indptr[b];
+  /* the KV row of this thread's row of a slot, or -1 past the split's end. The page table is read
+   * two slots ahead (row_a, row_b: the next two slots' rows), so its load latency hides behind a
+   * slot's copies instead of stalling the copy's issue */
+  auto row_of = [&](int slot) -> int64_t {
+    const int64_t pos = start + (int64_t)slot * SLOT + lr;
+    if (slot >= nslots || pos >= end) return -1;
+    return p.kv_indices ? (int64_t)p.kv_indices[base_b + pos / p.page] * p.page + pos % p.page : base_b + pos;
+  };
+  int64_t row_a = row_of(0), row_b = row_of(1);
+  auto load_slot = [&](int slot) { /* slots are loaded in order 0, 1, 2, ..: row_a is this one's */
     if (slot < nslots) {
-      const int64_t t0 = start + (int64_t)slot * SLOT;
-      uint8_t *dst = kvs_sm + (slot % NSLOT) * SLOT * ROWB;
-      for (int c = threadIdx.x; c < SLOT * (QK / 16); c += NTHR) {
-        const int r = c / (QK / 16), col = c % (QK / 16);
-        const int64_t pos = t0 + r;
-        const uint8_t *src = p.kv;
-        int bytes = 0;
-        if (pos < end) {
-          const int64_t row = p.kv_indices ? (int64_t)p.kv_indices[p.kv_indptr[b] + pos / p.page] * p.page + pos % p.page
-                                           : p.kv_indptr[b] + pos;
-          src = p.kv + row * QK + col * 16, bytes = 16;
-        }
-        cp_async16(smem_addr(dst + r * ROWB + col * 16), src, bytes);
-      }
+      const int64_t row = row_a;
+      row_a = row_b, row_b = row_of(slot + 2);
+      const uint8_t *src = p.kv;
+      int bytes = 0;
+      if (row >= 0) src = p.kv + row * QK + lk * 16, bytes = 16;
+      /* chunk lk + 4k of row lr sits at 4k + (lk ^ sw): kv_chunk's swizzle keeps the group of 4 */
+      const uint32_t dst = smem_addr(kvs_sm + ((slot % NSLOT) * SLOT + lr) * QK + 16 * (lk ^ ((lr >> 1) & 3)));
+#pragma unroll
+      for (int k = 0; k < QK / 64; k++) cp_async16(dst + 64 * k, src + (bytes ? 64 * k : 0), bytes);
     }
     cp_commit();
   };
+  /* the shared-memory address of token r's 16-byte chunk c in tile `tile` */
+  auto kv_chunk = [&](int tile, int r, int c) {
+    return smem_addr(kvs_sm + (((2 * tile + (r >> 6)) % NSLOT) * SLOT + (r & (SLOT - 1))) * QK) + 16 * kv_swz(r, c);
+  };
   /* Q's bf16 rows (16 x 576, rows past H left out) load with slot 0, into slot 4's space; the fp16
-   * operands go to slot 3's (both free until tile 0 has started, when slots 3 and 4 load) */
-  uint16_t *q_raw = (uint16_t *)(kvs_sm + 4 * SLOT * ROWB), *q_sm = (uint16_t *)(kvs_sm + 3 * SLOT * ROWB);
+   * operands go to slot 5's (both free until tile 2 loads, after Q's fragments are in registers) */
+  uint16_t *q_raw = (uint16_t *)(kvs_sm + 4 * SLOT * QK), *q_sm = (uint16_t *)(kvs_sm + 5 * SLOT * QK);
   for (int c = threadIdx.x; c < H * (QK / 8); c += NTHR)
     cp_async16(smem_addr(q_raw + c * 8), p.q + (int64_t)t * H * QK + c * 8, 16);
-  load_slot(0);
-  load_slot(1);
-  load_slot(2);
-  asm volatile("cp.async.wait_group 2;\n" ::: "memory"); /* Q and slot 0 */
+  for (int k = 0; k < 4; k++) load_slot(k); /* tiles 0 and 1 */
+  asm volatile("cp.async.wait_group 2;\n" ::: "memory"); /* Q and tile 0 */
   __syncthreads();
 
   /* Q: each element's fp16 operand once (rows past H zero); then each lane's A fragments for the
@@ -228,25 +257,25 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
       const uint2 v = *(const uint2 *)(q_sm + (g + 8 * rr) * QK + 16 * kb + 4 * j);
       qa[kb][rr] = v.x, qa[kb][2 + rr] = v.y;
     }
+  __syncthreads(); /* Q's staging read by every warp: slots 4 and 5 are free */
+  load_slot(4);
+  load_slot(5);
   /* logit scale: fp32(log2 e / 24) [* q_scale] * kv_scale, left to right (the emulator's c) */
   float c = p.c0;
   if (p.qfp8) c = c * qs;
   c = c * p.kvs;
 
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}; /* rows g and g+8 */
+  float alpha[2] = {1.0f, 1.0f};                            /* the last softmax step's, for its PV */
   float acc[2][2][2][4] = {};                               /* [32-column group][16-column half][even/odd][c0..c3] */
+  float sacc[2][4];
 
-  for (int tile = 0; tile < ntiles; tile++) {
-    asm volatile("cp.async.wait_group 1;\n" ::: "memory"); /* slots 2 tile and 2 tile + 1 */
-    __syncthreads(); /* they landed; tile - 1's slots, P and the reductions are free */
-    load_slot(2 * tile + 3);
-    load_slot(2 * tile + 4);
-    /* token r of the tile: slot (2 tile + r / 64) % 5, row r % 64 */
-    auto kvrow = [&](int r) { return kvs_sm + (((2 * tile + (r >> 6)) % NSLOT) * SLOT + (r & (SLOT - 1))) * ROWB; };
-    const int64_t t0 = start + (int64_t)tile * TILE;
-
-    /* ---- logits: tokens 16w + 8nt + g (B's n), two chains over the column blocks in order ---- */
-    float sacc[2][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
+  /* ---- logits of a tile: tokens 16w + 8nt + g (B's n), two chains over the column blocks in order ---- */
+  auto qk = [&](int tile) {
+#pragma unroll
+    for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+      for (int k = 0; k < 4; k++) sacc[nt][k] = 0.0f;
 #pragma unroll
     for (int q4 = 0; q4 < NKB / 4; q4++)
 #pragma unroll
@@ -254,7 +283,8 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
         /* 4 matrices: 8 tokens x 16 columns each, column blocks 4*q4 .. 4*q4+3; lane (g, j) gets
          * token g's columns 4j..4j+3 of each block */
         uint32_t r[4];
-        ldsm4(smem_addr(kvrow(16 * warp + 8 * nt + (lane & 7)) + 64 * q4 + 16 * (lane >> 3)), r[0], r[1], r[2], r[3]);
+        const int row = 16 * warp + 8 * nt + (lane & 7);
+        ldsm4(kv_chunk(tile, row, 4 * q4 + (lane >> 3)), r[0], r[1], r[2], r[3]);
 #pragma unroll
         for (int i = 0; i < 4; i++) {
           uint32_t lo, hi;
@@ -262,8 +292,45 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
           mma(sacc[nt], qa[4 * q4 + i], lo, hi);
         }
       }
-    /* logits, masked past the split's end; the row maxima */
-    float sv[2][4], mx[2] = {-INFINITY, -INFINITY};
+  };
+
+  /* ---- PV of a tile: output columns 64w .. 64w+63 from acc*alpha, token blocks of 16 in order ---- */
+  auto pv = [&](int tile) {
+#pragma unroll
+    for (int i = 0; i < 32; i++) { /* c0, c1 are row g's, c2, c3 row g+8's */
+      float &v = (&acc[0][0][0][0])[i];
+      v = v * alpha[(i >> 1) & 1];
+    }
+#pragma unroll
+    for (int kb = 0; kb < TILE / 16; kb++) {
+      uint32_t pa[4]; /* P rows 0..15, tokens 16kb.. : the natural k order */
+      ldsm4(smem_addr(p_sm + ((lane & 7) + 8 * ((lane >> 3) & 1)) * PSTR + 16 * kb + 8 * (lane >> 4)), pa[0], pa[1], pa[2], pa[3]);
+#pragma unroll
+      for (int a = 0; a < 2; a++) {
+        /* transposed 8x8 matrices of 16-bit pairs: lane (g, j) gets tokens 2j, 2j+1 of byte columns
+         * 2g, 2g+1: m0 tokens 0-7 and m1 tokens 8-15 of columns c0..c0+15, m2 and m3 of c0+16.. */
+        uint32_t r[4];
+        ldsm4t(kv_chunk(tile, 16 * kb + (lane & 7) + 8 * ((lane >> 3) & 1), 4 * warp + 2 * a + (lane >> 4)), r[0], r[1], r[2], r[3]);
+#pragma unroll
+        for (int h2 = 0; h2 < 2; h2++) {
+          /* bytes (t 2j col 2g, t 2j col 2g+1, t 2j+1 col 2g, t 2j+1 col 2g+1) -> column 2g's two
+           * tokens in the low half, column 2g+1's in the high half */
+          uint32_t e0, o0, e1, o1;
+          fp8x4<FNUZ>(prmt(r[2 * h2], 0x3120), e0, o0);
+          fp8x4<FNUZ>(prmt(r[2 * h2 + 1], 0x3120), e1, o1);
+          mma(acc[a][h2][0], pa, e0, e1); /* n = g <-> column 64w + 32a + 16 h2 + 2g */
+          mma(acc[a][h2][1], pa, o0, o1); /* n = g <-> column 64w + 32a + 16 h2 + 2g + 1 */
+        }
+      }
+    }
+  };
+
+  /* ---- softmax of a tile, from its logits in sacc: (1) masked logits and the block's row maxima
+   * into red_max; then, after a barrier, (2) alpha, P into p_sm, the row sums, l and m ---- */
+  float sv[2][4];
+  auto softmax1 = [&](int tile) {
+    const int64_t t0 = start + (int64_t)tile * TILE;
+    float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
     for (int nt = 0; nt < 2; nt++)
 #pragma unroll
@@ -278,8 +345,9 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
       mx[rr] = fmaxf(mx[rr], MLR_SHFL_XOR(mx[rr], 2));
       if (j == 0) red_max[warp * 16 + g + 8 * rr] = mx[rr];
     }
-    __syncthreads();
-    float mn[2], alpha[2], ps[2] = {0.0f, 0.0f};
+  };
+  auto softmax2 = [&]() {
+    float mn[2], ps[2] = {0.0f, 0.0f};
 #pragma unroll
     for (int rr = 0; rr < 2; rr++) {
       float v = m[rr];
@@ -288,13 +356,13 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
     }
 #pragma unroll
     for (int nt = 0; nt < 2; nt++) {
-      float pv[4];
+      float e[4];
 #pragma unroll
-      for (int k = 0; k < 4; k++) pv[k] = ex2(sv[nt][k] - mn[k >> 1]);
-      ps[0] += pv[0] + pv[1], ps[1] += pv[2] + pv[3];
+      for (int k = 0; k < 4; k++) e[k] = ex2(sv[nt][k] - mn[k >> 1]);
+      ps[0] += e[0] + e[1], ps[1] += e[2] + e[3];
       const int col = 16 * warp + 8 * nt + 2 * j;
-      *(uint32_t *)(p_sm + g * PSTR + col) = f16x2(pv[0], pv[1]);
-      *(uint32_t *)(p_sm + (g + 8) * PSTR + col) = f16x2(pv[2], pv[3]);
+      *(uint32_t *)(p_sm + g * PSTR + col) = f16x2(e[0], e[1]);
+      *(uint32_t *)(p_sm + (g + 8) * PSTR + col) = f16x2(e[2], e[3]);
     }
 #pragma unroll
     for (int rr = 0; rr < 2; rr++) {
@@ -309,38 +377,33 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
       for (int w = 0; w < NWARP; w++) sum += red_sum[w * 16 + g + 8 * rr];
       l[rr] = l[rr] * alpha[rr] + sum, m[rr] = mn[rr];
     }
+  };
 
-    /* ---- PV: output columns 64w .. 64w+63 from acc*alpha, token blocks of 16 in order ---- */
-#pragma unroll
-    for (int i = 0; i < 32; i++) { /* c0, c1 are row g's, c2, c3 row g+8's */
-      float &v = (&acc[0][0][0][0])[i];
-      v = v * alpha[(i >> 1) & 1];
-    }
-#pragma unroll
-    for (int kb = 0; kb < TILE / 16; kb++) {
-      uint32_t pa[4]; /* P rows 0..15, tokens 16kb.. : the natural k order */
-      ldsm4(smem_addr(p_sm + ((lane & 7) + 8 * ((lane >> 3) & 1)) * PSTR + 16 * kb + 8 * (lane >> 4)), pa[0], pa[1], pa[2], pa[3]);
-#pragma unroll
-      for (int a = 0; a < 2; a++) {
-        /* transposed 8x8 matrices of 16-bit pairs: lane (g, j) gets tokens 2j, 2j+1 of byte columns
-         * 2g, 2g+1: m0 tokens 0-7 and m1 tokens 8-15 of columns c0..c0+15, m2 and m3 of c0+16.. */
-        const int c0 = 64 * warp + 32 * a;
-        uint32_t r[4];
-        ldsm4t(smem_addr(kvrow(16 * kb + (lane & 7) + 8 * ((lane >> 3) & 1)) + c0 + 16 * (lane >> 4)), r[0], r[1], r[2], r[3]);
-#pragma unroll
-        for (int h2 = 0; h2 < 2; h2++) {
-          /* bytes (t 2j col 2g, t 2j col 2g+1, t 2j+1 col 2g, t 2j+1 col 2g+1) -> column 2g's two
-           * tokens in the low half, column 2g+1's in the high half */
-          uint32_t e0, o0, e1, o1;
-          fp8x4<FNUZ>(prmt(r[2 * h2], 0x3120), e0, o0);
-          fp8x4<FNUZ>(prmt(r[2 * h2 + 1], 0x3120), e1, o1);
-          mma(acc[a][h2][0], pa, e0, e1); /* n = g <-> column c0 + 16 h2 + 2g */
-          mma(acc[a][h2][1], pa, o0, o1); /* n = g <-> column c0 + 16 h2 + 2g + 1 */
-        }
-      }
-    }
+  /* Software pipeline: tile 0's logits and softmax first; then step i computes tile i+1's logits
+   * and tile i's PV in one stretch of code (independent: the scheduler interleaves the two mma
+   * streams and the conversions), then tile i+1's softmax. The same operations as one tile at a
+   * time, in the same order for each accumulator: the results are bit for bit those of the
+   * unpipelined loop. Barriers: (a) tile i+1 landed and P(i) written; (b) every warp's PV(i) done
+   * (tile i's slots and P free) and the row maxima written; (c) in softmax2, the row sums. */
+  if (ntiles > 0) {
+    qk(0);
+    softmax1(0);
+    __syncthreads();
+    softmax2();
   }
-
+  for (int tile = 0; tile < ntiles; tile++) {
+    asm volatile("cp.async.wait_group 2;\n" ::: "memory"); /* tile + 1's slots; tile + 2's may be in flight */
+    __syncthreads();                                        /* (a) */
+    if (tile + 1 < ntiles) {
+      qk(tile + 1);
+      pv(tile);
+      softmax1(tile + 1);
+    } else pv(tile);
+    __syncthreads(); /* (b) */
+    load_slot(2 * tile + 6);
+    load_slot(2 * tile + 7);
+    if (tile + 1 < ntiles) softmax2();
+  }
   /* ---- the split's result ---- */
   const int direct = p.nsplit[b] == 1;
   float lc[2], lse[2];

@@ -64,13 +64,17 @@ MLR_HD static inline uint16_t mlr__emu_out_code(float v, int out_format) {
 /* one Q element quantized with scale s (mlr_emulate.h, "Q"): the dynamic policies use the task's
  * bf16 arithmetic (mlr_task_quant_unclamped); the static one divides in binary32, as (q / scale)
  * does for a bf16 tensor and a float32 tensor (type promotion), then clamps to the format's max
- * (*clipped set to 1 when the clamp changed it) and casts (nearest even); the decoded value */
-MLR_HD static inline float mlr__emu_q_quant(uint16_t q, float s, mlr_format f8, int task_arith, int *clipped) {
+ * (*clipped set to 1 when the clamp changed it) and casts (nearest even): the code */
+MLR_HD static inline uint8_t mlr__emu_q_code(uint16_t q, float s, mlr_format f8, int task_arith, int *clipped) {
   const float fmax = mlr_format_max(f8);
   float x = task_arith ? mlr_task_quant_unclamped(q, s) : mlr_bits_f32((uint32_t)q << 16) / s;
   *clipped = fabsf(x) > fmax;
   if (*clipped) x = x > 0 ? fmax : -fmax;
-  return mlr_decode(f8, mlr__encode_f32_rne(x, f8, MLR_OVF_NONSAT));
+  return (uint8_t)mlr__encode_f32_rne(x, f8, MLR_OVF_NONSAT);
+}
+/* the same as a value */
+MLR_HD static inline float mlr__emu_q_quant(uint16_t q, float s, mlr_format f8, int task_arith, int *clipped) {
+  return mlr_decode(f8, mlr__emu_q_code(q, s, f8, task_arith, clipped));
 }
 
 /* one column's merge over ns splits (mlr_emulate.h, "merge"), as the GPU kernels run it (a column
