@@ -55,14 +55,21 @@ enum { MAX_SPLITS = 65535 };        /* the grid's second dimension */
 enum { SM_KV = NSLOT * SLOT * QK, SM_P = 16 * PSTR * 2, SM_RED = 2 * NWARP * 16 * 4, SMEM = SM_KV + SM_P + SM_RED };
 enum { MERGE_THREADS = DV, AMAX_BLOCKS = 264, AMAX_THREADS = 512, BW_THREADS = 256 };
 
+/* what a query token's blocks need, in one place: one round of global loads at the start instead
+ * of a chain (token -> batch -> its splits, its rows) */
+struct tokinfo {
+  int64_t L;                    /* the KV tokens it sees (ragged q_len: fewer for earlier tokens) */
+  int32_t nsplit, slen, base, pad; /* its batch's splits and split length, and kv_indptr[batch] */
+};
+
 struct fparams {
   int H, qfp8, qfmt, qstatic, fnuz;
   float c0, kvs, clamp, static_scale; /* kvs: kv_scale, halved for e4m3fnuz (K and V are read at twice their value) */
   int64_t page, S;
   const uint16_t *q;
   const uint8_t *kv;
-  const int32_t *kv_indptr, *kv_indices, *tok_b, *nsplit, *slen;
-  const int64_t *tok_L;
+  const int32_t *kv_indices;
+  const struct tokinfo *tok;
   unsigned int *amax;
   unsigned long long *clipped;
   float *part_o, *part_lse, *lse;
@@ -145,22 +152,32 @@ __device__ __forceinline__ void fp8x4(uint32_t x, uint32_t &lo, uint32_t &hi) {
  * overflows to Inf, as mlr__encode_f32_rne(.., FP16, NONSAT) (a NaN stays a NaN, its payload aside:
  * the unit's result is its canonical NaN either way); an e4m3 code's fp16 value is exact. The
  * generic encoders with a run-time format cost about 20 us a launch at bs=4 (measured). */
+/* the fp8 policies, out of line (8 copies a loop step otherwise): the code in bits 0..15, bit 16 set
+ * when the clamp changed the value (returned, not stored through a pointer: a local-memory round
+ * trip a call) */
+__device__ __noinline__ uint32_t q_operand_fp8(const fparams &p, uint16_t code, float qs) {
+  int c;
+  uint32_t h;
+  if (p.qfmt == MLR_FMT_E4M3) {
+    const uint32_t q8 = mlr__emu_q_code(code, qs, MLR_FMT_E4M3, !p.qstatic, &c); /* the format a constant */
+    asm("{.reg .b16 a;\n cvt.u16.u32 a, %1;\n cvt.rn.f16x2.e4m3x2 %0, a;}\n" : "=r"(h) : "r"(q8));
+    h &= 0xFFFFu;
+  } else {
+    const float v = mlr__emu_q_quant(code, qs, MLR_FMT_E4M3FNUZ, !p.qstatic, &c);
+    uint16_t h16;
+    asm("cvt.rn.f16.f32 %0, %1;\n" : "=h"(h16) : "f"(v));
+    h = h16;
+  }
+  return h | (uint32_t)c << 16;
+}
 __device__ __forceinline__ uint32_t q_operand(const fparams &p, uint16_t code, float qs, int *clipped) {
-  float v = mlr_bits_f32((uint32_t)code << 16);
   if (p.qfp8) {
-    int c;
-    if (p.qfmt == MLR_FMT_E4M3) {
-      const uint32_t q8 = mlr__emu_q_code(code, qs, MLR_FMT_E4M3, !p.qstatic, &c); /* the format a constant */
-      uint32_t h;
-      asm("{.reg .b16 a;\n cvt.u16.u32 a, %1;\n cvt.rn.f16x2.e4m3x2 %0, a;}\n" : "=r"(h) : "r"(q8));
-      *clipped += c;
-      return h & 0xFFFFu;
-    }
-    v = mlr__emu_q_quant(code, qs, MLR_FMT_E4M3FNUZ, !p.qstatic, &c);
-    *clipped += c;
+    const uint32_t r = q_operand_fp8(p, code, qs);
+    *clipped += (int)(r >> 16);
+    return r & 0xFFFFu;
   }
   uint16_t h;
-  asm("cvt.rn.f16.f32 %0, %1;\n" : "=h"(h) : "f"(v));
+  asm("cvt.rn.f16.f32 %0, %1;\n" : "=h"(h) : "f"(mlr_bits_f32((uint32_t)code << 16)));
   return h;
 }
 
@@ -185,11 +202,12 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   uint8_t *kvs_sm = sm;                                   /* [NSLOT][SLOT][QK] fp8 codes, chunks swizzled (kv_chunk) */
   uint16_t *p_sm = (uint16_t *)(sm + SM_KV);              /* [16][PSTR] fp16 P */
   float *red_max = (float *)(sm + SM_KV + SM_P), *red_sum = red_max + NWARP * 16; /* [NWARP][16] */
-  const int t = blockIdx.x, s = blockIdx.y, b = p.tok_b[t];
-  if (s >= p.nsplit[b]) return; /* this batch has fewer splits (uniform over the block) */
+  const int t = blockIdx.x, s = blockIdx.y;
+  const tokinfo ti = p.tok[t];
+  if (s >= ti.nsplit) return; /* this batch has fewer splits (uniform over the block) */
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, j = lane & 3, H = p.H;
-  const int64_t L = p.tok_L[t], start = (int64_t)s * p.slen[b];
-  const int64_t end = start + p.slen[b] < L ? start + p.slen[b] : L;
+  const int64_t L = ti.L, start = (int64_t)s * ti.slen;
+  const int64_t end = start + ti.slen < L ? start + ti.slen : L;
   const int ntiles = end > start ? (int)((end - start + TILE - 1) / TILE) : 0;
 
   /* The KV rows stream through a ring of 6 slots of 64 rows = 3 tiles of 128 tokens: tile i is
@@ -202,7 +220,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
    * k+32, so a row's address (its page looked up) is worked out once a slot */
   static_assert(4 * SLOT == NTHR && QK % 64 == 0, "4 threads a row of a slot, 64 bytes a step");
   const int lr = threadIdx.x >> 2, lk = threadIdx.x & 3;
-  const int32_t base_b = p.kv_indptr[b];
+  const int32_t base_b = ti.base;
   /* the KV row of this thread's row of a slot, or -1 past the split's end. The page table is read
    * two slots ahead (row_a, row_b: the next two slots' rows), so its load latency hides behind a
    * slot's copies instead of stalling the copy's issue */
@@ -235,6 +253,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   uint16_t *q_raw = (uint16_t *)(kvs_sm + 4 * SLOT * QK), *q_sm = (uint16_t *)(kvs_sm + 5 * SLOT * QK);
   for (int c = threadIdx.x; c < H * (QK / 8); c += NTHR)
     cp_async16(smem_addr(q_raw + c * 8), p.q + (int64_t)t * H * QK + c * 8, 16);
+#pragma unroll 1
   for (int k = 0; k < 4; k++) load_slot(k); /* tiles 0 and 1 */
   asm volatile("cp.async.wait_group 2;\n" ::: "memory"); /* Q and tile 0 */
   __syncthreads();
@@ -245,7 +264,18 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   const float qs = q_scale(p);
   {
     int clipped = 0;
-    for (int i = threadIdx.x; i < 16 * QK; i += NTHR) q_sm[i] = i < H * QK ? (uint16_t)q_operand(p, q_raw[i], qs, &clipped) : 0;
+#pragma unroll 1
+    for (int i = 8 * threadIdx.x; i < 16 * QK; i += 8 * NTHR) { /* 8 elements a step (H * QK is a multiple of 8) */
+      uint4 w = make_uint4(0, 0, 0, 0);
+      if (i < H * QK) {
+        const uint4 r = *(const uint4 *)(q_raw + i);
+        w.x = q_operand(p, r.x & 0xFFFFu, qs, &clipped) | q_operand(p, r.x >> 16, qs, &clipped) << 16;
+        w.y = q_operand(p, r.y & 0xFFFFu, qs, &clipped) | q_operand(p, r.y >> 16, qs, &clipped) << 16;
+        w.z = q_operand(p, r.z & 0xFFFFu, qs, &clipped) | q_operand(p, r.z >> 16, qs, &clipped) << 16;
+        w.w = q_operand(p, r.w & 0xFFFFu, qs, &clipped) | q_operand(p, r.w >> 16, qs, &clipped) << 16;
+      }
+      *(uint4 *)(q_sm + i) = w;
+    }
     if (clipped && s == 0) atomicAdd(p.clipped, (unsigned long long)clipped); /* counted once: split 0 */
   }
   __syncthreads();
@@ -404,55 +434,79 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
     load_slot(2 * tile + 7);
     if (tile + 1 < ntiles) softmax2();
   }
-  /* ---- the split's result ---- */
-  const int direct = p.nsplit[b] == 1;
-  float lc[2], lse[2];
+  /* ---- the split's result: acc / max(l, clamp) * kv_scale, through shared memory (the ring is
+   * free now) and one small loop, so the code that runs once a block stays small (unrolled, its
+   * instruction fetches were a third of a one-tile block's time: ncu, stall_no_inst) ---- */
+  float *o_sm = (float *)kvs_sm, *lc_sm = o_sm + 16 * DV; /* [16][DV], [16] */
+  __syncthreads();                                        /* every warp's last PV read the ring */
 #pragma unroll
-  for (int rr = 0; rr < 2; rr++) {
-    lc[rr] = fmaxf(l[rr], p.clamp);
-    lse[rr] = mlr__emu_lse_convert(m[rr] + mlr__emu_log(MLR_EXP_2, lc[rr]), MLR_EXP_2, MLR_EXP_E);
-  }
-#pragma unroll
-  for (int rr = 0; rr < 2; rr++) {
-    const int h = g + 8 * rr;
-    if (h >= H) continue;
-    const int64_t row = (int64_t)t * H + h;
+  for (int rr = 0; rr < 2; rr++)
 #pragma unroll
     for (int a = 0; a < 2; a++)
 #pragma unroll
-      for (int h2 = 0; h2 < 2; h2++) {
-        /* c0 (n = 2j) and c1 (n = 2j+1) of the even and odd tiles: columns 4j, 4j+2 and 4j+1, 4j+3 */
-        const int col = 64 * warp + 32 * a + 16 * h2 + 4 * j;
-        float v[4];
-        v[0] = acc[a][h2][0][2 * rr], v[1] = acc[a][h2][1][2 * rr], v[2] = acc[a][h2][0][2 * rr + 1], v[3] = acc[a][h2][1][2 * rr + 1];
-#pragma unroll
-        for (int k = 0; k < 4; k++) v[k] = v[k] / lc[rr] * p.kvs;
-        if (direct) {
-          uint2 o;
-          o.x = mlr__emu_out_code(v[0], MLR_OUT_BF16) | (uint32_t)mlr__emu_out_code(v[1], MLR_OUT_BF16) << 16;
-          o.y = mlr__emu_out_code(v[2], MLR_OUT_BF16) | (uint32_t)mlr__emu_out_code(v[3], MLR_OUT_BF16) << 16;
-          *(uint2 *)(p.o + row * DV + col) = o;
-        } else
-          *(float4 *)(p.part_o + (row * p.S + s) * DV + col) = make_float4(v[0], v[1], v[2], v[3]);
-      }
-    if (warp == 0 && j == 0) {
-      if (direct) p.lse[row] = lse[rr];
-      else p.part_lse[row * p.S + s] = lse[rr];
-    }
+      for (int h2 = 0; h2 < 2; h2++) /* c0 (n = 2j), c1 (n = 2j+1) of the even and odd tiles: columns 4j, 4j+2 and 4j+1, 4j+3 */
+        *(float4 *)(o_sm + (g + 8 * rr) * DV + 64 * warp + 32 * a + 16 * h2 + 4 * j) =
+            make_float4(acc[a][h2][0][2 * rr], acc[a][h2][1][2 * rr], acc[a][h2][0][2 * rr + 1], acc[a][h2][1][2 * rr + 1]);
+  if (warp == 0 && j == 0) lc_sm[g] = fmaxf(l[0], p.clamp), lc_sm[g + 8] = fmaxf(l[1], p.clamp);
+  if (warp == 0 && j == 0) lc_sm[16 + g] = m[0], lc_sm[24 + g] = m[1]; /* the row maxima, for the lse */
+  __syncthreads();
+  const int direct = ti.nsplit == 1;
+#pragma unroll 1
+  for (int i = threadIdx.x; i < H * (DV / 4); i += NTHR) { /* 4 columns of one head a step */
+    const int h = i / (DV / 4), col = 4 * (i % (DV / 4));
+    const int64_t row = (int64_t)t * H + h;
+    const float4 a4 = *(const float4 *)(o_sm + h * DV + col);
+    const float lc = lc_sm[h];
+    const float v[4] = {a4.x / lc * p.kvs, a4.y / lc * p.kvs, a4.z / lc * p.kvs, a4.w / lc * p.kvs};
+    if (direct) {
+      uint2 o;
+      o.x = mlr__emu_out_code(v[0], MLR_OUT_BF16) | (uint32_t)mlr__emu_out_code(v[1], MLR_OUT_BF16) << 16;
+      o.y = mlr__emu_out_code(v[2], MLR_OUT_BF16) | (uint32_t)mlr__emu_out_code(v[3], MLR_OUT_BF16) << 16;
+      *(uint2 *)(p.o + row * DV + col) = o;
+    } else *(float4 *)(p.part_o + (row * p.S + s) * DV + col) = make_float4(v[0], v[1], v[2], v[3]);
+  }
+  if (threadIdx.x < H) { /* lse = (m + log2(max(l, clamp))) * ln 2 */
+    const int h = threadIdx.x;
+    const int64_t row = (int64_t)t * H + h;
+    const float lse = mlr__emu_lse_convert(lc_sm[16 + h] + mlr__emu_log(MLR_EXP_2, lc_sm[h]), MLR_EXP_2, MLR_EXP_E);
+    if (direct) p.lse[row] = lse;
+    else p.part_lse[row * p.S + s] = lse;
   }
 }
 
-/* the emulator's merge_one for normalized partials and the global-max rule, lse in ln units: a
- * block per (query token, head), a column per thread */
+/* the emulator's merge_one for normalized partials and the global-max rule, lse in ln units
+ * (mlr__emu_merge_column's, bit for bit): a block per (query token, head), a column per thread. The
+ * max (exact in any order) and each split's weight exp(lse - max) are worked out once a block, 512
+ * splits at a time, not once a column: the columns then sum their terms in split order. */
 __global__ void __launch_bounds__(MERGE_THREADS) k_merge(fparams p) {
+  __shared__ float w_sm[MERGE_THREADS], red[MERGE_THREADS / 32];
   const int64_t row = blockIdx.x, t = row / p.H;
-  const int64_t ns = p.nsplit[p.tok_b[t]];
+  const int64_t ns = p.tok[t].nsplit;
   if (ns < 2) return; /* written by k_attn */
   const int d = threadIdx.x;
-  float M, sc;
-  const float o = mlr__emu_merge_column(p.part_lse + row * p.S, NULL, p.part_o + row * p.S * DV + d, DV, ns, MLR_MERGE_GLOBAL,
-                                        MLR_EXP_E, 0, p.clamp, &M, &sc);
-  p.o[row * DV + d] = mlr__emu_out_code(o, MLR_OUT_BF16);
+  const float *x = p.part_lse + row * p.S, *part = p.part_o + row * p.S * DV + d;
+  float M = -INFINITY; /* splits with lse <= MLR_EMU_SKIP_BELOW (empty ones; NaN) are skipped, as there */
+  for (int64_t s = d; s < ns; s += MERGE_THREADS)
+    if (x[s] > MLR_EMU_SKIP_BELOW) M = fmaxf(M, x[s]);
+  for (int k = 16; k; k >>= 1) M = fmaxf(M, MLR_SHFL_XOR(M, k));
+  if ((d & 31) == 0) red[d >> 5] = M;
+  __syncthreads();
+  for (int w = 0; w < MERGE_THREADS / 32; w++) M = fmaxf(M, red[w]);
+  float acc = 0.0f, sum = 0.0f;
+  for (int64_t c0 = 0; c0 < ns; c0 += MERGE_THREADS) {
+    __syncthreads(); /* the previous chunk's weights are read */
+    if (c0 + d < ns) {
+      const float xs = x[c0 + d];
+      w_sm[d] = xs > MLR_EMU_SKIP_BELOW ? mlr__emu_exp(MLR_EXP_E, xs - M) : -1.0f; /* -1: skipped (a weight is >= 0) */
+    }
+    __syncthreads();
+    const int n = ns - c0 < MERGE_THREADS ? (int)(ns - c0) : MERGE_THREADS;
+#pragma unroll 4
+    for (int k = 0; k < n; k++)
+      if (w_sm[k] >= 0.0f) mlr__emu_merge_term(part[(c0 + k) * DV], 1.0f, w_sm[k], 0, &acc, &sum);
+  }
+  const float sc = fmaxf(sum, p.clamp);
+  p.o[row * DV + d] = mlr__emu_out_code(acc / sc, MLR_OUT_BF16);
   if (d == 0) p.lse[row] = M + mlr__emu_log(MLR_EXP_E, sc);
 }
 
@@ -506,7 +560,7 @@ extern "C" void mlr_gpu_fast_free(mlr_gpu_fast *f) {
 
 #define DALLOC(ptr, n, src)                                                                                            \
   do {                                                                                                                 \
-    void *d_;                                                                                                          \
+    void *d_ = NULL;                                                                                                       \
     if ((st = dalloc(f, &d_, (size_t)(n), (src), err)) != MLR_OK) goto out;                                           \
     *(void **)&(ptr) = d_;                                                                                             \
   } while (0)
@@ -520,12 +574,11 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
   mlr_gpu_fast *f = (mlr_gpu_fast *)calloc(1, sizeof *f);
   if (!f) return mlr_error_set(err, MLR_ENOMEM, "out of host memory for the fast kernel's plan");
   const int64_t T = in->T, H = in->H, B = in->B;
-  int32_t *tok_b = (int32_t *)malloc((size_t)(T > 0 ? T : 1) * 4), *nsplit = (int32_t *)malloc((size_t)B * 4);
-  int64_t *tok_L = (int64_t *)malloc((size_t)(T > 0 ? T : 1) * 8);
+  tokinfo *tok = (tokinfo *)calloc((size_t)(T > 0 ? T : 1), sizeof(tokinfo));
   f->split_count = (int32_t *)calloc((size_t)B, 4), f->split_len = (int32_t *)calloc((size_t)B, 4);
   f->T = T, f->H = H, f->B = B, f->S = 1, f->nq = T * H * QK;
   fparams &p = f->p;
-  if (!tok_b || !nsplit || !tok_L || !f->split_count || !f->split_len) {
+  if (!tok || !f->split_count || !f->split_len) {
     st = mlr_error_set(err, MLR_ENOMEM, "out of host memory for the fast kernel's tables");
     goto out;
   }
@@ -539,10 +592,11 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
       goto out;
     }
     if (ns > f->S) f->S = ns;
-    nsplit[b] = f->split_count[b] = (int32_t)ns, f->split_len[b] = (int32_t)len;
+    f->split_count[b] = (int32_t)ns, f->split_len[b] = (int32_t)len;
     for (int64_t i = 0; i < nq; i++) {
       const int64_t Lt = L - (nq - 1 - i);
-      tok_b[t0 + i] = (int32_t)b, tok_L[t0 + i] = Lt > 0 ? Lt : 0;
+      tokinfo &ti = tok[t0 + i];
+      ti.L = Lt > 0 ? Lt : 0, ti.nsplit = (int32_t)ns, ti.slen = (int32_t)len, ti.base = in->kv_indptr[b];
     }
   }
   if (T > INT32_MAX) {
@@ -563,12 +617,8 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
   f->qscale_static = p.static_scale = p.qfp8 ? (float)(r->q_absmax / (double)mlr_format_max((mlr_format)p.qfmt)) : 1.0f;
   DALLOC(p.q, (size_t)f->nq * 2, in->q);
   DALLOC(p.kv, (size_t)in->N * QK, in->kv);
-  DALLOC(p.kv_indptr, (size_t)(B + 1) * 4, in->kv_indptr);
   if (in->kv_indices) DALLOC(p.kv_indices, (size_t)in->kv_indptr[B] * 4, in->kv_indices);
-  DALLOC(p.tok_b, (size_t)T * 4, tok_b);
-  DALLOC(p.tok_L, (size_t)T * 8, tok_L);
-  DALLOC(p.nsplit, (size_t)B * 4, nsplit);
-  DALLOC(p.slen, (size_t)B * 4, f->split_len);
+  DALLOC(p.tok, (size_t)T * sizeof(tokinfo), tok);
   DALLOC(p.amax, 4, NULL);
   DALLOC(p.clipped, 8, NULL);
   if (f->S > 1) {
@@ -586,7 +636,7 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
   GPU_TRY(hipFuncSetAttribute((const void *)k_attn<1>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
   st = MLR_OK;
 out:
-  free(tok_b), free(nsplit), free(tok_L);
+  free(tok);
   if (st != MLR_OK) mlr_gpu_fast_free(f);
   else *fp = f;
   return st;

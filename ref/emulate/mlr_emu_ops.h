@@ -77,6 +77,14 @@ MLR_HD static inline float mlr__emu_q_quant(uint16_t q, float s, mlr_format f8, 
   return mlr_decode(f8, mlr__emu_q_code(q, s, f8, task_arith, clipped));
 }
 
+/* one split's term under the global-max rule, weight wv = exp(x[s] - max): acc += pt * wv and
+ * sum += ms * wv, fused or not (the fast kernel's k_merge runs it with weights worked out once a
+ * block) */
+MLR_HD static inline void mlr__emu_merge_term(float pt, float ms, float wv, int fused, float *acc, float *sum) {
+  *acc = fused ? fmaf(pt, wv, *acc) : *acc + pt * wv;
+  *sum = fused ? fmaf(ms, wv, *sum) : *sum + ms * wv;
+}
+
 /* one column's merge over ns splits (mlr_emulate.h, "merge"), as the GPU kernels run it (a column
  * per thread): x[s] the split's lse (normalized partials, mass NULL: 1) or its running max (raw:
  * mass[s] its sum l), part[s * stride] its partial; rule running_max, global_max or aiter (running
@@ -97,11 +105,7 @@ MLR_HD static inline float mlr__emu_merge_column(const float *x, const float *ma
       acc = mlr__emu_upd(acc, a, pt * wv, fused);
       sum = mlr__emu_upd(sum, a, ms * wv, fused);
       m = mn;
-    } else {
-      const float wv = mlr__emu_exp(eb, x[s] - m);
-      acc = fused ? fmaf(pt, wv, acc) : acc + pt * wv;
-      sum = fused ? fmaf(ms, wv, sum) : sum + ms * wv;
-    }
+    } else mlr__emu_merge_term(pt, ms, mlr__emu_exp(eb, x[s] - m), fused, &acc, &sum);
   }
   *M = m, *sc = fmaxf(sum, clamp);
   return acc / *sc;
