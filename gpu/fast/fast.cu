@@ -4,11 +4,11 @@
  *
  *   k_amax  (dynamic Q scale only) max |q| over the tensor, an atomic max of the bit patterns
  *   k_attn  a block per (query token, split), 8 warps. The block's KV rows stream through shared
- *           memory in tiles of 128 tokens (cp.async into a ring of 5 slots of 64 rows: while a tile
- *           is computed the next one and a half load). Warp w: the logits of tokens 16w..16w+15 of
- *           the tile for the 16 heads (two mma chains over the 36 column blocks, Q's fragments in
- *           registers), then output columns 64w..64w+63 of the 16 heads (8 accumulator tiles), P
- *           from shared memory.
+ *           memory in tiles of 128 tokens (cp.async into a ring of 6 slots of 64 rows = 3 tiles).
+ *           Warp w: the logits of tokens 16w..16w+15 of a tile for the 16 heads (two mma chains
+ *           over the 36 column blocks, Q's fragments in registers), and output columns
+ *           64w..64w+63 of the 16 heads (8 accumulator tiles), P from shared memory; software-
+ *           pipelined: tile i+1's logits with tile i's PV, while tile i+2 loads.
  *   k_merge a block per (query token, head), a column per thread: the emulator's global-max merge
  *
  * Fragment layouts (PTX ISA, mma.m16n8k16 .f16): lane = 4g + j. A (16x16, row): a0a1 = (g, 2j..2j+1),
