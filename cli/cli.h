@@ -44,6 +44,9 @@ struct mlr_tensor_file;
 struct mlr_inputs;
 int mlr_cli_gen_memory(const char *cmd, const char *what, const char *spec, struct mlr_tensor_file *tf, struct mlr_inputs *in, double *gen_seconds);
 
+/* --tolerance RTOL,ATOL (two numbers >= 0, not both 0; v NULL: the option had no value): an exit
+ * code (the message printed). */
+int mlr_cli_parse_tolerance(const char *cmd, const char *v, double *rtol, double *atol);
 /* Seconds from a monotonic clock. */
 double mlr_cli_now(void);
 
@@ -61,6 +64,7 @@ int mlr_cmd_check(int argc, char **argv);
 int mlr_cmd_golden(int argc, char **argv);
 int mlr_cmd_oracle(int argc, char **argv);
 int mlr_cmd_budget(int argc, char **argv);
+int mlr_cmd_policy_check(int argc, char **argv);
 int mlr_bench_oracle(int argc, char **argv);
 int mlr_bench_emulate(int argc, char **argv);
 int mlr_bench_gpu_exact(int argc, char **argv);

@@ -50,6 +50,15 @@ int mlr_cli_parse_double(const char *s, double *out) {
   return 0;
 }
 
+int mlr_cli_parse_tolerance(const char *cmd, const char *v, double *rtol, double *atol) {
+  char *end = NULL;
+  *rtol = v ? strtod(v, &end) : -1;
+  if (!v || *end != ',' || !(*rtol >= 0) || (*atol = strtod(end + 1, &end), *end) || !(*atol >= 0) || !(*rtol + *atol > 0) ||
+      !isfinite(*rtol + *atol))
+    return mlr_cli_usage_error(cmd, "--tolerance '%s' is not RTOL,ATOL (two numbers >= 0, not both 0)", v ? v : "");
+  return MLR_EXIT_OK;
+}
+
 double mlr_cli_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -314,10 +314,7 @@ int mlr_cmd_budget(int argc, char **argv) {
       if (m < 0 || o.nsets == 64) return mlr_cli_usage_error(cmd, "--set needs key=value (at most 64)");
       o.sets[o.nsets++] = v;
     } else if ((m = mlr_cli_opt(argc, argv, &i, "tolerance", &v))) {
-      char *end;
-      o.rtol = m > 0 ? strtod(v, &end) : -1;
-      if (m < 0 || *end != ',' || !(o.rtol >= 0) || (o.atol = strtod(end + 1, &end), *end) || !(o.atol >= 0) || !(o.rtol + o.atol > 0) || !isfinite(o.rtol + o.atol))
-        return mlr_cli_usage_error(cmd, "--tolerance '%s' is not RTOL,ATOL (two numbers >= 0, not both 0)", m < 0 ? "" : v);
+      if ((rc = mlr_cli_parse_tolerance(cmd, m > 0 ? v : NULL, &o.rtol, &o.atol)) != MLR_EXIT_OK) return rc;
     } else if ((m = mlr_cli_opt(argc, argv, &i, "threshold", &v))) {
       if (m < 0 || mlr_cli_parse_double(v, &o.threshold) || !(o.threshold > 0)) return mlr_cli_usage_error(cmd, "--threshold needs a number > 0");
     } else if ((m = mlr_cli_opt(argc, argv, &i, "points", &v))) {

@@ -43,6 +43,9 @@ static void usage(FILE *out) {
         "                          the error by source, the a priori bound, utilisation\n"
         "  budget ... --sweep absmax [--points N] [--dists D;D...] [--threshold X]\n"
         "                          the static Q scale's cost against absmax (1..448, the seeds' 6.0 marked)\n"
+        "  policy-check --policy P [--against P0] [--suite NAME | --shape SPEC...] [--recipe R]...\n"
+        "      [--tolerance RTOL,ATOL] [--threshold X] [--json]   a new fp8 Q scale policy against the\n"
+        "                          current one for every fp8-Q kernel and shape; exit 1 when one fails\n"
         "  bench formats [--n N]   conversion and random-variate throughput on one core\n"
         "  bench emulate [--recipe NAME]... [--shape SPEC] [--threads N]   the model's speed\n"
         "  bench oracle [--shape SPEC] [--small SPEC]   the oracle's speed, and against plain MPFR\n"
@@ -72,6 +75,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "golden") == 0) return mlr_cmd_golden(argc - 2, argv + 2);
   if (strcmp(cmd, "oracle") == 0) return mlr_cmd_oracle(argc - 2, argv + 2);
   if (strcmp(cmd, "budget") == 0) return mlr_cmd_budget(argc - 2, argv + 2);
+  if (strcmp(cmd, "policy-check") == 0) return mlr_cmd_policy_check(argc - 2, argv + 2);
 #endif
   if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
     printf("mlaref %s\n", MLAREF_VERSION);
@@ -81,6 +85,6 @@ int main(int argc, char **argv) {
     usage(stdout);
     return MLR_EXIT_OK;
   }
-  fprintf(stderr, "mlaref: unknown command '%s' (valid: selfcheck|formats|gen|suite|inputs|recipe|run|gpu|compare|check|golden|oracle|budget|bench|version|help)\n", cmd);
+  fprintf(stderr, "mlaref: unknown command '%s' (valid: selfcheck|formats|gen|suite|inputs|recipe|run|gpu|compare|check|golden|oracle|budget|policy-check|bench|version|help)\n", cmd);
   return MLR_EXIT_USAGE;
 }

@@ -111,7 +111,7 @@ Test(cli, bad_input_exits_2_with_one_line) {
   bad("formats boundaries --format e4m3 --bogus 1", "unknown option '--bogus'");
   bad("formats boundaries --format", "--format needs a value");
   bad("formats frobnicate", "valid: info|boundaries|encode|decode");
-  bad("frobnicate", "valid: selfcheck|formats|gen|suite|inputs|recipe|run|gpu|compare|check|golden|oracle|budget|bench|version|help");
+  bad("frobnicate", "valid: selfcheck|formats|gen|suite|inputs|recipe|run|gpu|compare|check|golden|oracle|budget|policy-check|bench|version|help");
   bad("gpu", "unknown subcommand '' (valid: run, info)");
   bad("gpu frob", "unknown subcommand 'frob' (valid: run, info)");
   bad("gpu info extra", "takes no options ('extra')");
@@ -285,6 +285,51 @@ Test(cli, budget_report_sweep_and_rule, .timeout = 300) {
   cr_assert(strstr(o, "FAIL") && strstr(o, "beyond 0.01 x their bound; worst element"), "%s", o);
   free(o), free(e);
   remove("/tmp/mlr_cli_bin.safetensors"), remove("/tmp/mlr_cli_bout.safetensors"), remove("/tmp/mlr_cli_budget.json");
+}
+
+/* policy-check: the verdicts follow the numbers; the same policy on both sides changes nothing */
+Test(cli, policy_check, .timeout = 120) {
+  char *o, *e;
+  /* the same policy against itself: identical utilisation and clipping, never a failure */
+  cr_assert_eq(run("policy-check --policy static:absmax=6 --against static:absmax=6 --recipe fast-a8w8 --recipe aiter-a8w8-ps "
+                   "--shape bs=2,kv=64,seed=3 --shape bs=1,kv=100,seed=22,dist=t3 --json | python3 -c \"import json, sys; d = json.load(sys.stdin); "
+                   "c = d['cells']; assert len(c) == 4 and all(x['applicable'] for x in c); "
+                   "assert all(x['before']['util_max'] == x['after']['util_max'] and x['before']['clipped_fraction'] == "
+                   "x['after']['clipped_fraction'] and x['verdict'] != 'FAIL' for x in c); assert d['verdict'].startswith('static:absmax=6: 0 of 2 kernels fail'); print('same ok')\"",
+                   &o, &e), 0, "stderr: %s", e);
+  cr_assert(strstr(o, "same ok"), "%s", o);
+  free(o), free(e);
+  /* a scale far too small clips Q: every verdict follows its numbers, and the exit code says it */
+  cr_assert_eq(run("policy-check --policy static:absmax=0.25 --against dynamic --recipe aiter-a8w8-ps --shape bs=2,kv=64,seed=3 --json "
+                   "> /tmp/mlr_cli_pc.json; (echo policy-check exit $?; python3 -c \"import json; d = json.load(open('/tmp/mlr_cli_pc.json')); "
+                   "c = d['cells'][0]; b, a, t = c['before'], c['after'], d['threshold']; "
+                   "assert a['clipped_fraction'] > 0.1 and b['clipped_fraction'] == 0; assert a['util_max'] > b['util_max'] and a['util_max'] > t; "
+                   "v = 'pass' if a['util_max'] <= t else 'no worse' if b['util_max'] > t and a['util_max'] <= (1 + d['margin']) * b['util_max'] else 'FAIL'; "
+                   "assert c['verdict'] == v == 'FAIL' and d['kernels'][0]['fails']; print('fail ok')\")", &o, &e), 0, "stderr: %s", e);
+  cr_assert(strstr(o, "policy-check exit 1\nfail ok"), "%s", o);
+  free(o), free(e);
+  remove("/tmp/mlr_cli_pc.json");
+  /* the default kernels: every fp8-Q recipe, the bf16-Q ones named as unaffected; bf16 KV is n/a for fp8-KV recipes */
+  const int rc = run("policy-check --policy dynamic --shape bs=1,kv=40,seed=5 --shape bs=1,kv=40,seed=5,fmt=bf16", &o, &e);
+  cr_assert(strstr(o, "unaffected (bf16 Q, no scale): triton-fp8-single"), "%s", o);
+  cr_assert(strstr(o, "\naiter-a8w8-ps ") && strstr(o, "\naiter-test-ref ") && strstr(o, "\nfast-a8w8 "), "%s", o);
+  cr_assert(strstr(o, "\naiter-a8w8-ps      bs=1,kv=40,seed=5,fmt=bf16 n/a: recipe 'aiter-a8w8-ps' multiplies fp8 KV codes"), "%s", o);
+  cr_assert(strstr(o, "recommendations:\n") && strstr(o, "policy-check: dynamic: "), "%s", o);
+  /* the exit code is the verdict line's: 0 exactly when no kernel fails */
+  cr_assert_eq(rc, strstr(o, "policy-check: dynamic: 0 of 3 kernels fail") ? 0 : 1, "exit %d: %s %s", rc, o, e);
+  cr_assert_eq(rc, strstr(o, "  FAIL\n") ? 1 : 0, "exit %d: %s", rc, o);
+  free(o), free(e);
+  bad("policy-check", "usage: policy-check --policy");
+  bad("policy-check --policy 5", "--policy: policy '5' is not one of static:absmax=A (A > 0), dynamic, per_head, per_token");
+  bad("policy-check --policy static:absmax=0", "absmax must be a number > 0");
+  bad("policy-check --policy dynamic --against foo", "--against: policy 'foo' is not one of");
+  bad("policy-check --policy dynamic --recipe aiter-a16w8-ps", "recipe 'aiter-a16w8-ps' has bf16 Q, which has no scale policy to check");
+  bad("policy-check --policy dynamic --suite nope", "--suite 'nope' is not a suite (valid: bench|test|edge|nightly)");
+  bad("policy-check --policy dynamic --suite test --shape bs=1,kv=2", "--suite and --shape: give one of them");
+  bad("policy-check --policy dynamic --shape bs=0,kv=2", "shape 'bs=0,kv=2': shape field bs='0' is not an integer");
+  bad("policy-check --policy dynamic --tolerance 1", "--tolerance '1' is not RTOL,ATOL");
+  bad("policy-check --policy dynamic --margin -1", "--margin needs a number >= 0");
+  bad("policy-check --policy dynamic --frob", "unknown option '--frob' (valid: --policy --against");
 }
 
 Test(cli, gen_check_unpack_pack) {

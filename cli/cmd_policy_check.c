@@ -1,0 +1,304 @@
+/* mlaref policy-check --policy P [--against P0] [--suite NAME | --shape SPEC...] [--recipe NAME|FILE]...
+ *                     [--tolerance RTOL,ATOL] [--threshold X] [--threads N] [--json]
+ * What a change of the fp8 Q scale policy does to every kernel, run whenever the policy changes.
+ * For every recipe with fp8 Q (default: the built-ins' and the fast GPU kernel's; bf16-Q recipes
+ * have no scale and are listed as unaffected) and every shape (default the nightly suite: the
+ * bench and edge shapes and the Q distributions), the model's error against the certified truth
+ * from the dequantized KV (so only Q's policy and the kernel's own arithmetic differ, as in
+ * `budget --sweep`) under the current policy (--against, default the recipe's own) and under P:
+ * the budget utilisation |out - truth| / (ATOL + RTOL |truth|) (max and p99.9; default tolerance
+ * AITER's 1e-2, 1e-2), the fraction of Q elements the clamp changed, and the verdict of the change:
+ *   pass       the new policy's largest utilisation is at most X (default 1);
+ *   no worse   over X, but so was the current policy, and the new one is at most 10% (--margin)
+ *              higher: the kernel's tolerance, not the policy change;
+ *   FAIL       over X, and either the current policy was not or the new one is worse beyond the
+ *              margin.
+ * Then one recommendation line a kernel and one for the change. Exit 1 when any cell FAILs, 0 when
+ * none does, 2 bad input.
+ * The GPU kernels' own outputs are not run here yet (the fast kernel's recipes are checked as
+ * models). */
+#define _POSIX_C_SOURCE 200809L
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "fixtures/gen/mlr_gen.h"
+#include "fixtures/inputs/mlr_inputs.h"
+#include "fixtures/suites/mlr_suites.h"
+#include "gpu/fast/mlr_gpu_fast.h"
+#include "ref/budget/mlr_budget.h"
+#include "ref/emulate/mlr_emulate.h"
+#include "ref/oracle/mlr_oracle.h"
+#include "ref/recipe/mlr_recipe.h"
+
+enum { MAXREC = 24, MAXSHAPES = 64 };
+
+typedef struct cell {
+  int applicable;           /* the recipe fits the inputs */
+  char reason[256];         /* why not */
+  mlr_policy_point before, after;
+  char before_policy[64];
+  int pass_before, pass_after; /* utilisation max at most the threshold */
+  int verdict;                 /* V_PASS, V_SAME or V_FAIL */
+} cell;
+
+enum { V_PASS, V_SAME, V_FAIL };
+static const char *const VERDICT[] = {"pass", "no worse", "FAIL"};
+
+typedef struct shape {
+  const char *name, *spec;
+} shape;
+
+/* the recipes to check: the named ones, or every built-in and fast-kernel recipe with fp8 Q (the
+ * bf16-Q ones' names into unaffected) */
+static int pick_recipes(const char *cmd, const char **names, int n, mlr_recipe *out, int *nout, char *unaffected, size_t un) {
+  *nout = 0;
+  unaffected[0] = 0;
+  if (n) {
+    for (int k = 0; k < n; k++) {
+      const int rc = mlr_cli_recipe_sets(cmd, names[k], NULL, 0, &out[*nout]);
+      if (rc != MLR_EXIT_OK) return rc;
+      if (out[*nout].q_format == MLR_Q_BF16)
+        return mlr_cli_usage_error(cmd, "recipe '%s' has bf16 Q, which has no scale policy to check (--recipe names a recipe with fp8 Q)", names[k]);
+      (*nout)++;
+    }
+    return MLR_EXIT_OK;
+  }
+  for (int src = 0; src < 2; src++) {
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", src ? mlr_gpu_fast_recipe_names() : mlr_recipe_builtin_names());
+    for (char *save = NULL, *t = strtok_r(buf, "|", &save); t && *nout < MAXREC; t = strtok_r(NULL, "|", &save)) {
+      mlr_recipe r;
+      if (src) mlr_gpu_fast_recipe(t, &r);
+      else mlr_recipe_builtin(t, &r);
+      if (r.q_format != MLR_Q_BF16) out[(*nout)++] = r;
+      else snprintf(unaffected + strlen(unaffected), un - strlen(unaffected), "%s%s", unaffected[0] ? ", " : "", t);
+    }
+  }
+  return MLR_EXIT_OK;
+}
+
+static json_t *point_json(const char *policy, const mlr_policy_point *p, int pass) { /* pass: at most the threshold */
+  return json_pack("{s:s,s:f,s:f,s:f,s:f,s:b}", "policy", policy, "util_max", p->util_max, "util_p999", p->util_p999, "clipped_fraction",
+                   p->clipped_frac, "rel_l2", p->rel_l2, "pass", pass);
+}
+
+/* one shape: its inputs, the truth once, then every recipe under both policies */
+static int run_shape(const char *cmd, const shape *sh, const mlr_recipe *rs, int nr, const char *policy, const char *against, double rtol,
+                     double atol, double threshold, double margin, int threads, cell *out) {
+  mlr_tensor_file tf;
+  mlr_inputs in;
+  int rc = mlr_cli_gen_memory(cmd, "shape", sh->spec, &tf, &in, NULL);
+  if (rc != MLR_EXIT_OK) return rc;
+  const int64_t n = in.T * in.H * MLR_EMU_V_DIM;
+  double *truth = malloc((size_t)(n > 0 ? n : 1) * sizeof(double)), *lse = malloc((size_t)(in.T * in.H > 0 ? in.T * in.H : 1) * sizeof(double));
+  mlr_error err = {""};
+  mlr_status st = MLR_OK;
+  if (!truth || !lse) st = mlr_error_set(&err, MLR_ENOMEM, "out of memory for the truth of %s (%lld elements)", sh->name, (long long)n);
+  mlr_oracle_stats os;
+  if (st == MLR_OK) st = mlr_oracle(&in, MLR_TRUTH_DEQUANTIZED, truth, lse, &os, &err);
+  for (int k = 0; st == MLR_OK && k < nr; k++) {
+    cell *c = &out[k];
+    memset(c, 0, sizeof *c);
+    mlr_recipe before = rs[k], after = rs[k];
+    if (against && (st = mlr_recipe_set_policy(&before, against, &err)) != MLR_OK) break;
+    if ((st = mlr_recipe_set_policy(&after, policy, &err)) != MLR_OK) break;
+    mlr_recipe_policy_text(&before, c->before_policy, sizeof c->before_policy);
+    mlr_error fit = {""};
+    if (mlr_emu_check_fit(&before, &in, &fit) != MLR_OK) { /* e.g. bf16 KV for an fp8-KV recipe: not this kernel's input */
+      snprintf(c->reason, sizeof c->reason, "%s", fit.msg);
+      continue;
+    }
+    c->applicable = 1;
+    if ((st = mlr_budget_policy_point(&before, &in, truth, rtol, atol, threads, &c->before, &err)) != MLR_OK) break;
+    if ((st = mlr_budget_policy_point(&after, &in, truth, rtol, atol, threads, &c->after, &err)) != MLR_OK) break;
+    c->pass_before = c->before.util_max <= threshold, c->pass_after = c->after.util_max <= threshold;
+    c->verdict = c->pass_after ? V_PASS : !c->pass_before && c->after.util_max <= (1 + margin) * c->before.util_max ? V_SAME : V_FAIL;
+  }
+  free(truth), free(lse);
+  mlr_tf_free(&tf);
+  if (st == MLR_OK) return MLR_EXIT_OK;
+  if (st == MLR_EINVAL || st == MLR_EPARSE) return mlr_cli_usage_error(cmd, "%s: %s", sh->name, err.msg);
+  fprintf(stderr, "mlaref %s: %s: %s\n", cmd, sh->name, err.msg);
+  return MLR_EXIT_FAIL;
+}
+
+/* the recommendation for recipe k over every shape: into buf; returns 1 when a cell FAILs */
+static int recommend(const mlr_recipe *r, const cell *cells, int k, int nr, const shape *shapes, int ns, const char *policy,
+                     double threshold, char *buf, size_t n) {
+  int na = 0, nfail = 0, nsame = 0, worst = -1, worst_fail = -1;
+  for (int s = 0; s < ns; s++) {
+    const cell *c = &cells[s * nr + k];
+    if (!c->applicable) continue;
+    na++;
+    nfail += c->verdict == V_FAIL, nsame += c->verdict == V_SAME;
+    if (worst < 0 || c->after.util_max > cells[worst * nr + k].after.util_max) worst = s;
+    if (c->verdict == V_FAIL && (worst_fail < 0 || c->after.util_max - c->before.util_max >
+                                                       cells[worst_fail * nr + k].after.util_max - cells[worst_fail * nr + k].before.util_max))
+      worst_fail = s;
+  }
+  if (!na) {
+    snprintf(buf, n, "%.64s: no shape it runs on (nothing checked)", r->name);
+    return 0;
+  }
+  const cell *w = &cells[worst * nr + k];
+  if (!nfail && !nsame)
+    snprintf(buf, n, "%.64s: safe to switch to %.64s: worst utilisation %.3g (%.64s, was %.3g under %.64s; %.3g%% of Q clipped) on %d shapes", r->name,
+             policy, w->after.util_max, shapes[worst].name, w->before.util_max, w->before_policy, 100 * w->after.clipped_frac, na);
+  else if (!nfail)
+    snprintf(buf, n, "%.64s: %.64s is no worse than %.64s, but %d of %d shapes are over %g under both (worst %.64s: %.3g, was %.3g; %.3g%% of Q "
+             "clipped): the current policy's problem too",
+             r->name, policy, w->before_policy, nsame, na, threshold, shapes[worst].name, w->after.util_max, w->before.util_max,
+             100 * w->after.clipped_frac);
+  else {
+    const cell *f = &cells[worst_fail * nr + k];
+    snprintf(buf, n, "%.64s: do not switch to %.64s: it fails on %d of %d shapes, most on %.64s (utilisation %.3g, was %.3g under %.64s; %.3g%% of Q "
+             "clipped, was %.3g%%)",
+             r->name, policy, nfail, na, shapes[worst_fail].name, f->after.util_max, f->before.util_max, f->before_policy, 100 * f->after.clipped_frac,
+             100 * f->before.clipped_frac);
+  }
+  return nfail > 0;
+}
+
+int mlr_cmd_policy_check(int argc, char **argv) {
+  const char *cmd = "policy-check", *policy = NULL, *against = NULL, *suite = NULL, *recipes[MAXREC];
+  shape shapes[MAXSHAPES];
+  int nshape = 0, nrec = 0, threads = 0, json = 0, rc = MLR_EXIT_OK;
+  double rtol = 1e-2, atol = 1e-2, threshold = 1.0, margin = 0.1;
+  for (int i = 0; i < argc; i++) {
+    const char *v;
+    int m;
+    if (mlr_cli_str(cmd, argc, argv, &i, "policy", "static:absmax=A|dynamic|per_head|per_token", &policy, &rc) ||
+        mlr_cli_str(cmd, argc, argv, &i, "against", "static:absmax=A|dynamic|per_head|per_token", &against, &rc) ||
+        mlr_cli_str(cmd, argc, argv, &i, "suite", mlr_suite_names(), &suite, &rc)) {
+      if (rc) return rc;
+    } else if ((m = mlr_cli_opt(argc, argv, &i, "shape", &v))) {
+      if (m < 0 || nshape == MAXSHAPES) return mlr_cli_usage_error(cmd, "--shape needs a SPEC, e.g. bs=4,kv=1024 (at most %d)", MAXSHAPES);
+      shapes[nshape].name = v, shapes[nshape++].spec = v;
+    } else if ((m = mlr_cli_opt(argc, argv, &i, "recipe", &v))) {
+      if (m < 0 || nrec == MAXREC) return mlr_cli_usage_error(cmd, "--recipe needs a name or file (at most %d)", MAXREC);
+      recipes[nrec++] = v;
+    } else if ((m = mlr_cli_opt(argc, argv, &i, "tolerance", &v))) {
+      if ((rc = mlr_cli_parse_tolerance(cmd, m > 0 ? v : NULL, &rtol, &atol)) != MLR_EXIT_OK) return rc;
+    } else if ((m = mlr_cli_opt(argc, argv, &i, "threshold", &v))) {
+      if (m < 0 || mlr_cli_parse_double(v, &threshold) || !(threshold > 0) || !isfinite(threshold))
+        return mlr_cli_usage_error(cmd, "--threshold needs a number > 0 (the largest utilisation that passes)");
+    } else if ((m = mlr_cli_opt(argc, argv, &i, "margin", &v))) {
+      if (m < 0 || mlr_cli_parse_double(v, &margin) || !(margin >= 0) || !isfinite(margin))
+        return mlr_cli_usage_error(cmd, "--margin needs a number >= 0 (how much higher a utilisation already over the threshold may get, 0.1 = 10%%)");
+    } else if ((m = mlr_cli_opt(argc, argv, &i, "threads", &v))) {
+      uint64_t p;
+      if (m < 0 || mlr_cli_parse_u64(v, &p) || p < 1 || p > 1024) return mlr_cli_usage_error(cmd, "--threads '%s': an integer in 1..1024", m < 0 ? "" : v);
+      threads = (int)p;
+    } else if (!strcmp(argv[i], "--json")) json = 1;
+    else return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --policy --against --suite --shape --recipe --tolerance --threshold --margin --threads --json)", argv[i]);
+  }
+  if (!policy)
+    return mlr_cli_usage_error(cmd, "usage: policy-check --policy static:absmax=A|dynamic|per_head|per_token [--against P] [--suite NAME | --shape SPEC...] "
+                                    "[--recipe R]... [--tolerance RTOL,ATOL] [--threshold X] [--margin M] [--json]");
+  if (suite && nshape) return mlr_cli_usage_error(cmd, "--suite and --shape: give one of them");
+  /* both policies parsed before any work (a recipe with fp8 Q to parse them against) */
+  mlr_recipe probe;
+  mlr_recipe_builtin("fp32-seq", &probe);
+  probe.q_format = MLR_Q_E4M3, probe.q_scale = MLR_QS_DYNAMIC;
+  mlr_error err = {""};
+  if (mlr_recipe_set_policy(&probe, policy, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "--policy: %s", err.msg);
+  if (against && mlr_recipe_set_policy(&probe, against, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "--against: %s", err.msg);
+  if (!nshape) {
+    const mlr_suite *su = mlr_suite_find(suite ? suite : "nightly");
+    if (!su) return mlr_cli_usage_error(cmd, "--suite '%s' is not a suite (valid: %s)", suite, mlr_suite_names());
+    for (size_t k = 0; k < su->n && nshape < MAXSHAPES; k++) shapes[nshape].name = su->cells[k].name, shapes[nshape++].spec = su->cells[k].spec;
+  }
+  for (int k = 0; k < nshape; k++) { /* every spec parsed before any output (bad input prints one line only) */
+    mlr_gen_spec gs;
+    if (mlr_gen_spec_parse(shapes[k].spec, &gs, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "shape '%s': %s", shapes[k].spec, err.msg);
+    mlr_gen_spec_free(&gs);
+  }
+  static mlr_recipe rs[MAXREC];
+  char unaffected[512];
+  if ((rc = pick_recipes(cmd, recipes, nrec, rs, &nrec, unaffected, sizeof unaffected)) != MLR_EXIT_OK) return rc;
+  cell *cells = calloc((size_t)nshape * (size_t)nrec, sizeof *cells);
+  if (!cells) {
+    fprintf(stderr, "mlaref %s: out of memory\n", cmd);
+    return MLR_EXIT_FAIL;
+  }
+  const int progress = !json && isatty(2);
+  int sw = 12; /* the shape column: as wide as the longest name */
+  for (int s = 0; s < nshape; s++) sw = (int)strlen(shapes[s].name) > sw ? (int)strlen(shapes[s].name) : sw;
+  if (!json) {
+    printf("mlaref policy-check: Q policy %s against %s; %d kernels x %d shapes; truth: certified, dequantized KV; utilisation |out - truth| / (%g + %g "
+           "|truth|), pass at most %g (or, over it before too, at most %g%% higher)\n",
+           policy, against ? against : "each recipe's own", nrec, nshape, atol, rtol, threshold, 100 * margin);
+    if (unaffected[0]) printf("unaffected (bf16 Q, no scale): %s\n", unaffected);
+    printf("%-18s %-*s %-18s %9s %9s %9s  -> %9s %9s %9s  %s\n", "kernel", sw, "shape", "policy before", "util max", "p99.9", "clipped%", "util max",
+           "p99.9", "clipped%", "verdict");
+  }
+  const double t0 = mlr_cli_now();
+  for (int s = 0; s < nshape && rc == MLR_EXIT_OK; s++) {
+    if (progress) fprintf(stderr, "\rpolicy-check: shape %d of %d (%s), %.0f s   ", s + 1, nshape, shapes[s].name, mlr_cli_now() - t0);
+    rc = run_shape(cmd, &shapes[s], rs, nrec, policy, against, rtol, atol, threshold, margin, threads, &cells[s * nrec]);
+    for (int k = 0; !json && rc == MLR_EXIT_OK && k < nrec; k++) {
+      const cell *c = &cells[s * nrec + k];
+      if (progress) fprintf(stderr, "\r%60s\r", "");
+      if (!c->applicable) {
+        printf("%-18s %-*s n/a: %s\n", rs[k].name, sw, shapes[s].name, c->reason);
+        continue;
+      }
+      printf("%-18s %-*s %-18s %9.4g %9.4g %9.3g  -> %9.4g %9.4g %9.3g  %s\n", rs[k].name, sw, shapes[s].name, c->before_policy, c->before.util_max,
+             c->before.util_p999, 100 * c->before.clipped_frac, c->after.util_max, c->after.util_p999, 100 * c->after.clipped_frac,
+             VERDICT[c->verdict]);
+    }
+    fflush(stdout);
+  }
+  if (progress) fprintf(stderr, "\r%60s\r", "");
+  if (rc != MLR_EXIT_OK) {
+    free(cells);
+    return rc;
+  }
+  int failing = 0, ncells = 0, nfail = 0;
+  json_t *root = json ? json_pack("{s:s,s:s,s:s,s:f,s:f,s:f,s:f,s:s}", "mlaref_version", MLAREF_VERSION, "policy", policy, "against",
+                                  against ? against : "own", "rtol", rtol, "atol", atol, "threshold", threshold, "margin", margin, "truth", "dequantized")
+                      : NULL;
+  json_t *jk = json_array(), *jc = json_array();
+  if (!json) printf("recommendations:\n");
+  for (int k = 0; k < nrec; k++) {
+    char line[1024];
+    const int f = recommend(&rs[k], cells, k, nrec, shapes, nshape, policy, threshold, line, sizeof line);
+    failing += f;
+    if (json) json_array_append_new(jk, json_pack("{s:s,s:b,s:s}", "recipe", rs[k].name, "fails", f, "recommendation", line));
+    else printf("  %s\n", line);
+    for (int s = 0; s < nshape; s++) {
+      const cell *c = &cells[s * nrec + k];
+      if (c->applicable) ncells++, nfail += c->verdict == V_FAIL;
+      if (!json) continue;
+      json_t *o = json_pack("{s:s,s:s,s:s,s:b}", "recipe", rs[k].name, "shape", shapes[s].name, "spec", shapes[s].spec, "applicable", c->applicable);
+      if (c->applicable) {
+        json_object_set_new(o, "before", point_json(c->before_policy, &c->before, c->pass_before));
+        json_object_set_new(o, "after", point_json(policy, &c->after, c->pass_after));
+        json_object_set_new(o, "verdict", json_string(VERDICT[c->verdict]));
+      } else json_object_set_new(o, "reason", json_string(c->reason));
+      json_array_append_new(jc, o);
+    }
+  }
+  char verdict[256];
+  snprintf(verdict, sizeof verdict, "%.64s: %d of %d kernels fail on %d of %d kernel x shape cells", policy, failing, nrec, nfail, ncells);
+  if (json) {
+    json_object_set_new(root, "kernels", jk);
+    json_object_set_new(root, "cells", jc);
+    json_object_set_new(root, "unaffected", json_string(unaffected));
+    json_object_set_new(root, "verdict", json_string(verdict));
+    char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+    if (s) printf("%s\n", s);
+    free(s);
+    json_decref(root);
+  } else {
+    json_decref(jk), json_decref(jc);
+    printf("policy-check: %s (%.1f s)\n", verdict, mlr_cli_now() - t0);
+  }
+  free(cells);
+  return failing ? MLR_EXIT_FAIL : MLR_EXIT_OK;
+}
