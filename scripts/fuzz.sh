@@ -4,21 +4,26 @@
 # tests/fuzz/corpus/TARGET; then merges what it found into that corpus (kept minimal by libFuzzer's
 # -merge) and writes any crashing input to tests/fuzz/crashes/TARGET-*. CTest replays the corpus on
 # every run (tests/fuzz/replay.c), with ASan and UBSan in the asan-ubsan preset.
-#   scripts/fuzz.sh TARGET [SECONDS]     TARGET: recipe
+#   scripts/fuzz.sh TARGET [SECONDS]     TARGET: recipe, safetensors, npy, shape
 # Exit 0: no crash, hang or leak in the time; 1: libFuzzer stopped on one (its input is kept); 2: usage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t=${1:-}
 secs=${2:-600}
+IO="fixtures/io/tensor.c fixtures/io/safetensors.c fixtures/io/npy.c"
+BASE="ref/base/status.c ref/base/parallel.c ref/base/sha256.c"
 case "$t" in
   recipe) srcs="tests/fuzz/fuzz_recipe.c ref/recipe/recipe.c ref/base/status.c ref/base/sha256.c" ;;
-  *) echo "fuzz: unknown target '$t' (valid: recipe); usage: scripts/fuzz.sh TARGET [SECONDS]" >&2; exit 2 ;;
+  safetensors) srcs="tests/fuzz/fuzz_safetensors.c $IO fixtures/inputs/inputs.c $BASE ref/formats/formats.c -ljansson" ;;
+  npy) srcs="tests/fuzz/fuzz_npy.c $IO $BASE -ljansson" ;;
+  shape) srcs="tests/fuzz/fuzz_shape.c fixtures/gen/gen.c fixtures/suites/suites.c fixtures/inputs/inputs.c fixtures/rng/rng.c $IO $BASE ref/formats/formats.c -ljansson" ;;
+  *) echo "fuzz: unknown target '$t' (valid: recipe, safetensors, npy, shape); usage: scripts/fuzz.sh TARGET [SECONDS]" >&2; exit 2 ;;
 esac
 case "$secs" in ''|*[!0-9]*) echo "fuzz: SECONDS '$secs' is not a whole number of seconds" >&2; exit 2 ;; esac
 CC=${FUZZ_CC:-clang-15}
 mkdir -p build/fuzz tests/fuzz/crashes
 "$CC" -g -O1 -std=c11 -ffp-contract=off -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I. \
-  $srcs -lcrypto -lm -o "build/fuzz/fuzz_$t"
+  $srcs -lcrypto -lm -fopenmp -o "build/fuzz/fuzz_$t"
 corpus=tests/fuzz/corpus/$t
 found=$(mktemp -d)
 trap 'rm -rf "$found" "$corpus.merged"' EXIT

@@ -16,6 +16,7 @@ pkgs=(
   rocm-device-libs  #   the AMD device libraries hipcc links
   clang-15          # scripts/fuzz.sh: libFuzzer with ASan and UBSan (CTest only replays the corpora,
   libclang-common-15-dev #   with gcc); clang 15's runtime libraries, libFuzzer among them
+  libomp-15-dev     #   clang 15's OpenMP (omp.h), for the fuzz targets that reach the parallel code
 )
 missing=()
 for p in "${pkgs[@]}"; do
