@@ -47,6 +47,8 @@ int mlr_cli_gen_memory(const char *cmd, const char *what, const char *spec, stru
 /* --tolerance RTOL,ATOL (two numbers >= 0, not both 0; v NULL: the option had no value): an exit
  * code (the message printed). */
 int mlr_cli_parse_tolerance(const char *cmd, const char *v, double *rtol, double *atol);
+/* Bytes of memory available now (physical pages free); UINT64_MAX when the system does not say. */
+uint64_t mlr_cli_available_memory(void);
 /* Seconds from a monotonic clock. */
 double mlr_cli_now(void);
 

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <math.h>
 #include <time.h>
+#include <unistd.h>
 
 int mlr_cli_usage_error(const char *cmd, const char *fmt, ...) {
   va_list ap;
@@ -57,6 +58,11 @@ int mlr_cli_parse_tolerance(const char *cmd, const char *v, double *rtol, double
       !isfinite(*rtol + *atol))
     return mlr_cli_usage_error(cmd, "--tolerance '%s' is not RTOL,ATOL (two numbers >= 0, not both 0)", v ? v : "");
   return MLR_EXIT_OK;
+}
+
+uint64_t mlr_cli_available_memory(void) {
+  const long pages = sysconf(_SC_AVPHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+  return pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : UINT64_MAX;
 }
 
 double mlr_cli_now(void) {

@@ -25,11 +25,6 @@ static void progress(double f, void *ctx) {
   fflush(stderr);
 }
 
-static uint64_t available_memory(void) {
-  const long pages = sysconf(_SC_AVPHYS_PAGES), size = sysconf(_SC_PAGESIZE);
-  return pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : UINT64_MAX;
-}
-
 /* one cell: parse, check memory, generate, write; returns an exit code */
 static int gen_one(const char *cmd, const char *spec_text, const char *out, uint64_t max_mem) {
   mlr_gen_spec spec;
@@ -56,6 +51,13 @@ int mlr_cli_gen_memory(const char *cmd, const char *what, const char *spec_text,
   mlr_gen_spec spec;
   mlr_error err = {""};
   if (mlr_gen_spec_parse(spec_text, &spec, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "%s '%s': %s", what, spec_text, err.msg);
+  uint64_t need;
+  const uint64_t avail = mlr_cli_available_memory();
+  if (mlr_gen_bytes(&spec, &need) != MLR_OK || need > avail) { /* refused up front, with the figure */
+    mlr_gen_spec_free(&spec);
+    return mlr_cli_usage_error(cmd, "%s '%s' needs %.3g GB of memory for its inputs, more than the %.3g GB available", what, spec_text, (double)need / 1e9,
+                               (double)avail / 1e9);
+  }
   const double t0 = mlr_cli_now();
   const mlr_status st = mlr_gen_inputs(&spec, tf, NULL, NULL, &err);
   if (gen_seconds) *gen_seconds = mlr_cli_now() - t0;
@@ -74,7 +76,7 @@ int mlr_cli_gen_memory(const char *cmd, const char *what, const char *spec_text,
 
 int mlr_cmd_gen(int argc, char **argv) {
   const char *cmd = "gen", *shape = NULL, *out = NULL, *suite = NULL;
-  uint64_t max_mem = available_memory();
+  uint64_t max_mem = mlr_cli_available_memory();
   for (int i = 0; i < argc; i++) {
     const char *v;
     int m;

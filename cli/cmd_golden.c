@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "compare/mlr_manifest.h"
 #include "fixtures/gen/mlr_gen.h"
 #include "fixtures/inputs/mlr_inputs.h"
 #include "fixtures/suites/mlr_suites.h"
@@ -131,18 +132,24 @@ static int check_file(const char *path, const outcome *oc, char *why, size_t n) 
 static int verify(const char *cmd, const char *digests, const char *goldens, const char **suites, int nsuites) {
   FILE *f = fopen(digests, "r");
   if (!f) return mlr_cli_usage_error(cmd, "cannot open the digest manifest '%s' (--digests FILE)", digests);
-  char line[1024], last_cell[256] = "";
-  size_t rows = 0, bad = 0, files = 0, lineno = 0;
+  char *line = NULL, last_cell[256] = "";
+  size_t rows = 0, bad = 0, files = 0, lineno = 0, cap = 0;
   static cellin c;
   int have = 0, rc = MLR_EXIT_OK, tty = isatty(2);
-  while (fgets(line, sizeof line, f)) {
+  ssize_t len;
+  while ((len = getline(&line, &cap, f)) >= 0) {
     lineno++;
-    if (line[0] == '#' || line[0] == '\n') continue;
-    char suite[64], cellname[64], rname[64], rsha[80], osha[80], lsha[80];
-    if (sscanf(line, "%63s %63s %63s %79s %79s %79s", suite, cellname, rname, rsha, osha, lsha) != 6) {
-      fclose(f);
-      return mlr_cli_usage_error(cmd, "%s:%zu: expected 6 tab-separated fields (suite cell recipe recipe_sha256 o_sha256 lse_sha256)", digests, lineno);
+    if (len > 0 && line[len - 1] == '\n') len--;
+    mlr_manifest_row mr;
+    int is_row;
+    mlr_error perr = {""};
+    if (mlr_manifest_parse_line(line, (size_t)len, &mr, &is_row, &perr) != MLR_OK) {
+      free(line), fclose(f);
+      if (have) mlr_tf_free(&c.tf);
+      return mlr_cli_usage_error(cmd, "%s:%zu: %s", digests, lineno, perr.msg);
     }
+    if (!is_row) continue;
+    const char *suite = mr.suite, *cellname = mr.cell, *rname = mr.recipe, *rsha = mr.recipe_sha, *osha = mr.o_sha, *lsha = mr.lse_sha;
     int wanted = nsuites == 0;
     for (int k = 0; k < nsuites; k++) wanted |= strcmp(suites[k], suite) == 0;
     if (!wanted) continue;
@@ -181,6 +188,7 @@ static int verify(const char *cmd, const char *digests, const char *goldens, con
     }
     mlr_emu_result_free(&oc.res);
   }
+  free(line);
   fclose(f);
   if (have) mlr_tf_free(&c.tf);
   if (rc != MLR_EXIT_OK) return rc;
@@ -251,7 +259,15 @@ int mlr_cmd_golden(int argc, char **argv) {
         progress(tty, what, ++done, total);
         if ((rc = run_cell(cmd, &rs[ri], &c, &oc)) != MLR_EXIT_OK) break;
         if (!oc.fits) continue;
-        if (mf) fprintf(mf, "%s\t%s\t%s\t%s\t%s\t%s\n", s->name, s->cells[ci].name, rs[ri].name, oc.recipe_sha, oc.o_sha, oc.lse_sha);
+        if (mf) {
+          mlr_manifest_row mr;
+          char row[MLR_MANIFEST_LINE_MAX + 2];
+          snprintf(mr.suite, sizeof mr.suite, "%s", s->name), snprintf(mr.cell, sizeof mr.cell, "%s", s->cells[ci].name);
+          snprintf(mr.recipe, sizeof mr.recipe, "%.63s", rs[ri].name), snprintf(mr.recipe_sha, sizeof mr.recipe_sha, "%s", oc.recipe_sha);
+          snprintf(mr.o_sha, sizeof mr.o_sha, "%s", oc.o_sha), snprintf(mr.lse_sha, sizeof mr.lse_sha, "%s", oc.lse_sha);
+          mlr_manifest_format_row(&mr, row, sizeof row);
+          fputs(row, mf);
+        }
         if (out && (!max_bs || (uint64_t)c.in.B <= max_bs)) {
           char path[4096];
           snprintf(path, sizeof path, "%s/%s.%s.%s.safetensors", out, s->name, s->cells[ci].name, rs[ri].name);

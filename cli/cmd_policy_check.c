@@ -216,7 +216,13 @@ int mlr_cmd_policy_check(int argc, char **argv) {
   for (int k = 0; k < nshape; k++) { /* every spec parsed before any output (bad input prints one line only) */
     mlr_gen_spec gs;
     if (mlr_gen_spec_parse(shapes[k].spec, &gs, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "shape '%s': %s", shapes[k].spec, err.msg);
+    uint64_t need;
+    const uint64_t avail = mlr_cli_available_memory();
+    const mlr_status bst = mlr_gen_bytes(&gs, &need);
     mlr_gen_spec_free(&gs);
+    if (bst != MLR_OK || need > avail)
+      return mlr_cli_usage_error(cmd, "shape '%s' needs %.3g GB of memory for its inputs, more than the %.3g GB available", shapes[k].spec, (double)need / 1e9,
+                                 (double)avail / 1e9);
   }
   static mlr_recipe rs[MAXREC];
   char unaffected[512];

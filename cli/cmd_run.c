@@ -119,6 +119,22 @@ static int run_main(const char *cmd, int argc, char **argv, int gpu) {
     mlr_tf_free(&tf);
     return mlr_cli_usage_error(cmd, "%s", err.msg);
   }
+  { /* the outputs' memory, refused up front with the figure: o (bf16 or fp32), lse, and the split partials with --partials */
+    int64_t S = 1;
+    for (int64_t b = 0; b < in.B; b++) {
+      int64_t ns, len;
+      mlr_recipe_splits(&r, in.B, mlr_inputs_kv_len(&in, b), &ns, &len);
+      S = ns > S ? ns : S;
+    }
+    const double rows = (double)in.T * (double)in.H, osz = r.out_format == MLR_OUT_FP32 ? 4 : 2;
+    const double need = rows * MLR_EMU_V_DIM * osz + rows * 4 + (opts.partials ? rows * (double)S * (MLR_EMU_V_DIM + 1) * 4 : 0);
+    const double avail = (double)mlr_cli_available_memory();
+    if (need > avail) {
+      mlr_tf_free(&tf);
+      return mlr_cli_usage_error(cmd, "%s: the outputs need %.3g GB (%lld query tokens x %lld heads%s), more than the %.3g GB of memory available", inputs,
+                                 need / 1e9, (long long)in.T, (long long)in.H, opts.partials ? " x their split partials" : "", avail / 1e9);
+    }
+  }
   const double t0 = mlr_cli_now();
   mlr_emu_result res;
   mlr_gpu_timing tm = {0, 0, 0, 0, 0, 0};

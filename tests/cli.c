@@ -124,6 +124,11 @@ Test(cli, bad_input_exits_2_with_one_line) {
       "the fast kernel quantizes Q with one scale (q.scale = static or dynamic)");
   bad("gpu run --kernel fast --recipe fast-a16w8 --set softmax.block=64 --inputs x --out /tmp/mlr_cli_never.safetensors",
       "the fast kernel computes softmax.block = 128 only");
+  /* a damaged digest manifest is named at its line and column, before any row runs */
+  cr_assert_eq(system("printf '# manifest\\nedge\\tbs1_kv1\\tfp32-seq\\tabc\\n' > /tmp/mlr_cli_badmanifest.tsv"), 0);
+  bad("golden --verify --digests /tmp/mlr_cli_badmanifest.tsv",
+      "/tmp/mlr_cli_badmanifest.tsv:2: column 23: field recipe_sha256 has 3 characters (valid: 64 lowercase hex digits)");
+  remove("/tmp/mlr_cli_badmanifest.tsv");
   bad("bench gpu --reps 5", "--reps: an integer in 100..10000");
   bad("bench gpu --peers /nonexistent/peers.json", "--peers /nonexistent/peers.json: not a peers.json");
   bad("bench gpu --frob", "unknown option '--frob' (valid: --shape --recipe --reps --peers)");
@@ -330,6 +335,9 @@ Test(cli, policy_check, .timeout = 120) {
   bad("policy-check --policy dynamic --tolerance 1", "--tolerance '1' is not RTOL,ATOL");
   bad("policy-check --policy dynamic --margin -1", "--margin needs a number >= 0");
   bad("policy-check --policy dynamic --frob", "unknown option '--frob' (valid: --policy --against");
+  /* inputs past the machine's memory are refused before anything is allocated (3.1 TB here) */
+  bad("policy-check --policy dynamic --shape bs=60000,kv=30000", "shape 'bs=60000,kv=30000' needs 3.12e+03 GB of memory for its inputs, more than the");
+  bad("budget --shape bs=60000,kv=30000 --recipe fp32-seq", "needs 3.12e+03 GB of memory for its inputs, more than the");
 }
 
 Test(cli, gen_check_unpack_pack) {
