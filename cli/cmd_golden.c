@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "compare/mlr_manifest.h"
+#include "fixtures/io/mlr_manifest.h"
 #include "fixtures/gen/mlr_gen.h"
 #include "fixtures/inputs/mlr_inputs.h"
 #include "fixtures/suites/mlr_suites.h"

@@ -17,7 +17,7 @@ case "$t" in
   safetensors) srcs="tests/fuzz/fuzz_safetensors.c $IO fixtures/inputs/inputs.c $BASE ref/formats/formats.c -ljansson" ;;
   npy) srcs="tests/fuzz/fuzz_npy.c $IO $BASE -ljansson" ;;
   shape) srcs="tests/fuzz/fuzz_shape.c fixtures/gen/gen.c fixtures/suites/suites.c fixtures/inputs/inputs.c fixtures/rng/rng.c $IO $BASE ref/formats/formats.c -ljansson" ;;
-  manifest) srcs="tests/fuzz/fuzz_manifest.c compare/manifest.c ref/base/status.c" ;;
+  manifest) srcs="tests/fuzz/fuzz_manifest.c fixtures/io/manifest.c ref/base/status.c" ;;
   *) echo "fuzz: unknown target '$t' (valid: recipe, safetensors, npy, shape, manifest); usage: scripts/fuzz.sh TARGET [SECONDS]" >&2; exit 2 ;;
 esac
 case "$secs" in ''|*[!0-9]*) echo "fuzz: SECONDS '$secs' is not a whole number of seconds" >&2; exit 2 ;; esac

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fixtures/io/mlr_manifest.h"
 #include "fixtures/gen/mlr_gen.h"
 #include "fixtures/inputs/mlr_inputs.h"
 #include "fixtures/rng/mlr_rng.h"
@@ -454,4 +455,63 @@ Test(fixtures, inplace_quantization_matches) {
   free(codes);
   mlr_tf_free(&a);
   mlr_tf_free(&b);
+}
+
+/* The golden manifest's lines (fixtures/io/mlr_manifest.h): every committed row parses and formats back to itself; each kind
+ * of damage is refused naming its field and column. */
+Test(fixtures, golden_manifest_lines) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/fixtures/goldens/digests.tsv", MLAREF_SOURCE_DIR);
+  FILE *f = fopen(path, "r");
+  cr_assert_not_null(f, "%s", path);
+  char *line = NULL, back[MLR_MANIFEST_LINE_MAX + 2];
+  size_t cap = 0, rows = 0, lines = 0;
+  ssize_t len;
+  while ((len = getline(&line, &cap, f)) >= 0) {
+    lines += line[0] != '#';
+    if (len > 0 && line[len - 1] == '\n') len--;
+    mlr_manifest_row r;
+    int is_row;
+    mlr_error err = {""};
+    cr_assert_eq(mlr_manifest_parse_line(line, (size_t)len, &r, &is_row, &err), MLR_OK, "%s: %s", line, err.msg);
+    if (!is_row) continue;
+    rows++;
+    mlr_manifest_format_row(&r, back, sizeof back);
+    cr_assert(strlen(back) == (size_t)len + 1 && strncmp(back, line, (size_t)len) == 0, "%s", line);
+  }
+  free(line), fclose(f);
+  cr_assert(rows > 0 && rows == lines, "%zu rows of %zu lines", rows, lines);
+  const char *D = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+  char ok[512];
+  snprintf(ok, sizeof ok, "edge\tbs1_kv1\tfp32-seq\t%s\t%s\t%s", D, D, D);
+  static const struct {
+    const char *what, *line, *msg;
+  } BAD[] = {
+      {"spaces for tabs", "edge bs1_kv1 fp32-seq", "field suite has the byte 0x20"},
+      {"a short digest", "edge\tbs1_kv1\tfp32-seq\tabc", "column 23: field recipe_sha256 has 3 characters (valid: 64 lowercase hex digits)"},
+      {"an empty name", "edge\t\tfp32-seq", "column 6: field cell has 0 characters"},
+      {"too few fields", "edge\tbs1_kv1", "the line ends after field cell"},
+  };
+  for (size_t k = 0; k < sizeof BAD / sizeof BAD[0]; k++) {
+    mlr_manifest_row r;
+    int is_row;
+    mlr_error err = {""};
+    cr_assert_eq(mlr_manifest_parse_line(BAD[k].line, strlen(BAD[k].line), &r, &is_row, &err), MLR_EPARSE, "%s", BAD[k].what);
+    cr_assert(strstr(err.msg, BAD[k].msg), "%s: %s", BAD[k].what, err.msg);
+  }
+  mlr_manifest_row r;
+  int is_row;
+  mlr_error err = {""};
+  cr_assert_eq(mlr_manifest_parse_line(ok, strlen(ok), &r, &is_row, &err), MLR_OK, "%s", err.msg);
+  cr_assert(is_row && !strcmp(r.cell, "bs1_kv1") && !strcmp(r.lse_sha, D));
+  char upper[512], extra[600];
+  snprintf(upper, sizeof upper, "%s", ok);
+  upper[strlen(upper) - 1] = 'F'; /* an uppercase hex digit */
+  cr_assert_eq(mlr_manifest_parse_line(upper, strlen(upper), &r, &is_row, &err), MLR_EPARSE);
+  cr_assert(strstr(err.msg, "field lse_sha256 has the byte 0x46"), "%s", err.msg);
+  snprintf(extra, sizeof extra, "%s\tmore", ok);
+  cr_assert_eq(mlr_manifest_parse_line(extra, strlen(extra), &r, &is_row, &err), MLR_EPARSE);
+  cr_assert(strstr(err.msg, "more after the 6th field"), "%s", err.msg);
+  cr_assert_eq(mlr_manifest_parse_line("# a comment", 11, &r, &is_row, &err), MLR_OK);
+  cr_assert_eq(is_row, 0);
 }
