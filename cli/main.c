@@ -46,6 +46,9 @@ static void usage(FILE *out) {
         "  policy-check --policy P [--against P0] [--suite NAME | --shape SPEC...] [--recipe R]...\n"
         "      [--tolerance RTOL,ATOL] [--threshold X] [--json]   a new fp8 Q scale policy against the\n"
         "                          current one for every fp8-Q kernel and shape; exit 1 when one fails\n"
+        "  report --suite NAME --out DIR [--recipe NAME]... [--baseline OLD/summary.json] [--quick]\n"
+        "                          the accuracy report: index.html, summary.json, summary.md; exit 1 on a\n"
+        "                          failure or a regression against the baseline\n"
         "  bench formats [--n N]   conversion and random-variate throughput on one core\n"
         "  bench emulate [--recipe NAME]... [--shape SPEC] [--threads N]   the model's speed\n"
         "  bench oracle [--shape SPEC] [--small SPEC]   the oracle's speed, and against plain MPFR\n"
@@ -76,6 +79,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "oracle") == 0) return mlr_cmd_oracle(argc - 2, argv + 2);
   if (strcmp(cmd, "budget") == 0) return mlr_cmd_budget(argc - 2, argv + 2);
   if (strcmp(cmd, "policy-check") == 0) return mlr_cmd_policy_check(argc - 2, argv + 2);
+  if (strcmp(cmd, "report") == 0) return mlr_cmd_report(argc - 2, argv + 2);
 #endif
   if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
     printf("mlaref %s\n", MLAREF_VERSION);
@@ -85,6 +89,6 @@ int main(int argc, char **argv) {
     usage(stdout);
     return MLR_EXIT_OK;
   }
-  fprintf(stderr, "mlaref: unknown command '%s' (valid: selfcheck|formats|gen|suite|inputs|recipe|run|gpu|compare|check|golden|oracle|budget|policy-check|bench|version|help)\n", cmd);
+  fprintf(stderr, "mlaref: unknown command '%s' (valid: selfcheck|formats|gen|suite|inputs|recipe|run|gpu|compare|check|golden|oracle|budget|policy-check|report|bench|version|help)\n", cmd);
   return MLR_EXIT_USAGE;
 }

@@ -17,6 +17,8 @@ pkgs=(
   clang-15          # scripts/fuzz.sh: libFuzzer with ASan and UBSan (CTest only replays the corpora,
   libclang-common-15-dev #   with gcc); clang 15's runtime libraries, libFuzzer among them
   libomp-15-dev     #   clang 15's OpenMP (omp.h), for the fuzz targets that reach the parallel code
+  gnuplot-nox       # mlaref report: the plots (SVG terminal)
+  python3-jsonschema # the report test validates summary.json against reports/summary.schema.json
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -111,7 +111,7 @@ Test(cli, bad_input_exits_2_with_one_line) {
   bad("formats boundaries --format e4m3 --bogus 1", "unknown option '--bogus'");
   bad("formats boundaries --format", "--format needs a value");
   bad("formats frobnicate", "valid: info|boundaries|encode|decode");
-  bad("frobnicate", "valid: selfcheck|formats|gen|suite|inputs|recipe|run|gpu|compare|check|golden|oracle|budget|policy-check|bench|version|help");
+  bad("frobnicate", "valid: selfcheck|formats|gen|suite|inputs|recipe|run|gpu|compare|check|golden|oracle|budget|policy-check|report|bench|version|help");
   bad("gpu", "unknown subcommand '' (valid: run, info)");
   bad("gpu frob", "unknown subcommand 'frob' (valid: run, info)");
   bad("gpu info extra", "takes no options ('extra')");
@@ -338,6 +338,51 @@ Test(cli, policy_check, .timeout = 120) {
   /* inputs past the machine's memory are refused before anything is allocated (3.1 TB here) */
   bad("policy-check --policy dynamic --shape bs=60000,kv=30000", "shape 'bs=60000,kv=30000' needs 3.12e+03 GB of memory for its inputs, more than the");
   bad("budget --shape bs=60000,kv=30000 --recipe fp32-seq", "needs 3.12e+03 GB of memory for its inputs, more than the");
+}
+
+/* report: the three files, the JSON against its schema, the page self-contained with its plots;
+ * a baseline whose digest and utilisation differ gives regressions, listed first, and exit 1 */
+Test(cli, report_quick_and_baseline, .timeout = 300) {
+  char *o, *e;
+  cr_assert_eq(system("rm -rf /tmp/mlr_cli_rep && mkdir -p /tmp/mlr_cli_rep/a /tmp/mlr_cli_rep/b"), 0);
+  cr_assert_eq(run("report --suite edge --out /tmp/mlr_cli_rep/a --quick --recipe fp32-seq --recipe aiter-a8w8-ps --digests " MLAREF_SOURCE_DIR
+                   "/fixtures/goldens/digests.tsv", &o, &e), 0, "%s %s", o, e);
+  cr_assert(strstr(o, "report: suite edge (quick): 12 cells, 0 failed, 0 regressions"), "%s", o);
+  free(o), free(e);
+  /* the schema, with whichever python has jsonschema (pyenv's or Debian's python3-jsonschema) */
+  cr_assert_eq(run("x 2>/dev/null; (for py in python3 /usr/bin/python3; do $py -c 'import jsonschema' 2>/dev/null && break; done; $py -c \""
+                   "import json, jsonschema; d = json.load(open('/tmp/mlr_cli_rep/a/summary.json')); "
+                   "jsonschema.validate(d, json.load(open('" MLAREF_SOURCE_DIR "/reports/summary.schema.json'))); "
+                   "c = [x for x in d['cells'] if x['applicable']]; assert len(d['cells']) == 12 and all(x['golden'] == 'match' for x in c); "
+                   "assert [p['absmax'] for p in d['sweep']['distributions'][0]['points']].count(6.0) == 1; print('schema ok')\")", &o, &e), 0, "%s %s", o, e);
+  cr_assert(strstr(o, "schema ok"), "%s", o);
+  free(o), free(e);
+  /* the page: two inline SVG plots by gnuplot, nothing fetched from elsewhere */
+  cr_assert_eq(system("test $(grep -c '<svg' /tmp/mlr_cli_rep/a/index.html) -eq 2 && grep -q 'Produced by GNUPLOT' /tmp/mlr_cli_rep/a/index.html && "
+                      "! grep -q -E '<script|src=.http|href=.http' /tmp/mlr_cli_rep/a/index.html"), 0);
+  /* a baseline with another digest for one cell and a lower utilisation for another */
+  cr_assert_eq(system("python3 -c \"import json; d = json.load(open('/tmp/mlr_cli_rep/a/summary.json')); c = [x for x in d['cells'] if x['applicable']]; "
+                      "c[0]['o_sha256'] = '0' * 64; c[1]['utilisation']['max'] = c[1]['utilisation']['max'] / 2; "
+                      "json.dump(d, open('/tmp/mlr_cli_rep/base.json', 'w'))\""), 0);
+  cr_assert_eq(run("report --suite edge --out /tmp/mlr_cli_rep/b --quick --recipe fp32-seq --recipe aiter-a8w8-ps --baseline /tmp/mlr_cli_rep/base.json", &o, &e),
+               1, "%s %s", o, e);
+  cr_assert(strstr(o, "2 regressions against /tmp/mlr_cli_rep/base.json"), "%s", o);
+  cr_assert(strstr(o, "regression: bs1_kv1 / fp32-seq: output digest changed: 0000000000000000 in the baseline"), "%s", o);
+  cr_assert(strstr(o, "regression: bs1_kv1 / aiter-a8w8-ps: utilisation max up from"), "%s", o);
+  free(o), free(e);
+  cr_assert_eq(system("grep -n '^## ' /tmp/mlr_cli_rep/b/summary.md | head -1 | grep -q 'Regressions' && grep -q 'output digest changed' /tmp/mlr_cli_rep/b/summary.md && "
+                      "grep -q 'class=\"reg\"' /tmp/mlr_cli_rep/b/index.html"), 0);
+  /* bad input: one line, exit 2, nothing written */
+  bad("report --suite edge", "usage: report --suite NAME --out DIR");
+  bad("report --suite nope --out /tmp/mlr_cli_rep", "--suite 'nope' is not a suite (valid: bench|test|edge|nightly)");
+  bad("report --suite edge --out /nonexistent/dir", "--out /nonexistent/dir: not an existing writable folder");
+  bad("report --suite edge --out /tmp/mlr_cli_rep --baseline /nonexistent.json", "--baseline /nonexistent.json: cannot read it");
+  cr_assert_eq(system("mkdir -p /tmp/mlr_cli_rep/c && echo '{\"schema\": \"other\"}' > /tmp/mlr_cli_rep/other.json"), 0);
+  bad("report --suite edge --quick --recipe fp32-seq --out /tmp/mlr_cli_rep/c --baseline /tmp/mlr_cli_rep/other.json",
+      "baseline /tmp/mlr_cli_rep/other.json: not a summary.json of schema mlaref.report/1");
+  cr_assert_eq(system("test -z \"$(ls /tmp/mlr_cli_rep/c)\""), 0, "a refused report wrote files");
+  bad("report --suite edge --out /tmp/mlr_cli_rep --recipe frob", "unknown recipe 'frob'");
+  cr_assert_eq(system("rm -rf /tmp/mlr_cli_rep"), 0);
 }
 
 Test(cli, gen_check_unpack_pack) {
