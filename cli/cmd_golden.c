@@ -130,26 +130,19 @@ static int check_file(const char *path, const outcome *oc, char *why, size_t n) 
 }
 
 static int verify(const char *cmd, const char *digests, const char *goldens, const char **suites, int nsuites) {
-  FILE *f = fopen(digests, "r");
-  if (!f) return mlr_cli_usage_error(cmd, "cannot open the digest manifest '%s' (--digests FILE)", digests);
-  char *line = NULL, last_cell[256] = "";
-  size_t rows = 0, bad = 0, files = 0, lineno = 0, cap = 0;
+  mlr_manifest_row *mrows;
+  size_t nrows;
+  mlr_error merr = {""};
+  const mlr_status mst = mlr_manifest_read(digests, &mrows, &nrows, &merr);
+  if (mst == MLR_EIO) return mlr_cli_usage_error(cmd, "cannot open the digest manifest '%s' (--digests FILE)", digests);
+  if (mst != MLR_OK) return mlr_cli_usage_error(cmd, "%s", merr.msg);
+  char last_cell[256] = "";
+  size_t rows = 0, bad = 0, files = 0;
   static cellin c;
   int have = 0, rc = MLR_EXIT_OK, tty = isatty(2);
-  ssize_t len;
-  while ((len = getline(&line, &cap, f)) >= 0) {
-    lineno++;
-    if (len > 0 && line[len - 1] == '\n') len--;
-    mlr_manifest_row mr;
-    int is_row;
-    mlr_error perr = {""};
-    if (mlr_manifest_parse_line(line, (size_t)len, &mr, &is_row, &perr) != MLR_OK) {
-      free(line), fclose(f);
-      if (have) mlr_tf_free(&c.tf);
-      return mlr_cli_usage_error(cmd, "%s:%zu: %s", digests, lineno, perr.msg);
-    }
-    if (!is_row) continue;
-    const char *suite = mr.suite, *cellname = mr.cell, *rname = mr.recipe, *rsha = mr.recipe_sha, *osha = mr.o_sha, *lsha = mr.lse_sha;
+  for (size_t ri = 0; ri < nrows; ri++) {
+    const mlr_manifest_row *mr = &mrows[ri];
+    const char *suite = mr->suite, *cellname = mr->cell, *rname = mr->recipe, *rsha = mr->recipe_sha, *osha = mr->o_sha, *lsha = mr->lse_sha;
     int wanted = nsuites == 0;
     for (int k = 0; k < nsuites; k++) wanted |= strcmp(suites[k], suite) == 0;
     if (!wanted) continue;
@@ -188,8 +181,7 @@ static int verify(const char *cmd, const char *digests, const char *goldens, con
     }
     mlr_emu_result_free(&oc.res);
   }
-  free(line);
-  fclose(f);
+  free(mrows);
   if (have) mlr_tf_free(&c.tf);
   if (rc != MLR_EXIT_OK) return rc;
   if (tty) fputc('\n', stderr);

@@ -29,38 +29,7 @@ typedef struct manifest {
 
 static mlr_status read_manifest(const char *path, manifest *m, mlr_error *err) {
   m->rows = NULL, m->n = 0;
-  if (!path) return MLR_OK;
-  FILE *f = fopen(path, "r");
-  if (!f) return mlr_error_set(err, MLR_EIO, "cannot open the golden manifest %s", path);
-  char *line = NULL;
-  size_t cap = 0, lineno = 0, mcap = 0;
-  ssize_t len;
-  mlr_status st = MLR_OK;
-  while (st == MLR_OK && (len = getline(&line, &cap, f)) >= 0) {
-    lineno++;
-    if (len > 0 && line[len - 1] == '\n') len--;
-    mlr_manifest_row r;
-    int is_row;
-    mlr_error perr = {""};
-    if (mlr_manifest_parse_line(line, (size_t)len, &r, &is_row, &perr) != MLR_OK) {
-      st = mlr_error_set(err, MLR_EPARSE, "%s:%zu: %s", path, lineno, perr.msg);
-      break;
-    }
-    if (!is_row) continue;
-    if (m->n == mcap) {
-      mcap = mcap ? 2 * mcap : 256;
-      mlr_manifest_row *nr = realloc(m->rows, mcap * sizeof *nr);
-      if (!nr) {
-        st = mlr_error_set(err, MLR_ENOMEM, "out of memory reading %s", path);
-        break;
-      }
-      m->rows = nr;
-    }
-    m->rows[m->n++] = r;
-  }
-  free(line);
-  fclose(f);
-  return st;
+  return path ? mlr_manifest_read(path, &m->rows, &m->n, err) : MLR_OK;
 }
 
 static const char *cell_spec(const char *suite, const char *cell) {
