@@ -19,6 +19,7 @@ pkgs=(
   libomp-15-dev     #   clang 15's OpenMP (omp.h), for the fuzz targets that reach the parallel code
   gnuplot-nox       # mlaref report: the plots (SVG terminal)
   python3-jsonschema # the report test validates summary.json against reports/summary.schema.json
+  chromium          # tests/report_browser.sh: the report's page in a real browser, headless
 )
 missing=()
 for p in "${pkgs[@]}"; do
