@@ -1,5 +1,7 @@
 /* mlaref: deterministic reference model and checking toolkit for fp8 MLA decode kernels. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -60,8 +62,28 @@ static void usage(FILE *out) {
         out);
 }
 
+/* the main job: the self-check, then a quick report of the edge suite (every built-in) into a new
+ * folder under the temporary directory, and where its page is */
+static int main_job(void) {
+  int rc = mlr_cmd_selfcheck(0, NULL);
+#ifndef MLAREF_FORMATS_ONLY
+  if (rc != MLR_EXIT_OK) return rc;
+  const char *tmp = getenv("TMPDIR");
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s/mlaref-report-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(dir)) {
+    fprintf(stderr, "mlaref: cannot make a folder for the quick report under %s\n", tmp && *tmp ? tmp : "/tmp");
+    return MLR_EXIT_FAIL;
+  }
+  char *args[] = {"--suite", "edge", "--quick", "--out", dir};
+  rc = mlr_cmd_report(5, args);
+  if (rc != MLR_EXIT_USAGE) printf("mlaref: the quick report's page: %s/index.html\n", dir);
+#endif
+  return rc;
+}
+
 int main(int argc, char **argv) {
-  if (argc < 2) return mlr_cmd_selfcheck(0, NULL);
+  if (argc < 2) return main_job();
   const char *cmd = argv[1];
   if (strcmp(cmd, "selfcheck") == 0) return mlr_cmd_selfcheck(argc - 2, argv + 2);
   if (strcmp(cmd, "formats") == 0) return mlr_cmd_formats(argc - 2, argv + 2);

@@ -35,11 +35,18 @@ static int count_lines(const char *s) {
   return n;
 }
 
-Test(cli, main_job_passes) {
+Test(cli, main_job_passes, .timeout = 120) {
   char *o, *e;
   cr_assert_eq(run("", &o, &e), 0, "stderr: %s", e);
   cr_assert(strstr(o, " 0 failed"), "%s", o);
   cr_assert(strstr(o, "e4m3fnuz"));
+  /* it ends with a quick report and says where its page is: the page is there */
+  const char *at = strstr(o, "mlaref: the quick report's page: ");
+  cr_assert(at && strstr(o, "report: suite edge (quick): 48 cells, 0 failed"), "%s", o);
+  char page[1024], cmd[2200];
+  cr_assert_eq(sscanf(at, "mlaref: the quick report's page: %1023s", page), 1);
+  snprintf(cmd, sizeof cmd, "grep -q '<svg' %s && rm -rf $(dirname %s)", page, page);
+  cr_assert_eq(system(cmd), 0, "%s", page);
   free(o); free(e);
 }
 
