@@ -75,7 +75,8 @@ static json_t *cell_json(const mlr_report_cell *c) {
   json_object_set_new(o, "utilisation", json_pack("{s:f,s:f,s:f,s:f,s:I,s:I,s:o}", "max", c->util.max, "p999", c->util.p999, "p99", c->util.p99, "p50",
                                                   c->util.p50, "n", (json_int_t)c->util.n, "over", (json_int_t)c->util.over, "hist", hist));
   json_object_set_new(o, "rel_l2", json_real(c->rel_l2));
-  json_object_set_new(o, "bound", json_pack("{s:b,s:f}", "holds", c->bound_holds, "max_ratio", c->bound_max_ratio));
+  json_object_set_new(o, "bound", c->bound_computed ? json_pack("{s:b,s:b,s:f}", "computed", 1, "holds", c->bound_holds, "max_ratio", c->bound_max_ratio)
+                                                    : json_pack("{s:b}", "computed", 0));
   return o;
 }
 
@@ -209,7 +210,7 @@ static void markdown(const mlr_report *r, buf *b) {
       if (!c->applicable) bprintf(b, "| %s | %s | n/a | | | | | n/a |\n", c->shape, c->recipe);
       else
         bprintf(b, "| %s | %s | %s | %.4g | %.4g | %.3g%% | %s (%.3g) | %s |\n", c->shape, c->recipe, c->golden, c->util.max, c->util.p999, 100 * c->rel_l2,
-                c->bound_holds ? "holds" : "VIOLATED", c->bound_max_ratio, c->pass ? "pass" : "FAIL");
+                !c->bound_computed ? "not computed" : c->bound_holds ? "holds" : "VIOLATED", c->bound_max_ratio, c->pass ? "pass" : "FAIL");
     }
 }
 
@@ -272,7 +273,7 @@ static mlr_status html(const mlr_report *r, const char *gp, buf *b, mlr_error *e
         continue;
       }
       bprintf(b, "</td><td>%s</td><td>%.4g</td><td>%.4g</td><td>%.3g</td><td>%s %.3g</td><td>", c->golden, c->util.max, c->util.p999, 100 * c->rel_l2,
-              c->bound_holds ? "holds" : "VIOLATED", c->bound_max_ratio);
+              !c->bound_computed ? "not computed" : c->bound_holds ? "holds" : "VIOLATED", c->bound_max_ratio);
       for (int h = 0; h < MLR_UTIL_BINS; h++) bprintf(b, "%s%lld", h ? " " : "", (long long)c->util.hist[h]);
       bprintf(b, "</td><td>%s</td></tr>\n", c->pass ? "pass" : "FAIL");
     }
