@@ -4,7 +4,7 @@
 # tests/fuzz/corpus/TARGET; then merges what it found into that corpus (kept minimal by libFuzzer's
 # -merge) and writes any crashing input to tests/fuzz/crashes/TARGET-*. CTest replays the corpus on
 # every run (tests/fuzz/replay.c), with ASan and UBSan in the asan-ubsan preset.
-#   scripts/fuzz.sh TARGET [SECONDS]     TARGET: recipe, safetensors, npy, shape, manifest
+#   scripts/fuzz.sh TARGET [SECONDS]     TARGET: recipe, safetensors, npy, shape, manifest, baseline
 # Exit 0: no crash, hang or leak in the time; 1: libFuzzer stopped on one (its input is kept); 2: usage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +18,8 @@ case "$t" in
   npy) srcs="tests/fuzz/fuzz_npy.c $IO $BASE -ljansson" ;;
   shape) srcs="tests/fuzz/fuzz_shape.c fixtures/gen/gen.c fixtures/suites/suites.c fixtures/inputs/inputs.c fixtures/rng/rng.c $IO $BASE ref/formats/formats.c -ljansson" ;;
   manifest) srcs="tests/fuzz/fuzz_manifest.c fixtures/io/manifest.c ref/base/status.c" ;;
-  *) echo "fuzz: unknown target '$t' (valid: recipe, safetensors, npy, shape, manifest); usage: scripts/fuzz.sh TARGET [SECONDS]" >&2; exit 2 ;;
+  baseline) srcs="tests/fuzz/fuzz_baseline.c reports/baseline.c ref/base/status.c -ljansson" ;;
+  *) echo "fuzz: unknown target '$t' (valid: recipe, safetensors, npy, shape, manifest, baseline); usage: scripts/fuzz.sh TARGET [SECONDS]" >&2; exit 2 ;;
 esac
 case "$secs" in ''|*[!0-9]*) echo "fuzz: SECONDS '$secs' is not a whole number of seconds" >&2; exit 2 ;; esac
 CC=${FUZZ_CC:-clang-15}
