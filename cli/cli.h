@@ -42,6 +42,10 @@ void mlr_cli_cpu_model(char *buf, size_t n);
  * (may be NULL) times the generation. */
 struct mlr_tensor_file;
 struct mlr_inputs;
+struct mlr_gen_spec;
+/* A shape spec parsed into *spec (free it with mlr_gen_spec_free) whose inputs fit the available
+ * memory: an exit code (the message printed, naming the spec as `WHAT 'SPEC'`, with the figure). */
+int mlr_cli_spec_fits(const char *cmd, const char *what, const char *spec_text, struct mlr_gen_spec *spec);
 int mlr_cli_gen_memory(const char *cmd, const char *what, const char *spec, struct mlr_tensor_file *tf, struct mlr_inputs *in, double *gen_seconds);
 
 /* --tolerance RTOL,ATOL (two numbers >= 0, not both 0; v NULL: the option had no value): an exit

@@ -25,7 +25,6 @@
 #define DV MLR_EMU_V_DIM
 enum { MAX_POINTS = 64, MAX_DISTS = 8 };
 static const char *const DEFAULT_DISTS = "normal;scaled:0.02;t3;outliers:0.001;perhead";
-static const double SEEDS_ABSMAX = 6.0; /* the seeds' static Q absmax (NUMERICS.md section 2) */
 
 typedef struct opts {
   const char *inputs, *shape, *recipe, *policy, *sweep, *dists, *truth, *out, *sets[64];
@@ -199,15 +198,8 @@ static int report(const char *cmd, const opts *o, const mlr_recipe *r, mlr_input
 static int sweep_one(const char *cmd, const opts *o, const mlr_recipe *base, const char *label, mlr_inputs *in, const double *grid,
                      int np, json_t *arr) {
   mlr_error err = {""};
-  const int64_t n = in->T * in->H * DV;
-  double *truth = malloc((size_t)n * sizeof(double)), *lse = malloc((size_t)(in->T * in->H) * sizeof(double));
-  if (!truth || !lse) {
-    free(truth), free(lse);
-    fprintf(stderr, "mlaref %s: out of memory for the truth\n", cmd);
-    return MLR_EXIT_FAIL;
-  }
-  mlr_oracle_stats os;
-  mlr_status st = mlr_oracle(in, MLR_TRUTH_DEQUANTIZED, truth, lse, &os, &err);
+  double *truth;
+  mlr_status st = mlr_oracle_o(in, MLR_TRUTH_DEQUANTIZED, &truth, &err);
   json_t *pts = json_array();
   double lo = NAN, hi = NAN;
   int gaps = 0, pending = 0; /* grid points over the threshold between lo and hi */
@@ -224,7 +216,7 @@ static int sweep_one(const char *cmd, const opts *o, const mlr_recipe *base, con
     if (i < np) r.q_absmax = grid[i];
     mlr_policy_point pt;
     if ((st = mlr_budget_policy_point(&r, in, truth, o->rtol, o->atol, o->threads, &pt, &err)) != MLR_OK) break;
-    const int seeds = i < np && grid[i] == SEEDS_ABSMAX;
+    const int seeds = i < np && grid[i] == MLR_BUDGET_SEEDS_ABSMAX;
     if (i < np && pt.util_max < o->threshold) {
       if (isnan(lo)) lo = grid[i];
       hi = grid[i], gaps += pending, pending = 0;
@@ -237,7 +229,7 @@ static int sweep_one(const char *cmd, const opts *o, const mlr_recipe *base, con
       printf("  %-16s %-10.3g %-11.4g %-11.4g %-10.4g %-10.4g %-10.4g%s\n", i < np ? pol + 7 : pol, 100 * pt.clipped_frac, pt.rms, pt.max_abs,
              pt.rel_l2, pt.util_max, pt.util_p999, seeds ? "  <- the seeds' 6.0" : "");
   }
-  free(truth), free(lse);
+  free(truth);
   if (st != MLR_OK) {
     json_decref(pts);
     return st == MLR_EINVAL || st == MLR_EPARSE ? mlr_cli_usage_error(cmd, "%s", err.msg) : (fprintf(stderr, "mlaref %s: %s\n", cmd, err.msg), MLR_EXIT_FAIL);
@@ -255,15 +247,7 @@ static int sweep_one(const char *cmd, const opts *o, const mlr_recipe *base, con
 
 static int sweep(const char *cmd, const opts *o, const mlr_recipe *r, json_t *root) {
   double grid[MAX_POINTS + 1];
-  int np = o->points;
-  mlr_budget_absmax_grid(1.0, 448.0, np, grid);
-  int have6 = 0;
-  for (int i = 0; i < np; i++) have6 |= grid[i] == SEEDS_ABSMAX;
-  if (!have6) { /* insert the seeds' 6.0 in order */
-    int k = np;
-    while (k > 0 && grid[k - 1] > SEEDS_ABSMAX) grid[k] = grid[k - 1], k--;
-    grid[k] = SEEDS_ABSMAX, np++;
-  }
+  const int np = mlr_budget_sweep_grid(1.0, 448.0, o->points, grid);
   json_t *arr = root ? json_array() : NULL;
   int rc = MLR_EXIT_OK;
   if (o->inputs) {
@@ -288,7 +272,7 @@ static int sweep(const char *cmd, const opts *o, const mlr_recipe *r, json_t *ro
     }
   }
   if (root) json_object_set_new(root, "sweep", json_pack("{s:f,s:f,s:f,s:f,s:o}", "rtol", o->rtol, "atol", o->atol, "threshold", o->threshold,
-                                                        "seeds_absmax", SEEDS_ABSMAX, "distributions", arr));
+                                                        "seeds_absmax", MLR_BUDGET_SEEDS_ABSMAX, "distributions", arr));
   return rc;
 }
 

@@ -47,17 +47,24 @@ static int gen_one(const char *cmd, const char *spec_text, const char *out, uint
   return MLR_EXIT_OK;
 }
 
-int mlr_cli_gen_memory(const char *cmd, const char *what, const char *spec_text, mlr_tensor_file *tf, mlr_inputs *in, double *gen_seconds) {
-  mlr_gen_spec spec;
+int mlr_cli_spec_fits(const char *cmd, const char *what, const char *spec_text, mlr_gen_spec *spec) {
   mlr_error err = {""};
-  if (mlr_gen_spec_parse(spec_text, &spec, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "%s '%s': %s", what, spec_text, err.msg);
+  if (mlr_gen_spec_parse(spec_text, spec, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "%s '%s': %s", what, spec_text, err.msg);
   uint64_t need;
   const uint64_t avail = mlr_cli_available_memory();
-  if (mlr_gen_bytes(&spec, &need) != MLR_OK || need > avail) { /* refused up front, with the figure */
-    mlr_gen_spec_free(&spec);
+  if (mlr_gen_bytes(spec, &need) != MLR_OK || need > avail) { /* refused up front, with the figure */
+    mlr_gen_spec_free(spec);
     return mlr_cli_usage_error(cmd, "%s '%s' needs %.3g GB of memory for its inputs, more than the %.3g GB available", what, spec_text, (double)need / 1e9,
                                (double)avail / 1e9);
   }
+  return MLR_EXIT_OK;
+}
+
+int mlr_cli_gen_memory(const char *cmd, const char *what, const char *spec_text, mlr_tensor_file *tf, mlr_inputs *in, double *gen_seconds) {
+  mlr_gen_spec spec;
+  mlr_error err = {""};
+  const int rc = mlr_cli_spec_fits(cmd, what, spec_text, &spec);
+  if (rc != MLR_EXIT_OK) return rc;
   const double t0 = mlr_cli_now();
   const mlr_status st = mlr_gen_inputs(&spec, tf, NULL, NULL, &err);
   if (gen_seconds) *gen_seconds = mlr_cli_now() - t0;

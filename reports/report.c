@@ -17,7 +17,6 @@
 #include "ref/recipe/mlr_recipe.h"
 
 enum { QUICK_CELLS = 6, QUICK_TOKENS = 4096, MAX_RECIPES = 32 };
-static const double SEEDS_ABSMAX = 6.0; /* the seeds' static Q absmax (NUMERICS.md section 2) */
 
 /* the golden manifest's rows (NULL path or no file: none) */
 typedef struct manifest {
@@ -51,29 +50,30 @@ static const mlr_manifest_row *find_row(const manifest *m, const char *suite, co
   return same_spec;
 }
 
-/* one shape: inputs and the certified truth (dequantized KV), then every recipe */
-static mlr_status run_shape(const mlr_suite_cell *sc, const char *suite, const mlr_recipe *rs, int nr, const manifest *man, int threads,
-                            mlr_report_cell *out, mlr_error *err) {
+/* the inputs of a shape spec, generated and checked against the contract (tf freed on failure) */
+static mlr_status inputs_of(const char *spec_text, mlr_tensor_file *tf, mlr_inputs *in, mlr_error *err) {
   mlr_gen_spec spec;
-  mlr_status st = mlr_gen_spec_parse(sc->spec, &spec, err);
+  mlr_status st = mlr_gen_spec_parse(spec_text, &spec, err);
   if (st != MLR_OK) return st;
-  mlr_tensor_file tf;
-  st = mlr_gen_inputs(&spec, &tf, NULL, NULL, err);
+  st = mlr_gen_inputs(&spec, tf, NULL, NULL, err);
   mlr_gen_spec_free(&spec);
-  if (st != MLR_OK) return st;
+  if (st == MLR_OK && (st = mlr_inputs_check(tf, spec_text, 0, in, err)) != MLR_OK) mlr_tf_free(tf);
+  return st;
+}
+
+/* one shape: inputs and the certified truth (dequantized KV), then every recipe */
+static mlr_status run_shape(const mlr_suite_cell *sc, const char *suite, const mlr_recipe *rs, int nr, const manifest *man, double rtol,
+                            double atol, int threads, mlr_report_cell *out, mlr_error *err) {
+  mlr_tensor_file tf;
   mlr_inputs in;
-  if ((st = mlr_inputs_check(&tf, sc->spec, 0, &in, err)) != MLR_OK) {
-    mlr_tf_free(&tf);
-    return st;
-  }
+  mlr_status st = inputs_of(sc->spec, &tf, &in, err);
+  if (st != MLR_OK) return st;
   int64_t tokens = 0;
   for (int64_t b = 0; b < in.B; b++) tokens += mlr_inputs_kv_len(&in, b);
   const int64_t n = in.T * in.H * MLR_EMU_V_DIM;
-  double *truth = malloc((size_t)(n > 0 ? n : 1) * sizeof(double)), *lse = malloc((size_t)(in.T * in.H > 0 ? in.T * in.H : 1) * sizeof(double));
-  double *bound = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
-  mlr_oracle_stats os;
-  if (!truth || !lse || !bound) st = mlr_error_set(err, MLR_ENOMEM, "out of memory for the truth of %s", sc->name);
-  else st = mlr_oracle(&in, MLR_TRUTH_DEQUANTIZED, truth, lse, &os, err);
+  double *truth = NULL, *bound = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+  if (!bound) st = mlr_error_set(err, MLR_ENOMEM, "out of memory for the bound of %s", sc->name);
+  else st = mlr_oracle_o(&in, MLR_TRUTH_DEQUANTIZED, &truth, err);
   for (int k = 0; st == MLR_OK && k < nr; k++) {
     mlr_report_cell *c = &out[k];
     memset(c, 0, sizeof *c);
@@ -83,7 +83,7 @@ static mlr_status run_shape(const mlr_suite_cell *sc, const char *suite, const m
     mlr_recipe_hash(&rs[k], c->recipe_sha);
     mlr_error fit = {""};
     if (mlr_emu_check_fit(&rs[k], &in, &fit) != MLR_OK) {
-      snprintf(c->reason, sizeof c->reason, "%s", fit.msg);
+      snprintf(c->reason, sizeof c->reason, "%.255s", fit.msg);
       c->pass = 1; /* nothing to fail */
       continue;
     }
@@ -97,7 +97,7 @@ static mlr_status run_shape(const mlr_suite_cell *sc, const char *suite, const m
     const mlr_cmp_tensor o = {res.out_format == MLR_OUT_FP32 ? MLR_CT_F32 : res.out_format == MLR_OUT_FP16 ? MLR_CT_F16 : MLR_CT_BF16, res.o, n},
                          t = {MLR_CT_F64, truth, n};
     c->bound_computed = tokens <= MLR_REPORT_BOUND_TOKENS;
-    if ((st = mlr_compare_utilisation(&o, &t, 1e-2, 1e-2, &c->util, err)) == MLR_OK && c->bound_computed &&
+    if ((st = mlr_compare_utilisation(&o, &t, rtol, atol, &c->util, err)) == MLR_OK && c->bound_computed &&
         (st = mlr_budget_bound(&rs[k], &in, MLR_TRUTH_DEQUANTIZED, truth, threads, bound, err)) == MLR_OK) {
       mlr_bound_use bu;
       if ((st = mlr_compare_bound(&o, &t, bound, 1.0, &bu, err)) == MLR_OK) c->bound_holds = bu.over == 0, c->bound_max_ratio = bu.max_ratio;
@@ -114,7 +114,7 @@ static mlr_status run_shape(const mlr_suite_cell *sc, const char *suite, const m
     c->pass = strcmp(c->golden, "differ") != 0 && (c->bound_holds || !c->bound_computed);
     mlr_emu_result_free(&res);
   }
-  free(truth), free(lse), free(bound);
+  free(truth), free(bound);
   mlr_tf_free(&tf);
   return st;
 }
@@ -124,44 +124,28 @@ static mlr_status run_shape(const mlr_suite_cell *sc, const char *suite, const m
 static mlr_status run_sweep(mlr_report *rep, const mlr_recipe *base, const char *spec0, const char *const *dists, int nd, int np, int threads,
                             mlr_error *err) {
   double grid[MLR_REPORT_SWEEP_MAX];
-  mlr_budget_absmax_grid(1.0, 448.0, np, grid);
-  int have6 = 0;
-  for (int i = 0; i < np; i++) have6 |= grid[i] == SEEDS_ABSMAX;
-  if (!have6) { /* insert 6.0 in order */
-    int i = np;
-    while (i > 0 && grid[i - 1] > SEEDS_ABSMAX) grid[i] = grid[i - 1], i--;
-    grid[i] = SEEDS_ABSMAX, np++;
-  }
+  np = mlr_budget_sweep_grid(1.0, 448.0, np, grid);
   snprintf(rep->sweep_recipe, sizeof rep->sweep_recipe, "%s", base->name);
   snprintf(rep->sweep_shape, sizeof rep->sweep_shape, "%s", spec0);
-  rep->nsweep_points = np, rep->nsweep_dists = nd, rep->seeds_absmax = SEEDS_ABSMAX;
+  rep->nsweep_points = np, rep->nsweep_dists = nd, rep->seeds_absmax = MLR_BUDGET_SEEDS_ABSMAX;
   mlr_status st = MLR_OK;
   for (int d = 0; st == MLR_OK && d < nd; d++) {
     char spec[256];
     snprintf(spec, sizeof spec, "%s,dist=%s", spec0, dists[d]);
     snprintf(rep->sweep_dist[d], sizeof rep->sweep_dist[d], "%s", dists[d]);
-    mlr_gen_spec gs;
-    if ((st = mlr_gen_spec_parse(spec, &gs, err)) != MLR_OK) break;
     mlr_tensor_file tf;
-    st = mlr_gen_inputs(&gs, &tf, NULL, NULL, err);
-    mlr_gen_spec_free(&gs);
-    if (st != MLR_OK) break;
     mlr_inputs in;
-    if ((st = mlr_inputs_check(&tf, spec, 0, &in, err)) == MLR_OK) {
-      const int64_t ne = in.T * in.H * MLR_EMU_V_DIM;
-      double *truth = malloc((size_t)ne * sizeof(double)), *lse = malloc((size_t)(in.T * in.H) * sizeof(double));
-      mlr_oracle_stats os;
-      if (!truth || !lse) st = mlr_error_set(err, MLR_ENOMEM, "out of memory for the sweep's truth");
-      else st = mlr_oracle(&in, MLR_TRUTH_DEQUANTIZED, truth, lse, &os, err);
-      for (int i = 0; st == MLR_OK && i < np; i++) {
-        mlr_recipe r = *base;
-        r.q_scale = MLR_QS_STATIC, r.q_absmax = grid[i];
-        mlr_policy_point pt;
-        if ((st = mlr_budget_policy_point(&r, &in, truth, rep->rtol, rep->atol, threads, &pt, err)) != MLR_OK) break;
-        rep->sweep[d][i] = (mlr_report_sweep_point){grid[i], pt.clipped_frac, pt.util_max, pt.util_p999, pt.rel_l2};
-      }
-      free(truth), free(lse);
+    if ((st = inputs_of(spec, &tf, &in, err)) != MLR_OK) break;
+    double *truth;
+    st = mlr_oracle_o(&in, MLR_TRUTH_DEQUANTIZED, &truth, err);
+    for (int i = 0; st == MLR_OK && i < np; i++) {
+      mlr_recipe r = *base;
+      r.q_scale = MLR_QS_STATIC, r.q_absmax = grid[i];
+      mlr_policy_point pt;
+      if ((st = mlr_budget_policy_point(&r, &in, truth, rep->rtol, rep->atol, threads, &pt, err)) != MLR_OK) break;
+      rep->sweep[d][i] = (mlr_report_sweep_point){grid[i], pt.clipped_frac, pt.util_max, pt.util_p999, pt.rel_l2};
     }
+    free(truth);
     mlr_tf_free(&tf);
   }
   return st;
@@ -208,7 +192,7 @@ mlr_status mlr_report_run(const char *suite, const char *const *recipes, int nre
   }
   for (int s = 0; st == MLR_OK && s < ns; s++) {
     if (progress) progress(cells[s]->name, s, ns + 1, ctx);
-    st = run_shape(cells[s], suite, rs, nr, &man, threads, &rep->cells[s * nr], err);
+    st = run_shape(cells[s], suite, rs, nr, &man, rep->rtol, rep->atol, threads, &rep->cells[s * nr], err);
     if (st == MLR_OK) rep->ncells += nr;
   }
   free(man.rows);

@@ -137,3 +137,13 @@ void mlr_budget_absmax_grid(double lo, double hi, int n, double *out) {
   for (int i = 0; i < n; i++) out[i] = n == 1 ? lo : lo * pow(hi / lo, (double)i / (double)(n - 1));
   if (n > 1) out[n - 1] = hi; /* exactly the end, not its binary64 approximation */
 }
+
+int mlr_budget_sweep_grid(double lo, double hi, int n, double *out) {
+  mlr_budget_absmax_grid(lo, hi, n, out);
+  for (int i = 0; i < n; i++)
+    if (out[i] == MLR_BUDGET_SEEDS_ABSMAX) return n;
+  int k = n; /* insert it in order */
+  while (k > 0 && out[k - 1] > MLR_BUDGET_SEEDS_ABSMAX) out[k] = out[k - 1], k--;
+  out[k] = MLR_BUDGET_SEEDS_ABSMAX;
+  return n + 1;
+}

@@ -131,6 +131,12 @@ mlr_status mlr_budget_policy_point(const mlr_recipe *r, const mlr_inputs *in, co
 /** The sweep grid: n absmax values log-spaced from lo to hi (both included). */
 void mlr_budget_absmax_grid(double lo, double hi, int n, double *out);
 
+#define MLR_BUDGET_SEEDS_ABSMAX 6.0 /* the seeds' static Q absmax (NUMERICS.md section 2) */
+
+/** The static-scale sweep's grid: mlr_budget_absmax_grid with the seeds' absmax added in order
+ *  when it is not on it already; out has room for n + 1 values; returns how many it holds. */
+int mlr_budget_sweep_grid(double lo, double hi, int n, double *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -434,3 +434,15 @@ mlr_status mlr_oracle(const mlr_inputs *in, mlr_truth_from from, double *o, doub
   if (stats) stats->uncertified = uncertified;
   return MLR_OK;
 }
+
+mlr_status mlr_oracle_o(const mlr_inputs *in, mlr_truth_from from, double **o, mlr_error *err) {
+  const int64_t rows = in->T * in->H, n = rows * DV;
+  *o = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+  double *lse = malloc((size_t)(rows > 0 ? rows : 1) * sizeof(double));
+  mlr_oracle_stats os;
+  mlr_status st = !*o || !lse ? mlr_error_set(err, MLR_ENOMEM, "out of memory for the truth (%lld elements)", (long long)n)
+                              : mlr_oracle(in, from, *o, lse, &os, err);
+  free(lse);
+  if (st != MLR_OK) free(*o), *o = NULL;
+  return st;
+}
