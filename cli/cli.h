@@ -53,6 +53,17 @@ int mlr_cli_gen_memory(const char *cmd, const char *what, const char *spec, stru
 int mlr_cli_parse_tolerance(const char *cmd, const char *v, double *rtol, double *atol);
 /* Bytes of memory available now (physical pages free); UINT64_MAX when the system does not say. */
 uint64_t mlr_cli_available_memory(void);
+/* --max-memory GB (a limit below the available memory, for CI machines shared with other jobs):
+ * when argv[*i] is that option, record it (a bad value sets *rc to the usage error) and return 1. */
+int mlr_cli_max_memory_opt(const char *cmd, int argc, char **argv, int *i, int *rc);
+/* The bytes a command may use: the available memory, or --max-memory where that is lower. */
+uint64_t mlr_cli_memory_limit(void);
+/* MLR_EXIT_OK when NEED bytes fit the limit; otherwise the usage error "WHAT needs N GB of memory,
+ * more than the M GB available" (or "allowed (--max-memory)"), printed before anything is allocated. */
+int mlr_cli_memory_fits(const char *cmd, double need, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* An inputs file is read whole: its size (in *bytes, for the later figure of inputs and outputs
+ * together) against the limit; a missing file is left to the reader. */
+int mlr_cli_file_fits(const char *cmd, const char *path, double *bytes);
 /* Seconds from a monotonic clock. */
 double mlr_cli_now(void);
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <math.h>
 #include <time.h>
 #include <unistd.h>
@@ -63,6 +64,47 @@ int mlr_cli_parse_tolerance(const char *cmd, const char *v, double *rtol, double
 uint64_t mlr_cli_available_memory(void) {
   const long pages = sysconf(_SC_AVPHYS_PAGES), size = sysconf(_SC_PAGESIZE);
   return pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : UINT64_MAX;
+}
+
+/* --max-memory, once per process (one command runs per process); 0: not given */
+static uint64_t max_memory;
+
+int mlr_cli_max_memory_opt(const char *cmd, int argc, char **argv, int *i, int *rc) {
+  const char *v;
+  const int m = mlr_cli_opt(argc, argv, i, "max-memory", &v);
+  if (m == 0) return 0;
+  double gb;
+  /* 1e6 GB: past any machine, and small enough that gb * 1e9 converts to uint64_t exactly enough */
+  if (m < 0 || mlr_cli_parse_double(v, &gb) || !(gb > 0) || gb > 1e6)
+    *rc = mlr_cli_usage_error(cmd, "--max-memory must be a number of GB in (0, 1e6]");
+  else max_memory = (uint64_t)(gb * 1e9);
+  return 1;
+}
+
+uint64_t mlr_cli_memory_limit(void) {
+  const uint64_t avail = mlr_cli_available_memory();
+  return max_memory && max_memory < avail ? max_memory : avail;
+}
+
+int mlr_cli_memory_fits(const char *cmd, double need, const char *fmt, ...) {
+  const uint64_t limit = mlr_cli_memory_limit();
+  if (!(need > (double)limit)) return MLR_EXIT_OK;
+  char what[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  if (max_memory && max_memory == limit)
+    return mlr_cli_usage_error(cmd, "%s needs %.3g GB of memory, more than the %.3g GB allowed (--max-memory)", what, need / 1e9, (double)limit / 1e9);
+  return mlr_cli_usage_error(cmd, "%s needs %.3g GB of memory, more than the %.3g GB available", what, need / 1e9, (double)limit / 1e9);
+}
+
+int mlr_cli_file_fits(const char *cmd, const char *path, double *bytes) {
+  struct stat sb;
+  *bytes = 0;
+  if (stat(path, &sb) != 0) return MLR_EXIT_OK; /* the reader names a missing file */
+  *bytes = (double)sb.st_size;
+  return mlr_cli_memory_fits(cmd, (double)sb.st_size, "%s (an inputs file, read whole)", path);
 }
 
 double mlr_cli_now(void) {

@@ -45,9 +45,10 @@ int mlr_bench_mma(int argc, char **argv) {
   mlr_cli_cpu_model(model, sizeof model);
   printf("machine: %s; one core; %llu inner products of K = %d a run, best of %llu\n", model, (unsigned long long)dots, K,
          (unsigned long long)reps);
-  printf("%-12s %12s %12s %8s\n", "model", "mma ns/prod", "fma ns/prod", "ratio");
+  printf("%-15s %12s %12s %8s\n", "model", "mma ns/prod", "fma ns/prod", "ratio");
   const struct { mlr_mma_unit u; mlr_format f; } units[] = {
-    {MLR_MMA_SM90_E4M3, MLR_FMT_E4M3}, {MLR_MMA_SM90_BF16, MLR_FMT_BF16}, {MLR_MMA_SM90_F16, MLR_FMT_FP16}, {MLR_MMA_CDNA3_FP8, MLR_FMT_E4M3}};
+    {MLR_MMA_SM90_E4M3, MLR_FMT_E4M3}, {MLR_MMA_SM90_BF16, MLR_FMT_BF16}, {MLR_MMA_SM90_F16, MLR_FMT_FP16}, {MLR_MMA_CDNA3_FP8, MLR_FMT_E4M3},
+    {MLR_MMA_SM90_E4M3_SYNC, MLR_FMT_E4M3}};
   for (size_t k = 0; k < sizeof units / sizeof *units; k++) {
     const mlr_mma_model *m = mlr_mma_get(units[k].u);
     for (size_t i = 0; i < n; i++) x[i] = mlr_decode(units[k].f, mlr_encode_f64(g[i], units[k].f, MLR_RND_NEAREST_EVEN, MLR_OVF_SATURATE, 0));
@@ -66,7 +67,7 @@ int mlr_bench_mma(int argc, char **argv) {
         if (dt < best[which]) best[which] = dt;
       }
     const double per = 1e9 / ((double)dots * K);
-    printf("%-12s %12.2f %12.2f %8.1f\n", m->name, best[0] * per, best[1] * per, best[0] / best[1]);
+    printf("%-15s %12.2f %12.2f %8.1f\n", m->name, best[0] * per, best[1] * per, best[0] / best[1]);
   }
   free(g), free(x);
   return MLR_EXIT_OK;

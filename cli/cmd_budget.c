@@ -44,6 +44,9 @@ static void print_header(const opts *o) {
 static int load_inputs(const char *cmd, const opts *o, const char *shape, mlr_tensor_file *tf, mlr_inputs *in) {
   if (o->inputs) {
     mlr_error err = {""};
+    double bytes;
+    const int rc = mlr_cli_file_fits(cmd, o->inputs, &bytes);
+    if (rc != MLR_EXIT_OK) return rc;
     if (mlr_safetensors_read(o->inputs, tf, &err) != MLR_OK || mlr_inputs_check(tf, o->inputs, 0, in, &err) != MLR_OK) {
       mlr_tf_free(tf);
       return mlr_cli_usage_error(cmd, "%s", err.msg);
@@ -291,7 +294,7 @@ int mlr_cmd_budget(int argc, char **argv) {
         mlr_cli_str(cmd, argc, argv, &i, "sweep", "what to sweep (absmax)", &o.sweep, &rc) ||
         mlr_cli_str(cmd, argc, argv, &i, "dists", "Q distributions separated by ';'", &o.dists, &rc) ||
         mlr_cli_str(cmd, argc, argv, &i, "truth", "bf16|dequantized", &o.truth, &rc) ||
-        mlr_cli_str(cmd, argc, argv, &i, "out", "a .safetensors file", &o.out, &rc)) {
+        mlr_cli_str(cmd, argc, argv, &i, "out", "a .safetensors file", &o.out, &rc) || mlr_cli_max_memory_opt(cmd, argc, argv, &i, &rc)) {
       if (rc) return rc;
       if (o.truth && strcmp(o.truth, "bf16") && strcmp(o.truth, "dequantized")) return mlr_cli_usage_error(cmd, "--truth '%s' is not one of bf16|dequantized", o.truth);
     } else if ((m = mlr_cli_opt(argc, argv, &i, "set", &v))) {
@@ -314,7 +317,7 @@ int mlr_cmd_budget(int argc, char **argv) {
       if (m < 0 || mlr_cli_parse_u64(v, &p) || p < 1 || p > 1024) return mlr_cli_usage_error(cmd, "--threads '%s': an integer in 1..1024", m < 0 ? "" : v);
       o.threads = (int)p;
     } else if (!strcmp(argv[i], "--json")) o.json = 1;
-    else return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --inputs --shape --recipe --set --policy --truth --out --sweep --points --dists --tolerance --threshold --rows --threads --json)", argv[i]);
+    else return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --inputs --shape --recipe --set --policy --truth --out --sweep --points --dists --tolerance --threshold --rows --threads --max-memory --json)", argv[i]);
   }
   if (!o.recipe || (!o.inputs == !o.shape))
     return mlr_cli_usage_error(cmd, "usage: budget --inputs IN | --shape SPEC --recipe NAME|FILE [--set k=v]... [--policy P] [--sweep absmax] [--json]");
@@ -348,6 +351,13 @@ int mlr_cmd_budget(int argc, char **argv) {
     if ((rc = load_inputs(cmd, &o, o.shape, &tf, &in)) == MLR_EXIT_OK && o.truth && !strcmp(o.truth, "bf16") && !in.kv_bf16) {
       mlr_tf_free(&tf);
       rc = mlr_cli_usage_error(cmd, "--truth bf16: the inputs have no kv_bf16 (the unquantized KV; mlaref gen ... bf16kv=1)");
+    } else if (rc == MLR_EXIT_OK &&
+               /* refused before the work, with the figure: truth, model and bound in F64, the bound's Q tables (two F64
+                * copies of Q: 2 x 576/512 of o), and the element file of --out (four F64 tensors) */
+               (rc = mlr_cli_memory_fits(cmd, (double)in.T * (double)in.H * DV * 8 * (3 + 2.25 + (o.out ? 4 : 0)),
+                                         "the budget of %s (%lld query tokens x %lld heads, F64%s)", o.inputs ? o.inputs : o.shape, (long long)in.T,
+                                         (long long)in.H, o.out ? ", with --out" : "")) != MLR_EXIT_OK) {
+      mlr_tf_free(&tf);
     } else if (rc == MLR_EXIT_OK) {
       print_header(&o);
       rc = report(cmd, &o, &r, &in, root);

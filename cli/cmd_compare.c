@@ -283,15 +283,17 @@ int mlr_cmd_oracle(int argc, char **argv) {
   int rc = MLR_EXIT_OK, allow = 0;
   for (int i = 0; i < argc && rc == MLR_EXIT_OK; i++) {
     if (mlr_cli_str(cmd, argc, argv, &i, "inputs", "a file", &inputs, &rc) || mlr_cli_str(cmd, argc, argv, &i, "out", "a file", &out, &rc) ||
-        mlr_cli_str(cmd, argc, argv, &i, "from", "dequantized or bf16", &from_s, &rc))
+        mlr_cli_str(cmd, argc, argv, &i, "from", "dequantized or bf16", &from_s, &rc) || mlr_cli_max_memory_opt(cmd, argc, argv, &i, &rc))
       continue;
     if (strcmp(argv[i], "--allow-nonfinite") == 0) allow = 1;
-    else rc = mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --inputs --out --from --allow-nonfinite)", argv[i]);
+    else rc = mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --inputs --out --from --max-memory --allow-nonfinite)", argv[i]);
   }
   if (rc != MLR_EXIT_OK) return rc;
   if (!inputs || !out) return mlr_cli_usage_error(cmd, "usage: oracle --inputs IN --out OUT [--from dequantized|bf16]");
   if (strcmp(from_s, "dequantized") && strcmp(from_s, "bf16")) return mlr_cli_usage_error(cmd, "--from '%s' is not one of dequantized|bf16", from_s);
   const mlr_truth_from from = strcmp(from_s, "bf16") == 0 ? MLR_TRUTH_BF16 : MLR_TRUTH_DEQUANTIZED;
+  double in_bytes;
+  if ((rc = mlr_cli_file_fits(cmd, inputs, &in_bytes)) != MLR_EXIT_OK) return rc;
   mlr_tensor_file ti, to;
   mlr_tf_init(&ti), mlr_tf_init(&to);
   mlr_inputs in;
@@ -299,6 +301,12 @@ int mlr_cmd_oracle(int argc, char **argv) {
   if (mlr_safetensors_read(inputs, &ti, &err) != MLR_OK || mlr_inputs_check(&ti, inputs, allow, &in, &err) != MLR_OK) {
     mlr_tf_free(&ti);
     return mlr_cli_usage_error(cmd, "%s", err.msg);
+  }
+  /* o and lse in F64 beside the inputs (the MPFR work is per thread and small) */
+  if ((rc = mlr_cli_memory_fits(cmd, in_bytes + (double)in.T * (double)in.H * 513 * 8, "%s with its truth (%lld query tokens x %lld heads, F64)", inputs,
+                                (long long)in.T, (long long)in.H)) != MLR_EXIT_OK) {
+    mlr_tf_free(&ti);
+    return rc;
   }
   const int64_t so[3] = {in.T, in.H, 512}, sl[2] = {in.T, in.H};
   mlr_tensor *o, *l;

@@ -26,16 +26,11 @@ static void progress(double f, void *ctx) {
 }
 
 /* one cell: parse, check memory, generate, write; returns an exit code */
-static int gen_one(const char *cmd, const char *spec_text, const char *out, uint64_t max_mem) {
+static int gen_one(const char *cmd, const char *spec_text, const char *out) {
   mlr_gen_spec spec;
   mlr_error err = {""};
-  if (mlr_gen_spec_parse(spec_text, &spec, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "--shape '%s': %s", spec_text, err.msg);
-  uint64_t need;
-  if (mlr_gen_bytes(&spec, &need) != MLR_OK || need > max_mem) {
-    mlr_gen_spec_free(&spec);
-    return mlr_cli_usage_error(cmd, "--shape '%s' needs %.3g GB of memory, more than the %.3g GB allowed (--max-memory, default: available memory)",
-                               spec_text, (double)need / 1e9, (double)max_mem / 1e9);
-  }
+  const int rc = mlr_cli_spec_fits(cmd, "--shape", spec_text, &spec);
+  if (rc != MLR_EXIT_OK) return rc;
   mlr_tensor_file tf;
   prog pg = {out, isatty(2), -1};
   mlr_status st = mlr_gen_inputs(&spec, &tf, progress, &pg, &err);
@@ -51,13 +46,11 @@ int mlr_cli_spec_fits(const char *cmd, const char *what, const char *spec_text, 
   mlr_error err = {""};
   if (mlr_gen_spec_parse(spec_text, spec, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "%s '%s': %s", what, spec_text, err.msg);
   uint64_t need;
-  const uint64_t avail = mlr_cli_available_memory();
-  if (mlr_gen_bytes(spec, &need) != MLR_OK || need > avail) { /* refused up front, with the figure */
-    mlr_gen_spec_free(spec);
-    return mlr_cli_usage_error(cmd, "%s '%s' needs %.3g GB of memory for its inputs, more than the %.3g GB available", what, spec_text, (double)need / 1e9,
-                               (double)avail / 1e9);
-  }
-  return MLR_EXIT_OK;
+  const int rc = mlr_gen_bytes(spec, &need) != MLR_OK /* the size arithmetic overflowed 64 bits */
+                     ? mlr_cli_usage_error(cmd, "%s '%s': its inputs' size in bytes does not fit in 64 bits", what, spec_text)
+                     : mlr_cli_memory_fits(cmd, (double)need, "%s '%s' (its inputs)", what, spec_text); /* refused up front, with the figure */
+  if (rc != MLR_EXIT_OK) mlr_gen_spec_free(spec);
+  return rc;
 }
 
 int mlr_cli_gen_memory(const char *cmd, const char *what, const char *spec_text, mlr_tensor_file *tf, mlr_inputs *in, double *gen_seconds) {
@@ -83,22 +76,20 @@ int mlr_cli_gen_memory(const char *cmd, const char *what, const char *spec_text,
 
 int mlr_cmd_gen(int argc, char **argv) {
   const char *cmd = "gen", *shape = NULL, *out = NULL, *suite = NULL;
-  uint64_t max_mem = mlr_cli_available_memory();
-  for (int i = 0; i < argc; i++) {
+  int rc = MLR_EXIT_OK;
+  for (int i = 0; i < argc && rc == MLR_EXIT_OK; i++) {
     const char *v;
     int m;
     if ((m = mlr_cli_opt(argc, argv, &i, "shape", &v)) != 0) { if (m < 0) return mlr_cli_usage_error(cmd, "--shape needs a value, e.g. bs=4,kv=1024,seed=1"); shape = v; }
     else if ((m = mlr_cli_opt(argc, argv, &i, "out", &v)) != 0) { if (m < 0) return mlr_cli_usage_error(cmd, "--out needs a file (or a folder with --suite)"); out = v; }
     else if ((m = mlr_cli_opt(argc, argv, &i, "suite", &v)) != 0) { if (m < 0) return mlr_cli_usage_error(cmd, "--suite needs a name (valid: %s)", mlr_suite_names()); suite = v; }
-    else if ((m = mlr_cli_opt(argc, argv, &i, "max-memory", &v)) != 0) {
-      double gb;
-      if (m < 0 || mlr_cli_parse_double(v, &gb) || !(gb > 0) || gb > 1e6) return mlr_cli_usage_error(cmd, "--max-memory must be a number of GB in (0, 1e6]");
-      max_mem = (uint64_t)(gb * 1e9);
-    } else return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --shape, --suite, --out, --max-memory)", argv[i]);
+    else if (mlr_cli_max_memory_opt(cmd, argc, argv, &i, &rc)) continue;
+    else return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --shape, --suite, --out, --max-memory)", argv[i]);
   }
+  if (rc != MLR_EXIT_OK) return rc;
   if (!out) return mlr_cli_usage_error(cmd, "missing --out (a .safetensors file, or a folder with --suite)");
   if (!!shape == !!suite) return mlr_cli_usage_error(cmd, "give exactly one of --shape SPEC or --suite NAME (valid: %s)", mlr_suite_names());
-  if (shape) return gen_one(cmd, shape, out, max_mem);
+  if (shape) return gen_one(cmd, shape, out);
   const mlr_suite *s = mlr_suite_find(suite);
   if (!s) return mlr_cli_usage_error(cmd, "unknown suite '%s' (valid: %s)", suite, mlr_suite_names());
   struct stat sb;
@@ -106,8 +97,7 @@ int mlr_cmd_gen(int argc, char **argv) {
   for (size_t i = 0; i < s->n; i++) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s.safetensors", out, s->cells[i].name);
-    const int rc = gen_one(cmd, s->cells[i].spec, path, max_mem);
-    if (rc != MLR_EXIT_OK) return rc;
+    if ((rc = gen_one(cmd, s->cells[i].spec, path)) != MLR_EXIT_OK) return rc;
     printf("%s %s\n", path, s->cells[i].spec);
   }
   return MLR_EXIT_OK;

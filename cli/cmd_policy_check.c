@@ -15,8 +15,9 @@
  *              margin.
  * Then one recommendation line a kernel and one for the change. Exit 1 when any cell FAILs, 0 when
  * none does, 2 bad input.
- * The GPU kernels' own outputs are not run here yet (the fast kernel's recipes are checked as
- * models). */
+ * Where a GPU is (--gpu auto, the default; require: an error without one; off), the fast kernel's own
+ * outputs are checked too, as the kernels "fast-a8w8 (GPU)": the same figures from the GPU's output
+ * under each policy (a policy the kernel does not compute, per head or per token, is n/a). */
 #define _POSIX_C_SOURCE 200809L
 #include <jansson.h>
 #include <math.h>
@@ -29,6 +30,8 @@
 #include "fixtures/gen/mlr_gen.h"
 #include "fixtures/inputs/mlr_inputs.h"
 #include "fixtures/suites/mlr_suites.h"
+#include "compare/mlr_compare.h"
+#include "gpu/exact/mlr_gpu.h"
 #include "gpu/fast/mlr_gpu_fast.h"
 #include "ref/budget/mlr_budget.h"
 #include "ref/emulate/mlr_emulate.h"
@@ -87,9 +90,42 @@ static json_t *point_json(const char *policy, const mlr_policy_point *p, int pas
                    p->clipped_frac, "rel_l2", p->rel_l2, "pass", pass);
 }
 
-/* one shape: its inputs, the truth once, then every recipe under both policies */
-static int run_shape(const char *cmd, const shape *sh, const mlr_recipe *rs, int nr, const char *policy, const char *against, double rtol,
-                     double atol, double threshold, double margin, int threads, cell *out) {
+/* the fast kernel's own output on the GPU under recipe r: the figures mlr_budget_policy_point gives
+ * for the model. MLR_EINVAL when the kernel does not compute r or take these inputs. */
+static mlr_status gpu_point(const mlr_recipe *r, const mlr_inputs *in, const double *truth, double rtol, double atol, mlr_policy_point *p,
+                            mlr_error *err) {
+  mlr_gpu_fast *f = NULL;
+  mlr_emu_result res;
+  memset(&res, 0, sizeof res);
+  double us;
+  mlr_status st = mlr_gpu_fast_fit(r, in, err);
+  if (st == MLR_OK) st = mlr_gpu_fast_prepare(r, in, &f, err);
+  if (st == MLR_OK) st = mlr_gpu_fast_launch(f, 0, &us, err);
+  if (st == MLR_OK) st = mlr_gpu_fast_result(f, &res, err);
+  mlr_gpu_fast_free(f);
+  if (st != MLR_OK) return st;
+  const int64_t n = in->T * in->H * MLR_EMU_V_DIM;
+  const mlr_cmp_tensor o = {res.out_format == MLR_OUT_FP32 ? MLR_CT_F32 : MLR_CT_BF16, res.o, n}, t = {MLR_CT_F64, truth, n};
+  mlr_util u;
+  memset(p, 0, sizeof *p);
+  if ((st = mlr_compare_utilisation(&o, &t, rtol, atol, &u, err)) == MLR_OK) {
+    double ss = 0;
+    for (int64_t i = 0; i < n; i++) {
+      const double e = mlr_cmp_value(&o, i) - truth[i];
+      if (isfinite(e)) ss += e * e, p->max_abs = fmax(p->max_abs, fabs(e));
+    }
+    p->rms = n ? sqrt(ss / (double)n) : 0, p->rel_l2 = mlr_compare_rel_l2(&o, &t), p->util_max = u.max, p->util_p999 = u.p999;
+    p->absmax = r->q_scale == MLR_QS_STATIC ? r->q_absmax : 0;
+    p->clipped_frac = n ? (double)res.q_clipped / (double)(in->T * in->H * MLR_EMU_QK_DIM) : 0;
+  }
+  mlr_emu_result_free(&res);
+  return st;
+}
+
+/* one shape: its inputs, the truth once, then every recipe under both policies (on_gpu[k]: the
+ * fast kernel's own output, not the model's) */
+static int run_shape(const char *cmd, const shape *sh, const mlr_recipe *rs, const int *on_gpu, int nr, const char *policy, const char *against,
+                     double rtol, double atol, double threshold, double margin, int threads, cell *out) {
   mlr_tensor_file tf;
   mlr_inputs in;
   int rc = mlr_cli_gen_memory(cmd, "shape", sh->spec, &tf, &in, NULL);
@@ -105,13 +141,20 @@ static int run_shape(const char *cmd, const shape *sh, const mlr_recipe *rs, int
     if ((st = mlr_recipe_set_policy(&after, policy, &err)) != MLR_OK) break;
     mlr_recipe_policy_text(&before, c->before_policy, sizeof c->before_policy);
     mlr_error fit = {""};
-    if (mlr_emu_check_fit(&before, &in, &fit) != MLR_OK) { /* e.g. bf16 KV for an fp8-KV recipe: not this kernel's input */
+    if (mlr_emu_check_fit(&before, &in, &fit) != MLR_OK ||
+        (on_gpu[k] && (mlr_gpu_fast_fit(&before, &in, &fit) != MLR_OK || mlr_gpu_fast_fit(&after, &in, &fit) != MLR_OK))) {
+      /* e.g. bf16 KV for an fp8-KV recipe, a policy the GPU kernel does not compute: not this kernel's input */
       snprintf(c->reason, sizeof c->reason, "%.255s", fit.msg);
       continue;
     }
     c->applicable = 1;
-    if ((st = mlr_budget_policy_point(&before, &in, truth, rtol, atol, threads, &c->before, &err)) != MLR_OK) break;
-    if ((st = mlr_budget_policy_point(&after, &in, truth, rtol, atol, threads, &c->after, &err)) != MLR_OK) break;
+    if (on_gpu[k]) {
+      if ((st = gpu_point(&before, &in, truth, rtol, atol, &c->before, &err)) != MLR_OK) break;
+      if ((st = gpu_point(&after, &in, truth, rtol, atol, &c->after, &err)) != MLR_OK) break;
+    } else {
+      if ((st = mlr_budget_policy_point(&before, &in, truth, rtol, atol, threads, &c->before, &err)) != MLR_OK) break;
+      if ((st = mlr_budget_policy_point(&after, &in, truth, rtol, atol, threads, &c->after, &err)) != MLR_OK) break;
+    }
     c->pass_before = c->before.util_max <= threshold, c->pass_after = c->after.util_max <= threshold;
     c->verdict = c->pass_after ? V_PASS : !c->pass_before && c->after.util_max <= (1 + margin) * c->before.util_max ? V_SAME : V_FAIL;
   }
@@ -161,7 +204,7 @@ static int recommend(const mlr_recipe *r, const cell *cells, int k, int nr, cons
 }
 
 int mlr_cmd_policy_check(int argc, char **argv) {
-  const char *cmd = "policy-check", *policy = NULL, *against = NULL, *suite = NULL, *recipes[MAXREC];
+  const char *cmd = "policy-check", *policy = NULL, *against = NULL, *suite = NULL, *recipes[MAXREC], *gpu = "auto";
   shape shapes[MAXSHAPES];
   int nshape = 0, nrec = 0, threads = 0, json = 0, rc = MLR_EXIT_OK;
   double rtol = 1e-2, atol = 1e-2, threshold = 1.0, margin = 0.1;
@@ -170,7 +213,8 @@ int mlr_cmd_policy_check(int argc, char **argv) {
     int m;
     if (mlr_cli_str(cmd, argc, argv, &i, "policy", "static:absmax=A|dynamic|per_head|per_token", &policy, &rc) ||
         mlr_cli_str(cmd, argc, argv, &i, "against", "static:absmax=A|dynamic|per_head|per_token", &against, &rc) ||
-        mlr_cli_str(cmd, argc, argv, &i, "suite", mlr_suite_names(), &suite, &rc)) {
+        mlr_cli_str(cmd, argc, argv, &i, "suite", mlr_suite_names(), &suite, &rc) || mlr_cli_max_memory_opt(cmd, argc, argv, &i, &rc) ||
+        mlr_cli_str(cmd, argc, argv, &i, "gpu", "auto, off or require", &gpu, &rc)) {
       if (rc) return rc;
     } else if ((m = mlr_cli_opt(argc, argv, &i, "shape", &v))) {
       if (m < 0 || nshape == MAXSHAPES) return mlr_cli_usage_error(cmd, "--shape needs a SPEC, e.g. bs=4,kv=1024 (at most %d)", MAXSHAPES);
@@ -191,12 +235,13 @@ int mlr_cmd_policy_check(int argc, char **argv) {
       if (m < 0 || mlr_cli_parse_u64(v, &p) || p < 1 || p > 1024) return mlr_cli_usage_error(cmd, "--threads '%s': an integer in 1..1024", m < 0 ? "" : v);
       threads = (int)p;
     } else if (!strcmp(argv[i], "--json")) json = 1;
-    else return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --policy --against --suite --shape --recipe --tolerance --threshold --margin --threads --json)", argv[i]);
+    else return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --policy --against --suite --shape --recipe --tolerance --threshold --margin --threads --gpu --max-memory --json)", argv[i]);
   }
   if (!policy)
     return mlr_cli_usage_error(cmd, "usage: policy-check --policy static:absmax=A|dynamic|per_head|per_token [--against P] [--suite NAME | --shape SPEC...] "
                                     "[--recipe R]... [--tolerance RTOL,ATOL] [--threshold X] [--margin M] [--json]");
   if (suite && nshape) return mlr_cli_usage_error(cmd, "--suite and --shape: give one of them");
+  if (strcmp(gpu, "auto") && strcmp(gpu, "off") && strcmp(gpu, "require")) return mlr_cli_usage_error(cmd, "--gpu '%s' is not one of auto|off|require", gpu);
   /* both policies parsed before any work (a recipe with fp8 Q to parse them against) */
   mlr_recipe probe;
   mlr_recipe_builtin("fp32-seq", &probe);
@@ -217,6 +262,22 @@ int mlr_cmd_policy_check(int argc, char **argv) {
   static mlr_recipe rs[MAXREC];
   char unaffected[512];
   if ((rc = pick_recipes(cmd, recipes, nrec, rs, &nrec, unaffected, sizeof unaffected)) != MLR_EXIT_OK) return rc;
+  /* the GPU kernels: each fast-kernel recipe again, run on the GPU */
+  int on_gpu[MAXREC] = {0};
+  char device[256] = "";
+  if (strcmp(gpu, "off")) {
+    mlr_error ge = {""};
+    if (mlr_gpu_device(device, sizeof device, &ge) != MLR_OK) {
+      if (!strcmp(gpu, "require")) return mlr_cli_usage_error(cmd, "--gpu require: %s", ge.msg);
+      device[0] = 0;
+    }
+    for (int k = 0, n0 = nrec; device[0] && k < n0 && nrec < MAXREC; k++)
+      if (mlr_gpu_fast_fit(&rs[k], NULL, &ge) == MLR_OK || mlr_gpu_fast_recipe(rs[k].name, &probe) == MLR_OK) {
+        rs[nrec] = rs[k], on_gpu[nrec] = 1;
+        snprintf(rs[nrec].name, sizeof rs[nrec].name, "%.56s (GPU)", rs[k].name);
+        nrec++;
+      }
+  }
   cell *cells = calloc((size_t)nshape * (size_t)nrec, sizeof *cells);
   if (!cells) {
     fprintf(stderr, "mlaref %s: out of memory\n", cmd);
@@ -230,21 +291,22 @@ int mlr_cmd_policy_check(int argc, char **argv) {
            "|truth|), pass at most %g (or, over it before too, at most %g%% higher)\n",
            policy, against ? against : "each recipe's own", nrec, nshape, atol, rtol, threshold, 100 * margin);
     if (unaffected[0]) printf("unaffected (bf16 Q, no scale): %s\n", unaffected);
-    printf("%-18s %-*s %-18s %9s %9s %9s  -> %9s %9s %9s  %s\n", "kernel", sw, "shape", "policy before", "util max", "p99.9", "clipped%", "util max",
+    printf("GPU kernels: %s%s\n", device[0] ? "the fast kernel's own outputs on " : "none (", device[0] ? device : !strcmp(gpu, "off") ? "--gpu off)" : "no GPU found)");
+    printf("%-22s %-*s %-18s %9s %9s %9s  -> %9s %9s %9s  %s\n", "kernel", sw, "shape", "policy before", "util max", "p99.9", "clipped%", "util max",
            "p99.9", "clipped%", "verdict");
   }
   const double t0 = mlr_cli_now();
   for (int s = 0; s < nshape && rc == MLR_EXIT_OK; s++) {
     if (progress) fprintf(stderr, "\rpolicy-check: shape %d of %d (%s), %.0f s   ", s + 1, nshape, shapes[s].name, mlr_cli_now() - t0);
-    rc = run_shape(cmd, &shapes[s], rs, nrec, policy, against, rtol, atol, threshold, margin, threads, &cells[s * nrec]);
+    rc = run_shape(cmd, &shapes[s], rs, on_gpu, nrec, policy, against, rtol, atol, threshold, margin, threads, &cells[s * nrec]);
     for (int k = 0; !json && rc == MLR_EXIT_OK && k < nrec; k++) {
       const cell *c = &cells[s * nrec + k];
       if (progress) fprintf(stderr, "\r%60s\r", "");
       if (!c->applicable) {
-        printf("%-18s %-*s n/a: %s\n", rs[k].name, sw, shapes[s].name, c->reason);
+        printf("%-22s %-*s n/a: %s\n", rs[k].name, sw, shapes[s].name, c->reason);
         continue;
       }
-      printf("%-18s %-*s %-18s %9.4g %9.4g %9.3g  -> %9.4g %9.4g %9.3g  %s\n", rs[k].name, sw, shapes[s].name, c->before_policy, c->before.util_max,
+      printf("%-22s %-*s %-18s %9.4g %9.4g %9.3g  -> %9.4g %9.4g %9.3g  %s\n", rs[k].name, sw, shapes[s].name, c->before_policy, c->before.util_max,
              c->before.util_p999, 100 * c->before.clipped_frac, c->after.util_max, c->after.util_p999, 100 * c->after.clipped_frac,
              VERDICT[c->verdict]);
     }
@@ -286,6 +348,7 @@ int mlr_cmd_policy_check(int argc, char **argv) {
     json_object_set_new(root, "kernels", jk);
     json_object_set_new(root, "cells", jc);
     json_object_set_new(root, "unaffected", json_string(unaffected));
+    json_object_set_new(root, "gpu_device", json_string(device)); /* "": the GPU kernels were not run */
     json_object_set_new(root, "verdict", json_string(verdict));
     char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
     if (s) printf("%s\n", s);

@@ -83,7 +83,8 @@ static int run_main(const char *cmd, int argc, char **argv, int gpu) {
     int m;
     if (mlr_cli_str(cmd, argc, argv, &i, "recipe", "a name or file", &recipe, &rc) || mlr_cli_str(cmd, argc, argv, &i, "inputs", "a file", &inputs, &rc) ||
         mlr_cli_str(cmd, argc, argv, &i, "out", "a file", &out, &rc) ||
-        (gpu && mlr_cli_str(cmd, argc, argv, &i, "kernel", "a kernel name (exact, fast)", &kernel, &rc))) continue;
+        (gpu && mlr_cli_str(cmd, argc, argv, &i, "kernel", "a kernel name (exact, fast)", &kernel, &rc)) || mlr_cli_max_memory_opt(cmd, argc, argv, &i, &rc))
+      continue;
     if ((m = mlr_cli_opt(argc, argv, &i, "set", &v))) {
       if (m < 0) return mlr_cli_usage_error(cmd, "--set needs key=value");
       if (nsets == 64) return mlr_cli_usage_error(cmd, "at most 64 --set options");
@@ -94,8 +95,8 @@ static int run_main(const char *cmd, int argc, char **argv, int gpu) {
       opts.threads = (int)n;
     } else if (strcmp(argv[i], "--partials") == 0) opts.partials = 1;
     else if (strcmp(argv[i], "--allow-nonfinite") == 0) allow = 1;
-    else if (gpu) return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --kernel --recipe --set --inputs --out --allow-nonfinite)", argv[i]);
-    else return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --recipe --set --inputs --out --threads --partials --allow-nonfinite)", argv[i]);
+    else if (gpu) return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --kernel --recipe --set --inputs --out --max-memory --allow-nonfinite)", argv[i]);
+    else return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --recipe --set --inputs --out --threads --partials --max-memory --allow-nonfinite)", argv[i]);
   }
   if (rc != MLR_EXIT_OK) return rc;
   if (gpu && (opts.threads || opts.partials))
@@ -111,6 +112,8 @@ static int run_main(const char *cmd, int argc, char **argv, int gpu) {
   if (gpu && strcmp(kernel, "fast") == 0 && mlr_gpu_fast_fit(&r, NULL, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "%s", err.msg);
   char device[256] = "";
   if (gpu && mlr_gpu_device(device, sizeof device, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "%s", err.msg);
+  double in_bytes;
+  if ((rc = mlr_cli_file_fits(cmd, inputs, &in_bytes)) != MLR_EXIT_OK) return rc;
   mlr_tensor_file tf;
   mlr_status st = mlr_safetensors_read(inputs, &tf, &err);
   if (st != MLR_OK) return mlr_cli_usage_error(cmd, "%s", err.msg);
@@ -119,7 +122,8 @@ static int run_main(const char *cmd, int argc, char **argv, int gpu) {
     mlr_tf_free(&tf);
     return mlr_cli_usage_error(cmd, "%s", err.msg);
   }
-  { /* the outputs' memory, refused up front with the figure: o (bf16 or fp32), lse, and the split partials with --partials */
+  { /* the inputs (read) and the outputs, refused before the outputs are allocated: o (bf16 or fp32), lse, and the split
+     * partials with --partials */
     int64_t S = 1;
     for (int64_t b = 0; b < in.B; b++) {
       int64_t ns, len;
@@ -127,12 +131,12 @@ static int run_main(const char *cmd, int argc, char **argv, int gpu) {
       S = ns > S ? ns : S;
     }
     const double rows = (double)in.T * (double)in.H, osz = r.out_format == MLR_OUT_FP32 ? 4 : 2;
-    const double need = rows * MLR_EMU_V_DIM * osz + rows * 4 + (opts.partials ? rows * (double)S * (MLR_EMU_V_DIM + 1) * 4 : 0);
-    const double avail = (double)mlr_cli_available_memory();
-    if (need > avail) {
+    const double need = in_bytes + rows * MLR_EMU_V_DIM * osz + rows * 4 +
+                        (opts.partials ? rows * (double)S * (MLR_EMU_V_DIM + 1) * 4 : 0);
+    if ((rc = mlr_cli_memory_fits(cmd, need, "%s with its outputs (%lld query tokens x %lld heads%s)", inputs, (long long)in.T, (long long)in.H,
+                                  opts.partials ? " x their split partials" : "")) != MLR_EXIT_OK) {
       mlr_tf_free(&tf);
-      return mlr_cli_usage_error(cmd, "%s: the outputs need %.3g GB (%lld query tokens x %lld heads%s), more than the %.3g GB of memory available", inputs,
-                                 need / 1e9, (long long)in.T, (long long)in.H, opts.partials ? " x their split partials" : "", avail / 1e9);
+      return rc;
     }
   }
   const double t0 = mlr_cli_now();

@@ -45,6 +45,15 @@ double mlr_cmp_value(const mlr_cmp_tensor *t, int64_t i) {
   return code_value(t->type, mlr_cmp_code(t, i));
 }
 
+double mlr_compare_rel_l2(const mlr_cmp_tensor *a, const mlr_cmp_tensor *t) {
+  double se = 0, st = 0;
+  for (int64_t i = 0; i < a->n && i < t->n; i++) {
+    const double x = mlr_cmp_value(a, i), y = mlr_cmp_value(t, i);
+    if (isfinite(x) && isfinite(y)) se += (x - y) * (x - y), st += y * y;
+  }
+  return st > 0 ? sqrt(se / st) : 0;
+}
+
 /* the encoding as an ordered integer: -0 and +0 map to 0 */
 static int64_t ordered(mlr_ctype t, uint32_t c) {
   const uint32_t sign = t == MLR_CT_F32 ? 0x80000000u : 0x8000u;

@@ -35,6 +35,8 @@ typedef struct mlr_cmp_tensor {
 uint32_t mlr_cmp_unwritten(mlr_ctype t);
 /** Element i as binary64 (exact) and as its code. */
 double mlr_cmp_value(const mlr_cmp_tensor *t, int64_t i);
+/** ||a - t|| / ||t|| over the pairs where both are finite, summed in element order (0 when t is 0). */
+double mlr_compare_rel_l2(const mlr_cmp_tensor *a, const mlr_cmp_tensor *t);
 uint32_t mlr_cmp_code(const mlr_cmp_tensor *t, int64_t i);
 
 enum { MLR_CMP_WORST = 8 };

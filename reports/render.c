@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <jansson.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "fixtures/io/mlr_tensor.h"
+#include "mlr_discriminate.h"
 #include "mlr_report.h"
 
 /* ---- a growing text buffer ---- */
@@ -61,22 +63,70 @@ static mlr_status write_file(const char *dir, const char *name, const char *text
 }
 
 /* ---- summary.json ---- */
+static json_t *util_json(const mlr_util *u) {
+  json_t *hist = json_array();
+  for (int k = 0; k < MLR_UTIL_BINS; k++) json_array_append_new(hist, json_integer(u->hist[k]));
+  return json_pack("{s:f,s:f,s:f,s:f,s:I,s:I,s:o}", "max", u->max, "p999", u->p999, "p99", u->p99, "p50", u->p50, "n", (json_int_t)u->n, "over",
+                   (json_int_t)u->over, "hist", hist);
+}
+
+/* the decomposition, the discrimination table, the shard, the policy axis and the GPU leg */
+static void extras_json(const mlr_report *r, json_t *root) {
+  json_t *dec = json_array(), *pol = json_array();
+  for (int k = 0; k < r->ndecomp; k++) {
+    const mlr_report_decomp *d = &r->decomp[k];
+    json_t *src = json_object();
+    for (int s = 0; s < MLR_NSRC; s++)
+      if (d->present >> s & 1u) json_object_set_new(src, mlr_source_name(s), json_real(d->rms[s]));
+    json_array_append_new(dec, json_pack("{s:s,s:f,s:f,s:f,s:o}", "recipe", d->recipe, "total_rms", d->total_rms, "interaction_rms", d->interaction_rms,
+                                         "truth_rms", d->truth_rms, "sources", src));
+  }
+  json_object_set_new(root, "extra_shape", json_string(r->extra_shape));
+  json_object_set_new(root, "decomposition", dec);
+  if (r->disc_done) {
+    json_t *rows = json_array(), *wrong = json_array(), *rules = json_array();
+    for (int k = 0; k < MLR_DISC_WRONG; k++) {
+      json_t *row = json_array();
+      for (int q = 0; q < MLR_DISC_RULES; q++) json_array_append_new(row, r->disc[k][q] < 0 ? json_null() : json_boolean(r->disc[k][q]));
+      json_array_append_new(rows, row);
+      json_array_append_new(wrong, json_string(mlr_disc_wrong[k]));
+    }
+    for (int q = 0; q < MLR_DISC_RULES; q++) json_array_append_new(rules, json_string(mlr_disc_rules[q]));
+    json_object_set_new(root, "discrimination", json_pack("{s:s,s:b,s:o,s:o,s:o}", "recipe", r->disc_recipe, "model_passes", r->disc_model_ok, "wrong_kernels",
+                                                          wrong, "rules", rules, "caught", rows));
+  }
+  for (int k = 0; k < r->npolicies; k++) json_array_append_new(pol, json_string(r->policies[k]));
+  json_object_set_new(root, "policies", pol);
+  if (r->shard_n) json_object_set_new(root, "shard", json_pack("{s:i,s:i}", "i", r->shard_i, "n", r->shard_n));
+  json_object_set_new(root, "gpu", json_pack("{s:i,s:s,s:f,s:f}", "mode", r->gpu_mode, "device", r->gpu_device, "margin", r->gpu_margin, "noise_us",
+                                             r->gpu_noise_us));
+}
+
 static json_t *cell_json(const mlr_report_cell *c) {
-  json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:b,s:b}", "shape", c->shape, "spec", c->spec, "recipe", c->recipe, "recipe_sha256", c->recipe_sha, "applicable",
-                        c->applicable, "pass", c->pass);
+  json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:b,s:b,s:b}", "shape", c->shape, "spec", c->spec, "recipe", c->recipe, "recipe_sha256", c->recipe_sha,
+                        "policy", c->policy, "own_policy", c->own_policy, "applicable", c->applicable, "pass", c->pass);
   if (!c->applicable) {
     json_object_set_new(o, "reason", json_string(c->reason));
     return o;
   }
-  json_t *hist = json_array();
-  for (int k = 0; k < MLR_UTIL_BINS; k++) json_array_append_new(hist, json_integer(c->util.hist[k]));
   json_object_set_new(o, "o_sha256", json_string(c->o_sha));
   json_object_set_new(o, "golden", json_string(c->golden));
-  json_object_set_new(o, "utilisation", json_pack("{s:f,s:f,s:f,s:f,s:I,s:I,s:o}", "max", c->util.max, "p999", c->util.p999, "p99", c->util.p99, "p50",
-                                                  c->util.p50, "n", (json_int_t)c->util.n, "over", (json_int_t)c->util.over, "hist", hist));
+  json_object_set_new(o, "utilisation", util_json(&c->util));
   json_object_set_new(o, "rel_l2", json_real(c->rel_l2));
   json_object_set_new(o, "bound", c->bound_computed ? json_pack("{s:b,s:b,s:f}", "computed", 1, "holds", c->bound_holds, "max_ratio", c->bound_max_ratio)
                                                     : json_pack("{s:b}", "computed", 0));
+  if (c->gpu || c->gpu_note[0] || c->gpu_kernel[0]) {
+    json_t *g = json_pack("{s:b,s:s,s:s}", "ran", c->gpu, "kernel", c->gpu_kernel, "note", c->gpu_note);
+    if (c->gpu) {
+      json_object_set_new(g, "o_sha256", json_string(c->gpu_o_sha));
+      json_object_set_new(g, "identical", json_real(c->gpu_identical));
+      json_object_set_new(g, "us", json_real(c->gpu_us));
+      json_object_set_new(g, "bound_holds", json_boolean(c->gpu_bound_holds));
+      json_object_set_new(g, "pass", json_boolean(c->gpu_pass));
+      json_object_set_new(g, "utilisation", util_json(&c->gpu_util));
+    }
+    json_object_set_new(o, "gpu", g);
+  }
   return o;
 }
 
@@ -99,20 +149,43 @@ static char *summary_json(const mlr_report *r) {
                            "margin", r->margin, "hist_edges", edges, "cells", cells, "sweep", "recipe", r->sweep_recipe, "shape", r->sweep_shape,
                            "seeds_absmax", r->seeds_absmax, "distributions", sweep, "regressions", regs, "failures", r->nfailures, "baseline",
                            r->baseline);
+  if (root) extras_json(r, root);
   char *s = root ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : NULL;
   json_decref(root);
   return s;
 }
 
+mlr_status mlr_report_plotter_check(const char *gnuplot_cmd, mlr_error *err) {
+  char cmd[4200], line[256];
+  snprintf(cmd, sizeof cmd, "%s --version 2>/dev/null", gnuplot_cmd);
+  FILE *g = popen(cmd, "r");
+  int ok = g && fgets(line, sizeof line, g) != NULL;
+  if (g) ok = pclose(g) == 0 && ok;
+  return ok ? MLR_OK
+            : mlr_error_set(err, MLR_EIO, "the plotting tool '%s' failed (is gnuplot installed? scripts/setup.sh installs gnuplot-nox)", gnuplot_cmd);
+}
+
 /* ---- plots: gnuplot's SVG terminal, read back to be inlined ---- */
-static mlr_status plot(const char *gnuplot_cmd, const char *script, buf *out, mlr_error *err) {
+static mlr_status plot(const char *gnuplot_cmd, const char *script, int w, int h, buf *out, mlr_error *err) {
   char svg[64], cmd[4200];
   snprintf(svg, sizeof svg, "/tmp/mlr_report_%ld.svg", (long)getpid());
   snprintf(cmd, sizeof cmd, "%s 2>/dev/null", gnuplot_cmd);
+  /* a plotting tool that is missing or dies early closes the pipe: the write must fail, not kill the
+   * process with SIGPIPE (the caller's disposition is restored after) */
+  struct sigaction ign, old;
+  memset(&ign, 0, sizeof ign);
+  ign.sa_handler = SIG_IGN;
+  sigemptyset(&ign.sa_mask);
+  sigaction(SIGPIPE, &ign, &old);
   FILE *g = popen(cmd, "w");
-  if (!g) return mlr_error_set(err, MLR_EIO, "cannot run the plotting tool '%s'", gnuplot_cmd);
-  fprintf(g, "set terminal svg size 720,420 dynamic noenhanced font 'sans,11' background '#ffffff'\nset output '%s'\n%s\nunset output\n", svg, script);
-  if (pclose(g) != 0) {
+  int bad = !g;
+  if (g) {
+    fprintf(g, "set terminal svg size %d,%d dynamic noenhanced font 'sans,11' background '#ffffff'\nset output '%s'\n%s\nunset output\n", w, h, svg, script);
+    bad = fflush(g) != 0;
+    bad = pclose(g) != 0 || bad;
+  }
+  sigaction(SIGPIPE, &old, NULL);
+  if (bad) {
     remove(svg);
     return mlr_error_set(err, MLR_EIO, "the plotting tool '%s' failed (is gnuplot installed? scripts/setup.sh installs gnuplot-nox)", gnuplot_cmd);
   }
@@ -136,38 +209,60 @@ static mlr_status plot(const char *gnuplot_cmd, const char *script, buf *out, ml
   return out->oom ? mlr_error_set(err, MLR_ENOMEM, "out of memory for a plot") : MLR_OK;
 }
 
-/* the heatmap of utilisation max, shapes x recipes (n/a cells blank) */
+/* a column of the matrix: the recipe, with the policy when it is a point of the policy axis */
+static const char *col_label(const mlr_report_cell *c, char *buf, size_t n) {
+  snprintf(buf, n, "%s%s%s", c->recipe, c->own_policy ? "" : " @ ", c->own_policy ? "" : c->policy);
+  return buf;
+}
+
+/* gnuplot single-quoted text: a quote is doubled */
+static void gq(buf *b, const char *s) {
+  for (; *s; s++) bprintf(b, *s == '\'' ? "''" : "%c", *s);
+}
+
+static mlr_status run_plot(buf *s, const char *gp, int w, int h, buf *out, mlr_error *err) {
+  mlr_status st = s->oom ? mlr_error_set(err, MLR_ENOMEM, "out of memory") : plot(gp, s->s, w, h, out, err);
+  free(s->s);
+  return st;
+}
+
+/* the heatmap of utilisation max, shapes x columns (n/a cells blank) */
 static mlr_status heatmap(const mlr_report *r, const char *gp, buf *out, mlr_error *err) {
-  char shapes[256][64], recipes[32][64];
+  static char shapes[256][64], recipes[64][128];
+  char lab[128];
   int ns = 0, nr = 0;
   for (int k = 0; k < r->ncells; k++) {
     int i;
     for (i = 0; i < ns && strcmp(shapes[i], r->cells[k].shape); i++) {}
     if (i == ns && ns < 256) snprintf(shapes[ns++], 64, "%s", r->cells[k].shape);
-    for (i = 0; i < nr && strcmp(recipes[i], r->cells[k].recipe); i++) {}
-    if (i == nr && nr < 32) snprintf(recipes[nr++], 64, "%s", r->cells[k].recipe);
+    col_label(&r->cells[k], lab, sizeof lab);
+    for (i = 0; i < nr && strcmp(recipes[i], lab); i++) {}
+    if (i == nr && nr < 64) snprintf(recipes[nr++], 128, "%s", lab);
   }
   buf s = {0};
   bprintf(&s, "$d << EOD\n");
   for (int k = 0; k < r->ncells; k++) {
     const mlr_report_cell *c = &r->cells[k];
     int x = 0, y = 0;
-    while (strcmp(recipes[x], c->recipe)) x++;
-    while (strcmp(shapes[y], c->shape)) y++;
+    col_label(c, lab, sizeof lab);
+    while (x < nr - 1 && strcmp(recipes[x], lab)) x++;
+    while (y < ns - 1 && strcmp(shapes[y], c->shape)) y++;
     if (c->applicable) bprintf(&s, "%d %d %.6g\n", x, y, c->util.max);
   }
   bprintf(&s, "EOD\nset title 'budget utilisation max |o - truth| / (%g + %g |truth|)'\nset xrange [-0.5:%d.5]\nset yrange [-0.5:%d.5] reverse\n", r->atol, r->rtol,
           nr - 1, ns - 1);
   bprintf(&s, "set xtics rotate by 30 right (");
-  for (int i = 0; i < nr; i++) bprintf(&s, "%s'%s' %d", i ? ", " : "", recipes[i], i);
+  for (int i = 0; i < nr; i++) {
+    bprintf(&s, "%s'", i ? ", " : "");
+    gq(&s, recipes[i]);
+    bprintf(&s, "' %d", i);
+  }
   bprintf(&s, ")\nset ytics (");
   for (int i = 0; i < ns; i++) bprintf(&s, "%s'%s' %d", i ? ", " : "", shapes[i], i);
   bprintf(&s, ")\nset logscale cb\nset cbrange [0.01:100]\nset palette defined (0 '#1a9850', 0.5 '#ffffbf', 1 '#d73027')\nunset key\n"
               "plot $d using 1:2:(0.5):(0.5):3 with boxxyerror fs solid 1.0 noborder fc palette notitle, "
               "$d using 1:2:(sprintf('%%.2g',$3)) with labels font 'sans,8' notitle\n");
-  mlr_status st = s.oom ? mlr_error_set(err, MLR_ENOMEM, "out of memory") : plot(gp, s.s, out, err);
-  free(s.s);
-  return st;
+  return run_plot(&s, gp, 240 + 56 * nr, 200 + 20 * ns, out, err);
 }
 
 /* the static-scale sweep: utilisation max against absmax per distribution, clipped % on y2 */
@@ -187,10 +282,89 @@ static mlr_status sweep_plot(const mlr_report *r, const char *gp, buf *out, mlr_
     bprintf(&s, "%s$s%d using 1:2 with linespoints lw 2 lc %d title '%s', $s%d using 1:3 axes x1y2 with lines dt 3 lc %d notitle", d ? ", " : "", d, d + 1,
             r->sweep_dist[d], d, d + 1);
   bprintf(&s, "\n");
-  mlr_status st = s.oom ? mlr_error_set(err, MLR_ENOMEM, "out of memory") : plot(gp, s.s, out, err);
-  free(s.s);
-  return st;
+  return run_plot(&s, gp, 720, 420, out, err);
 }
+
+/* the error by source per recipe as 100% stacked bars: each source's share of the sum of the sources'
+ * mean squares (alone: only that source rounded), the interaction beside them */
+static mlr_status decomp_plot(const mlr_report *r, const char *gp, buf *out, mlr_error *err) {
+  if (!r->ndecomp) return MLR_OK;
+  buf s = {0};
+  bprintf(&s, "$d << EOD\nrecipe");
+  for (int k = 0; k < MLR_NSRC; k++) bprintf(&s, " %s", mlr_source_name(k));
+  bprintf(&s, " interaction\n");
+  for (int i = 0; i < r->ndecomp; i++) {
+    const mlr_report_decomp *d = &r->decomp[i];
+    double sum = d->interaction_rms * d->interaction_rms;
+    for (int k = 0; k < MLR_NSRC; k++) sum += d->rms[k] * d->rms[k];
+    bprintf(&s, "%s", d->recipe);
+    for (int k = 0; k <= MLR_NSRC; k++) {
+      const double x = k < MLR_NSRC ? d->rms[k] : d->interaction_rms;
+      bprintf(&s, " %.6g", sum > 0 ? 100 * x * x / sum : 0);
+    }
+    bprintf(&s, "\n");
+  }
+  bprintf(&s, "EOD\nset title 'error by source on %s: share of the mean square (only that source rounded)'\nset style data histograms\n"
+              "set style histogram rowstacked\nset style fill solid 0.9 border -1\nset boxwidth 0.7\nset yrange [0:100]\nset ylabel '%% of the sum'\n"
+              "set xtics rotate by 30 right\nset key outside right top vertical\nplot ", r->extra_shape);
+  for (int k = 0; k <= MLR_NSRC; k++) bprintf(&s, "%s$d using %d%s title columnheader", k ? ", " : "", k + 2, k ? "" : ":xtic(1)");
+  bprintf(&s, "\n");
+  return run_plot(&s, gp, 820, 440, out, err);
+}
+
+/* the error histogram of every applicable cell: one bar a cell, the elements' shares per
+ * utilisation bin stacked green (far under the tolerance) to red (over it) */
+static mlr_status hist_plot(const mlr_report *r, const char *gp, buf *out, mlr_error *err) {
+  static const char *const COLOURS[MLR_UTIL_BINS] = {"#1a9850", "#66bd63", "#a6d96a", "#d9ef8b", "#fee08b", "#fdae61", "#f46d43", "#d73027"};
+  buf s = {0};
+  char lab[128];
+  int n = 0;
+  bprintf(&s, "$h << EOD\n");
+  for (int k = 0; k < r->ncells; k++) {
+    const mlr_report_cell *c = &r->cells[k];
+    if (!c->applicable || c->util.n == 0) continue;
+    bprintf(&s, "\"%s / %s\"", c->shape, col_label(c, lab, sizeof lab));
+    for (int b = 0; b < MLR_UTIL_BINS; b++) bprintf(&s, " %.6g", 100.0 * (double)c->util.hist[b] / (double)c->util.n);
+    bprintf(&s, "\n");
+    n++;
+  }
+  if (!n) {
+    free(s.s);
+    return MLR_OK;
+  }
+  bprintf(&s, "EOD\nset title 'error histogram per cell: %% of elements per bin of |o - truth| / tolerance'\nset style data histograms\n"
+              "set style histogram rowstacked\nset style fill solid 1.0 noborder\nset boxwidth 0.9\nset yrange [0:100]\nset xtics rotate by 90 right font 'sans,7'\n"
+              "set key outside right top vertical title 'bin'\nplot ");
+  for (int b = 0; b < MLR_UTIL_BINS; b++)
+    bprintf(&s, "%s$h using %d%s lc rgb '%s' title '[%g, %g)'", b ? ", " : "", b + 2, b ? "" : ":xtic(1)", COLOURS[b], mlr_util_edges[b], mlr_util_edges[b + 1]);
+  bprintf(&s, "\n");
+  return run_plot(&s, gp, 300 + 9 * (n > 40 ? n : 40), 560, out, err);
+}
+
+/* the trend against the baseline: utilisation max now against then per cell (log-log; on the
+ * diagonal nothing moved, above it the error grew), and the GPU kernels' times likewise */
+static mlr_status trend_plot(const mlr_report *r, const char *gp, buf *out, mlr_error *err) {
+  buf s = {0};
+  int ngpu = 0;
+  bprintf(&s, "$u << EOD\n");
+  for (int k = 0; k < r->ncells; k++)
+    if (r->cells[k].has_base && r->cells[k].base_util_max > 0 && r->cells[k].util.max > 0)
+      bprintf(&s, "%.6g %.6g %d\n", r->cells[k].base_util_max, r->cells[k].util.max, r->cells[k].util.max > (1 + r->margin) * r->cells[k].base_util_max);
+  bprintf(&s, "EOD\n$g << EOD\n");
+  for (int k = 0; k < r->ncells; k++)
+    if (r->cells[k].has_base && r->cells[k].gpu && r->cells[k].base_gpu_us > 0) bprintf(&s, "%.6g %.6g\n", r->cells[k].base_gpu_us, r->cells[k].gpu_us), ngpu++;
+  bprintf(&s, "EOD\nset multiplot layout 1,%d\nset logscale xy\nset key top left\nset title 'utilisation max: baseline (x) and now (y)'\n"
+              "set xlabel 'baseline'\nset ylabel 'now'\nplot $u using 1:2:($3 > 0.5 ? 7 : 2) with points pt 7 ps 0.6 lc variable title 'cells (red: regressed)', "
+              "x with lines dt 2 lc rgb '#555555' title 'no change', (1 + %g) * x with lines dt 3 lc rgb '#d73027' title '+%g%%'\n",
+          ngpu ? 2 : 1, r->margin, 100 * r->margin);
+  if (ngpu)
+    bprintf(&s, "set title 'GPU kernel time (us): baseline (x) and now (y)'\nplot $g using 1:2 with points pt 7 ps 0.6 lc rgb '#1f78b4' title 'cells', "
+                "x with lines dt 2 lc rgb '#555555' title 'no change'\n");
+  bprintf(&s, "unset multiplot\n");
+  return run_plot(&s, gp, ngpu ? 1000 : 560, 460, out, err);
+}
+
+static void gpu_text(const mlr_report_cell *c, buf *b, int html);
 
 /* ---- summary.md ---- */
 static void markdown(const mlr_report *r, buf *b) {
@@ -201,17 +375,107 @@ static void markdown(const mlr_report *r, buf *b) {
   else if (!r->nregressions) bprintf(b, "None.\n\n");
   for (int k = 0; k < r->nregressions; k++) bprintf(b, "- %s\n", r->regressions[k]);
   if (r->nregressions) bprintf(b, "\n");
-  bprintf(b, "## Failures: %d\n\n| shape | recipe | golden | util max | util p99.9 | rel L2 | bound (max ratio) | verdict |\n| --- | --- | --- | ---: | ---: | ---: | --- | --- |\n",
-          r->nfailures);
+  bprintf(b, "## Failures: %d\n\n| shape | recipe | golden | util max | util p99.9 | rel L2 | bound (max ratio) | GPU kernel | verdict |\n"
+             "| --- | --- | --- | ---: | ---: | ---: | --- | --- | --- |\n", r->nfailures);
   for (int pass = 0; pass < 2; pass++) /* failures first */
     for (int k = 0; k < r->ncells; k++) {
       const mlr_report_cell *c = &r->cells[k];
       if (c->pass != pass) continue;
-      if (!c->applicable) bprintf(b, "| %s | %s | n/a | | | | | n/a |\n", c->shape, c->recipe);
-      else
-        bprintf(b, "| %s | %s | %s | %.4g | %.4g | %.3g%% | %s (%.3g) | %s |\n", c->shape, c->recipe, c->golden, c->util.max, c->util.p999, 100 * c->rel_l2,
-                !c->bound_computed ? "not computed" : c->bound_holds ? "holds" : "VIOLATED", c->bound_max_ratio, c->pass ? "pass" : "FAIL");
+      char lab[128];
+      col_label(c, lab, sizeof lab);
+      if (!c->applicable) {
+        bprintf(b, "| %s | %s | n/a | | | | | | n/a |\n", c->shape, lab);
+        continue;
+      }
+      bprintf(b, "| %s | %s | %s | %.4g | %.4g | %.3g%% | %s (%.3g) | ", c->shape, lab, c->golden, c->util.max, c->util.p999, 100 * c->rel_l2,
+              !c->bound_computed ? "not computed" : c->bound_holds ? "holds" : "VIOLATED", c->bound_max_ratio);
+      gpu_text(c, b, 0);
+      bprintf(b, " | %s |\n", c->pass ? "pass" : "FAIL");
     }
+  if (r->disc_done) {
+    bprintf(b, "\n## Discrimination (%s on %s; FAIL: the rule catches the wrong kernel)\n\n| wrong kernel |", r->disc_recipe, r->extra_shape);
+    for (int q = 0; q < MLR_DISC_RULES; q++) bprintf(b, " %s |", mlr_disc_rules[q]);
+    bprintf(b, "\n| --- |");
+    for (int q = 0; q < MLR_DISC_RULES; q++) bprintf(b, " --- |");
+    bprintf(b, "\n");
+    for (int k = 0; k < MLR_DISC_WRONG; k++) {
+      bprintf(b, "| %s |", mlr_disc_wrong[k]);
+      for (int q = 0; q < MLR_DISC_RULES; q++) bprintf(b, " %s |", r->disc[k][q] < 0 ? "no effect" : r->disc[k][q] ? "FAIL" : "passes");
+      bprintf(b, "\n");
+    }
+  }
+}
+
+/* a cell's GPU leg in a few words (html: escaped) */
+static void gpu_text(const mlr_report_cell *c, buf *b, int html) {
+  char t[512];
+  if (c->gpu && c->gpu_note[0]) snprintf(t, sizeof t, "%s: ERROR %s", c->gpu_kernel, c->gpu_note);
+  else if (c->gpu)
+    snprintf(t, sizeof t, "%s %.1f us, %.2f%% bit-identical, util max %.3g%s: %s", c->gpu_kernel, c->gpu_us, 100 * c->gpu_identical, c->gpu_util.max,
+             !strcmp(c->gpu_kernel, "fast") ? (c->gpu_bound_holds ? ", bound holds" : ", bound not held or not computed") : "", c->gpu_pass ? "pass" : "FAIL");
+  else if (c->gpu_note[0]) snprintf(t, sizeof t, "not run: %s", c->gpu_note);
+  else snprintf(t, sizeof t, "-");
+  if (html) bhtml(b, t);
+  else bprintf(b, "%s", t);
+}
+
+/* the decomposition, the discrimination table and the GPU leg's summary */
+static mlr_status extras_html(const mlr_report *r, const char *gp, buf *b, mlr_error *err) {
+  mlr_status st = MLR_OK;
+  if (r->ndecomp) {
+    bprintf(b, "<h2>Error by source</h2>\n<p>Each recipe on ");
+    bhtml(b, r->extra_shape);
+    bprintf(b, " against the certified truth: the RMS error with only one source of rounding switched on (ref/budget's decomposition); the bars "
+               "show each source's share of the sum of their mean squares.</p>\n");
+    st = decomp_plot(r, gp, b, err);
+    bprintf(b, "<table><tr><th>recipe</th>");
+    for (int k = 0; k < MLR_NSRC; k++) bprintf(b, "<th>%s</th>", mlr_source_name(k));
+    bprintf(b, "<th>interaction</th><th>total</th><th>truth RMS</th></tr>\n");
+    for (int i = 0; i < r->ndecomp; i++) {
+      const mlr_report_decomp *d = &r->decomp[i];
+      bprintf(b, "<tr><td>");
+      bhtml(b, d->recipe);
+      bprintf(b, "</td>");
+      for (int k = 0; k < MLR_NSRC; k++)
+        if (d->present >> k & 1u) bprintf(b, "<td>%.3g</td>", d->rms[k]);
+        else bprintf(b, "<td>-</td>");
+      bprintf(b, "<td>%.3g</td><td>%.3g</td><td>%.3g</td></tr>\n", d->interaction_rms, d->total_rms, d->truth_rms);
+    }
+    bprintf(b, "</table>\n");
+  }
+  if (r->disc_done) {
+    bprintf(b, "<h2>Discrimination</h2>\n<p>Wrong kernels made from ");
+    bhtml(b, r->disc_recipe);
+    bprintf(b, " on ");
+    bhtml(b, r->extra_shape);
+    bprintf(b, ", judged by each rule against the recipe's model and the certified truth (FAIL: the rule catches it; no effect: the "
+               "mutation leaves this kernel's output unchanged on this shape). The model itself %s.</p>\n"
+               "<table><tr><th>wrong kernel</th>", r->disc_model_ok ? "passes fa3 and its bound" : "<b>does not pass fa3 and its bound</b>");
+    for (int q = 0; q < MLR_DISC_RULES; q++) bprintf(b, "<th>%s</th>", mlr_disc_rules[q]);
+    bprintf(b, "</tr>\n");
+    for (int k = 0; k < MLR_DISC_WRONG; k++) {
+      bprintf(b, "<tr><td>");
+      bhtml(b, mlr_disc_wrong[k]);
+      bprintf(b, "</td>");
+      for (int q = 0; q < MLR_DISC_RULES; q++)
+        bprintf(b, "<td%s>%s</td>", r->disc[k][q] ? "" : " class=\"fail\"", r->disc[k][q] < 0 ? "no effect" : r->disc[k][q] ? "FAIL" : "passes");
+      bprintf(b, "</tr>\n");
+    }
+    bprintf(b, "</table>\n");
+  }
+  bprintf(b, "<h2>GPU leg</h2>\n<p>");
+  if (r->gpu_mode == MLR_REPORT_GPU_OFF) bprintf(b, "Off (--gpu off).");
+  else if (!r->gpu_device[0]) bprintf(b, "No GPU found (--gpu auto): the report is the CPU's alone.");
+  else {
+    int ran = 0, pass = 0;
+    for (int k = 0; k < r->ncells; k++) ran += r->cells[k].gpu, pass += r->cells[k].gpu && r->cells[k].gpu_pass;
+    bprintf(b, "On ");
+    bhtml(b, r->gpu_device);
+    bprintf(b, ": %d cells ran a GPU kernel, %d passed (exact kernel: bit-identical to the model; fast kernel: within the bound where computed and fa3 "
+               "against its recipe's model). Times: fast, the median of the launches with L2 flushed before each; exact, one run of its stages.", ran, pass);
+  }
+  bprintf(b, "</p>\n");
+  return st;
 }
 
 /* ---- index.html ---- */
@@ -237,8 +501,18 @@ static mlr_status html(const mlr_report *r, const char *gp, buf *b, mlr_error *e
     }
     bprintf(b, "</ul>\n");
   }
-  bprintf(b, "<h2>Budget utilisation, shapes x recipes</h2>\n");
-  mlr_status st = heatmap(r, gp, b, err);
+  int nbase = 0;
+  for (int k = 0; k < r->ncells; k++) nbase += r->cells[k].has_base && r->cells[k].base_util_max > 0 && r->cells[k].util.max > 0;
+  mlr_status st = MLR_OK;
+  if (nbase) {
+    bprintf(b, "<h2>Trend against the baseline</h2>\n");
+    st = trend_plot(r, gp, b, err);
+  }
+  bprintf(b, "<h2>Budget utilisation, shapes x recipes (x Q policies)</h2>\n<p>A column named <i>recipe @ policy</i> is the recipe with its Q "
+             "scale policy replaced (the policy axis:");
+  for (int k = 0; k < r->npolicies; k++) bprintf(b, " %s", r->policies[k]);
+  bprintf(b, ").</p>\n");
+  if (st == MLR_OK) st = heatmap(r, gp, b, err);
   if (st == MLR_OK && r->nsweep_dists) {
     bprintf(b, "<h2>The static Q scale</h2>\n<p>");
     bhtml(b, r->sweep_recipe);
@@ -255,9 +529,13 @@ static mlr_status html(const mlr_report *r, const char *gp, buf *b, mlr_error *e
       }
     bprintf(b, "</table>\n");
   }
+  if (st == MLR_OK) st = extras_html(r, gp, b, err);
   bprintf(b, "<h2>Cells</h2>\n<p>Utilisation histogram: elements per bin of |o - truth| / tolerance, edges");
   for (int k = 0; k <= MLR_UTIL_BINS; k++) bprintf(b, " %g", mlr_util_edges[k]);
-  bprintf(b, ".</p>\n<table><tr><th>shape</th><th>recipe</th><th>golden</th><th>util max</th><th>p99.9</th><th>rel L2 %%</th><th>bound</th><th>histogram</th><th>verdict</th></tr>\n");
+  bprintf(b, ".</p>\n");
+  if (st == MLR_OK) st = hist_plot(r, gp, b, err);
+  bprintf(b, "<table><tr><th>shape</th><th>recipe</th><th>golden</th><th>util max</th><th>p99.9</th><th>rel L2 %%</th><th>bound</th><th>histogram</th>"
+             "<th>GPU kernel</th><th>verdict</th></tr>\n");
   for (int pass = 0; pass < 2; pass++)
     for (int k = 0; k < r->ncells; k++) {
       const mlr_report_cell *c = &r->cells[k];
@@ -265,9 +543,10 @@ static mlr_status html(const mlr_report *r, const char *gp, buf *b, mlr_error *e
       bprintf(b, "<tr%s><td>", c->pass ? "" : " class=\"fail\"");
       bhtml(b, c->shape);
       bprintf(b, "</td><td>");
-      bhtml(b, c->recipe);
+      char lab[128];
+      bhtml(b, col_label(c, lab, sizeof lab));
       if (!c->applicable) {
-        bprintf(b, "</td><td colspan=\"7\" style=\"text-align:left\">n/a: ");
+        bprintf(b, "</td><td colspan=\"8\" style=\"text-align:left\">n/a: ");
         bhtml(b, c->reason);
         bprintf(b, "</td></tr>\n");
         continue;
@@ -275,6 +554,8 @@ static mlr_status html(const mlr_report *r, const char *gp, buf *b, mlr_error *e
       bprintf(b, "</td><td>%s</td><td>%.4g</td><td>%.4g</td><td>%.3g</td><td>%s %.3g</td><td>", c->golden, c->util.max, c->util.p999, 100 * c->rel_l2,
               !c->bound_computed ? "not computed" : c->bound_holds ? "holds" : "VIOLATED", c->bound_max_ratio);
       for (int h = 0; h < MLR_UTIL_BINS; h++) bprintf(b, "%s%lld", h ? " " : "", (long long)c->util.hist[h]);
+      bprintf(b, "</td><td>");
+      gpu_text(c, b, 1);
       bprintf(b, "</td><td>%s</td></tr>\n", c->pass ? "pass" : "FAIL");
     }
   bprintf(b, "</table>\n</body></html>\n");

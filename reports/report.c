@@ -15,8 +15,23 @@
 #include "ref/emulate/mlr_emulate.h"
 #include "ref/oracle/mlr_oracle.h"
 #include "ref/recipe/mlr_recipe.h"
+#include "gpu/exact/mlr_gpu.h"
+#include "gpu/fast/mlr_gpu_fast.h"
+#include "mlr_discriminate.h"
 
-enum { QUICK_CELLS = 6, QUICK_TOKENS = 4096, MAX_RECIPES = 32 };
+enum { QUICK_CELLS = 6, QUICK_TOKENS = 4096, MAX_VARIANTS = 64 };
+
+/* a column of the matrix: a recipe under its own Q policy, or under a point of the policy axis */
+typedef struct variant {
+  mlr_recipe r;
+  char policy[48];
+  int own;
+} variant;
+
+/* the GPU leg's state for one run */
+typedef struct gpu_leg {
+  int on, reps;
+} gpu_leg;
 
 /* the golden manifest's rows (NULL path or no file: none) */
 typedef struct manifest {
@@ -61,9 +76,77 @@ static mlr_status inputs_of(const char *spec_text, mlr_tensor_file *tf, mlr_inpu
   return st;
 }
 
-/* one shape: inputs and the certified truth (dequantized KV), then every recipe */
-static mlr_status run_shape(const mlr_suite_cell *sc, const char *suite, const mlr_recipe *rs, int nr, const manifest *man, double rtol,
-                            double atol, int threads, mlr_report_cell *out, mlr_error *err) {
+/* the fraction of elements whose codes are equal (n elements of esz bytes) */
+static double identical(const void *a, const void *b, int64_t n, size_t esz) {
+  int64_t same = 0;
+  for (int64_t i = 0; i < n; i++) same += !memcmp((const char *)a + (size_t)i * esz, (const char *)b + (size_t)i * esz, esz);
+  return n ? (double)same / (double)n : 1.0;
+}
+
+static mlr_ctype out_kind(int f) { return f == MLR_OUT_FP32 ? MLR_CT_F32 : f == MLR_OUT_FP16 ? MLR_CT_F16 : MLR_CT_BF16; }
+
+/* the GPU leg of one cell: the fast kernel for the recipes it computes (timed: the median of reps
+ * launches, L2 flushed before each), the exact kernel for the others; pass as documented in
+ * mlr_report_cell. A recipe no GPU kernel computes, or inputs one does not take, leave gpu = 0 with
+ * the reason; a GPU error fails the cell with its message. */
+static void gpu_cell(const gpu_leg *g, const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_result *model, const double *truth,
+                     const double *bound, mlr_report_cell *c) {
+  mlr_error e = {""};
+  const int64_t n = in->T * in->H * MLR_EMU_V_DIM;
+  const size_t esz = model->out_format == MLR_OUT_FP32 ? 4 : 2;
+  mlr_emu_result res;
+  memset(&res, 0, sizeof res);
+  mlr_status st;
+  if (mlr_gpu_fast_fit(r, NULL, &e) == MLR_OK) {
+    snprintf(c->gpu_kernel, sizeof c->gpu_kernel, "fast");
+    mlr_gpu_fast *f = NULL;
+    double us[64];
+    const int reps = g->reps < 64 ? g->reps : 64;
+    st = mlr_gpu_fast_prepare(r, in, &f, &e);
+    for (int k = 0; st == MLR_OK && k < reps; k++) st = mlr_gpu_fast_launch(f, 1, &us[k], &e);
+    if (st == MLR_OK) st = mlr_gpu_fast_result(f, &res, &e);
+    mlr_gpu_fast_free(f);
+    if (st == MLR_OK) { /* the median (insertion sort: reps is small) */
+      for (int i = 1; i < reps; i++)
+        for (int j = i; j > 0 && us[j] < us[j - 1]; j--) { const double t = us[j]; us[j] = us[j - 1], us[j - 1] = t; }
+      c->gpu_us = us[reps / 2];
+    }
+  } else {
+    snprintf(c->gpu_kernel, sizeof c->gpu_kernel, "exact");
+    mlr_gpu_timing tm;
+    memset(&tm, 0, sizeof tm);
+    st = mlr_gpu_exact(r, in, &res, &tm, &e);
+    c->gpu_us = tm.kernel_ms * 1e3;
+  }
+  if (st == MLR_EINVAL) { /* not a failure: this kernel does not take these inputs or this recipe */
+    snprintf(c->gpu_note, sizeof c->gpu_note, "%.255s", e.msg);
+    c->gpu_kernel[0] = 0;
+    return;
+  }
+  c->gpu = 1;
+  if (st != MLR_OK) {
+    snprintf(c->gpu_note, sizeof c->gpu_note, "%.255s", e.msg);
+    mlr_emu_result_free(&res);
+    return; /* gpu_pass stays 0 */
+  }
+  mlr_sha256_hex(res.o, mlr_emu_o_bytes(&res), c->gpu_o_sha);
+  c->gpu_identical = identical(res.o, model->o, n, esz);
+  const mlr_cmp_tensor o = {out_kind(res.out_format), res.o, n}, t = {MLR_CT_F64, truth, n};
+  mlr_compare_utilisation(&o, &t, 1e-2, 1e-2, &c->gpu_util, &e);
+  if (!strcmp(c->gpu_kernel, "exact")) c->gpu_pass = !strcmp(c->gpu_o_sha, c->o_sha);
+  else {
+    mlr_bound_use bu;
+    c->gpu_bound_holds = bound && mlr_compare_bound(&o, &t, bound, 1.0, &bu, &e) == MLR_OK && bu.over == 0;
+    mlr_verdict_kind v = MLR_VERDICT_FAIL;
+    const int fa3 = res.out_format == MLR_OUT_BF16 && mlr_disc_judge("fa3", n, res.o, model->o, truth, NULL, &v, &e) == MLR_OK && v == MLR_VERDICT_PASS;
+    c->gpu_pass = fa3 && (bound ? c->gpu_bound_holds : 1);
+  }
+  mlr_emu_result_free(&res);
+}
+
+/* one shape: inputs and the certified truth (dequantized KV), then every column */
+static mlr_status run_shape(const mlr_suite_cell *sc, const char *suite, const variant *vs, int nv, const manifest *man, double rtol, double atol,
+                            int threads, const gpu_leg *g, mlr_report_cell *out, mlr_error *err) {
   mlr_tensor_file tf;
   mlr_inputs in;
   mlr_status st = inputs_of(sc->spec, &tf, &in, err);
@@ -74,15 +157,18 @@ static mlr_status run_shape(const mlr_suite_cell *sc, const char *suite, const m
   double *truth = NULL, *bound = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
   if (!bound) st = mlr_error_set(err, MLR_ENOMEM, "out of memory for the bound of %s", sc->name);
   else st = mlr_oracle_o(&in, MLR_TRUTH_DEQUANTIZED, &truth, err);
-  for (int k = 0; st == MLR_OK && k < nr; k++) {
+  for (int k = 0; st == MLR_OK && k < nv; k++) {
+    const mlr_recipe *r = &vs[k].r;
     mlr_report_cell *c = &out[k];
     memset(c, 0, sizeof *c);
     snprintf(c->shape, sizeof c->shape, "%s", sc->name);
     snprintf(c->spec, sizeof c->spec, "%s", sc->spec);
-    snprintf(c->recipe, sizeof c->recipe, "%.63s", rs[k].name);
-    mlr_recipe_hash(&rs[k], c->recipe_sha);
+    snprintf(c->recipe, sizeof c->recipe, "%.63s", r->name);
+    snprintf(c->policy, sizeof c->policy, "%s", vs[k].policy);
+    c->own_policy = vs[k].own;
+    mlr_recipe_hash(r, c->recipe_sha);
     mlr_error fit = {""};
-    if (mlr_emu_check_fit(&rs[k], &in, &fit) != MLR_OK) {
+    if (mlr_emu_check_fit(r, &in, &fit) != MLR_OK) {
       snprintf(c->reason, sizeof c->reason, "%.255s", fit.msg);
       c->pass = 1; /* nothing to fail */
       continue;
@@ -90,28 +176,20 @@ static mlr_status run_shape(const mlr_suite_cell *sc, const char *suite, const m
     c->applicable = 1;
     mlr_emu_opts opts = {threads, 0, MLR_FAULT_NONE};
     mlr_emu_result res;
-    if ((st = mlr_emulate(&rs[k], &in, &opts, &res, err)) != MLR_OK) break;
+    if ((st = mlr_emulate(r, &in, &opts, &res, err)) != MLR_OK) break;
     mlr_sha256_hex(res.o, mlr_emu_o_bytes(&res), c->o_sha);
-    const mlr_manifest_row *row = find_row(man, suite, sc->name, sc->spec, rs[k].name);
+    const mlr_manifest_row *row = vs[k].own ? find_row(man, suite, sc->name, sc->spec, r->name) : NULL;
     snprintf(c->golden, sizeof c->golden, "%s", !row ? "none" : strcmp(row->o_sha, c->o_sha) ? "differ" : "match");
-    const mlr_cmp_tensor o = {res.out_format == MLR_OUT_FP32 ? MLR_CT_F32 : res.out_format == MLR_OUT_FP16 ? MLR_CT_F16 : MLR_CT_BF16, res.o, n},
-                         t = {MLR_CT_F64, truth, n};
+    const mlr_cmp_tensor o = {out_kind(res.out_format), res.o, n}, t = {MLR_CT_F64, truth, n};
     c->bound_computed = tokens <= MLR_REPORT_BOUND_TOKENS;
     if ((st = mlr_compare_utilisation(&o, &t, rtol, atol, &c->util, err)) == MLR_OK && c->bound_computed &&
-        (st = mlr_budget_bound(&rs[k], &in, MLR_TRUTH_DEQUANTIZED, truth, threads, bound, err)) == MLR_OK) {
+        (st = mlr_budget_bound(r, &in, MLR_TRUTH_DEQUANTIZED, truth, threads, bound, err)) == MLR_OK) {
       mlr_bound_use bu;
       if ((st = mlr_compare_bound(&o, &t, bound, 1.0, &bu, err)) == MLR_OK) c->bound_holds = bu.over == 0, c->bound_max_ratio = bu.max_ratio;
     }
-    if (st == MLR_OK) {
-      double se = 0, st2 = 0; /* relative L2 against the truth, over finite pairs */
-      for (int64_t i = 0; i < n; i++) {
-        const double v = res.out_format == MLR_OUT_FP32 ? ((const float *)res.o)[i]
-                                                        : mlr_decode(res.out_format == MLR_OUT_FP16 ? MLR_FMT_FP16 : MLR_FMT_BF16, ((const uint16_t *)res.o)[i]);
-        if (isfinite(v) && isfinite(truth[i])) se += (v - truth[i]) * (v - truth[i]), st2 += truth[i] * truth[i];
-      }
-      c->rel_l2 = st2 > 0 ? sqrt(se / st2) : 0;
-    }
-    c->pass = strcmp(c->golden, "differ") != 0 && (c->bound_holds || !c->bound_computed);
+    if (st == MLR_OK) c->rel_l2 = mlr_compare_rel_l2(&o, &t);
+    if (st == MLR_OK && g->on) gpu_cell(g, r, &in, &res, truth, c->bound_computed ? bound : NULL, c);
+    c->pass = strcmp(c->golden, "differ") != 0 && (c->bound_holds || !c->bound_computed) && (!c->gpu || c->gpu_pass);
     mlr_emu_result_free(&res);
   }
   free(truth), free(bound);
@@ -151,61 +229,160 @@ static mlr_status run_sweep(mlr_report *rep, const mlr_recipe *base, const char 
   return st;
 }
 
-mlr_status mlr_report_run(const char *suite, const char *const *recipes, int nrecipes, int quick, const char *digests, int threads,
-                          mlr_report_progress progress, void *ctx, mlr_report *rep, mlr_error *err) {
+/* the decomposition of every recipe (own policy) and the discrimination table, on one shape */
+static mlr_status run_extras(mlr_report *rep, const variant *vs, int nv, const char *spec, int threads, mlr_error *err) {
+  snprintf(rep->extra_shape, sizeof rep->extra_shape, "%s", spec);
+  mlr_tensor_file tf;
+  mlr_inputs in;
+  mlr_status st = inputs_of(spec, &tf, &in, err);
+  if (st != MLR_OK) return st;
+  const int64_t n = in.T * in.H * MLR_EMU_V_DIM;
+  double *truth = NULL, *model = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+  if (!model) st = mlr_error_set(err, MLR_ENOMEM, "out of memory for the decomposition");
+  else st = mlr_oracle_o(&in, MLR_TRUTH_DEQUANTIZED, &truth, err);
+  for (int k = 0; st == MLR_OK && k < nv && rep->ndecomp < MLR_REPORT_MAX_RECIPES; k++) {
+    if (!vs[k].own || mlr_emu_check_fit(&vs[k].r, &in, NULL) != MLR_OK) continue;
+    mlr_decomp d;
+    if ((st = mlr_budget_model(&vs[k].r, &in, threads, model, NULL, err)) != MLR_OK ||
+        (st = mlr_budget_decompose(&vs[k].r, &in, MLR_TRUTH_DEQUANTIZED, truth, model, NULL, 0, threads, &d, err)) != MLR_OK)
+      break;
+    mlr_report_decomp *o = &rep->decomp[rep->ndecomp++];
+    snprintf(o->recipe, sizeof o->recipe, "%.63s", vs[k].r.name);
+    o->present = d.present;
+    for (int s = 0; s < MLR_NSRC; s++) o->rms[s] = d.alone[s].rms;
+    o->interaction_rms = d.interaction.rms, o->total_rms = d.total.rms, o->truth_rms = d.truth_rms;
+  }
+  /* the discrimination table: the first recipe of the list with a bf16 output and more than one split
+   * (the merge faults act only there), else the first with a bf16 output */
+  int pick = -1;
+  for (int pass = 0; pass < 2 && pick < 0; pass++)
+    for (int k = 0; k < nv && pick < 0; k++)
+      if (vs[k].own && vs[k].r.out_format == MLR_OUT_BF16 && (pass || vs[k].r.split_rule != MLR_SPLIT_NONE) &&
+          mlr_emu_check_fit(&vs[k].r, &in, NULL) == MLR_OK)
+        pick = k;
+  if (st == MLR_OK && pick >= 0) {
+    snprintf(rep->disc_recipe, sizeof rep->disc_recipe, "%s", vs[pick].r.name);
+    st = mlr_disc_table(&vs[pick].r, &in, truth, threads, rep->disc, &rep->disc_model_ok, err);
+    rep->disc_done = st == MLR_OK;
+  }
+  free(truth), free(model);
+  mlr_tf_free(&tf);
+  return st;
+}
+
+/* the columns: each recipe under its own policy, then (fp8 Q) under each point of the axis that
+ * differs from its own */
+static mlr_status variants_of(const mlr_recipe *rs, int nr, mlr_report *rep, variant *vs, int *nv, mlr_error *err) {
+  *nv = 0;
+  for (int k = 0; k < nr; k++) {
+    if (*nv == MAX_VARIANTS) return mlr_error_set(err, MLR_EINVAL, "more than %d recipe and policy columns", MAX_VARIANTS);
+    variant *v = &vs[(*nv)++];
+    v->r = rs[k], v->own = 1;
+    if (rs[k].q_format == MLR_Q_BF16) snprintf(v->policy, sizeof v->policy, "none");
+    else mlr_recipe_policy_text(&rs[k], v->policy, sizeof v->policy);
+    if (rs[k].q_format == MLR_Q_BF16) continue;
+    for (int p = 0; p < rep->npolicies; p++) {
+      variant w = {rs[k], "", 0};
+      mlr_status st = mlr_recipe_set_policy(&w.r, rep->policies[p], err);
+      if (st != MLR_OK) return st;
+      mlr_recipe_policy_text(&w.r, w.policy, sizeof w.policy);
+      if (!strcmp(w.policy, v->policy)) continue;
+      if (*nv == MAX_VARIANTS) return mlr_error_set(err, MLR_EINVAL, "more than %d recipe and policy columns", MAX_VARIANTS);
+      vs[(*nv)++] = w;
+    }
+  }
+  return MLR_OK;
+}
+
+mlr_status mlr_report_run(const mlr_report_opts *o, mlr_report *rep, mlr_error *err) {
   memset(rep, 0, sizeof *rep);
-  rep->rtol = rep->atol = 1e-2, rep->margin = 0.1, rep->quick = quick;
-  snprintf(rep->suite, sizeof rep->suite, "%s", suite);
-  const mlr_suite *su = mlr_suite_find(suite);
-  if (!su) return mlr_error_set(err, MLR_EINVAL, "unknown suite '%s' (valid: %s)", suite, mlr_suite_names());
-  static mlr_recipe rs[MAX_RECIPES];
+  rep->rtol = rep->atol = 1e-2, rep->margin = 0.1, rep->quick = o->quick, rep->gpu_margin = 0.15, rep->gpu_noise_us = 3.0;
+  rep->shard_i = o->shard_i, rep->shard_n = o->shard_n, rep->gpu_mode = o->gpu;
+  snprintf(rep->suite, sizeof rep->suite, "%s", o->suite);
+  const mlr_suite *su = mlr_suite_find(o->suite);
+  if (!su) return mlr_error_set(err, MLR_EINVAL, "unknown suite '%s' (valid: %s)", o->suite, mlr_suite_names());
+  if (o->shard_n && (o->shard_n < 1 || o->shard_i < 1 || o->shard_i > o->shard_n))
+    return mlr_error_set(err, MLR_EINVAL, "shard %d/%d: valid i/n with 1 <= i <= n", o->shard_i, o->shard_n);
+  /* the GPU leg: a device, or (require) an error saying why not */
+  gpu_leg g = {0, o->quick ? 5 : 20};
+  if (o->gpu != MLR_REPORT_GPU_OFF) {
+    mlr_error ge = {""};
+    if (mlr_gpu_device(rep->gpu_device, sizeof rep->gpu_device, &ge) == MLR_OK) g.on = 1;
+    else if (o->gpu == MLR_REPORT_GPU_REQUIRE) return mlr_error_set(err, MLR_EDEVICE, "--gpu require: %s", ge.msg);
+    else rep->gpu_device[0] = 0;
+  }
+  static mlr_recipe rs[MLR_REPORT_MAX_RECIPES];
   int nr = 0;
-  if (nrecipes == 0) {
+  if (o->nrecipes == 0) {
     char buf[512];
-    snprintf(buf, sizeof buf, "%s", mlr_recipe_builtin_names());
-    for (char *save = NULL, *tok = strtok_r(buf, "|", &save); tok && nr < MAX_RECIPES; tok = strtok_r(NULL, "|", &save)) mlr_recipe_builtin(tok, &rs[nr++]);
+    snprintf(buf, sizeof buf, "%s%s%s", mlr_recipe_builtin_names(), g.on ? "|" : "", g.on ? mlr_gpu_fast_recipe_names() : "");
+    for (char *save = NULL, *tok = strtok_r(buf, "|", &save); tok && nr < MLR_REPORT_MAX_RECIPES; tok = strtok_r(NULL, "|", &save))
+      if (mlr_recipe_builtin(tok, &rs[nr]) == MLR_OK || mlr_gpu_fast_recipe(tok, &rs[nr]) == MLR_OK) nr++;
   } else
-    for (int k = 0; k < nrecipes && nr < MAX_RECIPES; k++)
-      if (mlr_recipe_builtin(recipes[k], &rs[nr++]) != MLR_OK)
-        return mlr_error_set(err, MLR_EINVAL, "unknown recipe '%s' (valid: %s)", recipes[k], mlr_recipe_builtin_names());
-  /* the cells: all, or the quick ones (small: up to QUICK_TOKENS KV tokens in all) */
+    for (int k = 0; k < o->nrecipes && nr < MLR_REPORT_MAX_RECIPES; k++)
+      if (mlr_recipe_builtin(o->recipes[k], &rs[nr]) != MLR_OK && mlr_gpu_fast_recipe(o->recipes[k], &rs[nr]) != MLR_OK)
+        return mlr_error_set(err, MLR_EINVAL, "unknown recipe '%s' (valid: %s|%s)", o->recipes[k], mlr_recipe_builtin_names(), mlr_gpu_fast_recipe_names());
+      else nr++;
+  /* the policy axis */
+  static const char *const DEFAULT_POLICIES[] = {"static:absmax=6", "dynamic", "per_token"}, *const QUICK_POLICIES[] = {"static:absmax=6"};
+  const char *const *pol = o->policies ? o->policies : o->quick ? QUICK_POLICIES : DEFAULT_POLICIES;
+  const int np = o->policies ? o->npolicies : o->quick ? 1 : 3;
+  for (int p = 0; p < np && p < MLR_REPORT_MAX_POLICIES; p++) {
+    mlr_recipe probe; /* each policy checked on an fp8-Q recipe, whatever the list holds */
+    mlr_recipe_builtin("aiter-a8w8-ps", &probe);
+    mlr_error pe = {""};
+    if (mlr_recipe_set_policy(&probe, pol[p], &pe) != MLR_OK) return mlr_error_set(err, MLR_EINVAL, "--policy: %s", pe.msg);
+    snprintf(rep->policies[rep->npolicies++], sizeof rep->policies[0], "%.47s", pol[p]);
+  }
+  static variant vs[MAX_VARIANTS];
+  int nv;
+  mlr_status st = variants_of(rs, nr, rep, vs, &nv, err);
+  if (st != MLR_OK) return st;
+  /* the cells: all, or the quick ones (small: up to QUICK_TOKENS KV tokens in all); this shard's share */
   const mlr_suite_cell *cells[256];
-  int ns = 0;
+  int ns = 0, seen = 0;
   for (size_t k = 0; k < su->n && ns < 256; k++) {
-    if (quick) {
+    if (o->quick) {
       mlr_gen_spec gs;
       if (mlr_gen_spec_parse(su->cells[k].spec, &gs, err) != MLR_OK) return MLR_EINVAL;
       int64_t tokens = 0;
       for (int64_t b = 0; b < gs.bs; b++) tokens += gs.lens[b];
       mlr_gen_spec_free(&gs);
-      if (tokens > QUICK_TOKENS || ns == QUICK_CELLS) continue;
+      if (tokens > QUICK_TOKENS || seen == QUICK_CELLS) continue;
     }
-    cells[ns++] = &su->cells[k];
+    const int mine = !o->shard_n || seen % o->shard_n == o->shard_i - 1;
+    seen++;
+    if (mine) cells[ns++] = &su->cells[k];
   }
   manifest man;
-  mlr_status st = read_manifest(digests, &man, err);
-  if (st != MLR_OK) return st;
-  rep->cells = calloc((size_t)(ns * nr > 0 ? ns * nr : 1), sizeof *rep->cells);
+  if ((st = read_manifest(o->digests, &man, err)) != MLR_OK) return st;
+  rep->cells = calloc((size_t)(ns * nv > 0 ? ns * nv : 1), sizeof *rep->cells);
   if (!rep->cells) {
     free(man.rows);
     return mlr_error_set(err, MLR_ENOMEM, "out of memory for the report's cells");
   }
+  const int extras = !o->shard_n || o->shard_i == 1, steps = ns + 2 * extras;
   for (int s = 0; st == MLR_OK && s < ns; s++) {
-    if (progress) progress(cells[s]->name, s, ns + 1, ctx);
-    st = run_shape(cells[s], suite, rs, nr, &man, rep->rtol, rep->atol, threads, &rep->cells[s * nr], err);
-    if (st == MLR_OK) rep->ncells += nr;
+    if (o->progress) o->progress(cells[s]->name, s, steps, o->ctx);
+    st = run_shape(cells[s], o->suite, vs, nv, &man, rep->rtol, rep->atol, o->threads, &g, &rep->cells[s * nv], err);
+    if (st == MLR_OK) rep->ncells += nv;
   }
   free(man.rows);
   if (st != MLR_OK) return st;
   for (int k = 0; k < rep->ncells; k++) rep->nfailures += !rep->cells[k].pass;
-  /* the sweep: the first fp8-Q recipe of the list on one bs=4 shape */
-  for (int k = 0; k < nr; k++)
-    if (rs[k].q_format != MLR_Q_BF16) {
-      if (progress) progress("static-scale sweep", ns, ns + 1, ctx);
-      static const char *const DISTS[] = {"normal", "t3", "outliers:0.001"};
-      st = run_sweep(rep, &rs[k], quick ? "bs=1,kv=256,seed=4217" : "bs=4,kv=1024,seed=4217", DISTS, quick ? 2 : 3, quick ? 5 : 9, threads, err);
-      break;
-    }
-  if (progress) progress("done", ns + 1, ns + 1, ctx);
+  if (extras) {
+    /* the sweep: the first fp8-Q recipe of the list on one bs=4 shape */
+    for (int k = 0; k < nr; k++)
+      if (rs[k].q_format != MLR_Q_BF16) {
+        if (o->progress) o->progress("static-scale sweep", ns, steps, o->ctx);
+        static const char *const DISTS[] = {"normal", "t3", "outliers:0.001"};
+        st = run_sweep(rep, &rs[k], o->quick ? "bs=1,kv=256,seed=4217" : "bs=4,kv=1024,seed=4217", DISTS, o->quick ? 2 : 3, o->quick ? 5 : 9,
+                       o->threads, err);
+        break;
+      }
+    if (o->progress) o->progress("decomposition and discrimination", ns + 1, steps, o->ctx);
+    if (st == MLR_OK) st = run_extras(rep, vs, nv, o->quick ? "bs=2,kv=256,seed=4217" : "bs=4,kv=1024,seed=4217", o->threads, err);
+  }
+  if (o->progress) o->progress("done", steps, steps, o->ctx);
   return st;
 }

@@ -18,7 +18,7 @@ case "$t" in
   npy) srcs="tests/fuzz/fuzz_npy.c $IO $BASE -ljansson" ;;
   shape) srcs="tests/fuzz/fuzz_shape.c fixtures/gen/gen.c fixtures/suites/suites.c fixtures/inputs/inputs.c fixtures/rng/rng.c $IO $BASE ref/formats/formats.c -ljansson" ;;
   manifest) srcs="tests/fuzz/fuzz_manifest.c fixtures/io/manifest.c ref/base/status.c" ;;
-  baseline) srcs="tests/fuzz/fuzz_baseline.c reports/baseline.c ref/base/status.c -ljansson" ;;
+  baseline) srcs="tests/fuzz/fuzz_baseline.c reports/baseline.c fixtures/suites/suites.c ref/budget/sources.c ref/base/status.c -ljansson" ;;
   *) echo "fuzz: unknown target '$t' (valid: recipe, safetensors, npy, shape, manifest, baseline); usage: scripts/fuzz.sh TARGET [SECONDS]" >&2; exit 2 ;;
 esac
 case "$secs" in ''|*[!0-9]*) echo "fuzz: SECONDS '$secs' is not a whole number of seconds" >&2; exit 2 ;; esac

@@ -24,8 +24,8 @@
 #   5. the matrix-unit probe (gpu/probes/mma_probe.cu): mma.sync on 2^20 random and 2^14 targeted
 #      inner products a class and operand format against ref/mma's models ($OUT/mma: the summary and
 #      the vectors kept as test data).
-# MLAREF_GPU_STEPS (default "exact sanitize bench fast fastbench bits torch peers mma") picks the steps
-# (0 = exact, sanitize and bench, 0b = fast and fastbench, 1 = bits, 2 and 3 = torch, 4 = peers, 5 = mma); MLAREF_GPU_REPS the benchmark's runs. Without a GPU it exits 77 (CTest's "skipped"), unless MLAREF_REQUIRE_GPU=1 makes
+# MLAREF_GPU_STEPS (default "exact badinput sanitize bench fast fastbench bits torch peers mma") picks the steps
+# (0 = exact, badinput (tests/bad_input.sh: the gpu cases of the README's bad-input table), sanitize and bench, 0b = fast and fastbench, 1 = bits, 2 and 3 = torch, 4 = peers, 5 = mma); MLAREF_GPU_REPS the benchmark's runs. Without a GPU it exits 77 (CTest's "skipped"), unless MLAREF_REQUIRE_GPU=1 makes
 # that a failure.
 # `gpu_run.sh --build-only` builds the programs it runs (the GPU machine has no jansson, so the CLI
 # there is the MLAREF_FORMATS_ONLY variant) and stops: CTest's gpu_run_build runs it on every
@@ -55,12 +55,12 @@ OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 status=0
 DATA=${MLAREF_GPU_DATA:-.gpu-data}
-STEPS=" ${MLAREF_GPU_STEPS:-exact sanitize bench fast fastbench bits torch peers mma} "
+STEPS=" ${MLAREF_GPU_STEPS:-exact badinput sanitize bench fast fastbench bits torch peers mma} "
 step() { case "$STEPS" in *" $1 "*) return 0 ;; esac; echo "== $1: not asked for (MLAREF_GPU_STEPS)"; return 1; }
 {
   echo "== machine"; date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; "$NVCC" --version | tail -1
   CLI=${MLAREF_GPU_CLI:-}
-  if { step exact || step sanitize || step bench || step fast || step fastbench; } >/dev/null && [ -z "$CLI" ]; then
+  if { step exact || step badinput || step sanitize || step bench || step fast || step fastbench; } >/dev/null && [ -z "$CLI" ]; then
     echo "== exact kernel: build"
     cmake -S . -B build/gpu -DCMAKE_BUILD_TYPE=Release -DMLAREF_TESTS=OFF -DMLAREF_GPU=CUDA -DMLAREF_GPU_ENFORCE=ON >/dev/null &&
       cmake --build build/gpu -j "$(nproc)" --target mlaref >/dev/null && CLI=build/gpu/mlaref || { echo "exact kernel: build failed"; exit 1; }
@@ -69,6 +69,10 @@ step() { case "$STEPS" in *" $1 "*) return 0 ;; esac; echo "== $1: not asked for
     "$CLI" gpu info || status=1
     echo "== exact kernel: bit identity with fixtures/goldens/digests.tsv (edge, test, bench; every built-in)"
     for s in edge test bench; do "$CLI" golden --verify --gpu --suite "$s" 2>&1 | grep -v "^golden: [0-9]" || status=1; done
+  fi
+  if step badinput; then
+    echo "== the README's bad-input table with a GPU present (its gpu cases: fault hooks, head and grid limits)"
+    bash tests/bad_input.sh "$CLI" | tee "$OUT/bad_input.txt"; [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   fi
   if step sanitize; then
     echo "== exact kernel: compute-sanitizer memcheck and racecheck on the edge suite"

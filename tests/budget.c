@@ -235,6 +235,7 @@ Test(budget, matrix_unit_dots) {
       {"aiter-a16w8-ps", "qk.dot=mma:sm90-bf16;pv.dot=mma:sm90-bf16;pv.accumulate=into_acc;softmax.block=32;out.format=fp32"},
       {"fp32-seq", "qk.operand=fp16;qk.dot=mma:sm90-f16;pv.operand=fp16;p.format=fp16;pv.dot=mma:sm90-f16;split.rule=fixed;split.count=3;out.format=fp32"},
       {"aiter-a8w8-ps", fp8},
+      {"aiter-a8w8-ps", "qk.dot=mma:sm90-e4m3-sync;pv.dot=mma:sm90-e4m3-sync;out.format=fp32"}, /* the lowered mma.sync */
   };
   for (int i = 0; i < 2; i++)
     for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++) {

@@ -42,7 +42,7 @@ Test(cli, main_job_passes, .timeout = 120) {
   cr_assert(strstr(o, "e4m3fnuz"));
   /* it ends with a quick report and says where its page is: the page is there */
   const char *at = strstr(o, "mlaref: the quick report's page: ");
-  cr_assert(at && strstr(o, "report: suite edge (quick): 48 cells, 0 failed"), "%s", o);
+  cr_assert(at && strstr(o, "report: suite edge (quick): 60 cells, 0 failed"), "%s", o); /* 6 shapes x (8 recipes + 2 on the policy axis) */
   char page[1024], cmd[2200];
   cr_assert_eq(sscanf(at, "mlaref: the quick report's page: %1023s", page), 1);
   snprintf(cmd, sizeof cmd, "grep -q '<svg' %s && rm -rf $(dirname %s)", page, page);
@@ -325,7 +325,8 @@ Test(cli, policy_check, .timeout = 120) {
   const int rc = run("policy-check --policy dynamic --shape bs=1,kv=40,seed=5 --shape bs=1,kv=40,seed=5,fmt=bf16", &o, &e);
   cr_assert(strstr(o, "unaffected (bf16 Q, no scale): triton-fp8-single"), "%s", o);
   cr_assert(strstr(o, "\naiter-a8w8-ps ") && strstr(o, "\naiter-test-ref ") && strstr(o, "\nfast-a8w8 "), "%s", o);
-  cr_assert(strstr(o, "\naiter-a8w8-ps      bs=1,kv=40,seed=5,fmt=bf16 n/a: recipe 'aiter-a8w8-ps' multiplies fp8 KV codes"), "%s", o);
+  cr_assert(strstr(o, "\naiter-a8w8-ps          bs=1,kv=40,seed=5,fmt=bf16 n/a: recipe 'aiter-a8w8-ps' multiplies fp8 KV codes"), "%s", o);
+  cr_assert(strstr(o, "\nGPU kernels: "), "%s", o);
   cr_assert(strstr(o, "recommendations:\n") && strstr(o, "policy-check: dynamic: "), "%s", o);
   /* the exit code is the verdict line's: 0 exactly when no kernel fails */
   cr_assert_eq(rc, strstr(o, "policy-check: dynamic: 0 of 3 kernels fail") ? 0 : 1, "exit %d: %s %s", rc, o, e);
@@ -343,8 +344,8 @@ Test(cli, policy_check, .timeout = 120) {
   bad("policy-check --policy dynamic --margin -1", "--margin needs a number >= 0");
   bad("policy-check --policy dynamic --frob", "unknown option '--frob' (valid: --policy --against");
   /* inputs past the machine's memory are refused before anything is allocated (3.1 TB here) */
-  bad("policy-check --policy dynamic --shape bs=60000,kv=30000", "shape 'bs=60000,kv=30000' needs 3.12e+03 GB of memory for its inputs, more than the");
-  bad("budget --shape bs=60000,kv=30000 --recipe fp32-seq", "needs 3.12e+03 GB of memory for its inputs, more than the");
+  bad("policy-check --policy dynamic --shape bs=60000,kv=30000", "shape 'bs=60000,kv=30000' (its inputs) needs 3.12e+03 GB of memory, more than the");
+  bad("budget --shape bs=60000,kv=30000 --recipe fp32-seq", "(its inputs) needs 3.12e+03 GB of memory, more than the");
 }
 
 /* report: the three files, the JSON against its schema, the page self-contained with its plots;
@@ -354,19 +355,48 @@ Test(cli, report_quick_and_baseline, .timeout = 300) {
   cr_assert_eq(system("rm -rf /tmp/mlr_cli_rep && mkdir -p /tmp/mlr_cli_rep/a /tmp/mlr_cli_rep/b"), 0);
   cr_assert_eq(run("report --suite edge --out /tmp/mlr_cli_rep/a --quick --recipe fp32-seq --recipe aiter-a8w8-ps --digests " MLAREF_SOURCE_DIR
                    "/fixtures/goldens/digests.tsv", &o, &e), 0, "%s %s", o, e);
-  cr_assert(strstr(o, "report: suite edge (quick): 12 cells, 0 failed, 0 regressions"), "%s", o);
+  /* 6 shapes x (fp32-seq, aiter-a8w8-ps under its own dynamic policy and under static:absmax=6, the quick policy axis) */
+  cr_assert(strstr(o, "report: suite edge (quick): 18 cells, 0 failed, 0 regressions"), "%s", o);
   free(o), free(e);
   /* the schema, with whichever python has jsonschema (pyenv's or Debian's python3-jsonschema) */
   cr_assert_eq(run("x 2>/dev/null; (for py in python3 /usr/bin/python3; do $py -c 'import jsonschema' 2>/dev/null && break; done; $py -c \""
                    "import json, jsonschema; d = json.load(open('/tmp/mlr_cli_rep/a/summary.json')); "
                    "jsonschema.validate(d, json.load(open('" MLAREF_SOURCE_DIR "/reports/summary.schema.json'))); "
-                   "c = [x for x in d['cells'] if x['applicable']]; assert len(d['cells']) == 12 and all(x['golden'] == 'match' for x in c); "
-                   "assert [p['absmax'] for p in d['sweep']['distributions'][0]['points']].count(6.0) == 1; print('schema ok')\")", &o, &e), 0, "%s %s", o, e);
+                   "c = [x for x in d['cells'] if x['applicable']]; assert len(d['cells']) == 18; "
+                   "assert all(x['golden'] == ('match' if x['own_policy'] else 'none') for x in c); "
+                   "assert sum(1 for x in d['cells'] if x['policy'] == 'static:absmax=6' and not x['own_policy']) == 6; "
+                   "assert [p['absmax'] for p in d['sweep']['distributions'][0]['points']].count(6.0) == 1; "
+                   "assert [x['recipe'] for x in d['decomposition']] == ['fp32-seq', 'aiter-a8w8-ps']; "
+                   "t = d['discrimination']; assert t['model_passes'] and all(r[1] is not False for r in t['caught']) and [r[0] for r in t['caught']].count(False) > 0; "
+                   "print('schema ok')\")", &o, &e), 0, "%s %s", o, e);
   cr_assert(strstr(o, "schema ok"), "%s", o);
   free(o), free(e);
-  /* the page: two inline SVG plots by gnuplot, nothing fetched from elsewhere */
-  cr_assert_eq(system("test $(grep -c '<svg' /tmp/mlr_cli_rep/a/index.html) -eq 2 && grep -q 'Produced by GNUPLOT' /tmp/mlr_cli_rep/a/index.html && "
+  /* the page: four inline SVG plots by gnuplot (heatmap, sweep, decomposition, histograms), the discrimination table, nothing
+   * fetched from elsewhere */
+  cr_assert_eq(system("test $(grep -c '<svg' /tmp/mlr_cli_rep/a/index.html) -eq 4 && grep -q 'Produced by GNUPLOT' /tmp/mlr_cli_rep/a/index.html && "
+                      "grep -q '<h2>Discrimination</h2>' /tmp/mlr_cli_rep/a/index.html && "
                       "! grep -q -E '<script|src=.http|href=.http' /tmp/mlr_cli_rep/a/index.html"), 0);
+  /* shards: two halves merged give the same cells and extras as the whole run */
+  cr_assert_eq(system("mkdir -p /tmp/mlr_cli_rep/s1 /tmp/mlr_cli_rep/s2 /tmp/mlr_cli_rep/m"), 0);
+  for (int k = 1; k <= 2; k++) {
+    char args[512];
+    snprintf(args, sizeof args, "report --suite edge --out /tmp/mlr_cli_rep/s%d --quick --shard %d/2 --recipe fp32-seq --recipe aiter-a8w8-ps --digests "
+             MLAREF_SOURCE_DIR "/fixtures/goldens/digests.tsv", k, k);
+    cr_assert_eq(run(args, &o, &e), 0, "%s %s", o, e);
+    cr_assert(strstr(o, "9 cells"), "%s", o);
+    free(o), free(e);
+  }
+  cr_assert_eq(run("report merge --out /tmp/mlr_cli_rep/m /tmp/mlr_cli_rep/s2 /tmp/mlr_cli_rep/s1", &o, &e), 0, "%s %s", o, e);
+  cr_assert(strstr(o, "report: suite edge (quick): 18 cells, 0 failed, 0 regressions"), "%s", o);
+  free(o), free(e);
+  cr_assert_eq(system("python3 -c \"import json; a, b = (json.load(open('/tmp/mlr_cli_rep/%s/summary.json' % x)) for x in 'am'); "
+                      "assert a['cells'] == b['cells'] and all(a[k] == b[k] for k in ('sweep', 'decomposition', 'discrimination', 'policies')) "
+                      "and 'shard' not in b\""), 0);
+  bad("report merge --out /tmp/mlr_cli_rep/m /tmp/mlr_cli_rep/s1", "shard 2/2 is missing (1 of 2 given)");
+  bad("report merge --out /tmp/mlr_cli_rep/m /tmp/mlr_cli_rep/s1 /tmp/mlr_cli_rep/s1", "shard 1/2 given twice");
+  bad("report merge --out /tmp/mlr_cli_rep/m", "usage: report merge --out DIR");
+  bad("report --suite edge --out /tmp/mlr_cli_rep --shard 3/2", "--shard '3/2' is not i/n (1 <= i <= n <= 64)");
+  bad("report --suite edge --out /tmp/mlr_cli_rep --gpu maybe", "--gpu 'maybe' is not one of auto|off|require");
   /* a baseline with another digest for one cell and a lower utilisation for another */
   cr_assert_eq(system("python3 -c \"import json; d = json.load(open('/tmp/mlr_cli_rep/a/summary.json')); c = [x for x in d['cells'] if x['applicable']]; "
                       "c[0]['o_sha256'] = '0' * 64; c[1]['utilisation']['max'] = c[1]['utilisation']['max'] / 2; "
@@ -374,6 +404,7 @@ Test(cli, report_quick_and_baseline, .timeout = 300) {
   cr_assert_eq(run("report --suite edge --out /tmp/mlr_cli_rep/b --quick --recipe fp32-seq --recipe aiter-a8w8-ps --baseline /tmp/mlr_cli_rep/base.json", &o, &e),
                1, "%s %s", o, e);
   cr_assert(strstr(o, "2 regressions against /tmp/mlr_cli_rep/base.json"), "%s", o);
+  cr_assert_eq(system("grep -q '<h2>Trend against the baseline</h2>' /tmp/mlr_cli_rep/b/index.html"), 0, "the trend plot");
   cr_assert(strstr(o, "regression: bs1_kv1 / fp32-seq: output digest changed: 0000000000000000 in the baseline"), "%s", o);
   cr_assert(strstr(o, "regression: bs1_kv1 / aiter-a8w8-ps: utilisation max up from"), "%s", o);
   free(o), free(e);

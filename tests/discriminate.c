@@ -22,6 +22,7 @@
 #include "ref/budget/mlr_budget.h"
 #include "ref/emulate/mlr_emulate.h"
 #include "ref/oracle/mlr_oracle.h"
+#include "reports/mlr_discriminate.h"
 #include "test_gen.h"
 
 #define DV 512
@@ -57,80 +58,30 @@ static void emulate(const mlr_recipe *r, const mlr_inputs *in, int fault, mlr_em
 
 /* the verdict of rule text on candidate a (bf16 codes) against the model b and the truth */
 static mlr_verdict_kind judge(const char *rule, const cell *c, const uint16_t *a, const uint16_t *b, const double *bound) {
-  mlr_rule r;
-  cr_assert_eq(mlr_rule_parse(rule, &r, NULL), MLR_OK);
-  mlr_cmp_tensor ta = {MLR_CT_BF16, a, c->n}, tb = {MLR_CT_BF16, b, c->n}, tt = {MLR_CT_F64, c->truth, c->n};
-  mlr_metrics m, mt, mr;
-  cr_assert_eq(mlr_compare_metrics(&ta, &tb, &m, NULL), MLR_OK);
-  cr_assert_eq(mlr_compare_metrics(&ta, &tt, &mt, NULL), MLR_OK);
-  cr_assert_eq(mlr_compare_metrics(&tb, &tt, &mr, NULL), MLR_OK);
-  if (r.kind == MLR_RULE_BUDGET) return mlr_rule_apply_budget(&r, &mt, &ta, &tt, bound).kind;
-  return mlr_rule_apply(&r, &m, &ta, &tb, &mt, &mr).kind;
+  mlr_verdict_kind v;
+  mlr_error err = {""};
+  cr_assert_eq(mlr_disc_judge(rule, c->n, a, b, c->truth, bound, &v, &err), MLR_OK, "%s", err.msg);
+  return v;
 }
 
 #ifndef MLR_SLOW
-enum { NWRONG = 12, NRULES = 5 };
-static const char *const WRONG[NWRONG] = {"all zeros", "q[..., :512] / 24", "rope part of the dot dropped", "sm_scale = 1/sqrt(512)",
-                                          "kv_scale applied twice", "kv_scale not applied", "last token of each split skipped",
-                                          "split lse in log2 where ln is meant", "P not normalized", "merge without rescaling by the running max",
-                                          "batches 0 and 1 swapped", "head 0 copied to head 1"};
-static const int FAULT[NWRONG] = {0, 0, MLR_FAULT_DROP_ROPE, MLR_FAULT_SM_SCALE_512, MLR_FAULT_KV_SCALE_TWICE, MLR_FAULT_KV_SCALE_NONE,
-                                  MLR_FAULT_SKIP_LAST, MLR_FAULT_LSE_LOG2, MLR_FAULT_P_UNNORMALIZED, MLR_FAULT_MERGE_NO_RESCALE, 0, 0};
-/* the task's rule, mlaref's default, ggml's NMSE limit, FlashMLA's fp8 cosine limit, the a priori bound */
-static const char *const RULES[NRULES] = {"allclose:0.1,0.1,0.05", "fa3", "nmse:5e-4", "cos:1e-2", "budget"};
-
-/* wrong kernel k's output for cell c (model: the triton-fp8-split output) */
-static uint16_t *wrong_output(int k, const cell *c, const mlr_recipe *r, const uint16_t *model) {
-  uint16_t *o = malloc((size_t)c->n * 2);
-  const int64_t H = c->in.H;
-  if (FAULT[k]) {
-    mlr_emu_result res;
-    emulate(r, &c->in, FAULT[k], &res);
-    memcpy(o, res.o, (size_t)c->n * 2);
-    mlr_emu_result_free(&res);
-  } else if (k == 0) memset(o, 0, (size_t)c->n * 2);
-  else if (k == 1) { /* bf16(q / 24) of the first 512 columns */
-    for (int64_t t = 0; t < c->in.T * H; t++)
-      for (int d = 0; d < DV; d++) {
-        const float q = mlr_bits_f32((uint32_t)c->in.q[t * 576 + d] << 16);
-        o[t * DV + d] = (uint16_t)mlr_encode_f32(q / 24.0f, MLR_FMT_BF16, MLR_RND_NEAREST_EVEN, MLR_OVF_NONSAT, 0);
-      }
-  } else if (k == 10) { /* the first query tokens of batches 0 and 1 trade outputs */
-    memcpy(o, model, (size_t)c->n * 2);
-    const int64_t t0 = c->in.qo_indptr[0], t1 = c->in.qo_indptr[1];
-    memcpy(o + t0 * H * DV, model + t1 * H * DV, (size_t)(H * DV) * 2);
-    memcpy(o + t1 * H * DV, model + t0 * H * DV, (size_t)(H * DV) * 2);
-  } else { /* every token's head 1 = its head 0 */
-    memcpy(o, model, (size_t)c->n * 2);
-    for (int64_t t = 0; t < c->in.T; t++) memcpy(o + (t * H + 1) * DV, o + t * H * DV, DV * 2);
-  }
-  return o;
-}
-
 Test(discriminate, every_wrong_kernel_fails_at_every_bench_shape, .timeout = 1200) {
   const mlr_suite *bench = mlr_suite_find("bench");
   cr_assert(bench != NULL);
   mlr_recipe r;
   cr_assert_eq(mlr_recipe_builtin("triton-fp8-split", &r), MLR_OK);
-  int caught[NWRONG][NRULES] = {{0}};
+  int caught[MLR_DISC_WRONG][MLR_DISC_RULES] = {{0}};
   for (size_t s = 0; s < bench->n; s++) {
     static cell c;
     cell_make(&c, bench->cells[s].spec);
-    mlr_emu_result model;
-    emulate(&r, &c.in, 0, &model);
-    cr_assert_eq(judge("fa3", &c, model.o, model.o, NULL), MLR_VERDICT_PASS, "%s: the model itself", bench->cells[s].name);
-    double *bound = malloc((size_t)c.n * sizeof(double)); /* the recipe's a priori bound (ref/budget) */
+    int table[MLR_DISC_WRONG][MLR_DISC_RULES], model_ok;
     mlr_error err = {""};
-    cr_assert_eq(mlr_budget_bound(&r, &c.in, MLR_TRUTH_DEQUANTIZED, c.truth, 0, bound, &err), MLR_OK, "%s", err.msg);
-    cr_assert_eq(judge("budget", &c, model.o, model.o, bound), MLR_VERDICT_PASS, "%s: the model within its bound", bench->cells[s].name);
-    for (int k = 0; k < NWRONG; k++) {
-      uint16_t *o = wrong_output(k, &c, &r, model.o);
-      for (int q = 0; q < NRULES; q++) caught[k][q] += judge(RULES[q], &c, o, model.o, bound) == MLR_VERDICT_FAIL;
-      cr_assert_eq(judge("fa3", &c, o, model.o, NULL), MLR_VERDICT_FAIL, "%s: '%s' passes the default rule", bench->cells[s].name, WRONG[k]);
-      free(o);
+    cr_assert_eq(mlr_disc_table(&r, &c.in, c.truth, 0, table, &model_ok, &err), MLR_OK, "%s", err.msg);
+    cr_assert(model_ok, "%s: the model itself fails fa3 or its bound", bench->cells[s].name);
+    for (int k = 0; k < MLR_DISC_WRONG; k++) {
+      for (int q = 0; q < MLR_DISC_RULES; q++) caught[k][q] += table[k][q] == 1;
+      cr_assert(table[k][1] == 1, "%s: '%s' passes the default rule (or leaves the output unchanged)", bench->cells[s].name, mlr_disc_wrong[k]); /* rule 1: fa3 */
     }
-    free(bound);
-    mlr_emu_result_free(&model);
     cell_free(&c);
   }
   const char *path = getenv("MLAREF_TABLE_OUT") ? getenv("MLAREF_TABLE_OUT") : "discrimination.md";
@@ -138,9 +89,9 @@ Test(discriminate, every_wrong_kernel_fails_at_every_bench_shape, .timeout = 120
   cr_assert(f != NULL);
   fprintf(f, "| wrong kernel (mutation of triton-fp8-split) | task rule allclose:0.1,0.1,0.05 | fa3 (default) | nmse:5e-4 | cos:1e-2 | budget |\n");
   fprintf(f, "| --- | ---: | ---: | ---: | ---: | ---: |\n");
-  for (int k = 0; k < NWRONG; k++) {
-    fprintf(f, "| %s |", WRONG[k]);
-    for (int q = 0; q < NRULES; q++) fprintf(f, " %d/%zu |", caught[k][q], bench->n);
+  for (int k = 0; k < MLR_DISC_WRONG; k++) {
+    fprintf(f, "| %s |", mlr_disc_wrong[k]);
+    for (int q = 0; q < MLR_DISC_RULES; q++) fprintf(f, " %d/%zu |", caught[k][q], bench->n);
     fprintf(f, "\n");
   }
   fclose(f);

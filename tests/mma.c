@@ -75,8 +75,39 @@ Test(mma, h200_probe_bf16_fp16_bit_identical) {
   cr_assert_eq(n, 2560);
 }
 
-/* the binary64 form (mlr_mma_in_exp, mlr_mma_c_exp, mlr_mma_finish) a block at a time */
+/* mma.sync m16n8k32 with e4m3 operands on sm_90 is no fp8 unit: ptxas lowers it to F2FP unpacks and
+ * two fp16 HMMA.16816.F32 (the probe's own SASS, read with cuobjdump on the H200): the first over the
+ * low byte pair of each operand register (k & 3 < 2) from a zero accumulator, the second over the
+ * rest from the first's D, then FADD C. sm90-e4m3-sync is that, and every kept probe vector (2304,
+ * D = A.B + C measured with C) comes out bit-identical; the one-block fp8 model (the published
+ * vectors' unit, most likely wgmma's) misses hundreds of them. */
+Test(mma, h200_probe_e4m3_mma_sync_bit_identical) {
+  int n;
+  cr_assert_eq(run_file("h200_probe_e4m3.txt", mlr_mma_get(MLR_MMA_SM90_E4M3_SYNC), MLR_FMT_E4M3, 32, 1, &n), 0);
+  cr_assert_eq(n, 2304);
+  const int bad = run_file("h200_probe_e4m3.txt", mlr_mma_get(MLR_MMA_SM90_E4M3), MLR_FMT_E4M3, 32, 1, &n);
+  cr_assert_gt(bad, 100, "the one-block model on mma.sync's vectors: %d differ", bad);
+  /* C joins after the two blocks, rounded to nearest: 2^20 + 0.375 * 0.25 is 2^20 + 2^-3 (0.09375 is
+   * 3/4 of binary32's unit there), where a block with C in its alignment cuts the product away */
+  float a[32] = {0}, b[32] = {0};
+  a[0] = 0.375f, b[0] = 0.25f;
+  cr_assert_eq(mlr_mma_block(mlr_mma_get(MLR_MMA_SM90_E4M3_SYNC), a, b, 32, 0x1p20f), 0x1p20f + 0.125f);
+  cr_assert_eq(mlr_mma_block(mlr_mma_get(MLR_MMA_SM90_E4M3), a, b, 32, 0x1p20f), 0x1p20f);
+  cr_assert_eq(mlr_mma_find("sm90-e4m3-sync"), mlr_mma_get(MLR_MMA_SM90_E4M3_SYNC));
+}
+
+/* the binary64 form (mlr_mma_in_exp, mlr_mma_c_exp, mlr_mma_finish) a block at a time (a lowered
+ * unit: its two fp16 blocks so, then C added in binary32, as ref/emulate/emu_mma.c runs it) */
 static float block_f64(const mlr_mma_model *m, const float *a, const float *b, int n, float c) {
+  if (m->lowered) {
+    float lo[2][32], hi[2][32];
+    int nl = 0, nh = 0;
+    for (int i = 0; i < n; i++)
+      if ((i & 3) < 2) lo[0][nl] = a[i], lo[1][nl++] = b[i];
+      else hi[0][nh] = a[i], hi[1][nh++] = b[i];
+    const mlr_mma_model *f = mlr_mma_get(MLR_MMA_SM90_F16);
+    return c + block_f64(f, hi[0], hi[1], nh, block_f64(f, lo[0], lo[1], nl, 0.0f));
+  }
   int E = mlr_mma_c_exp(c);
   for (int i = 0; i < n; i++) {
     const int e = mlr_mma_in_exp(m, a[i]) + mlr_mma_in_exp(m, b[i]);
@@ -100,7 +131,8 @@ Test(mma, binary64_form_is_the_block) {
   const struct { const char *file; mlr_mma_unit u; mlr_format f; int k; } files[] = {
       {"h200_e4m3.txt", MLR_MMA_SM90_E4M3, MLR_FMT_E4M3, 32}, {"h200_bf16.txt", MLR_MMA_SM90_BF16, MLR_FMT_BF16, 16},
       {"h200_fp16.txt", MLR_MMA_SM90_F16, MLR_FMT_FP16, 16},  {"h200_probe_bf16.txt", MLR_MMA_SM90_BF16, MLR_FMT_BF16, 16},
-      {"h200_probe_fp16.txt", MLR_MMA_SM90_F16, MLR_FMT_FP16, 16}, {"h200_probe_e4m3.txt", MLR_MMA_SM90_E4M3, MLR_FMT_E4M3, 32}};
+      {"h200_probe_fp16.txt", MLR_MMA_SM90_F16, MLR_FMT_FP16, 16}, {"h200_probe_e4m3.txt", MLR_MMA_SM90_E4M3, MLR_FMT_E4M3, 32},
+      {"h200_probe_e4m3.txt", MLR_MMA_SM90_E4M3_SYNC, MLR_FMT_E4M3, 32}};
   int checked = 0, nonfin = 0;
   for (size_t fi = 0; fi < sizeof files / sizeof files[0]; fi++)
     for (int u = 0; u < 2; u++) { /* the file's unit, and AMD's fp8 unit on the same values */

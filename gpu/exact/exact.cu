@@ -23,6 +23,7 @@
 /* after the runtime headers: mlr_base.h's memcpy must be the device-callable one */
 #include "../gpu_try.h"
 
+#include <stdlib.h>
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -704,6 +705,11 @@ extern "C" mlr_status mlr_gpu_exact(const mlr_recipe *r, const mlr_inputs *in, m
   if (MLR_DOT_IS_MMA(r->qk_dot) || MLR_DOT_IS_MMA(r->pv_dot))
     return mlr_error_set(err, MLR_EINVAL, "recipe '%s': the GPU exact kernel does not run matrix-unit dots (mma:*); `mlaref run` does",
                          r->name);
+  /* The error paths' test hook (tests/bad_input.sh, on a GPU): MLAREF_GPU_FAULT=launch launches the
+   * Q kernel with 2048 threads a block, a configuration every runtime refuses; =unwritten skips the
+   * kernels that write o, so the unwritten-element check must fire. */
+  const char *fault = getenv("MLAREF_GPU_FAULT");
+  const int fault_launch = fault && !strcmp(fault, "launch"), fault_unwritten = fault && !strcmp(fault, "unwritten");
   dbufs bufs;
   bufs.n = 0;
   hipEvent_t ev[5] = {NULL, NULL, NULL, NULL, NULL}; /* start, after Q, after QK, after the splits, end */
@@ -817,7 +823,7 @@ extern "C" mlr_status mlr_gpu_exact(const mlr_recipe *r, const mlr_inputs *in, m
     k_amax<<<(unsigned)ngroups, AMAX_THREADS>>>(p);
     GPU_TRY(hipGetLastError());
   }
-  k_qprep<<<(unsigned)(T * H), QK>>>(p);
+  k_qprep<<<(unsigned)(T * H), fault_launch ? 2048 : QK>>>(p);
   GPU_TRY(hipGetLastError());
   GPU_TRY(hipEventRecord(ev[1], 0));
   if (Lmax > 0) {
@@ -828,13 +834,13 @@ extern "C" mlr_status mlr_gpu_exact(const mlr_recipe *r, const mlr_inputs *in, m
     GPU_TRY(hipGetLastError());
   }
   GPU_TRY(hipEventRecord(ev[2], 0));
-  {
+  if (!fault_unwritten) {
     if (p.pv_exact) k_split<1><<<dim3((unsigned)T, (unsigned)S), SPLIT_THREADS>>>(p);
     else k_split<0><<<dim3((unsigned)T, (unsigned)S), SPLIT_THREADS>>>(p);
   }
   GPU_TRY(hipGetLastError());
   GPU_TRY(hipEventRecord(ev[3], 0));
-  if (S > 1 || !p.normalized) {
+  if ((S > 1 || !p.normalized) && !fault_unwritten) {
     k_merge<<<(unsigned)(T * H), MERGE_THREADS>>>(p);
     GPU_TRY(hipGetLastError());
   }

@@ -52,7 +52,7 @@ struct inst {
   mlr_format fmt;
   mlr_mma_unit unit;
 };
-const inst INSTS[NINST] = {{"e4m3", 32, MLR_FMT_E4M3, MLR_MMA_SM90_E4M3},
+const inst INSTS[NINST] = {{"e4m3", 32, MLR_FMT_E4M3, MLR_MMA_SM90_E4M3_SYNC}, // mma.sync e4m3: lowered to two fp16 HMMAs on sm_90
                            {"bf16", 16, MLR_FMT_BF16, MLR_MMA_SM90_BF16},
                            {"fp16", 16, MLR_FMT_FP16, MLR_MMA_SM90_F16}};
 

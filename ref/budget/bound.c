@@ -93,8 +93,14 @@ static void pfmt_err(int pf, double *r, double *eta) {
  * by at most nb eps (1 + eps)^nb of the whole sum of magnitudes. Like gamma(n), it leaves out
  * binary32 underflow (below 2^-149 a block). */
 static double gam_mma(const mlr_mma_model *m, double nb) {
-  const double cut = (m->block + 1) * ldexp(1.0, -m->frac_bits), res = m->result_bits ? ldexp(1.0, 1 - m->result_bits) : 0.0;
-  const double eps = cut + (1 + cut) * ((1 + res) * (1 + 0x1p-23) - 1);
+  /* a lowered unit (two fp16 blocks of b/2 terms, then C + their result): the first block cuts its
+   * b/2 + 1 terms (a zero C) to units of 2^(E1 - F), 2^E1 at most the magnitudes' sum M; the second
+   * its b/2 terms and the first's result to units of 2^(E2 - F), 2^E2 at most M (1 + 2^-19) (the
+   * first's result is within (b/2 + 1) 2^-F + 2^-23 of its terms); so by less than (b + 2)(1 + 2^-19)
+   * 2^-F M < (b + 3) 2^-F M in all; and three roundings to binary32 (each block, then the add) */
+  const double cut = (m->block + 1 + 2 * m->lowered) * ldexp(1.0, -m->frac_bits), res = m->result_bits ? ldexp(1.0, 1 - m->result_bits) : 0.0;
+  const double rnd = m->lowered ? (1 + 0x1p-23) * (1 + 0x1p-23) * (1 + 0x1p-23) : 1 + 0x1p-23;
+  const double eps = cut + (1 + cut) * ((1 + res) * rnd - 1);
   return nb * eps * pow(1 + eps, nb);
 }
 

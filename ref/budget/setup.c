@@ -13,10 +13,6 @@
 #define QK MLR_EMU_QK_DIM
 #define LOG2E_D 0x1.71547652b82fep+0
 
-static const char *const NAMES[MLR_NSRC] = {"q_quant", "kv_quant", "operand", "accumulation", "exp", "p_quant", "merge", "output"};
-
-const char *mlr_source_name(int s) { return s >= 0 && s < MLR_NSRC ? NAMES[s] : "?"; }
-
 int mlr_source_present(const mlr_recipe *r, const mlr_inputs *in, int s) {
   switch (s) {
   case MLR_SRC_Q: return r->q_format != MLR_Q_BF16;

@@ -515,8 +515,8 @@ mlr_status mlr_emu_check_fit(const mlr_recipe *r, const mlr_inputs *in, mlr_erro
                          r->name, r->qk_operand == MLR_OP_FP8 ? "qk" : "pv");
   for (int side = 0; side < 2; side++) { /* an fp8 matrix unit multiplies one fp8 flavour */
     const int d = side ? r->pv_dot : r->qk_dot;
-    if (d != MLR_DOT_MMA_SM90_E4M3 && d != MLR_DOT_MMA_CDNA3_FP8) continue;
-    const int want = d == MLR_DOT_MMA_SM90_E4M3 ? MLR_FMT_E4M3 : MLR_FMT_E4M3FNUZ;
+    if (d != MLR_DOT_MMA_SM90_E4M3 && d != MLR_DOT_MMA_CDNA3_FP8 && d != MLR_DOT_MMA_SM90_E4M3_SYNC) continue;
+    const int want = d == MLR_DOT_MMA_CDNA3_FP8 ? MLR_FMT_E4M3FNUZ : MLR_FMT_E4M3;
     if (in->kv_format != want)
       return mlr_error_set(err, MLR_EINVAL, "recipe '%s': %s.dot = mma:%s multiplies %s codes, but the inputs' kv is %s", r->name,
                            side ? "pv" : "qk", mlr_mma_get((mlr_mma_unit)MLR_DOT_MMA_UNIT(d))->name, mlr_format_name((mlr_format)want),

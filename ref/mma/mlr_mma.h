@@ -18,7 +18,12 @@
  * not pin down: for e4m3 the measured D are A.B alone (the listed C is not in them), so how C joins
  * an fp8 block is this model's choice (as for bf16: a term of the alignment; the 14-bit block result
  * then bounds the accumulator too, DeepSeek-V3's "around 14 bits"); subnormal fp8 inputs take their
- * true exponent (3373 of the e4m3 operands are subnormal, all reproduced). AMD CDNA3 fp8 MFMA from
+ * true exponent (3373 of the e4m3 operands are subnormal, all reproduced). mma.sync m16n8k32 with e4m3
+ * operands is another matter on sm_90: ptxas lowers it (SASS read on the H200) to F2FP.F16.E4M3.UNPACK_B
+ * (exact: every e4m3 value is an fp16 one) and two HMMA.16816.F32, the first over the low byte pair
+ * of each operand register (k with (k & 3) < 2) from a zero accumulator, the second over the high
+ * pair from the first's result, then FADD C: `sm90-e4m3-sync` (lowered = 1), bit-identical on every
+ * vector mma_probe kept (tests/data/mma/h200_probe_e4m3.txt). AMD CDNA3 fp8 MFMA from
  * MMA-Sim's published description (NUMERICS.md section 5), not measured here: `verified` is 0; its
  * even/odd split with rounding down is not modelled (no AMD hardware to settle it). */
 #ifndef MLR_MMA_H
@@ -39,6 +44,7 @@ typedef enum {
   MLR_MMA_SM90_BF16,     /* mma.sync m16n8k16 / wgmma, bf16 operands */
   MLR_MMA_SM90_F16,      /* mma.sync m16n8k16 / wgmma, fp16 operands */
   MLR_MMA_CDNA3_FP8,     /* MI300 v_mfma_f32_*_fp8 (unverified) */
+  MLR_MMA_SM90_E4M3_SYNC, /* mma.sync m16n8k32 e4m3 as sm_90 runs it: two fp16 HMMAs (lowered) */
   MLR_MMA_UNITS
 } mlr_mma_unit;
 
@@ -51,11 +57,14 @@ typedef struct mlr_mma_model {
   int verified;       /* reproduces hardware measurements (tests/mma.c) */
   int sub_emin;       /* step 1 for inputs subnormal in their format: 0, their true exponent;
                          else this exponent (the format's least normal one: the exponent field's) */
+  int lowered;        /* 1: the instruction is not a unit of its own but two blocks of the fp16 unit
+                         (MLR_MMA_SM90_F16): the block's products with (i & 3) < 2 summed from 0, the
+                         others from that result, then C + it rounded to binary32 (nearest even) */
 } mlr_mma_model;
 
 /** The model of a unit, or NULL for an unknown one. */
 const mlr_mma_model *mlr_mma_get(mlr_mma_unit u);
-/** The model by name ("sm90-e4m3", "sm90-bf16", "sm90-f16", "cdna3-fp8"), or NULL. */
+/** The model by name ("sm90-e4m3", "sm90-bf16", "sm90-f16", "cdna3-fp8", "sm90-e4m3-sync"), or NULL. */
 const mlr_mma_model *mlr_mma_find(const char *name);
 
 /** One block: D = the unit's sum of a[i] * b[i] for i < n (n <= m->block) and c. The operands are

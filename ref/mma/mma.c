@@ -10,13 +10,15 @@
 #include <string.h>
 
 static const mlr_mma_model MODELS[MLR_MMA_UNITS] = {
-  /* name        block frac result_bits out_round   verified sub_emin */
-  {"sm90-e4m3", 32, 13, 14, MLR_MMA_RZ, 1, 0},    /* 13 fraction bits, truncated; a 14-bit result */
-  {"sm90-bf16", 16, 25, 0, MLR_MMA_RZ, 1, -126},  /* 25 fraction bits (2 beyond binary32), truncated */
-  {"sm90-f16", 16, 25, 0, MLR_MMA_RZ, 1, -14},    /* subnormal inputs: exponent -14 (mma_probe) */
+  /* name        block frac result_bits out_round   verified sub_emin lowered */
+  {"sm90-e4m3", 32, 13, 14, MLR_MMA_RZ, 1, 0, 0},    /* 13 fraction bits, truncated; a 14-bit result */
+  {"sm90-bf16", 16, 25, 0, MLR_MMA_RZ, 1, -126, 0},  /* 25 fraction bits (2 beyond binary32), truncated */
+  {"sm90-f16", 16, 25, 0, MLR_MMA_RZ, 1, -14, 0},    /* subnormal inputs: exponent -14 (mma_probe) */
   /* MMA-Sim: 24 fraction bits, nearest even. Its "C dropped 25+ exponents below the block maximum"
    * needs no step here: such a C is below half a unit of 2^(E - 24) and is cut to 0 anyway */
-  {"cdna3-fp8", 16, 24, 0, MLR_MMA_RNE, 0, 0},
+  {"cdna3-fp8", 16, 24, 0, MLR_MMA_RNE, 0, 0, 0},
+  /* two sm90-f16 blocks (frac, rounding, sub_emin are theirs: an e5m2 subnormal is an fp16 one) */
+  {"sm90-e4m3-sync", 32, 25, 0, MLR_MMA_RZ, 1, -14, 1},
 };
 
 const mlr_mma_model *mlr_mma_get(mlr_mma_unit u) { return (unsigned)u < MLR_MMA_UNITS ? &MODELS[u] : NULL; }
@@ -69,6 +71,16 @@ static float to_f32(int64_t S, int g, int bits, int mode) {
 
 float mlr_mma_block(const mlr_mma_model *m, const float *a, const float *b, int n, float c) {
   assert(n >= 0 && n <= m->block && m->block <= 64); /* the exactness argument above */
+  if (m->lowered) { /* the two fp16 blocks, then C in binary32 (FADD: nearest even) */
+    float lo[2][32], hi[2][32];
+    int nl = 0, nh = 0;
+    for (int i = 0; i < n; i++)
+      if ((i & 3) < 2) lo[0][nl] = a[i], lo[1][nl++] = b[i];
+      else hi[0][nh] = a[i], hi[1][nh++] = b[i];
+    const mlr_mma_model *f = &MODELS[MLR_MMA_SM90_F16];
+    const float h = mlr_mma_block(f, hi[0], hi[1], nh, mlr_mma_block(f, lo[0], lo[1], nl, 0.0f));
+    return c + h;
+  }
   int nonfinite = !isfinite(c);
   for (int i = 0; i < n; i++) nonfinite |= !isfinite(a[i]) || !isfinite(b[i]);
   if (nonfinite) { /* not measured: the IEEE sum */

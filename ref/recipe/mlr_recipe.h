@@ -28,7 +28,7 @@ typedef enum { MLR_OP_FP32, MLR_OP_FP16, MLR_OP_BF16, MLR_OP_FP8 } mlr_operand; 
  * block's D the next block's C (the fragments of mma.sync / wgmma / MFMA as a kernel steps k) */
 typedef enum {
   MLR_DOT_SEQ, MLR_DOT_NOPE_ROPE, MLR_DOT_EXACT,
-  MLR_DOT_MMA_SM90_E4M3, MLR_DOT_MMA_SM90_BF16, MLR_DOT_MMA_SM90_F16, MLR_DOT_MMA_CDNA3_FP8
+  MLR_DOT_MMA_SM90_E4M3, MLR_DOT_MMA_SM90_BF16, MLR_DOT_MMA_SM90_F16, MLR_DOT_MMA_CDNA3_FP8, MLR_DOT_MMA_SM90_E4M3_SYNC
 } mlr_dot;
 #define MLR_DOT_IS_MMA(d) ((d) >= MLR_DOT_MMA_SM90_E4M3)
 #define MLR_DOT_MMA_UNIT(d) ((d) - MLR_DOT_MMA_SM90_E4M3) /* its mlr_mma_unit */

@@ -20,7 +20,7 @@ typedef struct key {
 
 #define OFF(f) offsetof(mlr_recipe, f)
 /* value lists two keys share (and mlr_recipe_check names values from) */
-static const char DOT_VALUES[] = "seq|nope_rope|exact|mma:sm90-e4m3|mma:sm90-bf16|mma:sm90-f16|mma:cdna3-fp8";
+static const char DOT_VALUES[] = "seq|nope_rope|exact|mma:sm90-e4m3|mma:sm90-bf16|mma:sm90-f16|mma:cdna3-fp8|mma:sm90-e4m3-sync";
 static const char OPERAND_VALUES[] = "fp32|fp16|bf16|fp8";
 
 static const key KEYS[] = {
@@ -318,7 +318,7 @@ mlr_status mlr_recipe_check(const mlr_recipe *r, mlr_error *err) {
     const int d = side ? r->pv_dot : r->qk_dot, op = side ? r->pv_operand : r->qk_operand;
     if (!MLR_DOT_IS_MMA(d)) continue;
     const char *nm = side ? "pv" : "qk";
-    const int fp8 = d == MLR_DOT_MMA_SM90_E4M3 || d == MLR_DOT_MMA_CDNA3_FP8, fnuz = d == MLR_DOT_MMA_CDNA3_FP8;
+    const int fp8 = d == MLR_DOT_MMA_SM90_E4M3 || d == MLR_DOT_MMA_CDNA3_FP8 || d == MLR_DOT_MMA_SM90_E4M3_SYNC, fnuz = d == MLR_DOT_MMA_CDNA3_FP8;
     const int want = fp8 ? MLR_OP_FP8 : d == MLR_DOT_MMA_SM90_BF16 ? MLR_OP_BF16 : MLR_OP_FP16;
     const char *in = fp8 ? (fnuz ? "e4m3fnuz" : "e4m3") : want == MLR_OP_BF16 ? "bf16" : "fp16"; /* the unit's input format */
     char dn[32], on[8];

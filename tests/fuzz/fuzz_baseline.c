@@ -1,5 +1,5 @@
-/* Fuzz target: the report's baseline (mlr_report_baseline: a summary.json from another run, read
- * with jansson and compared cell by cell with this run's). Any file must come back as MLR_OK or an
+/* Fuzz target: the report's summary.json reader (mlr_report_baseline: a file from another run, read
+ * field by field and compared cell by cell with this run's; then mlr_report_merge of it as a shard). Any file must come back as MLR_OK or an
  * error with a message, never a crash, a hang or a leak; with MLR_OK every regression is a
  * non-empty line naming a cell of this run. Built as fuzz_recipe.c. */
 #define _POSIX_C_SOURCE 200809L
@@ -34,5 +34,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!rep.regressions[k][0] || (!strstr(rep.regressions[k], "bs1_kv1") && !strstr(rep.regressions[k], "bs2_kv33"))) abort();
   rep.cells = NULL; /* static: not the report's to free */
   mlr_report_free(&rep);
+  /* the same file as a shard: read, merged alone (a file that reads must merge or be refused with a message) */
+  mlr_report part, whole;
+  if (mlr_report_read(path, &part, &err) == MLR_OK) {
+    if (mlr_report_merge(&part, 1, &whole, &err) == MLR_OK) {
+      if (whole.ncells != part.ncells) abort();
+      mlr_report_free(&whole);
+    } else if (!err.msg[0]) abort();
+    mlr_report_free(&part);
+  } else if (!err.msg[0]) abort();
   return 0;
 }
