@@ -94,6 +94,10 @@ Test(mma, h200_probe_e4m3_mma_sync_bit_identical) {
   cr_assert_eq(mlr_mma_block(mlr_mma_get(MLR_MMA_SM90_E4M3_SYNC), a, b, 32, 0x1p20f), 0x1p20f + 0.125f);
   cr_assert_eq(mlr_mma_block(mlr_mma_get(MLR_MMA_SM90_E4M3), a, b, 32, 0x1p20f), 0x1p20f);
   cr_assert_eq(mlr_mma_find("sm90-e4m3-sync"), mlr_mma_get(MLR_MMA_SM90_E4M3_SYNC));
+  /* e5m2 operands go the same way (F2FP.F16.E5M2 is exact; an e5m2 subnormal is an fp16 one, at
+   * exponent -14 in the unit): the probe's kept e5m2 vectors, bit-identical too */
+  cr_assert_eq(run_file("h200_probe_e5m2.txt", mlr_mma_get(MLR_MMA_SM90_E4M3_SYNC), MLR_FMT_E5M2, 32, 1, &n), 0);
+  cr_assert_eq(n, 2304);
 }
 
 /* the binary64 form (mlr_mma_in_exp, mlr_mma_c_exp, mlr_mma_finish) a block at a time (a lowered
@@ -132,7 +136,7 @@ Test(mma, binary64_form_is_the_block) {
       {"h200_e4m3.txt", MLR_MMA_SM90_E4M3, MLR_FMT_E4M3, 32}, {"h200_bf16.txt", MLR_MMA_SM90_BF16, MLR_FMT_BF16, 16},
       {"h200_fp16.txt", MLR_MMA_SM90_F16, MLR_FMT_FP16, 16},  {"h200_probe_bf16.txt", MLR_MMA_SM90_BF16, MLR_FMT_BF16, 16},
       {"h200_probe_fp16.txt", MLR_MMA_SM90_F16, MLR_FMT_FP16, 16}, {"h200_probe_e4m3.txt", MLR_MMA_SM90_E4M3, MLR_FMT_E4M3, 32},
-      {"h200_probe_e4m3.txt", MLR_MMA_SM90_E4M3_SYNC, MLR_FMT_E4M3, 32}};
+      {"h200_probe_e4m3.txt", MLR_MMA_SM90_E4M3_SYNC, MLR_FMT_E4M3, 32}, {"h200_probe_e5m2.txt", MLR_MMA_SM90_E4M3_SYNC, MLR_FMT_E5M2, 32}};
   int checked = 0, nonfin = 0;
   for (size_t fi = 0; fi < sizeof files / sizeof files[0]; fi++)
     for (int u = 0; u < 2; u++) { /* the file's unit, and AMD's fp8 unit on the same values */

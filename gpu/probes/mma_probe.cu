@@ -1,5 +1,5 @@
-// mma_probe: runs the real matrix instructions of an NVIDIA GPU (mma.sync m16n8k32 with e4m3
-// operands, m16n8k16 with bf16 and with fp16 operands; fp32 C and D) on random and targeted
+// mma_probe: runs the real matrix instructions of an NVIDIA GPU (mma.sync m16n8k32 with e4m3 and
+// with e5m2 operands, m16n8k16 with bf16 and with fp16 operands; fp32 C and D) on random and targeted
 // inner products, and compares every D with the model of ref/mma (mlr_mma_block) bit for bit.
 //
 // A warp computes one 16x8 tile D = A B + C, so a tile gives 128 inner products (row r of A with
@@ -20,7 +20,7 @@
 //
 // Usage: mma_probe [--random N] [--targeted N] [--seed S] [--out DIR]
 //   N: inner products per class (random default 2^20, targeted default 2^14), rounded up to tiles
-//   DIR: writes DIR/summary.txt and DIR/h200_probe_{e4m3,bf16,fp16}.txt, every targeted product's
+//   DIR: writes DIR/summary.txt and DIR/h200_probe_{e4m3,bf16,fp16,e5m2}.txt, every targeted product's
 //   the first 256 of every class, in tests/data/mma's format (C D a.. b..;
 //   D from the hardware, C included) for tests/mma.c.
 // Exit status: 0 every D matches, 1 some differ, 2 bad usage or no device.
@@ -45,7 +45,7 @@
 
 namespace {
 
-enum { I_E4M3 = 0, I_BF16, I_FP16, NINST };
+enum { I_E4M3 = 0, I_BF16, I_FP16, I_E5M2, NINST };
 struct inst {
   const char *name;
   int k;
@@ -54,7 +54,8 @@ struct inst {
 };
 const inst INSTS[NINST] = {{"e4m3", 32, MLR_FMT_E4M3, MLR_MMA_SM90_E4M3_SYNC}, // mma.sync e4m3: lowered to two fp16 HMMAs on sm_90
                            {"bf16", 16, MLR_FMT_BF16, MLR_MMA_SM90_BF16},
-                           {"fp16", 16, MLR_FMT_FP16, MLR_MMA_SM90_F16}};
+                           {"fp16", 16, MLR_FMT_FP16, MLR_MMA_SM90_F16},
+                           {"e5m2", 32, MLR_FMT_E5M2, MLR_MMA_SM90_E4M3_SYNC}}; // lowered the same way (F2FP.F16.E5M2: exact)
 
 enum { C_LAYOUT = 0, C_RANDOM, C_NORMAL, C_CANCEL, C_SPREAD, C_SUBNORM, C_ZEROS, C_CDOM, C_NONFIN, C_OVERFLOW, NCLASS };
 const char *CLASS_NAMES[NCLASS] = {"layout", "random", "normal", "cancel", "spread", "subnorm", "zeros", "cdom", "nonfin", "overflow"};
@@ -69,6 +70,8 @@ template <int II>
 __device__ void mma_op(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4]) {
   if constexpr (II == I_E4M3)
     asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};" MMA_OPERANDS);
+  else if constexpr (II == I_E5M2)
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};" MMA_OPERANDS);
   else if constexpr (II == I_BF16)
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};" MMA_OPERANDS);
   else
@@ -113,7 +116,7 @@ struct gen {
 };
 
 int fmt_exp_bits(mlr_format f) { return f == MLR_FMT_E4M3 ? 4 : f == MLR_FMT_BF16 ? 8 : 5; }
-int fmt_man_bits(mlr_format f) { return f == MLR_FMT_E4M3 ? 3 : f == MLR_FMT_BF16 ? 7 : 10; }
+int fmt_man_bits(mlr_format f) { return f == MLR_FMT_E4M3 ? 3 : f == MLR_FMT_BF16 ? 7 : f == MLR_FMT_E5M2 ? 2 : 10; }
 uint32_t code_of(mlr_format f, double x) { return mlr_encode_f64(x, f, MLR_RND_NEAREST_EVEN, MLR_OVF_SATURATE, 0u); }
 uint32_t random_finite(gen &r, mlr_format f) {
   const int bits = 1 + fmt_exp_bits(f) + fmt_man_bits(f);
@@ -135,8 +138,8 @@ float random_c(gen &r) { // a binary32 with a random exponent near the products'
 void make_tile(const inst &in, int cls, gen &r, uint32_t *A, uint32_t *B, float *C) {
   const int K = in.k;
   const mlr_format f = in.fmt;
-  const uint32_t nan = f == MLR_FMT_E4M3 ? 0x7Fu : f == MLR_FMT_BF16 ? 0x7FC0u : 0x7E00u;
-  const uint32_t inf = f == MLR_FMT_BF16 ? 0x7F80u : f == MLR_FMT_FP16 ? 0x7C00u : nan; // e4m3 has no Inf
+  const uint32_t nan = f == MLR_FMT_E4M3 || f == MLR_FMT_E5M2 ? 0x7Fu : f == MLR_FMT_BF16 ? 0x7FC0u : 0x7E00u;
+  const uint32_t inf = f == MLR_FMT_BF16 ? 0x7F80u : f == MLR_FMT_FP16 ? 0x7C00u : f == MLR_FMT_E5M2 ? 0x7Cu : nan; // e4m3 has no Inf
   const int s = r.range(-4, 4);
   for (int v = 0; v < 16 + 8; v++) {
     uint32_t *x = v < 16 ? A + v * K : B + (v - 16) * K;
@@ -151,7 +154,7 @@ void make_tile(const inst &in, int cls, gen &r, uint32_t *A, uint32_t *B, float 
           else c = v < 16 ? neg_code(f, x[e - 1]) : x[e - 1]; // A: (x, -x); B: (y, y)
           break;
         case C_SPREAD: {
-          const int span = f == MLR_FMT_BF16 ? 100 : f == MLR_FMT_FP16 ? 20 : 12;
+          const int span = f == MLR_FMT_BF16 ? 100 : f == MLR_FMT_FP16 || f == MLR_FMT_E5M2 ? 20 : 12;
           c = code_of(f, ldexp(1.0 + r.uni(), e == 0 ? s : s - r.range(0, span)) * ((r.bits() & 1) ? -1 : 1));
           break;
         }
@@ -219,7 +222,7 @@ void die(const char *what) {
 
 // runs ntiles tiles of one class through the GPU and the model; appends up to `keep` lines to fp
 void run_class(const inst &in, int ii, int cls, long long ntiles, uint64_t seed, FILE *fp, int keep, result *res) {
-  const int K = in.k, bytes = in.fmt == MLR_FMT_E4M3 ? 1 : 2;
+  const int K = in.k, bytes = in.fmt == MLR_FMT_E4M3 || in.fmt == MLR_FMT_E5M2 ? 1 : 2;
   const mlr_mma_model *m = mlr_mma_get(in.unit);
   const long long chunk = 8192; // tiles a launch
   uint32_t *A = (uint32_t *)malloc(sizeof(uint32_t) * 16 * K * chunk), *B = (uint32_t *)malloc(sizeof(uint32_t) * 8 * K * chunk);
@@ -248,6 +251,7 @@ void run_class(const inst &in, int ii, int cls, long long ntiles, uint64_t seed,
     CK(hipMemset(dD, 0xFF, sizeof(float) * 128 * nt));
     const int warps = 8, blocks = (nt + warps - 1) / warps;
     if (ii == I_E4M3) k_mma<uint8_t, I_E4M3><<<blocks, 32 * warps>>>((const uint8_t *)dA, (const uint8_t *)dB, dC, dD, nt);
+    else if (ii == I_E5M2) k_mma<uint8_t, I_E5M2><<<blocks, 32 * warps>>>((const uint8_t *)dA, (const uint8_t *)dB, dC, dD, nt);
     else if (ii == I_BF16) k_mma<uint16_t, I_BF16><<<blocks, 32 * warps>>>((const uint16_t *)dA, (const uint16_t *)dB, dC, dD, nt);
     else k_mma<uint16_t, I_FP16><<<blocks, 32 * warps>>>((const uint16_t *)dA, (const uint16_t *)dB, dC, dD, nt);
     CK(hipGetLastError());
@@ -343,7 +347,7 @@ int main(int argc, char **argv) {
               in.name, in.k, (unsigned long long)seed);
     }
     for (int cls = 0; cls < NCLASS; cls++) {
-      if (cls == C_OVERFLOW && in.fmt == MLR_FMT_E4M3) continue; // 448^2 * 32 is far inside binary32
+      if (cls == C_OVERFLOW && (in.fmt == MLR_FMT_E4M3 || in.fmt == MLR_FMT_E5M2)) continue; // 448^2 * 32, 57344^2 * 32: far inside binary32
       result res;
       const long long n = cls == C_RANDOM || cls == C_NORMAL ? nrandom : cls == C_LAYOUT ? 1024 : ntarget;
       if (fp) fprintf(fp, "# class %s\n", CLASS_NAMES[cls]);

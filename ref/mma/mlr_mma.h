@@ -23,7 +23,7 @@
  * (exact: every e4m3 value is an fp16 one) and two HMMA.16816.F32, the first over the low byte pair
  * of each operand register (k with (k & 3) < 2) from a zero accumulator, the second over the high
  * pair from the first's result, then FADD C: `sm90-e4m3-sync` (lowered = 1), bit-identical on every
- * vector mma_probe kept (tests/data/mma/h200_probe_e4m3.txt). AMD CDNA3 fp8 MFMA from
+ * e4m3 and e5m2 vector mma_probe ran (tests/data/mma/h200_probe_e4m3.txt, _e5m2.txt). AMD CDNA3 fp8 MFMA from
  * MMA-Sim's published description (NUMERICS.md section 5), not measured here: `verified` is 0; its
  * even/odd split with rounding down is not modelled (no AMD hardware to settle it). */
 #ifndef MLR_MMA_H
@@ -40,11 +40,11 @@ extern "C" {
 typedef enum { MLR_MMA_RZ = 0, MLR_MMA_RNE = 1, MLR_MMA_RD = 2 } mlr_mma_round;
 
 typedef enum {
-  MLR_MMA_SM90_E4M3 = 0, /* mma.sync m16n8k32 / wgmma, e4m3 or e5m2 operands, fp32 accumulator */
+  MLR_MMA_SM90_E4M3 = 0, /* the published e4m3 vectors' unit (most likely wgmma; not mma.sync: below), fp32 accumulator */
   MLR_MMA_SM90_BF16,     /* mma.sync m16n8k16 / wgmma, bf16 operands */
   MLR_MMA_SM90_F16,      /* mma.sync m16n8k16 / wgmma, fp16 operands */
   MLR_MMA_CDNA3_FP8,     /* MI300 v_mfma_f32_*_fp8 (unverified) */
-  MLR_MMA_SM90_E4M3_SYNC, /* mma.sync m16n8k32 e4m3 as sm_90 runs it: two fp16 HMMAs (lowered) */
+  MLR_MMA_SM90_E4M3_SYNC, /* mma.sync m16n8k32 e4m3 or e5m2 as sm_90 runs it: two fp16 HMMAs (lowered) */
   MLR_MMA_UNITS
 } mlr_mma_unit;
 
