@@ -21,9 +21,10 @@
 #   4. the seeds' Triton kernels (a peer in .peers/, never part of the project) run on the inputs
 #      in $MLAREF_GPU_DATA/emu; their outputs ($OUT/peer.tgz) are compared with the emulator by
 #      scripts/peer_compare.sh on a machine with the full CLI.
-#   5. the matrix-unit probe (gpu/probes/mma_probe.cu): mma.sync on 2^20 random and 2^14 targeted
-#      inner products a class and operand format against ref/mma's models ($OUT/mma: the summary and
-#      the vectors kept as test data).
+#   5. the matrix-unit probes (gpu/probes/mma_probe.cu: mma.sync on 2^20 random and 2^14 targeted
+#      inner products a class and operand format; gpu/probes/wgmma_probe.cu: wgmma with e4m3 and e5m2
+#      operands, 2^20 a class) against ref/mma's models ($OUT/mma, $OUT/wgmma: the summaries and the
+#      vectors kept as test data).
 # MLAREF_GPU_STEPS (default "exact badinput sanitize bench fast fastbench bits torch peers mma") picks the steps
 # (0 = exact, badinput (tests/bad_input.sh: the gpu cases of the README's bad-input table), sanitize and bench, 0b = fast and fastbench, 1 = bits, 2 and 3 = torch, 4 = peers, 5 = mma); MLAREF_GPU_REPS the benchmark's runs. Without a GPU it exits 77 (CTest's "skipped"), unless MLAREF_REQUIRE_GPU=1 makes
 # that a failure.
@@ -44,6 +45,8 @@ build() {
   gcc -O2 -std=c11 $FP -I. -c ref/mma/mma.c -o "$BIN/mma.o" || return 1
   "$NVCC" -O2 -std=c++17 -arch=sm_90 -fmad=false -ftz=false -Werror=all-warnings -I. gpu/probes/mma_probe.cu "$BIN/mma.o" \
       -o "$BIN/mma_probe" || return 1
+  "$NVCC" -O2 -std=c++17 -gencode arch=compute_90a,code=sm_90a -fmad=false -ftz=false -Werror=all-warnings -I. gpu/probes/wgmma_probe.cu \
+      "$BIN/mma.o" -o "$BIN/wgmma_probe" || return 1
 }
 if [ "${1:-}" = --build-only ]; then build && echo "gpu_run: build only: $BIN/mlaref and $BIN/bits_digest built"; exit $?; fi
 if ! nvidia-smi -L >/dev/null 2>&1; then
@@ -163,6 +166,8 @@ step() { case "$STEPS" in *" $1 "*) return 0 ;; esac; echo "== $1: not asked for
   step mma && {
   echo "== matrix units: mma.sync against ref/mma (gpu/probes/mma_probe.cu)"
   "$BIN/mma_probe" --out "$OUT/mma" || status=1
+  echo "== matrix units: wgmma with fp8 operands against ref/mma (gpu/probes/wgmma_probe.cu)"
+  "$BIN/wgmma_probe" --out "$OUT/wgmma" || status=1
   }
   echo "== status $status"
   exit $status

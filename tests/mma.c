@@ -100,6 +100,26 @@ Test(mma, h200_probe_e4m3_mma_sync_bit_identical) {
   cr_assert_eq(n, 2304);
 }
 
+/* wgmma with fp8 operands (QGMMA, Hopper's fp8 unit; gpu/probes/wgmma_probe.cu): the kept vectors of
+ * 2^20 a class (random, normal, cancellation, spread, subnormal, zeros, C dominant, NaN and Inf), D =
+ * A.B + C measured with C: sm90-e4m3 (the published vectors' 13-bit block) with C a term of the
+ * alignment and a subnormal input at e4m3's least normal exponent, -6, and sm90-e5m2 (-14): every one
+ * bit-identical. The subnormal rule is what C != 0 shows: with true exponents, 20 of the 256 kept
+ * subnormal e4m3 vectors differ. */
+Test(mma, h200_wgmma_fp8_bit_identical) {
+  int n;
+  cr_assert_eq(run_file("h200_wgmma_e4m3.txt", mlr_mma_get(MLR_MMA_SM90_E4M3), MLR_FMT_E4M3, 32, 1, &n), 0);
+  cr_assert_eq(n, 2048);
+  cr_assert_eq(run_file("h200_wgmma_e5m2.txt", mlr_mma_get(MLR_MMA_SM90_E5M2), MLR_FMT_E5M2, 32, 1, &n), 0);
+  cr_assert_eq(n, 2048);
+  mlr_mma_model true_exp = *mlr_mma_get(MLR_MMA_SM90_E4M3);
+  true_exp.sub_emin = 0;
+  cr_assert_gt(run_file("h200_wgmma_e4m3.txt", &true_exp, MLR_FMT_E4M3, 32, 1, &n), 10, "true exponents for subnormal inputs should miss");
+  /* and mma.sync's lowering is another unit: it misses most of them */
+  cr_assert_gt(run_file("h200_wgmma_e4m3.txt", mlr_mma_get(MLR_MMA_SM90_E4M3_SYNC), MLR_FMT_E4M3, 32, 1, &n), 1000);
+  cr_assert_eq(mlr_mma_find("sm90-e5m2"), mlr_mma_get(MLR_MMA_SM90_E5M2));
+}
+
 /* the binary64 form (mlr_mma_in_exp, mlr_mma_c_exp, mlr_mma_finish) a block at a time (a lowered
  * unit: its two fp16 blocks so, then C added in binary32, as ref/emulate/emu_mma.c runs it) */
 static float block_f64(const mlr_mma_model *m, const float *a, const float *b, int n, float c) {
@@ -136,7 +156,8 @@ Test(mma, binary64_form_is_the_block) {
       {"h200_e4m3.txt", MLR_MMA_SM90_E4M3, MLR_FMT_E4M3, 32}, {"h200_bf16.txt", MLR_MMA_SM90_BF16, MLR_FMT_BF16, 16},
       {"h200_fp16.txt", MLR_MMA_SM90_F16, MLR_FMT_FP16, 16},  {"h200_probe_bf16.txt", MLR_MMA_SM90_BF16, MLR_FMT_BF16, 16},
       {"h200_probe_fp16.txt", MLR_MMA_SM90_F16, MLR_FMT_FP16, 16}, {"h200_probe_e4m3.txt", MLR_MMA_SM90_E4M3, MLR_FMT_E4M3, 32},
-      {"h200_probe_e4m3.txt", MLR_MMA_SM90_E4M3_SYNC, MLR_FMT_E4M3, 32}, {"h200_probe_e5m2.txt", MLR_MMA_SM90_E4M3_SYNC, MLR_FMT_E5M2, 32}};
+      {"h200_probe_e4m3.txt", MLR_MMA_SM90_E4M3_SYNC, MLR_FMT_E4M3, 32}, {"h200_probe_e5m2.txt", MLR_MMA_SM90_E4M3_SYNC, MLR_FMT_E5M2, 32},
+      {"h200_wgmma_e4m3.txt", MLR_MMA_SM90_E4M3, MLR_FMT_E4M3, 32}, {"h200_wgmma_e5m2.txt", MLR_MMA_SM90_E5M2, MLR_FMT_E5M2, 32}};
   int checked = 0, nonfin = 0;
   for (size_t fi = 0; fi < sizeof files / sizeof files[0]; fi++)
     for (int u = 0; u < 2; u++) { /* the file's unit, and AMD's fp8 unit on the same values */
@@ -173,7 +194,9 @@ Test(mma, binary64_form_is_the_block) {
   uint64_t st = 0x9E3779B97F4A7C15ull;
   for (int u = 0; u < MLR_MMA_UNITS; u++) {
     const mlr_mma_model *m = mlr_mma_get((mlr_mma_unit)u);
-    const mlr_format f = u == MLR_MMA_SM90_BF16 ? MLR_FMT_BF16 : u == MLR_MMA_SM90_F16 ? MLR_FMT_FP16 : u == MLR_MMA_CDNA3_FP8 ? MLR_FMT_E4M3FNUZ : MLR_FMT_E4M3;
+    const mlr_format f = u == MLR_MMA_SM90_BF16 ? MLR_FMT_BF16 : u == MLR_MMA_SM90_F16 ? MLR_FMT_FP16 : u == MLR_MMA_CDNA3_FP8 ? MLR_FMT_E4M3FNUZ
+                       : u == MLR_MMA_SM90_E5M2                                                                 ? MLR_FMT_E5M2
+                                                                                                                : MLR_FMT_E4M3;
     for (int t = 0; t < 20000; t++) {
       float a[32], b[32];
       for (int i = 0; i < m->block; i++) {

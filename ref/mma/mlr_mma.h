@@ -14,11 +14,11 @@
  *
  * Instances: Hopper (sm_90) mma.sync/wgmma with e4m3 operands, and with bf16 or fp16 operands,
  * fitted to and checked against the 5000 vectors of each measured on an H200 by Khattak and
- * Mikaitis (tests/data/mma/, tests/mma.c): every one comes out bit-identical. What the vectors do
- * not pin down: for e4m3 the measured D are A.B alone (the listed C is not in them), so how C joins
- * an fp8 block is this model's choice (as for bf16: a term of the alignment; the 14-bit block result
- * then bounds the accumulator too, DeepSeek-V3's "around 14 bits"); subnormal fp8 inputs take their
- * true exponent (3373 of the e4m3 operands are subnormal, all reproduced). mma.sync m16n8k32 with e4m3
+ * Mikaitis (tests/data/mma/, tests/mma.c): every one comes out bit-identical. Those e4m3 D are A.B
+ * alone (the listed C is not in them); the own wgmma probe (gpu/probes/wgmma_probe.cu: QGMMA, the
+ * fp8 unit) settled the rest: C is a term of the block's alignment, and a subnormal fp8 input takes
+ * its format's least normal exponent (e4m3 -6, e5m2 -14: `sm90-e5m2`), which the published vectors
+ * (C = 0) do not tell from its true one. mma.sync m16n8k32 with e4m3
  * operands is another matter on sm_90: ptxas lowers it (SASS read on the H200) to F2FP.F16.E4M3.UNPACK_B
  * (exact: every e4m3 value is an fp16 one) and two HMMA.16816.F32, the first over the low byte pair
  * of each operand register (k with (k & 3) < 2) from a zero accumulator, the second over the high
@@ -45,6 +45,7 @@ typedef enum {
   MLR_MMA_SM90_F16,      /* mma.sync m16n8k16 / wgmma, fp16 operands */
   MLR_MMA_CDNA3_FP8,     /* MI300 v_mfma_f32_*_fp8 (unverified) */
   MLR_MMA_SM90_E4M3_SYNC, /* mma.sync m16n8k32 e4m3 or e5m2 as sm_90 runs it: two fp16 HMMAs (lowered) */
+  MLR_MMA_SM90_E5M2,     /* wgmma m64nNk32 with e5m2 operands (sm90-e4m3's unit; e5m2's least normal exponent) */
   MLR_MMA_UNITS
 } mlr_mma_unit;
 

@@ -11,7 +11,7 @@
 
 static const mlr_mma_model MODELS[MLR_MMA_UNITS] = {
   /* name        block frac result_bits out_round   verified sub_emin lowered */
-  {"sm90-e4m3", 32, 13, 14, MLR_MMA_RZ, 1, 0, 0},    /* 13 fraction bits, truncated; a 14-bit result */
+  {"sm90-e4m3", 32, 13, 14, MLR_MMA_RZ, 1, -6, 0},   /* 13 fraction bits, truncated; a 14-bit result */
   {"sm90-bf16", 16, 25, 0, MLR_MMA_RZ, 1, -126, 0},  /* 25 fraction bits (2 beyond binary32), truncated */
   {"sm90-f16", 16, 25, 0, MLR_MMA_RZ, 1, -14, 0},    /* subnormal inputs: exponent -14 (mma_probe) */
   /* MMA-Sim: 24 fraction bits, nearest even. Its "C dropped 25+ exponents below the block maximum"
@@ -19,6 +19,8 @@ static const mlr_mma_model MODELS[MLR_MMA_UNITS] = {
   {"cdna3-fp8", 16, 24, 0, MLR_MMA_RNE, 0, 0, 0},
   /* two sm90-f16 blocks (frac, rounding, sub_emin are theirs: an e5m2 subnormal is an fp16 one) */
   {"sm90-e4m3-sync", 32, 25, 0, MLR_MMA_RZ, 1, -14, 1},
+  /* wgmma's fp8 unit with e5m2 operands: sm90-e4m3's block; a subnormal input at e5m2's -14 */
+  {"sm90-e5m2", 32, 13, 14, MLR_MMA_RZ, 1, -14, 0},
 };
 
 const mlr_mma_model *mlr_mma_get(mlr_mma_unit u) { return (unsigned)u < MLR_MMA_UNITS ? &MODELS[u] : NULL; }
