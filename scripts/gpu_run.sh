@@ -47,6 +47,7 @@ build() {
       -o "$BIN/mma_probe" || return 1
   "$NVCC" -O2 -std=c++17 -gencode arch=compute_90a,code=sm_90a -fmad=false -ftz=false -Werror=all-warnings -I. gpu/probes/wgmma_probe.cu \
       "$BIN/mma.o" -o "$BIN/wgmma_probe" || return 1
+  "$NVCC" -O2 -std=c++17 -arch=sm_90 -Werror=all-warnings gpu/probes/ex2_table.cu -o "$BIN/ex2_table" || return 1 # tests/data/ex2's generator
 }
 if [ "${1:-}" = --build-only ]; then build && echo "gpu_run: build only: $BIN/mlaref and $BIN/bits_digest built"; exit $?; fi
 if ! nvidia-smi -L >/dev/null 2>&1; then
