@@ -387,7 +387,9 @@ static void markdown(const mlr_report *r, buf *b) {
         bprintf(b, "| %s | %s | n/a | | | | | | n/a |\n", c->shape, lab);
         continue;
       }
-      bprintf(b, "| %s | %s | %s | %.4g | %.4g | %.3g%% | %s (%.3g) | ", c->shape, lab, c->golden, c->util.max, c->util.p999, 100 * c->rel_l2,
+      char was[48] = "";
+      if (c->has_base) snprintf(was, sizeof was, " (baseline %.4g)", c->base_util_max);
+      bprintf(b, "| %s | %s | %s | %.4g%s | %.4g | %.3g%% | %s (%.3g) | ", c->shape, lab, c->golden, c->util.max, was, c->util.p999, 100 * c->rel_l2,
               !c->bound_computed ? "not computed" : c->bound_holds ? "holds" : "VIOLATED", c->bound_max_ratio);
       gpu_text(c, b, 0);
       bprintf(b, " | %s |\n", c->pass ? "pass" : "FAIL");
@@ -410,10 +412,12 @@ static void markdown(const mlr_report *r, buf *b) {
 static void gpu_text(const mlr_report_cell *c, buf *b, int html) {
   char t[512];
   if (c->gpu && c->gpu_note[0]) snprintf(t, sizeof t, "%s: ERROR %s", c->gpu_kernel, c->gpu_note);
-  else if (c->gpu)
-    snprintf(t, sizeof t, "%s %.1f us, %.2f%% bit-identical, util max %.3g%s: %s", c->gpu_kernel, c->gpu_us, 100 * c->gpu_identical, c->gpu_util.max,
+  else if (c->gpu) {
+    char base[40] = "";
+    if (c->has_base && c->base_gpu_us > 0) snprintf(base, sizeof base, " (baseline %.1f us)", c->base_gpu_us);
+    snprintf(t, sizeof t, "%s %.1f us%s, %.2f%% bit-identical, util max %.3g%s: %s", c->gpu_kernel, c->gpu_us, base, 100 * c->gpu_identical, c->gpu_util.max,
              !strcmp(c->gpu_kernel, "fast") ? (c->gpu_bound_holds ? ", bound holds" : ", bound not held or not computed") : "", c->gpu_pass ? "pass" : "FAIL");
-  else if (c->gpu_note[0]) snprintf(t, sizeof t, "not run: %s", c->gpu_note);
+  } else if (c->gpu_note[0]) snprintf(t, sizeof t, "not run: %s", c->gpu_note);
   else snprintf(t, sizeof t, "-");
   if (html) bhtml(b, t);
   else bprintf(b, "%s", t);
@@ -551,7 +555,9 @@ static mlr_status html(const mlr_report *r, const char *gp, buf *b, mlr_error *e
         bprintf(b, "</td></tr>\n");
         continue;
       }
-      bprintf(b, "</td><td>%s</td><td>%.4g</td><td>%.4g</td><td>%.3g</td><td>%s %.3g</td><td>", c->golden, c->util.max, c->util.p999, 100 * c->rel_l2,
+      char was[48] = "";
+      if (c->has_base) snprintf(was, sizeof was, " (baseline %.4g)", c->base_util_max);
+      bprintf(b, "</td><td>%s</td><td>%.4g%s</td><td>%.4g</td><td>%.3g</td><td>%s %.3g</td><td>", c->golden, c->util.max, was, c->util.p999, 100 * c->rel_l2,
               !c->bound_computed ? "not computed" : c->bound_holds ? "holds" : "VIOLATED", c->bound_max_ratio);
       for (int h = 0; h < MLR_UTIL_BINS; h++) bprintf(b, "%s%lld", h ? " " : "", (long long)c->util.hist[h]);
       bprintf(b, "</td><td>");
