@@ -104,20 +104,14 @@ static mlr_status gpu_point(const mlr_recipe *r, const mlr_inputs *in, const dou
   if (st == MLR_OK) st = mlr_gpu_fast_result(f, &res, err);
   mlr_gpu_fast_free(f);
   if (st != MLR_OK) return st;
+  /* its values in binary64, then the model's own figures (mlr_budget_point_of) */
   const int64_t n = in->T * in->H * MLR_EMU_V_DIM;
-  const mlr_cmp_tensor o = {res.out_format == MLR_OUT_FP32 ? MLR_CT_F32 : MLR_CT_BF16, res.o, n}, t = {MLR_CT_F64, truth, n};
-  mlr_util u;
-  memset(p, 0, sizeof *p);
-  if ((st = mlr_compare_utilisation(&o, &t, rtol, atol, &u, err)) == MLR_OK) {
-    double ss = 0;
-    for (int64_t i = 0; i < n; i++) {
-      const double e = mlr_cmp_value(&o, i) - truth[i];
-      if (isfinite(e)) ss += e * e, p->max_abs = fmax(p->max_abs, fabs(e));
-    }
-    p->rms = n ? sqrt(ss / (double)n) : 0, p->rel_l2 = mlr_compare_rel_l2(&o, &t), p->util_max = u.max, p->util_p999 = u.p999;
-    p->absmax = r->q_scale == MLR_QS_STATIC ? r->q_absmax : 0;
-    p->clipped_frac = n ? (double)res.q_clipped / (double)(in->T * in->H * MLR_EMU_QK_DIM) : 0;
-  }
+  const mlr_cmp_tensor o = {res.out_format == MLR_OUT_FP32 ? MLR_CT_F32 : MLR_CT_BF16, res.o, n};
+  double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+  if (!v) st = mlr_error_set(err, MLR_ENOMEM, "out of memory for the GPU kernel's output");
+  for (int64_t i = 0; v && i < n; i++) v[i] = mlr_cmp_value(&o, i);
+  if (st == MLR_OK) st = mlr_budget_point_of(r, in, v, res.q_clipped, truth, rtol, atol, p, err);
+  free(v);
   mlr_emu_result_free(&res);
   return st;
 }

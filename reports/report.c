@@ -76,13 +76,6 @@ static mlr_status inputs_of(const char *spec_text, mlr_tensor_file *tf, mlr_inpu
   return st;
 }
 
-/* the fraction of elements whose codes are equal (n elements of esz bytes) */
-static double identical(const void *a, const void *b, int64_t n, size_t esz) {
-  int64_t same = 0;
-  for (int64_t i = 0; i < n; i++) same += !memcmp((const char *)a + (size_t)i * esz, (const char *)b + (size_t)i * esz, esz);
-  return n ? (double)same / (double)n : 1.0;
-}
-
 static mlr_ctype out_kind(int f) { return f == MLR_OUT_FP32 ? MLR_CT_F32 : f == MLR_OUT_FP16 ? MLR_CT_F16 : MLR_CT_BF16; }
 
 /* the GPU leg of one cell: the fast kernel for the recipes it computes (timed: the median of reps
@@ -93,7 +86,6 @@ static void gpu_cell(const gpu_leg *g, const mlr_recipe *r, const mlr_inputs *in
                      const double *bound, mlr_report_cell *c) {
   mlr_error e = {""};
   const int64_t n = in->T * in->H * MLR_EMU_V_DIM;
-  const size_t esz = model->out_format == MLR_OUT_FP32 ? 4 : 2;
   mlr_emu_result res;
   memset(&res, 0, sizeof res);
   mlr_status st;
@@ -106,10 +98,9 @@ static void gpu_cell(const gpu_leg *g, const mlr_recipe *r, const mlr_inputs *in
     for (int k = 0; st == MLR_OK && k < reps; k++) st = mlr_gpu_fast_launch(f, 1, &us[k], &e);
     if (st == MLR_OK) st = mlr_gpu_fast_result(f, &res, &e);
     mlr_gpu_fast_free(f);
-    if (st == MLR_OK) { /* the median (insertion sort: reps is small) */
-      for (int i = 1; i < reps; i++)
-        for (int j = i; j > 0 && us[j] < us[j - 1]; j--) { const double t = us[j]; us[j] = us[j - 1], us[j - 1] = t; }
-      c->gpu_us = us[reps / 2];
+    if (st == MLR_OK) { /* the median, as `bench gpu` takes it */
+      mlr_sort_values(us, reps);
+      c->gpu_us = mlr_sorted_quantile(us, reps, 0.5);
     }
   } else {
     snprintf(c->gpu_kernel, sizeof c->gpu_kernel, "exact");
@@ -130,8 +121,9 @@ static void gpu_cell(const gpu_leg *g, const mlr_recipe *r, const mlr_inputs *in
     return; /* gpu_pass stays 0 */
   }
   mlr_sha256_hex(res.o, mlr_emu_o_bytes(&res), c->gpu_o_sha);
-  c->gpu_identical = identical(res.o, model->o, n, esz);
-  const mlr_cmp_tensor o = {out_kind(res.out_format), res.o, n}, t = {MLR_CT_F64, truth, n};
+  const mlr_cmp_tensor o = {out_kind(res.out_format), res.o, n}, t = {MLR_CT_F64, truth, n}, mo = {out_kind(model->out_format), model->o, n};
+  mlr_metrics mm; /* bit-identical to the model as `mlaref check` counts it (NaN for NaN) */
+  c->gpu_identical = mlr_compare_metrics(&o, &mo, &mm, &e) != MLR_OK ? 0.0 : mm.n ? (double)mm.identical / (double)mm.n : 1.0;
   mlr_compare_utilisation(&o, &t, 1e-2, 1e-2, &c->gpu_util, &e);
   if (!strcmp(c->gpu_kernel, "exact")) c->gpu_pass = !strcmp(c->gpu_o_sha, c->o_sha);
   else {

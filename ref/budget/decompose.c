@@ -119,17 +119,24 @@ mlr_status mlr_budget_policy_point(const mlr_recipe *r, const mlr_inputs *in, co
   if (!o) return mlr_error_set(err, MLR_ENOMEM, "out of memory for the model's output");
   int64_t clipped = 0;
   mlr_status st = mlr_budget_model(r, in, threads, o, &clipped, err);
-  if (st == MLR_OK) {
-    const mlr_err_stats s = mlr_err_stats_of(o, truth_o, n);
-    const double tl2 = l2(truth_o, NULL, n);
-    pt->absmax = r->q_scale == MLR_QS_STATIC ? r->q_absmax : 0;
-    pt->clipped_frac = (double)clipped / (double)(in->T * in->H * MLR_EMU_QK_DIM);
-    pt->rms = s.rms, pt->max_abs = s.max, pt->rel_l2 = tl2 > 0 ? l2(o, truth_o, n) / tl2 : 0;
-    mlr_cmp_tensor a = {MLR_CT_F64, o, n}, b = {MLR_CT_F64, truth_o, n};
-    mlr_util u;
-    if ((st = mlr_compare_utilisation(&a, &b, rtol, atol, &u, err)) == MLR_OK) pt->util_max = u.max, pt->util_p999 = u.p999;
-  }
+  if (st == MLR_OK) st = mlr_budget_point_of(r, in, o, clipped, truth_o, rtol, atol, pt, err);
   free(o);
+  return st;
+}
+
+mlr_status mlr_budget_point_of(const mlr_recipe *r, const mlr_inputs *in, const double *o, int64_t clipped, const double *truth_o, double rtol,
+                               double atol, mlr_policy_point *pt, mlr_error *err) {
+  memset(pt, 0, sizeof *pt);
+  const int64_t n = in->T * in->H * DV;
+  const mlr_err_stats s = mlr_err_stats_of(o, truth_o, n);
+  const double tl2 = l2(truth_o, NULL, n);
+  pt->absmax = r->q_scale == MLR_QS_STATIC ? r->q_absmax : 0;
+  pt->clipped_frac = (double)clipped / (double)(in->T * in->H * MLR_EMU_QK_DIM);
+  pt->rms = s.rms, pt->max_abs = s.max, pt->rel_l2 = tl2 > 0 ? l2(o, truth_o, n) / tl2 : 0;
+  mlr_cmp_tensor a = {MLR_CT_F64, o, n}, b = {MLR_CT_F64, truth_o, n};
+  mlr_util u;
+  const mlr_status st = mlr_compare_utilisation(&a, &b, rtol, atol, &u, err);
+  if (st == MLR_OK) pt->util_max = u.max, pt->util_p999 = u.p999;
   return st;
 }
 

@@ -128,6 +128,11 @@ typedef struct mlr_policy_point {
 mlr_status mlr_budget_policy_point(const mlr_recipe *r, const mlr_inputs *in, const double *truth_o, double rtol, double atol,
                                    int threads, mlr_policy_point *pt, mlr_error *err);
 
+/** The same figures for an output already at hand: o ([T, H, 512], its values in binary64) of a
+ *  kernel computing recipe r, which clipped `clipped` Q elements (a GPU kernel's, say). */
+mlr_status mlr_budget_point_of(const mlr_recipe *r, const mlr_inputs *in, const double *o, int64_t clipped, const double *truth_o, double rtol,
+                               double atol, mlr_policy_point *pt, mlr_error *err);
+
 /** The sweep grid: n absmax values log-spaced from lo to hi (both included). */
 void mlr_budget_absmax_grid(double lo, double hi, int n, double *out);
 
