@@ -47,8 +47,8 @@ int mlr_bench_mma(int argc, char **argv) {
          (unsigned long long)reps);
   printf("%-15s %12s %12s %8s\n", "model", "mma ns/prod", "fma ns/prod", "ratio");
   const struct { mlr_mma_unit u; mlr_format f; } units[] = {
-    {MLR_MMA_SM90_E4M3, MLR_FMT_E4M3}, {MLR_MMA_SM90_BF16, MLR_FMT_BF16}, {MLR_MMA_SM90_F16, MLR_FMT_FP16}, {MLR_MMA_CDNA3_FP8, MLR_FMT_E4M3},
-    {MLR_MMA_SM90_E4M3_SYNC, MLR_FMT_E4M3}, {MLR_MMA_SM90_E5M2, MLR_FMT_E5M2}};
+    {MLR_MMA_SM90_E4M3, MLR_FMT_E4M3}, {MLR_MMA_SM90_BF16, MLR_FMT_BF16}, {MLR_MMA_SM90_F16, MLR_FMT_FP16}, {MLR_MMA_CDNA3_FP8, MLR_FMT_E4M3FNUZ},
+    {MLR_MMA_SM90_E4M3_SYNC, MLR_FMT_E4M3}, {MLR_MMA_CDNA3_BF16, MLR_FMT_BF16}, {MLR_MMA_SM90_E5M2, MLR_FMT_E5M2}};
   for (size_t k = 0; k < sizeof units / sizeof *units; k++) {
     const mlr_mma_model *m = mlr_mma_get(units[k].u);
     for (size_t i = 0; i < n; i++) x[i] = mlr_decode(units[k].f, mlr_encode_f64(g[i], units[k].f, MLR_RND_NEAREST_EVEN, MLR_OVF_SATURATE, 0));

@@ -8,7 +8,7 @@
 #      suites for every built-in recipe (golden --verify --gpu); compute-sanitizer memcheck and
 #      racecheck on the edge suite (sanitize); the benchmark (bench, $OUT/bench_gpu_exact.txt).
 #   0b. the fast kernel (gpu/fast), steps fast and fastbench: gpu run --kernel fast, then check
-#      --rule budget --rule fa3, on every cell of the edge, test and bench suites for fast-a16w8 and
+#      --rule exact --rule budget --rule fa3 and the lse against mlaref run's (compare --rule exact), on every cell of the edge, test and bench suites for fast-a16w8 and
 #      fast-a8w8 ($OUT/fast_check.txt); compute-sanitizer memcheck and racecheck on six edge cells;
 #      .peers/seed_peers.py (when copied from ../shared/peers) and bench gpu --peers beside it
 #      ($OUT/bench_gpu.txt, $OUT/peers.json).
@@ -25,8 +25,11 @@
 #      inner products a class and operand format; gpu/probes/wgmma_probe.cu: wgmma with e4m3 and e5m2
 #      operands, 2^20 a class) against ref/mma's models ($OUT/mma, $OUT/wgmma: the summaries and the
 #      vectors kept as test data).
-# MLAREF_GPU_STEPS (default "exact badinput sanitize bench fast fastbench bits torch peers mma") picks the steps
-# (0 = exact, badinput (tests/bad_input.sh: the gpu cases of the README's bad-input table), sanitize and bench, 0b = fast and fastbench, 1 = bits, 2 and 3 = torch, 4 = peers, 5 = mma); MLAREF_GPU_REPS the benchmark's runs. Without a GPU it exits 77 (CTest's "skipped"), unless MLAREF_REQUIRE_GPU=1 makes
+#   6. the hardware exp2 (gpu/probes/ex2_table.cu): its table rebuilt and compared with ref/sfu's
+#      (SHA-256), the model checked on every float x <= 0, 4096 samples ($OUT/ex2_samples.txt, the
+#      source of tests/data/sfu/).
+# MLAREF_GPU_STEPS (default "exact badinput sanitize bench fast fastbench bits torch peers mma sfu") picks the steps
+# (0 = exact, badinput (tests/bad_input.sh: the gpu cases of the README's bad-input table), sanitize and bench, 0b = fast and fastbench, 1 = bits, 2 and 3 = torch, 4 = peers, 5 = mma, 6 = sfu); MLAREF_GPU_REPS the benchmark's runs. Without a GPU it exits 77 (CTest's "skipped"), unless MLAREF_REQUIRE_GPU=1 makes
 # that a failure.
 # `gpu_run.sh --build-only` builds the programs it runs (the GPU machine has no jansson, so the CLI
 # there is the MLAREF_FORMATS_ONLY variant) and stops: CTest's gpu_run_build runs it on every
@@ -47,7 +50,7 @@ build() {
       -o "$BIN/mma_probe" || return 1
   "$NVCC" -O2 -std=c++17 -gencode arch=compute_90a,code=sm_90a -fmad=false -ftz=false -Werror=all-warnings -I. gpu/probes/wgmma_probe.cu \
       "$BIN/mma.o" -o "$BIN/wgmma_probe" || return 1
-  "$NVCC" -O2 -std=c++17 -arch=sm_90 -Werror=all-warnings gpu/probes/ex2_table.cu -o "$BIN/ex2_table" || return 1 # tests/data/ex2's generator
+  "$NVCC" -O2 -std=c++17 -arch=sm_90 -ftz=false -Werror=all-warnings -I. gpu/probes/ex2_table.cu -o "$BIN/ex2_table" || return 1 # ref/sfu's table and the model's check
 }
 if [ "${1:-}" = --build-only ]; then build && echo "gpu_run: build only: $BIN/mlaref and $BIN/bits_digest built"; exit $?; fi
 if ! nvidia-smi -L >/dev/null 2>&1; then
@@ -59,7 +62,7 @@ OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 status=0
 DATA=${MLAREF_GPU_DATA:-.gpu-data}
-STEPS=" ${MLAREF_GPU_STEPS:-exact badinput sanitize bench fast fastbench bits torch peers mma} "
+STEPS=" ${MLAREF_GPU_STEPS:-exact badinput sanitize bench fast fastbench bits torch peers mma sfu} "
 step() { case "$STEPS" in *" $1 "*) return 0 ;; esac; echo "== $1: not asked for (MLAREF_GPU_STEPS)"; return 1; }
 {
   echo "== machine"; date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; "$NVCC" --version | tail -1
@@ -90,7 +93,7 @@ step() { case "$STEPS" in *" $1 "*) return 0 ;; esac; echo "== $1: not asked for
     "$CLI" bench gpu-exact --reps "${MLAREF_GPU_REPS:-5}" | tee "$OUT/bench_gpu_exact.txt" || status=1
   fi
   if step fast; then
-    echo "== fast kernel (gpu/fast): check --rule budget --rule fa3 on every cell of the edge, test and bench suites"
+    echo "== fast kernel (gpu/fast): check --rule exact --rule budget --rule fa3 on every cell of the edge, test and bench suites"
     FD=${MLAREF_FAST_DATA:-/tmp/mlaref-fast}
     rm -rf "$FD" && mkdir -p "$FD"
     { nok=0; nfail=0; nskip=0
@@ -103,7 +106,10 @@ step() { case "$STEPS" in *" $1 "*) return 0 ;; esac; echo "== $1: not asked for
           "$CLI" gpu run --kernel fast --recipe $r --inputs "$f" --out "$o" > "$FD/run.log" 2>&1; rc=$?
           if [ $rc -eq 2 ] && grep -q "bf16 KV" "$FD/run.log"; then nskip=$((nskip + 1)); echo "$s/$c $r: not run: $(tail -1 "$FD/run.log")"; continue; fi
           if [ $rc -ne 0 ]; then nfail=$((nfail + 1)); status=1; echo "$s/$c $r: FAIL: $(tail -1 "$FD/run.log")"; continue; fi
-          "$CLI" check --inputs "$f" --output "$o" --recipe $r --rule budget --rule fa3 > "$FD/check.log" 2>&1; rc=$?
+          "$CLI" check --inputs "$f" --output "$o" --recipe $r --rule exact --rule budget --rule fa3 > "$FD/check.log" 2>&1; rc=$?
+          # the lse too: the model's file (mlaref run) against the kernel's, bit for bit
+          "$CLI" run --recipe $r --inputs "$f" --out "$FD/model.safetensors" > /dev/null 2>&1 &&
+            "$CLI" compare "$o" "$FD/model.safetensors" --tensor lse --rule exact >> "$FD/check.log" 2>&1 || rc=1
           v=$(grep -E "^rule|bit-identical" "$FD/check.log" | sed -E 's/ +/ /g' | tr '\n' ';')
           if [ $rc -eq 0 ]; then nok=$((nok + 1)); else nfail=$((nfail + 1)); status=1; cat "$FD/check.log"; fi
           echo "$s/$c $r: exit $rc: $v"
@@ -130,7 +136,7 @@ step() { case "$STEPS" in *" $1 "*) return 0 ;; esac; echo "== $1: not asked for
     P=; [ -f "$OUT/peers.json" ] && P="--peers $OUT/peers.json"
     "$CLI" bench gpu $P --reps "${MLAREF_FAST_REPS:-200}" | tee "$OUT/bench_gpu.txt" || status=1
   fi
-  step bits || step torch || step peers || step mma || { echo "== status $status"; exit $status; }
+  step bits || step torch || step peers || step mma || step sfu || { echo "== status $status"; exit $status; }
   echo "== build"
   build || exit 1
   step bits && {
@@ -169,6 +175,13 @@ step() { case "$STEPS" in *" $1 "*) return 0 ;; esac; echo "== $1: not asked for
   "$BIN/mma_probe" --out "$OUT/mma" || status=1
   echo "== matrix units: wgmma with fp8 operands against ref/mma (gpu/probes/wgmma_probe.cu)"
   "$BIN/wgmma_probe" --out "$OUT/wgmma" || status=1
+  }
+  step sfu && {
+  echo "== the hardware exp2: the table against ref/sfu's, the model on every x <= 0 (gpu/probes/ex2_table.cu)"
+  "$BIN/ex2_table" "$OUT/ex2_diff.bin" "$OUT/ex2_samples.txt" || status=1
+  want=$(grep -o "uncompressed bytes: [0-9a-f]*" ref/sfu/README.md | cut -d' ' -f3)
+  got=$(sha256sum "$OUT/ex2_diff.bin" | cut -d' ' -f1); rm -f "$OUT/ex2_diff.bin"
+  if [ "$got" = "$want" ]; then echo "table: the same as ref/sfu's (SHA-256 $got)"; else echo "table DIFFERS from ref/sfu's: $got, not $want"; status=1; fi
   }
   echo "== status $status"
   exit $status

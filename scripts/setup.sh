@@ -10,6 +10,7 @@ pkgs=(
   libgmp-dev
   libcriterion-dev  # test framework, run through CTest
   libjansson-dev    # JSON (safetensors headers, reports): a well-kept library, not our own parser
+  liblzma-dev       # xz: ref/sfu decodes the H200 exp2 table compiled into the library
   libssl-dev        # SHA-256 (OpenSSL's EVP) for digests and recipe hashes
   hipcc             # the GPU exact kernel compiled for AMD (gfx940, clang 15) in CI: test gpu_compile_hip
   libamdhip64-dev   #   the HIP runtime's headers and library

@@ -6,7 +6,7 @@
 # suppression. TSAN_OPTIONS=ignore_noninstrumented_modules=1, as Archer asks: the OpenMP runtime
 # itself is not instrumented (its own accesses are not ours to check). No suppression file.
 # First a planted race (tests/tsan/race_probe.c) must be reported; then every multi-threaded path
-# runs with 1, 2, 4 and 16 threads: gen, run (every built-in, with partials), oracle, budget,
+# runs with 1, 2, 4 and 16 threads: gen, run (every built-in and the fast recipes, with partials), oracle, budget,
 # golden --digests, policy-check. Exit 0: the probe caught, mlaref clean; 1: a report (printed); 2: setup.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -37,7 +37,7 @@ t() { # label, command...: a TSan report (exit 66) or any other failure fails th
 for th in 1 2 4 16; do
   export OMP_NUM_THREADS=$th
   t "gen ($th threads)" "$M" gen --shape lens=1:70:300:33:129,q=2,page=16,seed=5,bf16kv=1 --out "$D/in.safetensors"
-  for r in triton-fp8-single triton-fp8-split aiter-a8w8-ps aiter-a16w8-ps aiter-bf16-np torch-bmm-bf16 aiter-test-ref fp32-seq; do
+  for r in triton-fp8-single triton-fp8-split aiter-a8w8-ps aiter-a16w8-ps aiter-bf16-np torch-bmm-bf16 aiter-test-ref fp32-seq fast-a16w8 fast-a8w8; do
     t "run $r ($th threads)" "$M" run --recipe $r --inputs "$D/in.safetensors" --out "$D/o.safetensors" --threads $th --partials
   done
   t "oracle ($th threads)" "$M" oracle --inputs "$D/in.safetensors" --out "$D/t.safetensors"

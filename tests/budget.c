@@ -224,6 +224,28 @@ static void bound_holds(const char *spec, const char *recipe, mlr_truth_from fro
 }
 
 #ifndef MLR_SLOW
+/* the hardware exp2 (softmax.exp_unit) and the fast kernel's row-sum tree (softmax.sum): the
+ * switchable model follows the emulator, and the bound holds with the unit's error. scaled:40
+ * spreads the logits so that exps fall below 2^-126 (the unit's squaring path) */
+Test(budget, softmax_units) {
+  const char *specs[] = {"bs=2,lens=300:129,q=2,seed=7", "bs=2,lens=300:129,seed=3,dist=scaled:40"};
+  const char *sets[][2] = {
+      {"fp32-seq", "softmax.exp=2;softmax.exp_unit=sm90-ex2;softmax.sum=warp16;softmax.block=128;lse.base=e;out.format=fp32"},
+      {"fp32-seq", "softmax.exp=e_via_2;softmax.exp_unit=sm90-ex2;split.rule=fixed;split.count=3;update.fma=yes;out.format=fp32"},
+      {"fp32-seq", "softmax.sum=warp16;softmax.block=40;out.format=fp32"}, /* blocks of 2.5 groups */
+      /* the fast kernel's recipe (gpu/fast/fast_recipe.c), spelled out: the GPU library is not linked here */
+      {"fp32-seq", "q.format=e4m3;q.scale=static;q.absmax=6;kv.scale_at=folded;qk.operand=fp16;qk.dot=mma:sm90-f16;softmax.exp=2;"
+                   "softmax.block=128;softmax.exp_unit=sm90-ex2;softmax.sum=warp16;p.format=fp16;pv.operand=fp16;pv.dot=mma:sm90-f16;"
+                   "pv.accumulate=into_acc;split.rule=aiter_v1;split.cus=128;split.max=64;split.min_tokens=128;split.align=128;"
+                   "lse.base=e;merge.rule=global_max;out.format=fp32"},
+  };
+  for (int i = 0; i < 2; i++)
+    for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++) {
+      closure_model(specs[i], sets[k][0], sets[k][1]);
+      bound_holds_with(specs[i], sets[k][0], sets[k][1], MLR_TRUTH_DEQUANTIZED, NULL);
+    }
+}
+
 /* matrix-unit dots (mma:*): the switchable model is mlr_emulate bit for bit (its loops, gathers
  * and chaining written again), and the a priori bound holds (gam_mma), for each unit on QK and PV,
  * into the accumulator, over splits, on operands with subnormals (scaled inputs) */
@@ -242,6 +264,11 @@ Test(budget, matrix_unit_dots) {
       closure_model(specs[i], sets[k][0], sets[k][1]);
       bound_holds_with(specs[i], sets[k][0], sets[k][1], MLR_TRUTH_DEQUANTIZED, NULL);
     }
+  /* AMD's bf16 unit (two-stage, blocks of 8) */
+  for (int i = 0; i < 2; i++) {
+    closure_model(specs[i], "aiter-a16w8-ps", "qk.dot=mma:cdna3-bf16;pv.dot=mma:cdna3-bf16;out.format=fp32");
+    bound_holds_with(specs[i], "aiter-a16w8-ps", "qk.dot=mma:cdna3-bf16;pv.dot=mma:cdna3-bf16;out.format=fp32", MLR_TRUTH_DEQUANTIZED, NULL);
+  }
   /* AMD's fp8 unit multiplies e4m3fnuz: Q, P and KV in that format */
   closure_model("bs=2,lens=70:45,seed=9,fmt=e4m3fnuz", "aiter-a8w8-ps",
                 "q.format=e4m3fnuz;p.format=e4m3fnuz;qk.dot=mma:cdna3-fp8;pv.dot=mma:cdna3-fp8;out.format=fp32");

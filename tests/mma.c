@@ -7,6 +7,9 @@
 #include <math.h>
 #include <string.h>
 
+#include <limits.h>
+
+#include "ref/emulate/emu_mma.h"
 #include "ref/formats/mlr_formats.h"
 #include "ref/mma/mlr_mma.h"
 
@@ -149,6 +152,82 @@ static float block_f64(const mlr_mma_model *m, const float *a, const float *b, i
   return mlr_mma_finish(m, S, E);
 }
 
+/* CDNA3's two-stage units (unverified models) have no binary64 form in the header: their reference
+ * here is MMA-Sim's description (mlr_mma.h) transcribed step by step in binary64, significands and
+ * exponents as it keeps them (a zero's exponent -999, a subnormal's at the format's least); every
+ * step is exact in binary64 (sums of at most 16 multiples of 2^-24 below 4, shifts by powers of
+ * two), and the last conversion rounds to nearest even. Their binary64 form is the emulator's lanes
+ * (ref/emulate/emu_mma.c), run here on one lane. */
+static void sig_exp(double x, int emin, double *s, int *e) {
+  if (x == 0.0) {
+    *s = 0.0, *e = -999;
+    return;
+  }
+  int ex;
+  double m = 2.0 * frexp(x, &ex);
+  ex -= 1;
+  if (ex < emin) m = ldexp(m, ex - emin), ex = emin;
+  *s = m, *e = ex;
+}
+
+static void fused(const double *s, const int *e, int n, int step, int F, double *out, int *E) {
+  int mx = INT_MIN;
+  for (int i = 0; i < n; i += step) mx = e[i] > mx ? e[i] : mx;
+  double acc = 0.0;
+  for (int i = 0; i < n; i += step) acc += trunc(ldexp(s[i], F + e[i] - mx)) * ldexp(1.0, -F);
+  *out = acc, *E = mx;
+}
+
+static float cdna3_ref(const mlr_mma_model *m, const float *a, const float *b, int n, float c) {
+  double fsum = c;
+  int pinf = 0, ninf = 0;
+  for (int i = 0; i < n; i++) {
+    const double p = (double)a[i] * (double)b[i];
+    fsum += p, pinf |= p >= 0x1p128, ninf |= p <= -0x1p128;
+  }
+  if (isnan(fsum) || isinf(fsum)) return (float)fsum;
+  if (pinf || ninf) return pinf && ninf ? NAN : pinf ? INFINITY : -INFINITY;
+  double sg[64], sc, s;
+  int eg[64], ec, e;
+  for (int i = 0; i < n; i++) {
+    double sa, sb;
+    int ea, eb;
+    sig_exp(a[i], m->sub_emin, &sa, &ea), sig_exp(b[i], m->sub_emin, &sb, &eb);
+    sg[i] = sa * sb, eg[i] = ea + eb;
+  }
+  sig_exp(c, -126, &sc, &ec);
+  const int F = m->frac_bits;
+  if (m->two_stage == 2) {
+    double s0, s1;
+    int e0, e1;
+    fused(sg, eg, n, 2, F, &s0, &e0), fused(sg + 1, eg + 1, n - 1, 2, F, &s1, &e1);
+    const int mx = e0 > e1 ? e0 : e1;
+    s = floor(ldexp(s0, F + e0 - mx)) * ldexp(1.0, -F) + floor(ldexp(s1, F + e1 - mx)) * ldexp(1.0, -F), e = mx;
+  } else fused(sg, eg, n, 1, F, &s, &e);
+  const int M = e > ec ? e : ec;
+  s = floor(ldexp(s, 31 + e - M)) * 0x1p-31;
+  sc = m->two_stage == 2 && ec < M - 25 ? 0.0 : floor(ldexp(sc, 24 + ec - M)) * 0x1p-24;
+  return (float)ldexp(s + sc, M);
+}
+
+static float lane_f64(const mlr_mma_model *m, const float *a, const float *b, int n, float c) {
+  int ea[64], eb[64], E[1];
+  double sc[1], S[1];
+  for (int i = 0; i < n; i++) ea[i] = mlr_mma_in_exp(m, a[i]), eb[i] = mlr_mma_in_exp(m, b[i]);
+  mlr__emu_mma_lanes(m, 1, n, a, ea, 1, b, eb, &c, sc, S, E);
+  return c;
+}
+
+/* a unit's second form: the header's binary64 form, or (CDNA3) the emulator's lane, which must
+ * also agree with the transcription of MMA-Sim */
+static float other_form(const mlr_mma_model *m, const float *a, const float *b, int n, float c) {
+  if (!m->two_stage) return block_f64(m, a, b, n, c);
+  const float want = mlr_mma_block(m, a, b, n, c), ref = cdna3_ref(m, a, b, n, c);
+  cr_assert(mlr_f32_bits(ref) == mlr_f32_bits(want) || (isnan(ref) && isnan(want)), "%s: the block %a, MMA-Sim's steps %a", m->name,
+            (double)want, (double)ref);
+  return lane_f64(m, a, b, n, c);
+}
+
 /* ... is mlr_mma_block, bit for bit (NaN for NaN): every measured vector of every unit, and
  * random blocks of every unit over the full finite range of its input format */
 Test(mma, binary64_form_is_the_block) {
@@ -160,8 +239,8 @@ Test(mma, binary64_form_is_the_block) {
       {"h200_wgmma_e4m3.txt", MLR_MMA_SM90_E4M3, MLR_FMT_E4M3, 32}, {"h200_wgmma_e5m2.txt", MLR_MMA_SM90_E5M2, MLR_FMT_E5M2, 32}};
   int checked = 0, nonfin = 0;
   for (size_t fi = 0; fi < sizeof files / sizeof files[0]; fi++)
-    for (int u = 0; u < 2; u++) { /* the file's unit, and AMD's fp8 unit on the same values */
-      const mlr_mma_model *m = mlr_mma_get(u ? MLR_MMA_CDNA3_FP8 : files[fi].u);
+    for (int u = 0; u < 3; u++) { /* the file's unit, and AMD's fp8 and bf16 units on the same values */
+      const mlr_mma_model *m = mlr_mma_get(u == 2 ? MLR_MMA_CDNA3_BF16 : u ? MLR_MMA_CDNA3_FP8 : files[fi].u);
       char path[512];
       snprintf(path, sizeof path, "%s/tests/data/mma/%s", MLAREF_SOURCE_DIR, files[fi].file);
       FILE *fp = fopen(path, "r");
@@ -181,7 +260,7 @@ Test(mma, binary64_form_is_the_block) {
         }
         nonfin += !fin;
         const int n = files[fi].k < m->block ? files[fi].k : m->block;
-        const float want = mlr_mma_block(m, a, b, n, c), got = block_f64(m, a, b, n, c);
+        const float want = mlr_mma_block(m, a, b, n, c), got = other_form(m, a, b, n, c);
         cr_assert(mlr_f32_bits(got) == mlr_f32_bits(want) || (isnan(got) && isnan(want)), "%s (%s): %a vs the block %a", files[fi].file,
                   m->name, (double)got, (double)want);
         checked++;
@@ -194,7 +273,7 @@ Test(mma, binary64_form_is_the_block) {
   uint64_t st = 0x9E3779B97F4A7C15ull;
   for (int u = 0; u < MLR_MMA_UNITS; u++) {
     const mlr_mma_model *m = mlr_mma_get((mlr_mma_unit)u);
-    const mlr_format f = u == MLR_MMA_SM90_BF16 ? MLR_FMT_BF16 : u == MLR_MMA_SM90_F16 ? MLR_FMT_FP16 : u == MLR_MMA_CDNA3_FP8 ? MLR_FMT_E4M3FNUZ
+    const mlr_format f = u == MLR_MMA_SM90_BF16 || u == MLR_MMA_CDNA3_BF16 ? MLR_FMT_BF16 : u == MLR_MMA_SM90_F16 ? MLR_FMT_FP16 : u == MLR_MMA_CDNA3_FP8 ? MLR_FMT_E4M3FNUZ
                        : u == MLR_MMA_SM90_E5M2                                                                 ? MLR_FMT_E5M2
                                                                                                                 : MLR_FMT_E4M3;
     for (int t = 0; t < 20000; t++) {
@@ -210,8 +289,9 @@ Test(mma, binary64_form_is_the_block) {
       }
       st = st * 6364136223846793005ull + 1442695040888963407ull;
       const float c = (t % 4) ? ldexpf((float)(int32_t)(st >> 40), (int)(st % 80) - 60) : 0.0f;
-      const float want = mlr_mma_block(m, a, b, m->block, c), got = block_f64(m, a, b, m->block, c);
-      cr_assert_eq(mlr_f32_bits(got), mlr_f32_bits(want), "%s block %d: %a vs %a", m->name, t, (double)got, (double)want);
+      const float want = mlr_mma_block(m, a, b, m->block, c), got = other_form(m, a, b, m->block, c);
+      cr_assert(mlr_f32_bits(got) == mlr_f32_bits(want) || (isnan(got) && isnan(want)), "%s block %d: %a vs %a", m->name, t, (double)got,
+                (double)want);
     }
   }
 }
@@ -247,6 +327,30 @@ Test(mma, steps_by_hand) {
   cr_assert_eq(mlr_mma_block(amd, a, b, 16, 0.0f), 1.0f + 0x1p-23f);
   a[2] = 0x1p-13f, b[2] = 0x1p-12f; /* + 2^-25: cut to 0 (below the unit 2^-24) before rounding */
   cr_assert_eq(mlr_mma_block(amd, a, b, 16, 0.0f), 1.0f, "the tie again, not above it");
+  /* the even/odd split: 2^-25 at index 1 (odd) is its own group's E, kept there, then rounded
+   * down to units of 2^-24 against the even group's E = 0: 2^-25 -> 0, and -2^-25 -> -2^-24 */
+  memset(a, 0, sizeof a), memset(b, 0, sizeof b);
+  a[0] = 1.0f, b[0] = 1.0f, a[1] = 0x1p-13f, b[1] = 0x1p-12f;
+  cr_assert_eq(mlr_mma_block(amd, a, b, 16, 0.0f), 1.0f);
+  b[1] = -0x1p-12f;
+  cr_assert_eq(mlr_mma_block(amd, a, b, 16, 0.0f), 1.0f - 0x1p-24f, "rounded down, not toward zero");
+  /* C far below the block is dropped (fp8): 25 exponents below M and more */
+  b[1] = 0.0f;
+  cr_assert_eq(mlr_mma_block(amd, a, b, 16, -0x1p-26f), 1.0f, "e(C) = -26 < 0 - 25: dropped");
+  cr_assert_eq(mlr_mma_block(amd, a, b, 16, -0x1p-25f), 1.0f - 0x1p-24f, "e(C) = -25: kept, rounded down to -2^-24");
+  /* CDNA3 bf16 (unverified model): blocks of 8, products at 24 fraction bits; C never dropped but
+   * rounded down to units of 2^(M - 24): a tiny negative C takes a whole unit off (MMA-Sim's
+   * asymmetric rounding), a tiny positive one nothing */
+  const mlr_mma_model *abf = mlr_mma_get(MLR_MMA_CDNA3_BF16);
+  cr_assert_eq(abf->block, 8);
+  cr_assert_eq(mlr_mma_block(abf, a, b, 8, 0x1p-60f), 1.0f);
+  cr_assert_eq(mlr_mma_block(abf, a, b, 8, -0x1p-60f), 1.0f - 0x1p-24f);
+  /* the products' sum is rounded down to units of 2^(M - 31): with C = 2^10 dominant, M = 10 and
+   * the products' 1 + 2^-24 lands on a whole unit (2^-21) cut: 1024 + 1 exactly */
+  a[1] = 0x1p-12f, b[1] = 0x1p-12f;
+  cr_assert_eq(mlr_mma_block(abf, a, b, 8, 1024.0f), 1025.0f);
+  cr_assert_eq(mlr_mma_block(abf, a, b, 8, 0.0f), 1.0f, "1 + 2^-24 then nearest even: the tie -> 1");
+  cr_assert_eq(mlr_mma_find("cdna3-bf16"), abf);
   /* a K = 64 dot is two e4m3 blocks, the first's D the second's C */
   float x[64], y[64];
   for (int i = 0; i < 64; i++) x[i] = (float)((i % 7) - 3) * 0.25f, y[i] = (float)((i % 5) + 1) * 0.125f;

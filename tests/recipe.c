@@ -205,3 +205,32 @@ Test(recipe, q_policies_parse_and_print) {
   cr_assert_eq(mlr_recipe_set_policy(&r, "dynamic", &err), MLR_EINVAL);
   cr_assert(strstr(err.msg, "has bf16 Q"), "%s", err.msg);
 }
+
+/* Keys added later (softmax.exp_unit, softmax.sum) enter the canonical string only when set, so
+ * the recipes hashed before them keep their hashes (canonical_form_is_pinned above); set, they
+ * change the hash, round-trip through the text form, and exp_unit needs a base-2 exp. */
+Test(recipe, later_keys) {
+  mlr_recipe r, r2;
+  mlr_error err = {""};
+  char c[2048], c2[2048], h[65], h2[65], text[4096];
+  cr_assert_eq(mlr_recipe_builtin("fp32-seq", &r), MLR_OK);
+  mlr_recipe_canonical(&r, c, sizeof c);
+  cr_assert_null(strstr(c, "softmax.exp_unit"));
+  cr_assert_null(strstr(c, "softmax.sum"));
+  mlr_recipe_hash(&r, h);
+  cr_assert_eq(mlr_recipe_set_list(&r, "softmax.exp=2;softmax.exp_unit=sm90-ex2;softmax.sum=warp16", &err), MLR_OK, "%s", err.msg);
+  cr_assert_eq(mlr_recipe_check(&r, &err), MLR_OK, "%s", err.msg);
+  mlr_recipe_canonical(&r, c, sizeof c);
+  cr_assert(strstr(c, ";softmax.clamp=0x1.19799812dea11p-40;softmax.exp_unit=sm90-ex2;softmax.sum=warp16;p.format="), "%s", c);
+  mlr_recipe_hash(&r, h2);
+  cr_assert_str_neq(h, h2);
+  mlr_recipe_text(&r, text, sizeof text);
+  cr_assert_eq(mlr_recipe_parse(text, "t.recipe", &r2, &err), MLR_OK, "%s", err.msg);
+  mlr_recipe_canonical(&r2, c2, sizeof c2);
+  cr_assert_str_eq(c, c2);
+  cr_assert_eq(mlr_recipe_set(&r, "softmax.exp=e", &err), MLR_OK);
+  cr_assert_eq(mlr_recipe_check(&r, &err), MLR_EINVAL);
+  cr_assert_str_eq(err.msg, "softmax.exp_unit = sm90-ex2 computes 2^x: it needs softmax.exp = 2 or e_via_2");
+  cr_assert_eq(mlr_recipe_set(&r, "softmax.sum=tree", &err), MLR_EPARSE);
+  cr_assert_str_eq(err.msg, "softmax.sum = 'tree' is not one of seq|warp16");
+}

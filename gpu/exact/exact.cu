@@ -705,6 +705,10 @@ extern "C" mlr_status mlr_gpu_exact(const mlr_recipe *r, const mlr_inputs *in, m
   if (MLR_DOT_IS_MMA(r->qk_dot) || MLR_DOT_IS_MMA(r->pv_dot))
     return mlr_error_set(err, MLR_EINVAL, "recipe '%s': the GPU exact kernel does not run matrix-unit dots (mma:*); `mlaref run` does",
                          r->name);
+  if (r->softmax_exp_unit != MLR_EXPU_EXACT || r->softmax_sum != MLR_SUM_SEQ)
+    return mlr_error_set(err, MLR_EINVAL,
+                         "recipe '%s': the GPU exact kernel does not run softmax.exp_unit = sm90-ex2 or softmax.sum = warp16; `mlaref run` does",
+                         r->name);
   /* The error paths' test hook (tests/bad_input.sh, on a GPU): MLAREF_GPU_FAULT=launch launches the
    * Q kernel with 2048 threads a block, a configuration every runtime refuses; =unwritten skips the
    * kernels that write o, so the unwritten-element check must fire. */

@@ -3,6 +3,8 @@
  * not written yet: in a HIP build the entry points answer MLR_EDEVICE.
  *
  *   k_amax  (dynamic Q scale only) max |q| over the tensor, an atomic max of the bit patterns
+ *   k_qprep Q's fp16 operand codes (the recipe's Q policy, then fp16), once per element (every
+ *           split's block converted its token's Q before: a8w8 5 us slower than a16w8 at every shape)
  *   k_attn  a block per (query token, split), 8 warps. The block's KV rows stream through shared
  *           memory in tiles of 128 tokens (cp.async into a ring of 6 slots of 64 rows = 3 tiles).
  *           Warp w: the logits of tokens 16w..16w+15 of a tile for the 16 heads (two mma chains
@@ -10,6 +12,9 @@
  *           64w..64w+63 of the 16 heads (8 accumulator tiles), P from shared memory; software-
  *           pipelined: tile i+1's logits with tile i's PV, while tile i+2 loads.
  *   k_merge a block per (query token, head), a column per thread: the emulator's global-max merge
+ * k_attn and k_merge are launched with programmatic dependent launch (sm_90): each may start while
+ * the kernel before it runs and waits (griddepcontrol.wait) only where it reads that kernel's output,
+ * so k_attn's first KV loads overlap k_qprep and k_merge's launch overlaps k_attn's tail.
  *
  * Fragment layouts (PTX ISA, mma.m16n8k16 .f16): lane = 4g + j. A (16x16, row): a0a1 = (g, 2j..2j+1),
  * a2a3 = (g+8, 2j..), a4a5 = (g, 2j+8..), a6a7 = (g+8, 2j+8..). B (16x8, col): b0b1 = (k 2j..2j+1,
@@ -53,7 +58,7 @@ enum { PSTR = TILE + 8 /* P's row in halves: 272 bytes, 4 banks apart */ };
 enum { SLOT = 64, NSLOT = 6 };      /* the KV ring: 6 slots of 64 rows (3 tiles) */
 enum { MAX_SPLITS = 65535 };        /* the grid's second dimension */
 enum { SM_KV = NSLOT * SLOT * QK, SM_P = 16 * PSTR * 2, SM_RED = 2 * NWARP * 16 * 4, SMEM = SM_KV + SM_P + SM_RED };
-enum { MERGE_THREADS = DV, AMAX_BLOCKS = 264, AMAX_THREADS = 512, BW_THREADS = 256 };
+enum { MERGE_THREADS = DV, AMAX_BLOCKS = 264, AMAX_THREADS = 512, BW_THREADS = 256, QPREP_THREADS = 256 };
 
 /* what a query token's blocks need, in one place: one round of global loads at the start instead
  * of a chain (token -> batch -> its splits, its rows) */
@@ -67,6 +72,7 @@ struct fparams {
   float c0, kvs, clamp, static_scale; /* kvs: kv_scale, halved for e4m3fnuz (K and V are read at twice their value) */
   int64_t page, S;
   const uint16_t *q;
+  uint16_t *qop;                /* [T][H][576] Q's fp16 operand codes (k_qprep) */
   const uint8_t *kv;
   const int32_t *kv_indices;
   const struct tokinfo *tok;
@@ -77,6 +83,13 @@ struct fparams {
 };
 
 __device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+/* Programmatic dependent launch (sm_90): a kernel launched with it may start while the previous
+ * one in the stream runs; griddep_wait() returns when that one has finished and its writes are
+ * visible, so what comes before it must not read the previous kernel's output. launch_dependents
+ * lets the next kernel start before this one ends (it waits in its own griddep_wait). */
+__device__ __forceinline__ void griddep_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
+__device__ __forceinline__ void griddep_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
 
 /* A KV row in shared memory is its 576 bytes, unpadded (the ring needs the room); its 16-byte chunk
  * c sits at chunk c ^ ((r >> 1) & 3) (within its group of 4), r the row. Rows are 144 words = 16
@@ -196,6 +209,26 @@ __global__ void __launch_bounds__(AMAX_THREADS) k_amax(fparams p, int64_t n) {
   if ((threadIdx.x & 31) == 0) atomicMax(p.amax, mlr_f32_bits(amax)); /* non-negative floats order as their bits */
 }
 
+/* Q's fp16 operand codes, once per element (every split's block used to convert its token's Q):
+ * 8 elements a thread; the clamp's count added once a warp */
+__global__ void __launch_bounds__(QPREP_THREADS) k_qprep(fparams p, int64_t n8) {
+  griddep_wait(); /* the dynamic scale's amax (k_amax) */
+  const float qs = q_scale(p);
+  int clipped = 0;
+  const int64_t i = blockIdx.x * (int64_t)QPREP_THREADS + threadIdx.x;
+  if (i < n8) {
+    const uint4 r = *(const uint4 *)(p.q + 8 * i);
+    uint4 w;
+    w.x = q_operand(p, r.x & 0xFFFFu, qs, &clipped) | q_operand(p, r.x >> 16, qs, &clipped) << 16;
+    w.y = q_operand(p, r.y & 0xFFFFu, qs, &clipped) | q_operand(p, r.y >> 16, qs, &clipped) << 16;
+    w.z = q_operand(p, r.z & 0xFFFFu, qs, &clipped) | q_operand(p, r.z >> 16, qs, &clipped) << 16;
+    w.w = q_operand(p, r.w & 0xFFFFu, qs, &clipped) | q_operand(p, r.w >> 16, qs, &clipped) << 16;
+    *(uint4 *)(p.qop + 8 * i) = w;
+  }
+  for (int m = 16; m; m >>= 1) clipped += MLR_SHFL_XOR(clipped, m);
+  if (clipped && (threadIdx.x & 31) == 0) atomicAdd(p.clipped, (unsigned long long)clipped);
+}
+
 template <int FNUZ>
 __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   extern __shared__ __align__(16) uint8_t sm[];
@@ -248,37 +281,24 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   auto kv_chunk = [&](int tile, int r, int c) {
     return smem_addr(kvs_sm + (((2 * tile + (r >> 6)) % NSLOT) * SLOT + (r & (SLOT - 1))) * QK) + 16 * kv_swz(r, c);
   };
-  /* Q's bf16 rows (16 x 576, rows past H left out) load with slot 0, into slot 4's space; the fp16
-   * operands go to slot 5's (both free until tile 2 loads, after Q's fragments are in registers) */
-  uint16_t *q_raw = (uint16_t *)(kvs_sm + 4 * SLOT * QK), *q_sm = (uint16_t *)(kvs_sm + 5 * SLOT * QK);
-  for (int c = threadIdx.x; c < H * (QK / 8); c += NTHR)
-    cp_async16(smem_addr(q_raw + c * 8), p.q + (int64_t)t * H * QK + c * 8, 16);
-#pragma unroll 1
-  for (int k = 0; k < 4; k++) load_slot(k); /* tiles 0 and 1 */
-  asm volatile("cp.async.wait_group 2;\n" ::: "memory"); /* Q and tile 0 */
+  /* Tile 0's KV rows first: they do not depend on k_qprep, which may still be running (programmatic
+   * dependent launch). Then Q's fp16 operand codes (16 x 576, rows past H zero-filled) into slot
+   * 4's space (free until tile 2 loads, after Q's fragments are in registers), then tile 1. Groups,
+   * in order: slot 0, slot 1, Q, slot 2, slot 3. */
+  uint16_t *q_sm = (uint16_t *)(kvs_sm + 4 * SLOT * QK);
+  load_slot(0);
+  load_slot(1);
+  griddep_wait(); /* k_qprep's codes (and k_amax's scale) are written */
+  for (int c = threadIdx.x; c < 16 * (QK / 8); c += NTHR) /* 16 bytes a copy: 8 codes */
+    cp_async16(smem_addr(q_sm + c * 8), c < H * (QK / 8) ? p.qop + (int64_t)t * H * QK + c * 8 : p.qop, c < H * (QK / 8) ? 16 : 0);
+  cp_commit();
+  load_slot(2);
+  load_slot(3);
+  asm volatile("cp.async.wait_group 2;\n" ::: "memory"); /* slots 0, 1 (tile 0) and Q */
   __syncthreads();
-
-  /* Q: each element's fp16 operand once (rows past H zero); then each lane's A fragments for the
-   * 36 column blocks, in the k order the K rows' ldmatrix gives (below): k = 2j, 2j+1 <-> columns
-   * 4j, 4j+1 and k = 2j+8, 2j+9 <-> columns 4j+2, 4j+3 of the block */
   const float qs = q_scale(p);
-  {
-    int clipped = 0;
-#pragma unroll 1
-    for (int i = 8 * threadIdx.x; i < 16 * QK; i += 8 * NTHR) { /* 8 elements a step (H * QK is a multiple of 8) */
-      uint4 w = make_uint4(0, 0, 0, 0);
-      if (i < H * QK) {
-        const uint4 r = *(const uint4 *)(q_raw + i);
-        w.x = q_operand(p, r.x & 0xFFFFu, qs, &clipped) | q_operand(p, r.x >> 16, qs, &clipped) << 16;
-        w.y = q_operand(p, r.y & 0xFFFFu, qs, &clipped) | q_operand(p, r.y >> 16, qs, &clipped) << 16;
-        w.z = q_operand(p, r.z & 0xFFFFu, qs, &clipped) | q_operand(p, r.z >> 16, qs, &clipped) << 16;
-        w.w = q_operand(p, r.w & 0xFFFFu, qs, &clipped) | q_operand(p, r.w >> 16, qs, &clipped) << 16;
-      }
-      *(uint4 *)(q_sm + i) = w;
-    }
-    if (clipped && s == 0) atomicAdd(p.clipped, (unsigned long long)clipped); /* counted once: split 0 */
-  }
-  __syncthreads();
+  /* each lane's A fragments for the 36 column blocks, in the k order the K rows' ldmatrix gives
+   * (below): k = 2j, 2j+1 <-> columns 4j, 4j+1 and k = 2j+8, 2j+9 <-> columns 4j+2, 4j+3 */
   uint32_t qa[NKB][4];
 #pragma unroll
   for (int kb = 0; kb < NKB; kb++)
@@ -438,7 +458,8 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
    * free now) and one small loop, so the code that runs once a block stays small (unrolled, its
    * instruction fetches were a third of a one-tile block's time: ncu, stall_no_inst) ---- */
   float *o_sm = (float *)kvs_sm, *lc_sm = o_sm + 16 * DV; /* [16][DV], [16] */
-  __syncthreads();                                        /* every warp's last PV read the ring */
+  griddep_launch_dependents(); /* k_merge may start (it waits for this grid to end before reading) */
+  __syncthreads();             /* every warp's last PV read the ring */
 #pragma unroll
   for (int rr = 0; rr < 2; rr++)
 #pragma unroll
@@ -483,6 +504,7 @@ __global__ void __launch_bounds__(MERGE_THREADS) k_merge(fparams p) {
   const int64_t row = blockIdx.x, t = row / p.H;
   const int64_t ns = p.tok[t].nsplit;
   if (ns < 2) return; /* written by k_attn */
+  griddep_wait();     /* k_attn's partials */
   const int d = threadIdx.x;
   const float *x = p.part_lse + row * p.S, *part = p.part_o + row * p.S * DV + d;
   float M = -INFINITY; /* splits with lse <= MLR_EMU_SKIP_BELOW (empty ones; NaN) are skipped, as there */
@@ -616,6 +638,7 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
   p.clamp = (float)r->softmax_clamp;
   f->qscale_static = p.static_scale = p.qfp8 ? (float)(r->q_absmax / (double)mlr_format_max((mlr_format)p.qfmt)) : 1.0f;
   DALLOC(p.q, (size_t)f->nq * 2, in->q);
+  DALLOC(p.qop, (size_t)f->nq * 2, NULL);
   DALLOC(p.kv, (size_t)in->N * QK, in->kv);
   if (in->kv_indices) DALLOC(p.kv_indices, (size_t)in->kv_indptr[B] * 4, in->kv_indices);
   DALLOC(p.tok, (size_t)T * sizeof(tokinfo), tok);
@@ -642,6 +665,17 @@ out:
   return st;
 }
 
+/* a launch that may begin before the previous kernel in the stream ends (griddep_wait) */
+static cudaError_t launch_pdl(void (*k)(fparams), dim3 grid, unsigned threads, size_t smem, const fparams &p) {
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute at[1];
+  at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  at[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.gridDim = grid, cfg.blockDim = dim3(threads), cfg.dynamicSmemBytes = smem, cfg.stream = 0;
+  cfg.attrs = at, cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, k, p);
+}
+
 extern "C" mlr_status mlr_gpu_fast_launch(mlr_gpu_fast *f, int flush_l2, double *us, mlr_error *err) {
   mlr_status st = MLR_OK;
   const fparams &p = f->p;
@@ -655,14 +689,14 @@ extern "C" mlr_status mlr_gpu_fast_launch(mlr_gpu_fast *f, int flush_l2, double 
     GPU_TRY(hipGetLastError());
   }
   if (f->T > 0) {
-    const dim3 grid((unsigned)f->T, (unsigned)f->S);
-    if (p.fnuz) k_attn<1><<<grid, NTHR, SMEM>>>(p);
-    else k_attn<0><<<grid, NTHR, SMEM>>>(p);
+    const int64_t n8 = f->nq / 8; /* H * 576 is a multiple of 8 */
+    k_qprep<<<(unsigned)((n8 + QPREP_THREADS - 1) / QPREP_THREADS), QPREP_THREADS>>>(p, n8);
     GPU_TRY(hipGetLastError());
-    if (f->S > 1) {
-      k_merge<<<(unsigned)(f->T * f->H), MERGE_THREADS>>>(p);
-      GPU_TRY(hipGetLastError());
-    }
+    /* k_attn and k_merge start early (programmatic dependent launch): k_attn's first KV loads and
+     * k_merge's launch overlap the kernel before; each waits for it where it reads its output */
+    const dim3 grid((unsigned)f->T, (unsigned)f->S);
+    GPU_TRY(launch_pdl(p.fnuz ? k_attn<1> : k_attn<0>, grid, NTHR, SMEM, p));
+    if (f->S > 1) GPU_TRY(launch_pdl(k_merge, dim3((unsigned)(f->T * f->H)), MERGE_THREADS, 0, p));
   }
   GPU_TRY(hipEventRecord(f->ev[1], 0));
   GPU_TRY(hipEventSynchronize(f->ev[1]));

@@ -44,6 +44,7 @@
 #include "../mma/mlr_mma.h"
 #include "../oracle/mlr_oracle.h"
 #include "../pmath/mlr_pmath.h"
+#include "../sfu/mlr_sfu.h"
 #include "budget_internal.h"
 
 #define QK MLR_EMU_QK_DIM
@@ -98,7 +99,12 @@ static double gam_mma(const mlr_mma_model *m, double nb) {
    * its b/2 terms and the first's result to units of 2^(E2 - F), 2^E2 at most M (1 + 2^-19) (the
    * first's result is within (b/2 + 1) 2^-F + 2^-23 of its terms); so by less than (b + 2)(1 + 2^-19)
    * 2^-F M < (b + 3) 2^-F M in all; and three roundings to binary32 (each block, then the add) */
-  const double cut = (m->block + 1 + 2 * m->lowered) * ldexp(1.0, -m->frac_bits), res = m->result_bits ? ldexp(1.0, 1 - m->result_bits) : 0.0;
+  /* a two-stage unit (CDNA3, mlr_mma.h stages a-b): its b products cut by less than a unit of
+   * 2^(E_p - F) each, fp8's two halves rounded down by less than one more each, the products' sum
+   * by less than 2^-7 unit (to 2^(M - 31)) and C by less than one (to 2^(M - 24); dropped, by less
+   * than half), all in units of 2^(M - F) with 2^M at most the largest term: below (b + 4) units */
+  const double cut = (m->block + 1 + 2 * m->lowered + 3 * (m->two_stage > 0)) * ldexp(1.0, -m->frac_bits),
+               res = m->result_bits ? ldexp(1.0, 1 - m->result_bits) : 0.0;
   const double rnd = m->lowered ? (1 + 0x1p-23) * (1 + 0x1p-23) * (1 + 0x1p-23) : 1 + 0x1p-23;
   const double eps = cut + (1 + cut) * ((1 + res) * rnd - 1);
   return nb * eps * pow(1 + eps, nb);
@@ -111,7 +117,7 @@ static double mag_mma(double x, double floor) { return fabs(x) > floor ? fabs(x)
 static double expm1_up(double x) { return x < 1e-3 ? x * mlr_exp(x) : mlr_exp(x) - 1.0; }
 
 typedef struct bconst {
-  double rQ, eQ, rK, eK, rV, eV, ra, ea, rho, kappa, eout_exp, uout, etaout, eta_exp;
+  double rQ, eQ, rK, eK, rV, eV, ra, ea, rho, kappa, eout_exp, eout_sm, uout, etaout, eta_exp;
   double omaxQ, omaxK, omaxV; /* the operand formats' largest values */
   int nqk;
   const mlr_mma_model *mqk, *mpv; /* matrix-unit dots, or NULL */
@@ -150,6 +156,12 @@ static void constants(const mlr__shadow *sh, bconst *k) {
   default: fmt_err(MLR_FMT_BF16, &k->uout, &k->etaout);
   }
   k->eta_exp = 0x1p-149;
+  /* the online softmax's exps (p, alpha): correctly rounded as the merge's, or the exp2 unit
+   * (ref/sfu): relative error at most MLR_SFU_EX2_REL on results >= 2^-126 (tested over its whole
+   * table); below, h^2 with h within MLR_SFU_EX2_REL, then a subnormal rounding (2^-150): under
+   * 2^-126 (2.01 MLR_SFU_EX2_REL) + 2^-150 < 2^-146 absolute */
+  k->eout_sm = k->eout_exp;
+  if (r->softmax_exp_unit == MLR_EXPU_SM90_EX2) k->eout_sm = MLR_SFU_EX2_REL * (1 + 2 * MLR_SFU_EX2_REL) + 0x1p-50, k->eta_exp = 0x1p-146;
 }
 
 typedef struct bws {
@@ -246,9 +258,11 @@ MLR_FMA_CLONES static void bound_row(const mlr__shadow *sh, const bconst *k, mlr
   }
   const int merged = ns > 1 || !r->partial_normalized;
   const double R = M - smin + 2 * Emax, ua = U32 + k->kappa;
-  const double Ealpha = R * ua + (double)nb * k->eout_exp;
+  const double Ealpha = R * ua + (double)nb * k->eout_sm;
   const double Lam = merged ? (3 * U32 + k->kappa) * (fabs(M) + R + 2 * log((double)Lt + 1) + 1) + 2 * k->eout_exp : 0;
   const double nN = (double)Lt + 3.0 * (double)nb + 2 + (merged ? 2.0 * (double)live + 3 : 0);
+  /* the row sums count one rounding a token: a block's n terms summed in any order (softmax.sum's
+   * tree too) pass through at most n - 1 roundings on the way to the block's sum */
   const double nD = (double)Lt + 3.0 * (double)nb + 1 + (merged ? 2.0 * (double)live + 3 : 0);
   double gN = gam(nN);
   const double gD = gam(nD), eE = mlr_exp(Emax) * (1 + 0x1p-50), fpv = k->fpv; /* 0 without a matrix unit */
@@ -258,7 +272,7 @@ MLR_FMA_CLONES static void bound_row(const mlr__shadow *sh, const bconst *k, mlr
   double Dlo = 0, Bhi = 0, floor_n = 0; /* floor_n: the unit's subnormal floor, x every column (bound below) */
   for (int64_t j = 0; j < Lt; j++) {
     const double x = (M - w->s[j]) + w->E[j] + Emax; /* |the kernel's exp argument| */
-    const double E = w->E[j] + x * ua + k->eout_exp + Ealpha + Lam;
+    const double E = w->E[j] + x * ua + k->eout_sm + Ealpha + Lam;
     const double e = mlr_exp(w->s[j] - M) * (1 + 0x1p-50);
     const double bhi = e * mlr_exp(E) * (1 + 0x1p-50) + eta_x;
     const double blo = e * mlr_exp(-E) * (1 - 0x1p-50) - eta_x;

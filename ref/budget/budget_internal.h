@@ -28,6 +28,7 @@ typedef struct mlr__shadow {
   int use_bf16;          /* KV values from kv_bf16 (kv_quant off) */
   int folded;            /* kv.scale_at = folded */
   int exp_sm, exp_lse;   /* exp bases of the softmax and of the merge of normalized partials */
+  const uint32_t *ex2;   /* the softmax's exp2 unit (softmax.exp_unit), or NULL: correctly rounded */
   double kvs, clamp;     /* kv_scale; the clamp as binary32 */
   double *q;             /* [T*H][576] Q operand values */
   double *qreal;         /* [T*H][576] Q values times their scale (what the kernel's Q stands for) */

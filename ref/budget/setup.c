@@ -8,6 +8,7 @@
 #include "../emulate/mlr_emulate.h"
 #include "../formats/mlr_formats.h"
 #include "../pmath/mlr_exact.h"
+#include "../sfu/mlr_sfu.h"
 #include "budget_internal.h"
 
 #define QK MLR_EMU_QK_DIM
@@ -54,6 +55,7 @@ mlr_status mlr__shadow_init(mlr__shadow *sh, const mlr_recipe *r, const mlr_inpu
   sh->folded = r->kv_scale_at == MLR_KVS_FOLDED;
   sh->exp_sm = r->softmax_exp;
   sh->exp_lse = r->lse_base == MLR_EXP_2 ? MLR_EXP_2 : (r->softmax_exp == MLR_EXP_E_VIA_2 ? MLR_EXP_E_VIA_2 : MLR_EXP_E);
+  if (r->softmax_exp_unit == MLR_EXPU_SM90_EX2 && (st = mlr_sfu_ex2_table(&sh->ex2, err)) != MLR_OK) return st;
   sh->kvs = (double)in->kv_scale;
   sh->clamp = (double)(float)r->softmax_clamp;
   const int64_t T = in->T, H = in->H, B = in->B, n = T * H;

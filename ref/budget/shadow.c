@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../emulate/mlr_emu_ops.h"
 #include "../emulate/mlr_emulate.h"
 #include "../formats/mlr_formats.h"
 #include "../pmath/mlr_exact.h"
@@ -64,6 +65,36 @@ static double p_round(int on, double p, int pf) {
 static double sh_exp(int on, int base, double x) {
   if (on) return (double)mlr_emu_exp(base, (float)x);
   return base == MLR_EXP_2 ? mlr_exp2(x) : mlr_exp(x);
+}
+
+/* the online softmax's exp: as sh_exp, through the exp2 unit when the recipe has one (on) */
+static double sh_sm_exp(const mlr__shadow *sh, int on, double x) {
+  if (on && sh->ex2) return (double)mlr__emu_sm_exp(sh->exp_sm, sh->ex2, (float)x);
+  return sh_exp(on, sh->exp_sm, x);
+}
+
+/* the block's row sum of p[0..n): on, in the model's order (mlr__emu_rowsum's), each addition
+ * rounded to binary32; off, binary64 in token order (the order then moves the sum by about 2^-53
+ * relative a term: the "exact" of the header) */
+static double sh_rowsum(int on, int order, const double *p, int64_t n) {
+  double ls = 0;
+  if (!on || order != MLR_SUM_WARP16) {
+    for (int64_t j = 0; j < n; j++) ls = r32(on, ls + p[j]);
+    return ls;
+  }
+  for (int64_t g0 = 0; g0 < n; g0 += 16) {
+    double lane[4];
+    for (int j = 0; j < 4; j++) {
+      double v[4];
+      for (int k = 0; k < 4; k++) {
+        const int64_t at = g0 + 2 * j + (k & 1) + 8 * (k >> 1);
+        v[k] = at < n ? p[at] : 0;
+      }
+      lane[j] = r32(on, r32(on, v[0] + v[1]) + r32(on, v[2] + v[3]));
+    }
+    ls = r32(on, ls + r32(on, r32(on, lane[0] + lane[1]) + r32(on, lane[2] + lane[3])));
+  }
+  return ls;
 }
 
 static double sh_log(int on, int base, double x) {
@@ -312,13 +343,12 @@ MLR_FMA_CLONES static void split_row(const mlr__shadow *sh, row_ws *w, int64_t t
     double bm = -INFINITY;
     for (int64_t j = 0; j < n; j++) bm = fmax(bm, w->s[j]);
     const double mn = fmax(m, bm);
-    const double al = sh_exp(exp_on, sh->exp_sm, r32(exp_on, m - mn));
-    double ls = 0;
+    const double al = sh_sm_exp(sh, exp_on, r32(exp_on, m - mn));
     for (int64_t j = 0; j < n; j++) {
-      w->p[j] = sh_exp(exp_on, sh->exp_sm, r32(exp_on, w->s[j] - mn));
+      w->p[j] = sh_sm_exp(sh, exp_on, r32(exp_on, w->s[j] - mn));
       w->pp[j] = mlr__to_operand(ON(MLR_SRC_P), p_round(ON(MLR_SRC_P), w->p[j], r->p_format), r->pv_operand); /* both P's */
-      ls = r32(acc_on, ls + w->p[j]);
     }
+    const double ls = sh_rowsum(acc_on, r->softmax_sum, w->p, n);
     l = upd32(acc_on, fused, l, al, ls);
     m = mn;
     for (int64_t j = 0; j < n; j++) load(sh, 1, b, j0 + j, DV, w->v + j * DV);

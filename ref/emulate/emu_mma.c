@@ -52,7 +52,71 @@ static inline __attribute__((always_inline)) void block(const mlr_mma_model *m, 
 #undef MLR__IN_PHASE
 }
 
-/* the lanes' loop; always inlined, so lanes16's fixed count unrolls it. A lowered unit (mlr_mma.h:
+/* CDNA3's two stages (mlr_mma.h, stages a-c) for one block [i0, i1) of w <= 64 lanes, in binary64:
+ * each product a b is exact (48 bits at most) and times 2^(F - E_g) a power of two in range, so
+ * trunc() is stage a's cut and the cut products (below 2^(F + 2) units each, 16 at most) sum
+ * exactly; stage b's roundings down are floor() of exact scalings; S + 128 C is an integer below
+ * 2^40, exact, and its conversion to binary32 rounds once, to nearest even. Lanes with a NaN or
+ * Inf, or a product that may reach 2^128 (its unit exponent >= 126), take the scalar block. */
+static inline __attribute__((always_inline)) void block2(const mlr_mma_model *m, const int pair, int64_t w, int i0, int i1, const float *xa,
+                                                         const int *ea, int64_t sa, const float *xb, const int *eb, float *c) {
+  const int F = m->frac_bits;
+  double S[2][64], sc[2][64];
+  int Eg[2][64], sp[64], special = 0;
+  for (int g = 0; g < 1 + pair; g++)
+    for (int64_t l = 0; l < w; l++) Eg[g][l] = 2 * MLR_MMA_EZERO;
+  for (int i = i0; i < i1; i++) {
+    const int g = pair ? (i - i0) & 1 : 0, *restrict ei = ea + i * sa, eq = eb[i];
+    int *restrict E = Eg[g];
+#pragma omp simd
+    for (int64_t l = 0; l < w; l++) E[l] = ei[l] + eq > E[l] ? ei[l] + eq : E[l];
+  }
+  for (int g = 0; g < 1 + pair; g++)
+#pragma omp simd
+    for (int64_t l = 0; l < w; l++) {
+      const int ok = Eg[g][l] > MLR_MMA_EZERO / 2 && Eg[g][l] < 126;
+      sc[g][l] = ok ? mlr__mma_pow2(F - Eg[g][l]) : 0.0, S[g][l] = 0.0;
+    }
+  for (int i = i0; i < i1; i++) {
+    const int g = pair ? (i - i0) & 1 : 0;
+    const float *restrict ai = xa + i * sa;
+    const double bi = (double)xb[i];
+    double *restrict Sg = S[g];
+    const double *restrict sg = sc[g];
+#pragma omp simd
+    for (int64_t l = 0; l < w; l++) Sg[l] += trunc((double)ai[l] * sg[l] * bi);
+  }
+#pragma omp simd reduction(| : special)
+  for (int64_t l = 0; l < w; l++) {
+    const int e0 = Eg[0][l], e1 = pair ? Eg[1][l] : 2 * MLR_MMA_EZERO;
+    /* C's exponent from its exponent field: a subnormal C counts at -126 (stage b), so no count of
+     * leading zeros is needed; field 255 (NaN, Inf) goes to the scalar block */
+    const uint32_t cb = mlr_f32_bits(c[l]) & 0x7FFFFFFFu, cf = cb >> 23;
+    const int ok0 = e0 > MLR_MMA_EZERO / 2, ok1 = e1 > MLR_MMA_EZERO / 2, okc = cb != 0;
+    sp[l] = e0 >= 126 || e1 >= 126 || cf == 255;
+    special |= sp[l];
+    const int Ep = e0 > e1 ? e0 : e1, anyp = ok0 || ok1;
+    const int ce = !okc ? MLR_MMA_EZERO : cf == 0 ? -126 : (int)cf - 127;
+    const int Eps = anyp && Ep < 126 ? Ep : 0, M0 = anyp && Ep > ce ? Ep : ce, M = M0 > -300 && M0 < 300 ? M0 : 0;
+    double s = S[0][l];
+    if (pair) s = (ok0 ? floor(S[0][l] * mlr__mma_pow2(ok0 ? e0 - Eps : 0)) : 0.0) + (ok1 ? floor(S[1][l] * mlr__mma_pow2(ok1 ? e1 - Eps : 0)) : 0.0);
+    const double S31 = anyp ? floor(s * mlr__mma_pow2(Eps - F - M + MLR_MMA_CDNA3_SUM_BITS)) : 0.0;
+    const int keepc = okc && !(pair && ce < M - MLR_MMA_CDNA3_C_DROP);
+    const double C24 = keepc ? floor((double)c[l] * mlr__mma_pow2(MLR_MMA_CDNA3_C_BITS - M)) : 0.0;
+    const double T = S31 + C24 * (double)(1 << (MLR_MMA_CDNA3_SUM_BITS - MLR_MMA_CDNA3_C_BITS));
+    const float d = anyp || okc ? (float)(T * mlr__mma_pow2(M - MLR_MMA_CDNA3_SUM_BITS)) : 0.0f; /* nearest even */
+    c[l] = sp[l] ? c[l] : d; /* a special lane keeps its C for the scalar block below */
+  }
+  for (int64_t l = 0; l < w && special; l++)
+    if (sp[l]) {
+      float a[64], b[64];
+      for (int i = i0; i < i1; i++) a[i - i0] = xa[i * sa + l], b[i - i0] = xb[i];
+      c[l] = mlr_mma_block(m, a, b, i1 - i0, c[l]);
+    }
+}
+
+/* the lanes' loop; always inlined, so lanes16's fixed count unrolls it. A two-stage unit (CDNA3)
+ * runs block2 in groups of 64 lanes. A lowered unit (mlr_mma.h:
  * mma.sync e4m3 on sm_90) runs each block as two fp16 blocks from 0, then C + their result in binary32,
  * lanes in groups of 64 (the saved C's scratch) */
 static inline __attribute__((always_inline)) void lanes(const mlr_mma_model *m, int64_t nl, int n, const float *xa, const int *ea,
@@ -61,6 +125,14 @@ static inline __attribute__((always_inline)) void lanes(const mlr_mma_model *m, 
   const mlr_mma_model *f = m->lowered ? mlr_mma_get(MLR_MMA_SM90_F16) : m;
   for (int i0 = 0; i0 < n; i0 += m->block) {
     const int i1 = i0 + m->block < n ? i0 + m->block : n;
+    if (m->two_stage) {
+      for (int64_t l0 = 0; l0 < nl; l0 += 64) { /* the split a constant in each copy */
+        const int64_t w = nl - l0 < 64 ? nl - l0 : 64;
+        if (m->two_stage == 2) block2(m, 1, w, i0, i1, xa + l0, ea + l0, sa, xb, eb, c + l0);
+        else block2(m, 0, w, i0, i1, xa + l0, ea + l0, sa, xb, eb, c + l0);
+      }
+      continue;
+    }
     if (!m->lowered) {
       block(m, nl, i0, i1, -1, xa, ea, sa, xb, eb, c, sc, S, E);
       continue;

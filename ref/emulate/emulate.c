@@ -45,6 +45,7 @@ typedef struct emu {
   float *c;           /* [T*H] logit scale */
   int qk_fast, pv_fast, qk_x, pv_x; /* exact dots: in binary64 (fast) or the long accumulator */
   int exp_sm, exp_lse;              /* exp of the softmax's units, and of the lse base */
+  const uint32_t *ex2;              /* the exp2 unit's table (softmax.exp_unit), or NULL: exact */
   float clamp, kvs;
   int folded, fused, fault;
   int64_t *nsplit, *slen; /* [B] */
@@ -382,13 +383,12 @@ static void run_split_row(const emu *e, scratch *w, int64_t t, int64_t b, int64_
       float bm = -INFINITY;
       for (int64_t j = 0; j < n; j++) bm = fmaxf(bm, s[j]);
       const float mn = fmaxf(w->m[h], bm);
-      const float al = mlr_emu_exp(e->exp_sm, w->m[h] - mn);
-      float ls = 0.0f;
+      const float al = mlr__emu_sm_exp(e->exp_sm, e->ex2, w->m[h] - mn);
       for (int64_t j = 0; j < n; j++) {
-        p[j] = mlr_emu_exp(e->exp_sm, s[j] - mn);
+        p[j] = mlr__emu_sm_exp(e->exp_sm, e->ex2, s[j] - mn);
         pp[j] = mlr__emu_to_operand(mlr__emu_p_round(p[j], r->p_format), r->pv_operand);
-        ls = ls + p[j];
       }
+      const float ls = mlr__emu_rowsum(r->softmax_sum, p, n);
       w->l[h] = mlr__emu_upd(w->l[h], al, ls, e->fused);
       w->m[h] = mn;
       w->alpha[h] = al;
@@ -546,6 +546,7 @@ mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_
   e.clamp = (float)r->softmax_clamp; /* 1e-12 -> 0x2B8CBCCC, the constant in the seeds' PTX */
   e.exp_sm = r->softmax_exp;
   e.exp_lse = r->lse_base == MLR_EXP_2 ? MLR_EXP_2 : (r->softmax_exp == MLR_EXP_E_VIA_2 ? MLR_EXP_E_VIA_2 : MLR_EXP_E);
+  if (r->softmax_exp_unit == MLR_EXPU_SM90_EX2 && (st = mlr_sfu_ex2_table(&e.ex2, err)) != MLR_OK) return st;
   e.nsplit = calloc((size_t)B, sizeof(int64_t));
   e.slen = calloc((size_t)B, sizeof(int64_t));
   res->split_count = calloc((size_t)B, sizeof(int32_t));

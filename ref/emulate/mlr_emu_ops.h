@@ -10,6 +10,7 @@
 #include "../formats/mlr_formats.h"
 #include "../pmath/mlr_pmath.h"
 #include "../recipe/mlr_recipe.h"
+#include "../sfu/mlr_sfu.h"
 
 #define MLR_EMU_SM_SCALE (1.0 / 24.0)         /* 1/sqrt(576); sqrt(576) = 24 exactly */
 #define MLR_EMU_LOG2E_F 0x1.715476p+0f        /* fp32(log2 e) = 0x3FB8AA3B, the constant in Triton's PTX */
@@ -23,6 +24,36 @@ MLR_HD static inline float mlr__emu_exp(int base, float x) {
   if (base == MLR_EXP_2) return mlr_exp2f(x);
   if (base == MLR_EXP_E_VIA_2) return mlr_exp2f(x * MLR_EMU_LOG2E_F);
   return mlr_expf(x);
+}
+
+/* the online softmax's exp (p and alpha, softmax.exp_unit): mlr__emu_exp, or the exp2 unit with
+ * its table ex2 (NULL: exact); e_via_2 hands the unit fp32(x * fp32(log2 e)), as Triton's tl.exp */
+MLR_HD static inline float mlr__emu_sm_exp(int base, const uint32_t *ex2, float x) {
+  if (!ex2) return mlr__emu_exp(base, x);
+  return mlr__sfu_ex2(ex2, base == MLR_EXP_E_VIA_2 ? x * MLR_EMU_LOG2E_F : x);
+}
+
+/* a block's row sum of p[0..n) in the recipe's order (softmax.sum, mlr_rowsum). warp16 is the fast
+ * kernel's: tokens past n are its masked ones, p = 0 (adding +0 to a sum of p >= 0 changes no bit) */
+MLR_HD static inline float mlr__emu_rowsum(int order, const float *p, int64_t n) {
+  float ls = 0.0f;
+  if (order != MLR_SUM_WARP16) {
+    for (int64_t j = 0; j < n; j++) ls = ls + p[j];
+    return ls;
+  }
+  for (int64_t g0 = 0; g0 < n; g0 += 16) {
+    float lane[4];
+    for (int j = 0; j < 4; j++) {
+      float v[4];
+      for (int k = 0; k < 4; k++) { /* tokens 2j, 2j+1, 2j+8, 2j+9 of the group */
+        const int64_t at = g0 + 2 * j + (k & 1) + 8 * (k >> 1);
+        v[k] = at < n ? p[at] : 0.0f;
+      }
+      lane[j] = (v[0] + v[1]) + (v[2] + v[3]);
+    }
+    ls = ls + ((lane[0] + lane[1]) + (lane[2] + lane[3]));
+  }
+  return ls;
 }
 
 MLR_HD static inline float mlr__emu_log(int base, float x) { return base == MLR_EXP_2 ? mlr_log2f(x) : mlr_logf(x); }

@@ -23,9 +23,24 @@
  * (exact: every e4m3 value is an fp16 one) and two HMMA.16816.F32, the first over the low byte pair
  * of each operand register (k with (k & 3) < 2) from a zero accumulator, the second over the high
  * pair from the first's result, then FADD C: `sm90-e4m3-sync` (lowered = 1), bit-identical on every
- * e4m3 and e5m2 vector mma_probe ran (tests/data/mma/h200_probe_e4m3.txt, _e5m2.txt). AMD CDNA3 fp8 MFMA from
- * MMA-Sim's published description (NUMERICS.md section 5), not measured here: `verified` is 0; its
- * even/odd split with rounding down is not modelled (no AMD hardware to settle it). */
+ * e4m3 and e5m2 vector mma_probe ran (tests/data/mma/h200_probe_e4m3.txt, _e5m2.txt).
+ *
+ * AMD CDNA3 (MI300) MFMA, from MMA-Sim's published description (Xie et al., arXiv 2511.10909, and
+ * its simulator, github.com/microsoft/MMA-Sim, mmasim/simulator/amd.py and functions.py, read as a
+ * description; NUMERICS.md section 5): not measured here, `verified` is 0. These units work in two
+ * stages (two_stage > 0) instead of steps 2-6:
+ *   a. the products alone (C apart) are aligned to their largest exponent E_p and cut toward zero
+ *      to multiples of 2^(E_p - frac_bits) (24), and summed exactly; fp8 (two_stage = 2): the even-
+ *      and odd-indexed products so, separately (E_0, E_1), then each sum rounded down (toward -Inf)
+ *      to a multiple of 2^(max(E_0, E_1) - 24) and the two added: E_p = max(E_0, E_1);
+ *   b. M = max(E_p, e(C)) (C's exponent floor(log2 |C|), at least -126); the products' sum rounded
+ *      down to a multiple of 2^(M - 31), C rounded down to one of 2^(M - 24) (fp8: C dropped when
+ *      e(C) < M - 25); the two added exactly and rounded to binary32, nearest even;
+ *   c. a product of 2^128 or more in magnitude: +-Inf (NaN with both signs); NaN or Inf operands:
+ *      the IEEE sum, as for every unit here.
+ * Blocks: 8 products for bf16 (cdna3-bf16: a k = 16 instruction is two blocks in order, the first's
+ * D the second's C), 16 for fp8 (cdna3-fp8); a subnormal input at its format's least normal exponent
+ * (bf16 -126; e4m3fnuz -7). The rounding down makes the unit's error asymmetric (MMA-Sim's point). */
 #ifndef MLR_MMA_H
 #define MLR_MMA_H
 
@@ -45,6 +60,7 @@ typedef enum {
   MLR_MMA_SM90_F16,      /* mma.sync m16n8k16 / wgmma, fp16 operands */
   MLR_MMA_CDNA3_FP8,     /* MI300 v_mfma_f32_*_fp8 (unverified) */
   MLR_MMA_SM90_E4M3_SYNC, /* mma.sync m16n8k32 e4m3 or e5m2 as sm_90 runs it: two fp16 HMMAs (lowered) */
+  MLR_MMA_CDNA3_BF16,    /* MI300 v_mfma_f32_*_bf16 (unverified) */
   MLR_MMA_SM90_E5M2,     /* wgmma m64nNk32 with e5m2 operands (sm90-e4m3's unit; e5m2's least normal exponent) */
   MLR_MMA_UNITS
 } mlr_mma_unit;
@@ -61,11 +77,15 @@ typedef struct mlr_mma_model {
   int lowered;        /* 1: the instruction is not a unit of its own but two blocks of the fp16 unit
                          (MLR_MMA_SM90_F16): the block's products with (i & 3) < 2 summed from 0, the
                          others from that result, then C + it rounded to binary32 (nearest even) */
+  int two_stage;      /* 0: steps 2-6; 1: CDNA3's stages a-c; 2: the same with fp8's even/odd split */
 } mlr_mma_model;
+
+enum { MLR_MMA_CDNA3_SUM_BITS = 31, MLR_MMA_CDNA3_C_BITS = 24, MLR_MMA_CDNA3_C_DROP = 25 }; /* stage b */
 
 /** The model of a unit, or NULL for an unknown one. */
 const mlr_mma_model *mlr_mma_get(mlr_mma_unit u);
-/** The model by name ("sm90-e4m3", "sm90-bf16", "sm90-f16", "cdna3-fp8", "sm90-e4m3-sync"), or NULL. */
+/** The model by name ("sm90-e4m3", "sm90-bf16", "sm90-f16", "cdna3-fp8", "sm90-e4m3-sync", "cdna3-bf16",
+ *  "sm90-e5m2"), or NULL. */
 const mlr_mma_model *mlr_mma_find(const char *name);
 
 /** One block: D = the unit's sum of a[i] * b[i] for i < n (n <= m->block) and c. The operands are

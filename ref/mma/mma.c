@@ -10,17 +10,18 @@
 #include <string.h>
 
 static const mlr_mma_model MODELS[MLR_MMA_UNITS] = {
-  /* name        block frac result_bits out_round   verified sub_emin lowered */
-  {"sm90-e4m3", 32, 13, 14, MLR_MMA_RZ, 1, -6, 0},   /* 13 fraction bits, truncated; a 14-bit result */
-  {"sm90-bf16", 16, 25, 0, MLR_MMA_RZ, 1, -126, 0},  /* 25 fraction bits (2 beyond binary32), truncated */
-  {"sm90-f16", 16, 25, 0, MLR_MMA_RZ, 1, -14, 0},    /* subnormal inputs: exponent -14 (mma_probe) */
-  /* MMA-Sim: 24 fraction bits, nearest even. Its "C dropped 25+ exponents below the block maximum"
-   * needs no step here: such a C is below half a unit of 2^(E - 24) and is cut to 0 anyway */
-  {"cdna3-fp8", 16, 24, 0, MLR_MMA_RNE, 0, 0, 0},
+  /* name        block frac result_bits out_round   verified sub_emin lowered two_stage */
+  {"sm90-e4m3", 32, 13, 14, MLR_MMA_RZ, 1, -6, 0, 0},  /* 13 fraction bits, truncated; a 14-bit result */
+  {"sm90-bf16", 16, 25, 0, MLR_MMA_RZ, 1, -126, 0, 0}, /* 25 fraction bits (2 beyond binary32), truncated */
+  {"sm90-f16", 16, 25, 0, MLR_MMA_RZ, 1, -14, 0, 0},   /* subnormal inputs: exponent -14 (mma_probe) */
+  /* MMA-Sim (mlr_mma.h, stages a-c): 16 products, even and odd apart, 24 fraction bits */
+  {"cdna3-fp8", 16, 24, 0, MLR_MMA_RNE, 0, -7, 0, 2},
   /* two sm90-f16 blocks (frac, rounding, sub_emin are theirs: an e5m2 subnormal is an fp16 one) */
-  {"sm90-e4m3-sync", 32, 25, 0, MLR_MMA_RZ, 1, -14, 1},
+  {"sm90-e4m3-sync", 32, 25, 0, MLR_MMA_RZ, 1, -14, 1, 0},
+  /* MMA-Sim: 8 products, 24 fraction bits */
+  {"cdna3-bf16", 8, 24, 0, MLR_MMA_RNE, 0, -126, 0, 1},
   /* wgmma's fp8 unit with e5m2 operands: sm90-e4m3's block; a subnormal input at e5m2's -14 */
-  {"sm90-e5m2", 32, 13, 14, MLR_MMA_RZ, 1, -14, 0},
+  {"sm90-e5m2", 32, 13, 14, MLR_MMA_RZ, 1, -14, 0, 0},
 };
 
 const mlr_mma_model *mlr_mma_get(mlr_mma_unit u) { return (unsigned)u < MLR_MMA_UNITS ? &MODELS[u] : NULL; }
@@ -71,6 +72,62 @@ static float to_f32(int64_t S, int g, int bits, int mode) {
   return neg ? -(float)v : (float)v;
 }
 
+/* v * 2^sh rounded down (toward -Inf): sh < 0 an arithmetic right shift (floor), sh >= 0 exact */
+static int64_t shift_rd(int64_t v, int sh) {
+  if (sh >= 0) return v * ((int64_t)1 << sh); /* |v| 2^sh < 2^62 where used */
+  if (-sh >= 63) return v < 0 ? -1 : 0;
+  return v >= 0 ? v >> -sh : -(int64_t)((-(uint64_t)v + ((1ull << -sh) - 1)) >> -sh);
+}
+
+/* CDNA3's stages a-c (mlr_mma.h); the operands finite. A product is sig * 2^lsb exactly; cut in
+ * stage a it is below 2^(F + 2) units, so n <= 16 of them and stage b's shifts (at most 7 to the
+ * left) stay far inside int64. */
+static float block_two_stage(const mlr_mma_model *m, const float *a, const float *b, int n, float c) {
+  int pinf = 0, ninf = 0;
+  for (int i = 0; i < n; i++) { /* stage c: |a b| >= 2^128 (exact in binary64: 48 bits at most) */
+    const double p = (double)a[i] * (double)b[i];
+    pinf |= p >= 0x1p128, ninf |= p <= -0x1p128;
+  }
+  if (pinf || ninf) return pinf && ninf ? NAN : pinf ? INFINITY : -INFINITY;
+  const int F = m->frac_bits, pair = m->two_stage == 2;
+  int64_t sig[64], G[2] = {0, 0};
+  int lsb[64], Eg[2] = {INT32_MIN, INT32_MIN};
+  for (int i = 0; i < n; i++) {
+    sig[i] = 0;
+    if (a[i] == 0.0f || b[i] == 0.0f) continue; /* a zero product never sets E (MMA-Sim's -999) */
+    int64_t sa, sb;
+    int la, lb, ea, eb;
+    split(a[i], &sa, &la, &ea);
+    split(b[i], &sb, &lb, &eb);
+    if (ea < m->sub_emin) ea = m->sub_emin;
+    if (eb < m->sub_emin) eb = m->sub_emin;
+    sig[i] = sa * sb, lsb[i] = la + lb;
+    const int g = pair ? i & 1 : 0;
+    if (ea + eb > Eg[g]) Eg[g] = ea + eb;
+  }
+  for (int i = 0; i < n; i++) /* stage a: each group's products cut toward zero and summed */
+    if (sig[i]) G[pair ? i & 1 : 0] += shift_rz(sig[i], lsb[i] - (Eg[pair ? i & 1 : 0] - F));
+  int64_t s = G[0]; /* in units of 2^(Ep - F) */
+  int Ep = Eg[0];
+  if (pair) { /* each half rounded down to units of 2^(max(E0, E1) - F), then added */
+    Ep = Eg[0] > Eg[1] ? Eg[0] : Eg[1];
+    s = (G[0] ? shift_rd(G[0], Eg[0] - Ep) : 0) + (G[1] ? shift_rd(G[1], Eg[1] - Ep) : 0);
+  }
+  int64_t cs = 0;
+  int cl = 0, ce = INT32_MIN;
+  if (c != 0.0f) {
+    split(c, &cs, &cl, &ce);
+    if (ce < -126) ce = -126; /* a subnormal C's exponent field */
+  }
+  const int anyp = Ep != INT32_MIN; /* a nonzero product (its sum may still be 0) */
+  if (!anyp && !cs) return 0.0f;
+  const int M = anyp && Ep > ce ? Ep : ce; /* stage b */
+  const int64_t S = s ? shift_rd(s, (Ep - F) - (M - MLR_MMA_CDNA3_SUM_BITS)) : 0; /* units of 2^(M - 31) */
+  int64_t C = 0;
+  if (cs && !(pair && ce < M - MLR_MMA_CDNA3_C_DROP)) C = shift_rd(cs, cl - (M - MLR_MMA_CDNA3_C_BITS)); /* units of 2^(M - 24) */
+  return to_f32(S + C * ((int64_t)1 << (MLR_MMA_CDNA3_SUM_BITS - MLR_MMA_CDNA3_C_BITS)), M - MLR_MMA_CDNA3_SUM_BITS, 24, MLR_MMA_RNE);
+}
+
 float mlr_mma_block(const mlr_mma_model *m, const float *a, const float *b, int n, float c) {
   assert(n >= 0 && n <= m->block && m->block <= 64); /* the exactness argument above */
   if (m->lowered) { /* the two fp16 blocks, then C in binary32 (FADD: nearest even) */
@@ -90,6 +147,7 @@ float mlr_mma_block(const mlr_mma_model *m, const float *a, const float *b, int 
     for (int i = 0; i < n; i++) s += (double)a[i] * (double)b[i];
     return (float)s;
   }
+  if (m->two_stage) return block_two_stage(m, a, b, n, c);
   int64_t sig[64];
   int lsb[64], ex[64], k = 0, E = INT32_MIN;
   for (int i = 0; i < n; i++) {

@@ -5,8 +5,9 @@
  * come in any order and each at most once; keys not given keep the value of the base recipe
  * (`base = NAME` on the first line, default fp32-seq). Errors name file:line:column and list
  * the valid values. The canonical string lists every numerics key in the fixed order of the key
- * table, `key=value` joined by ';'; the recipe's name is not part of it, so the hash identifies
- * the numerics, not the label. */
+ * table, `key=value` joined by ';' (keys added later, softmax.exp_unit and softmax.sum, only when
+ * not at their default, so the recipes hashed before them keep their hashes); the recipe's name is
+ * not part of it, so the hash identifies the numerics, not the label. */
 #ifndef MLR_RECIPE_H
 #define MLR_RECIPE_H
 
@@ -28,12 +29,20 @@ typedef enum { MLR_OP_FP32, MLR_OP_FP16, MLR_OP_BF16, MLR_OP_FP8 } mlr_operand; 
  * block's D the next block's C (the fragments of mma.sync / wgmma / MFMA as a kernel steps k) */
 typedef enum {
   MLR_DOT_SEQ, MLR_DOT_NOPE_ROPE, MLR_DOT_EXACT,
-  MLR_DOT_MMA_SM90_E4M3, MLR_DOT_MMA_SM90_BF16, MLR_DOT_MMA_SM90_F16, MLR_DOT_MMA_CDNA3_FP8, MLR_DOT_MMA_SM90_E4M3_SYNC
+  MLR_DOT_MMA_SM90_E4M3, MLR_DOT_MMA_SM90_BF16, MLR_DOT_MMA_SM90_F16, MLR_DOT_MMA_CDNA3_FP8, MLR_DOT_MMA_SM90_E4M3_SYNC,
+  MLR_DOT_MMA_CDNA3_BF16
 } mlr_dot;
 #define MLR_DOT_IS_MMA(d) ((d) >= MLR_DOT_MMA_SM90_E4M3)
 #define MLR_DOT_MMA_UNIT(d) ((d) - MLR_DOT_MMA_SM90_E4M3) /* its mlr_mma_unit */
 typedef enum { MLR_R_FP32, MLR_R_BF16 } mlr_rfmt;                                /* a rounded intermediate */
 typedef enum { MLR_EXP_E, MLR_EXP_2, MLR_EXP_E_VIA_2 } mlr_expbase; /* e_via_2: e^x as 2^(x*log2e), an exp only */
+/* how the online softmax's exps (p and alpha) are computed: correctly rounded, or by a hardware unit
+ * (ref/sfu: sm90-ex2 is Hopper's ex2.approx.f32, for softmax.exp = 2 or e_via_2) */
+typedef enum { MLR_EXPU_EXACT, MLR_EXPU_SM90_EX2 } mlr_expunit;
+/* the order of a block's row sum of p: in token order (seq), or the fast kernel's tree (warp16:
+ * groups of 16 tokens, one a warp; in a group the four lanes j = 0..3 each add
+ * (p[2j] + p[2j+1]) + (p[2j+8] + p[2j+9]), then (l0 + l1) + (l2 + l3); the groups in order) */
+typedef enum { MLR_SUM_SEQ, MLR_SUM_WARP16 } mlr_rowsum;
 typedef enum { MLR_PV_BLOCK, MLR_PV_INTO_ACC } mlr_pvacc;
 typedef enum { MLR_P_FP32, MLR_P_FP16, MLR_P_BF16, MLR_P_E4M3, MLR_P_E4M3FNUZ } mlr_pfmt;
 typedef enum { MLR_SPLIT_NONE, MLR_SPLIT_FIXED, MLR_SPLIT_AITER_V1 } mlr_split;
@@ -54,6 +63,8 @@ typedef struct mlr_recipe {
                             means e^x computed as 2^(x * fp32(log2 e)) (Triton's tl.exp on NVIDIA) */
   int softmax_block;     /* tokens per online-softmax block; 0: one pass with the global max */
   double softmax_clamp;  /* l and sums are clamped below at this (1e-12) */
+  int softmax_exp_unit;  /* mlr_expunit */
+  int softmax_sum;       /* mlr_rowsum */
   int p_format;          /* mlr_pfmt: P's format before the PV product (fp8: unscaled) */
   int pv_operand;        /* mlr_operand */
   int pv_dot;            /* mlr_dot (nope_rope is not valid here) */

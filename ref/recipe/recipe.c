@@ -16,40 +16,44 @@ typedef struct key {
   size_t off;
   const char *values; /* K_ENUM: the names of values 0, 1, ... joined by '|' */
   long lo, hi;        /* K_INT range */
+  int later;          /* a key added after recipes were hashed: in the canonical string only when not
+                         at its default (value 0), so every earlier recipe keeps its hash */
 } key;
 
 #define OFF(f) offsetof(mlr_recipe, f)
 /* value lists two keys share (and mlr_recipe_check names values from) */
-static const char DOT_VALUES[] = "seq|nope_rope|exact|mma:sm90-e4m3|mma:sm90-bf16|mma:sm90-f16|mma:cdna3-fp8|mma:sm90-e4m3-sync";
+static const char DOT_VALUES[] = "seq|nope_rope|exact|mma:sm90-e4m3|mma:sm90-bf16|mma:sm90-f16|mma:cdna3-fp8|mma:sm90-e4m3-sync|mma:cdna3-bf16";
 static const char OPERAND_VALUES[] = "fp32|fp16|bf16|fp8";
 
 static const key KEYS[] = {
-  {"q.format", K_ENUM, OFF(q_format), "bf16|e4m3|e4m3fnuz", 0, 0},
-  {"q.scale", K_ENUM, OFF(q_scale), "none|static|dynamic|per_head|per_token", 0, 0},
-  {"q.absmax", K_DOUBLE, OFF(q_absmax), NULL, 0, 0},
-  {"kv.scale_at", K_ENUM, OFF(kv_scale_at), "operand|folded", 0, 0},
-  {"qk.operand", K_ENUM, OFF(qk_operand), OPERAND_VALUES, 0, 0},
-  {"qk.dot", K_ENUM, OFF(qk_dot), DOT_VALUES, 0, 0},
-  {"qk.result", K_ENUM, OFF(qk_result), "fp32|bf16", 0, 0},
-  {"logit.format", K_ENUM, OFF(logit_format), "fp32|bf16", 0, 0},
-  {"softmax.exp", K_ENUM, OFF(softmax_exp), "e|2|e_via_2", 0, 0},
-  {"softmax.block", K_INT, OFF(softmax_block), NULL, 0, 1 << 20},
-  {"softmax.clamp", K_DOUBLE, OFF(softmax_clamp), NULL, 0, 0},
-  {"p.format", K_ENUM, OFF(p_format), "fp32|fp16|bf16|e4m3|e4m3fnuz", 0, 0},
-  {"pv.operand", K_ENUM, OFF(pv_operand), OPERAND_VALUES, 0, 0},
-  {"pv.dot", K_ENUM, OFF(pv_dot), DOT_VALUES, 0, 0},
-  {"pv.accumulate", K_ENUM, OFF(pv_accumulate), "block|into_acc", 0, 0},
-  {"update.fma", K_ENUM, OFF(update_fma), "no|yes", 0, 0},
-  {"split.rule", K_ENUM, OFF(split_rule), "none|fixed|aiter_v1", 0, 0},
-  {"split.count", K_INT, OFF(split_count), NULL, 1, 1 << 16},
-  {"split.cus", K_INT, OFF(split_cus), NULL, 1, 1 << 16},
-  {"split.max", K_INT, OFF(split_max), NULL, 1, 1 << 16},
-  {"split.min_tokens", K_INT, OFF(split_min_tokens), NULL, 1, 1 << 20},
-  {"split.align", K_INT, OFF(split_align), NULL, 1, 1 << 20},
-  {"partial.normalized", K_ENUM, OFF(partial_normalized), "no|yes", 0, 0},
-  {"lse.base", K_ENUM, OFF(lse_base), "e|2", 0, 0},
-  {"merge.rule", K_ENUM, OFF(merge_rule), "running_max|global_max|aiter", 0, 0},
-  {"out.format", K_ENUM, OFF(out_format), "bf16|fp16|fp32", 0, 0},
+  {"q.format", K_ENUM, OFF(q_format), "bf16|e4m3|e4m3fnuz", 0, 0, 0},
+  {"q.scale", K_ENUM, OFF(q_scale), "none|static|dynamic|per_head|per_token", 0, 0, 0},
+  {"q.absmax", K_DOUBLE, OFF(q_absmax), NULL, 0, 0, 0},
+  {"kv.scale_at", K_ENUM, OFF(kv_scale_at), "operand|folded", 0, 0, 0},
+  {"qk.operand", K_ENUM, OFF(qk_operand), OPERAND_VALUES, 0, 0, 0},
+  {"qk.dot", K_ENUM, OFF(qk_dot), DOT_VALUES, 0, 0, 0},
+  {"qk.result", K_ENUM, OFF(qk_result), "fp32|bf16", 0, 0, 0},
+  {"logit.format", K_ENUM, OFF(logit_format), "fp32|bf16", 0, 0, 0},
+  {"softmax.exp", K_ENUM, OFF(softmax_exp), "e|2|e_via_2", 0, 0, 0},
+  {"softmax.block", K_INT, OFF(softmax_block), NULL, 0, 1 << 20, 0},
+  {"softmax.clamp", K_DOUBLE, OFF(softmax_clamp), NULL, 0, 0, 0},
+  {"softmax.exp_unit", K_ENUM, OFF(softmax_exp_unit), "exact|sm90-ex2", 0, 0, 1},
+  {"softmax.sum", K_ENUM, OFF(softmax_sum), "seq|warp16", 0, 0, 1},
+  {"p.format", K_ENUM, OFF(p_format), "fp32|fp16|bf16|e4m3|e4m3fnuz", 0, 0, 0},
+  {"pv.operand", K_ENUM, OFF(pv_operand), OPERAND_VALUES, 0, 0, 0},
+  {"pv.dot", K_ENUM, OFF(pv_dot), DOT_VALUES, 0, 0, 0},
+  {"pv.accumulate", K_ENUM, OFF(pv_accumulate), "block|into_acc", 0, 0, 0},
+  {"update.fma", K_ENUM, OFF(update_fma), "no|yes", 0, 0, 0},
+  {"split.rule", K_ENUM, OFF(split_rule), "none|fixed|aiter_v1", 0, 0, 0},
+  {"split.count", K_INT, OFF(split_count), NULL, 1, 1 << 16, 0},
+  {"split.cus", K_INT, OFF(split_cus), NULL, 1, 1 << 16, 0},
+  {"split.max", K_INT, OFF(split_max), NULL, 1, 1 << 16, 0},
+  {"split.min_tokens", K_INT, OFF(split_min_tokens), NULL, 1, 1 << 20, 0},
+  {"split.align", K_INT, OFF(split_align), NULL, 1, 1 << 20, 0},
+  {"partial.normalized", K_ENUM, OFF(partial_normalized), "no|yes", 0, 0, 0},
+  {"lse.base", K_ENUM, OFF(lse_base), "e|2", 0, 0, 0},
+  {"merge.rule", K_ENUM, OFF(merge_rule), "running_max|global_max|aiter", 0, 0, 0},
+  {"out.format", K_ENUM, OFF(out_format), "bf16|fp16|fp32", 0, 0, 0},
 };
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
 
@@ -306,6 +310,8 @@ mlr_status mlr_recipe_check(const mlr_recipe *r, mlr_error *err) {
   if (r->pv_dot == MLR_DOT_NOPE_ROPE) return rfail(err, MLR_EINVAL, "pv.dot = nope_rope: the nope/rope split exists only for the QK product");
   if (r->split_rule == MLR_SPLIT_NONE && r->split_count != 1) return rfail(err, MLR_EINVAL, "split.count = %d needs split.rule = fixed", r->split_count);
   if (!(r->softmax_clamp >= 0.0)) return rfail(err, MLR_EINVAL, "softmax.clamp must be >= 0");
+  if (r->softmax_exp_unit == MLR_EXPU_SM90_EX2 && r->softmax_exp == MLR_EXP_E)
+    return rfail(err, MLR_EINVAL, "softmax.exp_unit = sm90-ex2 computes 2^x: it needs softmax.exp = 2 or e_via_2");
   if (r->lse_base == MLR_EXP_E_VIA_2) return rfail(err, MLR_EINVAL, "lse.base must be e or 2");
   const int qk8 = r->qk_operand == MLR_OP_FP8, pv8 = r->pv_operand == MLR_OP_FP8;
   if (qk8 && r->q_format == MLR_Q_BF16) return rfail(err, MLR_EINVAL, "qk.operand = fp8 keeps Q's own codes: it needs an fp8 q.format");
@@ -319,7 +325,7 @@ mlr_status mlr_recipe_check(const mlr_recipe *r, mlr_error *err) {
     if (!MLR_DOT_IS_MMA(d)) continue;
     const char *nm = side ? "pv" : "qk";
     const int fp8 = d == MLR_DOT_MMA_SM90_E4M3 || d == MLR_DOT_MMA_CDNA3_FP8 || d == MLR_DOT_MMA_SM90_E4M3_SYNC, fnuz = d == MLR_DOT_MMA_CDNA3_FP8;
-    const int want = fp8 ? MLR_OP_FP8 : d == MLR_DOT_MMA_SM90_BF16 ? MLR_OP_BF16 : MLR_OP_FP16;
+    const int want = fp8 ? MLR_OP_FP8 : d == MLR_DOT_MMA_SM90_BF16 || d == MLR_DOT_MMA_CDNA3_BF16 ? MLR_OP_BF16 : MLR_OP_FP16;
     const char *in = fp8 ? (fnuz ? "e4m3fnuz" : "e4m3") : want == MLR_OP_BF16 ? "bf16" : "fp16"; /* the unit's input format */
     char dn[32], on[8];
     enum_name(DOT_VALUES, d, dn, sizeof dn);
@@ -339,6 +345,7 @@ static size_t emit(const mlr_recipe *r, char *buf, size_t n, const char *sep, co
     const key *k = &KEYS[i];
     const char *field = (const char *)r + k->off;
     char v[64];
+    if (k->later && hex && *(const int *)field == 0) continue; /* the canonical string: see key.later */
     if (k->type == K_ENUM) enum_name(k->values, *(const int *)field, v, sizeof v);
     else if (k->type == K_INT) snprintf(v, sizeof v, "%d", *(const int *)field);
     else snprintf(v, sizeof v, hex ? "%a" : "%.17g", *(const double *)field);

@@ -1,0 +1,60 @@
+/* mlr_sfu.h: models of special-function units, the hardware's approximate transcendental
+ * instructions, bit for bit. One so far: NVIDIA Hopper's exp2 (PTX ex2.approx.f32, SASS MUFU.EX2),
+ * the exp of the fast kernels' online softmax and of Triton's tl.exp on NVIDIA.
+ *
+ * The model, measured on an H200 (README.md here; gpu/probes/ex2_table.cu wrote the table and
+ * checks the model on every float x <= 0, 2^31 values, none differing):
+ *   MUFU.EX2 (flushes subnormal results to zero), for -126 <= x <= 0: R = trunc(-x 2^23) (the
+ *     product is exact, the conversion truncates toward zero), k = R >> 23, r = R mod 2^23:
+ *     2^-k g(r), g(r) = MUFU.EX2(-r 2^-23) the table (2^23 values in [0.5, 1], g(0) = 1). So the
+ *     unit reads x as a fixed-point number with 23 fraction bits, cut toward zero; the scaling by
+ *     2^-k is exact. Below -126: 0.
+ *   ex2.approx.f32 (not .ftz): MUFU.EX2(x) for x >= -126; below, h = MUFU.EX2(x / 2) squared in
+ *     binary32 (x / 2 is exact; the product rounds to nearest even into the subnormals).
+ *   NaN -> NaN. x > 0 does not occur in an online softmax (its arguments are s - m with m >= s);
+ *     it is not modelled: the correctly rounded 2^x stands there.
+ * Against the true 2^x, the unit's relative error is at most 2.45 x 2^-24 on the normal range
+ * (cut and table together; MLR_SFU_EX2_REL, tested against MPFR over the whole table). */
+#ifndef MLR_SFU_H
+#define MLR_SFU_H
+
+#include <stdint.h>
+
+#include "../base/mlr_base.h"
+#include "../pmath/mlr_pmath.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { MLR_SFU_EX2_N = 1 << 23 }; /* the table's entries */
+#define MLR_SFU_EX2_REL (2.5 * 0x1p-24) /* bound on |unit / 2^x - 1| for results >= 2^-126 */
+
+/** The H200's g table (MLR_SFU_EX2_N binary32 bit patterns), decoded on first use from the data
+ *  compiled into the library (thread-safe; 32 MB, kept until exit). MLR_OK, MLR_ENOMEM, or
+ *  MLR_EIO if the embedded data does not decode to the table README.md names (its SHA-256). */
+mlr_status mlr_sfu_ex2_table(const uint32_t **g, mlr_error *err);
+
+/** ex2.approx.f32 on the H200 (the model above); g from mlr_sfu_ex2_table. */
+float mlr_sfu_ex2(const uint32_t *g, float x);
+
+/* MUFU.EX2 for x <= 0 (the flush to zero included) */
+MLR_HD static inline float mlr__sfu_mufu_ex2(const uint32_t *g, float x) {
+  if (!(x >= -126.0f)) return 0.0f;                    /* below -126 (and -Inf): a subnormal result, flushed */
+  const uint32_t R = (uint32_t)(-x * 0x1p23f);          /* exact product; truncation toward zero */
+  const uint32_t k = R >> 23, bits = g[R & (MLR_SFU_EX2_N - 1)];
+  return mlr_bits_f32(bits - (k << 23));                /* times 2^-k: the result is >= 2^-126, normal */
+}
+
+MLR_HD static inline float mlr__sfu_ex2(const uint32_t *g, float x) {
+  if (x != x) return x;
+  if (x > 0.0f) return mlr_exp2f(x);                    /* not modelled (see above) */
+  if (x >= -126.0f) return mlr__sfu_mufu_ex2(g, x);
+  const float h = mlr__sfu_mufu_ex2(g, x * 0.5f);       /* exact halving */
+  return h * h;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,124 @@
+/* ref/sfu: the H200's exp2 unit. The table decodes to what was measured, the model reproduces the
+ * hardware's results on the probe's samples (tests/data/sfu), its error stays within the constant
+ * the bound uses, and the fast kernel's row-sum order (mlr__emu_rowsum) on hand-worked sums. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ref/emulate/mlr_emu_ops.h"
+#include "ref/sfu/mlr_sfu.h"
+
+static const uint32_t *table(void) {
+  const uint32_t *g = NULL;
+  mlr_error err = {""};
+  cr_assert_eq(mlr_sfu_ex2_table(&g, &err), MLR_OK, "%s", err.msg);
+  cr_assert_not_null(g);
+  return g;
+}
+
+/* README.md's description of the table: its ends, its steps and how many of each */
+Test(sfu, table_is_the_measured_one) {
+  const uint32_t *g = table();
+  cr_assert_eq(g[0], 0x3F800000u);
+  cr_assert_eq(g[MLR_SFU_EX2_N - 1], 0x3F000000u);
+  long steps[4] = {1, 0, 0, 0}; /* the first byte, 0, is g(0) itself */
+  for (int r = 1; r < MLR_SFU_EX2_N; r++) {
+    const uint32_t d = g[r - 1] - g[r];
+    cr_assert_leq(d, 3u, "g(%d) - g(%d) = %u ulp", r - 1, r, d);
+    steps[d]++;
+  }
+  cr_expect_eq(steps[0], 723107);
+  cr_expect_eq(steps[1], 6942395);
+  cr_expect_eq(steps[2], 723105);
+  cr_expect_eq(steps[3], 1);
+  const uint32_t *again = table(); /* decoded once */
+  cr_assert_eq(again, g);
+}
+
+/* every sample the probe measured on the H200, through the model: the same bits (NaN: a NaN) */
+Test(sfu, model_reproduces_the_h200_samples) {
+  const uint32_t *g = table();
+  char path[512], line[128];
+  snprintf(path, sizeof path, "%s/tests/data/sfu/h200_ex2_samples.txt", MLAREF_SOURCE_DIR);
+  FILE *f = fopen(path, "r");
+  cr_assert_not_null(f, "cannot open %s", path);
+  int n = 0, bad = 0, sub = 0, squared = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (line[0] == '#') continue;
+    unsigned xb, yb;
+    cr_assert_eq(sscanf(line, "%x %x", &xb, &yb), 2, "%s", line);
+    const float x = mlr_bits_f32(xb), y = mlr_sfu_ex2(g, x);
+    const int same = x != x ? y != y : mlr_f32_bits(y) == yb;
+    if (!same && bad++ < 5) cr_log_error("x %08x (%a): hardware %08x, model %08x", xb, (double)x, yb, mlr_f32_bits(y));
+    n++;
+    sub += yb != 0 && yb < 0x00800000u;
+    squared += x < -126.0f;
+  }
+  fclose(f);
+  cr_assert_eq(n, 4096);
+  cr_assert_eq(bad, 0, "%d of %d samples differ", bad, n);
+  cr_assert_gt(sub, 100, "the samples reach the subnormal results (%d)", sub); /* the squaring path is exercised */
+  cr_assert_gt(squared, 1000);
+}
+
+/* the unit's relative error, cut included: for x in (-(r+1) 2^-23, -r 2^-23] the unit gives g(r);
+ * against binary64 2^x (pmath, error about 2^-52, far under the constant's margin) at both ends */
+Test(sfu, error_within_the_bound_constant) {
+  const uint32_t *g = table();
+  double worst = 0;
+  for (int r = 0; r < MLR_SFU_EX2_N; r++) {
+    const double v = (double)mlr_bits_f32(g[r]);
+    const double hi = mlr_exp2(-(double)r * 0x1p-23), lo = mlr_exp2(-(double)(r + 1) * 0x1p-23);
+    const double e = fmax(fabs(v / hi - 1), fabs(v / lo - 1));
+    if (e > worst) worst = e;
+  }
+  cr_assert_leq(worst, MLR_SFU_EX2_REL, "worst %g = %.4f x 2^-24", worst, worst / 0x1p-24);
+  cr_assert_geq(worst, 2.4 * 0x1p-24, "worst %.4f x 2^-24: the constant is not loose", worst / 0x1p-24);
+}
+
+/* the model's structure on hand-picked x: the cut toward zero, the exact halving per unit of x,
+ * the flush and the squaring below -126 */
+Test(sfu, model_structure) {
+  const uint32_t *g = table();
+  cr_assert_eq(mlr_f32_bits(mlr_sfu_ex2(g, 0.0f)), 0x3F800000u);
+  cr_assert_eq(mlr_f32_bits(mlr_sfu_ex2(g, -0.0f)), 0x3F800000u);
+  cr_assert_eq(mlr_sfu_ex2(g, -1.0f), 0.5f);
+  cr_assert_eq(mlr_sfu_ex2(g, -126.0f), 0x1p-126f);
+  cr_assert_eq(mlr_sfu_ex2(g, -INFINITY), 0.0f);
+  cr_assert(isnan(mlr_sfu_ex2(g, NAN)));
+  /* x between grid points reads as the point toward zero */
+  cr_assert_eq(mlr_f32_bits(mlr_sfu_ex2(g, -0x1.8p-24f)), mlr_f32_bits(mlr_sfu_ex2(g, -0x1p-24f)));
+  cr_assert_eq(mlr_f32_bits(mlr_sfu_ex2(g, -0x1.fffffep-24f)), g[0]);
+  cr_assert_eq(mlr_f32_bits(mlr_sfu_ex2(g, -0x1p-23f)), g[1]);
+  /* ex2(x - k) = ex2(x) 2^-k, with x - k exact (x a multiple of 2^-17, the ulp just below -64) */
+  const float x = -77777.0f * 0x1p-17f;
+  for (int k = 1; k < 126; k++) cr_assert_eq(mlr_sfu_ex2(g, x - (float)k), ldexpf(mlr_sfu_ex2(g, x), -k), "k = %d", k);
+  /* below -126: MUFU(x / 2) squared; -252 > x: the half flushes to 0 */
+  const float h = mlr_sfu_ex2(g, -70.3f);
+  cr_assert_eq(mlr_f32_bits(mlr_sfu_ex2(g, -140.6f)), mlr_f32_bits(h * h));
+  cr_assert_eq(mlr_sfu_ex2(g, -252.0001f), 0.0f);
+}
+
+/* the fast kernel's row-sum tree against the token order, on sums where they part */
+Test(sfu, rowsum_warp16) {
+  float p[40] = {0};
+  /* lane 0 holds tokens 0, 1, 8, 9: (1 + 0) + (2^-24 + 2^-24) = 1 + 2^-23; in token order each
+   * 2^-24 is lost to the tie-to-even */
+  p[0] = 1.0f, p[8] = 0x1p-24f, p[9] = 0x1p-24f;
+  cr_assert_eq(mlr__emu_rowsum(MLR_SUM_WARP16, p, 16), 1.0f + 0x1p-23f);
+  cr_assert_eq(mlr__emu_rowsum(MLR_SUM_SEQ, p, 16), 1.0f);
+  /* lanes pair (0, 1) and (2, 3) before the four meet: lane 2 (tokens 4, 5) and lane 3 (6, 7) */
+  memset(p, 0, sizeof p);
+  p[0] = 1.0f, p[4] = 0x1p-24f, p[6] = 0x1p-24f;
+  cr_assert_eq(mlr__emu_rowsum(MLR_SUM_WARP16, p, 16), 1.0f + 0x1p-23f);
+  p[6] = 0, p[2] = 0x1p-24f; /* lanes 1 and 2: (1 + 2^-24) + 2^-24 = 1 */
+  cr_assert_eq(mlr__emu_rowsum(MLR_SUM_WARP16, p, 16), 1.0f);
+  /* groups of 16 in order, and a short last group (n = 35: its tokens past n are zeros) */
+  memset(p, 0, sizeof p);
+  p[0] = 1.0f, p[16] = 0x1p-24f, p[32] = 0x1p-24f, p[34] = 0x1p-24f;
+  cr_assert_eq(mlr__emu_rowsum(MLR_SUM_WARP16, p, 35), 1.0f + 0x1p-23f); /* (2^-24 + 2^-24) within group 2 */
+  cr_assert_eq(mlr__emu_rowsum(MLR_SUM_WARP16, p, 34), 1.0f);           /* p[34] past n */
+  cr_assert_eq(mlr__emu_rowsum(MLR_SUM_SEQ, p, 35), 1.0f);
+}
