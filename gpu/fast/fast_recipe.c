@@ -9,13 +9,15 @@
 
 /* Shared by both variants: fp16 operands on the sm90 fp16 unit for both products (fp8 KV values
  * are exact in fp16), kv_scale folded, base-2 softmax over blocks of 128 tokens (the kernel's KV
- * tile) with the hardware exp2 (ex2.approx.f32) and the kernel's row-sum tree (softmax2), P in fp16, the PV dot from acc*alpha, normalized partials with lse in ln units, the
- * global-max merge, bf16 output. Splits: AITER's metadata-v1 rule with 128 "CUs" (the H200 has
+ * tile) with the hardware exp2 (ex2.approx.f32: sm90-ex2) and the kernel's row-sum tree
+ * (softmax2: warp16), P in fp16, the PV dot from acc*alpha, normalized partials with lse in ln
+ * units, the global-max merge, bf16 output. Splits: AITER's metadata-v1 rule with 128 "CUs" (the H200 has
  * 132 SMs; the rule rounds bs up, so 128 keeps 32 and 64 batches at 4 and 2 splits = one wave of
  * 128 blocks), at least 128 tokens (one tile) a split, aligned to the tile. */
 #define FAST_COMMON                                                                                                    \
   "kv.scale_at=folded;qk.operand=fp16;qk.dot=mma:sm90-f16;qk.result=fp32;logit.format=fp32;softmax.exp=2;"            \
-  "softmax.block=128;softmax.clamp=1e-12;softmax.exp_unit=sm90-ex2;softmax.sum=warp16;p.format=fp16;pv.operand=fp16;pv.dot=mma:sm90-f16;pv.accumulate=into_acc;"  \
+  "softmax.block=128;softmax.clamp=1e-12;softmax.exp_unit=sm90-ex2;softmax.sum=warp16;p.format=fp16;pv.operand=fp16;"    \
+  "pv.dot=mma:sm90-f16;pv.accumulate=into_acc;"                                                                       \
   "update.fma=no;split.rule=aiter_v1;split.cus=128;split.max=64;split.min_tokens=128;split.align=128;"                \
   "partial.normalized=yes;lse.base=e;merge.rule=global_max;out.format=bf16"
 
@@ -58,8 +60,8 @@ static int key_line(const char *text, const char *key, const char **line) {
 mlr_status mlr_gpu_fast_fit(const mlr_recipe *r, const mlr_inputs *in, mlr_error *err) {
   /* every key the kernel fixes: the recipe's value must be the kernel's (the text forms compared) */
   static const char *const FIXED[] = {"kv.scale_at", "qk.operand", "qk.dot", "qk.result", "logit.format", "softmax.exp",
-                                      "softmax.block", "softmax.exp_unit", "softmax.sum", "p.format", "pv.operand", "pv.dot", "pv.accumulate", "update.fma",
-                                      "partial.normalized", "lse.base", "merge.rule", "out.format"};
+                                      "softmax.block", "softmax.exp_unit", "softmax.sum", "p.format", "pv.operand", "pv.dot",
+                                      "pv.accumulate", "update.fma", "partial.normalized", "lse.base", "merge.rule", "out.format"};
   mlr_recipe ref;
   char have[4096], want[4096];
   mlr_gpu_fast_recipe("fast-a16w8", &ref);

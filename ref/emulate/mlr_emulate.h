@@ -17,12 +17,14 @@
  *           each split runs the online softmax alone over blocks of softmax.block tokens from
  *           its start (0: one block, the whole split).
  *   block:  m' = max(m, max_j s_j); alpha = exp(m - m'); p_j = exp(s_j - m') (fp32);
- *           l = l*alpha + sum_j p_j (sum in token order from 0, fp32 p);
+ *           l = l*alpha + sum_j p_j (fp32 p; the sum in token order from 0, or with softmax.sum =
+ *           warp16 the fast kernel's tree, mlr_recipe.h);
  *           PV dot of P (p rounded to p.format, then the PV operand format) with V, over the
  *           block's tokens in order, from 0 (pv.accumulate = block; then acc = acc*alpha + dot)
  *           or from acc*alpha (into_acc). update.fma fuses the updates. exp is the recipe's:
  *           e^x, 2^x (log2 e folded into c) or 2^(fp32(x * fp32(log2 e))) (e_via_2), each the
- *           binary64 pmath result rounded to binary32.
+ *           binary64 pmath result rounded to binary32; with softmax.exp_unit = sm90-ex2, alpha's
+ *           and p's 2^x are the H200's ex2.approx.f32 (ref/sfu; the merge's exps stay pmath's).
  *   split result: normalized: part = acc / max(l, clamp) [* kv_scale]; raw: part = acc
  *           [* kv_scale]; lse = m + log(max(l, clamp)) in the softmax's units, converted to
  *           lse.base by one fp32 multiply (by log2 e or ln 2) when they differ.
