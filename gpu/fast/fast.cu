@@ -30,6 +30,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <type_traits>
+
 #include "../../ref/emulate/mlr_emu_ops.h"
 #include "../exact/mlr_gpu.h"
 #include "mlr_gpu_fast.h"
@@ -57,7 +59,7 @@ enum { QK = MLR_EMU_QK_DIM, DV = MLR_EMU_V_DIM, NKB = QK / 16, TILE = 128, NWARP
 enum { PSTR = TILE + 8 /* P's row in halves: 272 bytes, 4 banks apart */ };
 enum { SLOT = 64, NSLOT = 6 };      /* the KV ring: 6 slots of 64 rows (3 tiles) */
 enum { MAX_SPLITS = 65535 };        /* the grid's second dimension */
-enum { SM_KV = NSLOT * SLOT * QK, SM_P = 16 * PSTR * 2, SM_RED = 2 * NWARP * 16 * 4, SMEM = SM_KV + SM_P + SM_RED };
+enum { SM_KV = NSLOT * SLOT * QK, SM_P = 16 * PSTR * 2, SM_RED = 2 * NWARP * 16 * 4, SM_FLAG = 16, SMEM = SM_KV + SM_P + SM_RED + SM_FLAG };
 enum { MERGE_THREADS = DV, AMAX_BLOCKS = 264, AMAX_THREADS = 512, BW_THREADS = 256, QPREP_THREADS = 256 };
 
 /* what a query token's blocks need, in one place: one round of global loads at the start instead
@@ -139,25 +141,38 @@ __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t sel) {
   return d;
 }
 
-/* e4m3fnuz codes 0x7F/0xFF (+-240) and 0x80 (NaN) read differently as OCP e4m3 (NaN, -0): these
- * four codes, rare, are converted one by one (twice the FNUZ value: every other code reads as
- * twice its FNUZ value in OCP, bias 7 against 8) */
-__device__ __noinline__ void fnuz_fix(uint32_t x, uint32_t &lo, uint32_t &hi) {
-  uint32_t h[4];
-  for (int i = 0; i < 4; i++) {
-    const float v = mlr_decode(MLR_FMT_E4M3FNUZ, (x >> (8 * i)) & 0xFFu) * 2.0f; /* exact */
-    h[i] = mlr__encode_f32_rne(v, MLR_FMT_FP16, MLR_OVF_NONSAT);
-  }
-  lo = h[0] | h[1] << 16, hi = h[2] | h[3] << 16;
+/* e4m3fnuz codes 0x7F/0xFF (+-240) and 0x80 (NaN) read differently as OCP e4m3 (NaN, -0); every
+ * other code reads as twice its FNUZ value in OCP (bias 7 against 8), which the scales' 1/2 undoes.
+ * These three codes get twice their FNUZ value as fp16: +-480 = 0x5F80 / 0xDF80, and NaN as the
+ * generic encoders give it (mlr_decode's NaN for 0x80 is negative: 0xFE00). They are rare (a
+ * tensor's absmax), so the K and V loops convert without looking and only flag them
+ * (fnuz_special: a few integer operations a word, no branch: a test and branch a word made the
+ * FNUZ kernel 3.3 to 4 times slower than the OCP one); a tile that had one is converted again with
+ * fp8x4<1> (k_attn). */
+__device__ __forceinline__ uint32_t fnuz_half(uint32_t b) { return b == 0x80u ? 0xFE00u : 0x5F80u | (b & 0x80u) << 8; }
+
+/* bit 7 of each byte of x that is 0x7F, 0xFF or 0x80: with t = x & 0x7F7F7F7F, t + 1 carries into
+ * bit 7 only from 0x7F, and t + 0x7F leaves bit 7 clear only for 0; no byte carries into the next */
+__device__ __forceinline__ uint32_t fnuz_special(uint32_t x) {
+  const uint32_t t = x & 0x7F7F7F7Fu;
+  return ((t + 0x01010101u) | (x & ~(t + 0x7F7F7F7Fu))) & 0x80808080u;
 }
 
-/* four fp8 codes (bytes 0..3) as fp16 operands: lo = bytes 0, 1; hi = bytes 2, 3 (exact) */
-template <int FNUZ>
+/* four fp8 codes (bytes 0..3) as fp16 operands: lo = bytes 0, 1; hi = bytes 2, 3 (exact); FIX: the
+ * FNUZ special codes replaced as above */
+template <int FIX>
 __device__ __forceinline__ void fp8x4(uint32_t x, uint32_t &lo, uint32_t &hi) {
   asm("{.reg .b16 a, b;\n mov.b32 {a, b}, %2;\n cvt.rn.f16x2.e4m3x2 %0, a;\n cvt.rn.f16x2.e4m3x2 %1, b;}\n"
       : "=r"(lo), "=r"(hi)
       : "r"(x));
-  if (FNUZ && (__vcmpeq4(x & 0x7F7F7F7Fu, 0x7F7F7F7Fu) | __vcmpeq4(x, 0x80808080u))) fnuz_fix(x, lo, hi);
+  if (FIX) {
+    const uint32_t sp = fnuz_special(x);
+    if (sp) {
+      const uint32_t h0 = sp & 0x80u ? fnuz_half(x & 0xFFu) : lo & 0xFFFFu, h1 = sp & 0x8000u ? fnuz_half(x >> 8 & 0xFFu) : lo >> 16;
+      const uint32_t h2 = sp & 0x800000u ? fnuz_half(x >> 16 & 0xFFu) : hi & 0xFFFFu, h3 = sp >> 31 ? fnuz_half(x >> 24) : hi >> 16;
+      lo = h0 | h1 << 16, hi = h2 | h3 << 16;
+    }
+  }
 }
 
 /* one Q code as an fp16 operand code (the recipe's Q policy, then fp16 rounding). The hardware
@@ -235,6 +250,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   uint8_t *kvs_sm = sm;                                   /* [NSLOT][SLOT][QK] fp8 codes, chunks swizzled (kv_chunk) */
   uint16_t *p_sm = (uint16_t *)(sm + SM_KV);              /* [16][PSTR] fp16 P */
   float *red_max = (float *)(sm + SM_KV + SM_P), *red_sum = red_max + NWARP * 16; /* [NWARP][16] */
+  int *fix_sm = (int *)(sm + SM_KV + SM_P + SM_RED); /* [2]: FNUZ, tile t (t & 1) holds a special code */
   const int t = blockIdx.x, s = blockIdx.y;
   const tokinfo ti = p.tok[t];
   if (s >= ti.nsplit) return; /* this batch has fewer splits (uniform over the block) */
@@ -294,6 +310,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   cp_commit();
   load_slot(2);
   load_slot(3);
+  if (FNUZ && threadIdx.x == 0) fix_sm[0] = fix_sm[1] = 0;
   asm volatile("cp.async.wait_group 2;\n" ::: "memory"); /* slots 0, 1 (tile 0) and Q */
   __syncthreads();
   const float qs = q_scale(p);
@@ -321,7 +338,9 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   float sacc[2][4];
 
   /* ---- logits of a tile: tokens 16w + 8nt + g (B's n), two chains over the column blocks in order ---- */
-  auto qk = [&](int tile) {
+  auto qk = [&](int tile, auto fixc) -> uint32_t {
+    constexpr int FIX = decltype(fixc)::value;
+    uint32_t sp = 0;
 #pragma unroll
     for (int nt = 0; nt < 2; nt++)
 #pragma unroll
@@ -338,14 +357,27 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
 #pragma unroll
         for (int i = 0; i < 4; i++) {
           uint32_t lo, hi;
-          fp8x4<FNUZ>(r[i], lo, hi);
+          if (FNUZ && !FIX) sp |= fnuz_special(r[i]);
+          fp8x4<FIX>(r[i], lo, hi);
           mma(sacc[nt], qa[4 * q4 + i], lo, hi);
         }
       }
+    return sp;
+  };
+  /* FNUZ: a tile whose rows hold a special code has its logits computed again with the codes
+   * replaced (a warp's own 16 rows: its branch is uniform), and is flagged for its PV (every
+   * warp reads every row there: the flag is in shared memory, read after a barrier) */
+  auto qk_tile = [&](int tile) {
+    const uint32_t sp = qk(tile, std::integral_constant<int, 0>());
+    if (FNUZ && __any_sync(0xFFFFFFFFu, sp != 0)) {
+      qk(tile, std::integral_constant<int, 1>());
+      if (lane == 0) fix_sm[tile & 1] = 1;
+    }
   };
 
   /* ---- PV of a tile: output columns 64w .. 64w+63 from acc*alpha, token blocks of 16 in order ---- */
-  auto pv = [&](int tile) {
+  auto pv = [&](int tile, auto fixc) {
+    constexpr int FIX = decltype(fixc)::value;
 #pragma unroll
     for (int i = 0; i < 32; i++) { /* c0, c1 are row g's, c2, c3 row g+8's */
       float &v = (&acc[0][0][0][0])[i];
@@ -366,8 +398,8 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
           /* bytes (t 2j col 2g, t 2j col 2g+1, t 2j+1 col 2g, t 2j+1 col 2g+1) -> column 2g's two
            * tokens in the low half, column 2g+1's in the high half */
           uint32_t e0, o0, e1, o1;
-          fp8x4<FNUZ>(prmt(r[2 * h2], 0x3120), e0, o0);
-          fp8x4<FNUZ>(prmt(r[2 * h2 + 1], 0x3120), e1, o1);
+          fp8x4<FIX>(prmt(r[2 * h2], 0x3120), e0, o0);
+          fp8x4<FIX>(prmt(r[2 * h2 + 1], 0x3120), e1, o1);
           mma(acc[a][h2][0], pa, e0, e1); /* n = g <-> column 64w + 32a + 16 h2 + 2g */
           mma(acc[a][h2][1], pa, o0, o1); /* n = g <-> column 64w + 32a + 16 h2 + 2g + 1 */
         }
@@ -435,8 +467,12 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
    * time, in the same order for each accumulator: the results are bit for bit those of the
    * unpipelined loop. Barriers: (a) tile i+1 landed and P(i) written; (b) every warp's PV(i) done
    * (tile i's slots and P free) and the row maxima written; (c) in softmax2, the row sums. */
+  auto pv_tile = [&](int tile) {
+    if (FNUZ && fix_sm[tile & 1]) pv(tile, std::integral_constant<int, 1>());
+    else pv(tile, std::integral_constant<int, 0>());
+  };
   if (ntiles > 0) {
-    qk(0);
+    qk_tile(0);
     softmax1(0);
     __syncthreads();
     softmax2();
@@ -445,11 +481,12 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
     asm volatile("cp.async.wait_group 2;\n" ::: "memory"); /* tile + 1's slots; tile + 2's may be in flight */
     __syncthreads();                                        /* (a) */
     if (tile + 1 < ntiles) {
-      qk(tile + 1);
-      pv(tile);
+      qk_tile(tile + 1);
+      pv_tile(tile);
       softmax1(tile + 1);
-    } else pv(tile);
+    } else pv_tile(tile);
     __syncthreads(); /* (b) */
+    if (FNUZ && threadIdx.x == 0) fix_sm[tile & 1] = 0; /* read by every warp's pv_tile before (b); tile + 2's qk_tile sets it after (a) */
     load_slot(2 * tile + 6);
     load_slot(2 * tile + 7);
     if (tile + 1 < ntiles) softmax2();
