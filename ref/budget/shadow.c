@@ -87,7 +87,7 @@ static double sh_rowsum(int on, int order, const double *p, int64_t n) {
     for (int j = 0; j < 4; j++) {
       double v[4];
       for (int k = 0; k < 4; k++) {
-        const int64_t at = g0 + 2 * j + (k & 1) + 8 * (k >> 1);
+        const int64_t at = mlr__emu_warp16_token(g0, j, k);
         v[k] = at < n ? p[at] : 0;
       }
       lane[j] = r32(on, r32(on, v[0] + v[1]) + r32(on, v[2] + v[3]));

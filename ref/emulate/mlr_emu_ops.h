@@ -33,6 +33,10 @@ MLR_HD static inline float mlr__emu_sm_exp(int base, const uint32_t *ex2, float 
   return mlr__sfu_ex2(ex2, base == MLR_EXP_E_VIA_2 ? x * MLR_EMU_LOG2E_F : x);
 }
 
+/* warp16's token k = 0..3 of lane j = 0..3 in the group of 16 from g0: 2j, 2j+1, 2j+8, 2j+9 (the
+ * fast kernel's m16n8 fragments: two n-tiles of 8 tokens, two columns a lane) */
+MLR_HD static inline int64_t mlr__emu_warp16_token(int64_t g0, int j, int k) { return g0 + 2 * j + (k & 1) + 8 * (k >> 1); }
+
 /* a block's row sum of p[0..n) in the recipe's order (softmax.sum, mlr_rowsum). warp16 is the fast
  * kernel's: tokens past n are its masked ones, p = 0 (adding +0 to a sum of p >= 0 changes no bit) */
 MLR_HD static inline float mlr__emu_rowsum(int order, const float *p, int64_t n) {
@@ -45,8 +49,8 @@ MLR_HD static inline float mlr__emu_rowsum(int order, const float *p, int64_t n)
     float lane[4];
     for (int j = 0; j < 4; j++) {
       float v[4];
-      for (int k = 0; k < 4; k++) { /* tokens 2j, 2j+1, 2j+8, 2j+9 of the group */
-        const int64_t at = g0 + 2 * j + (k & 1) + 8 * (k >> 1);
+      for (int k = 0; k < 4; k++) {
+        const int64_t at = mlr__emu_warp16_token(g0, j, k);
         v[k] = at < n ? p[at] : 0.0f;
       }
       lane[j] = (v[0] + v[1]) + (v[2] + v[3]);

@@ -72,6 +72,19 @@ static float to_f32(int64_t S, int g, int bits, int mode) {
   return neg ? -(float)v : (float)v;
 }
 
+/* the exact product a b = *sig * 2^*lsb of two nonzero finite inputs; returns its unit exponent
+ * e(a) + e(b) (step 1: unnormalised, a subnormal input at sub_emin when the unit has one) */
+static int product(const mlr_mma_model *m, float a, float b, int64_t *sig, int *lsb) {
+  int64_t sa, sb;
+  int la, lb, ea, eb;
+  split(a, &sa, &la, &ea);
+  split(b, &sb, &lb, &eb);
+  if (m->sub_emin && ea < m->sub_emin) ea = m->sub_emin; /* a subnormal input's exponent field */
+  if (m->sub_emin && eb < m->sub_emin) eb = m->sub_emin;
+  *sig = sa * sb, *lsb = la + lb;
+  return ea + eb;
+}
+
 /* v * 2^sh rounded down (toward -Inf): sh < 0 an arithmetic right shift (floor), sh >= 0 exact */
 static int64_t shift_rd(int64_t v, int sh) {
   if (sh >= 0) return v * ((int64_t)1 << sh); /* |v| 2^sh < 2^62 where used */
@@ -95,15 +108,8 @@ static float block_two_stage(const mlr_mma_model *m, const float *a, const float
   for (int i = 0; i < n; i++) {
     sig[i] = 0;
     if (a[i] == 0.0f || b[i] == 0.0f) continue; /* a zero product never sets E (MMA-Sim's -999) */
-    int64_t sa, sb;
-    int la, lb, ea, eb;
-    split(a[i], &sa, &la, &ea);
-    split(b[i], &sb, &lb, &eb);
-    if (ea < m->sub_emin) ea = m->sub_emin;
-    if (eb < m->sub_emin) eb = m->sub_emin;
-    sig[i] = sa * sb, lsb[i] = la + lb;
-    const int g = pair ? i & 1 : 0;
-    if (ea + eb > Eg[g]) Eg[g] = ea + eb;
+    const int e = product(m, a[i], b[i], &sig[i], &lsb[i]), g = pair ? i & 1 : 0;
+    if (e > Eg[g]) Eg[g] = e;
   }
   for (int i = 0; i < n; i++) /* stage a: each group's products cut toward zero and summed */
     if (sig[i]) G[pair ? i & 1 : 0] += shift_rz(sig[i], lsb[i] - (Eg[pair ? i & 1 : 0] - F));
@@ -152,13 +158,7 @@ float mlr_mma_block(const mlr_mma_model *m, const float *a, const float *b, int 
   int lsb[64], ex[64], k = 0, E = INT32_MIN;
   for (int i = 0; i < n; i++) {
     if (a[i] == 0.0f || b[i] == 0.0f) continue;
-    int64_t sa, sb;
-    int la, lb, ea, eb;
-    split(a[i], &sa, &la, &ea);
-    split(b[i], &sb, &lb, &eb);
-    if (m->sub_emin && ea < m->sub_emin) ea = m->sub_emin; /* a subnormal input's exponent field */
-    if (m->sub_emin && eb < m->sub_emin) eb = m->sub_emin;
-    sig[k] = sa * sb, lsb[k] = la + lb, ex[k] = ea + eb; /* the unnormalised product exponent */
+    ex[k] = product(m, a[i], b[i], &sig[k], &lsb[k]);
     if (ex[k] > E) E = ex[k];
     k++;
   }
