@@ -97,9 +97,10 @@ int mlr_bench_gpu_fast(int argc, char **argv) {
     if ((rc = mlr_cli_gen_memory(cmd, "--shape", shapes[si], &tf, &in, NULL)) != MLR_EXIT_OK) break;
     long long Lsum = 0;
     for (int64_t b = 0; b < in.B; b++) Lsum += mlr_inputs_kv_len(&in, b);
-    const double kvb = (double)Lsum * 576, bytes = kvb + (double)in.T * in.H * (576 + 512) * 2;
+    const int kv8 = in.kv_format != MLR_FMT_BF16; /* the seeds and issue 8's targets are fp8-KV figures */
+    const double kvb = (double)Lsum * 576 * (kv8 ? 1 : 2), bytes = kvb + (double)in.T * in.H * (576 + 512) * 2;
     const double kv_per_b = in.B ? (double)Lsum / (double)in.B : 0;
-    const double pus = peers ? peer_us(peers, (long long)in.B, (long long)(kv_per_b + 0.5)) : 0;
+    const double pus = peers && kv8 ? peer_us(peers, (long long)in.B, (long long)(kv_per_b + 0.5)) : 0;
     for (int k = 0; k < nrec && rc == MLR_EXIT_OK; k++) {
       mlr_gpu_fast *f = NULL;
       mlr_status st = mlr_gpu_fast_prepare(&rs[k], &in, &f, &err);
@@ -126,8 +127,8 @@ int mlr_bench_gpu_fast(int argc, char **argv) {
       /* issue 8's targets on the bench shapes: kv=8192 and bs >= 32 at 85% of the read bandwidth (KV
        * bytes), bs=256 kv=8192 <= 330 us, bs=4 < 8 us, >= 5x the best seed kernel */
       const int bs8k = in.B >= 32 && kv_per_b == 8192;
-      if ((bs8k && kvb / (med * 1e-6) < 0.85 * bw) || (in.B == 256 && kv_per_b == 8192 && med > 330) || (in.B == 4 && med >= 8) ||
-          (pus > 0 && pus / med < 5))
+      if (kv8 && ((bs8k && kvb / (med * 1e-6) < 0.85 * bw) || (in.B == 256 && kv_per_b == 8192 && med > 330) || (in.B == 4 && med >= 8) ||
+          (pus > 0 && pus / med < 5)))
         targets = 0;
       free(t);
       mlr_gpu_fast_free(f);

@@ -50,6 +50,7 @@ build() {
       -o "$BIN/mma_probe" || return 1
   "$NVCC" -O2 -std=c++17 -gencode arch=compute_90a,code=sm_90a -fmad=false -ftz=false -Werror=all-warnings -I. gpu/probes/wgmma_probe.cu \
       "$BIN/mma.o" -o "$BIN/wgmma_probe" || return 1
+  "$NVCC" -O2 -std=c++17 -arch=sm_90 -fmad=false -ftz=false -Werror=all-warnings -I. gpu/probes/cvt_probe.cu -o "$BIN/cvt_probe" || return 1
   "$NVCC" -O2 -std=c++17 -arch=sm_90 -ftz=false -Werror=all-warnings -I. gpu/probes/ex2_table.cu -o "$BIN/ex2_table" || return 1 # ref/sfu's table and the model's check
 }
 if [ "${1:-}" = --build-only ]; then build && echo "gpu_run: build only: $BIN/mlaref and $BIN/bits_digest built"; exit $?; fi
@@ -93,18 +94,28 @@ step() { case "$STEPS" in *" $1 "*) return 0 ;; esac; echo "== $1: not asked for
     "$CLI" bench gpu-exact --reps "${MLAREF_GPU_REPS:-5}" | tee "$OUT/bench_gpu_exact.txt" || status=1
   fi
   if step fast; then
-    echo "== fast kernel (gpu/fast): check --rule exact --rule budget --rule fa3 on every cell of the edge, test and bench suites"
+    echo "== fast kernel: its hardware conversions against the generic encoders (gpu/probes/cvt_probe.cu)"
+    "$NVCC" -O2 -std=c++17 -arch=sm_90 -fmad=false -ftz=false -Werror=all-warnings -I. gpu/probes/cvt_probe.cu -o "$BIN/cvt_probe" &&
+      "$BIN/cvt_probe" | tee "$OUT/cvt_probe.txt" || status=1
+    echo "== fast kernel (gpu/fast): check --rule exact --rule budget --rule fa3 on every cell of the edge, test and bench suites and the bf16-KV set"
     FD=${MLAREF_FAST_DATA:-/tmp/mlaref-fast}
     rm -rf "$FD" && mkdir -p "$FD"
-    { nok=0; nfail=0; nskip=0
-    for s in edge test bench; do
-      mkdir -p "$FD/$s" && "$CLI" gen --suite "$s" --out "$FD/$s" >/dev/null || status=1
+    # bf16 KV beyond the edge suite's one cell: one and several splits, ragged and paged with q_len 2,
+    # kv_len 0/1/33, and many splits
+    mkdir -p "$FD/bf16" && k=0
+    for spec in bs=4,kv=1024,fmt=bf16,seed=41 bs=32,kv=1024,fmt=bf16,seed=42 lens=1:70:300:33:129,q=2,page=16,fmt=bf16,seed=43 \
+                bs=2,kv=8192,fmt=bf16,seed=44 lens=0:1:33,fmt=bf16,seed=45; do
+      k=$((k + 1)); "$CLI" gen --shape "$spec" --out "$FD/bf16/bf16_$k.safetensors" >/dev/null || { echo "gen $spec failed"; status=1; }
+    done
+    { nok=0; nfail=0
+    for s in edge test bench bf16; do
+      [ "$s" = bf16 ] || { mkdir -p "$FD/$s" && "$CLI" gen --suite "$s" --out "$FD/$s" >/dev/null || status=1; }
       for f in "$FD/$s"/*.safetensors; do
         c=$(basename "$f" .safetensors)
-        for r in fast-a16w8 fast-a8w8; do
+        case "$s/$c" in bf16/* | */*bf16*) rs="fast-a16w16 fast-a8w16" ;; *) rs="fast-a16w8 fast-a8w8" ;; esac # the recipes for the cell's KV format
+        for r in $rs; do
           o="$FD/out.$s.$c.$r.safetensors"
           "$CLI" gpu run --kernel fast --recipe $r --inputs "$f" --out "$o" > "$FD/run.log" 2>&1; rc=$?
-          if [ $rc -eq 2 ] && grep -q "bf16 KV" "$FD/run.log"; then nskip=$((nskip + 1)); echo "$s/$c $r: not run: $(tail -1 "$FD/run.log")"; continue; fi
           if [ $rc -ne 0 ]; then nfail=$((nfail + 1)); status=1; echo "$s/$c $r: FAIL: $(tail -1 "$FD/run.log")"; continue; fi
           "$CLI" check --inputs "$f" --output "$o" --recipe $r --rule exact --rule budget --rule fa3 > "$FD/check.log" 2>&1; rc=$?
           # the lse too: the model's file (mlaref run) against the kernel's, bit for bit
@@ -116,13 +127,14 @@ step() { case "$STEPS" in *" $1 "*) return 0 ;; esac; echo "== $1: not asked for
         done
       done
     done
-    echo "fast kernel checks: $nok passed, $nfail failed, $nskip not run (bf16 KV: no fast variant)"; } | tee "$OUT/fast_check.txt"
+    echo "fast kernel checks: $nok passed, $nfail failed"; } | tee "$OUT/fast_check.txt"
     grep -q ": exit [^0]\|FAIL" "$OUT/fast_check.txt" && status=1
     echo "== fast kernel: compute-sanitizer memcheck and racecheck on the edge suite"
     for tool in memcheck racecheck; do
-      for c in bs1_kv0 bs2_kv33 q4_kv100 ragged page16 fnuz_page16; do
-        compute-sanitizer --tool $tool --error-exitcode 9 "$CLI" gpu run --kernel fast --recipe fast-a8w8 --set q.scale=dynamic \
-          --inputs "$FD/edge/$c.safetensors" --out "$FD/san.safetensors" > "$FD/san.log" 2>&1
+      for c in edge/bs1_kv0 edge/bs2_kv33 edge/q4_kv100 edge/ragged edge/page16 edge/fnuz_page16 bf16/bf16_3; do
+        r=fast-a8w8; case $c in bf16/*) r=fast-a8w16 ;; esac
+        compute-sanitizer --tool $tool --error-exitcode 9 "$CLI" gpu run --kernel fast --recipe $r --set q.scale=dynamic \
+          --inputs "$FD/$c.safetensors" --out "$FD/san.safetensors" > "$FD/san.log" 2>&1
         rc=$?; echo "$tool $c: exit $rc $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$FD/san.log")"; [ $rc -eq 0 ] || { status=1; tail -20 "$FD/san.log"; }
       done
     done | tee "$OUT/fast_sanitize.txt"

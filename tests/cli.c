@@ -98,7 +98,9 @@ Test(cli, fast_kernel_recipes) {
   char *o, *e;
   cr_assert_eq(run("recipe list", &o, &e), 0, "%s", e);
   const char *sep = strstr(o, "# the fast GPU kernel's recipes");
-  cr_assert(sep && strstr(sep, "fast-a16w8") && strstr(sep, "fast-a8w8") && !strstr(sep, "fp32-seq"), "%s", o);
+  cr_assert(sep && strstr(sep, "fast-a16w8") && strstr(sep, "fast-a8w8") && strstr(sep, "fast-a16w16") && strstr(sep, "fast-a8w16") &&
+                !strstr(sep, "fp32-seq"),
+            "%s", o);
   free(o); free(e);
   cr_assert_eq(run("recipe show fast-a8w8", &o, &e), 0, "%s", e);
   cr_assert(strstr(o, "qk.dot = mma:sm90-f16") && strstr(o, "q.scale = static") && strstr(o, "softmax.block = 128"), "%s", o);
@@ -107,6 +109,16 @@ Test(cli, fast_kernel_recipes) {
   cr_assert_eq(run("run --recipe fast-a16w8 --inputs /tmp/mlr_cli_fast_in.safetensors --out /tmp/mlr_cli_fast_out.safetensors", &o, &e), 0, "%s", e);
   free(o); free(e);
   cr_assert_eq(run("check --inputs /tmp/mlr_cli_fast_in.safetensors --output /tmp/mlr_cli_fast_out.safetensors --recipe fast-a16w8 --rule exact --rule budget", &o, &e), 0, "%s%s", o, e);
+  free(o); free(e);
+  remove("/tmp/mlr_cli_fast_in.safetensors"), remove("/tmp/mlr_cli_fast_out.safetensors");
+  /* bf16 KV: its recipes, blocks of 64 tokens, run by the CPU model and checked like the others */
+  cr_assert_eq(run("recipe show fast-a8w16", &o, &e), 0, "%s", e);
+  cr_assert(strstr(o, "softmax.block = 64") && strstr(o, "q.format = e4m3") && strstr(o, "pv.operand = fp16"), "%s", o);
+  free(o); free(e);
+  cr_assert_eq(system(MLAREF_BIN " gen --shape bs=2,kv=300,q=2,fmt=bf16,seed=5 --out /tmp/mlr_cli_fast_in.safetensors >/dev/null"), 0);
+  cr_assert_eq(run("run --recipe fast-a16w16 --inputs /tmp/mlr_cli_fast_in.safetensors --out /tmp/mlr_cli_fast_out.safetensors", &o, &e), 0, "%s", e);
+  free(o); free(e);
+  cr_assert_eq(run("check --inputs /tmp/mlr_cli_fast_in.safetensors --output /tmp/mlr_cli_fast_out.safetensors --recipe fast-a16w16 --rule exact --rule budget", &o, &e), 0, "%s%s", o, e);
   free(o); free(e);
   remove("/tmp/mlr_cli_fast_in.safetensors"), remove("/tmp/mlr_cli_fast_out.safetensors");
 }
@@ -130,7 +142,7 @@ Test(cli, bad_input_exits_2_with_one_line) {
       "recipe 'fp32-seq': the fast kernel computes kv.scale_at = folded only");
   bad("gpu run --kernel fast --recipe fast-a8w8 --set q.scale=per_head --inputs x --out /tmp/mlr_cli_never.safetensors",
       "the fast kernel quantizes Q with one scale (q.scale = static or dynamic)");
-  bad("gpu run --kernel fast --recipe fast-a16w8 --set softmax.block=64 --inputs x --out /tmp/mlr_cli_never.safetensors",
+  bad("gpu run --kernel fast --recipe fast-a16w8 --set softmax.block=32 --inputs x --out /tmp/mlr_cli_never.safetensors",
       "the fast kernel computes softmax.block = 128 only");
   /* a damaged digest manifest is named at its line and column, before any row runs */
   cr_assert_eq(system("printf '# manifest\\nedge\\tbs1_kv1\\tfp32-seq\\tabc\\n' > /tmp/mlr_cli_badmanifest.tsv"), 0);

@@ -9,6 +9,7 @@
 #include "fixtures/gen/mlr_gen.h"
 #include "fixtures/inputs/mlr_inputs.h"
 #include "fixtures/rng/mlr_rng.h"
+#include "gpu/fast/mlr_gpu_fast.h"
 #include "ref/emulate/mlr_emulate.h"
 #include "ref/pmath/mlr_exact.h"
 #include "ref/formats/mlr_formats.h"
@@ -578,4 +579,33 @@ Test(emulate, close_to_the_seed_triton_kernels_on_an_h200) {
   cr_assert(m1 >= 0.9995 && m1 > s1, "single with mma dots: %.4f (seq %.4f)", m1, s1);
   cr_assert(m2 >= 0.9995 && m2 > s2, "split 8 with mma dots: %.4f (seq %.4f)", m2, s2);
   cr_assert(m3 >= 0.9995 && m3 > s3, "split 4 with mma dots: %.4f (seq %.4f)", m3, s3);
+}
+
+/* the fast kernel's fit test (gpu/fast/fast_recipe.c, pure C in every build): each KV format has
+ * its recipes (fp8: softmax.block = 128, bf16: 64), the recipe alone fits either, and a refusal
+ * names the key and the value the kernel computes for those inputs */
+Test(emulate, fast_fit_per_kv_format) {
+  static tiny t;
+  tiny_make(&t, 40, 0);
+  mlr_recipe r8, r16, a8w16, bad;
+  mlr_error err = {""};
+  cr_assert_eq(mlr_gpu_fast_recipe("fast-a16w8", &r8), MLR_OK);
+  cr_assert_eq(mlr_gpu_fast_recipe("fast-a16w16", &r16), MLR_OK);
+  cr_assert_eq(mlr_gpu_fast_recipe("fast-a8w16", &a8w16), MLR_OK);
+  cr_assert_eq(r16.softmax_block, 64);
+  cr_assert_eq(a8w16.q_format, MLR_Q_E4M3);
+  cr_assert_eq(mlr_gpu_fast_fit(&r8, NULL, &err), MLR_OK, "%s", err.msg);
+  cr_assert_eq(mlr_gpu_fast_fit(&r16, NULL, &err), MLR_OK, "%s", err.msg);
+  cr_assert_eq(mlr_gpu_fast_fit(&r8, &t.in, &err), MLR_OK, "%s", err.msg);
+  cr_assert_eq(mlr_gpu_fast_fit(&r16, &t.in, &err), MLR_EINVAL);
+  cr_assert(strstr(err.msg, "with fp8 KV the fast kernel computes softmax.block = 128 only"), "%s", err.msg);
+  t.in.kv_format = MLR_FMT_BF16; /* the fit looks at the format only */
+  cr_assert_eq(mlr_gpu_fast_fit(&r16, &t.in, &err), MLR_OK, "%s", err.msg);
+  cr_assert_eq(mlr_gpu_fast_fit(&a8w16, &t.in, &err), MLR_OK, "%s", err.msg);
+  cr_assert_eq(mlr_gpu_fast_fit(&r8, &t.in, &err), MLR_EINVAL);
+  cr_assert(strstr(err.msg, "with bf16 KV the fast kernel computes softmax.block = 64 only"), "%s", err.msg);
+  bad = r8;
+  cr_assert_eq(mlr_recipe_set(&bad, "softmax.block=32", &err), MLR_OK, "%s", err.msg);
+  cr_assert_eq(mlr_gpu_fast_fit(&bad, NULL, &err), MLR_EINVAL);
+  cr_assert(strstr(err.msg, "the fast kernel computes softmax.block = 128 only (fp8 KV;"), "%s", err.msg);
 }

@@ -56,8 +56,8 @@ extern "C" mlr_status mlr_gpu_read_bandwidth(int, double *, mlr_error *err) { re
 namespace {
 
 enum { QK = MLR_EMU_QK_DIM, DV = MLR_EMU_V_DIM, NKB = QK / 16, TILE = 128, NWARP = 8, NTHR = 32 * NWARP };
-enum { PSTR = TILE + 8 /* P's row in halves: 272 bytes, 4 banks apart */ };
-enum { SLOT = 64, NSLOT = 6 };      /* the KV ring: 6 slots of 64 rows (3 tiles) */
+enum { PSTR = TILE + 8 /* P's row in halves: 272 bytes, 4 banks apart (bf16 KV: 72, 144 bytes) */ };
+enum { SLOT = 64, NSLOT = 6 };      /* the KV ring: 6 slots of 64 fp8 rows (36,864 bytes; 32 bf16 rows), 3 tiles */
 enum { MAX_SPLITS = 65535 };        /* the grid's second dimension */
 enum { SM_KV = NSLOT * SLOT * QK, SM_P = 16 * PSTR * 2, SM_RED = 2 * NWARP * 16 * 4, SM_FLAG = 16, SMEM = SM_KV + SM_P + SM_RED + SM_FLAG };
 enum { MERGE_THREADS = DV, AMAX_BLOCKS = 264, AMAX_THREADS = 512, BW_THREADS = 256, QPREP_THREADS = 256 };
@@ -70,7 +70,7 @@ struct tokinfo {
 };
 
 struct fparams {
-  int H, qfp8, qfmt, qstatic, fnuz;
+  int H, qfp8, qfmt, qstatic, fnuz, kvw; /* kvw: bytes a KV value (1 fp8, 2 bf16) */
   float c0, kvs, clamp, static_scale; /* kvs: kv_scale, halved for e4m3fnuz (K and V are read at twice their value) */
   int64_t page, S;
   const uint16_t *q;
@@ -97,7 +97,10 @@ __device__ __forceinline__ void griddep_launch_dependents() { asm volatile("grid
  * c sits at chunk c ^ ((r >> 1) & 3) (within its group of 4), r the row. Rows are 144 words = 16
  * banks apart, so the 8 rows of one ldmatrix (same c, r = 8k..8k+7) land on chunks c, c, c^1, c^1,
  * c^2, .. at bank offsets 0, 16, 0, 16, ..: 8 distinct groups of 4 banks, no conflict. */
-__device__ __forceinline__ int kv_swz(int r, int c) { return c ^ ((r >> 1) & 3); }
+/* bf16 KV (W = 2): rows are 1152 bytes = 288 words, all at bank 0, so the 8 rows of an ldmatrix
+ * take chunks c ^ (r & 7) within their group of 8: 8 distinct groups of 4 banks. */
+template <int W>
+__device__ __forceinline__ int kv_swz(int r, int c) { return W == 1 ? c ^ ((r >> 1) & 3) : c ^ (r & 7); }
 
 __device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, int bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
@@ -134,6 +137,10 @@ __device__ __forceinline__ uint32_t f16x2(float lo, float hi) {
   asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(d) : "f"(hi), "f"(lo));
   return d;
 }
+
+/* bf16x2 (lo in bits 0..15) as fp16x2, each rounded to nearest even as mlr__emu_to_operand(..,
+ * fp16) (overflow to Inf, subnormals kept; a NaN stays a NaN): a bf16 value is exact in fp32 */
+__device__ __forceinline__ uint32_t bf16x2_f16x2(uint32_t x) { return f16x2(mlr_bits_f32(x << 16), mlr_bits_f32(x & 0xFFFF0000u)); }
 
 __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t sel) {
   uint32_t d;
@@ -244,37 +251,86 @@ __global__ void __launch_bounds__(QPREP_THREADS) k_qprep(fparams p, int64_t n8) 
   if (clipped && (threadIdx.x & 31) == 0) atomicAdd(p.clipped, (unsigned long long)clipped);
 }
 
-template <int FNUZ>
+/* two values as bf16 codes (lo in bits 0..15), the emulator's mlr__emu_out_code: cvt.rn.bf16x2.f32
+ * rounds to nearest even with subnormals and overflows to Inf, as the generic encoder does
+ * (gpu/probes/cvt_probe.cu checks all 2^32 inputs); its NaN is 0x7FFF, the encoder's is 0x7FC0 with
+ * the sign, so a NaN takes the encoder (the software path for every value cost about a third of
+ * a one-tile block's epilogue) */
+__device__ __forceinline__ uint32_t out_bf16x2(float lo, float hi) {
+  if (isnan(lo) || isnan(hi)) return mlr__emu_out_code(lo, MLR_OUT_BF16) | (uint32_t)mlr__emu_out_code(hi, MLR_OUT_BF16) << 16;
+  uint32_t d;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(d) : "f"(hi), "f"(lo));
+  return d;
+}
+
+/* a split's result from shared memory (o_sm [16][DV] the accumulators, lc_sm max(l, clamp) [16]
+ * and the row maxima [16]): o = acc / lc * kv_scale, lse = (m + log2 lc) * ln 2; written as the
+ * output (bf16) when the token has one split, else as the split's partial. One small loop, so the
+ * code that runs once a block stays small (unrolled, its instruction fetches were a third of a
+ * one-tile block's time: ncu, stall_no_inst). */
+__device__ void split_result(const fparams &p, const float *o_sm, const float *lc_sm, int t, int s, int direct) {
+  const int H = p.H;
+#pragma unroll 1
+  for (int i = threadIdx.x; i < H * (DV / 4); i += NTHR) { /* 4 columns of one head a step */
+    const int h = i / (DV / 4), col = 4 * (i % (DV / 4));
+    const int64_t row = (int64_t)t * H + h;
+    const float4 a4 = *(const float4 *)(o_sm + h * DV + col);
+    const float lc = lc_sm[h];
+    const float v[4] = {a4.x / lc * p.kvs, a4.y / lc * p.kvs, a4.z / lc * p.kvs, a4.w / lc * p.kvs};
+    if (direct) *(uint2 *)(p.o + row * DV + col) = make_uint2(out_bf16x2(v[0], v[1]), out_bf16x2(v[2], v[3]));
+    else *(float4 *)(p.part_o + (row * p.S + s) * DV + col) = make_float4(v[0], v[1], v[2], v[3]);
+  }
+  if (threadIdx.x < H) { /* lse = (m + log2(max(l, clamp))) * ln 2 */
+    const int h = threadIdx.x;
+    const int64_t row = (int64_t)t * H + h;
+    const float lse = mlr__emu_lse_convert(lc_sm[16 + h] + mlr__emu_log(MLR_EXP_2, lc_sm[h]), MLR_EXP_2, MLR_EXP_E);
+    if (direct) p.lse[row] = lse;
+    else p.part_lse[row * p.S + s] = lse;
+  }
+}
+
+/* W: bytes a KV value (1: fp8 codes, 2: bf16 codes). With bf16 KV a tile is 64 tokens (the
+ * recipes' softmax.block = 64: the same 73,728 bytes as 128 fp8 rows, so the ring is unchanged),
+ * its logits computed by warps 0..3 (16 tokens each, the order warp16 describes) and its PV by all
+ * 8; K and V are ldmatrix'd in their natural k order and rounded to fp16 operands in registers. */
+template <int FNUZ, int W>
 __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
+  constexpr int TT = TILE / W;        /* a tile's tokens */
+  constexpr int SR = SLOT / W;        /* a slot's rows */
+  constexpr int RB = QK * W;          /* a row's bytes */
+  constexpr int NQW = TT / 16;        /* the warps computing logits */
+  constexpr int TPR = 4 * W;          /* threads a row when a slot loads */
+  constexpr int PS = TT + 8;          /* P's row in halves (4 banks apart) */
+  static_assert(TPR * SR == NTHR && (RB / 16) % TPR == 0, "a slot's rows split evenly over the threads");
   extern __shared__ __align__(16) uint8_t sm[];
-  uint8_t *kvs_sm = sm;                                   /* [NSLOT][SLOT][QK] fp8 codes, chunks swizzled (kv_chunk) */
-  uint16_t *p_sm = (uint16_t *)(sm + SM_KV);              /* [16][PSTR] fp16 P */
+  uint8_t *kvs_sm = sm;                                   /* [NSLOT][SR][RB] KV codes, chunks swizzled (kv_chunk) */
+  uint16_t *p_sm = (uint16_t *)(sm + SM_KV);              /* [16][PS] fp16 P */
   float *red_max = (float *)(sm + SM_KV + SM_P), *red_sum = red_max + NWARP * 16; /* [NWARP][16] */
   int *fix_sm = (int *)(sm + SM_KV + SM_P + SM_RED); /* [2]: FNUZ, tile t (t & 1) holds a special code */
   const int t = blockIdx.x, s = blockIdx.y;
   const tokinfo ti = p.tok[t];
   if (s >= ti.nsplit) return; /* this batch has fewer splits (uniform over the block) */
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, j = lane & 3, H = p.H;
+  const bool qkw = NQW == NWARP || warp < NQW; /* this warp computes logits (a constant with fp8 KV) */
   const int64_t L = ti.L, start = (int64_t)s * ti.slen;
   const int64_t end = start + ti.slen < L ? start + ti.slen : L;
-  const int ntiles = end > start ? (int)((end - start + TILE - 1) / TILE) : 0;
+  const int ntiles = end > start ? (int)((end - start + TT - 1) / TT) : 0;
 
-  /* The KV rows stream through a ring of 6 slots of 64 rows = 3 tiles of 128 tokens: tile i is
-   * slots 2i, 2i+1 (mod 6). While the logits of tile i+1 and the PV of tile i are computed, tile
-   * i+2 loads (issued when tile i-1's PV ended: 74 KB in flight). One cp.async group per slot, an
-   * empty group past the split's end, so the counts stay uniform. Rows past the end are
-   * zero-filled (their logits are masked and their zero V adds 0 * p = 0). */
+  /* The KV rows stream through a ring of 6 slots = 3 tiles: tile i is slots 2i, 2i+1 (mod 6).
+   * While the logits of tile i+1 and the PV of tile i are computed, tile i+2 loads (issued when
+   * tile i-1's PV ended: 74 KB in flight). One cp.async group per slot, an empty group past the
+   * split's end, so the counts stay uniform. Rows past the end are zero-filled (their logits are
+   * masked and their zero V adds 0 * p = 0). */
   const int nslots = 2 * ntiles;
-  /* 4 threads a row (64 rows a slot): thread 4r + k copies the row's 16-byte chunks k, k+4, ..,
-   * k+32, so a row's address (its page looked up) is worked out once a slot */
-  static_assert(4 * SLOT == NTHR && QK % 64 == 0, "4 threads a row of a slot, 64 bytes a step");
-  const int lr = threadIdx.x >> 2, lk = threadIdx.x & 3;
+  /* TPR threads a row: thread TPR r + k copies the row's 16-byte chunks k, k+TPR, .., so a row's
+   * address (its page looked up) is worked out once a slot */
+  const int lr = threadIdx.x / TPR, lk = threadIdx.x % TPR;
   const int32_t base_b = ti.base;
   /* the KV row of this thread's row of a slot, or -1 past the split's end. The page table is read
    * two slots ahead (row_a, row_b: the next two slots' rows), so its load latency hides behind a
    * slot's copies instead of stalling the copy's issue */
   auto row_of = [&](int slot) -> int64_t {
-    const int64_t pos = start + (int64_t)slot * SLOT + lr;
+    const int64_t pos = start + (int64_t)slot * SR + lr;
     if (slot >= nslots || pos >= end) return -1;
     return p.kv_indices ? (int64_t)p.kv_indices[base_b + pos / p.page] * p.page + pos % p.page : base_b + pos;
   };
@@ -285,17 +341,18 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
       row_a = row_b, row_b = row_of(slot + 2);
       const uint8_t *src = p.kv;
       int bytes = 0;
-      if (row >= 0) src = p.kv + row * QK + lk * 16, bytes = 16;
-      /* chunk lk + 4k of row lr sits at 4k + (lk ^ sw): kv_chunk's swizzle keeps the group of 4 */
-      const uint32_t dst = smem_addr(kvs_sm + ((slot % NSLOT) * SLOT + lr) * QK + 16 * (lk ^ ((lr >> 1) & 3)));
+      if (row >= 0) src = p.kv + row * RB + lk * 16, bytes = 16;
+      /* chunk lk + TPR k of row lr sits at TPR k + kv_swz(lr, lk): the swizzle keeps the group */
+      const uint32_t dst = smem_addr(kvs_sm + ((slot % NSLOT) * SR + lr) * RB + 16 * kv_swz<W>(lr, lk));
 #pragma unroll
-      for (int k = 0; k < QK / 64; k++) cp_async16(dst + 64 * k, src + (bytes ? 64 * k : 0), bytes);
+      for (int k = 0; k < RB / 16 / TPR; k++) cp_async16(dst + 16 * TPR * k, src + (bytes ? 16 * TPR * k : 0), bytes);
     }
     cp_commit();
   };
-  /* the shared-memory address of token r's 16-byte chunk c in tile `tile` */
+  /* the shared-memory address of token r's 16-byte chunk c in tile `tile` (r % SR keeps r's low 3
+   * bits, the swizzle's) */
   auto kv_chunk = [&](int tile, int r, int c) {
-    return smem_addr(kvs_sm + (((2 * tile + (r >> 6)) % NSLOT) * SLOT + (r & (SLOT - 1))) * QK) + 16 * kv_swz(r, c);
+    return smem_addr(kvs_sm + (((2 * tile + r / SR) % NSLOT) * SR + r % SR) * RB) + 16 * kv_swz<W>(r, c);
   };
   /* Tile 0's KV rows first: they do not depend on k_qprep, which may still be running (programmatic
    * dependent launch). Then Q's fp16 operand codes (16 x 576, rows past H zero-filled) into slot
@@ -304,9 +361,10 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   uint16_t *q_sm = (uint16_t *)(kvs_sm + 4 * SLOT * QK);
   load_slot(0);
   load_slot(1);
-  griddep_wait(); /* k_qprep's codes (and k_amax's scale) are written */
+  griddep_wait(); /* fp8 Q: k_qprep's codes (and k_amax's scale) are written */
+  const uint16_t *qsrc = p.qfp8 ? p.qop : p.q; /* bf16 Q: its codes, rounded to fp16 below */
   for (int c = threadIdx.x; c < 16 * (QK / 8); c += NTHR) /* 16 bytes a copy: 8 codes */
-    cp_async16(smem_addr(q_sm + c * 8), c < H * (QK / 8) ? p.qop + (int64_t)t * H * QK + c * 8 : p.qop, c < H * (QK / 8) ? 16 : 0);
+    cp_async16(smem_addr(q_sm + c * 8), c < H * (QK / 8) ? qsrc + (int64_t)t * H * QK + c * 8 : qsrc, c < H * (QK / 8) ? 16 : 0);
   cp_commit();
   load_slot(2);
   load_slot(3);
@@ -315,14 +373,20 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   __syncthreads();
   const float qs = q_scale(p);
   /* each lane's A fragments for the 36 column blocks, in the k order the K rows' ldmatrix gives
-   * (below): k = 2j, 2j+1 <-> columns 4j, 4j+1 and k = 2j+8, 2j+9 <-> columns 4j+2, 4j+3 */
+   * (below). fp8: k = 2j, 2j+1 <-> columns 4j, 4j+1 and k = 2j+8, 2j+9 <-> columns 4j+2, 4j+3;
+   * bf16: the natural order (k = column) */
   uint32_t qa[NKB][4];
 #pragma unroll
   for (int kb = 0; kb < NKB; kb++)
 #pragma unroll
     for (int rr = 0; rr < 2; rr++) {
-      const uint2 v = *(const uint2 *)(q_sm + (g + 8 * rr) * QK + 16 * kb + 4 * j);
-      qa[kb][rr] = v.x, qa[kb][2 + rr] = v.y;
+      const uint16_t *qrow = q_sm + (g + 8 * rr) * QK + 16 * kb;
+      if (W == 1) {
+        const uint2 v = *(const uint2 *)(qrow + 4 * j);
+        qa[kb][rr] = v.x, qa[kb][2 + rr] = v.y;
+      } else qa[kb][rr] = *(const uint32_t *)(qrow + 2 * j), qa[kb][2 + rr] = *(const uint32_t *)(qrow + 8 + 2 * j);
+      if (!p.qfp8) /* bf16 codes -> fp16 operands, q_operand's rounding (k_qprep is not launched for bf16 Q) */
+        for (int k = 0; k < 4; k += 2) qa[kb][k + rr] = bf16x2_f16x2(qa[kb][k + rr]);
     }
   __syncthreads(); /* Q's staging read by every warp: slots 4 and 5 are free */
   load_slot(4);
@@ -334,7 +398,9 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
 
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}; /* rows g and g+8 */
   float alpha[2] = {1.0f, 1.0f};                            /* the last softmax step's, for its PV */
-  float acc[2][2][2][4] = {};                               /* [32-column group][16-column half][even/odd][c0..c3] */
+  /* the PV accumulators, 8 n-tiles of 8 columns: fp8 [32-column group][16-column half][even/odd],
+   * bf16 n-tile 4a + 2 h2 + e = columns 64w + 8 (4a + 2 h2 + e) .. (acc_col says which) */
+  float acc[2][2][2][4] = {};
   float sacc[2][4];
 
   /* ---- logits of a tile: tokens 16w + 8nt + g (B's n), two chains over the column blocks in order ---- */
@@ -346,20 +412,26 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
 #pragma unroll
       for (int k = 0; k < 4; k++) sacc[nt][k] = 0.0f;
 #pragma unroll
-    for (int q4 = 0; q4 < NKB / 4; q4++)
+    for (int q4 = 0; q4 < NKB / (4 / W); q4++)
 #pragma unroll
       for (int nt = 0; nt < 2; nt++) {
-        /* 4 matrices: 8 tokens x 16 columns each, column blocks 4*q4 .. 4*q4+3; lane (g, j) gets
-         * token g's columns 4j..4j+3 of each block */
+        /* 4 matrices of 8 tokens x 16 bytes, chunks 4*q4 .. 4*q4+3. fp8: column blocks 4*q4 ..
+         * 4*q4+3, lane (g, j) gets token g's columns 4j..4j+3 of each; bf16: column blocks 2*q4,
+         * 2*q4+1, lane (g, j) gets token g's columns 2j, 2j+1 of each 8 */
         uint32_t r[4];
         const int row = 16 * warp + 8 * nt + (lane & 7);
         ldsm4(kv_chunk(tile, row, 4 * q4 + (lane >> 3)), r[0], r[1], r[2], r[3]);
+        if (W == 1) {
 #pragma unroll
-        for (int i = 0; i < 4; i++) {
-          uint32_t lo, hi;
-          if (FNUZ && !FIX) sp |= fnuz_special(r[i]);
-          fp8x4<FIX>(r[i], lo, hi);
-          mma(sacc[nt], qa[4 * q4 + i], lo, hi);
+          for (int i = 0; i < 4; i++) {
+            uint32_t lo, hi;
+            if (FNUZ && !FIX) sp |= fnuz_special(r[i]);
+            fp8x4<FIX>(r[i], lo, hi);
+            mma(sacc[nt], qa[4 * q4 + i], lo, hi);
+          }
+        } else {
+          mma(sacc[nt], qa[2 * q4], bf16x2_f16x2(r[0]), bf16x2_f16x2(r[1]));
+          mma(sacc[nt], qa[2 * q4 + 1], bf16x2_f16x2(r[2]), bf16x2_f16x2(r[3]));
         }
       }
     return sp;
@@ -384,34 +456,48 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
       v = v * alpha[(i >> 1) & 1];
     }
 #pragma unroll
-    for (int kb = 0; kb < TILE / 16; kb++) {
+    for (int kb = 0; kb < TT / 16; kb++) {
       uint32_t pa[4]; /* P rows 0..15, tokens 16kb.. : the natural k order */
-      ldsm4(smem_addr(p_sm + ((lane & 7) + 8 * ((lane >> 3) & 1)) * PSTR + 16 * kb + 8 * (lane >> 4)), pa[0], pa[1], pa[2], pa[3]);
+      ldsm4(smem_addr(p_sm + ((lane & 7) + 8 * ((lane >> 3) & 1)) * PS + 16 * kb + 8 * (lane >> 4)), pa[0], pa[1], pa[2], pa[3]);
+      const int vrow = 16 * kb + (lane & 7) + 8 * ((lane >> 3) & 1);
+      if (W == 1) {
 #pragma unroll
-      for (int a = 0; a < 2; a++) {
-        /* transposed 8x8 matrices of 16-bit pairs: lane (g, j) gets tokens 2j, 2j+1 of byte columns
-         * 2g, 2g+1: m0 tokens 0-7 and m1 tokens 8-15 of columns c0..c0+15, m2 and m3 of c0+16.. */
-        uint32_t r[4];
-        ldsm4t(kv_chunk(tile, 16 * kb + (lane & 7) + 8 * ((lane >> 3) & 1), 4 * warp + 2 * a + (lane >> 4)), r[0], r[1], r[2], r[3]);
+        for (int a = 0; a < 2; a++) {
+          /* transposed 8x8 matrices of 16-bit pairs: lane (g, j) gets tokens 2j, 2j+1 of byte columns
+           * 2g, 2g+1: m0 tokens 0-7 and m1 tokens 8-15 of columns c0..c0+15, m2 and m3 of c0+16.. */
+          uint32_t r[4];
+          ldsm4t(kv_chunk(tile, vrow, 4 * warp + 2 * a + (lane >> 4)), r[0], r[1], r[2], r[3]);
 #pragma unroll
-        for (int h2 = 0; h2 < 2; h2++) {
-          /* bytes (t 2j col 2g, t 2j col 2g+1, t 2j+1 col 2g, t 2j+1 col 2g+1) -> column 2g's two
-           * tokens in the low half, column 2g+1's in the high half */
-          uint32_t e0, o0, e1, o1;
-          fp8x4<FIX>(prmt(r[2 * h2], 0x3120), e0, o0);
-          fp8x4<FIX>(prmt(r[2 * h2 + 1], 0x3120), e1, o1);
-          mma(acc[a][h2][0], pa, e0, e1); /* n = g <-> column 64w + 32a + 16 h2 + 2g */
-          mma(acc[a][h2][1], pa, o0, o1); /* n = g <-> column 64w + 32a + 16 h2 + 2g + 1 */
+          for (int h2 = 0; h2 < 2; h2++) {
+            /* bytes (t 2j col 2g, t 2j col 2g+1, t 2j+1 col 2g, t 2j+1 col 2g+1) -> column 2g's two
+             * tokens in the low half, column 2g+1's in the high half */
+            uint32_t e0, o0, e1, o1;
+            fp8x4<FIX>(prmt(r[2 * h2], 0x3120), e0, o0);
+            fp8x4<FIX>(prmt(r[2 * h2 + 1], 0x3120), e1, o1);
+            mma(acc[a][h2][0], pa, e0, e1); /* n = g <-> column 64w + 32a + 16 h2 + 2g */
+            mma(acc[a][h2][1], pa, o0, o1); /* n = g <-> column 64w + 32a + 16 h2 + 2g + 1 */
+          }
+        }
+      } else {
+#pragma unroll
+        for (int a2 = 0; a2 < 4; a2++) {
+          /* transposed: m0 (tokens 0-7) and m1 (tokens 8-15) of columns 8c..8c+7, m2 and m3 of
+           * 8c+8.., c = 8w + 2 a2: lane (g, j) gets tokens 2j, 2j+1 of column 8c + g */
+          uint32_t r[4];
+          ldsm4t(kv_chunk(tile, vrow, 8 * warp + 2 * a2 + (lane >> 4)), r[0], r[1], r[2], r[3]);
+          mma(acc[a2 >> 1][a2 & 1][0], pa, bf16x2_f16x2(r[0]), bf16x2_f16x2(r[1])); /* columns 64w + 16 a2 + g */
+          mma(acc[a2 >> 1][a2 & 1][1], pa, bf16x2_f16x2(r[2]), bf16x2_f16x2(r[3])); /* columns 64w + 16 a2 + 8 + g */
         }
       }
     }
   };
 
-  /* ---- softmax of a tile, from its logits in sacc: (1) masked logits and the block's row maxima
-   * into red_max; then, after a barrier, (2) alpha, P into p_sm, the row sums, l and m ---- */
+  /* ---- softmax of a tile, from its logits in sacc (warps < NQW): (1) masked logits and the
+   * block's row maxima into red_max; then, after a barrier, (2) alpha, P into p_sm, the row sums,
+   * l and m ---- */
   float sv[2][4];
   auto softmax1 = [&](int tile) {
-    const int64_t t0 = start + (int64_t)tile * TILE;
+    const int64_t t0 = start + (int64_t)tile * TT;
     float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
     for (int nt = 0; nt < 2; nt++)
@@ -429,34 +515,37 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
     }
   };
   auto softmax2 = [&]() {
-    float mn[2], ps[2] = {0.0f, 0.0f};
+    float mn[2];
 #pragma unroll
     for (int rr = 0; rr < 2; rr++) {
       float v = m[rr];
-      for (int w = 0; w < NWARP; w++) v = fmaxf(v, red_max[w * 16 + g + 8 * rr]);
+      for (int w = 0; w < NQW; w++) v = fmaxf(v, red_max[w * 16 + g + 8 * rr]);
       mn[rr] = v, alpha[rr] = ex2(m[rr] - v);
     }
+    if (qkw) {
+      float ps[2] = {0.0f, 0.0f};
 #pragma unroll
-    for (int nt = 0; nt < 2; nt++) {
-      float e[4];
+      for (int nt = 0; nt < 2; nt++) {
+        float e[4];
 #pragma unroll
-      for (int k = 0; k < 4; k++) e[k] = ex2(sv[nt][k] - mn[k >> 1]);
-      ps[0] += e[0] + e[1], ps[1] += e[2] + e[3];
-      const int col = 16 * warp + 8 * nt + 2 * j;
-      *(uint32_t *)(p_sm + g * PSTR + col) = f16x2(e[0], e[1]);
-      *(uint32_t *)(p_sm + (g + 8) * PSTR + col) = f16x2(e[2], e[3]);
-    }
+        for (int k = 0; k < 4; k++) e[k] = ex2(sv[nt][k] - mn[k >> 1]);
+        ps[0] += e[0] + e[1], ps[1] += e[2] + e[3];
+        const int col = 16 * warp + 8 * nt + 2 * j;
+        *(uint32_t *)(p_sm + g * PS + col) = f16x2(e[0], e[1]);
+        *(uint32_t *)(p_sm + (g + 8) * PS + col) = f16x2(e[2], e[3]);
+      }
 #pragma unroll
-    for (int rr = 0; rr < 2; rr++) {
-      ps[rr] += MLR_SHFL_XOR(ps[rr], 1);
-      ps[rr] += MLR_SHFL_XOR(ps[rr], 2);
-      if (j == 0) red_sum[warp * 16 + g + 8 * rr] = ps[rr];
+      for (int rr = 0; rr < 2; rr++) {
+        ps[rr] += MLR_SHFL_XOR(ps[rr], 1);
+        ps[rr] += MLR_SHFL_XOR(ps[rr], 2);
+        if (j == 0) red_sum[warp * 16 + g + 8 * rr] = ps[rr];
+      }
     }
     __syncthreads();
 #pragma unroll
     for (int rr = 0; rr < 2; rr++) {
       float sum = 0.0f;
-      for (int w = 0; w < NWARP; w++) sum += red_sum[w * 16 + g + 8 * rr];
+      for (int w = 0; w < NQW; w++) sum += red_sum[w * 16 + g + 8 * rr];
       l[rr] = l[rr] * alpha[rr] + sum, m[rr] = mn[rr];
     }
   };
@@ -472,8 +561,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
     else pv(tile, std::integral_constant<int, 0>());
   };
   if (ntiles > 0) {
-    qk_tile(0);
-    softmax1(0);
+    if (qkw) qk_tile(0), softmax1(0);
     __syncthreads();
     softmax2();
   }
@@ -481,9 +569,9 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
     asm volatile("cp.async.wait_group 2;\n" ::: "memory"); /* tile + 1's slots; tile + 2's may be in flight */
     __syncthreads();                                        /* (a) */
     if (tile + 1 < ntiles) {
-      qk_tile(tile + 1);
+      if (qkw) qk_tile(tile + 1);
       pv_tile(tile);
-      softmax1(tile + 1);
+      if (qkw) softmax1(tile + 1);
     } else pv_tile(tile);
     __syncthreads(); /* (b) */
     if (FNUZ && threadIdx.x == 0) fix_sm[tile & 1] = 0; /* read by every warp's pv_tile before (b); tile + 2's qk_tile sets it after (a) */
@@ -491,9 +579,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
     load_slot(2 * tile + 7);
     if (tile + 1 < ntiles) softmax2();
   }
-  /* ---- the split's result: acc / max(l, clamp) * kv_scale, through shared memory (the ring is
-   * free now) and one small loop, so the code that runs once a block stays small (unrolled, its
-   * instruction fetches were a third of a one-tile block's time: ncu, stall_no_inst) ---- */
+  /* ---- the split's result, through shared memory (the ring is free now): split_result ---- */
   float *o_sm = (float *)kvs_sm, *lc_sm = o_sm + 16 * DV; /* [16][DV], [16] */
   griddep_launch_dependents(); /* k_merge may start (it waits for this grid to end before reading) */
   __syncthreads();             /* every warp's last PV read the ring */
@@ -502,35 +588,22 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
 #pragma unroll
     for (int a = 0; a < 2; a++)
 #pragma unroll
-      for (int h2 = 0; h2 < 2; h2++) /* c0 (n = 2j), c1 (n = 2j+1) of the even and odd tiles: columns 4j, 4j+2 and 4j+1, 4j+3 */
-        *(float4 *)(o_sm + (g + 8 * rr) * DV + 64 * warp + 32 * a + 16 * h2 + 4 * j) =
-            make_float4(acc[a][h2][0][2 * rr], acc[a][h2][1][2 * rr], acc[a][h2][0][2 * rr + 1], acc[a][h2][1][2 * rr + 1]);
+      for (int h2 = 0; h2 < 2; h2++) {
+        float *orow = o_sm + (g + 8 * rr) * DV + 64 * warp;
+        if (W == 1) /* c0 (n = 2j), c1 (n = 2j+1) of the even and odd tiles: columns 4j, 4j+2 and 4j+1, 4j+3 */
+          *(float4 *)(orow + 32 * a + 16 * h2 + 4 * j) =
+              make_float4(acc[a][h2][0][2 * rr], acc[a][h2][1][2 * rr], acc[a][h2][0][2 * rr + 1], acc[a][h2][1][2 * rr + 1]);
+        else /* n-tile 4a + 2 h2 + e: columns 8 (4a + 2 h2 + e) + 2j, + 1 */
+#pragma unroll
+          for (int e = 0; e < 2; e++)
+            *(float2 *)(orow + 8 * (4 * a + 2 * h2 + e) + 2 * j) = make_float2(acc[a][h2][e][2 * rr], acc[a][h2][e][2 * rr + 1]);
+      }
   if (warp == 0 && j == 0) lc_sm[g] = fmaxf(l[0], p.clamp), lc_sm[g + 8] = fmaxf(l[1], p.clamp);
   if (warp == 0 && j == 0) lc_sm[16 + g] = m[0], lc_sm[24 + g] = m[1]; /* the row maxima, for the lse */
   __syncthreads();
-  const int direct = ti.nsplit == 1;
-#pragma unroll 1
-  for (int i = threadIdx.x; i < H * (DV / 4); i += NTHR) { /* 4 columns of one head a step */
-    const int h = i / (DV / 4), col = 4 * (i % (DV / 4));
-    const int64_t row = (int64_t)t * H + h;
-    const float4 a4 = *(const float4 *)(o_sm + h * DV + col);
-    const float lc = lc_sm[h];
-    const float v[4] = {a4.x / lc * p.kvs, a4.y / lc * p.kvs, a4.z / lc * p.kvs, a4.w / lc * p.kvs};
-    if (direct) {
-      uint2 o;
-      o.x = mlr__emu_out_code(v[0], MLR_OUT_BF16) | (uint32_t)mlr__emu_out_code(v[1], MLR_OUT_BF16) << 16;
-      o.y = mlr__emu_out_code(v[2], MLR_OUT_BF16) | (uint32_t)mlr__emu_out_code(v[3], MLR_OUT_BF16) << 16;
-      *(uint2 *)(p.o + row * DV + col) = o;
-    } else *(float4 *)(p.part_o + (row * p.S + s) * DV + col) = make_float4(v[0], v[1], v[2], v[3]);
-  }
-  if (threadIdx.x < H) { /* lse = (m + log2(max(l, clamp))) * ln 2 */
-    const int h = threadIdx.x;
-    const int64_t row = (int64_t)t * H + h;
-    const float lse = mlr__emu_lse_convert(lc_sm[16 + h] + mlr__emu_log(MLR_EXP_2, lc_sm[h]), MLR_EXP_2, MLR_EXP_E);
-    if (direct) p.lse[row] = lse;
-    else p.part_lse[row * p.S + s] = lse;
-  }
+  split_result(p, o_sm, lc_sm, t, s, ti.nsplit == 1);
 }
+
 
 /* the emulator's merge_one for normalized partials and the global-max rule, lse in ln units
  * (mlr__emu_merge_column's, bit for bit): a block per (query token, head), a column per thread. The
@@ -667,7 +740,7 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
                        (long long)H, (long long)f->S);
     goto out;
   }
-  p.H = (int)H, p.S = f->S, p.page = in->page, p.fnuz = in->kv_format == MLR_FMT_E4M3FNUZ;
+  p.H = (int)H, p.S = f->S, p.page = in->page, p.fnuz = in->kv_format == MLR_FMT_E4M3FNUZ, p.kvw = in->kv_format == MLR_FMT_BF16 ? 2 : 1;
   p.qfp8 = r->q_format != MLR_Q_BF16, p.qfmt = r->q_format == MLR_Q_E4M3FNUZ ? MLR_FMT_E4M3FNUZ : MLR_FMT_E4M3;
   p.qstatic = r->q_scale == MLR_QS_STATIC, f->dyn = p.qfp8 && !p.qstatic;
   p.c0 = (float)(MLR_EMU_SM_SCALE * MLR_EMU_LOG2E_D); /* softmax.exp = 2: log2 e folded into the scale */
@@ -676,7 +749,7 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
   f->qscale_static = p.static_scale = p.qfp8 ? (float)(r->q_absmax / (double)mlr_format_max((mlr_format)p.qfmt)) : 1.0f;
   DALLOC(p.q, (size_t)f->nq * 2, in->q);
   DALLOC(p.qop, (size_t)f->nq * 2, NULL);
-  DALLOC(p.kv, (size_t)in->N * QK, in->kv);
+  DALLOC(p.kv, (size_t)in->N * QK * p.kvw, in->kv);
   if (in->kv_indices) DALLOC(p.kv_indices, (size_t)in->kv_indptr[B] * 4, in->kv_indices);
   DALLOC(p.tok, (size_t)T * sizeof(tokinfo), tok);
   DALLOC(p.amax, 4, NULL);
@@ -692,8 +765,9 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
   GPU_TRY(hipMemset(p.lse, 0xFF, (size_t)(T * H) * 4));
   DALLOC(f->flush, FLUSH_BYTES, NULL);
   for (int k = 0; k < 2; k++) GPU_TRY(hipEventCreate(&f->ev[k]));
-  GPU_TRY(hipFuncSetAttribute((const void *)k_attn<0>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
-  GPU_TRY(hipFuncSetAttribute((const void *)k_attn<1>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
+  GPU_TRY(hipFuncSetAttribute((const void *)k_attn<0, 1>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
+  GPU_TRY(hipFuncSetAttribute((const void *)k_attn<1, 1>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
+  GPU_TRY(hipFuncSetAttribute((const void *)k_attn<0, 2>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
   st = MLR_OK;
 out:
   free(tok);
@@ -726,13 +800,15 @@ extern "C" mlr_status mlr_gpu_fast_launch(mlr_gpu_fast *f, int flush_l2, double 
     GPU_TRY(hipGetLastError());
   }
   if (f->T > 0) {
-    const int64_t n8 = f->nq / 8; /* H * 576 is a multiple of 8 */
-    k_qprep<<<(unsigned)((n8 + QPREP_THREADS - 1) / QPREP_THREADS), QPREP_THREADS>>>(p, n8);
-    GPU_TRY(hipGetLastError());
+    if (p.qfp8) { /* bf16 Q is rounded to fp16 in k_attn (a cvt a pair): one kernel less on the path */
+      const int64_t n8 = f->nq / 8; /* H * 576 is a multiple of 8 */
+      k_qprep<<<(unsigned)((n8 + QPREP_THREADS - 1) / QPREP_THREADS), QPREP_THREADS>>>(p, n8);
+      GPU_TRY(hipGetLastError());
+    }
     /* k_attn and k_merge start early (programmatic dependent launch): k_attn's first KV loads and
      * k_merge's launch overlap the kernel before; each waits for it where it reads its output */
     const dim3 grid((unsigned)f->T, (unsigned)f->S);
-    GPU_TRY(launch_pdl(p.fnuz ? k_attn<1> : k_attn<0>, grid, NTHR, SMEM, p));
+    GPU_TRY(launch_pdl(p.kvw == 2 ? k_attn<0, 2> : p.fnuz ? k_attn<1, 1> : k_attn<0, 1>, grid, NTHR, SMEM, p));
     if (f->S > 1) GPU_TRY(launch_pdl(k_merge, dim3((unsigned)(f->T * f->H)), MERGE_THREADS, 0, p));
   }
   GPU_TRY(hipEventRecord(f->ev[1], 0));

@@ -7,30 +7,36 @@
 #include "../../ref/formats/mlr_formats.h"
 #include "mlr_gpu_fast.h"
 
-/* Shared by both variants: fp16 operands on the sm90 fp16 unit for both products (fp8 KV values
- * are exact in fp16), kv_scale folded, base-2 softmax over blocks of 128 tokens (the kernel's KV
- * tile) with the hardware exp2 (ex2.approx.f32: sm90-ex2) and the kernel's row-sum tree
- * (softmax2: warp16), P in fp16, the PV dot from acc*alpha, normalized partials with lse in ln
- * units, the global-max merge, bf16 output. Splits: AITER's metadata-v1 rule with 128 "CUs" (the H200 has
- * 132 SMs; the rule rounds bs up, so 128 keeps 32 and 64 batches at 4 and 2 splits = one wave of
- * 128 blocks), at least 128 tokens (one tile) a split, aligned to the tile. */
-#define FAST_COMMON                                                                                                    \
+/* Shared by all variants: fp16 operands on the sm90 fp16 unit for both products (fp8 KV values are
+ * exact in fp16; bf16 KV values round to fp16, exact for |v| in [2^-14, 65504]), kv_scale folded,
+ * base-2 softmax over blocks of the kernel's KV tile (128 tokens of fp8 KV, 64 of bf16 KV: the
+ * same 72 KiB of shared memory) with the hardware exp2 (ex2.approx.f32: sm90-ex2) and the kernel's
+ * row-sum tree (softmax2: warp16), P in fp16, the PV dot from acc*alpha, normalized partials with
+ * lse in ln units, the global-max merge, bf16 output. Splits: AITER's metadata-v1 rule with 128
+ * "CUs" (the H200 has 132 SMs; the rule rounds bs up, so 128 keeps 32 and 64 batches at 4 and 2
+ * splits = one wave of 128 blocks), at least 128 tokens a split, aligned to 128. */
+#define FAST_COMMON(block)                                                                                             \
   "kv.scale_at=folded;qk.operand=fp16;qk.dot=mma:sm90-f16;qk.result=fp32;logit.format=fp32;softmax.exp=2;"            \
-  "softmax.block=128;softmax.clamp=1e-12;softmax.exp_unit=sm90-ex2;softmax.sum=warp16;p.format=fp16;pv.operand=fp16;"    \
-  "pv.dot=mma:sm90-f16;pv.accumulate=into_acc;"                                                                       \
+  "softmax.block=" block ";softmax.clamp=1e-12;softmax.exp_unit=sm90-ex2;softmax.sum=warp16;p.format=fp16;"            \
+  "pv.operand=fp16;pv.dot=mma:sm90-f16;pv.accumulate=into_acc;"                                                        \
   "update.fma=no;split.rule=aiter_v1;split.cus=128;split.max=64;split.min_tokens=128;split.align=128;"                \
   "partial.normalized=yes;lse.base=e;merge.rule=global_max;out.format=bf16"
+#define Q_BF16 "q.format=bf16;q.scale=none;"
+#define Q_E4M3 "q.format=e4m3;q.scale=static;q.absmax=6;"
 
 static const struct {
   const char *name, *settings;
 } FAST[] = {
-  /* bf16 Q (a16w8): Q rounded to fp16 operands */
-  {"fast-a16w8", "q.format=bf16;q.scale=none;" FAST_COMMON},
+  /* fp8 KV (e4m3, e4m3fnuz). bf16 Q (a16w8): Q rounded to fp16 operands */
+  {"fast-a16w8", Q_BF16 FAST_COMMON("128")},
   /* fp8 Q (a8w8) with the seeds' static scale (absmax 6; --set q.scale=dynamic for the task's) */
-  {"fast-a8w8", "q.format=e4m3;q.scale=static;q.absmax=6;" FAST_COMMON},
+  {"fast-a8w8", Q_E4M3 FAST_COMMON("128")},
+  /* bf16 KV: the same with blocks of 64 tokens */
+  {"fast-a16w16", Q_BF16 FAST_COMMON("64")},
+  {"fast-a8w16", Q_E4M3 FAST_COMMON("64")},
 };
 
-const char *mlr_gpu_fast_recipe_names(void) { return "fast-a16w8|fast-a8w8"; }
+const char *mlr_gpu_fast_recipe_names(void) { return "fast-a16w8|fast-a8w8|fast-a16w16|fast-a8w16"; }
 
 mlr_status mlr_gpu_fast_recipe(const char *name, mlr_recipe *out) {
   for (size_t i = 0; name && i < sizeof FAST / sizeof FAST[0]; i++) {
@@ -57,27 +63,42 @@ static int key_line(const char *text, const char *key, const char **line) {
   return 0;
 }
 
-mlr_status mlr_gpu_fast_fit(const mlr_recipe *r, const mlr_inputs *in, mlr_error *err) {
-  /* every key the kernel fixes: the recipe's value must be the kernel's (the text forms compared) */
+/* the first of the keys the kernel fixes whose value in r is not the reference recipe's: its
+ * line "key = value" in ref's text form copied into line[256], 1 returned; 0 when all match */
+static int first_mismatch(const mlr_recipe *r, const char *ref_name, char *line) {
   static const char *const FIXED[] = {"kv.scale_at", "qk.operand", "qk.dot", "qk.result", "logit.format", "softmax.exp",
                                       "softmax.block", "softmax.exp_unit", "softmax.sum", "p.format", "pv.operand", "pv.dot",
                                       "pv.accumulate", "update.fma", "partial.normalized", "lse.base", "merge.rule", "out.format"};
   mlr_recipe ref;
   char have[4096], want[4096];
-  mlr_gpu_fast_recipe("fast-a16w8", &ref);
+  mlr_gpu_fast_recipe(ref_name, &ref);
   mlr_recipe_text(r, have, sizeof have);
   mlr_recipe_text(&ref, want, sizeof want);
   for (size_t i = 0; i < sizeof FIXED / sizeof FIXED[0]; i++) {
     const char *h, *w;
     const int hl = key_line(have, FIXED[i], &h), wl = key_line(want, FIXED[i], &w);
-    if (hl != wl || strncmp(h, w, (size_t)wl) != 0)
-      return NOFIT("recipe '%s': the fast kernel computes %.*s only (see `mlaref recipe show fast-a16w8`)", r->name, wl, w);
+    if (hl != wl || strncmp(h, w, (size_t)wl) != 0) {
+      snprintf(line, 256, "%.*s", wl, w);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+mlr_status mlr_gpu_fast_fit(const mlr_recipe *r, const mlr_inputs *in, mlr_error *err) {
+  /* every key the kernel fixes must have the kernel's value for the KV format (fp8: fast-a16w8's,
+   * bf16: fast-a16w16's; the recipe alone: either) */
+  char w8[256], w16[256]; /* -1: not asked (the inputs' KV format is the other one) */
+  const int l8 = in && in->kv_format == MLR_FMT_BF16 ? -1 : first_mismatch(r, "fast-a16w8", w8);
+  const int l16 = in && in->kv_format != MLR_FMT_BF16 ? -1 : first_mismatch(r, "fast-a16w16", w16);
+  if (l8 != 0 && l16 != 0) {
+    if (l16 < 0) return NOFIT("recipe '%s': with fp8 KV the fast kernel computes %s only (see `mlaref recipe show fast-a16w8`)", r->name, w8);
+    if (l8 < 0) return NOFIT("recipe '%s': with bf16 KV the fast kernel computes %s only (see `mlaref recipe show fast-a16w16`)", r->name, w16);
+    return NOFIT("recipe '%s': the fast kernel computes %s only (fp8 KV; see `mlaref recipe show fast-a16w8`; bf16 KV: fast-a16w16)", r->name, w8);
   }
   if (r->q_format != MLR_Q_BF16 && r->q_scale != MLR_QS_STATIC && r->q_scale != MLR_QS_DYNAMIC)
     return NOFIT("recipe '%s': the fast kernel quantizes Q with one scale (q.scale = static or dynamic), not per head or token", r->name);
   if (!in) return MLR_OK;
-  if (in->kv_format != MLR_FMT_E4M3 && in->kv_format != MLR_FMT_E4M3FNUZ)
-    return NOFIT("the fast kernel reads fp8 KV (e4m3 or e4m3fnuz); these inputs have bf16 KV");
   if (in->H < 1 || in->H > 16) return NOFIT("the fast kernel runs 1..16 heads; the inputs have %lld", (long long)in->H);
   return mlr_emu_check_fit(r, in, err);
 }
