@@ -28,7 +28,7 @@ static void usage(FILE *out) {
         "      [--allow-nonfinite] [--max-memory GB]   the bit-accurate model of a kernel: o, lse (and partials)\n"
         "  gpu run --kernel exact|fast --recipe NAME|FILE [--set key=value]... --inputs IN --out OUT\n"
         "                          exact: the same model on the GPU, bit for bit (gpu/exact); fast: the\n"
-        "                          fast kernel (gpu/fast) on its recipes fast-a16w8, fast-a8w8\n"
+        "                          fast kernel (gpu/fast) on its recipes fast-a16w8, fast-a8w8 (bf16 KV: fast-a16w16, fast-a8w16)\n"
         "  gpu info                the build's GPU runtime and the GPU found\n"
         "  compare A B [--tensor o] [--rule R]... [--truth T] [--inputs IN] [--json]\n"
         "                          metrics and tolerance rules (exact|ulp:N|allclose:RTOL,ATOL[,MISS]|\n"

@@ -50,7 +50,7 @@ build() {
       -o "$BIN/mma_probe" || return 1
   "$NVCC" -O2 -std=c++17 -gencode arch=compute_90a,code=sm_90a -fmad=false -ftz=false -Werror=all-warnings -I. gpu/probes/wgmma_probe.cu \
       "$BIN/mma.o" -o "$BIN/wgmma_probe" || return 1
-  "$NVCC" -O2 -std=c++17 -arch=sm_90 -fmad=false -ftz=false -Werror=all-warnings -I. gpu/probes/cvt_probe.cu -o "$BIN/cvt_probe" || return 1
+  "$NVCC" -O2 -std=c++17 -arch=sm_90 -fmad=false -ftz=false -prec-div=true -Werror=all-warnings -I. gpu/probes/cvt_probe.cu -o "$BIN/cvt_probe" || return 1
   "$NVCC" -O2 -std=c++17 -arch=sm_90 -ftz=false -Werror=all-warnings -I. gpu/probes/ex2_table.cu -o "$BIN/ex2_table" || return 1 # ref/sfu's table and the model's check
 }
 if [ "${1:-}" = --build-only ]; then build && echo "gpu_run: build only: $BIN/mlaref and $BIN/bits_digest built"; exit $?; fi
@@ -95,7 +95,7 @@ step() { case "$STEPS" in *" $1 "*) return 0 ;; esac; echo "== $1: not asked for
   fi
   if step fast; then
     echo "== fast kernel: its hardware conversions against the generic encoders (gpu/probes/cvt_probe.cu)"
-    "$NVCC" -O2 -std=c++17 -arch=sm_90 -fmad=false -ftz=false -Werror=all-warnings -I. gpu/probes/cvt_probe.cu -o "$BIN/cvt_probe" &&
+    "$NVCC" -O2 -std=c++17 -arch=sm_90 -fmad=false -ftz=false -prec-div=true -Werror=all-warnings -I. gpu/probes/cvt_probe.cu -o "$BIN/cvt_probe" &&
       "$BIN/cvt_probe" | tee "$OUT/cvt_probe.txt" || status=1
     echo "== fast kernel (gpu/fast): check --rule exact --rule budget --rule fa3 on every cell of the edge, test and bench suites and the bf16-KV set"
     FD=${MLAREF_FAST_DATA:-/tmp/mlaref-fast}

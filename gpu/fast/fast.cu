@@ -3,10 +3,13 @@
  * not written yet: in a HIP build the entry points answer MLR_EDEVICE.
  *
  *   k_amax  (dynamic Q scale only) max |q| over the tensor, an atomic max of the bit patterns
- *   k_qprep Q's fp16 operand codes (the recipe's Q policy, then fp16), once per element (every
- *           split's block converted its token's Q before: a8w8 5 us slower than a16w8 at every shape)
+ *   k_qprep Q's fp16 operand codes (the recipe's Q policy, then fp16), once per element, for the
+ *           dynamic scale and e4m3fnuz Q (converting them in every split's block with the generic
+ *           encoders made a8w8 5 us slower than a16w8 at every shape); bf16 Q and static e4m3 Q
+ *           are made operands in k_attn by hardware conversions (fast_cvt.h): one kernel less
  *   k_attn  a block per (query token, split), 8 warps. The block's KV rows stream through shared
- *           memory in tiles of 128 tokens (cp.async into a ring of 6 slots of 64 rows = 3 tiles).
+ *           memory in tiles of 128 tokens (cp.async into a ring of 6 slots of 64 rows = 3 tiles;
+ *           bf16 KV: tiles of 64 tokens, slots of 32 rows, logits by warps 0..3).
  *           Warp w: the logits of tokens 16w..16w+15 of a tile for the 16 heads (two mma chains
  *           over the 36 column blocks, Q's fragments in registers), and output columns
  *           64w..64w+63 of the 16 heads (8 accumulator tiles), P from shared memory; software-
@@ -53,6 +56,8 @@ extern "C" mlr_status mlr_gpu_read_bandwidth(int, double *, mlr_error *err) { re
 
 #else
 
+#include "fast_cvt.h"
+
 namespace {
 
 enum { QK = MLR_EMU_QK_DIM, DV = MLR_EMU_V_DIM, NKB = QK / 16, TILE = 128, NWARP = 8, NTHR = 32 * NWARP };
@@ -71,6 +76,7 @@ struct tokinfo {
 
 struct fparams {
   int H, qfp8, qfmt, qstatic, fnuz, kvw; /* kvw: bytes a KV value (1 fp8, 2 bf16) */
+  int qin;                      /* Q's operands made in k_attn (bf16 Q; e4m3 Q with a static scale), not by k_qprep */
   float c0, kvs, clamp, static_scale; /* kvs: kv_scale, halved for e4m3fnuz (K and V are read at twice their value) */
   int64_t page, S;
   const uint16_t *q;
@@ -130,17 +136,6 @@ __device__ __forceinline__ float ex2(float x) {
   asm("ex2.approx.f32 %0, %1;\n" : "=f"(y) : "f"(x));
   return y;
 }
-
-/* two fp32 values as fp16x2 (round to nearest even, as mlr__emu_p_round): lo in bits 0..15 */
-__device__ __forceinline__ uint32_t f16x2(float lo, float hi) {
-  uint32_t d;
-  asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(d) : "f"(hi), "f"(lo));
-  return d;
-}
-
-/* bf16x2 (lo in bits 0..15) as fp16x2, each rounded to nearest even as mlr__emu_to_operand(..,
- * fp16) (overflow to Inf, subnormals kept; a NaN stays a NaN): a bf16 value is exact in fp32 */
-__device__ __forceinline__ uint32_t bf16x2_f16x2(uint32_t x) { return f16x2(mlr_bits_f32(x << 16), mlr_bits_f32(x & 0xFFFF0000u)); }
 
 __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t sel) {
   uint32_t d;
@@ -251,18 +246,6 @@ __global__ void __launch_bounds__(QPREP_THREADS) k_qprep(fparams p, int64_t n8) 
   if (clipped && (threadIdx.x & 31) == 0) atomicAdd(p.clipped, (unsigned long long)clipped);
 }
 
-/* two values as bf16 codes (lo in bits 0..15), the emulator's mlr__emu_out_code: cvt.rn.bf16x2.f32
- * rounds to nearest even with subnormals and overflows to Inf, as the generic encoder does
- * (gpu/probes/cvt_probe.cu checks all 2^32 inputs); its NaN is 0x7FFF, the encoder's is 0x7FC0 with
- * the sign, so a NaN takes the encoder (the software path for every value cost about a third of
- * a one-tile block's epilogue) */
-__device__ __forceinline__ uint32_t out_bf16x2(float lo, float hi) {
-  if (isnan(lo) || isnan(hi)) return mlr__emu_out_code(lo, MLR_OUT_BF16) | (uint32_t)mlr__emu_out_code(hi, MLR_OUT_BF16) << 16;
-  uint32_t d;
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(d) : "f"(hi), "f"(lo));
-  return d;
-}
-
 /* a split's result from shared memory (o_sm [16][DV] the accumulators, lc_sm max(l, clamp) [16]
  * and the row maxima [16]): o = acc / lc * kv_scale, lse = (m + log2 lc) * ln 2; written as the
  * output (bf16) when the token has one split, else as the split's partial. One small loop, so the
@@ -277,7 +260,7 @@ __device__ void split_result(const fparams &p, const float *o_sm, const float *l
     const float4 a4 = *(const float4 *)(o_sm + h * DV + col);
     const float lc = lc_sm[h];
     const float v[4] = {a4.x / lc * p.kvs, a4.y / lc * p.kvs, a4.z / lc * p.kvs, a4.w / lc * p.kvs};
-    if (direct) *(uint2 *)(p.o + row * DV + col) = make_uint2(out_bf16x2(v[0], v[1]), out_bf16x2(v[2], v[3]));
+    if (direct) *(uint2 *)(p.o + row * DV + col) = make_uint2(mlr__out_bf16x2(v[0], v[1]), mlr__out_bf16x2(v[2], v[3]));
     else *(float4 *)(p.part_o + (row * p.S + s) * DV + col) = make_float4(v[0], v[1], v[2], v[3]);
   }
   if (threadIdx.x < H) { /* lse = (m + log2(max(l, clamp))) * ln 2 */
@@ -362,7 +345,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   load_slot(0);
   load_slot(1);
   griddep_wait(); /* fp8 Q: k_qprep's codes (and k_amax's scale) are written */
-  const uint16_t *qsrc = p.qfp8 ? p.qop : p.q; /* bf16 Q: its codes, rounded to fp16 below */
+  const uint16_t *qsrc = p.qin ? p.q : p.qop; /* p.qin: the bf16 codes, made operands below */
   for (int c = threadIdx.x; c < 16 * (QK / 8); c += NTHR) /* 16 bytes a copy: 8 codes */
     cp_async16(smem_addr(q_sm + c * 8), c < H * (QK / 8) ? qsrc + (int64_t)t * H * QK + c * 8 : qsrc, c < H * (QK / 8) ? 16 : 0);
   cp_commit();
@@ -371,6 +354,15 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   if (FNUZ && threadIdx.x == 0) fix_sm[0] = fix_sm[1] = 0;
   asm volatile("cp.async.wait_group 2;\n" ::: "memory"); /* slots 0, 1 (tile 0) and Q */
   __syncthreads();
+  if (p.qin && p.qfp8) { /* e4m3 Q, static scale: the recipe's policy here, in place, by the block
+                          * (18 pairs a thread); the clamp's count by split 0's block, once a token */
+    int clipped = 0;
+    uint32_t *q32 = (uint32_t *)q_sm;
+    for (int c = threadIdx.x; c < H * QK / 2; c += NTHR) q32[c] = mlr__q_static_e4m3x2(q32[c], p.static_scale, &clipped);
+    for (int m = 16; m; m >>= 1) clipped += MLR_SHFL_XOR(clipped, m);
+    if (s == 0 && clipped && lane == 0) atomicAdd(p.clipped, (unsigned long long)clipped);
+    __syncthreads();
+  }
   const float qs = q_scale(p);
   /* each lane's A fragments for the 36 column blocks, in the k order the K rows' ldmatrix gives
    * (below). fp8: k = 2j, 2j+1 <-> columns 4j, 4j+1 and k = 2j+8, 2j+9 <-> columns 4j+2, 4j+3;
@@ -385,8 +377,8 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
         const uint2 v = *(const uint2 *)(qrow + 4 * j);
         qa[kb][rr] = v.x, qa[kb][2 + rr] = v.y;
       } else qa[kb][rr] = *(const uint32_t *)(qrow + 2 * j), qa[kb][2 + rr] = *(const uint32_t *)(qrow + 8 + 2 * j);
-      if (!p.qfp8) /* bf16 codes -> fp16 operands, q_operand's rounding (k_qprep is not launched for bf16 Q) */
-        for (int k = 0; k < 4; k += 2) qa[kb][k + rr] = bf16x2_f16x2(qa[kb][k + rr]);
+      if (!p.qfp8) /* bf16 codes -> fp16 operands, q_operand's rounding (k_qprep is not launched) */
+        for (int k = 0; k < 4; k += 2) qa[kb][k + rr] = mlr__bf16x2_f16x2(qa[kb][k + rr]);
     }
   __syncthreads(); /* Q's staging read by every warp: slots 4 and 5 are free */
   load_slot(4);
@@ -430,8 +422,8 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
             mma(sacc[nt], qa[4 * q4 + i], lo, hi);
           }
         } else {
-          mma(sacc[nt], qa[2 * q4], bf16x2_f16x2(r[0]), bf16x2_f16x2(r[1]));
-          mma(sacc[nt], qa[2 * q4 + 1], bf16x2_f16x2(r[2]), bf16x2_f16x2(r[3]));
+          mma(sacc[nt], qa[2 * q4], mlr__bf16x2_f16x2(r[0]), mlr__bf16x2_f16x2(r[1]));
+          mma(sacc[nt], qa[2 * q4 + 1], mlr__bf16x2_f16x2(r[2]), mlr__bf16x2_f16x2(r[3]));
         }
       }
     return sp;
@@ -485,8 +477,8 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
            * 8c+8.., c = 8w + 2 a2: lane (g, j) gets tokens 2j, 2j+1 of column 8c + g */
           uint32_t r[4];
           ldsm4t(kv_chunk(tile, vrow, 8 * warp + 2 * a2 + (lane >> 4)), r[0], r[1], r[2], r[3]);
-          mma(acc[a2 >> 1][a2 & 1][0], pa, bf16x2_f16x2(r[0]), bf16x2_f16x2(r[1])); /* columns 64w + 16 a2 + g */
-          mma(acc[a2 >> 1][a2 & 1][1], pa, bf16x2_f16x2(r[2]), bf16x2_f16x2(r[3])); /* columns 64w + 16 a2 + 8 + g */
+          mma(acc[a2 >> 1][a2 & 1][0], pa, mlr__bf16x2_f16x2(r[0]), mlr__bf16x2_f16x2(r[1])); /* columns 64w + 16 a2 + g */
+          mma(acc[a2 >> 1][a2 & 1][1], pa, mlr__bf16x2_f16x2(r[2]), mlr__bf16x2_f16x2(r[3])); /* columns 64w + 16 a2 + 8 + g */
         }
       }
     }
@@ -531,8 +523,8 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
         for (int k = 0; k < 4; k++) e[k] = ex2(sv[nt][k] - mn[k >> 1]);
         ps[0] += e[0] + e[1], ps[1] += e[2] + e[3];
         const int col = 16 * warp + 8 * nt + 2 * j;
-        *(uint32_t *)(p_sm + g * PS + col) = f16x2(e[0], e[1]);
-        *(uint32_t *)(p_sm + (g + 8) * PS + col) = f16x2(e[2], e[3]);
+        *(uint32_t *)(p_sm + g * PS + col) = mlr__f16x2(e[0], e[1]);
+        *(uint32_t *)(p_sm + (g + 8) * PS + col) = mlr__f16x2(e[2], e[3]);
       }
 #pragma unroll
       for (int rr = 0; rr < 2; rr++) {
@@ -617,6 +609,17 @@ __global__ void __launch_bounds__(MERGE_THREADS) k_merge(fparams p) {
   griddep_wait();     /* k_attn's partials */
   const int d = threadIdx.x;
   const float *x = p.part_lse + row * p.S, *part = p.part_o + row * p.S * DV + d;
+  /* the column's partials MB at a time into registers, all loads in flight at once (one at a time
+   * behind a test of the split's weight, they were a chain of L2 round trips: 32 splits, about
+   * 2 us); the first MB before the max and the weights, which they do not need. Every split below
+   * ns has its partial written (an empty one 0), so the loads need no test. */
+  enum { MB = 16 };
+  float pv[MB];
+  auto load_chunk = [&](int64_t k0) {
+#pragma unroll
+    for (int u = 0; u < MB; u++) pv[u] = k0 + u < ns ? part[(k0 + u) * DV] : 0.0f;
+  };
+  load_chunk(0);
   float M = -INFINITY; /* splits with lse <= MLR_EMU_SKIP_BELOW (empty ones; NaN) are skipped, as there */
   for (int64_t s = d; s < ns; s += MERGE_THREADS)
     if (x[s] > MLR_EMU_SKIP_BELOW) M = fmaxf(M, x[s]);
@@ -633,9 +636,12 @@ __global__ void __launch_bounds__(MERGE_THREADS) k_merge(fparams p) {
     }
     __syncthreads();
     const int n = ns - c0 < MERGE_THREADS ? (int)(ns - c0) : MERGE_THREADS;
-#pragma unroll 4
-    for (int k = 0; k < n; k++)
-      if (w_sm[k] >= 0.0f) mlr__emu_merge_term(part[(c0 + k) * DV], 1.0f, w_sm[k], 0, &acc, &sum);
+    for (int k0 = 0; k0 < n; k0 += MB) { /* MERGE_THREADS is a multiple of MB: chunks stay within c0's */
+      if (c0 + k0 > 0) load_chunk(c0 + k0);
+#pragma unroll
+      for (int u = 0; u < MB; u++) /* the terms in split order, as mlr__emu_merge_column */
+        if (k0 + u < n && w_sm[k0 + u] >= 0.0f) mlr__emu_merge_term(pv[u], 1.0f, w_sm[k0 + u], 0, &acc, &sum);
+    }
   }
   const float sc = fmaxf(sum, p.clamp);
   p.o[row * DV + d] = mlr__emu_out_code(acc / sc, MLR_OUT_BF16);
@@ -743,6 +749,7 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
   p.H = (int)H, p.S = f->S, p.page = in->page, p.fnuz = in->kv_format == MLR_FMT_E4M3FNUZ, p.kvw = in->kv_format == MLR_FMT_BF16 ? 2 : 1;
   p.qfp8 = r->q_format != MLR_Q_BF16, p.qfmt = r->q_format == MLR_Q_E4M3FNUZ ? MLR_FMT_E4M3FNUZ : MLR_FMT_E4M3;
   p.qstatic = r->q_scale == MLR_QS_STATIC, f->dyn = p.qfp8 && !p.qstatic;
+  p.qin = !p.qfp8 || (p.qstatic && p.qfmt == MLR_FMT_E4M3); /* fast_cvt.h's static e4m3 quantization */
   p.c0 = (float)(MLR_EMU_SM_SCALE * MLR_EMU_LOG2E_D); /* softmax.exp = 2: log2 e folded into the scale */
   p.kvs = p.fnuz ? in->kv_scale * 0.5f : in->kv_scale; /* exact: a power of two */
   p.clamp = (float)r->softmax_clamp;
@@ -800,7 +807,7 @@ extern "C" mlr_status mlr_gpu_fast_launch(mlr_gpu_fast *f, int flush_l2, double 
     GPU_TRY(hipGetLastError());
   }
   if (f->T > 0) {
-    if (p.qfp8) { /* bf16 Q is rounded to fp16 in k_attn (a cvt a pair): one kernel less on the path */
+    if (!p.qin) { /* bf16 Q and static e4m3 Q are made operands in k_attn: one kernel less on the path */
       const int64_t n8 = f->nq / 8; /* H * 576 is a multiple of 8 */
       k_qprep<<<(unsigned)((n8 + QPREP_THREADS - 1) / QPREP_THREADS), QPREP_THREADS>>>(p, n8);
       GPU_TRY(hipGetLastError());

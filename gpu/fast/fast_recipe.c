@@ -8,7 +8,7 @@
 #include "mlr_gpu_fast.h"
 
 /* Shared by all variants: fp16 operands on the sm90 fp16 unit for both products (fp8 KV values are
- * exact in fp16; bf16 KV values round to fp16, exact for |v| in [2^-14, 65504]), kv_scale folded,
+ * exact in fp16; bf16 KV values round to fp16, exact for |v| in [2^-17, 65504]), kv_scale folded,
  * base-2 softmax over blocks of the kernel's KV tile (128 tokens of fp8 KV, 64 of bf16 KV: the
  * same 72 KiB of shared memory) with the hardware exp2 (ex2.approx.f32: sm90-ex2) and the kernel's
  * row-sum tree (softmax2: warp16), P in fp16, the PV dot from acc*alpha, normalized partials with

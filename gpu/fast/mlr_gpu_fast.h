@@ -1,21 +1,22 @@
-/* mlr_gpu_fast.h: the production fast kernel (gpu/fast): MLA decode over an fp8 KV cache with
- * matrix units for both products, online softmax, split-K and a log-sum-exp merge. Unlike the exact
- * kernel (gpu/exact) it is not bit-identical to a recipe's model: it computes its own recipe
- * (fast-a16w8 for bf16 Q, fast-a8w8 for fp8 Q; mlr_gpu_fast_recipe) up to the order of the
- * softmax's row sum and the hardware exp2 (ex2.approx), and `mlaref check` holds it to that recipe
- * and the truth under the budget rule.
+/* mlr_gpu_fast.h: the production fast kernel (gpu/fast): MLA decode over an fp8 or bf16 KV cache
+ * with matrix units for both products, online softmax, split-K and a log-sum-exp merge. Unlike the
+ * exact kernel (gpu/exact) it does not run arbitrary recipes: it computes its own, bit for bit
+ * (mlr_gpu_fast_recipe: fp8 KV fast-a16w8 for bf16 Q, fast-a8w8 for fp8 Q; bf16 KV fast-a16w16,
+ * fast-a8w16), with the matrix unit's, the hardware exp2's and its row sum's rounding in the
+ * recipe (mma:sm90-f16, softmax.exp_unit = sm90-ex2, softmax.sum = warp16), and `mlaref check`
+ * holds it to that recipe and the truth.
  *
  * What it computes, per query token and split (a block of 8 warps; 16 heads = the 16 rows of the
  * unit's tile):
  *   Q: bf16, or fp8 by a static or dynamic scale (the recipe's policy), as fp16 operands (exact for
  *      fp8 values; bf16 values round to fp16: exact for |q| in [2^-17, 65504]).
  *   K, V: fp8 codes (OCP e4m3, or e4m3fnuz read as twice its value with 1/2 folded into the scales,
- *      both exact) converted to fp16 operands in registers; kv_scale folded into the logit scale
- *      and the output.
+ *      both exact) or bf16 codes (rounded to nearest even: exact for |v| in [2^-17, 65504])
+ *      converted to fp16 operands in registers; kv_scale folded into the logit scale and the output.
  *   QK: mma.sync m16n8k16 (fp16 in, fp32 accumulate) over the 576 columns in blocks of 16 in order
  *      from 0 (the recipe's mma:sm90-f16). logits = dot * c, c = fp32(log2 e / 24) [* q_scale] * kv_scale.
- *   softmax: blocks of 128 tokens from the split's start: m' = max(m, max s), alpha = 2^(m - m'),
- *      p = 2^(s - m') (ex2.approx.f32), l = l*alpha + sum p (a warp-shuffle tree, then the 8 warps
+ *   softmax: blocks of 128 tokens (bf16 KV: 64) from the split's start: m' = max(m, max s), alpha = 2^(m - m'),
+ *      p = 2^(s - m') (ex2.approx.f32), l = l*alpha + sum p (a warp-shuffle tree, then the warps
  *      in order), P rounded to fp16.
  *   PV: mma.sync m16n8k16 over the block's tokens in blocks of 16 in order from acc*alpha.
  *   split result: acc / max(l, clamp) * kv_scale, lse = (m + log2(max(l, clamp))) * ln 2; one split
@@ -37,7 +38,7 @@
 extern "C" {
 #endif
 
-/** "fast-a16w8|fast-a8w8": the fast kernel's recipes. */
+/** "fast-a16w8|fast-a8w8|fast-a16w16|fast-a8w16": the fast kernel's recipes. */
 const char *mlr_gpu_fast_recipe_names(void);
 
 /** The fast kernel's recipe NAME into out: MLR_OK, or MLR_EINVAL for another name. */

@@ -1,61 +1,85 @@
-// The hardware conversions gpu/fast/fast.cu uses in place of the generic encoders, checked
-// exhaustively against them on the GPU (the encoders are MLR_HD: the same code the CPU runs):
-//   cvt.rn.bf16x2.f32 (the output's bf16 codes, out_bf16x2) against mlr__emu_out_code(x, bf16) on
-//     all 2^32 binary32 inputs but NaN (the kernel sends a NaN to the encoder: the hardware's NaN
-//     is 0x7FFF, the encoder's 0x7FC0 with the sign);
-//   bf16 -> fp32 -> cvt.rn.f16x2.f32 (bf16 KV's fp16 operands, bf16x2_f16x2) against
-//     mlr__emu_to_operand(x, fp16) on all 2^16 bf16 codes (a NaN must stay a NaN).
+// gpu/fast/fast_cvt.h's hardware conversions, checked exhaustively against the generic encoders
+// on the GPU (the encoders are MLR_HD: the code the CPU runs):
+//   mlr__out_bf16x2 (the output's bf16 codes) against mlr__emu_out_code(x, bf16) on all 2^32
+//     binary32 inputs, both halves;
+//   mlr__bf16x2_f16x2 (bf16 KV and bf16 Q as fp16 operands) against mlr__emu_to_operand(x, fp16)
+//     on all 2^16 bf16 codes (a NaN must stay a NaN);
+//   mlr__q_static_e4m3x2 (e4m3 Q with a static scale, as fp16 operands) against
+//     mlr__emu_q_code(.., s, E4M3, 0, ..) then decoded, on all 2^16 bf16 codes for the seeds' scale
+//     fp32(6/448) and scales from 2^-20 to 2^20 with random significands (values and the clamp's
+//     count; NaN as NaN).
 // Prints the counts; exits 1 on any difference. Build: nvcc -arch=sm_90 -fmad=false -ftz=false
-// (scripts/gpu_run.sh, step fast).
+// -prec-div=true (scripts/gpu_run.sh, step fast).
 #include "gpu/hip_compat.h"
 
 #include <stdint.h>
 #include <stdio.h>
 
-#include "ref/emulate/mlr_emu_ops.h"
+#include "gpu/fast/fast_cvt.h"
 
-__global__ void bf16_out(unsigned long long *bad, unsigned long long *first) {
-  unsigned long long n = 0;
-  for (uint64_t k = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; k < (1ull << 32); k += (uint64_t)gridDim.x * blockDim.x) {
-    const float x = mlr_bits_f32((uint32_t)k);
-    if (isnan(x)) continue;
-    uint32_t d;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(d) : "f"(x), "f"(x));
-    if ((d & 0xFFFFu) != mlr__emu_out_code(x, MLR_OUT_BF16) || (d >> 16) != (d & 0xFFFFu)) {
-      n++;
-      atomicMin(first, (unsigned long long)k);
-    }
-  }
-  if (n) atomicAdd(bad, n);
+enum { NSCALE = 64 };
+
+__device__ void bad_at(unsigned long long *bad, unsigned long long *first, unsigned long long k) {
+  atomicAdd(bad, 1ull);
+  atomicMin(first, k);
 }
 
-__global__ void bf16_to_f16(unsigned long long *bad, unsigned long long *first) {
-  const uint32_t c = blockIdx.x * blockDim.x + threadIdx.x; /* 2^16 threads */
-  const float x = mlr_bits_f32(c << 16);
-  uint32_t d;
-  asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(d) : "f"(x), "f"(x));
-  const float got = mlr_decode(MLR_FMT_FP16, d & 0xFFFFu), want = mlr__emu_to_operand(x, MLR_OP_FP16);
-  const int same = isnan(want) ? isnan(got) : mlr_f32_bits(got) == mlr_f32_bits(want);
-  if (!same) {
-    atomicAdd(bad, 1ull);
-    atomicMin(first, (unsigned long long)c);
+__global__ void out_probe(unsigned long long *bad, unsigned long long *first) {
+  for (uint64_t k = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; k < (1ull << 32); k += (uint64_t)gridDim.x * blockDim.x) {
+    const float x = mlr_bits_f32((uint32_t)k), y = mlr_bits_f32((uint32_t)k ^ 0x80000000u);
+    const uint32_t d = mlr__out_bf16x2(x, y);
+    if ((d & 0xFFFFu) != mlr__emu_out_code(x, MLR_OUT_BF16) || (d >> 16) != mlr__emu_out_code(y, MLR_OUT_BF16)) bad_at(bad, first, k);
+  }
+}
+
+__device__ int same_value(float got, float want) { return isnan(want) ? isnan(got) : mlr_f32_bits(got) == mlr_f32_bits(want); }
+
+__global__ void operand_probe(const float *scales, unsigned long long *bad, unsigned long long *first) {
+  const uint32_t c = blockIdx.x * blockDim.x + threadIdx.x; /* 2^16 threads: bf16 code c, paired with c ^ 0x8000 */
+  const uint32_t pair = c | (c ^ 0x8000u) << 16;
+  const uint32_t h = mlr__bf16x2_f16x2(pair);
+  for (int k = 0; k < 2; k++) {
+    const float x = mlr_bits_f32((pair >> 16 * k) << 16);
+    if (!same_value(mlr_decode(MLR_FMT_FP16, h >> 16 * k & 0xFFFFu), mlr__emu_to_operand(x, MLR_OP_FP16))) bad_at(bad, first, c);
+  }
+  for (int si = 0; si < NSCALE; si++) {
+    int clipped = 0, want_clipped = 0;
+    const uint32_t q = mlr__q_static_e4m3x2(pair, scales[si], &clipped);
+    for (int k = 0; k < 2; k++) {
+      int cl;
+      const uint8_t code = mlr__emu_q_code((uint16_t)(pair >> 16 * k), scales[si], MLR_FMT_E4M3, 0, &cl);
+      want_clipped += cl;
+      if (!same_value(mlr_decode(MLR_FMT_FP16, q >> 16 * k & 0xFFFFu), mlr_decode(MLR_FMT_E4M3, code)))
+        bad_at(bad + 1, first + 1, (unsigned long long)si << 16 | c);
+    }
+    if (clipped != want_clipped) bad_at(bad + 1, first + 1, (unsigned long long)si << 16 | c);
   }
 }
 
 int main(void) {
-  unsigned long long *d, h[4];
-  MLR_GPU_CHECK(hipMalloc((void **)&d, 4 * sizeof *d));
-  MLR_GPU_CHECK(hipMemset(d, 0, 4 * sizeof *d));
-  MLR_GPU_CHECK(hipMemset(d + 1, 0xFF, sizeof *d));
-  MLR_GPU_CHECK(hipMemset(d + 3, 0xFF, sizeof *d));
-  bf16_out<<<132 * 16, 256>>>(d, d + 1);
-  bf16_to_f16<<<256, 256>>>(d + 2, d + 3);
+  float hs[NSCALE], *ds;
+  hs[0] = 6.0f / 448.0f; /* the seeds' static scale: absmax 6 */
+  uint32_t z = 0x9E3779B9u;
+  for (int k = 1; k < NSCALE; k++) { /* 2^e with a random significand, e from -20 to 20 */
+    z = z * 1664525u + 1013904223u;
+    hs[k] = mlr_bits_f32((uint32_t)(127 - 20 + (k * 41) / NSCALE) << 23 | (z >> 9));
+  }
+  unsigned long long *d, h[6];
+  MLR_GPU_CHECK(hipMalloc((void **)&ds, sizeof hs));
+  MLR_GPU_CHECK(hipMemcpy(ds, hs, sizeof hs, hipMemcpyHostToDevice));
+  MLR_GPU_CHECK(hipMalloc((void **)&d, 6 * sizeof *d));
+  MLR_GPU_CHECK(hipMemset(d, 0, 3 * sizeof *d));
+  MLR_GPU_CHECK(hipMemset(d + 3, 0xFF, 3 * sizeof *d));
+  out_probe<<<132 * 16, 256>>>(d, d + 3);
+  operand_probe<<<256, 256>>>(ds, d + 1, d + 4);
   MLR_GPU_CHECK(hipGetLastError());
   MLR_GPU_CHECK(hipMemcpy(h, d, sizeof h, hipMemcpyDeviceToHost));
-  printf("cvt.rn.bf16x2.f32 vs mlr__emu_out_code(bf16), all 2^32 non-NaN binary32: %llu differ", h[0]);
-  if (h[0]) printf(" (first 0x%08llx)", h[1]);
-  printf("\nbf16 -> cvt.rn.f16x2.f32 vs mlr__emu_to_operand(fp16), all 2^16 bf16 codes: %llu differ", h[2]);
-  if (h[2]) printf(" (first 0x%04llx)", h[3]);
+  printf("mlr__out_bf16x2 (cvt.rn.bf16x2.f32) vs mlr__emu_out_code(bf16), all 2^32 binary32 (and their negations): %llu differ", h[0]);
+  if (h[0]) printf(" (first 0x%08llx)", h[3]);
+  printf("\nmlr__bf16x2_f16x2 vs mlr__emu_to_operand(fp16), all 2^16 bf16 codes: %llu differ", h[1]);
+  if (h[1]) printf(" (first 0x%04llx)", h[4]);
+  printf("\nmlr__q_static_e4m3x2 vs mlr__emu_q_code(e4m3, static), all 2^16 bf16 codes x %d scales: %llu differ", NSCALE, h[2]);
+  if (h[2]) printf(" (first scale %llu code 0x%04llx)", h[5] >> 16, h[5] & 0xFFFF);
   printf("\n");
-  return h[0] || h[2] ? 1 : 0;
+  return h[0] || h[1] || h[2] ? 1 : 0;
 }

@@ -1,0 +1,49 @@
+/* fast_cvt.h: the fast kernel's conversions by hardware instructions (NVIDIA sm_90: cvt.rn.f16x2.f32,
+ * cvt.rn.bf16x2.f32, cvt.rn.satfinite.e4m3x2.f32, cvt.rn.f16x2.e4m3x2) in place of the generic
+ * encoders, each the encoder's result bit for bit on the inputs it is given. gpu/probes/cvt_probe.cu
+ * includes this header and checks every function against the encoders exhaustively on the GPU
+ * (scripts/gpu_run.sh, step fast): a change here is a change there. Device code, CUDA only. */
+#ifndef MLR_GPU_FAST_CVT_H
+#define MLR_GPU_FAST_CVT_H
+
+#include <stdint.h>
+
+#include "../../ref/emulate/mlr_emu_ops.h"
+
+/* two fp32 values as fp16x2, lo in bits 0..15: round to nearest even with subnormals, overflow to
+ * Inf (mlr__emu_round_to(.., fp16), mlr__emu_p_round's fp16) */
+__device__ __forceinline__ uint32_t mlr__f16x2(float lo, float hi) {
+  uint32_t d;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(d) : "f"(hi), "f"(lo));
+  return d;
+}
+
+/* bf16x2 (lo in bits 0..15) as fp16x2, each as mlr__emu_to_operand(.., fp16) (a bf16 value is exact
+ * in fp32; a NaN stays a NaN) */
+__device__ __forceinline__ uint32_t mlr__bf16x2_f16x2(uint32_t x) { return mlr__f16x2(mlr_bits_f32(x << 16), mlr_bits_f32(x & 0xFFFF0000u)); }
+
+/* two values as the output's bf16 codes (lo in bits 0..15), mlr__emu_out_code's: cvt.rn.bf16x2.f32
+ * rounds to nearest even with subnormals and overflows to Inf, as the encoder; its NaN is 0x7FFF,
+ * the encoder's 0x7FC0 with the sign, so a NaN takes the encoder */
+__device__ __forceinline__ uint32_t mlr__out_bf16x2(float lo, float hi) {
+  if (isnan(lo) || isnan(hi)) return mlr__emu_out_code(lo, MLR_OUT_BF16) | (uint32_t)mlr__emu_out_code(hi, MLR_OUT_BF16) << 16;
+  uint32_t d;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(d) : "f"(hi), "f"(lo));
+  return d;
+}
+
+/* two bf16 Q codes (lo in bits 0..15) quantized with the static scale s to e4m3 as
+ * mlr__emu_q_code(.., s, E4M3, 0, ..) (q / s in binary32, clamped to +-448, nearest even), returned
+ * as the fp16 operand codes of the e4m3 values (exact); *clipped += the values the clamp changed.
+ * After the clamp the saturating conversion never saturates; a NaN gives e4m3's NaN, an fp16 NaN
+ * (the encoder's NaN may differ in sign: the unit's result is its canonical NaN either way) */
+__device__ __forceinline__ uint32_t mlr__q_static_e4m3x2(uint32_t x, float s, int *clipped) {
+  float v[2] = {mlr_bits_f32(x << 16) / s, mlr_bits_f32(x & 0xFFFF0000u) / s};
+  for (int k = 0; k < 2; k++)
+    if (fabsf(v[k]) > 448.0f) v[k] = v[k] > 0 ? 448.0f : -448.0f, ++*clipped;
+  uint32_t h;
+  asm("{.reg .b16 c;\n cvt.rn.satfinite.e4m3x2.f32 c, %1, %2;\n cvt.rn.f16x2.e4m3x2 %0, c;}\n" : "=r"(h) : "f"(v[1]), "f"(v[0]));
+  return h;
+}
+
+#endif
