@@ -73,7 +73,15 @@ int mlr_bench_gpu_fast(int argc, char **argv) {
   const mlr_suite *bench = mlr_suite_find("bench");
   if (!nshape)
     for (size_t k = 0; k < bench->n && k < MAXSHAPES; k++) shapes[nshape++] = bench->cells[k].spec;
-  if (!nrec) recipes[nrec++] = "fast-a8w8", recipes[nrec++] = "fast-a16w8";
+  const int nrec_set = nrec > 0;
+  static char plat[2][256]; /* default: this build's fp8-KV recipes (names ending in w8), a8w8 first */
+  for (int pass = 0; !nrec_set && pass < 2; pass++) {
+    snprintf(plat[pass], sizeof plat[pass], "%s", mlr_gpu_fast_platform_recipes());
+    for (char *save = NULL, *tok = strtok_r(plat[pass], "|", &save); tok && nrec < MAXREC; tok = strtok_r(NULL, "|", &save)) {
+      const size_t len = strlen(tok);
+      if (len > 2 && !strcmp(tok + len - 2, "w8") && (strstr(tok, "-a8w8") != NULL) == (pass == 0)) recipes[nrec++] = tok;
+    }
+  }
   static mlr_recipe rs[MAXREC];
   for (int k = 0; k < nrec; k++)
     if ((rc = mlr_cli_recipe_sets(cmd, recipes[k], NULL, 0, &rs[k])) != MLR_EXIT_OK) goto done;

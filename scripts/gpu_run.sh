@@ -7,9 +7,11 @@
 #      bit identity with the committed golden digests on every cell of the edge, test and bench
 #      suites for every built-in recipe (golden --verify --gpu); compute-sanitizer memcheck and
 #      racecheck on the edge suite (sanitize); the benchmark (bench, $OUT/bench_gpu_exact.txt).
-#   0b. the fast kernel (gpu/fast), steps fast and fastbench: gpu run --kernel fast, then check
-#      --rule exact --rule budget --rule fa3 and the lse against mlaref run's (compare --rule exact), on every cell of the edge, test and bench suites for fast-a16w8 and
-#      fast-a8w8 ($OUT/fast_check.txt); compute-sanitizer memcheck and racecheck on six edge cells;
+#   0b. the fast kernel (gpu/fast), steps fast and fastbench: its hardware conversions against the
+#      encoders (gpu/probes/cvt_probe.cu, $OUT/cvt_probe.txt); gpu run --kernel fast, then check
+#      --rule exact --rule budget --rule fa3 and the lse against mlaref run's (compare --rule exact), on every cell of the edge, test and bench suites
+#      (fp8 KV: fast-a16w8 and fast-a8w8; bf16 KV: fast-a16w16 and fast-a8w16) and a bf16-KV set of five
+#      shapes ($OUT/fast_check.txt); compute-sanitizer memcheck and racecheck on seven cells;
 #      .peers/seed_peers.py (when copied from ../shared/peers) and bench gpu --peers beside it
 #      ($OUT/bench_gpu.txt, $OUT/peers.json).
 #   1. bit identity: digests of formats, pmath and rng over binary32 inputs on the GPU, against

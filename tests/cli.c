@@ -93,34 +93,47 @@ Test(cli, matrix_unit_dots) {
   remove("/tmp/mlr_cli_mma.safetensors"), remove("/tmp/mlr_cli_mma_o.safetensors");
 }
 
-/* the fast GPU kernel's recipes: listed apart from the built-ins, shown, and run by the CPU model */
+/* `recipe show NAME` prints every line of want ("\n"-separated); then the CPU model runs the
+ * recipe on a generated shape and `check --rule exact --rule budget` passes its output */
+static void fast_recipe_runs(const char *name, const char *want, const char *shape) {
+  char *o, *e, cmd[512];
+  snprintf(cmd, sizeof cmd, "recipe show %s", name);
+  cr_assert_eq(run(cmd, &o, &e), 0, "%s", e);
+  for (const char *w = want; *w; w += strcspn(w, "\n") + (w[strcspn(w, "\n")] != 0)) {
+    char line[128];
+    snprintf(line, sizeof line, "%.*s", (int)strcspn(w, "\n"), w);
+    cr_assert(strstr(o, line), "%s: no '%s' in %s", name, line, o);
+  }
+  free(o); free(e);
+  snprintf(cmd, sizeof cmd, MLAREF_BIN " gen --shape %s --out /tmp/mlr_cli_fast_in.safetensors >/dev/null", shape);
+  cr_assert_eq(system(cmd), 0, "%s", cmd);
+  snprintf(cmd, sizeof cmd, "run --recipe %s --inputs /tmp/mlr_cli_fast_in.safetensors --out /tmp/mlr_cli_fast_out.safetensors", name);
+  cr_assert_eq(run(cmd, &o, &e), 0, "%s", e);
+  free(o); free(e);
+  snprintf(cmd, sizeof cmd, "check --inputs /tmp/mlr_cli_fast_in.safetensors --output /tmp/mlr_cli_fast_out.safetensors --recipe %s --rule exact --rule budget", name);
+  cr_assert_eq(run(cmd, &o, &e), 0, "%s%s", o, e);
+  free(o); free(e);
+  remove("/tmp/mlr_cli_fast_in.safetensors"), remove("/tmp/mlr_cli_fast_out.safetensors");
+}
+
+/* the fast GPU kernel's recipes: listed apart from the built-ins, shown, and run by the CPU model
+ * (fp8 KV and, with blocks of 64 tokens, bf16 KV) */
 Test(cli, fast_kernel_recipes) {
   char *o, *e;
   cr_assert_eq(run("recipe list", &o, &e), 0, "%s", e);
   const char *sep = strstr(o, "# the fast GPU kernel's recipes");
   cr_assert(sep && strstr(sep, "fast-a16w8") && strstr(sep, "fast-a8w8") && strstr(sep, "fast-a16w16") && strstr(sep, "fast-a8w16") &&
+                strstr(sep, "fast-mi300-a16w8") && strstr(sep, "fast-mi300-a8w8") &&
                 !strstr(sep, "fp32-seq"),
             "%s", o);
   free(o); free(e);
-  cr_assert_eq(run("recipe show fast-a8w8", &o, &e), 0, "%s", e);
-  cr_assert(strstr(o, "qk.dot = mma:sm90-f16") && strstr(o, "q.scale = static") && strstr(o, "softmax.block = 128"), "%s", o);
-  free(o); free(e);
-  cr_assert_eq(system(MLAREF_BIN " gen --shape bs=2,kv=300,q=2,seed=5 --out /tmp/mlr_cli_fast_in.safetensors >/dev/null"), 0);
-  cr_assert_eq(run("run --recipe fast-a16w8 --inputs /tmp/mlr_cli_fast_in.safetensors --out /tmp/mlr_cli_fast_out.safetensors", &o, &e), 0, "%s", e);
-  free(o); free(e);
-  cr_assert_eq(run("check --inputs /tmp/mlr_cli_fast_in.safetensors --output /tmp/mlr_cli_fast_out.safetensors --recipe fast-a16w8 --rule exact --rule budget", &o, &e), 0, "%s%s", o, e);
-  free(o); free(e);
-  remove("/tmp/mlr_cli_fast_in.safetensors"), remove("/tmp/mlr_cli_fast_out.safetensors");
-  /* bf16 KV: its recipes, blocks of 64 tokens, run by the CPU model and checked like the others */
-  cr_assert_eq(run("recipe show fast-a8w16", &o, &e), 0, "%s", e);
-  cr_assert(strstr(o, "softmax.block = 64") && strstr(o, "q.format = e4m3") && strstr(o, "pv.operand = fp16"), "%s", o);
-  free(o); free(e);
-  cr_assert_eq(system(MLAREF_BIN " gen --shape bs=2,kv=300,q=2,fmt=bf16,seed=5 --out /tmp/mlr_cli_fast_in.safetensors >/dev/null"), 0);
-  cr_assert_eq(run("run --recipe fast-a16w16 --inputs /tmp/mlr_cli_fast_in.safetensors --out /tmp/mlr_cli_fast_out.safetensors", &o, &e), 0, "%s", e);
-  free(o); free(e);
-  cr_assert_eq(run("check --inputs /tmp/mlr_cli_fast_in.safetensors --output /tmp/mlr_cli_fast_out.safetensors --recipe fast-a16w16 --rule exact --rule budget", &o, &e), 0, "%s%s", o, e);
-  free(o); free(e);
-  remove("/tmp/mlr_cli_fast_in.safetensors"), remove("/tmp/mlr_cli_fast_out.safetensors");
+  fast_recipe_runs("fast-a8w8", "qk.dot = mma:sm90-f16\nq.scale = static\nsoftmax.block = 128", "bs=2,kv=300,q=2,seed=5");
+  fast_recipe_runs("fast-a16w8", "q.format = bf16\nsoftmax.block = 128", "bs=2,kv=300,q=2,seed=5");
+  fast_recipe_runs("fast-a8w16", "softmax.block = 64\nq.format = e4m3\npv.operand = fp16", "bs=2,kv=300,q=2,fmt=bf16,seed=5");
+  fast_recipe_runs("fast-a16w16", "softmax.block = 64\nq.format = bf16", "bs=2,kv=300,q=2,fmt=bf16,seed=5");
+  /* the AMD (MFMA) variant's: bf16 operands on the CDNA3 unit's model */
+  fast_recipe_runs("fast-mi300-a8w8", "qk.dot = mma:cdna3-bf16\nq.format = e4m3fnuz\nsoftmax.exp_unit = exact", "bs=2,kv=300,q=2,fmt=e4m3fnuz,seed=5");
+  fast_recipe_runs("fast-mi300-a16w8", "p.format = bf16\nsoftmax.sum = seq\nsplit.cus = 304", "bs=2,kv=300,q=2,seed=5");
 }
 
 Test(cli, bad_input_exits_2_with_one_line) {

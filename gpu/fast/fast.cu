@@ -1,6 +1,7 @@
 /* fast.cu: the fast kernel (mlr_gpu_fast.h says what it computes). NVIDIA sm_90: mma.sync
- * m16n8k16 with fp16 operands, ldmatrix, cp.async, cvt.rn.f16x2.e4m3x2. The AMD (MFMA) variant is
- * not written yet: in a HIP build the entry points answer MLR_EDEVICE.
+ * m16n8k16 with fp16 operands, ldmatrix, cp.async, cvt.rn.f16x2.e4m3x2. In a HIP build the AMD
+ * (MFMA) variant instead (fast_mfma.h: its own kernels and recipes, written for CDNA3, not run here);
+ * k_amax, k_merge, k_read and the host code are shared.
  *
  *   k_amax  (dynamic Q scale only) max |q| over the tensor, an atomic max of the bit patterns
  *   k_qprep Q's fp16 operand codes (the recipe's Q policy, then fp16), once per element, for the
@@ -40,23 +41,11 @@
 #include "mlr_gpu_fast.h"
 
 #if defined(__HIPCC__) || defined(__HIP_PLATFORM_AMD__)
-
-static mlr_status no_amd(mlr_error *err) {
-  return mlr_error_set(err, MLR_EDEVICE, "the fast kernel is written for NVIDIA sm_90 only; its AMD (MFMA) variant is not written yet");
-}
-extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *, const mlr_inputs *, mlr_gpu_fast **f, mlr_error *err) {
-  *f = NULL;
-  return no_amd(err);
-}
-extern "C" mlr_status mlr_gpu_fast_launch(mlr_gpu_fast *, int, double *, mlr_error *err) { return no_amd(err); }
-extern "C" mlr_status mlr_gpu_fast_result(mlr_gpu_fast *, mlr_emu_result *, mlr_error *err) { return no_amd(err); }
-extern "C" long long mlr_gpu_fast_splits(const mlr_gpu_fast *) { return 0; }
-extern "C" void mlr_gpu_fast_free(mlr_gpu_fast *) {}
-extern "C" mlr_status mlr_gpu_read_bandwidth(int, double *, mlr_error *err) { return no_amd(err); }
-
+#define MLR_FAST_AMD 1 /* the MFMA variant (fast_mfma.h); else NVIDIA sm_90 */
 #else
-
+#define MLR_FAST_AMD 0
 #include "fast_cvt.h"
+#endif
 
 namespace {
 
@@ -90,14 +79,19 @@ struct fparams {
   uint16_t *o;
 };
 
-__device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
-
 /* Programmatic dependent launch (sm_90): a kernel launched with it may start while the previous
  * one in the stream runs; griddep_wait() returns when that one has finished and its writes are
  * visible, so what comes before it must not read the previous kernel's output. launch_dependents
- * lets the next kernel start before this one ends (it waits in its own griddep_wait). */
+ * lets the next kernel start before this one ends (it waits in its own griddep_wait). The AMD
+ * variant launches in stream order: griddep_wait is a no-op there (k_merge is shared). */
+#if MLR_FAST_AMD
+__device__ __forceinline__ void griddep_wait() {}
+#else
 __device__ __forceinline__ void griddep_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
 __device__ __forceinline__ void griddep_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
+
+/* ---- NVIDIA sm_90: the helpers, k_qprep and k_attn ---- */
+__device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 
 /* A KV row in shared memory is its 576 bytes, unpadded (the ring needs the room); its 16-byte chunk
  * c sits at chunk c ^ ((r >> 1) & 3) (within its group of 4), r the row. Rows are 144 words = 16
@@ -211,6 +205,8 @@ __device__ __forceinline__ uint32_t q_operand(const fparams &p, uint16_t code, f
   return h;
 }
 
+#endif
+
 __device__ __forceinline__ float q_scale(const fparams &p) {
   if (!p.qfp8) return 1.0f;
   return p.qstatic ? p.static_scale : mlr_task_scale(mlr_bits_f32(*p.amax), mlr_format_max((mlr_format)p.qfmt));
@@ -226,6 +222,9 @@ __global__ void __launch_bounds__(AMAX_THREADS) k_amax(fparams p, int64_t n) {
   if ((threadIdx.x & 31) == 0) atomicMax(p.amax, mlr_f32_bits(amax)); /* non-negative floats order as their bits */
 }
 
+#if MLR_FAST_AMD
+#include "fast_mfma.h"
+#else
 /* Q's fp16 operand codes, once per element (every split's block used to convert its token's Q):
  * 8 elements a thread; the clamp's count added once a warp */
 __global__ void __launch_bounds__(QPREP_THREADS) k_qprep(fparams p, int64_t n8) {
@@ -597,6 +596,9 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
 }
 
 
+#endif
+
+/* ---- both: the merge and the bandwidth probe ---- */
 /* the emulator's merge_one for normalized partials and the global-max rule, lse in ln units
  * (mlr__emu_merge_column's, bit for bit): a block per (query token, head), a column per thread. The
  * max (exact in any order) and each split's weight exp(lse - max) are worked out once a block, 512
@@ -661,7 +663,7 @@ __global__ void __launch_bounds__(BW_THREADS) k_read(const uint4 *x, int64_t n, 
 } // namespace
 
 
-enum { MAXBUF = 24, FLUSH_BYTES = 256 << 20 /* above the H200's 50 MiB of L2 with room */ };
+enum { MAXBUF = 24, FLUSH_BYTES = (MLR_FAST_AMD ? 512 : 256) << 20 /* above the H200's 50 MiB of L2, MI300X's 256 MiB Infinity Cache */ };
 
 struct mlr_gpu_fast {
   fparams p;
@@ -749,9 +751,13 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
   p.H = (int)H, p.S = f->S, p.page = in->page, p.fnuz = in->kv_format == MLR_FMT_E4M3FNUZ, p.kvw = in->kv_format == MLR_FMT_BF16 ? 2 : 1;
   p.qfp8 = r->q_format != MLR_Q_BF16, p.qfmt = r->q_format == MLR_Q_E4M3FNUZ ? MLR_FMT_E4M3FNUZ : MLR_FMT_E4M3;
   p.qstatic = r->q_scale == MLR_QS_STATIC, f->dyn = p.qfp8 && !p.qstatic;
+#if MLR_FAST_AMD
+  p.qin = !p.qfp8; /* fp8 Q by k_qprep */
+#else
   p.qin = !p.qfp8 || (p.qstatic && p.qfmt == MLR_FMT_E4M3); /* fast_cvt.h's static e4m3 quantization */
+#endif
   p.c0 = (float)(MLR_EMU_SM_SCALE * MLR_EMU_LOG2E_D); /* softmax.exp = 2: log2 e folded into the scale */
-  p.kvs = p.fnuz ? in->kv_scale * 0.5f : in->kv_scale; /* exact: a power of two */
+  p.kvs = p.fnuz && !MLR_FAST_AMD ? in->kv_scale * 0.5f : in->kv_scale; /* exact: a power of two (NVIDIA reads FNUZ codes as OCP) */
   p.clamp = (float)r->softmax_clamp;
   f->qscale_static = p.static_scale = p.qfp8 ? (float)(r->q_absmax / (double)mlr_format_max((mlr_format)p.qfmt)) : 1.0f;
   DALLOC(p.q, (size_t)f->nq * 2, in->q);
@@ -772,9 +778,11 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
   GPU_TRY(hipMemset(p.lse, 0xFF, (size_t)(T * H) * 4));
   DALLOC(f->flush, FLUSH_BYTES, NULL);
   for (int k = 0; k < 2; k++) GPU_TRY(hipEventCreate(&f->ev[k]));
+#if !MLR_FAST_AMD
   GPU_TRY(hipFuncSetAttribute((const void *)k_attn<0, 1>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
   GPU_TRY(hipFuncSetAttribute((const void *)k_attn<1, 1>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
   GPU_TRY(hipFuncSetAttribute((const void *)k_attn<0, 2>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
+#endif
   st = MLR_OK;
 out:
   free(tok);
@@ -783,6 +791,7 @@ out:
   return st;
 }
 
+#if !MLR_FAST_AMD
 /* a launch that may begin before the previous kernel in the stream ends (griddep_wait) */
 static cudaError_t launch_pdl(void (*k)(fparams), dim3 grid, unsigned threads, size_t smem, const fparams &p) {
   cudaLaunchConfig_t cfg = {};
@@ -793,6 +802,7 @@ static cudaError_t launch_pdl(void (*k)(fparams), dim3 grid, unsigned threads, s
   cfg.attrs = at, cfg.numAttrs = 1;
   return cudaLaunchKernelEx(&cfg, k, p);
 }
+#endif
 
 extern "C" mlr_status mlr_gpu_fast_launch(mlr_gpu_fast *f, int flush_l2, double *us, mlr_error *err) {
   mlr_status st = MLR_OK;
@@ -815,8 +825,17 @@ extern "C" mlr_status mlr_gpu_fast_launch(mlr_gpu_fast *f, int flush_l2, double 
     /* k_attn and k_merge start early (programmatic dependent launch): k_attn's first KV loads and
      * k_merge's launch overlap the kernel before; each waits for it where it reads its output */
     const dim3 grid((unsigned)f->T, (unsigned)f->S);
+#if MLR_FAST_AMD
+    k_attn_mfma<<<grid, MF_THR>>>(p);
+    GPU_TRY(hipGetLastError());
+    if (f->S > 1) {
+      k_merge<<<(unsigned)(f->T * f->H), MERGE_THREADS>>>(p);
+      GPU_TRY(hipGetLastError());
+    }
+#else
     GPU_TRY(launch_pdl(p.kvw == 2 ? k_attn<0, 2> : p.fnuz ? k_attn<1, 1> : k_attn<0, 1>, grid, NTHR, SMEM, p));
     if (f->S > 1) GPU_TRY(launch_pdl(k_merge, dim3((unsigned)(f->T * f->H)), MERGE_THREADS, 0, p));
+#endif
   }
   GPU_TRY(hipEventRecord(f->ev[1], 0));
   GPU_TRY(hipEventSynchronize(f->ev[1]));
@@ -910,5 +929,3 @@ out:
   free(t);
   return st;
 }
-
-#endif

@@ -24,6 +24,19 @@
 #define Q_BF16 "q.format=bf16;q.scale=none;"
 #define Q_E4M3 "q.format=e4m3;q.scale=static;q.absmax=6;"
 
+/* The AMD (MFMA) variant, written for CDNA3 (MI300, gfx942) and compiled for gfx940; not run here
+ * (no AMD GPU): bf16 operands on v_mfma_f32_16x16x16_bf16 for both products (fp8 KV and fp8 Q
+ * values are exact in bf16; the unit's model mma:cdna3-bf16 is MMA-Sim's description, unverified),
+ * blocks of 64 tokens (a tile in 64 KB of LDS), the correctly rounded exp2 (software: no model of
+ * v_exp_f32 yet), the row sum in token order, P in bf16, splits for MI300X's 304 CUs; e4m3fnuz Q
+ * (MI300's fp8) with the seeds' static scale. */
+#define MI300_COMMON                                                                                                   \
+  "kv.scale_at=folded;qk.operand=bf16;qk.dot=mma:cdna3-bf16;qk.result=fp32;logit.format=fp32;softmax.exp=2;"          \
+  "softmax.block=64;softmax.clamp=1e-12;softmax.exp_unit=exact;softmax.sum=seq;p.format=bf16;"                         \
+  "pv.operand=bf16;pv.dot=mma:cdna3-bf16;pv.accumulate=into_acc;"                                                      \
+  "update.fma=no;split.rule=aiter_v1;split.cus=304;split.max=64;split.min_tokens=128;split.align=128;"                \
+  "partial.normalized=yes;lse.base=e;merge.rule=global_max;out.format=bf16"
+
 static const struct {
   const char *name, *settings;
 } FAST[] = {
@@ -34,9 +47,21 @@ static const struct {
   /* bf16 KV: the same with blocks of 64 tokens */
   {"fast-a16w16", Q_BF16 FAST_COMMON("64")},
   {"fast-a8w16", Q_E4M3 FAST_COMMON("64")},
+  /* AMD MFMA, fp8 KV */
+  {"fast-mi300-a16w8", Q_BF16 MI300_COMMON},
+  {"fast-mi300-a8w8", "q.format=e4m3fnuz;q.scale=static;q.absmax=6;" MI300_COMMON},
 };
 
-const char *mlr_gpu_fast_recipe_names(void) { return "fast-a16w8|fast-a8w8|fast-a16w16|fast-a8w16"; }
+const char *mlr_gpu_fast_recipe_names(void) { return "fast-a16w8|fast-a8w8|fast-a16w16|fast-a8w16|fast-mi300-a16w8|fast-mi300-a8w8"; }
+
+/* the recipes this build's kernel computes: MLR_FAST_MFMA is defined for the HIP build's library */
+const char *mlr_gpu_fast_platform_recipes(void) {
+#ifdef MLR_FAST_MFMA
+  return "fast-mi300-a16w8|fast-mi300-a8w8";
+#else
+  return "fast-a16w8|fast-a8w8|fast-a16w16|fast-a8w16";
+#endif
+}
 
 mlr_status mlr_gpu_fast_recipe(const char *name, mlr_recipe *out) {
   for (size_t i = 0; name && i < sizeof FAST / sizeof FAST[0]; i++) {
@@ -86,6 +111,18 @@ static int first_mismatch(const mlr_recipe *r, const char *ref_name, char *line)
 }
 
 mlr_status mlr_gpu_fast_fit(const mlr_recipe *r, const mlr_inputs *in, mlr_error *err) {
+#ifdef MLR_FAST_MFMA
+  /* the AMD variant: fp8 KV only (a bf16 tile of 64 tokens would not fit the 64 KB of LDS) */
+  char wm[256];
+  if (first_mismatch(r, "fast-mi300-a16w8", wm))
+    return NOFIT("recipe '%s': the fast kernel (AMD MFMA) computes %s only (see `mlaref recipe show fast-mi300-a16w8`)", r->name, wm);
+  if (r->q_format != MLR_Q_BF16 && r->q_scale != MLR_QS_STATIC && r->q_scale != MLR_QS_DYNAMIC)
+    return NOFIT("recipe '%s': the fast kernel quantizes Q with one scale (q.scale = static or dynamic), not per head or token", r->name);
+  if (!in) return MLR_OK;
+  if (in->kv_format == MLR_FMT_BF16) return NOFIT("the fast kernel's AMD variant reads fp8 KV (e4m3 or e4m3fnuz); these inputs have bf16 KV");
+  if (in->H < 1 || in->H > 16) return NOFIT("the fast kernel runs 1..16 heads; the inputs have %lld", (long long)in->H);
+  return mlr_emu_check_fit(r, in, err);
+#endif
   /* every key the kernel fixes must have the kernel's value for the KV format (fp8: fast-a16w8's,
    * bf16: fast-a16w16's; the recipe alone: either) */
   char w8[256], w16[256]; /* -1: not asked (the inputs' KV format is the other one) */

@@ -22,8 +22,10 @@
  *   split result: acc / max(l, clamp) * kv_scale, lse = (m + log2(max(l, clamp))) * ln 2; one split
  *      writes o and lse directly, more go through the merge (global max, the emulator's merge).
  *
- * NVIDIA only for now (sm_90: mma.sync, ldmatrix, cp.async, cvt from e4m3): in HIP builds and
- * builds without GPU code the functions answer MLR_EDEVICE saying so. */
+ * NVIDIA sm_90 (mma.sync, ldmatrix, cp.async, cvt from e4m3). A HIP build has the AMD (MFMA)
+ * variant instead (gpu/fast/fast_mfma.h, recipes fast-mi300-a16w8 / fast-mi300-a8w8: bf16
+ * operands on v_mfma_f32_16x16x16_bf16, fp8 KV only; written for CDNA3, compiled for gfx940, never
+ * run: no AMD GPU here). Builds without GPU code answer MLR_EDEVICE. */
 #ifndef MLR_GPU_FAST_H
 #define MLR_GPU_FAST_H
 
@@ -38,8 +40,13 @@
 extern "C" {
 #endif
 
-/** "fast-a16w8|fast-a8w8|fast-a16w16|fast-a8w16": the fast kernel's recipes. */
+/** "fast-a16w8|fast-a8w8|fast-a16w16|fast-a8w16|fast-mi300-a16w8|fast-mi300-a8w8": the fast
+ *  kernel's recipes, every variant's (any of them runs on the CPU model). */
 const char *mlr_gpu_fast_recipe_names(void);
+
+/** The recipes this build's kernel computes: the NVIDIA ones, or in a HIP build the AMD ones
+ *  (fast-mi300-*). */
+const char *mlr_gpu_fast_platform_recipes(void);
 
 /** The fast kernel's recipe NAME into out: MLR_OK, or MLR_EINVAL for another name. */
 mlr_status mlr_gpu_fast_recipe(const char *name, mlr_recipe *out);
