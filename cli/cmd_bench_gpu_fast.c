@@ -73,14 +73,16 @@ int mlr_bench_gpu_fast(int argc, char **argv) {
   const mlr_suite *bench = mlr_suite_find("bench");
   if (!nshape)
     for (size_t k = 0; k < bench->n && k < MAXSHAPES; k++) shapes[nshape++] = bench->cells[k].spec;
-  const int nrec_set = nrec > 0;
-  static char plat[2][256]; /* default: this build's fp8-KV recipes (names ending in w8), a8w8 first */
-  for (int pass = 0; !nrec_set && pass < 2; pass++) {
-    snprintf(plat[pass], sizeof plat[pass], "%s", mlr_gpu_fast_platform_recipes());
-    for (char *save = NULL, *tok = strtok_r(plat[pass], "|", &save); tok && nrec < MAXREC; tok = strtok_r(NULL, "|", &save)) {
-      const size_t len = strlen(tok);
-      if (len > 2 && !strcmp(tok + len - 2, "w8") && (strstr(tok, "-a8w8") != NULL) == (pass == 0)) recipes[nrec++] = tok;
-    }
+  if (!nrec) { /* default: this build's fp8-KV recipes (names ending in w8), a8w8 first */
+    static char plat[256];
+    const char *w8[MAXREC];
+    int n8 = 0;
+    snprintf(plat, sizeof plat, "%s", mlr_gpu_fast_platform_recipes());
+    for (char *save = NULL, *tok = strtok_r(plat, "|", &save); tok && n8 < MAXREC; tok = strtok_r(NULL, "|", &save))
+      if (strlen(tok) > 2 && !strcmp(tok + strlen(tok) - 2, "w8")) w8[n8++] = tok;
+    for (int pass = 0; pass < 2; pass++)
+      for (int k = 0; k < n8; k++)
+        if ((strstr(w8[k], "-a8w8") != NULL) == (pass == 0)) recipes[nrec++] = w8[k];
   }
   static mlr_recipe rs[MAXREC];
   for (int k = 0; k < nrec; k++)

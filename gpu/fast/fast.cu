@@ -207,6 +207,22 @@ __device__ __forceinline__ uint32_t q_operand(const fparams &p, uint16_t code, f
 
 #endif
 
+/* shared by both variants: KV row of batch position pos (base = kv_indptr[batch]; paged: through
+ * the page table), a group of 32 lanes' count of Q values the clamp changed added once (mine: this
+ * block counts; every lane of the group calls), and a split's lse (m + log2 lc) * ln 2 */
+__device__ __forceinline__ int64_t kv_row(const fparams &p, int32_t base, int64_t pos) {
+  return p.kv_indices ? (int64_t)p.kv_indices[base + pos / p.page] * p.page + pos % p.page : base + pos;
+}
+__device__ __forceinline__ void add_clipped(const fparams &p, int clipped, bool mine) {
+  for (int m = 16; m; m >>= 1) clipped += MLR_SHFL_XOR(clipped, m);
+  if (mine && clipped && (threadIdx.x & 31) == 0) atomicAdd(p.clipped, (unsigned long long)clipped);
+}
+__device__ __forceinline__ void store_lse(const fparams &p, int64_t row, int s, float m, float lc, int direct) {
+  const float lse = mlr__emu_lse_convert(m + mlr__emu_log(MLR_EXP_2, lc), MLR_EXP_2, MLR_EXP_E);
+  if (direct) p.lse[row] = lse;
+  else p.part_lse[row * p.S + s] = lse;
+}
+
 __device__ __forceinline__ float q_scale(const fparams &p) {
   if (!p.qfp8) return 1.0f;
   return p.qstatic ? p.static_scale : mlr_task_scale(mlr_bits_f32(*p.amax), mlr_format_max((mlr_format)p.qfmt));
@@ -241,8 +257,7 @@ __global__ void __launch_bounds__(QPREP_THREADS) k_qprep(fparams p, int64_t n8) 
     w.w = q_operand(p, r.w & 0xFFFFu, qs, &clipped) | q_operand(p, r.w >> 16, qs, &clipped) << 16;
     *(uint4 *)(p.qop + 8 * i) = w;
   }
-  for (int m = 16; m; m >>= 1) clipped += MLR_SHFL_XOR(clipped, m);
-  if (clipped && (threadIdx.x & 31) == 0) atomicAdd(p.clipped, (unsigned long long)clipped);
+  add_clipped(p, clipped, true);
 }
 
 /* a split's result from shared memory (o_sm [16][DV] the accumulators, lc_sm max(l, clamp) [16]
@@ -262,12 +277,9 @@ __device__ void split_result(const fparams &p, const float *o_sm, const float *l
     if (direct) *(uint2 *)(p.o + row * DV + col) = make_uint2(mlr__out_bf16x2(v[0], v[1]), mlr__out_bf16x2(v[2], v[3]));
     else *(float4 *)(p.part_o + (row * p.S + s) * DV + col) = make_float4(v[0], v[1], v[2], v[3]);
   }
-  if (threadIdx.x < H) { /* lse = (m + log2(max(l, clamp))) * ln 2 */
+  if (threadIdx.x < H) {
     const int h = threadIdx.x;
-    const int64_t row = (int64_t)t * H + h;
-    const float lse = mlr__emu_lse_convert(lc_sm[16 + h] + mlr__emu_log(MLR_EXP_2, lc_sm[h]), MLR_EXP_2, MLR_EXP_E);
-    if (direct) p.lse[row] = lse;
-    else p.part_lse[row * p.S + s] = lse;
+    store_lse(p, (int64_t)t * H + h, s, lc_sm[16 + h], lc_sm[h], direct);
   }
 }
 
@@ -314,7 +326,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   auto row_of = [&](int slot) -> int64_t {
     const int64_t pos = start + (int64_t)slot * SR + lr;
     if (slot >= nslots || pos >= end) return -1;
-    return p.kv_indices ? (int64_t)p.kv_indices[base_b + pos / p.page] * p.page + pos % p.page : base_b + pos;
+    return kv_row(p, base_b, pos);
   };
   int64_t row_a = row_of(0), row_b = row_of(1);
   auto load_slot = [&](int slot) { /* slots are loaded in order 0, 1, 2, ..: row_a is this one's */
@@ -358,8 +370,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
     int clipped = 0;
     uint32_t *q32 = (uint32_t *)q_sm;
     for (int c = threadIdx.x; c < H * QK / 2; c += NTHR) q32[c] = mlr__q_static_e4m3x2(q32[c], p.static_scale, &clipped);
-    for (int m = 16; m; m >>= 1) clipped += MLR_SHFL_XOR(clipped, m);
-    if (s == 0 && clipped && lane == 0) atomicAdd(p.clipped, (unsigned long long)clipped);
+    add_clipped(p, clipped, s == 0);
     __syncthreads();
   }
   const float qs = q_scale(p);
@@ -390,7 +401,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}; /* rows g and g+8 */
   float alpha[2] = {1.0f, 1.0f};                            /* the last softmax step's, for its PV */
   /* the PV accumulators, 8 n-tiles of 8 columns: fp8 [32-column group][16-column half][even/odd],
-   * bf16 n-tile 4a + 2 h2 + e = columns 64w + 8 (4a + 2 h2 + e) .. (acc_col says which) */
+   * bf16 n-tile 4a + 2 h2 + e = columns 64w + 8 (4a + 2 h2 + e) .. (the stores after the loop) */
   float acc[2][2][2][4] = {};
   float sacc[2][4];
 
@@ -594,8 +605,6 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   __syncthreads();
   split_result(p, o_sm, lc_sm, t, s, ti.nsplit == 1);
 }
-
-
 #endif
 
 /* ---- both: the merge and the bandwidth probe ---- */

@@ -43,8 +43,7 @@ __global__ void __launch_bounds__(QPREP_THREADS) k_qprep(fparams p, int64_t n8) 
       clipped += c;
       p.qop[8 * i + k] = (uint16_t)(mlr_f32_bits(v) >> 16);
     }
-  for (int m = 16; m; m >>= 1) clipped += MLR_SHFL_XOR(clipped, m);
-  if (clipped && (threadIdx.x & 31) == 0) atomicAdd(p.clipped, (unsigned long long)clipped);
+  add_clipped(p, clipped, true);
 }
 
 /* four bf16 codes (element j in bits 16j..16j+15 of lo, hi) as an MFMA operand */
@@ -89,10 +88,7 @@ __global__ void __launch_bounds__(MF_THR) k_attn_mfma(fparams p) {
       const int r = k / (QK / 16), ch = k % (QK / 16);
       const int64_t pos = j0 + r;
       uint4 v = make_uint4(0u, 0u, 0u, 0u);
-      if (r < n) {
-        const int64_t row = p.kv_indices ? (int64_t)p.kv_indices[ti.base + pos / p.page] * p.page + pos % p.page : ti.base + pos;
-        v = *(const uint4 *)(p.kv + row * QK + 16 * ch);
-      }
+      if (r < n) v = *(const uint4 *)(p.kv + kv_row(p, ti.base, pos) * QK + 16 * ch);
       *(uint4 *)(kv_sm + r * QK + 16 * ch) = v;
     }
     __syncthreads();
@@ -159,10 +155,5 @@ __global__ void __launch_bounds__(MF_THR) k_attn_mfma(fparams p) {
       else p.part_o[(row * p.S + s) * DV + col] = v;
     }
   }
-  if (tid < H) {
-    const int64_t row = (int64_t)t * H + tid;
-    const float lse = mlr__emu_lse_convert(m_sm[tid] + mlr__emu_log(MLR_EXP_2, fmaxf(l_sm[tid], p.clamp)), MLR_EXP_2, MLR_EXP_E);
-    if (direct) p.lse[row] = lse;
-    else p.part_lse[row * p.S + s] = lse;
-  }
+  if (tid < H) store_lse(p, (int64_t)t * H + tid, s, m_sm[tid], fmaxf(l_sm[tid], p.clamp), direct);
 }

@@ -110,19 +110,24 @@ static int first_mismatch(const mlr_recipe *r, const char *ref_name, char *line)
   return 0;
 }
 
+/* the checks after the recipe's keys, the same for both variants; kv_bf16: the variant reads bf16 KV */
+static mlr_status fit_rest(const mlr_recipe *r, const mlr_inputs *in, int kv_bf16, mlr_error *err) {
+  if (r->q_format != MLR_Q_BF16 && r->q_scale != MLR_QS_STATIC && r->q_scale != MLR_QS_DYNAMIC)
+    return NOFIT("recipe '%s': the fast kernel quantizes Q with one scale (q.scale = static or dynamic), not per head or token", r->name);
+  if (!in) return MLR_OK;
+  if (!kv_bf16 && in->kv_format == MLR_FMT_BF16) return NOFIT("the fast kernel's AMD variant reads fp8 KV (e4m3 or e4m3fnuz); these inputs have bf16 KV");
+  if (in->H < 1 || in->H > 16) return NOFIT("the fast kernel runs 1..16 heads; the inputs have %lld", (long long)in->H);
+  return mlr_emu_check_fit(r, in, err);
+}
+
 mlr_status mlr_gpu_fast_fit(const mlr_recipe *r, const mlr_inputs *in, mlr_error *err) {
 #ifdef MLR_FAST_MFMA
   /* the AMD variant: fp8 KV only (a bf16 tile of 64 tokens would not fit the 64 KB of LDS) */
   char wm[256];
   if (first_mismatch(r, "fast-mi300-a16w8", wm))
     return NOFIT("recipe '%s': the fast kernel (AMD MFMA) computes %s only (see `mlaref recipe show fast-mi300-a16w8`)", r->name, wm);
-  if (r->q_format != MLR_Q_BF16 && r->q_scale != MLR_QS_STATIC && r->q_scale != MLR_QS_DYNAMIC)
-    return NOFIT("recipe '%s': the fast kernel quantizes Q with one scale (q.scale = static or dynamic), not per head or token", r->name);
-  if (!in) return MLR_OK;
-  if (in->kv_format == MLR_FMT_BF16) return NOFIT("the fast kernel's AMD variant reads fp8 KV (e4m3 or e4m3fnuz); these inputs have bf16 KV");
-  if (in->H < 1 || in->H > 16) return NOFIT("the fast kernel runs 1..16 heads; the inputs have %lld", (long long)in->H);
-  return mlr_emu_check_fit(r, in, err);
-#endif
+  return fit_rest(r, in, 0, err);
+#else
   /* every key the kernel fixes must have the kernel's value for the KV format (fp8: fast-a16w8's,
    * bf16: fast-a16w16's; the recipe alone: either) */
   char w8[256], w16[256]; /* -1: not asked (the inputs' KV format is the other one) */
@@ -133,9 +138,6 @@ mlr_status mlr_gpu_fast_fit(const mlr_recipe *r, const mlr_inputs *in, mlr_error
     if (l8 < 0) return NOFIT("recipe '%s': with bf16 KV the fast kernel computes %s only (see `mlaref recipe show fast-a16w16`)", r->name, w16);
     return NOFIT("recipe '%s': the fast kernel computes %s only (fp8 KV; see `mlaref recipe show fast-a16w8`; bf16 KV: fast-a16w16)", r->name, w8);
   }
-  if (r->q_format != MLR_Q_BF16 && r->q_scale != MLR_QS_STATIC && r->q_scale != MLR_QS_DYNAMIC)
-    return NOFIT("recipe '%s': the fast kernel quantizes Q with one scale (q.scale = static or dynamic), not per head or token", r->name);
-  if (!in) return MLR_OK;
-  if (in->H < 1 || in->H > 16) return NOFIT("the fast kernel runs 1..16 heads; the inputs have %lld", (long long)in->H);
-  return mlr_emu_check_fit(r, in, err);
+  return fit_rest(r, in, 1, err);
+#endif
 }
