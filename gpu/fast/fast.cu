@@ -15,7 +15,8 @@
  *           over the 36 column blocks, Q's fragments in registers), and output columns
  *           64w..64w+63 of the 16 heads (8 accumulator tiles), P from shared memory; software-
  *           pipelined: tile i+1's logits with tile i's PV, while tile i+2 loads.
- *   k_merge a block per (query token, head), a column per thread: the emulator's global-max merge
+ *   k_merge a block per (query token, head), four columns a thread: the emulator's global-max merge
+ *           (raw partials for the NVIDIA recipes, normalized for the AMD ones)
  * k_attn and k_merge are launched with programmatic dependent launch (sm_90): each may start while
  * the kernel before it runs and waits (griddepcontrol.wait) only where it reads that kernel's output,
  * so k_attn's first KV loads overlap k_qprep and k_merge's launch overlaps k_attn's tail.
@@ -52,9 +53,14 @@ namespace {
 enum { QK = MLR_EMU_QK_DIM, DV = MLR_EMU_V_DIM, NKB = QK / 16, TILE = 128, NWARP = 8, NTHR = 32 * NWARP };
 enum { PSTR = TILE + 8 /* P's row in halves: 272 bytes, 4 banks apart (bf16 KV: 72, 144 bytes) */ };
 enum { SLOT = 64, NSLOT = 6 };      /* the KV ring: 6 slots of 64 fp8 rows (36,864 bytes; 32 bf16 rows), 3 tiles */
+/* Q's staged rows, in halves: 1168 bytes = 292 words, 4 banks apart, so the 8 rows of an ldmatrix
+ * (16 bytes each) hit 8 distinct groups of 4 banks (576 halves, 1152 bytes, put all 8 on the same
+ * banks: 8-way conflicts) */
+enum { QSTR = QK + 8 };
+static_assert(16 * QSTR * 2 <= SLOT * QK, "Q's staging fits slot 4's space");
 enum { MAX_SPLITS = 65535 };        /* the grid's second dimension */
 enum { SM_KV = NSLOT * SLOT * QK, SM_P = 16 * PSTR * 2, SM_RED = 2 * NWARP * 16 * 4, SM_FLAG = 16, SMEM = SM_KV + SM_P + SM_RED + SM_FLAG };
-enum { MERGE_THREADS = DV, AMAX_BLOCKS = 264, AMAX_THREADS = 512, BW_THREADS = 256, QPREP_THREADS = 256 };
+enum { MERGE_THREADS = DV / 4, AMAX_BLOCKS = 264, AMAX_THREADS = 512, BW_THREADS = 256, QPREP_THREADS = 256 };
 
 /* what a query token's blocks need, in one place: one round of global loads at the start instead
  * of a chain (token -> batch -> its splits, its rows) */
@@ -66,6 +72,7 @@ struct tokinfo {
 struct fparams {
   int H, qfp8, qfmt, qstatic, fnuz, kvw; /* kvw: bytes a KV value (1 fp8, 2 bf16) */
   int qin;                      /* Q's operands made in k_attn (bf16 Q; e4m3 Q with a static scale), not by k_qprep */
+  int raw;                      /* the recipe's partial.normalized = no: partials acc * kv_scale, m, l */
   float c0, kvs, clamp, static_scale; /* kvs: kv_scale, halved for e4m3fnuz (K and V are read at twice their value) */
   int64_t page, S;
   const uint16_t *q;
@@ -75,7 +82,7 @@ struct fparams {
   const struct tokinfo *tok;
   unsigned int *amax;
   unsigned long long *clipped;
-  float *part_o, *part_lse, *lse;
+  float *part_o, *part_x, *part_sum, *lse; /* part_x: a split's lse (normalized partials) or m (raw: p.raw, with part_sum its l) */
   uint16_t *o;
 };
 
@@ -220,7 +227,7 @@ __device__ __forceinline__ void add_clipped(const fparams &p, int clipped, bool 
 __device__ __forceinline__ void store_lse(const fparams &p, int64_t row, int s, float m, float lc, int direct) {
   const float lse = mlr__emu_lse_convert(m + mlr__emu_log(MLR_EXP_2, lc), MLR_EXP_2, MLR_EXP_E);
   if (direct) p.lse[row] = lse;
-  else p.part_lse[row * p.S + s] = lse;
+  else p.part_x[row * p.S + s] = lse;
 }
 
 __device__ __forceinline__ float q_scale(const fparams &p) {
@@ -260,29 +267,6 @@ __global__ void __launch_bounds__(QPREP_THREADS) k_qprep(fparams p, int64_t n8) 
   add_clipped(p, clipped, true);
 }
 
-/* a split's result from shared memory (o_sm [16][DV] the accumulators, lc_sm max(l, clamp) [16]
- * and the row maxima [16]): o = acc / lc * kv_scale, lse = (m + log2 lc) * ln 2; written as the
- * output (bf16) when the token has one split, else as the split's partial. One small loop, so the
- * code that runs once a block stays small (unrolled, its instruction fetches were a third of a
- * one-tile block's time: ncu, stall_no_inst). */
-__device__ void split_result(const fparams &p, const float *o_sm, const float *lc_sm, int t, int s, int direct) {
-  const int H = p.H;
-#pragma unroll 1
-  for (int i = threadIdx.x; i < H * (DV / 4); i += NTHR) { /* 4 columns of one head a step */
-    const int h = i / (DV / 4), col = 4 * (i % (DV / 4));
-    const int64_t row = (int64_t)t * H + h;
-    const float4 a4 = *(const float4 *)(o_sm + h * DV + col);
-    const float lc = lc_sm[h];
-    const float v[4] = {a4.x / lc * p.kvs, a4.y / lc * p.kvs, a4.z / lc * p.kvs, a4.w / lc * p.kvs};
-    if (direct) *(uint2 *)(p.o + row * DV + col) = make_uint2(mlr__out_bf16x2(v[0], v[1]), mlr__out_bf16x2(v[2], v[3]));
-    else *(float4 *)(p.part_o + (row * p.S + s) * DV + col) = make_float4(v[0], v[1], v[2], v[3]);
-  }
-  if (threadIdx.x < H) {
-    const int h = threadIdx.x;
-    store_lse(p, (int64_t)t * H + h, s, lc_sm[16 + h], lc_sm[h], direct);
-  }
-}
-
 /* W: bytes a KV value (1: fp8 codes, 2: bf16 codes). With bf16 KV a tile is 64 tokens (the
  * recipes' softmax.block = 64: the same 73,728 bytes as 128 fp8 rows, so the ring is unchanged),
  * its logits computed by warps 0..3 (16 tokens each, the order warp16 describes) and its PV by all
@@ -299,12 +283,30 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   extern __shared__ __align__(16) uint8_t sm[];
   uint8_t *kvs_sm = sm;                                   /* [NSLOT][SR][RB] KV codes, chunks swizzled (kv_chunk) */
   uint16_t *p_sm = (uint16_t *)(sm + SM_KV);              /* [16][PS] fp16 P */
-  float *red_max = (float *)(sm + SM_KV + SM_P), *red_sum = red_max + NWARP * 16; /* [NWARP][16] */
+  float *red_max = (float *)(sm + SM_KV + SM_P), *red_sum = red_max + NWARP * 16; /* [16][NWARP] */
   int *fix_sm = (int *)(sm + SM_KV + SM_P + SM_RED); /* [2]: FNUZ, tile t (t & 1) holds a special code */
-  const int t = blockIdx.x, s = blockIdx.y;
+  const int t = blockIdx.x, s = blockIdx.y, H = p.H;
+  /* Q (16 x 576 codes, rows past H zero-filled) is staged in slot 4's space (free until tile 2
+   * loads, after Q's fragments are in registers), rows QSTR halves apart. Q made operands here
+   * (p.qin: bf16 codes, static e4m3) depends on no kernel and its address on no table, so it
+   * loads first, before the token's entry (a round trip); k_qprep's codes may still be being
+   * written (programmatic dependent launch), so then tile 0's rows go first. */
+  uint16_t *q_sm = (uint16_t *)(kvs_sm + 4 * SLOT * QK);
+  auto load_q = [&]() {
+    const uint16_t *qsrc = p.qin ? p.q : p.qop; /* p.qin: the bf16 codes, made operands below */
+    for (int c = threadIdx.x; c < 16 * (QK / 8); c += NTHR) { /* 16 bytes a copy: 8 codes */
+      const int h = c / (QK / 8), k8 = c % (QK / 8);
+      cp_async16(smem_addr(q_sm + h * QSTR + 8 * k8), h < H ? qsrc + ((int64_t)t * H + h) * QK + 8 * k8 : qsrc, h < H ? 16 : 0);
+    }
+    cp_commit();
+  };
+  if (p.qin) load_q();
   const tokinfo ti = p.tok[t];
-  if (s >= ti.nsplit) return; /* this batch has fewer splits (uniform over the block) */
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, j = lane & 3, H = p.H;
+  if (s >= ti.nsplit) { /* this batch has fewer splits (uniform over the block) */
+    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+    return;
+  }
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, j = lane & 3;
   const bool qkw = NQW == NWARP || warp < NQW; /* this warp computes logits (a constant with fp8 KV) */
   const int64_t L = ti.L, start = (int64_t)s * ti.slen;
   const int64_t end = start + ti.slen < L ? start + ti.slen : L;
@@ -343,56 +345,83 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
     }
     cp_commit();
   };
-  /* the shared-memory address of token r's 16-byte chunk c in tile `tile` (r % SR keeps r's low 3
-   * bits, the swizzle's) */
-  auto kv_chunk = [&](int tile, int r, int c) {
-    return smem_addr(kvs_sm + (((2 * tile + r / SR) % NSLOT) * SR + r % SR) * RB) + 16 * kv_swz<W>(r, c);
-  };
-  /* Tile 0's KV rows first: they do not depend on k_qprep, which may still be running (programmatic
-   * dependent launch). Then Q's fp16 operand codes (16 x 576, rows past H zero-filled) into slot
-   * 4's space (free until tile 2 loads, after Q's fragments are in registers), then tile 1. Groups,
-   * in order: slot 0, slot 1, Q, slot 2, slot 3. */
-  uint16_t *q_sm = (uint16_t *)(kvs_sm + 4 * SLOT * QK);
-  load_slot(0);
-  load_slot(1);
-  griddep_wait(); /* fp8 Q: k_qprep's codes (and k_amax's scale) are written */
-  const uint16_t *qsrc = p.qin ? p.q : p.qop; /* p.qin: the bf16 codes, made operands below */
-  for (int c = threadIdx.x; c < 16 * (QK / 8); c += NTHR) /* 16 bytes a copy: 8 codes */
-    cp_async16(smem_addr(q_sm + c * 8), c < H * (QK / 8) ? qsrc + (int64_t)t * H * QK + c * 8 : qsrc, c < H * (QK / 8) ? 16 : 0);
-  cp_commit();
-  load_slot(2);
-  load_slot(3);
+  /* The ldmatrix addresses: tile i's half h (rows SR h ..) is slot (2i + h) % NSLOT; within a
+   * slot, an address is a lane constant plus a compile-time offset, because the swizzle xors a
+   * row's low 3 bits (which are the lane's: every ldmatrix row is 8 r + (lane & 7)) into the low
+   * 2 (fp8) or 3 (bf16) bits of the chunk index, whose higher bits are the loop's (worked out once
+   * a tile, the addresses took a quarter of the loop's instructions). kv_chunk is the definition. */
+  const uint32_t kv_base = smem_addr(kvs_sm);
+  auto slot_addr = [&](int tile, int h) { return kv_base + (uint32_t)(((2 * tile + h) % NSLOT) * SR * RB); };
+  auto kv_chunk = [&](int r, int c) { return (uint32_t)((r % SR) * RB + 16 * kv_swz<W>(r, c)); }; /* within its slot */
+  /* logits (warp < NQW): row 16 warp + 8 nt + (lane & 7) (half (16 warp) / SR), chunk 4 q4 + (lane >> 3):
+   * kv_chunk = qk_lane[q4 % 2] + 8 nt RB + 64 (q4 - q4 % 2) */
+  const int qk_half = 16 * warp / SR;
+  uint32_t qk_lane[2];
+  for (int e = 0; e < 2; e++) qk_lane[e] = kv_chunk(16 * warp + (lane & 7), 4 * e + (lane >> 3));
+  /* PV: row 16 kb + (lane & 7) + 8 ((lane >> 3) & 1) (half 16 kb / SR), chunk (4 W) warp + 2 a + (lane >> 4)
+   * (a < 2 W): kv_chunk = pv_lane[a] + 16 (kb % (SR / 16)) RB */
+  uint32_t pv_lane[2 * W];
+  for (int a = 0; a < 2 * W; a++) pv_lane[a] = kv_chunk((lane & 7) + 8 * ((lane >> 3) & 1), 4 * W * warp + 2 * a + (lane >> 4));
+  /* Tile 1 and the rest are issued after Q's fragments: issued before, their copies held the
+   * threads (the memory pipeline full) while Q waited in shared memory, 2 to 4 us at bs >= 32.
+   * Groups, in order: Q, slots 0, 1 (p.qin) or slots 0, 1, Q; then slots 2..5. */
+  if (p.qin) {
+    load_slot(0);
+    load_slot(1);
+    griddep_wait(); /* nothing read before it comes from the kernel before */
+    asm volatile("cp.async.wait_group 2;\n" ::: "memory"); /* Q */
+  } else {
+    load_slot(0);
+    load_slot(1);
+    griddep_wait(); /* fp8 Q: k_qprep's codes (and k_amax's scale) are written */
+    load_q();
+    asm volatile("cp.async.wait_group 0;\n" ::: "memory"); /* slots 0, 1 and Q */
+  }
   if (FNUZ && threadIdx.x == 0) fix_sm[0] = fix_sm[1] = 0;
-  asm volatile("cp.async.wait_group 2;\n" ::: "memory"); /* slots 0, 1 (tile 0) and Q */
   __syncthreads();
-  if (p.qin && p.qfp8) { /* e4m3 Q, static scale: the recipe's policy here, in place, by the block
-                          * (18 pairs a thread); the clamp's count by split 0's block, once a token */
+  /* Q's operands in place, by the block, a 16-column block (8 words) a thread, in small loops
+   * (made by each warp in unrolled code, with a test a pair, they cost 3 us a block): p.qin, the
+   * recipe's Q policy (bf16 codes -> fp16 operands, q_operand's rounding; e4m3 with the static
+   * scale, the clamp's count by split 0's block, once a token); fp8 KV, each block's columns put in
+   * the k order of the K rows' ldmatrix (below), so that an ldmatrix gives each lane its A
+   * fragment: column pair P (columns 2P, 2P+1) to word 4 (P & 1) + (P >> 1). One loop per policy:
+   * in one loop, the static policy's divisions were computed for every policy (1.2 us a block). */
+  {
+    auto each_block = [&](auto op) {
+      for (int c = threadIdx.x; c < H * NKB; c += NTHR) {
+        uint4 *b4 = (uint4 *)(q_sm + (c / NKB) * QSTR + 16 * (c % NKB));
+        const uint4 x0 = b4[0], x1 = b4[1];
+        const uint32_t w[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+        uint32_t o[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++) o[W == 1 ? 4 * (k & 1) + (k >> 1) : k] = op(w[k]);
+        b4[0] = make_uint4(o[0], o[1], o[2], o[3]), b4[1] = make_uint4(o[4], o[5], o[6], o[7]);
+      }
+    };
     int clipped = 0;
-    uint32_t *q32 = (uint32_t *)q_sm;
-    for (int c = threadIdx.x; c < H * QK / 2; c += NTHR) q32[c] = mlr__q_static_e4m3x2(q32[c], p.static_scale, &clipped);
-    add_clipped(p, clipped, s == 0);
+    if (!p.qin) each_block([](uint32_t x) { return x; }); /* k_qprep's fp16 codes */
+    else if (!p.qfp8) each_block([](uint32_t x) { return mlr__bf16x2_f16x2(x); });
+    else {
+      each_block([&](uint32_t x) { return mlr__q_static_e4m3x2(x, p.static_scale, &clipped); });
+      add_clipped(p, clipped, s == 0);
+    }
     __syncthreads();
   }
   const float qs = q_scale(p);
-  /* each lane's A fragments for the 36 column blocks, in the k order the K rows' ldmatrix gives
-   * (below). fp8: k = 2j, 2j+1 <-> columns 4j, 4j+1 and k = 2j+8, 2j+9 <-> columns 4j+2, 4j+3;
-   * bf16: the natural order (k = column) */
+  /* each lane's A fragments for the 36 column blocks by ldmatrix: matrices rows 0-7 and 8-15 of
+   * block positions 0-7, then of 8-15 (lane l: row (l & 7) + 8 ((l >> 3) & 1), position 8 (l >> 4)).
+   * fp8: k = 2j, 2j+1 <-> columns 4j, 4j+1 and k = 2j+8, 2j+9 <-> columns 4j+2, 4j+3 (the order
+   * above); bf16: the natural order (k = column) */
   uint32_t qa[NKB][4];
+  {
+    const uint32_t qaddr = smem_addr(q_sm + ((lane & 7) + 8 * ((lane >> 3) & 1)) * QSTR + 8 * (lane >> 4));
 #pragma unroll
-  for (int kb = 0; kb < NKB; kb++)
-#pragma unroll
-    for (int rr = 0; rr < 2; rr++) {
-      const uint16_t *qrow = q_sm + (g + 8 * rr) * QK + 16 * kb;
-      if (W == 1) {
-        const uint2 v = *(const uint2 *)(qrow + 4 * j);
-        qa[kb][rr] = v.x, qa[kb][2 + rr] = v.y;
-      } else qa[kb][rr] = *(const uint32_t *)(qrow + 2 * j), qa[kb][2 + rr] = *(const uint32_t *)(qrow + 8 + 2 * j);
-      if (!p.qfp8) /* bf16 codes -> fp16 operands, q_operand's rounding (k_qprep is not launched) */
-        for (int k = 0; k < 4; k += 2) qa[kb][k + rr] = mlr__bf16x2_f16x2(qa[kb][k + rr]);
-    }
+    for (int kb = 0; kb < NKB; kb++) ldsm4(qaddr + 32 * kb, qa[kb][0], qa[kb][1], qa[kb][2], qa[kb][3]);
+  }
   __syncthreads(); /* Q's staging read by every warp: slots 4 and 5 are free */
-  load_slot(4);
-  load_slot(5);
+  for (int k = 2; k < NSLOT; k++) load_slot(k);
+  asm volatile("cp.async.wait_group 4;\n" ::: "memory"); /* tile 0 (slots 0, 1); slots 2..5 may be in flight */
+  __syncthreads();
   /* logit scale: fp32(log2 e / 24) [* q_scale] * kv_scale, left to right (the emulator's c) */
   float c = p.c0;
   if (p.qfp8) c = c * qs;
@@ -409,6 +438,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   auto qk = [&](int tile, auto fixc) -> uint32_t {
     constexpr int FIX = decltype(fixc)::value;
     uint32_t sp = 0;
+    const uint32_t qb = slot_addr(tile, qk_half);
 #pragma unroll
     for (int nt = 0; nt < 2; nt++)
 #pragma unroll
@@ -421,8 +451,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
          * 4*q4+3, lane (g, j) gets token g's columns 4j..4j+3 of each; bf16: column blocks 2*q4,
          * 2*q4+1, lane (g, j) gets token g's columns 2j, 2j+1 of each 8 */
         uint32_t r[4];
-        const int row = 16 * warp + 8 * nt + (lane & 7);
-        ldsm4(kv_chunk(tile, row, 4 * q4 + (lane >> 3)), r[0], r[1], r[2], r[3]);
+        ldsm4(qb + qk_lane[q4 % 2] + 8 * nt * RB + 64 * (q4 - q4 % 2), r[0], r[1], r[2], r[3]);
         if (W == 1) {
 #pragma unroll
           for (int i = 0; i < 4; i++) {
@@ -450,25 +479,30 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   };
 
   /* ---- PV of a tile: output columns 64w .. 64w+63 from acc*alpha, token blocks of 16 in order ---- */
+  const uint32_t p_lane = smem_addr(p_sm + ((lane & 7) + 8 * ((lane >> 3) & 1)) * PS + 8 * (lane >> 4));
   auto pv = [&](int tile, auto fixc) {
     constexpr int FIX = decltype(fixc)::value;
+    /* acc * alpha; alpha = 1 for all 16 rows (no row's max moved: most tiles) changes no bit */
+    if (!__all_sync(0xFFFFFFFFu, alpha[0] == 1.0f && alpha[1] == 1.0f)) {
 #pragma unroll
-    for (int i = 0; i < 32; i++) { /* c0, c1 are row g's, c2, c3 row g+8's */
-      float &v = (&acc[0][0][0][0])[i];
-      v = v * alpha[(i >> 1) & 1];
+      for (int i = 0; i < 32; i++) { /* c0, c1 are row g's, c2, c3 row g+8's */
+        float &v = (&acc[0][0][0][0])[i];
+        v = v * alpha[(i >> 1) & 1];
+      }
     }
+    const uint32_t vb[2] = {slot_addr(tile, 0), slot_addr(tile, 1)};
 #pragma unroll
     for (int kb = 0; kb < TT / 16; kb++) {
       uint32_t pa[4]; /* P rows 0..15, tokens 16kb.. : the natural k order */
-      ldsm4(smem_addr(p_sm + ((lane & 7) + 8 * ((lane >> 3) & 1)) * PS + 16 * kb + 8 * (lane >> 4)), pa[0], pa[1], pa[2], pa[3]);
-      const int vrow = 16 * kb + (lane & 7) + 8 * ((lane >> 3) & 1);
+      ldsm4(p_lane + 32 * kb, pa[0], pa[1], pa[2], pa[3]);
+      const uint32_t vrow = vb[16 * kb / SR] + 16 * (kb % (SR / 16)) * RB; /* rows 16 kb .. of the tile */
       if (W == 1) {
 #pragma unroll
         for (int a = 0; a < 2; a++) {
           /* transposed 8x8 matrices of 16-bit pairs: lane (g, j) gets tokens 2j, 2j+1 of byte columns
            * 2g, 2g+1: m0 tokens 0-7 and m1 tokens 8-15 of columns c0..c0+15, m2 and m3 of c0+16.. */
           uint32_t r[4];
-          ldsm4t(kv_chunk(tile, vrow, 4 * warp + 2 * a + (lane >> 4)), r[0], r[1], r[2], r[3]);
+          ldsm4t(vrow + pv_lane[a], r[0], r[1], r[2], r[3]);
 #pragma unroll
           for (int h2 = 0; h2 < 2; h2++) {
             /* bytes (t 2j col 2g, t 2j col 2g+1, t 2j+1 col 2g, t 2j+1 col 2g+1) -> column 2g's two
@@ -486,7 +520,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
           /* transposed: m0 (tokens 0-7) and m1 (tokens 8-15) of columns 8c..8c+7, m2 and m3 of
            * 8c+8.., c = 8w + 2 a2: lane (g, j) gets tokens 2j, 2j+1 of column 8c + g */
           uint32_t r[4];
-          ldsm4t(kv_chunk(tile, vrow, 8 * warp + 2 * a2 + (lane >> 4)), r[0], r[1], r[2], r[3]);
+          ldsm4t(vrow + pv_lane[a2], r[0], r[1], r[2], r[3]);
           mma(acc[a2 >> 1][a2 & 1][0], pa, mlr__bf16x2_f16x2(r[0]), mlr__bf16x2_f16x2(r[1])); /* columns 64w + 16 a2 + g */
           mma(acc[a2 >> 1][a2 & 1][1], pa, mlr__bf16x2_f16x2(r[2]), mlr__bf16x2_f16x2(r[3])); /* columns 64w + 16 a2 + 8 + g */
         }
@@ -498,30 +532,41 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
    * block's row maxima into red_max; then, after a barrier, (2) alpha, P into p_sm, the row sums,
    * l and m ---- */
   float sv[2][4];
+  /* the NQW warps' values of row `row` (red_max and red_sum are [16][NWARP]: a row's in two
+   * 16-byte loads, not NQW 4-byte ones) */
+  auto red_row = [&](const float *red, int row, float (&v)[NQW]) {
+#pragma unroll
+    for (int w = 0; w < NQW; w += 4) {
+      const float4 x = *(const float4 *)(red + row * NWARP + w);
+      v[w] = x.x, v[w + 1] = x.y, v[w + 2] = x.z, v[w + 3] = x.w;
+    }
+  };
   auto softmax1 = [&](int tile) {
-    const int64_t t0 = start + (int64_t)tile * TT;
+    const int64_t left = end - (start + (int64_t)tile * TT);
+    const int n = left < TT ? (int)left : TT; /* the tile's tokens before the split's end */
     float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
     for (int nt = 0; nt < 2; nt++)
 #pragma unroll
       for (int k = 0; k < 4; k++) {
-        const int64_t pos = t0 + 16 * warp + 8 * nt + 2 * j + (k & 1);
-        sv[nt][k] = pos < end ? sacc[nt][k] * c : -INFINITY;
+        sv[nt][k] = 16 * warp + 8 * nt + 2 * j + (k & 1) < n ? sacc[nt][k] * c : -INFINITY;
         mx[k >> 1] = fmaxf(mx[k >> 1], sv[nt][k]);
       }
 #pragma unroll
     for (int rr = 0; rr < 2; rr++) {
       mx[rr] = fmaxf(mx[rr], MLR_SHFL_XOR(mx[rr], 1));
       mx[rr] = fmaxf(mx[rr], MLR_SHFL_XOR(mx[rr], 2));
-      if (j == 0) red_max[warp * 16 + g + 8 * rr] = mx[rr];
+      if (j == 0) red_max[(g + 8 * rr) * NWARP + warp] = mx[rr];
     }
   };
   auto softmax2 = [&]() {
     float mn[2];
 #pragma unroll
     for (int rr = 0; rr < 2; rr++) {
-      float v = m[rr];
-      for (int w = 0; w < NQW; w++) v = fmaxf(v, red_max[w * 16 + g + 8 * rr]);
+      float v = m[rr], x[NQW];
+      red_row(red_max, g + 8 * rr, x);
+#pragma unroll
+      for (int w = 0; w < NQW; w++) v = fmaxf(v, x[w]);
       mn[rr] = v, alpha[rr] = ex2(m[rr] - v);
     }
     if (qkw) {
@@ -540,14 +585,16 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
       for (int rr = 0; rr < 2; rr++) {
         ps[rr] += MLR_SHFL_XOR(ps[rr], 1);
         ps[rr] += MLR_SHFL_XOR(ps[rr], 2);
-        if (j == 0) red_sum[warp * 16 + g + 8 * rr] = ps[rr];
+        if (j == 0) red_sum[(g + 8 * rr) * NWARP + warp] = ps[rr];
       }
     }
     __syncthreads();
 #pragma unroll
     for (int rr = 0; rr < 2; rr++) {
-      float sum = 0.0f;
-      for (int w = 0; w < NQW; w++) sum += red_sum[w * 16 + g + 8 * rr];
+      float sum = 0.0f, x[NQW];
+      red_row(red_sum, g + 8 * rr, x);
+#pragma unroll
+      for (int w = 0; w < NQW; w++) sum += x[w]; /* warp order: the recipe's warp16 */
       l[rr] = l[rr] * alpha[rr] + sum, m[rr] = mn[rr];
     }
   };
@@ -582,81 +629,119 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
     if (tile + 1 < ntiles) softmax2();
   }
   /* ---- the split's result, through shared memory (the ring is free now): split_result ---- */
-  float *o_sm = (float *)kvs_sm, *lc_sm = o_sm + 16 * DV; /* [16][DV], [16] */
   griddep_launch_dependents(); /* k_merge may start (it waits for this grid to end before reading) */
-  __syncthreads();             /* every warp's last PV read the ring */
+  /* ---- the split's result from the accumulators (every warp holds the same l and m): raw
+   * partials (the recipes' partial.normalized = no: no division a partial element), the split's
+   * acc * kv_scale, its m and l, merged by k_merge; a token with one split, that merge here
+   * (mlr_emulate.h's merge_one for one split: the split skipped unless m > MLR_EMU_SKIP_BELOW,
+   * weight exp2(m - m), o = (0 + part * weight) / max(0 + l * weight, clamp), lse =
+   * (M + log2 of that) * ln 2) as the bf16 output ---- */
+  const bool direct = ti.nsplit == 1;
 #pragma unroll
-  for (int rr = 0; rr < 2; rr++)
+  for (int rr = 0; rr < 2; rr++) {
+    const int h = g + 8 * rr;
+    if (h >= H) continue; /* rows past H: zero Q, no output */
+    const int64_t row = (int64_t)t * H + h;
+    const bool live = m[rr] > MLR_EMU_SKIP_BELOW;
+    float wv = 0.0f, sc = 0.0f; /* direct only: exp2(m - m), 1 but for m = +Inf (the software exp2 only then) */
+    if (direct) {
+      const float z = m[rr] - m[rr];
+      wv = live ? (z == 0.0f ? 1.0f : mlr__emu_exp(MLR_EXP_2, z)) : 0.0f;
+      sc = fmaxf(live ? 0.0f + l[rr] * wv : 0.0f, p.clamp);
+    }
+    auto out = [&](float a) { return live ? (0.0f + a * p.kvs * wv) / sc : 0.0f / sc; };
+    float *po = p.part_o + (row * p.S + s) * DV + 64 * warp;
+    uint16_t *oo = p.o + row * DV + 64 * warp;
 #pragma unroll
     for (int a = 0; a < 2; a++)
 #pragma unroll
       for (int h2 = 0; h2 < 2; h2++) {
-        float *orow = o_sm + (g + 8 * rr) * DV + 64 * warp;
-        if (W == 1) /* c0 (n = 2j), c1 (n = 2j+1) of the even and odd tiles: columns 4j, 4j+2 and 4j+1, 4j+3 */
-          *(float4 *)(orow + 32 * a + 16 * h2 + 4 * j) =
-              make_float4(acc[a][h2][0][2 * rr], acc[a][h2][1][2 * rr], acc[a][h2][0][2 * rr + 1], acc[a][h2][1][2 * rr + 1]);
-        else /* n-tile 4a + 2 h2 + e: columns 8 (4a + 2 h2 + e) + 2j, + 1 */
+        if (W == 1) { /* c0 (n = 2j), c1 (n = 2j+1) of the even and odd tiles: columns 4j, 4j+2 and 4j+1, 4j+3 */
+          const int col = 32 * a + 16 * h2 + 4 * j;
+          const float v[4] = {acc[a][h2][0][2 * rr], acc[a][h2][1][2 * rr], acc[a][h2][0][2 * rr + 1], acc[a][h2][1][2 * rr + 1]};
+          if (direct) *(uint2 *)(oo + col) = make_uint2(mlr__out_bf16x2(out(v[0]), out(v[1])), mlr__out_bf16x2(out(v[2]), out(v[3])));
+          else *(float4 *)(po + col) = make_float4(v[0] * p.kvs, v[1] * p.kvs, v[2] * p.kvs, v[3] * p.kvs);
+        } else /* n-tile 4a + 2 h2 + e: columns 8 (4a + 2 h2 + e) + 2j, + 1 */
 #pragma unroll
-          for (int e = 0; e < 2; e++)
-            *(float2 *)(orow + 8 * (4 * a + 2 * h2 + e) + 2 * j) = make_float2(acc[a][h2][e][2 * rr], acc[a][h2][e][2 * rr + 1]);
+          for (int e = 0; e < 2; e++) {
+            const int col = 8 * (4 * a + 2 * h2 + e) + 2 * j;
+            const float v0 = acc[a][h2][e][2 * rr], v1 = acc[a][h2][e][2 * rr + 1];
+            if (direct) *(uint32_t *)(oo + col) = mlr__out_bf16x2(out(v0), out(v1));
+            else *(float2 *)(po + col) = make_float2(v0 * p.kvs, v1 * p.kvs);
+          }
       }
-  if (warp == 0 && j == 0) lc_sm[g] = fmaxf(l[0], p.clamp), lc_sm[g + 8] = fmaxf(l[1], p.clamp);
-  if (warp == 0 && j == 0) lc_sm[16 + g] = m[0], lc_sm[24 + g] = m[1]; /* the row maxima, for the lse */
-  __syncthreads();
-  split_result(p, o_sm, lc_sm, t, s, ti.nsplit == 1);
+    if (warp == 0 && j == 0) {
+      if (direct) store_lse(p, row, s, live ? m[rr] : -INFINITY, sc, 1);
+      else p.part_x[row * p.S + s] = m[rr], p.part_sum[row * p.S + s] = l[rr];
+    }
+  }
 }
 #endif
 
 /* ---- both: the merge and the bandwidth probe ---- */
-/* the emulator's merge_one for normalized partials and the global-max rule, lse in ln units
- * (mlr__emu_merge_column's, bit for bit): a block per (query token, head), a column per thread. The
- * max (exact in any order) and each split's weight exp(lse - max) are worked out once a block, 512
- * splits at a time, not once a column: the columns then sum their terms in split order. */
+/* the emulator's merge_one with the global-max rule (mlr__emu_merge_column's, bit for bit):
+ * normalized partials (x = lse in ln units, mass 1, weights exp) or raw ones (p.raw: x = m in the
+ * softmax's base-2 units, mass l, weights exp2, lse = (M + log2 sc) * ln 2). A block per (query
+ * token, head), four columns a thread (128 threads: the T x H blocks fit the GPU in one wave; with
+ * a column a thread and 512, they took three waves of latency-bound blocks, 5 to 11 us at bs = 32
+ * and 64). The max (exact in any order), each split's weight and mass * weight's operands are
+ * worked out once a block, MERGE_THREADS splits at a time, not once a column: the columns then
+ * sum their terms in split order. */
 __global__ void __launch_bounds__(MERGE_THREADS) k_merge(fparams p) {
-  __shared__ float w_sm[MERGE_THREADS], red[MERGE_THREADS / 32];
+  __shared__ float w_sm[MERGE_THREADS], ms_sm[MERGE_THREADS], red[MERGE_THREADS / 32];
   const int64_t row = blockIdx.x, t = row / p.H;
   const int64_t ns = p.tok[t].nsplit;
   if (ns < 2) return; /* written by k_attn */
   griddep_wait();     /* k_attn's partials */
-  const int d = threadIdx.x;
-  const float *x = p.part_lse + row * p.S, *part = p.part_o + row * p.S * DV + d;
-  /* the column's partials MB at a time into registers, all loads in flight at once (one at a time
+  const int d = threadIdx.x, eb = p.raw ? MLR_EXP_2 : MLR_EXP_E;
+  const float *x = p.part_x + row * p.S;
+  const float4 *part = (const float4 *)(p.part_o + row * p.S * DV) + d; /* split k's columns 4d.. at part[k * DV / 4] */
+  /* the partials MB splits at a time into registers, all loads in flight at once (one at a time
    * behind a test of the split's weight, they were a chain of L2 round trips: 32 splits, about
    * 2 us); the first MB before the max and the weights, which they do not need. Every split below
    * ns has its partial written (an empty one 0), so the loads need no test. */
   enum { MB = 16 };
-  float pv[MB];
+  float4 pv[MB];
   auto load_chunk = [&](int64_t k0) {
 #pragma unroll
-    for (int u = 0; u < MB; u++) pv[u] = k0 + u < ns ? part[(k0 + u) * DV] : 0.0f;
+    for (int u = 0; u < MB; u++) pv[u] = k0 + u < ns ? part[(k0 + u) * (DV / 4)] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   };
   load_chunk(0);
-  float M = -INFINITY; /* splits with lse <= MLR_EMU_SKIP_BELOW (empty ones; NaN) are skipped, as there */
+  float M = -INFINITY; /* splits with x <= MLR_EMU_SKIP_BELOW (empty ones; NaN) are skipped, as there */
   for (int64_t s = d; s < ns; s += MERGE_THREADS)
     if (x[s] > MLR_EMU_SKIP_BELOW) M = fmaxf(M, x[s]);
   for (int k = 16; k; k >>= 1) M = fmaxf(M, MLR_SHFL_XOR(M, k));
   if ((d & 31) == 0) red[d >> 5] = M;
   __syncthreads();
   for (int w = 0; w < MERGE_THREADS / 32; w++) M = fmaxf(M, red[w]);
-  float acc = 0.0f, sum = 0.0f;
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f}, sum = 0.0f, sum_unused = 0.0f;
   for (int64_t c0 = 0; c0 < ns; c0 += MERGE_THREADS) {
     __syncthreads(); /* the previous chunk's weights are read */
     if (c0 + d < ns) {
       const float xs = x[c0 + d];
-      w_sm[d] = xs > MLR_EMU_SKIP_BELOW ? mlr__emu_exp(MLR_EXP_E, xs - M) : -1.0f; /* -1: skipped (a weight is >= 0) */
+      w_sm[d] = xs > MLR_EMU_SKIP_BELOW ? mlr__emu_exp(eb, xs - M) : -1.0f; /* -1: skipped (a weight is >= 0) */
+      ms_sm[d] = p.raw ? p.part_sum[row * p.S + c0 + d] : 1.0f;
     }
     __syncthreads();
     const int n = ns - c0 < MERGE_THREADS ? (int)(ns - c0) : MERGE_THREADS;
     for (int k0 = 0; k0 < n; k0 += MB) { /* MERGE_THREADS is a multiple of MB: chunks stay within c0's */
       if (c0 + k0 > 0) load_chunk(c0 + k0);
 #pragma unroll
-      for (int u = 0; u < MB; u++) /* the terms in split order, as mlr__emu_merge_column */
-        if (k0 + u < n && w_sm[k0 + u] >= 0.0f) mlr__emu_merge_term(pv[u], 1.0f, w_sm[k0 + u], 0, &acc, &sum);
+      for (int u = 0; u < MB; u++) /* the terms in split order, as mlr__emu_merge_column; the sum once */
+        if (k0 + u < n && w_sm[k0 + u] >= 0.0f) {
+          const float w = w_sm[k0 + u], ms = ms_sm[k0 + u];
+          mlr__emu_merge_term(pv[u].x, ms, w, 0, &acc[0], &sum);
+          mlr__emu_merge_term(pv[u].y, ms, w, 0, &acc[1], &sum_unused);
+          mlr__emu_merge_term(pv[u].z, ms, w, 0, &acc[2], &sum_unused);
+          mlr__emu_merge_term(pv[u].w, ms, w, 0, &acc[3], &sum_unused);
+        }
     }
   }
   const float sc = fmaxf(sum, p.clamp);
-  p.o[row * DV + d] = mlr__emu_out_code(acc / sc, MLR_OUT_BF16);
-  if (d == 0) p.lse[row] = M + mlr__emu_log(MLR_EXP_E, sc);
+  uint16_t o4[4];
+  for (int k = 0; k < 4; k++) o4[k] = mlr__emu_out_code(acc[k] / sc, MLR_OUT_BF16);
+  *(uint2 *)(p.o + row * DV + 4 * d) = make_uint2(o4[0] | (uint32_t)o4[1] << 16, o4[2] | (uint32_t)o4[3] << 16);
+  if (d == 0) p.lse[row] = p.raw ? mlr__emu_lse_convert(M + mlr__emu_log(MLR_EXP_2, sc), MLR_EXP_2, MLR_EXP_E) : M + mlr__emu_log(MLR_EXP_E, sc);
 }
 
 /* the read-bandwidth probe: every 16-byte word of n read once; the xor is written so the loads stay */
@@ -760,6 +845,7 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
   p.H = (int)H, p.S = f->S, p.page = in->page, p.fnuz = in->kv_format == MLR_FMT_E4M3FNUZ, p.kvw = in->kv_format == MLR_FMT_BF16 ? 2 : 1;
   p.qfp8 = r->q_format != MLR_Q_BF16, p.qfmt = r->q_format == MLR_Q_E4M3FNUZ ? MLR_FMT_E4M3FNUZ : MLR_FMT_E4M3;
   p.qstatic = r->q_scale == MLR_QS_STATIC, f->dyn = p.qfp8 && !p.qstatic;
+  p.raw = !r->partial_normalized; /* the fit: the NVIDIA recipes' raw partials, the AMD ones' normalized */
 #if MLR_FAST_AMD
   p.qin = !p.qfp8; /* fp8 Q by k_qprep */
 #else
@@ -778,7 +864,8 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
   DALLOC(p.clipped, 8, NULL);
   if (f->S > 1) {
     DALLOC(p.part_o, (size_t)(T * H * f->S * DV) * 4, NULL);
-    DALLOC(p.part_lse, (size_t)(T * H * f->S) * 4, NULL);
+    DALLOC(p.part_x, (size_t)(T * H * f->S) * 4, NULL);
+    if (p.raw) DALLOC(p.part_sum, (size_t)(T * H * f->S) * 4, NULL);
   }
 
   DALLOC(p.o, (size_t)(T * H * DV) * 2, NULL);

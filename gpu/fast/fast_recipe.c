@@ -7,12 +7,13 @@
 #include "../../ref/formats/mlr_formats.h"
 #include "mlr_gpu_fast.h"
 
-/* Shared by all variants: fp16 operands on the sm90 fp16 unit for both products (fp8 KV values are
+/* Shared by the NVIDIA variants: fp16 operands on the sm90 fp16 unit for both products (fp8 KV values are
  * exact in fp16; bf16 KV values round to fp16, exact for |v| in [2^-17, 65504]), kv_scale folded,
  * base-2 softmax over blocks of the kernel's KV tile (128 tokens of fp8 KV, 64 of bf16 KV: the
  * same 72 KiB of shared memory) with the hardware exp2 (ex2.approx.f32: sm90-ex2) and the kernel's
- * row-sum tree (softmax2: warp16), P in fp16, the PV dot from acc*alpha, normalized partials with
- * lse in ln units, the global-max merge, bf16 output. Splits: AITER's metadata-v1 rule with 128
+ * row-sum tree (softmax2: warp16), P in fp16, the PV dot from acc*alpha, raw partials (acc *
+ * kv_scale, m and l: no division a partial element; the merge divides once), lse in ln units, the
+ * global-max merge, bf16 output. Splits: AITER's metadata-v1 rule with 128
  * "CUs" (the H200 has 132 SMs; the rule rounds bs up, so 128 keeps 32 and 64 batches at 4 and 2
  * splits = one wave of 128 blocks), at least 128 tokens a split, aligned to 128. */
 #define FAST_COMMON(block)                                                                                             \
@@ -20,7 +21,7 @@
   "softmax.block=" block ";softmax.clamp=1e-12;softmax.exp_unit=sm90-ex2;softmax.sum=warp16;p.format=fp16;"            \
   "pv.operand=fp16;pv.dot=mma:sm90-f16;pv.accumulate=into_acc;"                                                        \
   "update.fma=no;split.rule=aiter_v1;split.cus=128;split.max=64;split.min_tokens=128;split.align=128;"                \
-  "partial.normalized=yes;lse.base=e;merge.rule=global_max;out.format=bf16"
+  "partial.normalized=no;lse.base=e;merge.rule=global_max;out.format=bf16"
 #define Q_BF16 "q.format=bf16;q.scale=none;"
 #define Q_E4M3 "q.format=e4m3;q.scale=static;q.absmax=6;"
 
