@@ -628,7 +628,6 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
     load_slot(2 * tile + 7);
     if (tile + 1 < ntiles) softmax2();
   }
-  /* ---- the split's result, through shared memory (the ring is free now): split_result ---- */
   griddep_launch_dependents(); /* k_merge may start (it waits for this grid to end before reading) */
   /* ---- the split's result from the accumulators (every warp holds the same l and m): raw
    * partials (the recipes' partial.normalized = no: no division a partial element), the split's
@@ -689,6 +688,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
  * sum their terms in split order. */
 __global__ void __launch_bounds__(MERGE_THREADS) k_merge(fparams p) {
   __shared__ float w_sm[MERGE_THREADS], ms_sm[MERGE_THREADS], red[MERGE_THREADS / 32];
+  __shared__ bool in_sm[MERGE_THREADS]; /* the split is merged (its x > MLR_EMU_SKIP_BELOW) */
   const int64_t row = blockIdx.x, t = row / p.H;
   const int64_t ns = p.tok[t].nsplit;
   if (ns < 2) return; /* written by k_attn */
@@ -719,7 +719,8 @@ __global__ void __launch_bounds__(MERGE_THREADS) k_merge(fparams p) {
     __syncthreads(); /* the previous chunk's weights are read */
     if (c0 + d < ns) {
       const float xs = x[c0 + d];
-      w_sm[d] = xs > MLR_EMU_SKIP_BELOW ? mlr__emu_exp(eb, xs - M) : -1.0f; /* -1: skipped (a weight is >= 0) */
+      in_sm[d] = xs > MLR_EMU_SKIP_BELOW;
+      w_sm[d] = in_sm[d] ? mlr__emu_exp(eb, xs - M) : 0.0f; /* NaN for x = M = +Inf, as there */
       ms_sm[d] = p.raw ? p.part_sum[row * p.S + c0 + d] : 1.0f;
     }
     __syncthreads();
@@ -728,7 +729,7 @@ __global__ void __launch_bounds__(MERGE_THREADS) k_merge(fparams p) {
       if (c0 + k0 > 0) load_chunk(c0 + k0);
 #pragma unroll
       for (int u = 0; u < MB; u++) /* the terms in split order, as mlr__emu_merge_column; the sum once */
-        if (k0 + u < n && w_sm[k0 + u] >= 0.0f) {
+        if (k0 + u < n && in_sm[k0 + u]) {
           const float w = w_sm[k0 + u], ms = ms_sm[k0 + u];
           mlr__emu_merge_term(pv[u].x, ms, w, 0, &acc[0], &sum);
           mlr__emu_merge_term(pv[u].y, ms, w, 0, &acc[1], &sum_unused);
