@@ -19,8 +19,10 @@
  *      p = 2^(s - m') (ex2.approx.f32), l = l*alpha + sum p (a warp-shuffle tree, then the warps
  *      in order), P rounded to fp16.
  *   PV: mma.sync m16n8k16 over the block's tokens in blocks of 16 in order from acc*alpha.
- *   split result: acc / max(l, clamp) * kv_scale, lse = (m + log2(max(l, clamp))) * ln 2; one split
- *      writes o and lse directly, more go through the merge (global max, the emulator's merge).
+ *   split result (partial.normalized = no): the raw partial acc * kv_scale with the split's m and
+ *      l; the emulator's global-max merge (k_merge) divides once: o = sum(part * w) / max(sum(l * w),
+ *      clamp), w = 2^(m - M), lse = (M + log2 of the divisor) * ln 2; a token with one split is that
+ *      merge done by the attention kernel itself. (The AMD recipes keep normalized partials.)
  *
  * NVIDIA sm_90 (mma.sync, ldmatrix, cp.async, cvt from e4m3). A HIP build has the AMD (MFMA)
  * variant instead (gpu/fast/fast_mfma.h, recipes fast-mi300-a16w8 / fast-mi300-a8w8: bf16
