@@ -13,8 +13,9 @@
  *           bf16 KV: tiles of 64 tokens, slots of 32 rows, logits by warps 0..3).
  *           Warp w: the logits of tokens 16w..16w+15 of a tile for the 16 heads (two mma chains
  *           over the 36 column blocks, Q's fragments in registers), and output columns
- *           64w..64w+63 of the 16 heads (8 accumulator tiles), P from shared memory; software-
- *           pipelined: tile i+1's logits with tile i's PV, while tile i+2 loads.
+ *           64w..64w+63 of the 16 heads (8 accumulator tiles), P from shared memory (two
+ *           buffers); software-pipelined: tile i+1's logits with the first half of tile i's PV,
+ *           tile i+1's softmax with its second half, while tile i+2 loads.
  *   k_merge a block per (query token, head), four columns a thread: the emulator's global-max merge
  *           (raw partials for the NVIDIA recipes, normalized for the AMD ones)
  * k_attn and k_merge are launched with programmatic dependent launch (sm_90): each may start while
@@ -59,7 +60,7 @@ enum { SLOT = 64, NSLOT = 6 };      /* the KV ring: 6 slots of 64 fp8 rows (36,8
 enum { QSTR = QK + 8 };
 static_assert(16 * QSTR * 2 <= SLOT * QK, "Q's staging fits slot 4's space");
 enum { MAX_SPLITS = 65535 };        /* the grid's second dimension */
-enum { SM_KV = NSLOT * SLOT * QK, SM_P = 16 * PSTR * 2, SM_RED = 2 * NWARP * 16 * 4, SM_FLAG = 16, SMEM = SM_KV + SM_P + SM_RED + SM_FLAG };
+enum { SM_KV = NSLOT * SLOT * QK, SM_P1 = 16 * PSTR * 2, SM_P = 2 * SM_P1, SM_RED = 2 * NWARP * 16 * 4, SM_FLAG = 16, SMEM = SM_KV + SM_P + SM_RED + SM_FLAG };
 enum { MERGE_THREADS = DV / 4, AMAX_BLOCKS = 264, AMAX_THREADS = 512, BW_THREADS = 256, QPREP_THREADS = 256 };
 
 /* what a query token's blocks need, in one place: one round of global loads at the start instead
@@ -282,7 +283,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   static_assert(TPR * SR == NTHR && (RB / 16) % TPR == 0, "a slot's rows split evenly over the threads");
   extern __shared__ __align__(16) uint8_t sm[];
   uint8_t *kvs_sm = sm;                                   /* [NSLOT][SR][RB] KV codes, chunks swizzled (kv_chunk) */
-  uint16_t *p_sm = (uint16_t *)(sm + SM_KV);              /* [16][PS] fp16 P */
+  uint16_t *p_sm = (uint16_t *)(sm + SM_KV);              /* [2][16][PS] fp16 P, buffer tile & 1 (SM_P1 bytes apart) */
   float *red_max = (float *)(sm + SM_KV + SM_P), *red_sum = red_max + NWARP * 16; /* [16][NWARP] */
   int *fix_sm = (int *)(sm + SM_KV + SM_P + SM_RED); /* [2]: FNUZ, tile t (t & 1) holds a special code */
   const int t = blockIdx.x, s = blockIdx.y, H = p.H;
@@ -362,9 +363,12 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
    * (a < 2 W): kv_chunk = pv_lane[a] + 16 (kb % (SR / 16)) RB */
   uint32_t pv_lane[2 * W];
   for (int a = 0; a < 2 * W; a++) pv_lane[a] = kv_chunk((lane & 7) + 8 * ((lane >> 3) & 1), 4 * W * warp + 2 * a + (lane >> 4));
-  /* Tile 1 and the rest are issued after Q's fragments: issued before, their copies held the
-   * threads (the memory pipeline full) while Q waited in shared memory, 2 to 4 us at bs >= 32.
-   * Groups, in order: Q, slots 0, 1 (p.qin) or slots 0, 1, Q; then slots 2..5. */
+  /* Tile 1 is issued when tile 0 has landed, tile 2 after tile 0's softmax: issued before Q's
+   * fragments, their copies held the threads (the memory pipeline full) while Q waited in shared
+   * memory, 2 to 4 us at bs >= 32; issued with tile 0, they shared the memory's bandwidth with it
+   * and tile 0 landed only with most of the burst (128 blocks of 4 tiles: 6.7 us after its issue,
+   * the memory then idle while the blocks computed tiles 0 to 2). Groups, in order: Q, slots 0, 1
+   * (p.qin) or slots 0, 1, Q; then slots 2..5. */
   if (p.qin) {
     load_slot(0);
     load_slot(1);
@@ -418,10 +422,10 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
 #pragma unroll
     for (int kb = 0; kb < NKB; kb++) ldsm4(qaddr + 32 * kb, qa[kb][0], qa[kb][1], qa[kb][2], qa[kb][3]);
   }
-  __syncthreads(); /* Q's staging read by every warp: slots 4 and 5 are free */
-  for (int k = 2; k < NSLOT; k++) load_slot(k);
-  asm volatile("cp.async.wait_group 4;\n" ::: "memory"); /* tile 0 (slots 0, 1); slots 2..5 may be in flight */
-  __syncthreads();
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory"); /* Q and tile 0 (slots 0, 1) */
+  __syncthreads(); /* tile 0 landed; Q's staging read by every warp: slots 4 and 5 are free */
+  load_slot(2);
+  load_slot(3);
   /* logit scale: fp32(log2 e / 24) [* q_scale] * kv_scale, left to right (the emulator's c) */
   float c = p.c0;
   if (p.qfp8) c = c * qs;
@@ -435,36 +439,42 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   float sacc[2][4];
 
   /* ---- logits of a tile: tokens 16w + 8nt + g (B's n), two chains over the column blocks in order ---- */
-  auto qk = [&](int tile, auto fixc) -> uint32_t {
-    constexpr int FIX = decltype(fixc)::value;
-    uint32_t sp = 0;
-    const uint32_t qb = slot_addr(tile, qk_half);
+  constexpr int NQ4 = NKB / (4 / W); /* a tile's logit steps: 4 (fp8) or 2 (bf16) column blocks each */
+  auto qk_zero = [&]() {
 #pragma unroll
     for (int nt = 0; nt < 2; nt++)
 #pragma unroll
       for (int k = 0; k < 4; k++) sacc[nt][k] = 0.0f;
+  };
+  auto qk_step = [&](uint32_t qb, int q4, auto fixc, uint32_t &sp) {
+    constexpr int FIX = decltype(fixc)::value;
 #pragma unroll
-    for (int q4 = 0; q4 < NKB / (4 / W); q4++)
+    for (int nt = 0; nt < 2; nt++) {
+      /* 4 matrices of 8 tokens x 16 bytes, chunks 4*q4 .. 4*q4+3. fp8: column blocks 4*q4 ..
+       * 4*q4+3, lane (g, j) gets token g's columns 4j..4j+3 of each; bf16: column blocks 2*q4,
+       * 2*q4+1, lane (g, j) gets token g's columns 2j, 2j+1 of each 8 */
+      uint32_t r[4];
+      ldsm4(qb + qk_lane[q4 % 2] + 8 * nt * RB + 64 * (q4 - q4 % 2), r[0], r[1], r[2], r[3]);
+      if (W == 1) {
 #pragma unroll
-      for (int nt = 0; nt < 2; nt++) {
-        /* 4 matrices of 8 tokens x 16 bytes, chunks 4*q4 .. 4*q4+3. fp8: column blocks 4*q4 ..
-         * 4*q4+3, lane (g, j) gets token g's columns 4j..4j+3 of each; bf16: column blocks 2*q4,
-         * 2*q4+1, lane (g, j) gets token g's columns 2j, 2j+1 of each 8 */
-        uint32_t r[4];
-        ldsm4(qb + qk_lane[q4 % 2] + 8 * nt * RB + 64 * (q4 - q4 % 2), r[0], r[1], r[2], r[3]);
-        if (W == 1) {
-#pragma unroll
-          for (int i = 0; i < 4; i++) {
-            uint32_t lo, hi;
-            if (FNUZ && !FIX) sp |= fnuz_special(r[i]);
-            fp8x4<FIX>(r[i], lo, hi);
-            mma(sacc[nt], qa[4 * q4 + i], lo, hi);
-          }
-        } else {
-          mma(sacc[nt], qa[2 * q4], mlr__bf16x2_f16x2(r[0]), mlr__bf16x2_f16x2(r[1]));
-          mma(sacc[nt], qa[2 * q4 + 1], mlr__bf16x2_f16x2(r[2]), mlr__bf16x2_f16x2(r[3]));
+        for (int i = 0; i < 4; i++) {
+          uint32_t lo, hi;
+          if (FNUZ && !FIX) sp |= fnuz_special(r[i]);
+          fp8x4<FIX>(r[i], lo, hi);
+          mma(sacc[nt], qa[4 * q4 + i], lo, hi);
         }
+      } else {
+        mma(sacc[nt], qa[2 * q4], mlr__bf16x2_f16x2(r[0]), mlr__bf16x2_f16x2(r[1]));
+        mma(sacc[nt], qa[2 * q4 + 1], mlr__bf16x2_f16x2(r[2]), mlr__bf16x2_f16x2(r[3]));
       }
+    }
+  };
+  auto qk = [&](int tile, auto fixc) -> uint32_t {
+    uint32_t sp = 0;
+    const uint32_t qb = slot_addr(tile, qk_half);
+    qk_zero();
+#pragma unroll
+    for (int q4 = 0; q4 < NQ4; q4++) qk_step(qb, q4, fixc, sp);
     return sp;
   };
   /* FNUZ: a tile whose rows hold a special code has its logits computed again with the codes
@@ -480,8 +490,8 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
 
   /* ---- PV of a tile: output columns 64w .. 64w+63 from acc*alpha, token blocks of 16 in order ---- */
   const uint32_t p_lane = smem_addr(p_sm + ((lane & 7) + 8 * ((lane >> 3) & 1)) * PS + 8 * (lane >> 4));
-  auto pv = [&](int tile, auto fixc) {
-    constexpr int FIX = decltype(fixc)::value;
+  constexpr int NKV = TT / 16; /* a tile's PV steps (16 tokens each) */
+  auto pv_scale = [&]() {
     /* acc * alpha; alpha = 1 for all 16 rows (no row's max moved: most tiles) changes no bit */
     if (!__all_sync(0xFFFFFFFFu, alpha[0] == 1.0f && alpha[1] == 1.0f)) {
 #pragma unroll
@@ -490,12 +500,15 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
         v = v * alpha[(i >> 1) & 1];
       }
     }
-    const uint32_t vb[2] = {slot_addr(tile, 0), slot_addr(tile, 1)};
-#pragma unroll
-    for (int kb = 0; kb < TT / 16; kb++) {
+  };
+  /* step kb of tile's PV: P from buffer tile & 1 (P is double-buffered: tile i+1's softmax writes
+   * its P while tile i's PV runs) */
+  auto pv_step = [&](int tile, int kb, auto fixc) {
+    constexpr int FIX = decltype(fixc)::value;
+    {
       uint32_t pa[4]; /* P rows 0..15, tokens 16kb.. : the natural k order */
-      ldsm4(p_lane + 32 * kb, pa[0], pa[1], pa[2], pa[3]);
-      const uint32_t vrow = vb[16 * kb / SR] + 16 * (kb % (SR / 16)) * RB; /* rows 16 kb .. of the tile */
+      ldsm4(p_lane + (tile & 1) * SM_P1 + 32 * kb, pa[0], pa[1], pa[2], pa[3]);
+      const uint32_t vrow = slot_addr(tile, 16 * kb / SR) + 16 * (kb % (SR / 16)) * RB; /* rows 16 kb .. of the tile */
       if (W == 1) {
 #pragma unroll
         for (int a = 0; a < 2; a++) {
@@ -559,8 +572,9 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
       if (j == 0) red_max[(g + 8 * rr) * NWARP + warp] = mx[rr];
     }
   };
-  auto softmax2 = [&]() {
-    float mn[2];
+  float mn[2];
+  auto softmax2a = [&](int tile) {
+    uint16_t *pt = p_sm + (tile & 1) * (SM_P1 / 2);
 #pragma unroll
     for (int rr = 0; rr < 2; rr++) {
       float v = m[rr], x[NQW];
@@ -578,8 +592,8 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
         for (int k = 0; k < 4; k++) e[k] = ex2(sv[nt][k] - mn[k >> 1]);
         ps[0] += e[0] + e[1], ps[1] += e[2] + e[3];
         const int col = 16 * warp + 8 * nt + 2 * j;
-        *(uint32_t *)(p_sm + g * PS + col) = mlr__f16x2(e[0], e[1]);
-        *(uint32_t *)(p_sm + (g + 8) * PS + col) = mlr__f16x2(e[2], e[3]);
+        *(uint32_t *)(pt + g * PS + col) = mlr__f16x2(e[0], e[1]);
+        *(uint32_t *)(pt + (g + 8) * PS + col) = mlr__f16x2(e[2], e[3]);
       }
 #pragma unroll
       for (int rr = 0; rr < 2; rr++) {
@@ -588,7 +602,8 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
         if (j == 0) red_sum[(g + 8 * rr) * NWARP + warp] = ps[rr];
       }
     }
-    __syncthreads();
+  };
+  auto softmax2b = [&]() { /* after a barrier: red_sum written */
 #pragma unroll
     for (int rr = 0; rr < 2; rr++) {
       float sum = 0.0f, x[NQW];
@@ -599,34 +614,68 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
     }
   };
 
-  /* Software pipeline: tile 0's logits and softmax first; then step i computes tile i+1's logits
-   * and tile i's PV in one stretch of code (independent: the scheduler interleaves the two mma
-   * streams and the conversions), then tile i+1's softmax. The same operations as one tile at a
-   * time, in the same order for each accumulator: the results are bit for bit those of the
-   * unpipelined loop. Barriers: (a) tile i+1 landed and P(i) written; (b) every warp's PV(i) done
-   * (tile i's slots and P free) and the row maxima written; (c) in softmax2, the row sums. */
-  auto pv_tile = [&](int tile) {
-    if (FNUZ && fix_sm[tile & 1]) pv(tile, std::integral_constant<int, 1>());
-    else pv(tile, std::integral_constant<int, 0>());
+  /* Software pipeline: tile 0's logits and softmax first; then step i: (1) tile i+1's logits
+   * interleaved in the source with the first half of tile i's PV (independent mma streams and
+   * conversions), tile i+1's row maxima; barrier (b); (2) tile i+1's softmax (its P into the other
+   * P buffer) with the second half of tile i's PV, which hides the softmax's chain of shuffles,
+   * shared-memory round trips and exp2 (it ran alone, every warp waiting on it); barrier (c); the
+   * row sums, and tile i+3's copies into tile i's slots. The same operations as one tile at a time,
+   * in the same order for each accumulator: the results are bit for bit those of the unpipelined
+   * loop. Barriers: (a) tile i+1 landed and P(i) written; (b) the row maxima written; (c) every
+   * warp's PV(i) done (tile i's slots free) and the row sums written. */
+  auto step1 = [&](int tile, auto fixc) { /* tile + 1 < ntiles */
+    pv_scale();
+    uint32_t sp = 0;
+    const uint32_t qb = slot_addr(tile + 1, qk_half);
+    if (qkw) qk_zero();
+#pragma unroll
+    for (int u = 0; u < NQ4; u++) {
+      if (qkw) qk_step(qb, u, std::integral_constant<int, 0>(), sp);
+#pragma unroll
+      for (int kb = 0; kb < NKV / 2; kb++)
+        if ((kb + 1) * NQ4 / (NKV / 2) - 1 == u) pv_step(tile, kb, fixc);
+    }
+    if (FNUZ && qkw && __any_sync(0xFFFFFFFFu, sp != 0)) { /* qk_tile's second pass */
+      qk(tile + 1, std::integral_constant<int, 1>());
+      if (lane == 0) fix_sm[(tile + 1) & 1] = 1;
+    }
+  };
+  auto pv_steps = [&](int tile, int kb0, auto fixc) {
+#pragma unroll
+    for (int kb = kb0; kb < NKV; kb++) pv_step(tile, kb, fixc);
   };
   if (ntiles > 0) {
     if (qkw) qk_tile(0), softmax1(0);
     __syncthreads();
-    softmax2();
+    softmax2a(0);
+    __syncthreads();
+    softmax2b();
   }
+  load_slot(4);
+  load_slot(5);
   for (int tile = 0; tile < ntiles; tile++) {
     asm volatile("cp.async.wait_group 2;\n" ::: "memory"); /* tile + 1's slots; tile + 2's may be in flight */
     __syncthreads();                                        /* (a) */
+    const bool fixv = FNUZ && fix_sm[tile & 1];             /* set by tile's qk_tile before (a) */
     if (tile + 1 < ntiles) {
-      if (qkw) qk_tile(tile + 1);
-      pv_tile(tile);
+      if (fixv) step1(tile, std::integral_constant<int, 1>());
+      else step1(tile, std::integral_constant<int, 0>());
       if (qkw) softmax1(tile + 1);
-    } else pv_tile(tile);
-    __syncthreads(); /* (b) */
-    if (FNUZ && threadIdx.x == 0) fix_sm[tile & 1] = 0; /* read by every warp's pv_tile before (b); tile + 2's qk_tile sets it after (a) */
+      __syncthreads(); /* (b) */
+      softmax2a(tile + 1);
+      if (fixv) pv_steps(tile, NKV / 2, std::integral_constant<int, 1>());
+      else pv_steps(tile, NKV / 2, std::integral_constant<int, 0>());
+      __syncthreads(); /* (c) */
+      softmax2b();
+    } else {
+      pv_scale();
+      if (fixv) pv_steps(tile, 0, std::integral_constant<int, 1>());
+      else pv_steps(tile, 0, std::integral_constant<int, 0>());
+      __syncthreads(); /* (c): tile's slots free */
+    }
+    if (FNUZ && threadIdx.x == 0) fix_sm[tile & 1] = 0; /* read after (a) above; tile + 2's logits set it after the next (a) */
     load_slot(2 * tile + 6);
     load_slot(2 * tile + 7);
-    if (tile + 1 < ntiles) softmax2();
   }
   griddep_launch_dependents(); /* k_merge may start (it waits for this grid to end before reading) */
   /* ---- the split's result from the accumulators (every warp holds the same l and m): raw
