@@ -34,6 +34,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <type_traits>
@@ -60,7 +61,10 @@ enum { SLOT = 64, NSLOT = 6 };      /* the KV ring: 6 slots of 64 fp8 rows (36,8
 enum { QSTR = QK + 8 };
 static_assert(16 * QSTR * 2 <= SLOT * QK, "Q's staging fits slot 4's space");
 enum { MAX_SPLITS = 65535 };        /* the grid's second dimension */
-enum { SM_KV = NSLOT * SLOT * QK, SM_P1 = 16 * PSTR * 2, SM_P = 2 * SM_P1, SM_RED = 2 * NWARP * 16 * 4, SM_FLAG = 16, SMEM = SM_KV + SM_P + SM_RED + SM_FLAG };
+/* the split length, in tiles, from which k_attn_ws runs instead of k_attn (H200, BENCHMARKS.md,
+ * session 8: at 16 tiles k_attn was 4 us faster, at 32 they were level, at 64 k_attn_ws 25 us) */
+enum { WS_MIN_TILES = 32 };
+enum { SM_KV = NSLOT * SLOT * QK, SM_P1 = 16 * PSTR * 2, SM_P = 2 * SM_P1, SM_RED = 2 * NWARP * 16 * 4, SM_FLAG = 320 /* k_attn: 2 flags; k_attn_ws: its mbarriers, alpha, flags, m and l */, SMEM = SM_KV + SM_P + SM_RED + SM_FLAG };
 enum { MERGE_THREADS = DV / 4, AMAX_BLOCKS = 264, AMAX_THREADS = 512, BW_THREADS = 256, QPREP_THREADS = 256 };
 
 /* what a query token's blocks need, in one place: one round of global loads at the start instead
@@ -268,6 +272,172 @@ __global__ void __launch_bounds__(QPREP_THREADS) k_qprep(fparams p, int64_t n8) 
   add_clipped(p, clipped, true);
 }
 
+/* ---- the pieces k_attn and k_attn_ws (fast_ws.h) share ---- */
+/* Q's 16 x 576 codes into q_sm (rows past H zero-filled), rows QSTR halves apart (1168 bytes: the
+ * 8 rows of an ldmatrix hit 8 distinct groups of 4 banks), one cp.async group: p.qin, the bf16 or
+ * e4m3 codes (made operands by q_operands), else k_qprep's fp16 codes */
+__device__ __forceinline__ void q_load(const fparams &p, uint16_t *q_sm, int t) {
+  const uint16_t *qsrc = p.qin ? p.q : p.qop;
+  for (int c = threadIdx.x; c < 16 * (QK / 8); c += NTHR) { /* 16 bytes a copy: 8 codes */
+    const int h = c / (QK / 8), k8 = c % (QK / 8);
+    cp_async16(smem_addr(q_sm + h * QSTR + 8 * k8), h < p.H ? qsrc + ((int64_t)t * p.H + h) * QK + 8 * k8 : qsrc, h < p.H ? 16 : 0);
+  }
+  cp_commit();
+}
+
+/* Q's operands in place, by the block, a 16-column block (8 words) a thread, in small loops
+ * (made by each warp in unrolled code, with a test a pair, they cost 3 us a block): p.qin, the
+ * recipe's Q policy (bf16 codes -> fp16 operands, q_operand's rounding; e4m3 with the static
+ * scale, the clamp's count by split 0's block, once a token); fp8 KV, each block's columns put in
+ * the k order of the K rows' ldmatrix (logit_step), so that an ldmatrix gives each lane its A
+ * fragment: column pair P (columns 2P, 2P+1) to word 4 (P & 1) + (P >> 1). One loop per policy:
+ * in one loop, the static policy's divisions were computed for every policy (1.2 us a block). */
+template <int W>
+__device__ __forceinline__ void q_operands(const fparams &p, uint16_t *q_sm, int s) {
+  auto each_block = [&](auto op) {
+    for (int c = threadIdx.x; c < p.H * NKB; c += NTHR) {
+      uint4 *b4 = (uint4 *)(q_sm + (c / NKB) * QSTR + 16 * (c % NKB));
+      const uint4 x0 = b4[0], x1 = b4[1];
+      const uint32_t w[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+      uint32_t o[8];
+#pragma unroll
+      for (int k = 0; k < 8; k++) o[W == 1 ? 4 * (k & 1) + (k >> 1) : k] = op(w[k]);
+      b4[0] = make_uint4(o[0], o[1], o[2], o[3]), b4[1] = make_uint4(o[4], o[5], o[6], o[7]);
+    }
+  };
+  int clipped = 0;
+  if (!p.qin) each_block([](uint32_t x) { return x; }); /* k_qprep's fp16 codes */
+  else if (!p.qfp8) each_block([](uint32_t x) { return mlr__bf16x2_f16x2(x); });
+  else {
+    each_block([&](uint32_t x) { return mlr__q_static_e4m3x2(x, p.static_scale, &clipped); });
+    add_clipped(p, clipped, s == 0);
+  }
+}
+
+/* each lane's A fragments for the 36 column blocks by ldmatrix: matrices rows 0-7 and 8-15 of
+ * block positions 0-7, then of 8-15 (lane l: row (l & 7) + 8 ((l >> 3) & 1), position 8 (l >> 4)).
+ * fp8: k = 2j, 2j+1 <-> columns 4j, 4j+1 and k = 2j+8, 2j+9 <-> columns 4j+2, 4j+3 (q_operands'
+ * order); bf16: the natural order (k = column) */
+__device__ __forceinline__ void q_frags(const uint16_t *q_sm, int lane, uint32_t (&qa)[NKB][4]) {
+  const uint32_t qaddr = smem_addr(q_sm + ((lane & 7) + 8 * ((lane >> 3) & 1)) * QSTR + 8 * (lane >> 4));
+#pragma unroll
+  for (int kb = 0; kb < NKB; kb++) ldsm4(qaddr + 32 * kb, qa[kb][0], qa[kb][1], qa[kb][2], qa[kb][3]);
+}
+
+/* step q4 of a tile's logits, NT n-tiles of 8 tokens (n-tile nt: the rows at qb + qk_lane + 8 nt
+ * RB), each an mma chain over the column blocks in order. 4 matrices of 8 tokens x 16 bytes,
+ * chunks 4*q4 .. 4*q4+3. fp8: column blocks 4*q4 .. 4*q4+3, lane (g, j) gets token g's columns
+ * 4j..4j+3 of each; bf16: column blocks 2*q4, 2*q4+1, lane (g, j) gets token g's columns 2j, 2j+1
+ * of each 8. FNUZ (FIX = 0): sp collects the special codes' flags */
+template <int FNUZ, int FIX, int W, int NT>
+__device__ __forceinline__ void logit_step(uint32_t qb, int q4, const uint32_t (&qk_lane)[2], const uint32_t (&qa)[NKB][4], float (&sacc)[NT][4],
+                                        uint32_t &sp) {
+  constexpr int RB = QK * W;
+#pragma unroll
+  for (int nt = 0; nt < NT; nt++) {
+    uint32_t r[4];
+    ldsm4(qb + qk_lane[q4 % 2] + 8 * nt * RB + 64 * (q4 - q4 % 2), r[0], r[1], r[2], r[3]);
+    if (W == 1) {
+#pragma unroll
+      for (int i = 0; i < 4; i++) {
+        uint32_t lo, hi;
+        if (FNUZ && !FIX) sp |= fnuz_special(r[i]);
+        fp8x4<FIX>(r[i], lo, hi);
+        mma(sacc[nt], qa[4 * q4 + i], lo, hi);
+      }
+    } else {
+      mma(sacc[nt], qa[2 * q4], mlr__bf16x2_f16x2(r[0]), mlr__bf16x2_f16x2(r[1]));
+      mma(sacc[nt], qa[2 * q4 + 1], mlr__bf16x2_f16x2(r[2]), mlr__bf16x2_f16x2(r[3]));
+    }
+  }
+}
+
+/* one PV step's products: P's fragment pa (tokens 16 kb .., the natural k order), V's rows at
+ * vrow, NA groups of 32 output columns (fp8; bf16: 2 NA groups of 16) from the lane's pv_lane:
+ * acc[a][h2][e] is n-tile 4a + 2 h2 + e */
+template <int FIX, int W, int NA>
+__device__ __forceinline__ void pv_products(uint32_t vrow, const uint32_t (&pa)[4], const uint32_t (&pv_lane)[NA * W], float (&acc)[NA][2][2][4]) {
+  if (W == 1) {
+#pragma unroll
+    for (int a = 0; a < NA; a++) {
+      /* transposed 8x8 matrices of 16-bit pairs: lane (g, j) gets tokens 2j, 2j+1 of byte columns
+       * 2g, 2g+1: m0 tokens 0-7 and m1 tokens 8-15 of columns c0..c0+15, m2 and m3 of c0+16.. */
+      uint32_t r[4];
+      ldsm4t(vrow + pv_lane[a], r[0], r[1], r[2], r[3]);
+#pragma unroll
+      for (int h2 = 0; h2 < 2; h2++) {
+        /* bytes (t 2j col 2g, t 2j col 2g+1, t 2j+1 col 2g, t 2j+1 col 2g+1) -> column 2g's two
+         * tokens in the low half, column 2g+1's in the high half */
+        uint32_t e0, o0, e1, o1;
+        fp8x4<FIX>(prmt(r[2 * h2], 0x3120), e0, o0);
+        fp8x4<FIX>(prmt(r[2 * h2 + 1], 0x3120), e1, o1);
+        mma(acc[a][h2][0], pa, e0, e1); /* n = g <-> column c + 32a + 16 h2 + 2g */
+        mma(acc[a][h2][1], pa, o0, o1); /* n = g <-> column c + 32a + 16 h2 + 2g + 1 */
+      }
+    }
+  } else {
+#pragma unroll
+    for (int a2 = 0; a2 < 2 * NA; a2++) {
+      /* transposed: m0 (tokens 0-7) and m1 (tokens 8-15) of columns 8c..8c+7, m2 and m3 of
+       * 8c+8..: lane (g, j) gets tokens 2j, 2j+1 of column 8c + g */
+      uint32_t r[4];
+      ldsm4t(vrow + pv_lane[a2], r[0], r[1], r[2], r[3]);
+      mma(acc[a2 >> 1][a2 & 1][0], pa, mlr__bf16x2_f16x2(r[0]), mlr__bf16x2_f16x2(r[1])); /* columns c + 16 a2 + g */
+      mma(acc[a2 >> 1][a2 & 1][1], pa, mlr__bf16x2_f16x2(r[2]), mlr__bf16x2_f16x2(r[3])); /* columns c + 16 a2 + 8 + g */
+    }
+  }
+}
+
+/* the split's result from a lane's accumulators (output columns c0 .. of rows g, g+8) and the
+ * rows' m and l: raw partials (the recipes' partial.normalized = no: no division a partial
+ * element), the split's acc * kv_scale, its m and l, merged by k_merge; a token with one split,
+ * that merge here (mlr_emulate.h's merge_one for one split: the split skipped unless m >
+ * MLR_EMU_SKIP_BELOW, weight exp2(m - m), o = (0 + part * weight) / max(0 + l * weight, clamp),
+ * lse = (M + log2 of that) * ln 2) as the bf16 output. lead: this lane writes the rows' m, l or lse */
+template <int W, int NA>
+__device__ __forceinline__ void store_result(const fparams &p, const float (&acc)[NA][2][2][4], const float (&m)[2], const float (&l)[2], int t,
+                                             int s, bool direct, int c0, bool lead) {
+  const int g = (threadIdx.x & 31) >> 2, j = threadIdx.x & 3;
+#pragma unroll
+  for (int rr = 0; rr < 2; rr++) {
+    const int h = g + 8 * rr;
+    if (h >= p.H) continue; /* rows past H: zero Q, no output */
+    const int64_t row = (int64_t)t * p.H + h;
+    const bool live = m[rr] > MLR_EMU_SKIP_BELOW;
+    float wv = 0.0f, sc = 0.0f; /* direct only: exp2(m - m), 1 but for m = +Inf (the software exp2 only then) */
+    if (direct) {
+      const float z = m[rr] - m[rr];
+      wv = live ? (z == 0.0f ? 1.0f : mlr__emu_exp(MLR_EXP_2, z)) : 0.0f;
+      sc = fmaxf(live ? 0.0f + l[rr] * wv : 0.0f, p.clamp);
+    }
+    auto out = [&](float a) { return live ? (0.0f + a * p.kvs * wv) / sc : 0.0f / sc; };
+    float *po = p.part_o + (row * p.S + s) * DV + c0;
+    uint16_t *oo = p.o + row * DV + c0;
+#pragma unroll
+    for (int a = 0; a < NA; a++)
+#pragma unroll
+      for (int h2 = 0; h2 < 2; h2++) {
+        if (W == 1) { /* c0 (n = 2j), c1 (n = 2j+1) of the even and odd tiles: columns 4j, 4j+2 and 4j+1, 4j+3 */
+          const int col = 32 * a + 16 * h2 + 4 * j;
+          const float v[4] = {acc[a][h2][0][2 * rr], acc[a][h2][1][2 * rr], acc[a][h2][0][2 * rr + 1], acc[a][h2][1][2 * rr + 1]};
+          if (direct) *(uint2 *)(oo + col) = make_uint2(mlr__out_bf16x2(out(v[0]), out(v[1])), mlr__out_bf16x2(out(v[2]), out(v[3])));
+          else *(float4 *)(po + col) = make_float4(v[0] * p.kvs, v[1] * p.kvs, v[2] * p.kvs, v[3] * p.kvs);
+        } else /* n-tile 4a + 2 h2 + e: columns 8 (4a + 2 h2 + e) + 2j, + 1 */
+#pragma unroll
+          for (int e = 0; e < 2; e++) {
+            const int col = 8 * (4 * a + 2 * h2 + e) + 2 * j;
+            const float v0 = acc[a][h2][e][2 * rr], v1 = acc[a][h2][e][2 * rr + 1];
+            if (direct) *(uint32_t *)(oo + col) = mlr__out_bf16x2(out(v0), out(v1));
+            else *(float2 *)(po + col) = make_float2(v0 * p.kvs, v1 * p.kvs);
+          }
+      }
+    if (lead) {
+      if (direct) store_lse(p, row, s, live ? m[rr] : -INFINITY, sc, 1);
+      else p.part_x[row * p.S + s] = m[rr], p.part_sum[row * p.S + s] = l[rr];
+    }
+  }
+}
+
 /* W: bytes a KV value (1: fp8 codes, 2: bf16 codes). With bf16 KV a tile is 64 tokens (the
  * recipes' softmax.block = 64: the same 73,728 bytes as 128 fp8 rows, so the ring is unchanged),
  * its logits computed by warps 0..3 (16 tokens each, the order warp16 describes) and its PV by all
@@ -286,22 +456,14 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   uint16_t *p_sm = (uint16_t *)(sm + SM_KV);              /* [2][16][PS] fp16 P, buffer tile & 1 (SM_P1 bytes apart) */
   float *red_max = (float *)(sm + SM_KV + SM_P), *red_sum = red_max + NWARP * 16; /* [16][NWARP] */
   int *fix_sm = (int *)(sm + SM_KV + SM_P + SM_RED); /* [2]: FNUZ, tile t (t & 1) holds a special code */
-  const int t = blockIdx.x, s = blockIdx.y, H = p.H;
+  const int t = blockIdx.x, s = blockIdx.y;
   /* Q (16 x 576 codes, rows past H zero-filled) is staged in slot 4's space (free until tile 2
    * loads, after Q's fragments are in registers), rows QSTR halves apart. Q made operands here
    * (p.qin: bf16 codes, static e4m3) depends on no kernel and its address on no table, so it
    * loads first, before the token's entry (a round trip); k_qprep's codes may still be being
    * written (programmatic dependent launch), so then tile 0's rows go first. */
   uint16_t *q_sm = (uint16_t *)(kvs_sm + 4 * SLOT * QK);
-  auto load_q = [&]() {
-    const uint16_t *qsrc = p.qin ? p.q : p.qop; /* p.qin: the bf16 codes, made operands below */
-    for (int c = threadIdx.x; c < 16 * (QK / 8); c += NTHR) { /* 16 bytes a copy: 8 codes */
-      const int h = c / (QK / 8), k8 = c % (QK / 8);
-      cp_async16(smem_addr(q_sm + h * QSTR + 8 * k8), h < H ? qsrc + ((int64_t)t * H + h) * QK + 8 * k8 : qsrc, h < H ? 16 : 0);
-    }
-    cp_commit();
-  };
-  if (p.qin) load_q();
+  if (p.qin) q_load(p, q_sm, t);
   const tokinfo ti = p.tok[t];
   if (s >= ti.nsplit) { /* this batch has fewer splits (uniform over the block) */
     asm volatile("cp.async.wait_group 0;\n" ::: "memory");
@@ -378,50 +540,16 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
     load_slot(0);
     load_slot(1);
     griddep_wait(); /* fp8 Q: k_qprep's codes (and k_amax's scale) are written */
-    load_q();
+    q_load(p, q_sm, t);
     asm volatile("cp.async.wait_group 0;\n" ::: "memory"); /* slots 0, 1 and Q */
   }
   if (FNUZ && threadIdx.x == 0) fix_sm[0] = fix_sm[1] = 0;
   __syncthreads();
-  /* Q's operands in place, by the block, a 16-column block (8 words) a thread, in small loops
-   * (made by each warp in unrolled code, with a test a pair, they cost 3 us a block): p.qin, the
-   * recipe's Q policy (bf16 codes -> fp16 operands, q_operand's rounding; e4m3 with the static
-   * scale, the clamp's count by split 0's block, once a token); fp8 KV, each block's columns put in
-   * the k order of the K rows' ldmatrix (below), so that an ldmatrix gives each lane its A
-   * fragment: column pair P (columns 2P, 2P+1) to word 4 (P & 1) + (P >> 1). One loop per policy:
-   * in one loop, the static policy's divisions were computed for every policy (1.2 us a block). */
-  {
-    auto each_block = [&](auto op) {
-      for (int c = threadIdx.x; c < H * NKB; c += NTHR) {
-        uint4 *b4 = (uint4 *)(q_sm + (c / NKB) * QSTR + 16 * (c % NKB));
-        const uint4 x0 = b4[0], x1 = b4[1];
-        const uint32_t w[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
-        uint32_t o[8];
-#pragma unroll
-        for (int k = 0; k < 8; k++) o[W == 1 ? 4 * (k & 1) + (k >> 1) : k] = op(w[k]);
-        b4[0] = make_uint4(o[0], o[1], o[2], o[3]), b4[1] = make_uint4(o[4], o[5], o[6], o[7]);
-      }
-    };
-    int clipped = 0;
-    if (!p.qin) each_block([](uint32_t x) { return x; }); /* k_qprep's fp16 codes */
-    else if (!p.qfp8) each_block([](uint32_t x) { return mlr__bf16x2_f16x2(x); });
-    else {
-      each_block([&](uint32_t x) { return mlr__q_static_e4m3x2(x, p.static_scale, &clipped); });
-      add_clipped(p, clipped, s == 0);
-    }
-    __syncthreads();
-  }
+  q_operands<W>(p, q_sm, s);
+  __syncthreads();
   const float qs = q_scale(p);
-  /* each lane's A fragments for the 36 column blocks by ldmatrix: matrices rows 0-7 and 8-15 of
-   * block positions 0-7, then of 8-15 (lane l: row (l & 7) + 8 ((l >> 3) & 1), position 8 (l >> 4)).
-   * fp8: k = 2j, 2j+1 <-> columns 4j, 4j+1 and k = 2j+8, 2j+9 <-> columns 4j+2, 4j+3 (the order
-   * above); bf16: the natural order (k = column) */
   uint32_t qa[NKB][4];
-  {
-    const uint32_t qaddr = smem_addr(q_sm + ((lane & 7) + 8 * ((lane >> 3) & 1)) * QSTR + 8 * (lane >> 4));
-#pragma unroll
-    for (int kb = 0; kb < NKB; kb++) ldsm4(qaddr + 32 * kb, qa[kb][0], qa[kb][1], qa[kb][2], qa[kb][3]);
-  }
+  q_frags(q_sm, lane, qa);
   asm volatile("cp.async.wait_group 0;\n" ::: "memory"); /* Q and tile 0 (slots 0, 1) */
   __syncthreads(); /* tile 0 landed; Q's staging read by every warp: slots 4 and 5 are free */
   load_slot(2);
@@ -446,29 +574,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
 #pragma unroll
       for (int k = 0; k < 4; k++) sacc[nt][k] = 0.0f;
   };
-  auto qk_step = [&](uint32_t qb, int q4, auto fixc, uint32_t &sp) {
-    constexpr int FIX = decltype(fixc)::value;
-#pragma unroll
-    for (int nt = 0; nt < 2; nt++) {
-      /* 4 matrices of 8 tokens x 16 bytes, chunks 4*q4 .. 4*q4+3. fp8: column blocks 4*q4 ..
-       * 4*q4+3, lane (g, j) gets token g's columns 4j..4j+3 of each; bf16: column blocks 2*q4,
-       * 2*q4+1, lane (g, j) gets token g's columns 2j, 2j+1 of each 8 */
-      uint32_t r[4];
-      ldsm4(qb + qk_lane[q4 % 2] + 8 * nt * RB + 64 * (q4 - q4 % 2), r[0], r[1], r[2], r[3]);
-      if (W == 1) {
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-          uint32_t lo, hi;
-          if (FNUZ && !FIX) sp |= fnuz_special(r[i]);
-          fp8x4<FIX>(r[i], lo, hi);
-          mma(sacc[nt], qa[4 * q4 + i], lo, hi);
-        }
-      } else {
-        mma(sacc[nt], qa[2 * q4], mlr__bf16x2_f16x2(r[0]), mlr__bf16x2_f16x2(r[1]));
-        mma(sacc[nt], qa[2 * q4 + 1], mlr__bf16x2_f16x2(r[2]), mlr__bf16x2_f16x2(r[3]));
-      }
-    }
-  };
+  auto qk_step = [&](uint32_t qb, int q4, auto fixc, uint32_t &sp) { logit_step<FNUZ, decltype(fixc)::value, W, 2>(qb, q4, qk_lane, qa, sacc, sp); };
   auto qk = [&](int tile, auto fixc) -> uint32_t {
     uint32_t sp = 0;
     const uint32_t qb = slot_addr(tile, qk_half);
@@ -504,41 +610,10 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   /* step kb of tile's PV: P from buffer tile & 1 (P is double-buffered: tile i+1's softmax writes
    * its P while tile i's PV runs) */
   auto pv_step = [&](int tile, int kb, auto fixc) {
-    constexpr int FIX = decltype(fixc)::value;
-    {
-      uint32_t pa[4]; /* P rows 0..15, tokens 16kb.. : the natural k order */
-      ldsm4(p_lane + (tile & 1) * SM_P1 + 32 * kb, pa[0], pa[1], pa[2], pa[3]);
-      const uint32_t vrow = slot_addr(tile, 16 * kb / SR) + 16 * (kb % (SR / 16)) * RB; /* rows 16 kb .. of the tile */
-      if (W == 1) {
-#pragma unroll
-        for (int a = 0; a < 2; a++) {
-          /* transposed 8x8 matrices of 16-bit pairs: lane (g, j) gets tokens 2j, 2j+1 of byte columns
-           * 2g, 2g+1: m0 tokens 0-7 and m1 tokens 8-15 of columns c0..c0+15, m2 and m3 of c0+16.. */
-          uint32_t r[4];
-          ldsm4t(vrow + pv_lane[a], r[0], r[1], r[2], r[3]);
-#pragma unroll
-          for (int h2 = 0; h2 < 2; h2++) {
-            /* bytes (t 2j col 2g, t 2j col 2g+1, t 2j+1 col 2g, t 2j+1 col 2g+1) -> column 2g's two
-             * tokens in the low half, column 2g+1's in the high half */
-            uint32_t e0, o0, e1, o1;
-            fp8x4<FIX>(prmt(r[2 * h2], 0x3120), e0, o0);
-            fp8x4<FIX>(prmt(r[2 * h2 + 1], 0x3120), e1, o1);
-            mma(acc[a][h2][0], pa, e0, e1); /* n = g <-> column 64w + 32a + 16 h2 + 2g */
-            mma(acc[a][h2][1], pa, o0, o1); /* n = g <-> column 64w + 32a + 16 h2 + 2g + 1 */
-          }
-        }
-      } else {
-#pragma unroll
-        for (int a2 = 0; a2 < 4; a2++) {
-          /* transposed: m0 (tokens 0-7) and m1 (tokens 8-15) of columns 8c..8c+7, m2 and m3 of
-           * 8c+8.., c = 8w + 2 a2: lane (g, j) gets tokens 2j, 2j+1 of column 8c + g */
-          uint32_t r[4];
-          ldsm4t(vrow + pv_lane[a2], r[0], r[1], r[2], r[3]);
-          mma(acc[a2 >> 1][a2 & 1][0], pa, mlr__bf16x2_f16x2(r[0]), mlr__bf16x2_f16x2(r[1])); /* columns 64w + 16 a2 + g */
-          mma(acc[a2 >> 1][a2 & 1][1], pa, mlr__bf16x2_f16x2(r[2]), mlr__bf16x2_f16x2(r[3])); /* columns 64w + 16 a2 + 8 + g */
-        }
-      }
-    }
+    uint32_t pa[4]; /* P rows 0..15, tokens 16kb.. : the natural k order */
+    ldsm4(p_lane + (tile & 1) * SM_P1 + 32 * kb, pa[0], pa[1], pa[2], pa[3]);
+    const uint32_t vrow = slot_addr(tile, 16 * kb / SR) + 16 * (kb % (SR / 16)) * RB; /* rows 16 kb .. of the tile */
+    pv_products<decltype(fixc)::value, W, 2>(vrow, pa, pv_lane, acc);
   };
 
   /* ---- softmax of a tile, from its logits in sacc (warps < NQW): (1) masked logits and the
@@ -678,52 +753,10 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
     load_slot(2 * tile + 7);
   }
   griddep_launch_dependents(); /* k_merge may start (it waits for this grid to end before reading) */
-  /* ---- the split's result from the accumulators (every warp holds the same l and m): raw
-   * partials (the recipes' partial.normalized = no: no division a partial element), the split's
-   * acc * kv_scale, its m and l, merged by k_merge; a token with one split, that merge here
-   * (mlr_emulate.h's merge_one for one split: the split skipped unless m > MLR_EMU_SKIP_BELOW,
-   * weight exp2(m - m), o = (0 + part * weight) / max(0 + l * weight, clamp), lse =
-   * (M + log2 of that) * ln 2) as the bf16 output ---- */
-  const bool direct = ti.nsplit == 1;
-#pragma unroll
-  for (int rr = 0; rr < 2; rr++) {
-    const int h = g + 8 * rr;
-    if (h >= H) continue; /* rows past H: zero Q, no output */
-    const int64_t row = (int64_t)t * H + h;
-    const bool live = m[rr] > MLR_EMU_SKIP_BELOW;
-    float wv = 0.0f, sc = 0.0f; /* direct only: exp2(m - m), 1 but for m = +Inf (the software exp2 only then) */
-    if (direct) {
-      const float z = m[rr] - m[rr];
-      wv = live ? (z == 0.0f ? 1.0f : mlr__emu_exp(MLR_EXP_2, z)) : 0.0f;
-      sc = fmaxf(live ? 0.0f + l[rr] * wv : 0.0f, p.clamp);
-    }
-    auto out = [&](float a) { return live ? (0.0f + a * p.kvs * wv) / sc : 0.0f / sc; };
-    float *po = p.part_o + (row * p.S + s) * DV + 64 * warp;
-    uint16_t *oo = p.o + row * DV + 64 * warp;
-#pragma unroll
-    for (int a = 0; a < 2; a++)
-#pragma unroll
-      for (int h2 = 0; h2 < 2; h2++) {
-        if (W == 1) { /* c0 (n = 2j), c1 (n = 2j+1) of the even and odd tiles: columns 4j, 4j+2 and 4j+1, 4j+3 */
-          const int col = 32 * a + 16 * h2 + 4 * j;
-          const float v[4] = {acc[a][h2][0][2 * rr], acc[a][h2][1][2 * rr], acc[a][h2][0][2 * rr + 1], acc[a][h2][1][2 * rr + 1]};
-          if (direct) *(uint2 *)(oo + col) = make_uint2(mlr__out_bf16x2(out(v[0]), out(v[1])), mlr__out_bf16x2(out(v[2]), out(v[3])));
-          else *(float4 *)(po + col) = make_float4(v[0] * p.kvs, v[1] * p.kvs, v[2] * p.kvs, v[3] * p.kvs);
-        } else /* n-tile 4a + 2 h2 + e: columns 8 (4a + 2 h2 + e) + 2j, + 1 */
-#pragma unroll
-          for (int e = 0; e < 2; e++) {
-            const int col = 8 * (4 * a + 2 * h2 + e) + 2 * j;
-            const float v0 = acc[a][h2][e][2 * rr], v1 = acc[a][h2][e][2 * rr + 1];
-            if (direct) *(uint32_t *)(oo + col) = mlr__out_bf16x2(out(v0), out(v1));
-            else *(float2 *)(po + col) = make_float2(v0 * p.kvs, v1 * p.kvs);
-          }
-      }
-    if (warp == 0 && j == 0) {
-      if (direct) store_lse(p, row, s, live ? m[rr] : -INFINITY, sc, 1);
-      else p.part_x[row * p.S + s] = m[rr], p.part_sum[row * p.S + s] = l[rr];
-    }
-  }
+  /* the split's result (every warp holds the same l and m) */
+  store_result<W, 2>(p, acc, m, l, t, s, ti.nsplit == 1, 64 * warp, warp == 0 && j == 0);
 }
+#include "fast_ws.h"
 #endif
 
 /* ---- both: the merge and the bandwidth probe ---- */
@@ -818,6 +851,7 @@ struct mlr_gpu_fast {
   hipEvent_t ev[2];
   int32_t *split_count, *split_len;
   float qscale_static;
+  int ws; /* k_attn_ws, not k_attn: the longest split has WS_MIN_TILES tiles or more */
 };
 
 static mlr_status dalloc(mlr_gpu_fast *f, void **ptr, size_t n, const void *src, mlr_error *err) {
@@ -876,12 +910,17 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
       goto out;
     }
     if (ns > f->S) f->S = ns;
+    if (len >= (int64_t)WS_MIN_TILES * (TILE / (in->kv_format == MLR_FMT_BF16 ? 2 : 1))) f->ws = 1;
     f->split_count[b] = (int32_t)ns, f->split_len[b] = (int32_t)len;
     for (int64_t i = 0; i < nq; i++) {
       const int64_t Lt = L - (nq - 1 - i);
       tokinfo &ti = tok[t0 + i];
       ti.L = Lt > 0 ? Lt : 0, ti.nsplit = (int32_t)ns, ti.slen = (int32_t)len, ti.base = in->kv_indptr[b];
     }
+  }
+  { /* MLAREF_FAST_WS=0 or 1 forces k_attn or k_attn_ws (both exact to the recipe: tests run both on every input) */
+    const char *ws = getenv("MLAREF_FAST_WS");
+    if (ws && (ws[0] == '0' || ws[0] == '1') && ws[1] == 0) f->ws = ws[0] == '1';
   }
   if (T > INT32_MAX) {
     st = mlr_error_set(err, MLR_ERANGE, "the fast kernel's grid takes at most %d query tokens (T=%lld)", INT32_MAX, (long long)T);
@@ -928,6 +967,9 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
   GPU_TRY(hipFuncSetAttribute((const void *)k_attn<0, 1>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
   GPU_TRY(hipFuncSetAttribute((const void *)k_attn<1, 1>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
   GPU_TRY(hipFuncSetAttribute((const void *)k_attn<0, 2>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
+  GPU_TRY(hipFuncSetAttribute((const void *)k_attn_ws<0, 1>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
+  GPU_TRY(hipFuncSetAttribute((const void *)k_attn_ws<1, 1>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
+  GPU_TRY(hipFuncSetAttribute((const void *)k_attn_ws<0, 2>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
 #endif
   st = MLR_OK;
 out:
@@ -979,7 +1021,9 @@ extern "C" mlr_status mlr_gpu_fast_launch(mlr_gpu_fast *f, int flush_l2, double 
       GPU_TRY(hipGetLastError());
     }
 #else
-    GPU_TRY(launch_pdl(p.kvw == 2 ? k_attn<0, 2> : p.fnuz ? k_attn<1, 1> : k_attn<0, 1>, grid, NTHR, SMEM, p));
+    void (*ka)(fparams) = p.kvw == 2 ? k_attn<0, 2> : p.fnuz ? k_attn<1, 1> : k_attn<0, 1>;
+    if (f->ws) ka = p.kvw == 2 ? k_attn_ws<0, 2> : p.fnuz ? k_attn_ws<1, 1> : k_attn_ws<0, 1>;
+    GPU_TRY(launch_pdl(ka, grid, NTHR, SMEM, p));
     if (f->S > 1) GPU_TRY(launch_pdl(k_merge, dim3((unsigned)(f->T * f->H)), MERGE_THREADS, 0, p));
 #endif
   }
