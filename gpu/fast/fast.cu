@@ -16,6 +16,9 @@
  *           64w..64w+63 of the 16 heads (8 accumulator tiles), P from shared memory (two
  *           buffers); software-pipelined: tile i+1's logits with the first half of tile i's PV,
  *           tile i+1's softmax with its second half, while tile i+2 loads.
+ *   k_attn_ws (fast_ws.h) the same operations in the same order for splits of WS_MIN_TILES tiles
+ *           or more: warps 0..3 the logits and softmax, warps 4..7 the PV and the copies, on
+ *           different tiles at once (mbarriers and named barriers between them)
  *   k_merge a block per (query token, head), four columns a thread: the emulator's global-max merge
  *           (raw partials for the NVIDIA recipes, normalized for the AMD ones)
  * k_attn and k_merge are launched with programmatic dependent launch (sm_90): each may start while
