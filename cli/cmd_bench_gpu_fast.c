@@ -3,7 +3,8 @@
  * bench shapes) and recipe (default fast-a8w8 and fast-a16w8), --reps launches (default 200, at
  * least 100), each after a 256 MiB write that evicts the L2, timed by device events around the
  * kernels alone; the median and the least. Beside it: the read bandwidth measured in the same run
- * (mlr_gpu_read_bandwidth, 2 GiB), the time the roofline allows (the bytes every kernel must move:
+ * (mlr_gpu_read_bandwidth, 2 GiB) and the launch floor (mlr_gpu_launch_floor: kernels that do nothing,
+ * launched and timed the same way, alone and as attention + merge), the time the roofline allows (the bytes every kernel must move:
  * KV read once, Q read, O written, at that bandwidth), the achieved fraction, and with --peers the
  * best seed Triton time per shape from scripts/seed_peers.py's peers.json of the same machine and
  * the speed-up over it. Ends with the targets (issue 8) met or not. */
@@ -89,14 +90,18 @@ int mlr_bench_gpu_fast(int argc, char **argv) {
     if ((rc = mlr_cli_recipe_sets(cmd, recipes[k], NULL, 0, &rs[k])) != MLR_EXIT_OK) goto done;
   char device[256];
   mlr_error err = {""};
-  double bw = 0;
-  if (mlr_gpu_device(device, sizeof device, &err) != MLR_OK || mlr_gpu_read_bandwidth(21, &bw, &err) != MLR_OK) {
+  double bw = 0, floor1 = 0, floor2 = 0;
+  if (mlr_gpu_device(device, sizeof device, &err) != MLR_OK || mlr_gpu_read_bandwidth(21, &bw, &err) != MLR_OK ||
+      mlr_gpu_launch_floor(201, &floor1, &floor2, &err) != MLR_OK) {
     rc = mlr_cli_usage_error(cmd, "%s", err.msg);
     goto done;
   }
   printf("fast kernel on %s (%s runtime): %llu launches each, L2 flushed before each, device events; read bandwidth measured now: "
          "%.3f TB/s (2 GiB, median of 21)\n",
          device, mlr_gpu_backend(), (unsigned long long)reps, bw / 1e12);
+  printf("launch floor measured now (kernels that do nothing, launched and timed the same way, median of 201): %.2f us one kernel, "
+         "%.2f us attention + merge (splits > 1)\n",
+         floor1, floor2);
   printf("%-26s %-11s %6s %9s %9s %9s %10s %8s %9s %8s\n", "shape", "recipe", "splits", "KV MB", "median us", "least us",
          "roofline", "of bw", "seeds us", "speed-up");
   double logsum[MAXREC] = {0}, peerlog[MAXREC] = {0};

@@ -12,7 +12,8 @@
 #      --rule exact --rule budget --rule fa3 and the lse against mlaref run's (compare --rule exact), on every cell of the edge, test and bench suites
 #      (fp8 KV: fast-a16w8 and fast-a8w8; bf16 KV: fast-a16w16 and fast-a8w16) and a bf16-KV set of five
 #      shapes ($OUT/fast_check.txt), the edge and bf16 cells also with MLAREF_FAST_WS=1 (k_attn_ws, which
-#      the launch picks for long splits only); compute-sanitizer memcheck and racecheck on seven cells, each
+#      the launch picks for long splits only) and MLAREF_FAST_CLUSTER=0 (k_merge, which it skips where 2..8
+#      splits merge in their cluster); compute-sanitizer memcheck and racecheck on seven cells, each
 #      kernel variant;
 #      .peers/seed_peers.py (when copied from ../shared/peers) and bench gpu --peers beside it
 #      ($OUT/bench_gpu.txt, $OUT/peers.json).
@@ -118,11 +119,12 @@ step() { case "$STEPS" in *" $1 "*) return 0 ;; esac; echo "== $1: not asked for
         c=$(basename "$f" .safetensors)
         case "$s/$c" in bf16/* | */*bf16*) rs="fast-a16w16 fast-a8w16" ;; *) rs="fast-a16w8 fast-a8w8" ;; esac # the recipes for the cell's KV format
         # the edge and bf16 cells also with k_attn_ws forced (the launch picks it for long splits only)
-        vs=auto; case $s in edge | bf16) vs="auto ws" ;; esac
+        # and with k_merge forced (the launch merges 2..8 splits in the cluster where they fit)
+        vs=auto; case $s in edge | bf16) vs="auto ws merge" ;; esac
         for v in $vs; do for r in $rs; do
-          o="$FD/out.$s.$c.$r.safetensors"; lab="$s/$c $r"; [ $v = ws ] && lab="$lab (k_attn_ws)"
-          if [ $v = ws ]; then MLAREF_FAST_WS=1 "$CLI" gpu run --kernel fast --recipe $r --inputs "$f" --out "$o" > "$FD/run.log" 2>&1; rc=$?
-          else "$CLI" gpu run --kernel fast --recipe $r --inputs "$f" --out "$o" > "$FD/run.log" 2>&1; rc=$?; fi
+          o="$FD/out.$s.$c.$r.safetensors"; lab="$s/$c $r"; [ $v = ws ] && lab="$lab (k_attn_ws)"; [ $v = merge ] && lab="$lab (k_merge)"
+          env=; [ $v = ws ] && env=MLAREF_FAST_WS=1; [ $v = merge ] && env=MLAREF_FAST_CLUSTER=0
+          env $env "$CLI" gpu run --kernel fast --recipe $r --inputs "$f" --out "$o" > "$FD/run.log" 2>&1; rc=$?
           if [ $rc -ne 0 ]; then nfail=$((nfail + 1)); status=1; echo "$lab: FAIL: $(tail -1 "$FD/run.log")"; continue; fi
           "$CLI" check --inputs "$f" --output "$o" --recipe $r --rule exact --rule budget --rule fa3 > "$FD/check.log" 2>&1; rc=$?
           # the lse too: the model's file (mlaref run) against the kernel's, bit for bit
@@ -137,12 +139,12 @@ step() { case "$STEPS" in *" $1 "*) return 0 ;; esac; echo "== $1: not asked for
     echo "fast kernel checks: $nok passed, $nfail failed"; } | tee "$OUT/fast_check.txt"
     grep -q ": exit [^0]\|FAIL" "$OUT/fast_check.txt" && status=1
     echo "== fast kernel: compute-sanitizer memcheck and racecheck on the edge suite"
-    for tool in memcheck racecheck; do for ws in 0 1; do
+    for tool in memcheck racecheck; do for v in MLAREF_FAST_WS=0 MLAREF_FAST_WS=1 MLAREF_FAST_CLUSTER=0; do
       for c in edge/bs1_kv0 edge/bs2_kv33 edge/q4_kv100 edge/ragged edge/page16 edge/fnuz_page16 bf16/bf16_3; do
         r=fast-a8w8; case $c in bf16/*) r=fast-a8w16 ;; esac
-        MLAREF_FAST_WS=$ws compute-sanitizer --tool $tool --error-exitcode 9 "$CLI" gpu run --kernel fast --recipe $r --set q.scale=dynamic \
+        env $v compute-sanitizer --tool $tool --error-exitcode 9 "$CLI" gpu run --kernel fast --recipe $r --set q.scale=dynamic \
           --inputs "$FD/$c.safetensors" --out "$FD/san.safetensors" > "$FD/san.log" 2>&1
-        rc=$?; echo "$tool $c (MLAREF_FAST_WS=$ws): exit $rc $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$FD/san.log")"; [ $rc -eq 0 ] || { status=1; tail -20 "$FD/san.log"; }
+        rc=$?; echo "$tool $c ($v): exit $rc $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$FD/san.log")"; [ $rc -eq 0 ] || { status=1; tail -20 "$FD/san.log"; }
       done
     done; done | tee "$OUT/fast_sanitize.txt"
     grep -q "exit [^0]" "$OUT/fast_sanitize.txt" && status=1

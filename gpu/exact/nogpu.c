@@ -39,3 +39,7 @@ mlr_status mlr_gpu_read_bandwidth(int reps, double *bytes_per_s, mlr_error *err)
   (void)reps, (void)bytes_per_s;
   return mlr_error_set(err, MLR_EDEVICE, NO_GPU);
 }
+mlr_status mlr_gpu_launch_floor(int reps, double *one_us, double *chain_us, mlr_error *err) {
+  (void)reps, (void)one_us, (void)chain_us;
+  return mlr_error_set(err, MLR_EDEVICE, NO_GPU);
+}

@@ -21,6 +21,9 @@
  *           different tiles at once (mbarriers and named barriers between them)
  *   k_merge a block per (query token, head), four columns a thread: the emulator's global-max merge
  *           (raw partials for the NVIDIA recipes, normalized for the AMD ones)
+ *   cluster_merge (NVIDIA) the same merge inside k_attn / k_attn_ws when a token's 2..CL_MAX splits
+ *           are one thread-block cluster and the T clusters fit the GPU at once: the partials stay
+ *           in shared memory, read across the cluster; no k_merge launch, no wait for the grid
  * k_attn and k_merge are launched with programmatic dependent launch (sm_90): each may start while
  * the kernel before it runs and waits (griddepcontrol.wait) only where it reads that kernel's output,
  * so k_attn's first KV loads overlap k_qprep and k_merge's launch overlaps k_attn's tail.
@@ -81,6 +84,7 @@ struct fparams {
   int H, qfp8, qfmt, qstatic, fnuz, kvw; /* kvw: bytes a KV value (1 fp8, 2 bf16) */
   int qin;                      /* Q's operands made in k_attn (bf16 Q; e4m3 Q with a static scale), not by k_qprep */
   int raw;                      /* the recipe's partial.normalized = no: partials acc * kv_scale, m, l */
+  int cl;                       /* NVIDIA, 2 <= S <= CL_MAX: a token's splits are one cluster and merge there (cluster_merge), no k_merge */
   float c0, kvs, clamp, static_scale; /* kvs: kv_scale, halved for e4m3fnuz (K and V are read at twice their value) */
   int64_t page, S;
   const uint16_t *q;
@@ -116,6 +120,21 @@ __device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)
  * take chunks c ^ (r & 7) within their group of 8: 8 distinct groups of 4 banks. */
 template <int W>
 __device__ __forceinline__ int kv_swz(int r, int c) { return W == 1 ? c ^ ((r >> 1) & 3) : c ^ (r & 7); }
+
+/* The KV ring's geometry, defined once for k_attn and k_attn_ws: NSLOT slots of SR rows of RB
+ * bytes from base; a split's rows in order, slot sl holding its rows SR sl .. SR sl + SR - 1
+ * (mod NSLOT: the ring turns), so tile i's half h (its rows SR h ..) is slot 2i + h; chunk c of a
+ * slot's row r sits at chunk(r, c) from the slot's start (kv_swz: the swizzle keeps a chunk within
+ * its group of 4 W, so a copying thread's chunks c, c + 4 W, .. stay 64 W bytes apart). */
+template <int W> struct ring {
+  static constexpr int SR = SLOT / W, RB = QK * W;
+  __device__ static uint32_t slot(uint32_t base, int sl) { return base + (uint32_t)((sl % NSLOT) * SR * RB); }
+  __device__ static uint32_t half(uint32_t base, int tile, int h) { return slot(base, 2 * tile + h); }
+  __device__ static uint32_t chunk(int r, int c) { return (uint32_t)((r % SR) * RB + 16 * kv_swz<W>(r, c)); }
+  /* chunk c of row r < SR of slot sl, from the ring's start in shared memory (the copies' address) */
+  __device__ static uint32_t at(const uint8_t *ring_sm, int sl, int r, int c) { return smem_addr(ring_sm + ((sl % NSLOT) * SR + r) * RB + 16 * kv_swz<W>(r, c)); }
+  __device__ static int64_t pos(int64_t start, int sl, int r) { return start + (int64_t)sl * SR + r; } /* row r of slot sl */
+};
 
 __device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, int bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
@@ -391,6 +410,103 @@ __device__ __forceinline__ void pv_products(uint32_t vrow, const uint32_t (&pa)[
   }
 }
 
+/* ---- the split-K merge within a cluster (p.cl): the S blocks of a token (S <= CL_MAX) are one
+ * cluster; each leaves its raw partial in its own shared memory (the ring's start: every tile's
+ * reads are done) and, after a cluster barrier, merges a 1/S share of the token's 16 x 512 outputs
+ * from all S partials through distributed shared memory: no partials in global memory, no second
+ * kernel and no wait for the whole grid (k_merge's launch and wait cost about 2 us a shape). The
+ * arithmetic is k_merge's (the emulator's merge_one with the global-max rule), term for term: the
+ * max over the merged splits, each split's weight once a row, the mass and column terms added in
+ * split order. Layout (floats from the ring's start): [16][DV] the partial, then the rows' m and
+ * l, then the merge's tables (a row's weights and masses by split, sc, M and the merged splits). */
+enum { CL_MAX = 8, CL_X = 16 * DV, CL_SUM = CL_X + 16, CL_W = CL_SUM + 16, CL_MS = CL_W + 16 * CL_MAX, CL_SC = CL_MS + 16 * CL_MAX,
+       CL_M = CL_SC + 16, CL_IN = CL_M + 16, CL_END = CL_IN + 16 };
+static_assert(CL_END * 4 <= 2 * SLOT * QK, "the cluster's partial fits in the ring's first tile");
+__device__ __forceinline__ void cluster_barrier() { asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory"); }
+__device__ __forceinline__ uint32_t dsmem(uint32_t a, uint32_t rank) { /* shared address a in the cluster's block rank */
+  uint32_t r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(a), "r"(rank));
+  return r;
+}
+__device__ __forceinline__ float ld_dsmem(uint32_t a) {
+  float v;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(a) : "memory");
+  return v;
+}
+__device__ __forceinline__ float4 ld_dsmem4(uint32_t a) {
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0,%1,%2,%3}, [%4];\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(a) : "memory");
+  return v;
+}
+/* every thread of every block of the cluster calls it once, after its block's partial is stored
+ * (ns: the token's splits; blocks s >= ns hold none and only share the work) */
+struct clmerge { /* what cluster_merge reads of fparams (a reference to the kernel's parameters would copy them to the stack) */
+  uint16_t *o;
+  float *lse, clamp;
+  int H, raw;
+};
+__device__ __noinline__ void cluster_merge_(clmerge p, float *cl, int t, int ns) {
+  cluster_barrier(); /* every split's partial in its block's shared memory */
+  if (ns >= 2) {
+    const int d = threadIdx.x, eb = p.raw ? MLR_EXP_2 : MLR_EXP_E;
+    const uint32_t base = smem_addr(cl);
+    if (d < 16 * CL_MAX) { /* row h's split k, all loads at once: M (exact in any order: the 8 lanes of a row), the weight */
+      const int h = d / CL_MAX, k = d % CL_MAX;
+      const float x = k < ns ? ld_dsmem(dsmem(base + 4 * (CL_X + h), k)) : -INFINITY;
+      const float ms = k < ns && p.raw ? ld_dsmem(dsmem(base + 4 * (CL_SUM + h), k)) : 1.0f;
+      const bool merged = k < ns && x > MLR_EMU_SKIP_BELOW;
+      float M = merged ? x : -INFINITY;
+      for (int o = CL_MAX / 2; o; o >>= 1) M = fmaxf(M, MLR_SHFL_XOR(M, o));
+      cl[CL_W + 16 * k + h] = merged ? mlr__emu_exp(eb, x - M) : 0.0f; /* NaN for x = M = +Inf, as there */
+      cl[CL_MS + 16 * k + h] = ms;
+      const unsigned in = __ballot_sync(0xFFFFFFFFu, merged) >> (d & 31 & ~(CL_MAX - 1)) & ((1u << CL_MAX) - 1);
+      if (k == 0) cl[CL_M + h] = M, ((int *)cl)[CL_IN + h] = (int)in;
+    }
+    __syncthreads();
+    if (d < 16) { /* row d's mass sum, in split order */
+      float sum = 0.0f, unused = 0.0f;
+      const int in = ((const int *)cl)[CL_IN + d];
+      for (int k = 0; k < ns; k++)
+        if (in >> k & 1) mlr__emu_merge_term(0.0f, cl[CL_MS + 16 * k + d], cl[CL_W + 16 * k + d], 0, &unused, &sum);
+      cl[CL_SC + d] = fmaxf(sum, p.clamp);
+    }
+    __syncthreads();
+    uint32_t rank, nb;
+    asm("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+    asm("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(nb));
+    const int n4 = 16 * DV / 4, per = (n4 + (int)nb - 1) / (int)nb, end = min(((int)rank + 1) * per, n4);
+#pragma unroll 1
+    for (int i = (int)rank * per + d; i < end; i += NTHR) { /* four columns of one row */
+      const int h = i / (DV / 4), c4 = i % (DV / 4), in = ((const int *)cl)[CL_IN + h];
+      if (h >= p.H) break;
+      float4 v[CL_MAX]; /* every split's four values in flight at once */
+#pragma unroll
+      for (int k = 0; k < CL_MAX; k++)
+        if (in >> k & 1) v[k] = ld_dsmem4(dsmem(base + 4 * (h * DV + 4 * c4), k));
+      float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f}, unused = 0.0f;
+#pragma unroll
+      for (int k = 0; k < CL_MAX; k++)
+        if (in >> k & 1) {
+          const float w = cl[CL_W + 16 * k + h], ms = cl[CL_MS + 16 * k + h];
+          mlr__emu_merge_term(v[k].x, ms, w, 0, &acc[0], &unused);
+          mlr__emu_merge_term(v[k].y, ms, w, 0, &acc[1], &unused);
+          mlr__emu_merge_term(v[k].z, ms, w, 0, &acc[2], &unused);
+          mlr__emu_merge_term(v[k].w, ms, w, 0, &acc[3], &unused);
+        }
+      const float sc = cl[CL_SC + h];
+      uint16_t o4[4];
+      for (int k = 0; k < 4; k++) o4[k] = mlr__emu_out_code(acc[k] / sc, MLR_OUT_BF16);
+      *(uint2 *)(p.o + ((int64_t)t * p.H + h) * DV + 4 * c4) = make_uint2(o4[0] | (uint32_t)o4[1] << 16, o4[2] | (uint32_t)o4[3] << 16);
+    }
+    if (rank == 0 && d < p.H) {
+      const float M = cl[CL_M + d], sc = cl[CL_SC + d];
+      p.lse[(int64_t)t * p.H + d] = p.raw ? mlr__emu_lse_convert(M + mlr__emu_log(MLR_EXP_2, sc), MLR_EXP_2, MLR_EXP_E) : M + mlr__emu_log(MLR_EXP_E, sc);
+    }
+  }
+  cluster_barrier(); /* no block leaves while another reads its shared memory */
+}
+__device__ __forceinline__ void cluster_merge(const fparams &p, float *cl, int t, int ns) { cluster_merge_({p.o, p.lse, p.clamp, p.H, p.raw}, cl, t, ns); }
+
 /* the split's result from a lane's accumulators (output columns c0 .. of rows g, g+8) and the
  * rows' m and l: raw partials (the recipes' partial.normalized = no: no division a partial
  * element), the split's acc * kv_scale, its m and l, merged by k_merge; a token with one split,
@@ -399,7 +515,7 @@ __device__ __forceinline__ void pv_products(uint32_t vrow, const uint32_t (&pa)[
  * lse = (M + log2 of that) * ln 2) as the bf16 output. lead: this lane writes the rows' m, l or lse */
 template <int W, int NA>
 __device__ __forceinline__ void store_result(const fparams &p, const float (&acc)[NA][2][2][4], const float (&m)[2], const float (&l)[2], int t,
-                                             int s, bool direct, int c0, bool lead) {
+                                             int s, bool direct, int c0, bool lead, float *cl) {
   const int g = (threadIdx.x & 31) >> 2, j = threadIdx.x & 3;
 #pragma unroll
   for (int rr = 0; rr < 2; rr++) {
@@ -414,7 +530,7 @@ __device__ __forceinline__ void store_result(const fparams &p, const float (&acc
       sc = fmaxf(live ? 0.0f + l[rr] * wv : 0.0f, p.clamp);
     }
     auto out = [&](float a) { return live ? (0.0f + a * p.kvs * wv) / sc : 0.0f / sc; };
-    float *po = p.part_o + (row * p.S + s) * DV + c0;
+    float *po = cl ? cl + h * DV + c0 : p.part_o + (row * p.S + s) * DV + c0; /* cl: this block's shared memory (cluster_merge) */
     uint16_t *oo = p.o + row * DV + c0;
 #pragma unroll
     for (int a = 0; a < NA; a++)
@@ -436,6 +552,7 @@ __device__ __forceinline__ void store_result(const fparams &p, const float (&acc
       }
     if (lead) {
       if (direct) store_lse(p, row, s, live ? m[rr] : -INFINITY, sc, 1);
+      else if (cl) cl[CL_X + h] = m[rr], cl[CL_SUM + h] = l[rr];
       else p.part_x[row * p.S + s] = m[rr], p.part_sum[row * p.S + s] = l[rr];
     }
   }
@@ -455,7 +572,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   constexpr int PS = TT + 8;          /* P's row in halves (4 banks apart) */
   static_assert(TPR * SR == NTHR && (RB / 16) % TPR == 0, "a slot's rows split evenly over the threads");
   extern __shared__ __align__(16) uint8_t sm[];
-  uint8_t *kvs_sm = sm;                                   /* [NSLOT][SR][RB] KV codes, chunks swizzled (kv_chunk) */
+  uint8_t *kvs_sm = sm;                                   /* [NSLOT][SR][RB] KV codes, chunks swizzled (ring) */
   uint16_t *p_sm = (uint16_t *)(sm + SM_KV);              /* [2][16][PS] fp16 P, buffer tile & 1 (SM_P1 bytes apart) */
   float *red_max = (float *)(sm + SM_KV + SM_P), *red_sum = red_max + NWARP * 16; /* [16][NWARP] */
   int *fix_sm = (int *)(sm + SM_KV + SM_P + SM_RED); /* [2]: FNUZ, tile t (t & 1) holds a special code */
@@ -470,6 +587,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   const tokinfo ti = p.tok[t];
   if (s >= ti.nsplit) { /* this batch has fewer splits (uniform over the block) */
     asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+    if (p.cl) cluster_merge(p, (float *)sm, t, ti.nsplit);
     return;
   }
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, j = lane & 3;
@@ -492,7 +610,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
    * two slots ahead (row_a, row_b: the next two slots' rows), so its load latency hides behind a
    * slot's copies instead of stalling the copy's issue */
   auto row_of = [&](int slot) -> int64_t {
-    const int64_t pos = start + (int64_t)slot * SR + lr;
+    const int64_t pos = ring<W>::pos(start, slot, lr);
     if (slot >= nslots || pos >= end) return -1;
     return kv_row(p, base_b, pos);
   };
@@ -504,8 +622,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
       const uint8_t *src = p.kv;
       int bytes = 0;
       if (row >= 0) src = p.kv + row * RB + lk * 16, bytes = 16;
-      /* chunk lk + TPR k of row lr sits at TPR k + kv_swz(lr, lk): the swizzle keeps the group */
-      const uint32_t dst = smem_addr(kvs_sm + ((slot % NSLOT) * SR + lr) * RB + 16 * kv_swz<W>(lr, lk));
+      const uint32_t dst = ring<W>::at(kvs_sm, slot, lr, lk); /* chunk lk + TPR k at dst + 16 TPR k */
 #pragma unroll
       for (int k = 0; k < RB / 16 / TPR; k++) cp_async16(dst + 16 * TPR * k, src + (bytes ? 16 * TPR * k : 0), bytes);
     }
@@ -515,19 +632,17 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
    * slot, an address is a lane constant plus a compile-time offset, because the swizzle xors a
    * row's low 3 bits (which are the lane's: every ldmatrix row is 8 r + (lane & 7)) into the low
    * 2 (fp8) or 3 (bf16) bits of the chunk index, whose higher bits are the loop's (worked out once
-   * a tile, the addresses took a quarter of the loop's instructions). kv_chunk is the definition. */
+   * a tile, the addresses took a quarter of the loop's instructions). ring<W> is the definition. */
   const uint32_t kv_base = smem_addr(kvs_sm);
-  auto slot_addr = [&](int tile, int h) { return kv_base + (uint32_t)(((2 * tile + h) % NSLOT) * SR * RB); };
-  auto kv_chunk = [&](int r, int c) { return (uint32_t)((r % SR) * RB + 16 * kv_swz<W>(r, c)); }; /* within its slot */
   /* logits (warp < NQW): row 16 warp + 8 nt + (lane & 7) (half (16 warp) / SR), chunk 4 q4 + (lane >> 3):
-   * kv_chunk = qk_lane[q4 % 2] + 8 nt RB + 64 (q4 - q4 % 2) */
+   * ring::chunk = qk_lane[q4 % 2] + 8 nt RB + 64 (q4 - q4 % 2) */
   const int qk_half = 16 * warp / SR;
   uint32_t qk_lane[2];
-  for (int e = 0; e < 2; e++) qk_lane[e] = kv_chunk(16 * warp + (lane & 7), 4 * e + (lane >> 3));
+  for (int e = 0; e < 2; e++) qk_lane[e] = ring<W>::chunk(16 * warp + (lane & 7), 4 * e + (lane >> 3));
   /* PV: row 16 kb + (lane & 7) + 8 ((lane >> 3) & 1) (half 16 kb / SR), chunk (4 W) warp + 2 a + (lane >> 4)
-   * (a < 2 W): kv_chunk = pv_lane[a] + 16 (kb % (SR / 16)) RB */
+   * (a < 2 W): ring::chunk = pv_lane[a] + 16 (kb % (SR / 16)) RB */
   uint32_t pv_lane[2 * W];
-  for (int a = 0; a < 2 * W; a++) pv_lane[a] = kv_chunk((lane & 7) + 8 * ((lane >> 3) & 1), 4 * W * warp + 2 * a + (lane >> 4));
+  for (int a = 0; a < 2 * W; a++) pv_lane[a] = ring<W>::chunk((lane & 7) + 8 * ((lane >> 3) & 1), 4 * W * warp + 2 * a + (lane >> 4));
   /* Tile 1 is issued when tile 0 has landed, tile 2 after tile 0's softmax: issued before Q's
    * fragments, their copies held the threads (the memory pipeline full) while Q waited in shared
    * memory, 2 to 4 us at bs >= 32; issued with tile 0, they shared the memory's bandwidth with it
@@ -580,7 +695,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   auto qk_step = [&](uint32_t qb, int q4, auto fixc, uint32_t &sp) { logit_step<FNUZ, decltype(fixc)::value, W, 2>(qb, q4, qk_lane, qa, sacc, sp); };
   auto qk = [&](int tile, auto fixc) -> uint32_t {
     uint32_t sp = 0;
-    const uint32_t qb = slot_addr(tile, qk_half);
+    const uint32_t qb = ring<W>::half(kv_base, tile, qk_half);
     qk_zero();
 #pragma unroll
     for (int q4 = 0; q4 < NQ4; q4++) qk_step(qb, q4, fixc, sp);
@@ -615,7 +730,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   auto pv_step = [&](int tile, int kb, auto fixc) {
     uint32_t pa[4]; /* P rows 0..15, tokens 16kb.. : the natural k order */
     ldsm4(p_lane + (tile & 1) * SM_P1 + 32 * kb, pa[0], pa[1], pa[2], pa[3]);
-    const uint32_t vrow = slot_addr(tile, 16 * kb / SR) + 16 * (kb % (SR / 16)) * RB; /* rows 16 kb .. of the tile */
+    const uint32_t vrow = ring<W>::half(kv_base, tile, 16 * kb / SR) + 16 * (kb % (SR / 16)) * RB; /* rows 16 kb .. of the tile */
     pv_products<decltype(fixc)::value, W, 2>(vrow, pa, pv_lane, acc);
   };
 
@@ -704,7 +819,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   auto step1 = [&](int tile, auto fixc) { /* tile + 1 < ntiles */
     pv_scale();
     uint32_t sp = 0;
-    const uint32_t qb = slot_addr(tile + 1, qk_half);
+    const uint32_t qb = ring<W>::half(kv_base, tile + 1, qk_half);
     if (qkw) qk_zero();
 #pragma unroll
     for (int u = 0; u < NQ4; u++) {
@@ -757,7 +872,8 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   }
   griddep_launch_dependents(); /* k_merge may start (it waits for this grid to end before reading) */
   /* the split's result (every warp holds the same l and m) */
-  store_result<W, 2>(p, acc, m, l, t, s, ti.nsplit == 1, 64 * warp, warp == 0 && j == 0);
+  store_result<W, 2>(p, acc, m, l, t, s, ti.nsplit == 1, 64 * warp, warp == 0 && j == 0, p.cl && ti.nsplit > 1 ? (float *)sm : nullptr);
+  if (p.cl) cluster_merge(p, (float *)sm, t, ti.nsplit);
 }
 #include "fast_ws.h"
 #endif
@@ -840,6 +956,14 @@ __global__ void __launch_bounds__(BW_THREADS) k_read(const uint4 *x, int64_t n, 
   if (v == 0x9E3779B9u) sink[0] = v; /* almost never taken; the compiler cannot know */
 }
 
+/* the launch floor's kernels (mlr_gpu_launch_floor): an attention kernel that does nothing, and a
+ * merge that does nothing after waiting for it (as k_merge waits for k_attn) */
+__global__ void k_nop(fparams p) { (void)p; }
+__global__ void k_nop_dep(fparams p) {
+  (void)p;
+  griddep_wait();
+}
+
 } // namespace
 
 
@@ -878,6 +1002,14 @@ extern "C" void mlr_gpu_fast_free(mlr_gpu_fast *f) {
   free(f->split_count), free(f->split_len);
   free(f);
 }
+
+#if !MLR_FAST_AMD
+/* the attention kernel for the KV format, k_attn_ws for long splits (f->ws) */
+static void (*attn_kernel(const fparams &p, int ws))(fparams) {
+  if (ws) return p.kvw == 2 ? k_attn_ws<0, 2> : p.fnuz ? k_attn_ws<1, 1> : k_attn_ws<0, 1>;
+  return p.kvw == 2 ? k_attn<0, 2> : p.fnuz ? k_attn<1, 1> : k_attn<0, 1>;
+}
+#endif
 
 #define DALLOC(ptr, n, src)                                                                                            \
   do {                                                                                                                 \
@@ -973,6 +1105,23 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
   GPU_TRY(hipFuncSetAttribute((const void *)k_attn_ws<0, 1>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
   GPU_TRY(hipFuncSetAttribute((const void *)k_attn_ws<1, 1>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
   GPU_TRY(hipFuncSetAttribute((const void *)k_attn_ws<0, 2>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
+  if (f->S >= 2 && f->S <= CL_MAX) {
+    /* the merge in the cluster (cluster_merge) when the T clusters of S blocks run in one wave
+     * (one block an SM, a cluster within a GPC: fewer clusters of 4 fit than 132 / 4, and bs=32
+     * with 4 splits ran in two waves, twice the time); MLAREF_FAST_CLUSTER=0 or 1 forces k_merge
+     * or the cluster (both exact to the recipe: tests run both) */
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = 1, at[0].val.clusterDim.y = (unsigned)f->S, at[0].val.clusterDim.z = 1;
+    cfg.gridDim = dim3((unsigned)T, (unsigned)f->S), cfg.blockDim = dim3(NTHR), cfg.dynamicSmemBytes = SMEM;
+    cfg.attrs = at, cfg.numAttrs = 1;
+    int ncl = 0;
+    GPU_TRY(cudaOccupancyMaxActiveClusters(&ncl, attn_kernel(p, f->ws), &cfg));
+    p.cl = (int64_t)ncl >= T;
+    const char *cl = getenv("MLAREF_FAST_CLUSTER");
+    if (cl && (cl[0] == '0' || cl[0] == '1') && cl[1] == 0) p.cl = cl[0] == '1';
+  }
 #endif
   st = MLR_OK;
 out:
@@ -984,13 +1133,15 @@ out:
 
 #if !MLR_FAST_AMD
 /* a launch that may begin before the previous kernel in the stream ends (griddep_wait) */
-static cudaError_t launch_pdl(void (*k)(fparams), dim3 grid, unsigned threads, size_t smem, const fparams &p) {
+static cudaError_t launch_pdl(void (*k)(fparams), dim3 grid, unsigned threads, size_t smem, const fparams &p, unsigned cluster_y = 0) {
   cudaLaunchConfig_t cfg = {};
-  cudaLaunchAttribute at[1];
+  cudaLaunchAttribute at[2];
   at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   at[0].val.programmaticStreamSerializationAllowed = 1;
+  at[1].id = cudaLaunchAttributeClusterDimension; /* cluster_y blocks of grid.y a cluster */
+  at[1].val.clusterDim.x = 1, at[1].val.clusterDim.y = cluster_y, at[1].val.clusterDim.z = 1;
   cfg.gridDim = grid, cfg.blockDim = dim3(threads), cfg.dynamicSmemBytes = smem, cfg.stream = 0;
-  cfg.attrs = at, cfg.numAttrs = 1;
+  cfg.attrs = at, cfg.numAttrs = cluster_y ? 2 : 1;
   return cudaLaunchKernelEx(&cfg, k, p);
 }
 #endif
@@ -1024,10 +1175,8 @@ extern "C" mlr_status mlr_gpu_fast_launch(mlr_gpu_fast *f, int flush_l2, double 
       GPU_TRY(hipGetLastError());
     }
 #else
-    void (*ka)(fparams) = p.kvw == 2 ? k_attn<0, 2> : p.fnuz ? k_attn<1, 1> : k_attn<0, 1>;
-    if (f->ws) ka = p.kvw == 2 ? k_attn_ws<0, 2> : p.fnuz ? k_attn_ws<1, 1> : k_attn_ws<0, 1>;
-    GPU_TRY(launch_pdl(ka, grid, NTHR, SMEM, p));
-    if (f->S > 1) GPU_TRY(launch_pdl(k_merge, dim3((unsigned)(f->T * f->H)), MERGE_THREADS, 0, p));
+    GPU_TRY(launch_pdl(attn_kernel(p, f->ws), grid, NTHR, SMEM, p, p.cl ? (unsigned)f->S : 0));
+    if (f->S > 1 && !p.cl) GPU_TRY(launch_pdl(k_merge, dim3((unsigned)(f->T * f->H)), MERGE_THREADS, 0, p));
 #endif
   }
   GPU_TRY(hipEventRecord(f->ev[1], 0));
@@ -1080,6 +1229,54 @@ extern "C" mlr_status mlr_gpu_fast_result(mlr_gpu_fast *f, mlr_emu_result *res, 
     }
 out:
   if (st != MLR_OK) mlr_emu_result_free(res);
+  return st;
+}
+
+static int cmp_double(const void *a, const void *b);
+
+extern "C" mlr_status mlr_gpu_launch_floor(int reps, double *one_us, double *chain_us, mlr_error *err) {
+  mlr_status st = MLR_OK;
+  void *flush = NULL;
+  hipEvent_t ev[2] = {NULL, NULL};
+  double *t = (double *)calloc((size_t)(reps > 0 ? reps : 1), sizeof(double));
+  hipDeviceProp_t prop;
+  fparams p = {}; /* the kernels' argument block, as large as the fast kernel's */
+  if (!t) return mlr_error_set(err, MLR_ENOMEM, "out of host memory");
+  GPU_TRY(hipGetDeviceProperties(&prop, 0));
+  GPU_TRY(hipMalloc(&flush, FLUSH_BYTES));
+  for (int k = 0; k < 2; k++) GPU_TRY(hipEventCreate(&ev[k]));
+  for (int chain = 0; chain < 2; chain++) {
+    /* one block of NTHR threads an SM (a full wave, as the larger shapes' attention), launched as
+     * mlr_gpu_fast_launch launches its kernels */
+    const dim3 grid((unsigned)prop.multiProcessorCount);
+    for (int i = 0; i < reps; i++) {
+      float ms = 0;
+      GPU_TRY(hipMemset(flush, i & 0xFF, FLUSH_BYTES));
+      GPU_TRY(hipEventRecord(ev[0], 0));
+#if MLR_FAST_AMD
+      k_nop<<<grid, NTHR>>>(p);
+      GPU_TRY(hipGetLastError());
+      if (chain) {
+        k_nop_dep<<<grid, MERGE_THREADS>>>(p);
+        GPU_TRY(hipGetLastError());
+      }
+#else
+      GPU_TRY(launch_pdl(k_nop, grid, NTHR, 0, p));
+      if (chain) GPU_TRY(launch_pdl(k_nop_dep, grid, MERGE_THREADS, 0, p));
+#endif
+      GPU_TRY(hipEventRecord(ev[1], 0));
+      GPU_TRY(hipEventSynchronize(ev[1]));
+      GPU_TRY(hipEventElapsedTime(&ms, ev[0], ev[1]));
+      t[i] = ms * 1e3;
+    }
+    qsort(t, (size_t)reps, sizeof *t, cmp_double);
+    *(chain ? chain_us : one_us) = t[reps / 2];
+  }
+out:
+  for (int k = 0; k < 2; k++)
+    if (ev[k]) (void)hipEventDestroy(ev[k]);
+  (void)hipFree(flush);
+  free(t);
   return st;
 }
 

@@ -49,7 +49,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn_ws(fparams p) {
   constexpr int NKV = TT / 16;        /* a tile's PV steps (16 tokens each) */
   static_assert(2 * RPP == SR && (RB / 16) % TPR == 0 && SM_FLAG >= 320, "a slot's rows split evenly over two passes of the loading threads");
   extern __shared__ __align__(16) uint8_t sm[];
-  uint8_t *kvs_sm = sm;                                   /* [NSLOT][SR][RB] KV codes, chunks swizzled (kv_chunk) */
+  uint8_t *kvs_sm = sm;                                   /* [NSLOT][SR][RB] KV codes, chunks swizzled (ring) */
   uint16_t *p_sm = (uint16_t *)(sm + SM_KV);              /* [2][16][PS] fp16 P, buffer tile & 1 (SM_P1 bytes apart) */
   float *red_max = (float *)(sm + SM_KV + SM_P), *red_sum = red_max + 16 * 4; /* [16][4], [16][NG] */
   uint8_t *fl = sm + SM_KV + SM_P + SM_RED;
@@ -72,6 +72,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn_ws(fparams p) {
   const tokinfo ti = p.tok[t];
   if (s >= ti.nsplit) { /* this batch has fewer splits (uniform over the block) */
     asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+    if (p.cl) cluster_merge(p, (float *)sm, t, ti.nsplit);
     return;
   }
   const int64_t L = ti.L, start = (int64_t)s * ti.slen;
@@ -92,7 +93,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn_ws(fparams p) {
   auto rows_of = [&](int tile) {
 #pragma unroll
     for (int u = 0; u < 4; u++) {
-      const int64_t pos = start + (int64_t)(2 * tile + (u >> 1)) * SR + lr + RPP * (u & 1);
+      const int64_t pos = ring<W>::pos(start, 2 * tile + (u >> 1), lr) + RPP * (u & 1); /* row lr + RPP (u & 1) */
       nrow[u] = tile < ntiles && pos < end ? kv_row(p, base_b, pos) : -1;
     }
   };
@@ -100,11 +101,11 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn_ws(fparams p) {
     if (tile >= ntiles) return;
 #pragma unroll
     for (int u = 0; u < 4; u++) {
-      const int r = lr + RPP * (u & 1), sl = (2 * tile + (u >> 1)) % NSLOT;
+      const int r = lr + RPP * (u & 1);
       const uint8_t *src = p.kv;
       int bytes = 0;
       if (nrow[u] >= 0) src = p.kv + nrow[u] * RB + lk * 16, bytes = 16;
-      const uint32_t dst = smem_addr(kvs_sm + (sl * SR + r) * RB + 16 * kv_swz<W>(r, lk));
+      const uint32_t dst = ring<W>::at(kvs_sm, 2 * tile + (u >> 1), r, lk);
 #pragma unroll
       for (int k = 0; k < RB / 16 / TPR; k++) cp_async16(dst + 16 * TPR * k, src + (bytes ? 16 * TPR * k : 0), bytes);
     }
@@ -118,10 +119,8 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn_ws(fparams p) {
    * slot, an address is a lane constant plus a compile-time offset, because the swizzle xors a
    * row's low 3 bits (which are the lane's: every ldmatrix row is 8 r + (lane & 7)) into the low
    * 2 (fp8) or 3 (bf16) bits of the chunk index, whose higher bits are the loop's (worked out once
-   * a tile, the addresses took a quarter of the loop's instructions). kv_chunk is the definition. */
+   * a tile, the addresses took a quarter of the loop's instructions). ring<W> is the definition. */
   const uint32_t kv_base = smem_addr(kvs_sm);
-  auto slot_addr = [&](int tile, int h) { return kv_base + (uint32_t)(((2 * tile + h) % NSLOT) * SR * RB); };
-  auto kv_chunk = [&](int r, int c) { return (uint32_t)((r % SR) * RB + 16 * kv_swz<W>(r, c)); }; /* within its slot */
 
   /* Q staged: p.qin, Q's group; else (k_qprep's codes) after the grid dependency */
   griddep_wait(); /* nothing read before it comes from the kernel before */
@@ -143,16 +142,16 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn_ws(fparams p) {
     if (p.qfp8) c = c * qs;
     c = c * p.kvs;
     /* row TT/4 w + 8 nt + (lane & 7) (half (TT/4 w) / SR), chunk 4 q4 + (lane >> 3):
-     * kv_chunk = qk_lane[q4 % 2] + 8 nt RB + 64 (q4 - q4 % 2) */
+     * ring::chunk = qk_lane[q4 % 2] + 8 nt RB + 64 (q4 - q4 % 2) */
     const int qk_half = TT / 4 * warp / SR;
     uint32_t qk_lane[2];
-    for (int e = 0; e < 2; e++) qk_lane[e] = kv_chunk(TT / 4 * warp + (lane & 7), 4 * e + (lane >> 3));
+    for (int e = 0; e < 2; e++) qk_lane[e] = ring<W>::chunk(TT / 4 * warp + (lane & 7), 4 * e + (lane >> 3));
     float sacc[NT][4], sv[NT][4];
     /* a tile's logits: NT independent chains over the 36 column blocks in order */
     auto qk = [&](int tile, auto fixc) -> uint32_t {
       constexpr int FIX = decltype(fixc)::value;
       uint32_t sp = 0;
-      const uint32_t qb = slot_addr(tile, qk_half);
+      const uint32_t qb = ring<W>::half(kv_base, tile, qk_half);
 #pragma unroll
       for (int nt = 0; nt < NT; nt++)
 #pragma unroll
@@ -241,6 +240,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn_ws(fparams p) {
     }
     if (warp == 0 && j == 0) ml_sm[2 * g] = m[0], ml_sm[2 * g + 1] = l[0], ml_sm[2 * (g + 8)] = m[1], ml_sm[2 * (g + 8) + 1] = l[1];
     __syncthreads(); /* (e) the final m and l for the PV warps */
+    if (p.cl) cluster_merge(p, (float *)sm, t, ti.nsplit);
     return;
   }
 
@@ -254,9 +254,9 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn_ws(fparams p) {
    * bf16 n-tile 4a + 2 h2 + e = columns 128 pw + 8 (4a + 2 h2 + e) .. (the stores after the loop) */
   float acc[4][2][2][4] = {};
   /* row 16 kb + (lane & 7) + 8 ((lane >> 3) & 1) (half 16 kb / SR), chunk (8 W) pw + 2 a + (lane >> 4)
-   * (a < 4 W): kv_chunk = pv_lane[a] + 16 (kb % (SR / 16)) RB */
+   * (a < 4 W): ring::chunk = pv_lane[a] + 16 (kb % (SR / 16)) RB */
   uint32_t pv_lane[4 * W];
-  for (int a = 0; a < 4 * W; a++) pv_lane[a] = kv_chunk((lane & 7) + 8 * ((lane >> 3) & 1), 8 * W * pw + 2 * a + (lane >> 4));
+  for (int a = 0; a < 4 * W; a++) pv_lane[a] = ring<W>::chunk((lane & 7) + 8 * ((lane >> 3) & 1), 8 * W * pw + 2 * a + (lane >> 4));
   const uint32_t p_lane = smem_addr(p_sm + ((lane & 7) + 8 * ((lane >> 3) & 1)) * PS + 8 * (lane >> 4));
   auto pv = [&](int tile, auto fixc) {
     constexpr int FIX = decltype(fixc)::value;
@@ -264,7 +264,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn_ws(fparams p) {
     for (int kb = 0; kb < NKV; kb++) {
       uint32_t pa[4]; /* P rows 0..15, tokens 16kb.. : the natural k order */
       ldsm4(p_lane + (tile & 1) * SM_P1 + 32 * kb, pa[0], pa[1], pa[2], pa[3]);
-      const uint32_t vrow = slot_addr(tile, 16 * kb / SR) + 16 * (kb % (SR / 16)) * RB; /* rows 16 kb .. of the tile */
+      const uint32_t vrow = ring<W>::half(kv_base, tile, 16 * kb / SR) + 16 * (kb % (SR / 16)) * RB; /* rows 16 kb .. of the tile */
       pv_products<FIX, W, 4>(vrow, pa, pv_lane, acc);
     }
   };
@@ -291,7 +291,8 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn_ws(fparams p) {
   griddep_launch_dependents(); /* k_merge may start (it waits for this grid to end before reading) */
   __syncthreads();             /* (e) */
   const float mm[2] = {ml_sm[2 * g], ml_sm[2 * (g + 8)]}, ll[2] = {ml_sm[2 * g + 1], ml_sm[2 * (g + 8) + 1]};
-  store_result<W, 4>(p, acc, mm, ll, t, s, ti.nsplit == 1, 128 * pw, pw == 0 && j == 0);
+  store_result<W, 4>(p, acc, mm, ll, t, s, ti.nsplit == 1, 128 * pw, pw == 0 && j == 0, p.cl && ti.nsplit > 1 ? (float *)sm : nullptr);
+  if (p.cl) cluster_merge(p, (float *)sm, t, ti.nsplit);
 }
 
 #endif

@@ -86,6 +86,13 @@ void mlr_gpu_fast_free(mlr_gpu_fast *f);
  *  flushed before each of reps runs, the median. */
 mlr_status mlr_gpu_read_bandwidth(int reps, double *bytes_per_s, mlr_error *err);
 
+/** The launch floor, in microseconds: the median over reps of the device-event time of kernels
+ *  that do nothing, launched as mlr_gpu_fast_launch launches its own (the L2 flushed before each,
+ *  one block an SM, the fast kernel's argument block): *one_us one kernel (the attention alone),
+ *  *chain_us two, the second waiting for the first (the attention and the merge). No kernel time
+ *  of a shape can be below it. */
+mlr_status mlr_gpu_launch_floor(int reps, double *one_us, double *chain_us, mlr_error *err);
+
 #ifdef __cplusplus
 }
 #endif
