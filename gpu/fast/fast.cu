@@ -438,13 +438,13 @@ __device__ __forceinline__ float4 ld_dsmem4(uint32_t a) {
   asm volatile("ld.shared::cluster.v4.f32 {%0,%1,%2,%3}, [%4];\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(a) : "memory");
   return v;
 }
-/* every thread of every block of the cluster calls it once, after its block's partial is stored
- * (ns: the token's splits; blocks s >= ns hold none and only share the work) */
 struct clmerge { /* what cluster_merge reads of fparams (a reference to the kernel's parameters would copy them to the stack) */
   uint16_t *o;
   float *lse, clamp;
   int H, raw;
 };
+/* every thread of every block of the cluster calls it once, after its block's partial is stored
+ * (ns: the token's splits; blocks s >= ns hold none and only share the work) */
 __device__ __noinline__ void cluster_merge_(clmerge p, float *cl, int t, int ns) {
   cluster_barrier(); /* every split's partial in its block's shared memory */
   if (ns >= 2) {
@@ -1011,6 +1011,12 @@ static void (*attn_kernel(const fparams &p, int ws))(fparams) {
 }
 #endif
 
+/* a test override (MLAREF_FAST_WS, MLAREF_FAST_CLUSTER): "0" or "1" sets *v, anything else leaves it */
+static void env_force(const char *name, int *v) {
+  const char *e = getenv(name);
+  if (e && (e[0] == '0' || e[0] == '1') && e[1] == 0) *v = e[0] == '1';
+}
+
 #define DALLOC(ptr, n, src)                                                                                            \
   do {                                                                                                                 \
     void *d_ = NULL;                                                                                                       \
@@ -1053,10 +1059,7 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
       ti.L = Lt > 0 ? Lt : 0, ti.nsplit = (int32_t)ns, ti.slen = (int32_t)len, ti.base = in->kv_indptr[b];
     }
   }
-  { /* MLAREF_FAST_WS=0 or 1 forces k_attn or k_attn_ws (both exact to the recipe: tests run both on every input) */
-    const char *ws = getenv("MLAREF_FAST_WS");
-    if (ws && (ws[0] == '0' || ws[0] == '1') && ws[1] == 0) f->ws = ws[0] == '1';
-  }
+  env_force("MLAREF_FAST_WS", &f->ws); /* k_attn or k_attn_ws (both exact to the recipe: tests run both on every input) */
   if (T > INT32_MAX) {
     st = mlr_error_set(err, MLR_ERANGE, "the fast kernel's grid takes at most %d query tokens (T=%lld)", INT32_MAX, (long long)T);
     goto out;
@@ -1119,8 +1122,7 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
     int ncl = 0;
     GPU_TRY(cudaOccupancyMaxActiveClusters(&ncl, attn_kernel(p, f->ws), &cfg));
     p.cl = (int64_t)ncl >= T;
-    const char *cl = getenv("MLAREF_FAST_CLUSTER");
-    if (cl && (cl[0] == '0' || cl[0] == '1') && cl[1] == 0) p.cl = cl[0] == '1';
+    env_force("MLAREF_FAST_CLUSTER", &p.cl);
   }
 #endif
   st = MLR_OK;
