@@ -28,7 +28,10 @@
  * in the same order (so the same recipe, bit for bit): k_attn (8 warps doing logits and PV) and,
  * when the longest split has 32 tiles or more, k_attn_ws (fast_ws.h: 4 logit warps and 4 PV warps
  * on different tiles at once); the environment variable MLAREF_FAST_WS=0 or 1 forces either (the
- * tests run both). A HIP build has the AMD (MFMA)
+ * tests run both). The merge of a token's splits: inside the attention kernel when there are 2 to
+ * 8 splits and the grid's thread-block clusters of them fit the GPU at once (the partials read
+ * across the cluster from shared memory), else the kernel k_merge; the same arithmetic either way,
+ * and MLAREF_FAST_CLUSTER=0 or 1 forces either (the tests run both). A HIP build has the AMD (MFMA)
  * variant instead (gpu/fast/fast_mfma.h, recipes fast-mi300-a16w8 / fast-mi300-a8w8: bf16
  * operands on v_mfma_f32_16x16x16_bf16, fp8 KV only; written for CDNA3, compiled for gfx940, never
  * run: no AMD GPU here). Builds without GPU code answer MLR_EDEVICE. */
