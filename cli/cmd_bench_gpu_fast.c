@@ -2,12 +2,14 @@
  * The fast kernel's speed (gpu/fast), measured like the seeds' peers: per shape (default the 8
  * bench shapes) and recipe (default fast-a8w8 and fast-a16w8), --reps launches (default 200, at
  * least 100), each after a 256 MiB write that evicts the L2, timed by device events around the
- * kernels alone; the median and the least. Beside it: the read bandwidth measured in the same run
- * (mlr_gpu_read_bandwidth, 2 GiB) and the launch floor (mlr_gpu_launch_floor: kernels that do nothing,
- * launched and timed the same way, alone and as attention + merge), the time the roofline allows (the bytes every kernel must move:
- * KV read once, Q read, O written, at that bandwidth), the achieved fraction, and with --peers the
- * best seed Triton time per shape from scripts/seed_peers.py's peers.json of the same machine and
- * the speed-up over it. Ends with the targets (issue 8) met or not. */
+ * kernels alone; the median and the least, and the kernels run (mlr_gpu_fast_kernels: the
+ * attention variant and the merge). Beside it: the read bandwidth measured in the same run
+ * (mlr_gpu_read_bandwidth, 2 GiB) and the launch floor (mlr_gpu_launch_floor: kernels that do
+ * nothing, launched and timed the same way, alone and as attention + merge), the time the roofline
+ * allows (the bytes every kernel must move: KV read once, Q read, O written, at that bandwidth),
+ * the achieved fraction, and with --peers the best seed Triton time per shape from
+ * scripts/seed_peers.py's peers.json of the same machine and the speed-up over it. Ends with the
+ * targets (issue 8) met or not. */
 #define _POSIX_C_SOURCE 200809L
 #include <jansson.h>
 #include <math.h>
@@ -102,8 +104,8 @@ int mlr_bench_gpu_fast(int argc, char **argv) {
   printf("launch floor measured now (kernels that do nothing, launched and timed the same way, median of 201): %.2f us one kernel, "
          "%.2f us attention + merge (splits > 1)\n",
          floor1, floor2);
-  printf("%-26s %-11s %6s %9s %9s %9s %10s %8s %9s %8s\n", "shape", "recipe", "splits", "KV MB", "median us", "least us",
-         "roofline", "of bw", "seeds us", "speed-up");
+  printf("%-26s %-11s %6s %-17s %9s %9s %9s %10s %8s %9s %8s\n", "shape", "recipe", "splits", "kernels", "KV MB", "median us",
+         "least us", "roofline", "of bw", "seeds us", "speed-up");
   double logsum[MAXREC] = {0}, peerlog[MAXREC] = {0};
   int n_ok[MAXREC] = {0}, targets = 1;
   for (int si = 0; si < nshape && rc == MLR_EXIT_OK; si++) {
@@ -135,8 +137,8 @@ int mlr_bench_gpu_fast(int argc, char **argv) {
       const double med = mlr_sorted_quantile(t, (int64_t)reps, 0.5), roof = bytes / bw * 1e6;
       char ptxt[16] = "-", sp[16] = "-";
       if (pus > 0) snprintf(ptxt, sizeof ptxt, "%.1f", pus), snprintf(sp, sizeof sp, "%.2fx", pus / med);
-      printf("%-26s %-11s %6lld %9.1f %9.2f %9.2f %8.2f us %7.1f%% %9s %8s\n", shapes[si], rs[k].name, mlr_gpu_fast_splits(f), kvb / 1e6,
-             med, t[0], roof, 100.0 * roof / med, ptxt, sp);
+      printf("%-26s %-11s %6lld %-17s %9.1f %9.2f %9.2f %8.2f us %7.1f%% %9s %8s\n", shapes[si], rs[k].name, mlr_gpu_fast_splits(f),
+             mlr_gpu_fast_kernels(f), kvb / 1e6, med, t[0], roof, 100.0 * roof / med, ptxt, sp);
       logsum[k] += log(med), n_ok[k]++;
       if (pus > 0) peerlog[k] += log(pus / med);
       /* issue 8's targets on the bench shapes: kv=8192 and bs >= 32 at 85% of the read bandwidth (KV

@@ -132,7 +132,7 @@ template <int W> struct ring {
   __device__ static uint32_t half(uint32_t base, int tile, int h) { return slot(base, 2 * tile + h); }
   __device__ static uint32_t chunk(int r, int c) { return (uint32_t)((r % SR) * RB + 16 * kv_swz<W>(r, c)); }
   /* chunk c of row r < SR of slot sl, from the ring's start in shared memory (the copies' address) */
-  __device__ static uint32_t at(const uint8_t *ring_sm, int sl, int r, int c) { return smem_addr(ring_sm + ((sl % NSLOT) * SR + r) * RB + 16 * kv_swz<W>(r, c)); }
+  __device__ static uint32_t at(const uint8_t *ring_sm, int sl, int r, int c) { return slot(smem_addr(ring_sm), sl) + chunk(r, c); }
   __device__ static int64_t pos(int64_t start, int sl, int r) { return start + (int64_t)sl * SR + r; } /* row r of slot sl */
 };
 
@@ -993,6 +993,15 @@ out:
 }
 
 extern "C" long long mlr_gpu_fast_splits(const mlr_gpu_fast *f) { return f ? (long long)f->S : 0; }
+extern "C" const char *mlr_gpu_fast_kernels(const mlr_gpu_fast *f) {
+  if (!f || f->T == 0) return "-";
+#if MLR_FAST_AMD
+  return f->S > 1 ? "k_attn_mfma+k_merge" : "k_attn_mfma";
+#else
+  static const char *const names[2][3] = {{"k_attn", "k_attn+k_merge", "k_attn+cluster"}, {"k_attn_ws", "k_attn_ws+k_merge", "k_attn_ws+cluster"}};
+  return names[f->ws != 0][f->S <= 1 ? 0 : f->p.cl ? 2 : 1]; /* as mlr_gpu_fast_launch launches them */
+#endif
+}
 
 extern "C" void mlr_gpu_fast_free(mlr_gpu_fast *f) {
   if (!f) return;
@@ -1148,43 +1157,92 @@ static cudaError_t launch_pdl(void (*k)(fparams), dim3 grid, unsigned threads, s
 }
 #endif
 
+/* The device-event time, in microseconds, of the kernels enqueue() puts on the stream (it
+ * returns an mlr_status, its failing call named in err), the L2 first evicted by writing flush_val over
+ * flush (not timed; flush_val < 0: no flush). One definition for the fast kernel's launch, the
+ * launch floor and the read bandwidth, so all three are timed alike. */
+template <class F>
+static mlr_status time_kernels(hipEvent_t (&ev)[2], void *flush, int flush_val, F enqueue, double *us, mlr_error *err) {
+  mlr_status st = MLR_OK;
+  float ms = 0.0f;
+  if (flush_val >= 0) GPU_TRY(hipMemset(flush, flush_val & 0xFF, FLUSH_BYTES));
+  GPU_TRY(hipEventRecord(ev[0], 0));
+  if ((st = enqueue()) != MLR_OK) goto out;
+  GPU_TRY(hipEventRecord(ev[1], 0));
+  GPU_TRY(hipEventSynchronize(ev[1]));
+  GPU_TRY(hipEventElapsedTime(&ms, ev[0], ev[1]));
+  *us = (double)ms * 1e3;
+out:
+  return st;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* the median over reps runs of time_kernels (run i flushes with the value i & 0xFF), on a
+ * FLUSH_BYTES buffer and two events of its own */
+template <class F>
+static mlr_status median_kernels(int reps, F enqueue, double *median_us, mlr_error *err) {
+  mlr_status st = MLR_OK;
+  void *flush = NULL;
+  hipEvent_t ev[2] = {NULL, NULL};
+  double *t = (double *)calloc((size_t)(reps > 0 ? reps : 1), sizeof(double));
+  if (!t) return mlr_error_set(err, MLR_ENOMEM, "out of host memory");
+  GPU_TRY(hipMalloc(&flush, FLUSH_BYTES));
+  for (int k = 0; k < 2; k++) GPU_TRY(hipEventCreate(&ev[k]));
+  for (int i = 0; i < reps; i++)
+    if ((st = time_kernels(ev, flush, i, enqueue, &t[i], err)) != MLR_OK) goto out;
+  qsort(t, (size_t)reps, sizeof *t, cmp_double);
+  *median_us = t[reps / 2];
+out:
+  for (int k = 0; k < 2; k++)
+    if (ev[k]) (void)hipEventDestroy(ev[k]);
+  (void)hipFree(flush);
+  free(t);
+  return st;
+}
+
 extern "C" mlr_status mlr_gpu_fast_launch(mlr_gpu_fast *f, int flush_l2, double *us, mlr_error *err) {
   mlr_status st = MLR_OK;
   const fparams &p = f->p;
-  float ms = 0.0f;
-  if (flush_l2) GPU_TRY(hipMemset(f->flush, flush_l2 & 0xFF, FLUSH_BYTES));
+  double t = 0;
   GPU_TRY(hipMemset(p.clipped, 0, 8));
   GPU_TRY(hipMemset(p.amax, 0, 4));
-  GPU_TRY(hipEventRecord(f->ev[0], 0));
-  if (f->dyn && f->nq > 0) {
-    k_amax<<<AMAX_BLOCKS, AMAX_THREADS>>>(p, f->nq);
-    GPU_TRY(hipGetLastError());
-  }
-  if (f->T > 0) {
-    if (!p.qin) { /* bf16 Q and static e4m3 Q are made operands in k_attn: one kernel less on the path */
-      const int64_t n8 = f->nq / 8; /* H * 576 is a multiple of 8 */
-      k_qprep<<<(unsigned)((n8 + QPREP_THREADS - 1) / QPREP_THREADS), QPREP_THREADS>>>(p, n8);
-      GPU_TRY(hipGetLastError());
-    }
-    /* k_attn and k_merge start early (programmatic dependent launch): k_attn's first KV loads and
-     * k_merge's launch overlap the kernel before; each waits for it where it reads its output */
-    const dim3 grid((unsigned)f->T, (unsigned)f->S);
+  st = time_kernels(
+      f->ev, f->flush, flush_l2 ? flush_l2 & 0xFF : -1,
+      [&]() { /* GPU_TRY sets the caller's st and err */
+        if (f->dyn && f->nq > 0) {
+          k_amax<<<AMAX_BLOCKS, AMAX_THREADS>>>(p, f->nq);
+          GPU_TRY(hipGetLastError());
+        }
+        if (f->T > 0) {
+          if (!p.qin) { /* bf16 Q and static e4m3 Q are made operands in k_attn: one kernel less on the path */
+            const int64_t n8 = f->nq / 8; /* H * 576 is a multiple of 8 */
+            k_qprep<<<(unsigned)((n8 + QPREP_THREADS - 1) / QPREP_THREADS), QPREP_THREADS>>>(p, n8);
+            GPU_TRY(hipGetLastError());
+          }
+          /* k_attn and k_merge start early (programmatic dependent launch): k_attn's first KV loads and
+           * k_merge's launch overlap the kernel before; each waits for it where it reads its output */
+          const dim3 grid((unsigned)f->T, (unsigned)f->S);
 #if MLR_FAST_AMD
-    k_attn_mfma<<<grid, MF_THR>>>(p);
-    GPU_TRY(hipGetLastError());
-    if (f->S > 1) {
-      k_merge<<<(unsigned)(f->T * f->H), MERGE_THREADS>>>(p);
-      GPU_TRY(hipGetLastError());
-    }
+          k_attn_mfma<<<grid, MF_THR>>>(p);
+          GPU_TRY(hipGetLastError());
+          if (f->S > 1) {
+            k_merge<<<(unsigned)(f->T * f->H), MERGE_THREADS>>>(p);
+            GPU_TRY(hipGetLastError());
+          }
 #else
-    GPU_TRY(launch_pdl(attn_kernel(p, f->ws), grid, NTHR, SMEM, p, p.cl ? (unsigned)f->S : 0));
-    if (f->S > 1 && !p.cl) GPU_TRY(launch_pdl(k_merge, dim3((unsigned)(f->T * f->H)), MERGE_THREADS, 0, p));
+          GPU_TRY(launch_pdl(attn_kernel(p, f->ws), grid, NTHR, SMEM, p, p.cl ? (unsigned)f->S : 0));
+          if (f->S > 1 && !p.cl) GPU_TRY(launch_pdl(k_merge, dim3((unsigned)(f->T * f->H)), MERGE_THREADS, 0, p));
 #endif
-  }
-  GPU_TRY(hipEventRecord(f->ev[1], 0));
-  GPU_TRY(hipEventSynchronize(f->ev[1]));
-  GPU_TRY(hipEventElapsedTime(&ms, f->ev[0], f->ev[1]));
-  if (us) *us = (double)ms * 1e3;
+        }
+      out:
+        return st;
+      },
+      &t, err);
+  if (st == MLR_OK && us) *us = t;
 out:
   return st;
 }
@@ -1234,90 +1292,59 @@ out:
   return st;
 }
 
-static int cmp_double(const void *a, const void *b);
-
 extern "C" mlr_status mlr_gpu_launch_floor(int reps, double *one_us, double *chain_us, mlr_error *err) {
   mlr_status st = MLR_OK;
-  void *flush = NULL;
-  hipEvent_t ev[2] = {NULL, NULL};
-  double *t = (double *)calloc((size_t)(reps > 0 ? reps : 1), sizeof(double));
   hipDeviceProp_t prop;
   fparams p = {}; /* the kernels' argument block, as large as the fast kernel's */
-  if (!t) return mlr_error_set(err, MLR_ENOMEM, "out of host memory");
   GPU_TRY(hipGetDeviceProperties(&prop, 0));
-  GPU_TRY(hipMalloc(&flush, FLUSH_BYTES));
-  for (int k = 0; k < 2; k++) GPU_TRY(hipEventCreate(&ev[k]));
-  for (int chain = 0; chain < 2; chain++) {
+  for (int chain = 0; chain < 2 && st == MLR_OK; chain++) {
     /* one block of NTHR threads an SM (a full wave, as the larger shapes' attention), launched as
      * mlr_gpu_fast_launch launches its kernels */
     const dim3 grid((unsigned)prop.multiProcessorCount);
-    for (int i = 0; i < reps; i++) {
-      float ms = 0;
-      GPU_TRY(hipMemset(flush, i & 0xFF, FLUSH_BYTES));
-      GPU_TRY(hipEventRecord(ev[0], 0));
+    st = median_kernels(
+        reps,
+        [&]() {
 #if MLR_FAST_AMD
-      k_nop<<<grid, NTHR>>>(p);
-      GPU_TRY(hipGetLastError());
-      if (chain) {
-        k_nop_dep<<<grid, MERGE_THREADS>>>(p);
-        GPU_TRY(hipGetLastError());
-      }
+          k_nop<<<grid, NTHR>>>(p);
+          GPU_TRY(hipGetLastError());
+          if (chain) {
+            k_nop_dep<<<grid, MERGE_THREADS>>>(p);
+            GPU_TRY(hipGetLastError());
+          }
 #else
-      GPU_TRY(launch_pdl(k_nop, grid, NTHR, 0, p));
-      if (chain) GPU_TRY(launch_pdl(k_nop_dep, grid, MERGE_THREADS, 0, p));
+          GPU_TRY(launch_pdl(k_nop, grid, NTHR, 0, p));
+          if (chain) GPU_TRY(launch_pdl(k_nop_dep, grid, MERGE_THREADS, 0, p));
 #endif
-      GPU_TRY(hipEventRecord(ev[1], 0));
-      GPU_TRY(hipEventSynchronize(ev[1]));
-      GPU_TRY(hipEventElapsedTime(&ms, ev[0], ev[1]));
-      t[i] = ms * 1e3;
-    }
-    qsort(t, (size_t)reps, sizeof *t, cmp_double);
-    *(chain ? chain_us : one_us) = t[reps / 2];
+        out:
+          return st;
+        },
+        chain ? chain_us : one_us, err);
   }
 out:
-  for (int k = 0; k < 2; k++)
-    if (ev[k]) (void)hipEventDestroy(ev[k]);
-  (void)hipFree(flush);
-  free(t);
   return st;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
 }
 
 extern "C" mlr_status mlr_gpu_read_bandwidth(int reps, double *bytes_per_s, mlr_error *err) {
   mlr_status st = MLR_OK;
   const int64_t n = (int64_t)2 << 30;
-  void *x = NULL, *flush = NULL, *sink = NULL;
-  hipEvent_t ev[2] = {NULL, NULL};
-  double *t = (double *)calloc((size_t)(reps > 0 ? reps : 1), sizeof(double));
+  void *x = NULL, *sink = NULL;
+  double us = 0;
   hipDeviceProp_t prop;
-  if (!t) return mlr_error_set(err, MLR_ENOMEM, "out of host memory");
   GPU_TRY(hipGetDeviceProperties(&prop, 0));
   GPU_TRY(hipMalloc(&x, (size_t)n));
-  GPU_TRY(hipMalloc(&flush, FLUSH_BYTES));
   GPU_TRY(hipMalloc(&sink, 4));
   GPU_TRY(hipMemset(x, 0x5A, (size_t)n));
-  for (int k = 0; k < 2; k++) GPU_TRY(hipEventCreate(&ev[k]));
-  for (int i = 0; i < reps; i++) {
-    float ms = 0;
-    GPU_TRY(hipMemset(flush, i & 0xFF, FLUSH_BYTES));
-    GPU_TRY(hipEventRecord(ev[0], 0));
-    k_read<<<(unsigned)(prop.multiProcessorCount * 8), BW_THREADS>>>((const uint4 *)x, n / 16, (uint32_t *)sink);
-    GPU_TRY(hipGetLastError());
-    GPU_TRY(hipEventRecord(ev[1], 0));
-    GPU_TRY(hipEventSynchronize(ev[1]));
-    GPU_TRY(hipEventElapsedTime(&ms, ev[0], ev[1]));
-    t[i] = ms * 1e-3;
-  }
-  qsort(t, (size_t)reps, sizeof *t, cmp_double);
-  *bytes_per_s = (double)n / t[reps / 2];
+  st = median_kernels(
+      reps,
+      [&]() {
+        k_read<<<(unsigned)(prop.multiProcessorCount * 8), BW_THREADS>>>((const uint4 *)x, n / 16, (uint32_t *)sink);
+        GPU_TRY(hipGetLastError());
+      out:
+        return st;
+      },
+      &us, err);
+  if (st == MLR_OK) *bytes_per_s = (double)n / (us * 1e-6);
 out:
-  for (int k = 0; k < 2; k++)
-    if (ev[k]) (void)hipEventDestroy(ev[k]);
-  (void)hipFree(x), (void)hipFree(flush), (void)hipFree(sink);
-  free(t);
+  (void)hipFree(x), (void)hipFree(sink);
   return st;
 }

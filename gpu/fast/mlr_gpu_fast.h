@@ -83,6 +83,12 @@ mlr_status mlr_gpu_fast_result(mlr_gpu_fast *f, mlr_emu_result *res, mlr_error *
 /** Splits of the widest batch (the grid's second dimension). */
 long long mlr_gpu_fast_splits(const mlr_gpu_fast *f);
 
+/** The attention kernel a launch runs and how its splits merge: "k_attn" or "k_attn_ws" (NVIDIA;
+ *  "k_attn_mfma" on AMD), then "+cluster" (cluster_merge, in the attention kernel) or "+k_merge"
+ *  (a second kernel) when the grid has splits; "-" for no query token or no GPU build. A static
+ *  string. */
+const char *mlr_gpu_fast_kernels(const mlr_gpu_fast *f);
+
 void mlr_gpu_fast_free(mlr_gpu_fast *f);
 
 /** GPU 0's read bandwidth in bytes per second: a kernel reading 2 GiB with 16-byte loads, the L2
