@@ -9,7 +9,8 @@
  * allows (the bytes every kernel must move: KV read once, Q read, O written, at that bandwidth),
  * the achieved fraction, and with --peers the best seed Triton time per shape from
  * scripts/seed_peers.py's peers.json of the same machine and the speed-up over it. Ends with the
- * targets (issue 8) met or not. */
+ * bounds (the launch floor plus the roofline, their geomean; the shapes where 5x the seeds would be
+ * under the roofline) and the targets (issue 8) met or not. */
 #define _POSIX_C_SOURCE 200809L
 #include <jansson.h>
 #include <math.h>
@@ -108,6 +109,12 @@ int mlr_bench_gpu_fast(int argc, char **argv) {
          "least us", "roofline", "of bw", "seeds us", "speed-up");
   double logsum[MAXREC] = {0}, peerlog[MAXREC] = {0};
   int n_ok[MAXREC] = {0}, targets = 1;
+  /* what no kernel timed this way can beat: the launch floor (one kernel) plus the roofline; and
+   * the shapes where 5x the best seed kernel is below the roofline */
+  double boundlog = 0, bound85log = 0;
+  int nbound = 0;
+  char unreach[1024] = "";
+  size_t un = 0;
   for (int si = 0; si < nshape && rc == MLR_EXIT_OK; si++) {
     mlr_tensor_file tf;
     mlr_inputs in;
@@ -118,6 +125,11 @@ int mlr_bench_gpu_fast(int argc, char **argv) {
     const double kvb = (double)Lsum * 576 * (kv8 ? 1 : 2), bytes = kvb + (double)in.T * in.H * (576 + 512) * 2;
     const double kv_per_b = in.B ? (double)Lsum / (double)in.B : 0;
     const double pus = peers && kv8 ? peer_us(peers, (long long)in.B, (long long)(kv_per_b + 0.5)) : 0;
+    const double roof = bytes / bw * 1e6; /* us */
+    boundlog += log(floor1 + roof), bound85log += log(floor1 + roof / 0.85), nbound++;
+    if (pus > 0 && pus / 5 < roof && un < sizeof unreach)
+      un += (size_t)snprintf(unreach + un, sizeof unreach - un, "%s%s (%.1f us, roofline %.2f us)", un ? ", " : "", shapes[si],
+                             pus / 5, roof);
     for (int k = 0; k < nrec && rc == MLR_EXIT_OK; k++) {
       mlr_gpu_fast *f = NULL;
       mlr_status st = mlr_gpu_fast_prepare(&rs[k], &in, &f, &err);
@@ -134,7 +146,7 @@ int mlr_bench_gpu_fast(int argc, char **argv) {
         break;
       }
       mlr_sort_values(t, (int64_t)reps);
-      const double med = mlr_sorted_quantile(t, (int64_t)reps, 0.5), roof = bytes / bw * 1e6;
+      const double med = mlr_sorted_quantile(t, (int64_t)reps, 0.5);
       char ptxt[16] = "-", sp[16] = "-";
       if (pus > 0) snprintf(ptxt, sizeof ptxt, "%.1f", pus), snprintf(sp, sizeof sp, "%.2fx", pus / med);
       printf("%-26s %-11s %6lld %-17s %9.1f %9.2f %9.2f %8.2f us %7.1f%% %9s %8s\n", shapes[si], rs[k].name, mlr_gpu_fast_splits(f),
@@ -161,6 +173,12 @@ int mlr_bench_gpu_fast(int argc, char **argv) {
       printf("\n");
       if (gm > 25) targets = 0;
     }
+  if (rc == MLR_EXIT_OK && nbound) {
+    printf("bounds (this run): a kernel timed this way takes at least the launch floor plus the roofline: geomean %.2f us over %d "
+           "shapes at the read bandwidth, %.2f us at 85%% of it\n",
+           exp(boundlog / nbound), nbound, exp(bound85log / nbound));
+    if (un) printf("5x the best seed kernel asks for less than the roofline at %s: not reachable on this machine\n", unreach);
+  }
   if (rc == MLR_EXIT_OK) printf("targets (issue 8, every shape and recipe above): %s\n", targets ? "met" : "NOT met");
 done:
   json_decref(peers);
