@@ -35,6 +35,10 @@ mlr_status mlr_gpu_fast_result(mlr_gpu_fast *f, mlr_emu_result *res, mlr_error *
 }
 long long mlr_gpu_fast_splits(const mlr_gpu_fast *f) { (void)f; return 0; }
 const char *mlr_gpu_fast_kernels(const mlr_gpu_fast *f) { (void)f; return "-"; }
+mlr_status mlr_gpu_fast_clean_flush(mlr_gpu_fast *f, mlr_error *err) {
+  (void)f;
+  return mlr_error_set(err, MLR_EDEVICE, NO_GPU);
+}
 void mlr_gpu_fast_free(mlr_gpu_fast *f) { (void)f; }
 mlr_status mlr_gpu_read_bandwidth(int reps, double *bytes_per_s, mlr_error *err) {
   (void)reps, (void)bytes_per_s;

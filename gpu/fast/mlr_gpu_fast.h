@@ -76,6 +76,12 @@ mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs *in, mlr_g
  *  than the L2 cache (not timed). *us: device-event time of the kernels alone (may be NULL). */
 mlr_status mlr_gpu_fast_launch(mlr_gpu_fast *f, int flush_l2, double *us, mlr_error *err);
 
+/** Makes each later flushing launch leave the L2 clean: after the flush's 256 MiB write, a read of
+ *  a second 256 MiB buffer (allocated here, once; not timed). The write alone, as the seeds'
+ *  do_bench zeroes its buffer, leaves the L2 full of dirty lines that the timed kernels write back
+ *  as they evict them. MLR_OK, MLR_ENOMEM, MLR_EDEVICE. */
+mlr_status mlr_gpu_fast_clean_flush(mlr_gpu_fast *f, mlr_error *err);
+
 /** The last launch's outputs: o (bf16), lse, split_count, split_len, q_scales, q_clipped. Fails
  *  with MLR_EDEVICE naming an output element no launch wrote. */
 mlr_status mlr_gpu_fast_result(mlr_gpu_fast *f, mlr_emu_result *res, mlr_error *err);
