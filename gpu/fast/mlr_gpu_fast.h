@@ -73,7 +73,8 @@ typedef struct mlr_gpu_fast mlr_gpu_fast;
 mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs *in, mlr_gpu_fast **f, mlr_error *err);
 
 /** One run of the kernels (Q scale, attention, merge). flush_l2: first overwrite a buffer larger
- *  than the L2 cache (not timed). *us: device-event time of the kernels alone (may be NULL). */
+ *  than the L2 cache with the byte flush_l2 & 0xFF (not timed; the L2 left dirty, or clean after
+ *  mlr_gpu_fast_clean_flush). *us: device-event time of the kernels alone (may be NULL). */
 mlr_status mlr_gpu_fast_launch(mlr_gpu_fast *f, int flush_l2, double *us, mlr_error *err);
 
 /** Makes each later flushing launch leave the L2 clean: after the flush's 256 MiB write, a read of
