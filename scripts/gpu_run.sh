@@ -16,7 +16,8 @@
 #      splits merge in their cluster); compute-sanitizer memcheck and racecheck on seven cells, each
 #      kernel variant;
 #      .peers/seed_peers.py (when copied from ../shared/peers) and bench gpu --peers beside it
-#      ($OUT/bench_gpu.txt, $OUT/peers.json).
+#      ($OUT/bench_gpu.txt, $OUT/peers.json); the largest shape again after 3 s of warm-up, the time
+#      under sustained load ($OUT/bench_gpu_sustained.txt).
 #   1. bit identity: digests of formats, pmath and rng over binary32 inputs on the GPU, against
 #      tests/data/bits_digests.txt (made on the CPU) and against this machine's CPU (all 2^32);
 #   2. PyTorch agreement of every conversion over all 2^32 binary32 inputs;
@@ -156,6 +157,9 @@ step() { case "$STEPS" in *" $1 "*) return 0 ;; esac; echo "== $1: not asked for
     else echo "no .peers/seed_peers.py (copy ../shared/peers/): no side-by-side column"; fi
     P=; [ -f "$OUT/peers.json" ] && P="--peers $OUT/peers.json"
     "$CLI" bench gpu $P --reps "${MLAREF_FAST_REPS:-200}" | tee "$OUT/bench_gpu.txt" || status=1
+    # the largest shape under sustained load (3 s of launches first: on the H200 the board then runs
+    # at its power limit, and the clock drops; BENCHMARKS.md, session 11)
+    "$CLI" bench gpu --shape bs=256,kv=8192,seed=9826 --warmup 3000 --reps "${MLAREF_FAST_REPS:-200}" | tee "$OUT/bench_gpu_sustained.txt" || status=1
   fi
   step bits || step torch || step peers || step mma || step sfu || { echo "== status $status"; exit $status; }
   echo "== build"

@@ -164,7 +164,10 @@ Test(cli, bad_input_exits_2_with_one_line) {
   remove("/tmp/mlr_cli_badmanifest.tsv");
   bad("bench gpu --reps 5", "--reps: an integer in 100..10000");
   bad("bench gpu --peers /nonexistent/peers.json", "--peers /nonexistent/peers.json: not a peers.json");
-  bad("bench gpu --frob", "unknown option '--frob' (valid: --shape --recipe --reps --peers --flush)");
+  bad("bench gpu --frob", "unknown option '--frob' (valid: --shape --recipe --reps --peers --flush --warmup)");
+  bad("bench gpu --warmup -5", "--warmup: milliseconds of untimed launches before each shape's timed ones, an integer in 0..60000");
+  bad("bench gpu --warmup 60001", "--warmup: milliseconds of untimed launches before each shape's timed ones, an integer in 0..60000");
+  bad("bench gpu --warmup", "--warmup: milliseconds of untimed launches before each shape's timed ones, an integer in 0..60000");
   bad("bench gpu --flush warm", "--flush: dirty (the seeds' way: a 256 MiB write) or clean (then a 256 MiB read)");
   bad("bench gpu --flush", "--flush: dirty (the seeds' way: a 256 MiB write) or clean (then a 256 MiB read)");
   bad("gpu run --kernel exact --recipe fp32-seq --inputs x --out /tmp/mlr_cli_never.safetensors --partials", "--partials is an option of the CPU model");

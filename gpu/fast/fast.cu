@@ -558,6 +558,15 @@ __device__ __forceinline__ void store_result(const fparams &p, const float (&acc
   }
 }
 
+/* the end of a split's block, k_attn's and k_attn_ws's alike: its result stored (in its own shared
+ * memory when its token's splits merge in their cluster), then that merge */
+template <int W, int NA>
+__device__ __forceinline__ void finish_split(const fparams &p, uint8_t *sm, const float (&acc)[NA][2][2][4], const float (&m)[2],
+                                             const float (&l)[2], int t, int s, const tokinfo &ti, int c0, bool lead) {
+  store_result<W, NA>(p, acc, m, l, t, s, ti.nsplit == 1, c0, lead, p.cl && ti.nsplit > 1 ? (float *)sm : nullptr);
+  if (p.cl) cluster_merge(p, (float *)sm, t, ti.nsplit);
+}
+
 /* W: bytes a KV value (1: fp8 codes, 2: bf16 codes). With bf16 KV a tile is 64 tokens (the
  * recipes' softmax.block = 64: the same 73,728 bytes as 128 fp8 rows, so the ring is unchanged),
  * its logits computed by warps 0..3 (16 tokens each, the order warp16 describes) and its PV by all
@@ -872,8 +881,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   }
   griddep_launch_dependents(); /* k_merge may start (it waits for this grid to end before reading) */
   /* the split's result (every warp holds the same l and m) */
-  store_result<W, 2>(p, acc, m, l, t, s, ti.nsplit == 1, 64 * warp, warp == 0 && j == 0, p.cl && ti.nsplit > 1 ? (float *)sm : nullptr);
-  if (p.cl) cluster_merge(p, (float *)sm, t, ti.nsplit);
+  finish_split<W, 2>(p, sm, acc, m, l, t, s, ti, 64 * warp, warp == 0 && j == 0);
 }
 #include "fast_ws.h"
 #endif
@@ -969,14 +977,41 @@ __global__ void k_nop_dep(fparams p) {
 
 enum { MAXBUF = 24, FLUSH_BYTES = (MLR_FAST_AMD ? 512 : 256) << 20 /* above the H200's 50 MiB of L2, MI300X's 256 MiB Infinity Cache */ };
 
+/* what a timed run needs besides its kernels (time_kernels): two events, the flush buffer and, for
+ * the clean flush, a second buffer read after the flush's write and the read's sink. One a plan
+ * (mlr_gpu_fast), one a probe (launch floor, read bandwidth), made once, not once a run. */
+struct timer {
+  hipEvent_t ev[2];
+  void *flush, *clean;
+  uint32_t *sink;
+};
+static void timer_free(timer &tm) {
+  for (int k = 0; k < 2; k++)
+    if (tm.ev[k]) (void)hipEventDestroy(tm.ev[k]);
+  (void)hipFree(tm.flush), (void)hipFree(tm.clean), (void)hipFree(tm.sink);
+  tm = timer{};
+}
+/* what tm lacks of the events, the flush buffer and (clean) the clean flush's buffer and sink */
+static mlr_status timer_init(timer &tm, int clean, mlr_error *err) {
+  mlr_status st = MLR_OK;
+  if (!tm.flush) GPU_TRY(hipMalloc(&tm.flush, FLUSH_BYTES));
+  for (int k = 0; k < 2; k++)
+    if (!tm.ev[k]) GPU_TRY(hipEventCreate(&tm.ev[k]));
+  if (clean && !tm.clean) {
+    GPU_TRY(hipMalloc(&tm.clean, FLUSH_BYTES));
+    GPU_TRY(hipMemset(tm.clean, 0x5A, FLUSH_BYTES));
+  }
+  if (clean && !tm.sink) GPU_TRY(hipMalloc((void **)&tm.sink, 4));
+out:
+  return st;
+}
+
 struct mlr_gpu_fast {
   fparams p;
   void *bufs[MAXBUF];
   int nbufs, dyn;
   int64_t T, H, B, S, nq;
-  void *flush;
-  void *clean; uint32_t *sink; /* mlr_gpu_fast_clean_flush: a second 256 MiB read after the flush's write */
-  hipEvent_t ev[2];
+  timer tm; /* mlr_gpu_fast_clean_flush adds the clean flush's buffer */
   int32_t *split_count, *split_len;
   float qscale_static;
   int ws; /* k_attn_ws, not k_attn: the longest split has WS_MIN_TILES tiles or more */
@@ -1007,13 +1042,32 @@ extern "C" const char *mlr_gpu_fast_kernels(const mlr_gpu_fast *f) {
 extern "C" void mlr_gpu_fast_free(mlr_gpu_fast *f) {
   if (!f) return;
   for (int k = 0; k < f->nbufs; k++) (void)hipFree(f->bufs[k]);
-  for (int k = 0; k < 2; k++)
-    if (f->ev[k]) (void)hipEventDestroy(f->ev[k]);
+  timer_free(f->tm);
   free(f->split_count), free(f->split_len);
   free(f);
 }
 
 #if !MLR_FAST_AMD
+/* a kernel launch's configuration, one definition for the launch (launch_pdl) and the occupancy
+ * query of the cluster merge (mlr_gpu_fast_prepare): pdl, programmatic dependent launch;
+ * cluster_y > 0, clusters of cluster_y blocks of grid.y. cfg points into at: not copied. */
+struct launch_cfg {
+  cudaLaunchConfig_t cfg;
+  cudaLaunchAttribute at[2];
+  launch_cfg(dim3 grid, unsigned threads, size_t smem, int pdl, unsigned cluster_y) : cfg(), at() {
+    unsigned n = 0;
+    if (pdl) at[n].id = cudaLaunchAttributeProgrammaticStreamSerialization, at[n++].val.programmaticStreamSerializationAllowed = 1;
+    if (cluster_y) {
+      at[n].id = cudaLaunchAttributeClusterDimension;
+      at[n].val.clusterDim.x = 1, at[n].val.clusterDim.y = cluster_y, at[n++].val.clusterDim.z = 1;
+    }
+    cfg.gridDim = grid, cfg.blockDim = dim3(threads), cfg.dynamicSmemBytes = smem, cfg.stream = 0;
+    cfg.attrs = at, cfg.numAttrs = n;
+  }
+  launch_cfg(const launch_cfg &) = delete;
+  launch_cfg &operator=(const launch_cfg &) = delete;
+};
+
 /* the attention kernel for the KV format, k_attn_ws for long splits (f->ws) */
 static void (*attn_kernel(const fparams &p, int ws))(fparams) {
   if (ws) return p.kvw == 2 ? k_attn_ws<0, 2> : p.fnuz ? k_attn_ws<1, 1> : k_attn_ws<0, 1>;
@@ -1109,8 +1163,7 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
   DALLOC(p.lse, (size_t)(T * H) * 4, NULL);
   GPU_TRY(hipMemset(p.o, 0xFF, (size_t)(T * H * DV) * 2)); /* the NaN pattern no step writes (checked by the result) */
   GPU_TRY(hipMemset(p.lse, 0xFF, (size_t)(T * H) * 4));
-  DALLOC(f->flush, FLUSH_BYTES, NULL);
-  for (int k = 0; k < 2; k++) GPU_TRY(hipEventCreate(&f->ev[k]));
+  if ((st = timer_init(f->tm, 0, err)) != MLR_OK) goto out;
 #if !MLR_FAST_AMD
   GPU_TRY(hipFuncSetAttribute((const void *)k_attn<0, 1>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
   GPU_TRY(hipFuncSetAttribute((const void *)k_attn<1, 1>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
@@ -1123,14 +1176,9 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
      * (one block an SM, a cluster within a GPC: fewer clusters of 4 fit than 132 / 4, and bs=32
      * with 4 splits ran in two waves, twice the time); MLAREF_FAST_CLUSTER=0 or 1 forces k_merge
      * or the cluster (both exact to the recipe: tests run both) */
-    cudaLaunchConfig_t cfg = {};
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeClusterDimension;
-    at[0].val.clusterDim.x = 1, at[0].val.clusterDim.y = (unsigned)f->S, at[0].val.clusterDim.z = 1;
-    cfg.gridDim = dim3((unsigned)T, (unsigned)f->S), cfg.blockDim = dim3(NTHR), cfg.dynamicSmemBytes = SMEM;
-    cfg.attrs = at, cfg.numAttrs = 1;
+    const launch_cfg lc(dim3((unsigned)T, (unsigned)f->S), NTHR, SMEM, 0, (unsigned)f->S);
     int ncl = 0;
-    GPU_TRY(cudaOccupancyMaxActiveClusters(&ncl, attn_kernel(p, f->ws), &cfg));
+    GPU_TRY(cudaOccupancyMaxActiveClusters(&ncl, attn_kernel(p, f->ws), &lc.cfg));
     p.cl = (int64_t)ncl >= T;
     env_force("MLAREF_FAST_CLUSTER", &p.cl);
   }
@@ -1143,54 +1191,37 @@ out:
   return st;
 }
 
-extern "C" mlr_status mlr_gpu_fast_clean_flush(mlr_gpu_fast *f, mlr_error *err) {
-  mlr_status st = MLR_OK;
-  if (!f->clean) {
-    DALLOC(f->clean, FLUSH_BYTES, NULL);
-    DALLOC(f->sink, 4, NULL);
-    GPU_TRY(hipMemset(f->clean, 0x5A, FLUSH_BYTES));
-  }
-out:
-  return st;
-}
+extern "C" mlr_status mlr_gpu_fast_clean_flush(mlr_gpu_fast *f, mlr_error *err) { return timer_init(f->tm, 1, err); }
 
 #if !MLR_FAST_AMD
 /* a launch that may begin before the previous kernel in the stream ends (griddep_wait) */
 static cudaError_t launch_pdl(void (*k)(fparams), dim3 grid, unsigned threads, size_t smem, const fparams &p, unsigned cluster_y = 0) {
-  cudaLaunchConfig_t cfg = {};
-  cudaLaunchAttribute at[2];
-  at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  at[0].val.programmaticStreamSerializationAllowed = 1;
-  at[1].id = cudaLaunchAttributeClusterDimension; /* cluster_y blocks of grid.y a cluster */
-  at[1].val.clusterDim.x = 1, at[1].val.clusterDim.y = cluster_y, at[1].val.clusterDim.z = 1;
-  cfg.gridDim = grid, cfg.blockDim = dim3(threads), cfg.dynamicSmemBytes = smem, cfg.stream = 0;
-  cfg.attrs = at, cfg.numAttrs = cluster_y ? 2 : 1;
-  return cudaLaunchKernelEx(&cfg, k, p);
+  const launch_cfg lc(grid, threads, smem, 1, cluster_y); /* cluster_y blocks of grid.y a cluster */
+  return cudaLaunchKernelEx(&lc.cfg, k, p);
 }
 #endif
 
 /* The device-event time, in microseconds, of the kernels enqueue() puts on the stream (it
  * returns an mlr_status, its failing call named in err), the L2 first evicted by writing flush_val over
- * flush (not timed; flush_val < 0: no flush), then, with clean, by reading clean (FLUSH_BYTES, not
- * timed either): the write alone leaves the L2 full of the flush's dirty lines, which the timed
+ * tm.flush (not timed; flush_val < 0: no flush), then, when tm has the clean flush, by reading tm.clean
+ * (FLUSH_BYTES, not timed either): the write alone leaves the L2 full of the flush's dirty lines, which the timed
  * kernels write back as they evict them (what the seeds' do_bench, zeroing a 256 MiB buffer, does
  * too); after the read the L2 holds clean lines. One definition for the fast kernel's launch, the
  * launch floor and the read bandwidth, so all three are timed alike. */
 template <class F>
-static mlr_status time_kernels(hipEvent_t (&ev)[2], void *flush, int flush_val, F enqueue, double *us, mlr_error *err,
-                               const void *clean = NULL, uint32_t *sink = NULL) {
+static mlr_status time_kernels(const timer &tm, int flush_val, F enqueue, double *us, mlr_error *err) {
   mlr_status st = MLR_OK;
   float ms = 0.0f;
-  if (flush_val >= 0) GPU_TRY(hipMemset(flush, flush_val & 0xFF, FLUSH_BYTES));
-  if (flush_val >= 0 && clean) {
-    k_read<<<CLEAN_BLOCKS, BW_THREADS>>>((const uint4 *)clean, FLUSH_BYTES / 16, sink);
+  if (flush_val >= 0) GPU_TRY(hipMemset(tm.flush, flush_val & 0xFF, FLUSH_BYTES));
+  if (flush_val >= 0 && tm.clean) {
+    k_read<<<CLEAN_BLOCKS, BW_THREADS>>>((const uint4 *)tm.clean, FLUSH_BYTES / 16, tm.sink);
     GPU_TRY(hipGetLastError());
   }
-  GPU_TRY(hipEventRecord(ev[0], 0));
+  GPU_TRY(hipEventRecord(tm.ev[0], 0));
   if ((st = enqueue()) != MLR_OK) goto out;
-  GPU_TRY(hipEventRecord(ev[1], 0));
-  GPU_TRY(hipEventSynchronize(ev[1]));
-  GPU_TRY(hipEventElapsedTime(&ms, ev[0], ev[1]));
+  GPU_TRY(hipEventRecord(tm.ev[1], 0));
+  GPU_TRY(hipEventSynchronize(tm.ev[1]));
+  GPU_TRY(hipEventElapsedTime(&ms, tm.ev[0], tm.ev[1]));
   *us = (double)ms * 1e3;
 out:
   return st;
@@ -1201,25 +1232,18 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* the median over reps runs of time_kernels (run i flushes with the value i & 0xFF), on a
- * FLUSH_BYTES buffer and two events of its own */
+/* the median over reps runs of time_kernels (run i flushes with the value i & 0xFF) */
 template <class F>
-static mlr_status median_kernels(int reps, F enqueue, double *median_us, mlr_error *err) {
+static mlr_status median_kernels(int reps, const timer &tm, F enqueue, double *median_us, mlr_error *err) {
   mlr_status st = MLR_OK;
-  void *flush = NULL;
-  hipEvent_t ev[2] = {NULL, NULL};
   double *t = (double *)calloc((size_t)(reps > 0 ? reps : 1), sizeof(double));
   if (!t) return mlr_error_set(err, MLR_ENOMEM, "out of host memory");
-  GPU_TRY(hipMalloc(&flush, FLUSH_BYTES));
-  for (int k = 0; k < 2; k++) GPU_TRY(hipEventCreate(&ev[k]));
   for (int i = 0; i < reps; i++)
-    if ((st = time_kernels(ev, flush, i, enqueue, &t[i], err)) != MLR_OK) goto out;
-  qsort(t, (size_t)reps, sizeof *t, cmp_double);
-  *median_us = t[reps / 2];
-out:
-  for (int k = 0; k < 2; k++)
-    if (ev[k]) (void)hipEventDestroy(ev[k]);
-  (void)hipFree(flush);
+    if ((st = time_kernels(tm, i, enqueue, &t[i], err)) != MLR_OK) break;
+  if (st == MLR_OK) {
+    qsort(t, (size_t)reps, sizeof *t, cmp_double);
+    *median_us = t[reps / 2];
+  }
   free(t);
   return st;
 }
@@ -1231,7 +1255,7 @@ extern "C" mlr_status mlr_gpu_fast_launch(mlr_gpu_fast *f, int flush_l2, double 
   GPU_TRY(hipMemset(p.clipped, 0, 8));
   GPU_TRY(hipMemset(p.amax, 0, 4));
   st = time_kernels(
-      f->ev, f->flush, flush_l2 ? flush_l2 & 0xFF : -1,
+      f->tm, flush_l2 ? flush_l2 & 0xFF : -1,
       [&]() { /* GPU_TRY sets the caller's st and err */
         if (f->dyn && f->nq > 0) {
           k_amax<<<AMAX_BLOCKS, AMAX_THREADS>>>(p, f->nq);
@@ -1261,7 +1285,7 @@ extern "C" mlr_status mlr_gpu_fast_launch(mlr_gpu_fast *f, int flush_l2, double 
       out:
         return st;
       },
-      &t, err, f->clean, f->sink);
+      &t, err);
   if (st == MLR_OK && us) *us = t;
 out:
   return st;
@@ -1316,13 +1340,15 @@ extern "C" mlr_status mlr_gpu_launch_floor(int reps, double *one_us, double *cha
   mlr_status st = MLR_OK;
   hipDeviceProp_t prop;
   fparams p = {}; /* the kernels' argument block, as large as the fast kernel's */
+  timer tm = {};  /* the flush as the fast kernel's default (a write: nothing here reads memory) */
   GPU_TRY(hipGetDeviceProperties(&prop, 0));
+  if ((st = timer_init(tm, 0, err)) != MLR_OK) goto out;
   for (int chain = 0; chain < 2 && st == MLR_OK; chain++) {
     /* one block of NTHR threads an SM (a full wave, as the larger shapes' attention), launched as
      * mlr_gpu_fast_launch launches its kernels */
     const dim3 grid((unsigned)prop.multiProcessorCount);
     st = median_kernels(
-        reps,
+        reps, tm,
         [&]() {
 #if MLR_FAST_AMD
           k_nop<<<grid, NTHR>>>(p);
@@ -1341,6 +1367,7 @@ extern "C" mlr_status mlr_gpu_launch_floor(int reps, double *one_us, double *cha
         chain ? chain_us : one_us, err);
   }
 out:
+  timer_free(tm);
   return st;
 }
 
@@ -1350,12 +1377,16 @@ extern "C" mlr_status mlr_gpu_read_bandwidth(int reps, double *bytes_per_s, mlr_
   void *x = NULL, *sink = NULL;
   double us = 0;
   hipDeviceProp_t prop;
+  /* the clean flush: after the flush's write alone the read would also write back up to the L2's
+   * size (50 MiB on the H200) of the flush's dirty lines, and count it as reading time */
+  timer tm = {};
   GPU_TRY(hipGetDeviceProperties(&prop, 0));
+  if ((st = timer_init(tm, 1, err)) != MLR_OK) goto out;
   GPU_TRY(hipMalloc(&x, (size_t)n));
   GPU_TRY(hipMalloc(&sink, 4));
   GPU_TRY(hipMemset(x, 0x5A, (size_t)n));
   st = median_kernels(
-      reps,
+      reps, tm,
       [&]() {
         k_read<<<(unsigned)(prop.multiProcessorCount * 8), BW_THREADS>>>((const uint4 *)x, n / 16, (uint32_t *)sink);
         GPU_TRY(hipGetLastError());
@@ -1365,6 +1396,7 @@ extern "C" mlr_status mlr_gpu_read_bandwidth(int reps, double *bytes_per_s, mlr_
       &us, err);
   if (st == MLR_OK) *bytes_per_s = (double)n / (us * 1e-6);
 out:
+  timer_free(tm);
   (void)hipFree(x), (void)hipFree(sink);
   return st;
 }

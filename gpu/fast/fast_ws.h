@@ -291,8 +291,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn_ws(fparams p) {
   griddep_launch_dependents(); /* k_merge may start (it waits for this grid to end before reading) */
   __syncthreads();             /* (e) */
   const float mm[2] = {ml_sm[2 * g], ml_sm[2 * (g + 8)]}, ll[2] = {ml_sm[2 * g + 1], ml_sm[2 * (g + 8) + 1]};
-  store_result<W, 4>(p, acc, mm, ll, t, s, ti.nsplit == 1, 128 * pw, pw == 0 && j == 0, p.cl && ti.nsplit > 1 ? (float *)sm : nullptr);
-  if (p.cl) cluster_merge(p, (float *)sm, t, ti.nsplit);
+  finish_split<W, 4>(p, sm, acc, mm, ll, t, s, ti, 128 * pw, pw == 0 && j == 0);
 }
 
 #endif

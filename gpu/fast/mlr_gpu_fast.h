@@ -99,7 +99,8 @@ const char *mlr_gpu_fast_kernels(const mlr_gpu_fast *f);
 void mlr_gpu_fast_free(mlr_gpu_fast *f);
 
 /** GPU 0's read bandwidth in bytes per second: a kernel reading 2 GiB with 16-byte loads, the L2
- *  flushed before each of reps runs, the median. */
+ *  flushed clean before each of reps runs (the flush's write, then a read of a second buffer, as
+ *  mlr_gpu_fast_clean_flush: no write-back of the flush counted as reading time), the median. */
 mlr_status mlr_gpu_read_bandwidth(int reps, double *bytes_per_s, mlr_error *err);
 
 /** The launch floor, in microseconds: the median over reps of the device-event time of kernels

@@ -207,15 +207,21 @@ MLR_FMA_CLONES static void bound_row(const mlr__shadow *sh, const bconst *k, mlr
   }
   const double kvs = sh->kvs;
   double M = -INFINITY, smin = INFINITY, Emax = 0, qmax = 0, kmax = 0, vmax = 0;
-  for (int i = 0; i < QK; i++) qmax = fmax(qmax, fabs(Qk[i] / qs));
+  /* the largest operands: a > m ? a : m is fmax here (m starts at 0 and is never NaN; a is a
+   * magnitude or NaN, which leaves m as fmax does), without a libm call an element: the calls
+   * were most of the bound's time (BENCHMARKS.md, session 11) */
+  for (int i = 0; i < QK; i++) {
+    const double a = fabs(Qk[i] / qs);
+    qmax = a > qmax ? a : qmax;
+  }
   for (int64_t j = 0; j < Lt; j++) {
     const int64_t row = mlr_inputs_kv_row(in, b, j);
     load_row(in, from, w->lut, row, QK, w->kc, w->kt);
     double st = 0, dd = 0, A = 0, P = 0, op = 0, slack = 0, Pm = 0; /* Pm: P with mma's magnitudes */
     for (int i = 0; i < QK; i++) { /* the largest K and V operands, for the overflow test below */
       const double a = fabs(sh->folded ? w->kc[i] : w->kc[i] * kvs);
-      kmax = fmax(kmax, a);
-      if (i < DV) vmax = fmax(vmax, a);
+      kmax = a > kmax ? a : kmax;
+      if (i < DV) vmax = a > vmax ? a : vmax;
     }
     for (int i = 0; i < QK; i++) {
       const double kt = w->kt[i], kc = w->kc[i];                               /* truth K; the kernel's code value */
