@@ -139,7 +139,7 @@ int mlr_bench_gpu_fast(int argc, char **argv) {
   printf("launch floor measured now (kernels that do nothing, launched and timed the same way, median of 201): %.2f us one kernel, "
          "%.2f us attention + merge (splits > 1)\n",
          floor1, floor2);
-  printf("%-26s %-11s %6s %-17s %9s %9s %9s %10s %8s %9s %8s\n", "shape", "recipe", "splits", "kernels", "KV MB", "median us",
+  printf("%-26s %-15s %6s %-20s %9s %9s %9s %10s %8s %9s %8s\n", "shape", "recipe", "splits", "kernels", "KV MB", "median us",
          "least us", "roofline", "of bw", "seeds us", "speed-up");
   double logsum[MAXREC] = {0}, peerlog[MAXREC] = {0};
   int n_ok[MAXREC] = {0}, targets = 1;
@@ -168,7 +168,7 @@ int mlr_bench_gpu_fast(int argc, char **argv) {
       mlr_gpu_fast *f = NULL;
       mlr_status st = mlr_gpu_fast_prepare(&rs[k], &in, &f, &err);
       if (st == MLR_EINVAL) {
-        printf("%-26s %-11s (not run: %s)\n", shapes[si], rs[k].name, err.msg);
+        printf("%-26s %-15s (not run: %s)\n", shapes[si], rs[k].name, err.msg);
         continue;
       }
       if (clean && st == MLR_OK) st = mlr_gpu_fast_clean_flush(f, &err);
@@ -185,7 +185,7 @@ int mlr_bench_gpu_fast(int argc, char **argv) {
       const double med = mlr_sorted_quantile(t, (int64_t)reps, 0.5);
       char ptxt[16] = "-", sp[16] = "-";
       if (pus > 0) snprintf(ptxt, sizeof ptxt, "%.1f", pus), snprintf(sp, sizeof sp, "%.2fx", pus / med);
-      printf("%-26s %-11s %6lld %-17s %9.1f %9.2f %9.2f %8.2f us %7.1f%% %9s %8s\n", shapes[si], rs[k].name, mlr_gpu_fast_splits(f),
+      printf("%-26s %-15s %6lld %-20s %9.1f %9.2f %9.2f %8.2f us %7.1f%% %9s %8s\n", shapes[si], rs[k].name, mlr_gpu_fast_splits(f),
              mlr_gpu_fast_kernels(f), kvb / 1e6, med, t[0], roof, 100.0 * roof / med, ptxt, sp);
       logsum[k] += log(med), n_ok[k]++;
       if (pus > 0) peerlog[k] += log(pus / med);

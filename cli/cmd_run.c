@@ -2,7 +2,8 @@
  *            [--partials] [--allow-nonfinite]
  * mlaref gpu run --kernel exact|fast --recipe NAME|FILE [--set key=value]... --inputs IN --out OUT
  *            [--allow-nonfinite]      on the GPU: exact (gpu/exact: bit-identical to run) or the
- *                                     fast kernel (gpu/fast: its own recipes, fast-a16w8 / fast-a8w8, bf16 KV fast-a16w16 / fast-a8w16)
+ *                                     fast kernel (gpu/fast: its own recipes, fast-a16w8 / fast-a8w8 /
+ *                                     fast-wgmma-a8w8, bf16 KV fast-a16w16 / fast-a8w16)
  * mlaref gpu info                     the build's GPU runtime and the GPU found
  * Runs the model (ref/emulate) on a checked inputs file and writes its outputs as .safetensors:
  *   o [T,H,512] (BF16, F16 or F32 by out.format), lse [T,H] F32, split_count [B] I32,

@@ -45,6 +45,7 @@ cd "$(dirname "$0")/.."
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 FP="-ffp-contract=off -fno-fast-math -fexcess-precision=standard -fno-math-errno"
 BIN=${MLAREF_GPU_BIN:-/tmp}
+mkdir -p "$BIN" || { echo "gpu_run: cannot make $BIN" >&2; exit 1; }
 build() {
   gcc -O3 -std=c11 $FP -fopenmp -I. -DMLAREF_VERSION='"gpu-run"' -DMLAREF_FORMATS_ONLY \
       cli/main.c cli/cli_util.c cli/cmd_formats.c cli/cmd_selfcheck.c cli/cmd_bench.c ref/base/status.c ref/base/parallel.c ref/formats/formats.c \
@@ -118,13 +119,17 @@ step() { case "$STEPS" in *" $1 "*) return 0 ;; esac; echo "== $1: not asked for
       [ "$s" = bf16 ] || { mkdir -p "$FD/$s" && "$CLI" gen --suite "$s" --out "$FD/$s" >/dev/null || status=1; }
       for f in "$FD/$s"/*.safetensors; do
         c=$(basename "$f" .safetensors)
-        case "$s/$c" in bf16/* | */*bf16*) rs="fast-a16w16 fast-a8w16" ;; *) rs="fast-a16w8 fast-a8w8" ;; esac # the recipes for the cell's KV format
-        # the edge and bf16 cells also with k_attn_ws forced (the launch picks it for long splits only)
-        # and with k_merge forced (the launch merges 2..8 splits in the cluster where they fit)
+        # the recipes for the cell's KV format (the wgmma one multiplies OCP e4m3 codes only)
+        case "$s/$c" in bf16/* | */*bf16*) rs="fast-a16w16 fast-a8w16" ;; */*fnuz*) rs="fast-a16w8 fast-a8w8" ;; *) rs="fast-a16w8 fast-a8w8 fast-wgmma-a8w8" ;; esac
+        # the edge and bf16 cells also with k_attn_ws forced (the launch picks it for long splits only;
+        # for fast-wgmma-a8w8 always, so "ws" forces k_attn there) and with k_merge forced (the launch
+        # merges 2..8 splits in the cluster where they fit)
         vs=auto; case $s in edge | bf16) vs="auto ws merge" ;; esac
         for v in $vs; do for r in $rs; do
-          o="$FD/out.$s.$c.$r.safetensors"; lab="$s/$c $r"; [ $v = ws ] && lab="$lab (k_attn_ws)"; [ $v = merge ] && lab="$lab (k_merge)"
-          env=; [ $v = ws ] && env=MLAREF_FAST_WS=1; [ $v = merge ] && env=MLAREF_FAST_CLUSTER=0
+          o="$FD/out.$s.$c.$r.safetensors"; lab="$s/$c $r"; [ $v = merge ] && lab="$lab (k_merge)"
+          [ $v = ws ] && { lab="$lab (k_attn_ws)"; [ $r = fast-wgmma-a8w8 ] && lab="$s/$c $r (k_attn)"; }
+          env=; [ $v = ws ] && env=MLAREF_FAST_WS=1; [ $v = ws ] && [ $r = fast-wgmma-a8w8 ] && env=MLAREF_FAST_WS=0
+          [ $v = merge ] && env=MLAREF_FAST_CLUSTER=0
           env $env "$CLI" gpu run --kernel fast --recipe $r --inputs "$f" --out "$o" > "$FD/run.log" 2>&1; rc=$?
           if [ $rc -ne 0 ]; then nfail=$((nfail + 1)); status=1; echo "$lab: FAIL: $(tail -1 "$FD/run.log")"; continue; fi
           "$CLI" check --inputs "$f" --output "$o" --recipe $r --rule exact --rule budget --rule fa3 > "$FD/check.log" 2>&1; rc=$?
@@ -140,14 +145,22 @@ step() { case "$STEPS" in *" $1 "*) return 0 ;; esac; echo "== $1: not asked for
     echo "fast kernel checks: $nok passed, $nfail failed"; } | tee "$OUT/fast_check.txt"
     grep -q ": exit [^0]\|FAIL" "$OUT/fast_check.txt" && status=1
     echo "== fast kernel: compute-sanitizer memcheck and racecheck on the edge suite"
-    for tool in memcheck racecheck; do for v in MLAREF_FAST_WS=0 MLAREF_FAST_WS=1 MLAREF_FAST_CLUSTER=0; do
+    { for tool in memcheck racecheck; do for v in MLAREF_FAST_WS=0 MLAREF_FAST_WS=1 MLAREF_FAST_CLUSTER=0; do
       for c in edge/bs1_kv0 edge/bs2_kv33 edge/q4_kv100 edge/ragged edge/page16 edge/fnuz_page16 bf16/bf16_3; do
         r=fast-a8w8; case $c in bf16/*) r=fast-a8w16 ;; esac
         env $v compute-sanitizer --tool $tool --error-exitcode 9 "$CLI" gpu run --kernel fast --recipe $r --set q.scale=dynamic \
           --inputs "$FD/$c.safetensors" --out "$FD/san.safetensors" > "$FD/san.log" 2>&1
         rc=$?; echo "$tool $c ($v): exit $rc $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$FD/san.log")"; [ $rc -eq 0 ] || { status=1; tail -20 "$FD/san.log"; }
       done
-    done; done | tee "$OUT/fast_sanitize.txt"
+    done; done
+    # the wgmma recipe's kernels (k_attn_ws_wg, k_attn_wg): the OCP edge cells with splits, paging and ragged batches
+    for tool in memcheck racecheck; do for v in MLAREF_FAST_WS=1 MLAREF_FAST_WS=0 MLAREF_FAST_CLUSTER=0; do
+      for c in edge/bs1_kv0 edge/bs2_kv33 edge/q4_kv100 edge/ragged edge/page16; do
+        env $v compute-sanitizer --tool $tool --error-exitcode 9 "$CLI" gpu run --kernel fast --recipe fast-wgmma-a8w8 --set q.scale=dynamic \
+          --inputs "$FD/$c.safetensors" --out "$FD/san.safetensors" > "$FD/san.log" 2>&1
+        rc=$?; echo "$tool $c (fast-wgmma-a8w8, $v): exit $rc $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$FD/san.log")"; [ $rc -eq 0 ] || { status=1; tail -20 "$FD/san.log"; }
+      done
+    done; done; } | tee "$OUT/fast_sanitize.txt"
     grep -q "exit [^0]" "$OUT/fast_sanitize.txt" && status=1
   fi
   if step fastbench; then

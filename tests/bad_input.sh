@@ -30,6 +30,7 @@ dups=$(sort <<<"$rows" | uniq -d)
 # --- fixtures the cases read ---
 "$M" gen --shape bs=1,kv=40,seed=3 --out "$D/in.safetensors" >/dev/null || exit 1
 "$M" gen --shape bs=1,kv=40,seed=3,fmt=bf16 --out "$D/bf16.safetensors" >/dev/null || exit 1
+"$M" gen --shape bs=1,kv=40,seed=3,fmt=e4m3fnuz --out "$D/fnuz.safetensors" >/dev/null || exit 1
 "$M" gen --shape bs=2,kv=40,seed=3,page=16 --out "$D/paged.safetensors" >/dev/null || exit 1
 "$M" gen --shape bs=1,kv=40,seed=3,bf16kv=1 --out "$D/with_bf16.safetensors" >/dev/null || exit 1
 "$M" run --recipe fp32-seq --inputs "$D/in.safetensors" --out "$D/out.safetensors" >/dev/null || exit 1

@@ -123,12 +123,16 @@ Test(cli, fast_kernel_recipes) {
   cr_assert_eq(run("recipe list", &o, &e), 0, "%s", e);
   const char *sep = strstr(o, "# the fast GPU kernel's recipes");
   cr_assert(sep && strstr(sep, "fast-a16w8") && strstr(sep, "fast-a8w8") && strstr(sep, "fast-a16w16") && strstr(sep, "fast-a8w16") &&
+                strstr(sep, "fast-wgmma-a8w8") &&
                 strstr(sep, "fast-mi300-a16w8") && strstr(sep, "fast-mi300-a8w8") &&
                 !strstr(sep, "fp32-seq"),
             "%s", o);
   free(o); free(e);
   fast_recipe_runs("fast-a8w8", "qk.dot = mma:sm90-f16\nq.scale = static\nsoftmax.block = 128\npartial.normalized = no", "bs=2,kv=300,q=2,seed=5");
   fast_recipe_runs("fast-a16w8", "q.format = bf16\nsoftmax.block = 128", "bs=2,kv=300,q=2,seed=5");
+  /* the logits on wgmma's fp8 unit: Q's and K's e4m3 codes multiplied as they are */
+  fast_recipe_runs("fast-wgmma-a8w8", "qk.operand = fp8\nqk.dot = mma:sm90-e4m3\nq.format = e4m3\npv.dot = mma:sm90-f16\nsoftmax.block = 128",
+                   "bs=2,kv=300,q=2,seed=5");
   fast_recipe_runs("fast-a8w16", "softmax.block = 64\nq.format = e4m3\npv.operand = fp16", "bs=2,kv=300,q=2,fmt=bf16,seed=5");
   fast_recipe_runs("fast-a16w16", "softmax.block = 64\nq.format = bf16", "bs=2,kv=300,q=2,fmt=bf16,seed=5");
   /* the AMD (MFMA) variant's: bf16 operands on the CDNA3 unit's model */
@@ -157,6 +161,10 @@ Test(cli, bad_input_exits_2_with_one_line) {
       "the fast kernel quantizes Q with one scale (q.scale = static or dynamic)");
   bad("gpu run --kernel fast --recipe fast-a16w8 --set softmax.block=32 --inputs x --out /tmp/mlr_cli_never.safetensors",
       "the fast kernel computes softmax.block = 128 only");
+  bad("gpu run --kernel fast --recipe fast-wgmma-a8w8 --set q.format=e4m3fnuz --inputs x --out /tmp/mlr_cli_never.safetensors",
+      "recipe fast-wgmma-a8w8: qk.dot = mma:sm90-e4m3 multiplies e4m3 Q: it needs q.format = e4m3");
+  bad("gpu run --kernel fast --recipe fast-wgmma-a8w8 --set softmax.block=64 --inputs x --out /tmp/mlr_cli_never.safetensors",
+      "with qk.dot = mma:sm90-e4m3 the fast kernel computes softmax.block = 128 only (see `mlaref recipe show fast-wgmma-a8w8`)");
   /* a damaged digest manifest is named at its line and column, before any row runs */
   cr_assert_eq(system("printf '# manifest\\nedge\\tbs1_kv1\\tfp32-seq\\tabc\\n' > /tmp/mlr_cli_badmanifest.tsv"), 0);
   bad("golden --verify --digests /tmp/mlr_cli_badmanifest.tsv",

@@ -609,3 +609,42 @@ Test(emulate, fast_fit_per_kv_format) {
   cr_assert_eq(mlr_gpu_fast_fit(&bad, NULL, &err), MLR_EINVAL);
   cr_assert(strstr(err.msg, "the fast kernel computes softmax.block = 128 only (fp8 KV;"), "%s", err.msg);
 }
+
+/* the wgmma recipe (fast-wgmma-a8w8): the logits on wgmma's fp8 unit, so fp8 Q (q.format = e4m3) and
+ * OCP e4m3 KV only; any other key at the kernel's value or refused by name */
+Test(emulate, fast_fit_wgmma) {
+  static tiny t;
+  tiny_make(&t, 40, 0);
+  mlr_recipe wg, bad;
+  mlr_error err = {""};
+  cr_assert_eq(mlr_gpu_fast_recipe("fast-wgmma-a8w8", &wg), MLR_OK);
+  cr_assert_eq(wg.qk_dot, MLR_DOT_MMA_SM90_E4M3);
+  cr_assert_eq(wg.qk_operand, MLR_OP_FP8);
+  cr_assert_eq(wg.pv_dot, MLR_DOT_MMA_SM90_F16);
+  cr_assert_eq(wg.q_format, MLR_Q_E4M3);
+  cr_assert_eq(mlr_gpu_fast_fit(&wg, NULL, &err), MLR_OK, "%s", err.msg);
+  cr_assert_eq(t.in.kv_format, MLR_FMT_E4M3);
+  cr_assert_eq(mlr_gpu_fast_fit(&wg, &t.in, &err), MLR_OK, "%s", err.msg);
+  t.in.kv_format = MLR_FMT_E4M3FNUZ; /* the fit looks at the format only */
+  cr_assert_eq(mlr_gpu_fast_fit(&wg, &t.in, &err), MLR_EINVAL);
+  cr_assert(strstr(err.msg, "these inputs have e4m3fnuz KV (e4m3 only)"), "%s", err.msg);
+  t.in.kv_format = MLR_FMT_BF16;
+  cr_assert_eq(mlr_gpu_fast_fit(&wg, &t.in, &err), MLR_EINVAL);
+  cr_assert(strstr(err.msg, "these inputs have bf16 KV (e4m3 only)"), "%s", err.msg);
+  t.in.kv_format = MLR_FMT_E4M3;
+  bad = wg;
+  cr_assert_eq(mlr_recipe_set(&bad, "q.format=e4m3fnuz", &err), MLR_OK, "%s", err.msg);
+  cr_assert_eq(mlr_gpu_fast_fit(&bad, &t.in, &err), MLR_EINVAL);
+  cr_assert(strstr(err.msg, "q.format = e4m3 only"), "%s", err.msg);
+  bad = wg;
+  cr_assert_eq(mlr_recipe_set(&bad, "p.format=e4m3", &err), MLR_OK, "%s", err.msg);
+  cr_assert_eq(mlr_gpu_fast_fit(&bad, NULL, &err), MLR_EINVAL);
+  cr_assert(strstr(err.msg, "with qk.dot = mma:sm90-e4m3 the fast kernel computes p.format = fp16 only"), "%s", err.msg);
+  /* fast-a8w8 with the dot alone changed is the wgmma recipe's numerics but for the operand key */
+  cr_assert_eq(mlr_gpu_fast_recipe("fast-a8w8", &bad), MLR_OK);
+  cr_assert_eq(mlr_recipe_set(&bad, "qk.dot=mma:sm90-e4m3", &err), MLR_OK, "%s", err.msg);
+  cr_assert_eq(mlr_gpu_fast_fit(&bad, NULL, &err), MLR_EINVAL);
+  cr_assert(strstr(err.msg, "computes qk.operand = fp8 only"), "%s", err.msg);
+  cr_assert_eq(mlr_recipe_set(&bad, "qk.operand=fp8", &err), MLR_OK, "%s", err.msg);
+  cr_assert_eq(mlr_gpu_fast_fit(&bad, &t.in, &err), MLR_OK, "%s", err.msg);
+}

@@ -59,6 +59,7 @@
 namespace {
 
 enum { QK = MLR_EMU_QK_DIM, DV = MLR_EMU_V_DIM, NKB = QK / 16, TILE = 128, NWARP = 8, NTHR = 32 * NWARP };
+enum { NTHR_WSWG = 32 * 12 }; /* k_attn_ws with the wgmma logits: 4 logit warps, 8 PV warps */
 enum { PSTR = TILE + 8 /* P's row in halves: 272 bytes, 4 banks apart (bf16 KV: 72, 144 bytes) */ };
 enum { SLOT = 64, NSLOT = 6 };      /* the KV ring: 6 slots of 64 fp8 rows (36,864 bytes; 32 bf16 rows), 3 tiles */
 /* Q's staged rows, in halves: 1168 bytes = 292 words, 4 banks apart, so the 8 rows of an ldmatrix
@@ -71,6 +72,10 @@ enum { MAX_SPLITS = 65535 };        /* the grid's second dimension */
  * session 8: at 16 tiles k_attn was 4 us faster, at 32 they were level, at 64 k_attn_ws 25 us) */
 enum { WS_MIN_TILES = 32 };
 enum { SM_KV = NSLOT * SLOT * QK, SM_P1 = 16 * PSTR * 2, SM_P = 2 * SM_P1, SM_RED = 2 * NWARP * 16 * 4, SM_FLAG = 320 /* k_attn: 2 flags; k_attn_ws: its mbarriers, alpha, flags, m and l */, SMEM = SM_KV + SM_P + SM_RED + SM_FLAG };
+/* k_attn with the logits on wgmma (WG = 1): Q's e4m3 codes, wgmma's B operand, in place of the P
+ * buffers (P is written into each tile's own rope columns, dead once its logits are done: see wp_lane in k_attn) */
+enum { SM_Q8 = 16 * QK, SMEM_WG = SM_KV + SM_Q8 + SM_RED + SM_FLAG };
+static_assert(SMEM_WG <= 232448 && SMEM <= 232448, "within sm_90's 227 KiB of shared memory a block");
 enum { MERGE_THREADS = DV / 4, AMAX_BLOCKS = 264, AMAX_THREADS = 512, BW_THREADS = 256, QPREP_THREADS = 256, CLEAN_BLOCKS = 1024 };
 
 /* what a query token's blocks need, in one place: one round of global loads at the start instead
@@ -85,6 +90,7 @@ struct fparams {
   int qin;                      /* Q's operands made in k_attn (bf16 Q; e4m3 Q with a static scale), not by k_qprep */
   int raw;                      /* the recipe's partial.normalized = no: partials acc * kv_scale, m, l */
   int cl;                       /* NVIDIA, 2 <= S <= CL_MAX: a token's splits are one cluster and merge there (cluster_merge), no k_merge */
+  int wg;                       /* NVIDIA, recipe fast-wgmma-a8w8: k_attn<0, 1, 1>, the logits on wgmma */
   float c0, kvs, clamp, static_scale; /* kvs: kv_scale, halved for e4m3fnuz (K and V are read at twice their value) */
   int64_t page, S;
   const uint16_t *q;
@@ -300,7 +306,7 @@ __global__ void __launch_bounds__(QPREP_THREADS) k_qprep(fparams p, int64_t n8) 
  * e4m3 codes (made operands by q_operands), else k_qprep's fp16 codes */
 __device__ __forceinline__ void q_load(const fparams &p, uint16_t *q_sm, int t) {
   const uint16_t *qsrc = p.qin ? p.q : p.qop;
-  for (int c = threadIdx.x; c < 16 * (QK / 8); c += NTHR) { /* 16 bytes a copy: 8 codes */
+  for (int c = threadIdx.x; c < 16 * (QK / 8); c += blockDim.x) { /* 16 bytes a copy: 8 codes */
     const int h = c / (QK / 8), k8 = c % (QK / 8);
     cp_async16(smem_addr(q_sm + h * QSTR + 8 * k8), h < p.H ? qsrc + ((int64_t)t * p.H + h) * QK + 8 * k8 : qsrc, h < p.H ? 16 : 0);
   }
@@ -314,16 +320,16 @@ __device__ __forceinline__ void q_load(const fparams &p, uint16_t *q_sm, int t) 
  * the k order of the K rows' ldmatrix (logit_step), so that an ldmatrix gives each lane its A
  * fragment: column pair P (columns 2P, 2P+1) to word 4 (P & 1) + (P >> 1). One loop per policy:
  * in one loop, the static policy's divisions were computed for every policy (1.2 us a block). */
-template <int W>
+template <int W, int PERM = (W == 1)>
 __device__ __forceinline__ void q_operands(const fparams &p, uint16_t *q_sm, int s) {
   auto each_block = [&](auto op) {
-    for (int c = threadIdx.x; c < p.H * NKB; c += NTHR) {
+    for (int c = threadIdx.x; c < p.H * NKB; c += blockDim.x) {
       uint4 *b4 = (uint4 *)(q_sm + (c / NKB) * QSTR + 16 * (c % NKB));
       const uint4 x0 = b4[0], x1 = b4[1];
       const uint32_t w[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
       uint32_t o[8];
 #pragma unroll
-      for (int k = 0; k < 8; k++) o[W == 1 ? 4 * (k & 1) + (k >> 1) : k] = op(w[k]);
+      for (int k = 0; k < 8; k++) o[PERM ? 4 * (k & 1) + (k >> 1) : k] = op(w[k]);
       b4[0] = make_uint4(o[0], o[1], o[2], o[3]), b4[1] = make_uint4(o[4], o[5], o[6], o[7]);
     }
   };
@@ -410,6 +416,133 @@ __device__ __forceinline__ void pv_products(uint32_t vrow, const uint32_t (&pa)[
   }
 }
 
+/* ---- k_attn's logits on wgmma's fp8 unit (WG = 1, recipe fast-wgmma-a8w8): S^T = K Q^T with M = a
+ * warpgroup's 64 tokens (warp w's 16: the tokens k_attn's warp w computes), N = the 16 heads, and
+ * the 576 columns in 18 steps of 32 in order, each step's D the next one's C from +0: the recipe's
+ * mma:sm90-e4m3 dot. A, K's codes as they are, from registers: an ldmatrix of 8 rows x 16 bytes
+ * gives lane (g, j) row g's bytes 4j..4j+3, the fp8 A fragment (wgmma_probe.cu's layout). B, Q's
+ * e4m3 codes, from shared memory, K-major without swizzle: the core matrix of column chunk kc (16
+ * bytes) and heads 8 hg..8 hg+7 at 256 kc + 128 hg, its rows 16 bytes apart; the descriptor's
+ * leading byte offset (the K direction) 256, stride byte offset (N) 128. ---- */
+/* wgmma exists on sm_90a only: another target's build traps here (and mlr_gpu_fast_prepare refuses
+ * the recipe: MLR_FAST_WGMMA, set by gpu/CMakeLists.txt for 90a) */
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define WG_ASM(...) __trap()
+#else
+#define WG_ASM(...) asm volatile(__VA_ARGS__)
+#endif
+__device__ __forceinline__ void wgmma_e4m3(float (&d)[2][4], const uint32_t (&a)[4], uint64_t desc) {
+  (void)d, (void)a, (void)desc; /* the trapping build uses none */
+  WG_ASM("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0,%1,%2,%3,%4,%5,%6,%7}, {%8,%9,%10,%11}, %12, p, 1, 1;\n}\n"
+               : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+}
+/* the accumulators tied to the asm statements around them, so no use of them moves across the
+ * wgmma's issue or its wait (they are written asynchronously) */
+__device__ __forceinline__ void wg_fence(float (&d)[2][4]) {
+#pragma unroll
+  for (int i = 0; i < 8; i++) asm volatile("" : "+f"((&d[0][0])[i])::"memory");
+}
+enum { WG_LBO = 256, WG_SBO = 128 };
+__device__ __forceinline__ uint64_t wg_desc(uint32_t addr) {
+  return (uint64_t)((addr >> 4) & 0x3FFF) | (uint64_t)(WG_LBO >> 4) << 16 | (uint64_t)(WG_SBO >> 4) << 32; /* no swizzle: bits 62-63 = 0 */
+}
+/* wgmma's B operand from Q's fp16 operand codes in q_sm (q_operands in the natural order: every
+ * one an e4m3 value, fp8 Q), then the fence that makes the generic stores visible to wgmma */
+__device__ __forceinline__ void wg_q8(const uint16_t *q_sm, uint8_t *q8_sm) {
+  for (int c = threadIdx.x; c < 16 * (QK / 16); c += blockDim.x) { /* head h's column chunk kc: 16 codes */
+    const int h = c / (QK / 16), kc = c % (QK / 16);
+    const uint4 *src = (const uint4 *)(q_sm + h * QSTR + 16 * kc);
+    const uint4 x0 = src[0], x1 = src[1];
+    *(uint4 *)(q8_sm + 256 * kc + 128 * (h >> 3) + 16 * (h & 7)) =
+      make_uint4(mlr__f16x2_e4m3x2(x0.x) | mlr__f16x2_e4m3x2(x0.y) << 16, mlr__f16x2_e4m3x2(x0.z) | mlr__f16x2_e4m3x2(x0.w) << 16,
+                 mlr__f16x2_e4m3x2(x1.x) | mlr__f16x2_e4m3x2(x1.y) << 16, mlr__f16x2_e4m3x2(x1.z) | mlr__f16x2_e4m3x2(x1.w) << 16);
+  }
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+/* a warp's A fragments of its 16 tokens for the 18 steps (qb: the slot half's start; wk_lane: the
+ * lane's row and chunk 2 (ks % 2) + (lane >> 4), so step ks is wk_lane[ks % 2] + 64 (ks >> 1)),
+ * which stay in ka until wg_wait; wg_mma starts the warpgroup's chain into d from +0 */
+__device__ __forceinline__ void wg_frags(uint32_t qb, const uint32_t (&wk_lane)[2], uint32_t (&ka)[NKB / 2][4]) {
+#pragma unroll
+  for (int ks = 0; ks < NKB / 2; ks++) ldsm4(qb + wk_lane[ks & 1] + 64 * (ks >> 1), ka[ks][0], ka[ks][1], ka[ks][2], ka[ks][3]);
+}
+__device__ __forceinline__ void wg_mma(float (&d)[2][4], const uint32_t (&ka)[NKB / 2][4], uint64_t qdesc) {
+#pragma unroll
+  for (int i = 0; i < 8; i++) (&d[0][0])[i] = 0.0f;
+  wg_fence(d);
+  WG_ASM("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+  for (int ks = 0; ks < NKB / 2; ks++) wgmma_e4m3(d, ka[ks], qdesc + (uint64_t)(2 * WG_LBO * ks / 16)); /* column chunks 2 ks, 2 ks + 1 */
+  WG_ASM("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wg_wait(float (&d)[2][4]) {
+  WG_ASM("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+  wg_fence(d);
+}
+
+/* The softmax on a warp's wgmma D (16 tokens as rows): lane (g, j) holds tokens g, g + 8 of heads
+ * 8 nh + 2 j + e. wg_fold_max folds its two tokens' masked logits sv into mx[nh][e]; wg_allmax
+ * takes the max across the warp's lanes of the same j (xor 4, 8, 16): the max is exact in any order. */
+__device__ __forceinline__ void wg_fold_max(const float (&sv)[2][4], float (&mx)[2][2]) {
+#pragma unroll
+  for (int nh = 0; nh < 2; nh++)
+#pragma unroll
+    for (int e = 0; e < 2; e++) mx[nh][e] = fmaxf(fmaxf(mx[nh][e], sv[nh][e]), sv[nh][2 + e]);
+}
+__device__ __forceinline__ void wg_allmax(float (&mx)[2][2]) {
+#pragma unroll
+  for (int nh = 0; nh < 2; nh++)
+#pragma unroll
+    for (int e = 0; e < 2; e++)
+#pragma unroll
+      for (int o = 4; o <= 16; o *= 2) mx[nh][e] = fmaxf(mx[nh][e], MLR_SHFL_XOR(mx[nh][e], o));
+}
+/* v[nh][e], the lane's heads' values (the same in every lane of its j), into red[head * stride + col]
+ * by the lanes g = 0 (lead) */
+__device__ __forceinline__ void wg_put_heads(float *red, int stride, int col, const float (&v)[2][2], bool lead) {
+  const int j = threadIdx.x & 3;
+  if (lead)
+#pragma unroll
+    for (int nh = 0; nh < 2; nh++)
+#pragma unroll
+      for (int e = 0; e < 2; e++) red[(8 * nh + 2 * j + e) * stride + col] = v[nh][e];
+}
+/* a row value v[rr] of rows g + 8 rr (the PV layout: m, l, the new max) for the lane's heads
+ * 8 nh + 2 j + e: lane 4 (2 j + e) holds head 8 nh + 2 j + e's as its v[nh] */
+__device__ __forceinline__ void wg_heads(const float (&v)[2], float (&vh)[2][2]) {
+  const int j = threadIdx.x & 3;
+#pragma unroll
+  for (int nh = 0; nh < 2; nh++)
+#pragma unroll
+    for (int e = 0; e < 2; e++) vh[nh][e] = MLR_SHFL(v[nh], 4 * (2 * j + e));
+}
+/* p = 2^(s - m') of a warp's 16 tokens (sv; m' of the lane's heads in mh) as fp16 P into their tile's
+ * rope columns, and their sum in the recipe's warp16 tree into t[nh][e] (every lane): ((t0 + t1) +
+ * (t2 + t3)), t_i = (p[2i] + p[2i+1]) + (p[2i+8] + p[2i+9]), the tokens of lanes g = 2i, 2i + 1 (xor
+ * 4), then i ^ 1 (xor 8) and i ^ 2 (xor 16): k_attn's sums term for term. P's 16-byte chunk of head
+ * h and tokens 8 tc .. 8 tc + 7 (tc counted from the slot half's start pb, a generic pointer) is
+ * the rope chunk 32 + (h >> 3) of row 8 tc + (h & 7); the tokens' first row is r0 (16 w). */
+__device__ __forceinline__ void wg_p_sums(const float (&sv)[2][4], const float (&mh)[2][2], uint8_t *pb, int r0, float (&t)[2][2]) {
+  const int g = (threadIdx.x & 31) >> 2, j = threadIdx.x & 3;
+#pragma unroll
+  for (int nh = 0; nh < 2; nh++)
+#pragma unroll
+    for (int e = 0; e < 2; e++) {
+      const float a = ex2(sv[nh][e] - mh[nh][e]), b = ex2(sv[nh][2 + e] - mh[nh][e]); /* tokens g, g + 8 */
+      const uint32_t h2 = mlr__f16x2(a, b);
+      const int r = r0 + 2 * j + e; /* the rows of head 8 nh + 2 j + e's chunks (tokens r0 .., r0 + 8 ..) */
+      *(uint16_t *)(pb + ring<1>::chunk(r, 32 + nh) + 2 * g) = (uint16_t)h2;
+      *(uint16_t *)(pb + ring<1>::chunk(r + 8, 32 + nh) + 2 * g) = (uint16_t)(h2 >> 16);
+      float v = (a + MLR_SHFL_XOR(a, 4)) + (b + MLR_SHFL_XOR(b, 4));
+      v += MLR_SHFL_XOR(v, 8);
+      v += MLR_SHFL_XOR(v, 16);
+      t[nh][e] = v;
+    }
+}
+
 /* ---- the split-K merge within a cluster (p.cl): the S blocks of a token (S <= CL_MAX) are one
  * cluster; each leaves its raw partial in its own shared memory (the ring's start: every tile's
  * reads are done) and, after a cluster barrier, merges a 1/S share of the token's 16 x 512 outputs
@@ -476,7 +609,7 @@ __device__ __noinline__ void cluster_merge_(clmerge p, float *cl, int t, int ns)
     asm("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(nb));
     const int n4 = 16 * DV / 4, per = (n4 + (int)nb - 1) / (int)nb, end = min(((int)rank + 1) * per, n4);
 #pragma unroll 1
-    for (int i = (int)rank * per + d; i < end; i += NTHR) { /* four columns of one row */
+    for (int i = (int)rank * per + d; i < end; i += blockDim.x) { /* four columns of one row */
       const int h = i / (DV / 4), c4 = i % (DV / 4), in = ((const int *)cl)[CL_IN + h];
       if (h >= p.H) break;
       float4 v[CL_MAX]; /* every split's four values in flight at once */
@@ -571,8 +704,12 @@ __device__ __forceinline__ void finish_split(const fparams &p, uint8_t *sm, cons
  * recipes' softmax.block = 64: the same 73,728 bytes as 128 fp8 rows, so the ring is unchanged),
  * its logits computed by warps 0..3 (16 tokens each, the order warp16 describes) and its PV by all
  * 8; K and V are ldmatrix'd in their natural k order and rounded to fp16 operands in registers. */
-template <int FNUZ, int W>
+/* WG = 1 (recipe fast-wgmma-a8w8; fp8 Q, OCP e4m3 KV): the logits on wgmma's fp8 unit (wg_frags, wg_mma, wg_wait), in
+ * the transposed layout (a warp's 16 tokens as rows, the heads as columns: the softmax reduces
+ * across lanes instead of within them, in the same order), P in each tile's rope columns (wp_lane). */
+template <int FNUZ, int W, int WG = 0>
 __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
+  static_assert(!WG || (W == 1 && !FNUZ), "the wgmma logits multiply OCP e4m3 codes");
   constexpr int TT = TILE / W;        /* a tile's tokens */
   constexpr int SR = SLOT / W;        /* a slot's rows */
   constexpr int RB = QK * W;          /* a row's bytes */
@@ -582,9 +719,11 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   static_assert(TPR * SR == NTHR && (RB / 16) % TPR == 0, "a slot's rows split evenly over the threads");
   extern __shared__ __align__(16) uint8_t sm[];
   uint8_t *kvs_sm = sm;                                   /* [NSLOT][SR][RB] KV codes, chunks swizzled (ring) */
-  uint16_t *p_sm = (uint16_t *)(sm + SM_KV);              /* [2][16][PS] fp16 P, buffer tile & 1 (SM_P1 bytes apart) */
-  float *red_max = (float *)(sm + SM_KV + SM_P), *red_sum = red_max + NWARP * 16; /* [16][NWARP] */
-  int *fix_sm = (int *)(sm + SM_KV + SM_P + SM_RED); /* [2]: FNUZ, tile t (t & 1) holds a special code */
+  uint16_t *p_sm = (uint16_t *)(sm + SM_KV);              /* !WG: [2][16][PS] fp16 P, buffer tile & 1 (SM_P1 bytes apart) */
+  uint8_t *q8_sm = sm + SM_KV;                            /* WG: [36][2][8][16] Q's e4m3 codes, wgmma's B (wg_q8) */
+  constexpr int RED = WG ? SM_KV + SM_Q8 : SM_KV + SM_P;
+  float *red_max = (float *)(sm + RED), *red_sum = red_max + NWARP * 16; /* [16][NWARP] */
+  int *fix_sm = (int *)(sm + RED + SM_RED); /* [2]: FNUZ, tile t (t & 1) holds a special code */
   const int t = blockIdx.x, s = blockIdx.y;
   /* Q (16 x 576 codes, rows past H zero-filled) is staged in slot 4's space (free until tile 2
    * loads, after Q's fragments are in registers), rows QSTR halves apart. Q made operands here
@@ -672,11 +811,12 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   }
   if (FNUZ && threadIdx.x == 0) fix_sm[0] = fix_sm[1] = 0;
   __syncthreads();
-  q_operands<W>(p, q_sm, s);
+  q_operands<W, W == 1 && !WG>(p, q_sm, s);
   __syncthreads();
   const float qs = q_scale(p);
-  uint32_t qa[NKB][4];
-  q_frags(q_sm, lane, qa);
+  uint32_t qa[NKB][4]; /* !WG: Q's A fragments */
+  if constexpr (WG) wg_q8(q_sm, q8_sm);
+  else q_frags(q_sm, lane, qa);
   asm volatile("cp.async.wait_group 0;\n" ::: "memory"); /* Q and tile 0 (slots 0, 1) */
   __syncthreads(); /* tile 0 landed; Q's staging read by every warp: slots 4 and 5 are free */
   load_slot(2);
@@ -713,7 +853,23 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   /* FNUZ: a tile whose rows hold a special code has its logits computed again with the codes
    * replaced (a warp's own 16 rows: its branch is uniform), and is flagged for its PV (every
    * warp reads every row there: the flag is in shared memory, read after a barrier) */
+  /* WG: warp w's A fragments (its tokens 16 w ..), row 16 w + (lane & 7) + 8 ((lane >> 3) & 1), chunk
+   * 2 ks + (lane >> 4) for step ks: ring::chunk = wk_lane[ks % 2] + 64 (ks - ks % 2) / 2. wg_load
+   * puts a tile's into ka, where they stay until the wait; wg_mma starts the warpgroup's chain of 18
+   * steps (the D in sacc: sacc[n][k] is token 16 w + g + 8 (k >> 1), head 8 n + 2 j + (k & 1));
+   * wg_wait ends it. */
+  uint32_t wk_lane[2];
+  for (int e = 0; e < 2; e++) wk_lane[e] = ring<W>::chunk(16 * warp + (lane & 7) + 8 * ((lane >> 3) & 1), 2 * e + (lane >> 4));
+  const uint64_t qdesc = wg_desc(smem_addr(q8_sm));
+  uint32_t ka[NKB / 2][4];
+  auto wg_load = [&](int tile) { wg_frags(ring<W>::half(kv_base, tile, qk_half), wk_lane, ka); };
   auto qk_tile = [&](int tile) {
+    if constexpr (WG) {
+      wg_load(tile);
+      wg_mma(sacc, ka, qdesc);
+      wg_wait(sacc);
+      return;
+    }
     const uint32_t sp = qk(tile, std::integral_constant<int, 0>());
     if (FNUZ && __any_sync(0xFFFFFFFFu, sp != 0)) {
       qk(tile, std::integral_constant<int, 1>());
@@ -723,6 +879,11 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
 
   /* ---- PV of a tile: output columns 64w .. 64w+63 from acc*alpha, token blocks of 16 in order ---- */
   const uint32_t p_lane = smem_addr(p_sm + ((lane & 7) + 8 * ((lane >> 3) & 1)) * PS + 8 * (lane >> 4));
+  /* WG: P's 16-byte chunk of head h and tokens 8 tc .. 8 tc + 7 is the rope chunk 32 + (h >> 3) of the
+   * tile's row 8 tc + (h & 7) (written by softmax2a): for step kb's matrices (heads (lane & 7) + 8 ((lane >> 3) & 1),
+   * tokens 16 kb + 8 (lane >> 4) ..), row 16 kb + 8 (lane >> 4) + (lane & 7), from vrow. The 8 rows of
+   * a matrix fall on 8 distinct groups of 4 banks (rows 4 banks apart mod 8, the swizzle's xor) */
+  const uint32_t wp_lane = ring<W>::chunk(8 * (lane >> 4) + (lane & 7), 32 + ((lane >> 3) & 1));
   constexpr int NKV = TT / 16; /* a tile's PV steps (16 tokens each) */
   auto pv_scale = [&]() {
     /* acc * alpha; alpha = 1 for all 16 rows (no row's max moved: most tiles) changes no bit */
@@ -738,8 +899,9 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
    * its P while tile i's PV runs) */
   auto pv_step = [&](int tile, int kb, auto fixc) {
     uint32_t pa[4]; /* P rows 0..15, tokens 16kb.. : the natural k order */
-    ldsm4(p_lane + (tile & 1) * SM_P1 + 32 * kb, pa[0], pa[1], pa[2], pa[3]);
     const uint32_t vrow = ring<W>::half(kv_base, tile, 16 * kb / SR) + 16 * (kb % (SR / 16)) * RB; /* rows 16 kb .. of the tile */
+    if constexpr (WG) ldsm4(vrow + wp_lane, pa[0], pa[1], pa[2], pa[3]);
+    else ldsm4(p_lane + (tile & 1) * SM_P1 + 32 * kb, pa[0], pa[1], pa[2], pa[3]);
     pv_products<decltype(fixc)::value, W, 2>(vrow, pa, pv_lane, acc);
   };
 
@@ -759,6 +921,17 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   auto softmax1 = [&](int tile) {
     const int64_t left = end - (start + (int64_t)tile * TT);
     const int n = left < TT ? (int)left : TT; /* the tile's tokens before the split's end */
+    if constexpr (WG) { /* head 8 nh + 2 j + e: this lane's tokens g, g + 8, then across the lanes of its j */
+#pragma unroll
+      for (int nh = 0; nh < 2; nh++)
+#pragma unroll
+        for (int k = 0; k < 4; k++) sv[nh][k] = 16 * warp + g + 8 * (k >> 1) < n ? sacc[nh][k] * c : -INFINITY;
+      float mh[2][2] = {{-INFINITY, -INFINITY}, {-INFINITY, -INFINITY}};
+      wg_fold_max(sv, mh);
+      wg_allmax(mh);
+      wg_put_heads(red_max, NWARP, warp, mh, g == 0);
+      return;
+    }
     float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
     for (int nt = 0; nt < 2; nt++)
@@ -784,6 +957,13 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
 #pragma unroll
       for (int w = 0; w < NQW; w++) v = fmaxf(v, x[w]);
       mn[rr] = v, alpha[rr] = ex2(m[rr] - v);
+    }
+    if constexpr (WG) { /* P into the tile's rope columns (wp_lane), the row sums of the warp's 16 tokens */
+      float mh[2][2], ts[2][2];
+      wg_heads(mn, mh);
+      wg_p_sums(sv, mh, kvs_sm + ring<W>::half(0, tile, qk_half), 16 * warp, ts);
+      wg_put_heads(red_sum, NWARP, warp, ts, g == 0);
+      return;
     }
     if (qkw) {
       float ps[2] = {0.0f, 0.0f};
@@ -827,6 +1007,16 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
    * warp's PV(i) done (tile i's slots free) and the row sums written. */
   auto step1 = [&](int tile, auto fixc) { /* tile + 1 < ntiles */
     pv_scale();
+    if constexpr (WG) { /* tile + 1's logits run on the unit while the first half of tile's PV issues (its
+                         * first step while the fragments load: the chain's start waits for all of them) */
+      wg_load(tile + 1);
+      pv_step(tile, 0, fixc);
+      wg_mma(sacc, ka, qdesc);
+#pragma unroll
+      for (int kb = 1; kb < NKV / 2; kb++) pv_step(tile, kb, fixc);
+      wg_wait(sacc);
+      return;
+    }
     uint32_t sp = 0;
     const uint32_t qb = ring<W>::half(kv_base, tile + 1, qk_half);
     if (qkw) qk_zero();
@@ -1034,8 +1224,11 @@ extern "C" const char *mlr_gpu_fast_kernels(const mlr_gpu_fast *f) {
 #if MLR_FAST_AMD
   return f->S > 1 ? "k_attn_mfma+k_merge" : "k_attn_mfma";
 #else
-  static const char *const names[2][3] = {{"k_attn", "k_attn+k_merge", "k_attn+cluster"}, {"k_attn_ws", "k_attn_ws+k_merge", "k_attn_ws+cluster"}};
-  return names[f->ws != 0][f->S <= 1 ? 0 : f->p.cl ? 2 : 1]; /* as mlr_gpu_fast_launch launches them */
+  static const char *const names[4][3] = {{"k_attn", "k_attn+k_merge", "k_attn+cluster"},
+                                          {"k_attn_ws", "k_attn_ws+k_merge", "k_attn_ws+cluster"},
+                                          {"k_attn_wg", "k_attn_wg+k_merge", "k_attn_wg+cluster"},
+                                          {"k_attn_ws_wg", "k_attn_ws_wg+k_merge", "k_attn_ws_wg+cluster"}};
+  return names[2 * (f->p.wg != 0) + (f->ws != 0)][f->S <= 1 ? 0 : f->p.cl ? 2 : 1]; /* as mlr_gpu_fast_launch launches them */
 #endif
 }
 
@@ -1068,11 +1261,15 @@ struct launch_cfg {
   launch_cfg &operator=(const launch_cfg &) = delete;
 };
 
-/* the attention kernel for the KV format, k_attn_ws for long splits (f->ws) */
+/* the attention kernel for the KV format, k_attn_ws for long splits (f->ws), the wgmma recipe's
+ * variants (p.wg), and their threads and dynamic shared memory */
 static void (*attn_kernel(const fparams &p, int ws))(fparams) {
+  if (p.wg) return ws ? k_attn_ws<0, 1, 1> : k_attn<0, 1, 1>;
   if (ws) return p.kvw == 2 ? k_attn_ws<0, 2> : p.fnuz ? k_attn_ws<1, 1> : k_attn_ws<0, 1>;
   return p.kvw == 2 ? k_attn<0, 2> : p.fnuz ? k_attn<1, 1> : k_attn<0, 1>;
 }
+static size_t attn_smem(const fparams &p) { return p.wg ? (size_t)SMEM_WG : (size_t)SMEM; }
+static unsigned attn_threads(const fparams &p, int ws) { return p.wg && ws ? (unsigned)NTHR_WSWG : (unsigned)NTHR; }
 #endif
 
 /* a test override (MLAREF_FAST_WS, MLAREF_FAST_CLUSTER): "0" or "1" sets *v, anything else leaves it */
@@ -1123,7 +1320,21 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
       ti.L = Lt > 0 ? Lt : 0, ti.nsplit = (int32_t)ns, ti.slen = (int32_t)len, ti.base = in->kv_indptr[b];
     }
   }
+#if !MLR_FAST_AMD
+  p.wg = r->qk_dot == MLR_DOT_MMA_SM90_E4M3; /* the fit: fast-wgmma-a8w8 (k_attn<0, 1, 1>, k_attn_ws<0, 1, 1>) */
+  /* the wgmma recipe: k_attn_ws at every split length (on the H200 it was as fast or faster than
+   * k_attn<0, 1, 1> at each of the 8 bench shapes, BENCHMARKS.md session 12) */
+  if (p.wg) f->ws = 1;
+#endif
   env_force("MLAREF_FAST_WS", &f->ws); /* k_attn or k_attn_ws (both exact to the recipe: tests run both on every input) */
+#if !MLR_FAST_AMD
+#ifndef MLR_FAST_WGMMA
+  if (p.wg) {
+    st = mlr_error_set(err, MLR_EDEVICE, "recipe '%s' runs wgmma, which this build's GPU code lacks: build with MLAREF_GPU_ARCHS=90a (the default)", r->name);
+    goto out;
+  }
+#endif
+#endif
   if (T > INT32_MAX) {
     st = mlr_error_set(err, MLR_ERANGE, "the fast kernel's grid takes at most %d query tokens (T=%lld)", INT32_MAX, (long long)T);
     goto out;
@@ -1168,6 +1379,8 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
   GPU_TRY(hipFuncSetAttribute((const void *)k_attn<0, 1>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
   GPU_TRY(hipFuncSetAttribute((const void *)k_attn<1, 1>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
   GPU_TRY(hipFuncSetAttribute((const void *)k_attn<0, 2>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
+  GPU_TRY(hipFuncSetAttribute((const void *)k_attn<0, 1, 1>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM_WG));
+  GPU_TRY(hipFuncSetAttribute((const void *)k_attn_ws<0, 1, 1>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM_WG));
   GPU_TRY(hipFuncSetAttribute((const void *)k_attn_ws<0, 1>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
   GPU_TRY(hipFuncSetAttribute((const void *)k_attn_ws<1, 1>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
   GPU_TRY(hipFuncSetAttribute((const void *)k_attn_ws<0, 2>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
@@ -1176,7 +1389,7 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
      * (one block an SM, a cluster within a GPC: fewer clusters of 4 fit than 132 / 4, and bs=32
      * with 4 splits ran in two waves, twice the time); MLAREF_FAST_CLUSTER=0 or 1 forces k_merge
      * or the cluster (both exact to the recipe: tests run both) */
-    const launch_cfg lc(dim3((unsigned)T, (unsigned)f->S), NTHR, SMEM, 0, (unsigned)f->S);
+    const launch_cfg lc(dim3((unsigned)T, (unsigned)f->S), attn_threads(p, f->ws), attn_smem(p), 0, (unsigned)f->S);
     int ncl = 0;
     GPU_TRY(cudaOccupancyMaxActiveClusters(&ncl, attn_kernel(p, f->ws), &lc.cfg));
     p.cl = (int64_t)ncl >= T;
@@ -1278,7 +1491,7 @@ extern "C" mlr_status mlr_gpu_fast_launch(mlr_gpu_fast *f, int flush_l2, double 
             GPU_TRY(hipGetLastError());
           }
 #else
-          GPU_TRY(launch_pdl(attn_kernel(p, f->ws), grid, NTHR, SMEM, p, p.cl ? (unsigned)f->S : 0));
+          GPU_TRY(launch_pdl(attn_kernel(p, f->ws), grid, attn_threads(p, f->ws), attn_smem(p), p, p.cl ? (unsigned)f->S : 0));
           if (f->S > 1 && !p.cl) GPU_TRY(launch_pdl(k_merge, dim3((unsigned)(f->T * f->H)), MERGE_THREADS, 0, p));
 #endif
         }

@@ -1,5 +1,5 @@
 /* fast_cvt.h: the fast kernel's conversions by hardware instructions (NVIDIA sm_90: cvt.rn.f16x2.f32,
- * cvt.rn.bf16x2.f32, cvt.rn.satfinite.e4m3x2.f32, cvt.rn.f16x2.e4m3x2) in place of the generic
+ * cvt.rn.bf16x2.f32, cvt.rn.satfinite.e4m3x2.f32, cvt.rn.f16x2.e4m3x2, cvt.rn.satfinite.e4m3x2.f16x2) in place of the generic
  * encoders, each the encoder's result bit for bit on the inputs it is given. gpu/probes/cvt_probe.cu
  * includes this header and checks every function against the encoders exhaustively on the GPU
  * (scripts/gpu_run.sh, step fast): a change here is a change there. Device code, CUDA only. */
@@ -44,6 +44,14 @@ __device__ __forceinline__ uint32_t mlr__q_static_e4m3x2(uint32_t x, float s, in
   uint32_t h;
   asm("{.reg .b16 c;\n cvt.rn.satfinite.e4m3x2.f32 c, %1, %2;\n cvt.rn.f16x2.e4m3x2 %0, c;}\n" : "=r"(h) : "f"(v[1]), "f"(v[0]));
   return h;
+}
+
+/* two fp16 codes of e4m3 values (lo in bits 0..15) as their e4m3 codes (lo in bits 0..7; the wgmma
+ * recipe's Q operands): exact, an e4m3 value being an fp16 value; a NaN stays a NaN */
+__device__ __forceinline__ uint32_t mlr__f16x2_e4m3x2(uint32_t x) {
+  uint16_t d;
+  asm("cvt.rn.satfinite.e4m3x2.f16x2 %0, %1;\n" : "=h"(d) : "r"(x));
+  return d;
 }
 
 #endif

@@ -16,14 +16,21 @@
  * global-max merge, bf16 output. Splits: AITER's metadata-v1 rule with 128
  * "CUs" (the H200 has 132 SMs; the rule rounds bs up, so 128 keeps 32 and 64 batches at 4 and 2
  * splits = one wave of 128 blocks), at least 128 tokens a split, aligned to 128. */
-#define FAST_COMMON(block)                                                                                             \
-  "kv.scale_at=folded;qk.operand=fp16;qk.dot=mma:sm90-f16;qk.result=fp32;logit.format=fp32;softmax.exp=2;"            \
+#define FAST_COMMON(block) FAST_QK("qk.operand=fp16;qk.dot=mma:sm90-f16;", block)
+#define FAST_QK(qk, block)                                                                                             \
+  "kv.scale_at=folded;" qk "qk.result=fp32;logit.format=fp32;softmax.exp=2;"                                             \
   "softmax.block=" block ";softmax.clamp=1e-12;softmax.exp_unit=sm90-ex2;softmax.sum=warp16;p.format=fp16;"            \
   "pv.operand=fp16;pv.dot=mma:sm90-f16;pv.accumulate=into_acc;"                                                        \
   "update.fma=no;split.rule=aiter_v1;split.cus=128;split.max=64;split.min_tokens=128;split.align=128;"                \
   "partial.normalized=no;lse.base=e;merge.rule=global_max;out.format=bf16"
 #define Q_BF16 "q.format=bf16;q.scale=none;"
 #define Q_E4M3 "q.format=e4m3;q.scale=static;q.absmax=6;"
+/* fp8 Q and OCP e4m3 KV, the logits on wgmma's fp8 unit (k_attn<.., WG = 1>): Q's e4m3 codes and
+ * K's codes multiplied as they are (no fp16 operands: no conversions of K), the unit's model
+ * mma:sm90-e4m3 (blocks of 32 products in order, 13 fraction bits truncated; gpu/probes/wgmma_probe.cu
+ * measured it exact), everything else as fast-a8w8. BENCHMARKS.md (session 12) has its error
+ * budget against fast-a8w8's: the accumulation's part grows, the static Q scale's still dominates. */
+#define FAST_WG FAST_QK("qk.operand=fp8;qk.dot=mma:sm90-e4m3;", "128")
 
 /* The AMD (MFMA) variant, written for CDNA3 (MI300, gfx942) and compiled for gfx940; not run here
  * (no AMD GPU): bf16 operands on v_mfma_f32_16x16x16_bf16 for both products (fp8 KV and fp8 Q
@@ -45,6 +52,8 @@ static const struct {
   {"fast-a16w8", Q_BF16 FAST_COMMON("128")},
   /* fp8 Q (a8w8) with the seeds' static scale (absmax 6; --set q.scale=dynamic for the task's) */
   {"fast-a8w8", Q_E4M3 FAST_COMMON("128")},
+  /* fp8 Q, OCP e4m3 KV: the logits on wgmma's fp8 unit */
+  {"fast-wgmma-a8w8", Q_E4M3 FAST_WG},
   /* bf16 KV: the same with blocks of 64 tokens */
   {"fast-a16w16", Q_BF16 FAST_COMMON("64")},
   {"fast-a8w16", Q_E4M3 FAST_COMMON("64")},
@@ -53,14 +62,16 @@ static const struct {
   {"fast-mi300-a8w8", "q.format=e4m3fnuz;q.scale=static;q.absmax=6;" MI300_COMMON},
 };
 
-const char *mlr_gpu_fast_recipe_names(void) { return "fast-a16w8|fast-a8w8|fast-a16w16|fast-a8w16|fast-mi300-a16w8|fast-mi300-a8w8"; }
+const char *mlr_gpu_fast_recipe_names(void) {
+  return "fast-a16w8|fast-a8w8|fast-wgmma-a8w8|fast-a16w16|fast-a8w16|fast-mi300-a16w8|fast-mi300-a8w8";
+}
 
 /* the recipes this build's kernel computes: MLR_FAST_MFMA is defined for the HIP build's library */
 const char *mlr_gpu_fast_platform_recipes(void) {
 #ifdef MLR_FAST_MFMA
   return "fast-mi300-a16w8|fast-mi300-a8w8";
 #else
-  return "fast-a16w8|fast-a8w8|fast-a16w16|fast-a8w16";
+  return "fast-a16w8|fast-a8w8|fast-wgmma-a8w8|fast-a16w16|fast-a8w16";
 #endif
 }
 
@@ -129,6 +140,17 @@ mlr_status mlr_gpu_fast_fit(const mlr_recipe *r, const mlr_inputs *in, mlr_error
     return NOFIT("recipe '%s': the fast kernel (AMD MFMA) computes %s only (see `mlaref recipe show fast-mi300-a16w8`)", r->name, wm);
   return fit_rest(r, in, 0, err);
 #else
+  if (r->qk_dot == MLR_DOT_MMA_SM90_E4M3) { /* the logits on wgmma's fp8 unit: fast-wgmma-a8w8, OCP e4m3 codes only */
+    char ww[256];
+    if (first_mismatch(r, "fast-wgmma-a8w8", ww))
+      return NOFIT("recipe '%s': with qk.dot = mma:sm90-e4m3 the fast kernel computes %s only (see `mlaref recipe show fast-wgmma-a8w8`)", r->name, ww);
+    if (r->q_format != MLR_Q_E4M3)
+      return NOFIT("recipe '%s': the fast kernel's wgmma logits multiply OCP e4m3 codes: q.format = e4m3 only", r->name);
+    if (in && in->kv_format != MLR_FMT_E4M3)
+      return NOFIT("recipe '%s': the fast kernel's wgmma logits multiply OCP e4m3 codes; these inputs have %s KV (e4m3 only)", r->name,
+                   mlr_format_name((mlr_format)in->kv_format));
+    return fit_rest(r, in, 0, err);
+  }
   /* every key the kernel fixes must have the kernel's value for the KV format (fp8: fast-a16w8's,
    * bf16: fast-a16w16's; the recipe alone: either) */
   char w8[256], w16[256]; /* -1: not asked (the inputs' KV format is the other one) */

@@ -35,8 +35,17 @@ __device__ __forceinline__ void mbar_wait(uint32_t a, uint32_t parity) {
  * PV warp's independent ones (with 8 warps doing both, ptxas put the logits' chains first and the
  * warps stalled on them: a tile took 2.7 us against 2.26 us of memory). K and V are ldmatrix'd,
  * fp8 rounded to fp16 operands in registers (exact); bf16 likewise in their natural k order. */
-template <int FNUZ, int W>
-__global__ void __launch_bounds__(NTHR, 1) k_attn_ws(fparams p) {
+/* WG = 1 (recipe fast-wgmma-a8w8; fp8 Q, OCP e4m3 KV): the logit warps run the logits on wgmma's fp8
+ * unit (fast.cu's wg_*: a tile is two chains of 64 tokens, each logit warp holding 16 tokens of
+ * each), which leaves them little to do, so 8 PV warps (64 output columns each, k_attn's share; 12
+ * warps a block) share the PV; P goes into each tile's rope columns (k_attn's wp_lane). */
+template <int FNUZ, int W, int WG = 0>
+__global__ void __launch_bounds__(WG ? NTHR_WSWG : NTHR, 1) k_attn_ws(fparams p) {
+  static_assert(!WG || (W == 1 && !FNUZ), "the wgmma logits multiply OCP e4m3 codes");
+  constexpr int NPV = WG ? 8 : 4;     /* PV warps */
+  constexpr int NTH = 32 * (4 + NPV); /* the block's threads */
+  constexpr int PVC = DV / NPV;       /* a PV warp's output columns */
+  constexpr int NA = PVC / 32;        /* its accumulators' groups of 32 columns (fp8; bf16: NA pairs of 16) */
   constexpr int TT = TILE / W;        /* a tile's tokens */
   constexpr int SR = SLOT / W;        /* a slot's rows */
   constexpr int RB = QK * W;          /* a row's bytes */
@@ -50,9 +59,11 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn_ws(fparams p) {
   static_assert(2 * RPP == SR && (RB / 16) % TPR == 0 && SM_FLAG >= 320, "a slot's rows split evenly over two passes of the loading threads");
   extern __shared__ __align__(16) uint8_t sm[];
   uint8_t *kvs_sm = sm;                                   /* [NSLOT][SR][RB] KV codes, chunks swizzled (ring) */
-  uint16_t *p_sm = (uint16_t *)(sm + SM_KV);              /* [2][16][PS] fp16 P, buffer tile & 1 (SM_P1 bytes apart) */
-  float *red_max = (float *)(sm + SM_KV + SM_P), *red_sum = red_max + 16 * 4; /* [16][4], [16][NG] */
-  uint8_t *fl = sm + SM_KV + SM_P + SM_RED;
+  uint16_t *p_sm = (uint16_t *)(sm + SM_KV);              /* !WG: [2][16][PS] fp16 P, buffer tile & 1 (SM_P1 bytes apart) */
+  uint8_t *q8_sm = sm + SM_KV;                            /* WG: Q's e4m3 codes, wgmma's B (wg_q8) */
+  constexpr int RED = WG ? SM_KV + SM_Q8 : SM_KV + SM_P;
+  float *red_max = (float *)(sm + RED), *red_sum = red_max + 16 * 4; /* [16][4], [16][NG] */
+  uint8_t *fl = sm + RED + SM_RED;
   uint64_t *mbar = (uint64_t *)fl;                        /* [3] tile i's copies landed (ring position i % 3, phase i / 3) */
   float *alpha_sm = (float *)(fl + 32);                   /* [2][16] the softmax's alpha for tile i's PV (buffer i & 1) */
   int *fix_sm = (int *)(fl + 160);                        /* [2][4] FNUZ: logit warp w's rows of tile i had a special code */
@@ -88,6 +99,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn_ws(fparams p) {
    * masked and their zero V adds 0 * p = 0). A tile's rows (the page table read) are worked out a
    * tile ahead, so that load's latency hides behind a tile. ---- */
   const int pt = threadIdx.x - 128, lr = (pt & 127) / TPR, lk = (pt & 127) % TPR;
+  const bool loader = !qkw && pt < 128; /* the first 4 PV warps copy */
   const int32_t base_b = ti.base;
   int64_t nrow[4]; /* the next tile's rows: slot half h, pass q at 2h + q; -1 past the end */
   auto rows_of = [&](int tile) {
@@ -98,7 +110,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn_ws(fparams p) {
     }
   };
   auto issue_tile = [&](int tile) { /* tiles in order 0, 1, 2, ..: nrow holds this one's rows */
-    if (tile >= ntiles) return;
+    if (tile >= ntiles || !loader) return;
 #pragma unroll
     for (int u = 0; u < 4; u++) {
       const int r = lr + RPP * (u & 1);
@@ -113,7 +125,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn_ws(fparams p) {
     rows_of(tile + 1);
   };
   auto wait_tile = [&](int tile) { mbar_wait(smem_addr(mbar + tile % 3), (uint32_t)(tile / 3) & 1u); };
-  if (!qkw) rows_of(0), issue_tile(0);
+  if (loader) rows_of(0), issue_tile(0);
 
   /* The ldmatrix addresses: tile i's half h (rows SR h ..) is slot (2i + h) % NSLOT; within a
    * slot, an address is a lane constant plus a compile-time offset, because the swizzle xors a
@@ -127,15 +139,16 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn_ws(fparams p) {
   if (!p.qin) q_load(p, q_sm, t);
   asm volatile("cp.async.wait_group 0;\n" ::: "memory");
   __syncthreads();
-  q_operands<W>(p, q_sm, s);
+  q_operands<W, W == 1 && !WG>(p, q_sm, s);
   __syncthreads();
+  if constexpr (WG) wg_q8(q_sm, q8_sm); /* read before (q) below, as q_frags */
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}; /* rows g and g+8 (the logit warps') */
 
   if (qkw) {
     /* ================= logit warps: tokens TT/4 w + 8 nt + g of each tile ================= */
     const float qs = q_scale(p);
-    uint32_t qa[NKB][4];
-    q_frags(q_sm, lane, qa);
+    uint32_t qa[NKB][4]; /* !WG */
+    if constexpr (!WG) q_frags(q_sm, lane, qa);
     __syncthreads(); /* (q) Q's staging read: slots 4 and 5 are free (the PV warps load tiles 1, 2) */
     /* logit scale: fp32(log2 e / 24) [* q_scale] * kv_scale, left to right (the emulator's c) */
     float c = p.c0;
@@ -147,6 +160,12 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn_ws(fparams p) {
     uint32_t qk_lane[2];
     for (int e = 0; e < 2; e++) qk_lane[e] = ring<W>::chunk(TT / 4 * warp + (lane & 7), 4 * e + (lane >> 3));
     float sacc[NT][4], sv[NT][4];
+    /* WG: the A fragments' lane addresses (k_attn's wk_lane, rows 16 w .. of each slot half), Q's
+     * descriptor, the two chains' D and masked logits */
+    uint32_t wk_lane[2], ka[NKB / 2][4];
+    for (int e = 0; e < 2; e++) wk_lane[e] = ring<W>::chunk(16 * warp + (lane & 7) + 8 * ((lane >> 3) & 1), 2 * e + (lane >> 4));
+    const uint64_t qdesc = wg_desc(smem_addr(q8_sm));
+    float wacc[2][2][4], wsv[2][2][4];
     /* a tile's logits: NT independent chains over the 36 column blocks in order */
     auto qk = [&](int tile, auto fixc) -> uint32_t {
       constexpr int FIX = decltype(fixc)::value;
@@ -170,29 +189,51 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn_ws(fparams p) {
       /* FNUZ: a tile whose rows hold a special code has its logits computed again with the codes
        * replaced (a warp's own rows: its branch is uniform), and is flagged for its PV */
       int fix = 0;
-      {
+      const int64_t left = end - (start + (int64_t)tile * TT);
+      const int n = left < TT ? (int)left : TT; /* the tile's tokens before the split's end */
+      if constexpr (WG) {
+        /* chain ch: tokens 64 ch + 16 w + g (+ 8) of the transposed D; (1) masked logits, the
+         * maxima of the lane's heads over the warp's 32 tokens */
+#pragma unroll
+        for (int ch = 0; ch < 2; ch++) {
+          wg_frags(ring<W>::half(kv_base, tile, ch), wk_lane, ka);
+          wg_mma(wacc[ch], ka, qdesc);
+          wg_wait(wacc[ch]);
+        }
+        float mh[2][2] = {{-INFINITY, -INFINITY}, {-INFINITY, -INFINITY}};
+#pragma unroll
+        for (int ch = 0; ch < 2; ch++) {
+#pragma unroll
+          for (int nh = 0; nh < 2; nh++)
+#pragma unroll
+            for (int k = 0; k < 4; k++) wsv[ch][nh][k] = 64 * ch + 16 * warp + g + 8 * (k >> 1) < n ? wacc[ch][nh][k] * c : -INFINITY;
+          wg_fold_max(wsv[ch], mh);
+        }
+        wg_allmax(mh);
+        wg_put_heads(red_max, 4, warp, mh, g == 0);
+      } else {
         const uint32_t sp = qk(tile, std::integral_constant<int, 0>());
         if (FNUZ && __any_sync(0xFFFFFFFFu, sp != 0)) qk(tile, std::integral_constant<int, 1>()), fix = 1;
       }
       /* (1) masked logits, this warp's row maxima */
-      const int64_t left = end - (start + (int64_t)tile * TT);
-      const int n = left < TT ? (int)left : TT; /* the tile's tokens before the split's end */
       float mx[2] = {-INFINITY, -INFINITY};
+      if constexpr (!WG) {
 #pragma unroll
-      for (int nt = 0; nt < NT; nt++)
+        for (int nt = 0; nt < NT; nt++)
 #pragma unroll
-        for (int k = 0; k < 4; k++) {
-          sv[nt][k] = TT / 4 * warp + 8 * nt + 2 * j + (k & 1) < n ? sacc[nt][k] * c : -INFINITY;
-          mx[k >> 1] = fmaxf(mx[k >> 1], sv[nt][k]);
+          for (int k = 0; k < 4; k++) {
+            sv[nt][k] = TT / 4 * warp + 8 * nt + 2 * j + (k & 1) < n ? sacc[nt][k] * c : -INFINITY;
+            mx[k >> 1] = fmaxf(mx[k >> 1], sv[nt][k]);
+          }
+#pragma unroll
+        for (int rr = 0; rr < 2; rr++) {
+          mx[rr] = fmaxf(mx[rr], MLR_SHFL_XOR(mx[rr], 1));
+          mx[rr] = fmaxf(mx[rr], MLR_SHFL_XOR(mx[rr], 2));
+          if (j == 0) red_max[(g + 8 * rr) * 4 + warp] = mx[rr];
         }
-#pragma unroll
-      for (int rr = 0; rr < 2; rr++) {
-        mx[rr] = fmaxf(mx[rr], MLR_SHFL_XOR(mx[rr], 1));
-        mx[rr] = fmaxf(mx[rr], MLR_SHFL_XOR(mx[rr], 2));
-        if (j == 0) red_max[(g + 8 * rr) * 4 + warp] = mx[rr];
       }
       bar_sync(BAR_QK, 128);
-      if (tile >= 2) bar_sync(BAR_EMPTY + buf, 256); /* PV(tile - 2) done: P, alpha and flag buffer free */
+      if (tile >= 2) bar_sync(BAR_EMPTY + buf, NTH); /* PV(tile - 2) done: P, alpha and flag buffer free */
       /* (2) alpha, P, the row sums of each group of 16 tokens in the recipe's warp16 order */
       float mn[2], alpha[2];
 #pragma unroll
@@ -202,8 +243,17 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn_ws(fparams p) {
         mn[rr] = v, alpha[rr] = ex2(m[rr] - v);
       }
       uint16_t *pt16 = p_sm + buf * (SM_P1 / 2);
+      if constexpr (WG) { /* P into the tile's rope columns; group 4 ch + w's sums (its 16 tokens) */
+        float mh[2][2], ts[2][2];
+        wg_heads(mn, mh);
 #pragma unroll
-      for (int gi = 0; gi < NT / 2; gi++) { /* this warp's groups: 2 w + gi (fp8) or w (bf16) */
+        for (int ch = 0; ch < 2; ch++) {
+          wg_p_sums(wsv[ch], mh, kvs_sm + ring<W>::half(0, tile, ch), 16 * warp, ts);
+          wg_put_heads(red_sum, NG, 4 * ch + warp, ts, g == 0);
+        }
+      }
+#pragma unroll
+      for (int gi = 0; gi < (WG ? 0 : NT / 2); gi++) { /* this warp's groups: 2 w + gi (fp8) or w (bf16) */
         float ps[2] = {0.0f, 0.0f};
 #pragma unroll
         for (int h2 = 0; h2 < 2; h2++) {
@@ -236,7 +286,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn_ws(fparams p) {
         }
         l[rr] = l[rr] * alpha[rr] + sum, m[rr] = mn[rr];
       }
-      bar_arrive(BAR_FULL + buf, 256); /* P(tile), alpha, flag written */
+      bar_arrive(BAR_FULL + buf, NTH); /* P(tile), alpha, flag written */
     }
     if (warp == 0 && j == 0) ml_sm[2 * g] = m[0], ml_sm[2 * g + 1] = l[0], ml_sm[2 * (g + 8)] = m[1], ml_sm[2 * (g + 8) + 1] = l[1];
     __syncthreads(); /* (e) the final m and l for the PV warps */
@@ -244,7 +294,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn_ws(fparams p) {
     return;
   }
 
-  /* ================= PV warps: output columns 128 pw .. 128 pw + 127 ================= */
+  /* ================= PV warps: output columns PVC pw .. PVC pw + PVC - 1 ================= */
   const int pw = warp - 4;
   __syncthreads(); /* (q) */
   if (ntiles > 0) wait_tile(0); /* tile 1 issued when tile 0 has landed: issued with it, they shared the bandwidth and tile 0 landed late */
@@ -252,31 +302,33 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn_ws(fparams p) {
   issue_tile(2);
   /* the accumulators, 16 n-tiles of 8 columns: fp8 [32-column group a][16-column half][even/odd],
    * bf16 n-tile 4a + 2 h2 + e = columns 128 pw + 8 (4a + 2 h2 + e) .. (the stores after the loop) */
-  float acc[4][2][2][4] = {};
-  /* row 16 kb + (lane & 7) + 8 ((lane >> 3) & 1) (half 16 kb / SR), chunk (8 W) pw + 2 a + (lane >> 4)
-   * (a < 4 W): ring::chunk = pv_lane[a] + 16 (kb % (SR / 16)) RB */
-  uint32_t pv_lane[4 * W];
-  for (int a = 0; a < 4 * W; a++) pv_lane[a] = ring<W>::chunk((lane & 7) + 8 * ((lane >> 3) & 1), 8 * W * pw + 2 * a + (lane >> 4));
+  float acc[NA][2][2][4] = {};
+  /* row 16 kb + (lane & 7) + 8 ((lane >> 3) & 1) (half 16 kb / SR), chunk (PVC / 16 W) pw + 2 a + (lane >> 4)
+   * (a < NA W): ring::chunk = pv_lane[a] + 16 (kb % (SR / 16)) RB */
+  uint32_t pv_lane[NA * W];
+  for (int a = 0; a < NA * W; a++) pv_lane[a] = ring<W>::chunk((lane & 7) + 8 * ((lane >> 3) & 1), PVC / 16 * W * pw + 2 * a + (lane >> 4));
   const uint32_t p_lane = smem_addr(p_sm + ((lane & 7) + 8 * ((lane >> 3) & 1)) * PS + 8 * (lane >> 4));
+  const uint32_t wp_lane = ring<W>::chunk(8 * (lane >> 4) + (lane & 7), 32 + ((lane >> 3) & 1)); /* WG: k_attn's */
   auto pv = [&](int tile, auto fixc) {
     constexpr int FIX = decltype(fixc)::value;
 #pragma unroll
     for (int kb = 0; kb < NKV; kb++) {
       uint32_t pa[4]; /* P rows 0..15, tokens 16kb.. : the natural k order */
-      ldsm4(p_lane + (tile & 1) * SM_P1 + 32 * kb, pa[0], pa[1], pa[2], pa[3]);
       const uint32_t vrow = ring<W>::half(kv_base, tile, 16 * kb / SR) + 16 * (kb % (SR / 16)) * RB; /* rows 16 kb .. of the tile */
-      pv_products<FIX, W, 4>(vrow, pa, pv_lane, acc);
+      if constexpr (WG) ldsm4(vrow + wp_lane, pa[0], pa[1], pa[2], pa[3]);
+      else ldsm4(p_lane + (tile & 1) * SM_P1 + 32 * kb, pa[0], pa[1], pa[2], pa[3]);
+      pv_products<FIX, W, NA>(vrow, pa, pv_lane, acc);
     }
   };
   for (int tile = 0; tile < ntiles; tile++) {
     const int buf = tile & 1;
-    bar_sync(BAR_FULL + buf, 256); /* P(tile), alpha, flag */
+    bar_sync(BAR_FULL + buf, NTH); /* P(tile), alpha, flag */
     wait_tile(tile);               /* complete (the logit warps waited for it): the copies' visibility to this thread */
     const float al[2] = {alpha_sm[buf * 16 + g], alpha_sm[buf * 16 + g + 8]};
     /* acc * alpha; alpha = 1 for all 16 rows (no row's max moved: most tiles) changes no bit */
     if (!__all_sync(0xFFFFFFFFu, al[0] == 1.0f && al[1] == 1.0f)) {
 #pragma unroll
-      for (int i = 0; i < 64; i++) { /* c0, c1 are row g's, c2, c3 row g+8's */
+      for (int i = 0; i < 16 * NA; i++) { /* c0, c1 are row g's, c2, c3 row g+8's */
         float &v = (&acc[0][0][0][0])[i];
         v = v * al[(i >> 1) & 1];
       }
@@ -284,14 +336,14 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn_ws(fparams p) {
     if (FNUZ && (fix_sm[buf * 4] | fix_sm[buf * 4 + 1] | fix_sm[buf * 4 + 2] | fix_sm[buf * 4 + 3]))
       pv(tile, std::integral_constant<int, 1>());
     else pv(tile, std::integral_constant<int, 0>());
-    if (tile + 2 < ntiles) bar_arrive(BAR_EMPTY + buf, 256); /* P buffer free for tile + 2 */
-    bar_sync(BAR_PV, 128);                                   /* every PV warp done with tile's slots */
+    if (tile + 2 < ntiles) bar_arrive(BAR_EMPTY + buf, NTH); /* P buffer free for tile + 2 */
+    bar_sync(BAR_PV, 32 * NPV);                              /* every PV warp done with tile's slots */
     issue_tile(tile + 3);
   }
   griddep_launch_dependents(); /* k_merge may start (it waits for this grid to end before reading) */
   __syncthreads();             /* (e) */
   const float mm[2] = {ml_sm[2 * g], ml_sm[2 * (g + 8)]}, ll[2] = {ml_sm[2 * g + 1], ml_sm[2 * (g + 8) + 1]};
-  finish_split<W, 4>(p, sm, acc, mm, ll, t, s, ti, 128 * pw, pw == 0 && j == 0);
+  finish_split<W, NA>(p, sm, acc, mm, ll, t, s, ti, PVC * pw, pw == 0 && j == 0);
 }
 
 #endif

@@ -1,8 +1,8 @@
 /* mlr_gpu_fast.h: the production fast kernel (gpu/fast): MLA decode over an fp8 or bf16 KV cache
  * with matrix units for both products, online softmax, split-K and a log-sum-exp merge. Unlike the
  * exact kernel (gpu/exact) it does not run arbitrary recipes: it computes its own, bit for bit
- * (mlr_gpu_fast_recipe: fp8 KV fast-a16w8 for bf16 Q, fast-a8w8 for fp8 Q; bf16 KV fast-a16w16,
- * fast-a8w16), with the matrix unit's, the hardware exp2's and its row sum's rounding in the
+ * (mlr_gpu_fast_recipe: fp8 KV fast-a16w8 for bf16 Q, fast-a8w8 for fp8 Q, fast-wgmma-a8w8 for fp8
+ * Q and OCP e4m3 KV with the logits on wgmma's fp8 unit; bf16 KV fast-a16w16, fast-a8w16), with the matrix unit's, the hardware exp2's and its row sum's rounding in the
  * recipe (mma:sm90-f16, softmax.exp_unit = sm90-ex2, softmax.sum = warp16), and `mlaref check`
  * holds it to that recipe and the truth.
  *
@@ -23,6 +23,15 @@
  *      l; the emulator's global-max merge (k_merge) divides once: o = sum(part * w) / max(sum(l * w),
  *      clamp), w = 2^(m - M), lse = (M + log2 of the divisor) * ln 2; a token with one split is that
  *      merge done by the attention kernel itself. (The AMD recipes keep normalized partials.)
+ *
+ * fast-wgmma-a8w8 (NVIDIA sm_90a, a build with MLAREF_GPU_ARCHS 90a, the default): the same but for
+ * QK, which multiplies Q's and K's e4m3 codes as they are on wgmma's fp8 unit (wgmma.mma_async
+ * m64n16k32, the logits transposed: 64 tokens of a warpgroup by the 16 heads, the 576 columns in
+ * 18 steps of 32 in order: the recipe's mma:sm90-e4m3 dot, qk.operand = fp8); the softmax reduces
+ * the transposed logits across lanes in the warp16 order, and P is kept in the tile's rope columns
+ * (dead once its logits are done) to leave shared memory for Q's codes. Kernels k_attn_ws<0, 1, 1>
+ * (k_attn_ws_wg: 4 logit warps, 8 PV warps; at every split length) and k_attn<0, 1, 1>
+ * (k_attn_wg, MLAREF_FAST_WS=0).
  *
  * NVIDIA sm_90 (mma.sync, ldmatrix, cp.async, cvt from e4m3), two variants of the same operations
  * in the same order (so the same recipe, bit for bit): k_attn (8 warps doing logits and PV) and,
@@ -49,8 +58,8 @@
 extern "C" {
 #endif
 
-/** "fast-a16w8|fast-a8w8|fast-a16w16|fast-a8w16|fast-mi300-a16w8|fast-mi300-a8w8": the fast
- *  kernel's recipes, every variant's (any of them runs on the CPU model). */
+/** "fast-a16w8|fast-a8w8|fast-wgmma-a8w8|fast-a16w16|fast-a8w16|fast-mi300-a16w8|fast-mi300-a8w8":
+ *  the fast kernel's recipes, every variant's (any of them runs on the CPU model). */
 const char *mlr_gpu_fast_recipe_names(void);
 
 /** The recipes this build's kernel computes: the NVIDIA ones, or in a HIP build the AMD ones
@@ -69,7 +78,8 @@ typedef struct mlr_gpu_fast mlr_gpu_fast;
 
 /** Checks the fit, uploads the inputs and allocates everything on GPU 0: MLR_OK, or MLR_EINVAL
  *  (fit), MLR_ERANGE (grid limits, size overflow), MLR_ENOMEM, MLR_EDEVICE (no GPU, HIP or CPU-only
- *  build, a runtime call failed). *f is NULL on failure. */
+ *  build, fast-wgmma-a8w8 in a build without sm_90a code, a runtime call failed). *f is NULL on
+ *  failure. */
 mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs *in, mlr_gpu_fast **f, mlr_error *err);
 
 /** One run of the kernels (Q scale, attention, merge). flush_l2: first overwrite a buffer larger
@@ -90,7 +100,8 @@ mlr_status mlr_gpu_fast_result(mlr_gpu_fast *f, mlr_emu_result *res, mlr_error *
 /** Splits of the widest batch (the grid's second dimension). */
 long long mlr_gpu_fast_splits(const mlr_gpu_fast *f);
 
-/** The attention kernel a launch runs and how its splits merge: "k_attn" or "k_attn_ws" (NVIDIA;
+/** The attention kernel a launch runs and how its splits merge: "k_attn", "k_attn_ws", "k_attn_wg"
+ *  or "k_attn_ws_wg" (NVIDIA;
  *  "k_attn_mfma" on AMD), then "+cluster" (cluster_merge, in the attention kernel) or "+k_merge"
  *  (a second kernel) when the grid has splits; "-" for no query token or no GPU build. A static
  *  string. */

@@ -7,7 +7,9 @@
 //   mlr__q_static_e4m3x2 (e4m3 Q with a static scale, as fp16 operands) against
 //     mlr__emu_q_code(.., s, E4M3, 0, ..) then decoded, on all 2^16 bf16 codes for the seeds' scale
 //     fp32(6/448) and scales from 2^-20 to 2^20 with random significands (values and the clamp's
-//     count; NaN as NaN).
+//     count; NaN as NaN);
+//   mlr__f16x2_e4m3x2 (the wgmma recipe's Q codes from their fp16 operands) on all 2^16 pairs of e4m3
+//     codes given as fp16 codes of their values: the same values back (NaN as NaN).
 // Prints the counts; exits 1 on any difference. Build: nvcc -arch=sm_90 -fmad=false -ftz=false
 // -prec-div=true (scripts/gpu_run.sh, step fast).
 #include "gpu/hip_compat.h"
@@ -54,6 +56,11 @@ __global__ void operand_probe(const float *scales, unsigned long long *bad, unsi
     }
     if (clipped != want_clipped) bad_at(bad + 1, first + 1, (unsigned long long)si << 16 | c);
   }
+  /* e4m3 codes c & 0xFF, c >> 8 as fp16 operands (exact: cvt.rn.f16x2.f32 of their values), back */
+  const float lo = mlr_decode(MLR_FMT_E4M3, c & 0xFFu), hi = mlr_decode(MLR_FMT_E4M3, c >> 8 & 0xFFu);
+  const uint32_t e = mlr__f16x2_e4m3x2(mlr__f16x2(lo, hi));
+  if (e >> 16 || !same_value(mlr_decode(MLR_FMT_E4M3, e & 0xFFu), lo) || !same_value(mlr_decode(MLR_FMT_E4M3, e >> 8 & 0xFFu), hi))
+    bad_at(bad + 2, first + 2, c);
 }
 
 int main(void) {
@@ -64,22 +71,24 @@ int main(void) {
     z = z * 1664525u + 1013904223u;
     hs[k] = mlr_bits_f32((uint32_t)(127 - 20 + (k * 41) / NSCALE) << 23 | (z >> 9));
   }
-  unsigned long long *d, h[6];
+  unsigned long long *d, h[8];
   MLR_GPU_CHECK(hipMalloc((void **)&ds, sizeof hs));
   MLR_GPU_CHECK(hipMemcpy(ds, hs, sizeof hs, hipMemcpyHostToDevice));
-  MLR_GPU_CHECK(hipMalloc((void **)&d, 6 * sizeof *d));
-  MLR_GPU_CHECK(hipMemset(d, 0, 3 * sizeof *d));
-  MLR_GPU_CHECK(hipMemset(d + 3, 0xFF, 3 * sizeof *d));
-  out_probe<<<132 * 16, 256>>>(d, d + 3);
-  operand_probe<<<256, 256>>>(ds, d + 1, d + 4);
+  MLR_GPU_CHECK(hipMalloc((void **)&d, 8 * sizeof *d));
+  MLR_GPU_CHECK(hipMemset(d, 0, 4 * sizeof *d));
+  MLR_GPU_CHECK(hipMemset(d + 4, 0xFF, 4 * sizeof *d));
+  out_probe<<<132 * 16, 256>>>(d, d + 4);
+  operand_probe<<<256, 256>>>(ds, d + 1, d + 5);
   MLR_GPU_CHECK(hipGetLastError());
   MLR_GPU_CHECK(hipMemcpy(h, d, sizeof h, hipMemcpyDeviceToHost));
   printf("mlr__out_bf16x2 (cvt.rn.bf16x2.f32) vs mlr__emu_out_code(bf16), all 2^32 binary32 (and their negations): %llu differ", h[0]);
-  if (h[0]) printf(" (first 0x%08llx)", h[3]);
+  if (h[0]) printf(" (first 0x%08llx)", h[4]);
   printf("\nmlr__bf16x2_f16x2 vs mlr__emu_to_operand(fp16), all 2^16 bf16 codes: %llu differ", h[1]);
-  if (h[1]) printf(" (first 0x%04llx)", h[4]);
+  if (h[1]) printf(" (first 0x%04llx)", h[5]);
   printf("\nmlr__q_static_e4m3x2 vs mlr__emu_q_code(e4m3, static), all 2^16 bf16 codes x %d scales: %llu differ", NSCALE, h[2]);
-  if (h[2]) printf(" (first scale %llu code 0x%04llx)", h[5] >> 16, h[5] & 0xFFFF);
+  if (h[2]) printf(" (first scale %llu code 0x%04llx)", h[6] >> 16, h[6] & 0xFFFF);
+  printf("\nmlr__f16x2_e4m3x2 (cvt.rn.satfinite.e4m3x2.f16x2) of e4m3 values as fp16, all 2^16 pairs of e4m3 codes: %llu differ", h[3]);
+  if (h[3]) printf(" (first 0x%04llx)", h[7]);
   printf("\n");
-  return h[0] || h[1] || h[2] ? 1 : 0;
+  return h[0] || h[1] || h[2] || h[3] ? 1 : 0;
 }
