@@ -300,8 +300,8 @@ __global__ void __launch_bounds__(WG ? NTHR_WSWG : NTHR, 1) k_attn_ws(fparams p)
   if (ntiles > 0) wait_tile(0); /* tile 1 issued when tile 0 has landed: issued with it, they shared the bandwidth and tile 0 landed late */
   issue_tile(1);
   issue_tile(2);
-  /* the accumulators, 16 n-tiles of 8 columns: fp8 [32-column group a][16-column half][even/odd],
-   * bf16 n-tile 4a + 2 h2 + e = columns 128 pw + 8 (4a + 2 h2 + e) .. (the stores after the loop) */
+  /* the accumulators, 4 NA n-tiles of 8 columns: fp8 [32-column group a][16-column half][even/odd],
+   * bf16 n-tile 4a + 2 h2 + e = columns PVC pw + 8 (4a + 2 h2 + e) .. (the stores after the loop) */
   float acc[NA][2][2][4] = {};
   /* row 16 kb + (lane & 7) + 8 ((lane >> 3) & 1) (half 16 kb / SR), chunk (PVC / 16 W) pw + 2 a + (lane >> 4)
    * (a < NA W): ring::chunk = pv_lane[a] + 16 (kb % (SR / 16)) RB */
