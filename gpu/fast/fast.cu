@@ -73,7 +73,7 @@ enum { MAX_SPLITS = 65535 };        /* the grid's second dimension */
 enum { WS_MIN_TILES = 32 };
 enum { SM_KV = NSLOT * SLOT * QK, SM_P1 = 16 * PSTR * 2, SM_P = 2 * SM_P1, SM_RED = 2 * NWARP * 16 * 4, SM_FLAG = 320 /* k_attn: 2 flags; k_attn_ws: its mbarriers, alpha, flags, m and l */, SMEM = SM_KV + SM_P + SM_RED + SM_FLAG };
 /* k_attn with the logits on wgmma (WG = 1): Q's e4m3 codes, wgmma's B operand, in place of the P
- * buffers (P is written into each tile's own rope columns, dead once its logits are done: see wp_lane in k_attn) */
+ * buffers (P is written into each tile's own rope columns, dead once its logits are done: wg_p_chunk) */
 enum { SM_Q8 = 16 * QK, SMEM_WG = SM_KV + SM_Q8 + SM_RED + SM_FLAG };
 static_assert(SMEM_WG <= 232448 && SMEM <= 232448, "within sm_90's 227 KiB of shared memory a block");
 enum { MERGE_THREADS = DV / 4, AMAX_BLOCKS = 264, AMAX_THREADS = 512, BW_THREADS = 256, QPREP_THREADS = 256, CLEAN_BLOCKS = 1024 };
@@ -462,6 +462,18 @@ __device__ __forceinline__ void wg_q8(const uint16_t *q_sm, uint8_t *q8_sm) {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
+/* P in the rope columns (the WG kernels): the 16-byte chunk of head h and tokens 8 tc .. 8 tc + 7
+ * (tc counted from a slot half's start) is the rope chunk 32 + (h >> 3) of row 8 tc + (h & 7).
+ * wg_p_lane: the PV's ldmatrix of P from a step's first row (vrow), matrices heads (lane & 7) + 8
+ * ((lane >> 3) & 1), tokens 8 (lane >> 4) ..: the 8 rows of a matrix fall on 8 distinct groups of
+ * 4 banks (rows 4 banks apart mod 8, the swizzle's xor). */
+__device__ __forceinline__ uint32_t wg_p_chunk(int tc, int h) { return ring<1>::chunk(8 * tc + (h & 7), 32 + (h >> 3)); }
+__device__ __forceinline__ uint32_t wg_p_lane(int lane) { return wg_p_chunk(lane >> 4, (lane & 7) + 8 * ((lane >> 3) & 1)); }
+/* a warp's A fragments' lane addresses: its 16 tokens from 16 w, row 16 w + (lane & 7) + 8 ((lane
+ * >> 3) & 1), chunk 2 e + (lane >> 4) */
+__device__ __forceinline__ void wg_k_lanes(int warp, int lane, uint32_t (&wk_lane)[2]) {
+  for (int e = 0; e < 2; e++) wk_lane[e] = ring<1>::chunk(16 * warp + (lane & 7) + 8 * ((lane >> 3) & 1), 2 * e + (lane >> 4));
+}
 /* a warp's A fragments of its 16 tokens for the 18 steps (qb: the slot half's start; wk_lane: the
  * lane's row and chunk 2 (ks % 2) + (lane >> 4), so step ks is wk_lane[ks % 2] + 64 (ks >> 1)),
  * which stay in ka until wg_wait; wg_mma starts the warpgroup's chain into d from +0 */
@@ -520,12 +532,11 @@ __device__ __forceinline__ void wg_heads(const float (&v)[2], float (&vh)[2][2])
     for (int e = 0; e < 2; e++) vh[nh][e] = MLR_SHFL(v[nh], 4 * (2 * j + e));
 }
 /* p = 2^(s - m') of a warp's 16 tokens (sv; m' of the lane's heads in mh) as fp16 P into their tile's
- * rope columns, and their sum in the recipe's warp16 tree into t[nh][e] (every lane): ((t0 + t1) +
+ * rope columns (wg_p_chunk from the slot half's start pb, a generic pointer; the tokens' first chunk
+ * tc0 = 2 w), and their sum in the recipe's warp16 tree into t[nh][e] (every lane): ((t0 + t1) +
  * (t2 + t3)), t_i = (p[2i] + p[2i+1]) + (p[2i+8] + p[2i+9]), the tokens of lanes g = 2i, 2i + 1 (xor
- * 4), then i ^ 1 (xor 8) and i ^ 2 (xor 16): k_attn's sums term for term. P's 16-byte chunk of head
- * h and tokens 8 tc .. 8 tc + 7 (tc counted from the slot half's start pb, a generic pointer) is
- * the rope chunk 32 + (h >> 3) of row 8 tc + (h & 7); the tokens' first row is r0 (16 w). */
-__device__ __forceinline__ void wg_p_sums(const float (&sv)[2][4], const float (&mh)[2][2], uint8_t *pb, int r0, float (&t)[2][2]) {
+ * 4), then i ^ 1 (xor 8) and i ^ 2 (xor 16): k_attn's sums term for term. */
+__device__ __forceinline__ void wg_p_sums(const float (&sv)[2][4], const float (&mh)[2][2], uint8_t *pb, int tc0, float (&t)[2][2]) {
   const int g = (threadIdx.x & 31) >> 2, j = threadIdx.x & 3;
 #pragma unroll
   for (int nh = 0; nh < 2; nh++)
@@ -533,9 +544,9 @@ __device__ __forceinline__ void wg_p_sums(const float (&sv)[2][4], const float (
     for (int e = 0; e < 2; e++) {
       const float a = ex2(sv[nh][e] - mh[nh][e]), b = ex2(sv[nh][2 + e] - mh[nh][e]); /* tokens g, g + 8 */
       const uint32_t h2 = mlr__f16x2(a, b);
-      const int r = r0 + 2 * j + e; /* the rows of head 8 nh + 2 j + e's chunks (tokens r0 .., r0 + 8 ..) */
-      *(uint16_t *)(pb + ring<1>::chunk(r, 32 + nh) + 2 * g) = (uint16_t)h2;
-      *(uint16_t *)(pb + ring<1>::chunk(r + 8, 32 + nh) + 2 * g) = (uint16_t)(h2 >> 16);
+      const int h = 8 * nh + 2 * j + e;
+      *(uint16_t *)(pb + wg_p_chunk(tc0, h) + 2 * g) = (uint16_t)h2;
+      *(uint16_t *)(pb + wg_p_chunk(tc0 + 1, h) + 2 * g) = (uint16_t)(h2 >> 16);
       float v = (a + MLR_SHFL_XOR(a, 4)) + (b + MLR_SHFL_XOR(b, 4));
       v += MLR_SHFL_XOR(v, 8);
       v += MLR_SHFL_XOR(v, 16);
@@ -706,7 +717,7 @@ __device__ __forceinline__ void finish_split(const fparams &p, uint8_t *sm, cons
  * 8; K and V are ldmatrix'd in their natural k order and rounded to fp16 operands in registers. */
 /* WG = 1 (recipe fast-wgmma-a8w8; fp8 Q, OCP e4m3 KV): the logits on wgmma's fp8 unit (wg_frags, wg_mma, wg_wait), in
  * the transposed layout (a warp's 16 tokens as rows, the heads as columns: the softmax reduces
- * across lanes instead of within them, in the same order), P in each tile's rope columns (wp_lane). */
+ * across lanes instead of within them, in the same order), P in each tile's rope columns (wg_p_chunk). */
 template <int FNUZ, int W, int WG = 0>
 __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   static_assert(!WG || (W == 1 && !FNUZ), "the wgmma logits multiply OCP e4m3 codes");
@@ -859,7 +870,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
    * steps (the D in sacc: sacc[n][k] is token 16 w + g + 8 (k >> 1), head 8 n + 2 j + (k & 1));
    * wg_wait ends it. */
   uint32_t wk_lane[2];
-  for (int e = 0; e < 2; e++) wk_lane[e] = ring<W>::chunk(16 * warp + (lane & 7) + 8 * ((lane >> 3) & 1), 2 * e + (lane >> 4));
+  wg_k_lanes(warp, lane, wk_lane);
   const uint64_t qdesc = wg_desc(smem_addr(q8_sm));
   uint32_t ka[NKB / 2][4];
   auto wg_load = [&](int tile) { wg_frags(ring<W>::half(kv_base, tile, qk_half), wk_lane, ka); };
@@ -879,11 +890,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
 
   /* ---- PV of a tile: output columns 64w .. 64w+63 from acc*alpha, token blocks of 16 in order ---- */
   const uint32_t p_lane = smem_addr(p_sm + ((lane & 7) + 8 * ((lane >> 3) & 1)) * PS + 8 * (lane >> 4));
-  /* WG: P's 16-byte chunk of head h and tokens 8 tc .. 8 tc + 7 is the rope chunk 32 + (h >> 3) of the
-   * tile's row 8 tc + (h & 7) (written by softmax2a): for step kb's matrices (heads (lane & 7) + 8 ((lane >> 3) & 1),
-   * tokens 16 kb + 8 (lane >> 4) ..), row 16 kb + 8 (lane >> 4) + (lane & 7), from vrow. The 8 rows of
-   * a matrix fall on 8 distinct groups of 4 banks (rows 4 banks apart mod 8, the swizzle's xor) */
-  const uint32_t wp_lane = ring<W>::chunk(8 * (lane >> 4) + (lane & 7), 32 + ((lane >> 3) & 1));
+  const uint32_t wp_lane = wg_p_lane(lane); /* WG: P in the tile's rope columns, written by softmax2a */
   constexpr int NKV = TT / 16; /* a tile's PV steps (16 tokens each) */
   auto pv_scale = [&]() {
     /* acc * alpha; alpha = 1 for all 16 rows (no row's max moved: most tiles) changes no bit */
@@ -958,10 +965,10 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
       for (int w = 0; w < NQW; w++) v = fmaxf(v, x[w]);
       mn[rr] = v, alpha[rr] = ex2(m[rr] - v);
     }
-    if constexpr (WG) { /* P into the tile's rope columns (wp_lane), the row sums of the warp's 16 tokens */
+    if constexpr (WG) { /* P into the tile's rope columns (wg_p_chunk), the row sums of the warp's 16 tokens */
       float mh[2][2], ts[2][2];
       wg_heads(mn, mh);
-      wg_p_sums(sv, mh, kvs_sm + ring<W>::half(0, tile, qk_half), 16 * warp, ts);
+      wg_p_sums(sv, mh, kvs_sm + ring<W>::half(0, tile, qk_half), 2 * warp, ts);
       wg_put_heads(red_sum, NWARP, warp, ts, g == 0);
       return;
     }
@@ -1325,9 +1332,6 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
   /* the wgmma recipe: k_attn_ws at every split length (on the H200 it was as fast or faster than
    * k_attn<0, 1, 1> at each of the 8 bench shapes, BENCHMARKS.md session 12) */
   if (p.wg) f->ws = 1;
-#endif
-  env_force("MLAREF_FAST_WS", &f->ws); /* k_attn or k_attn_ws (both exact to the recipe: tests run both on every input) */
-#if !MLR_FAST_AMD
 #ifndef MLR_FAST_WGMMA
   if (p.wg) {
     st = mlr_error_set(err, MLR_EDEVICE, "recipe '%s' runs wgmma, which this build's GPU code lacks: build with MLAREF_GPU_ARCHS=90a (the default)", r->name);
@@ -1335,6 +1339,7 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
   }
 #endif
 #endif
+  env_force("MLAREF_FAST_WS", &f->ws); /* k_attn or k_attn_ws (both exact to the recipe: tests run both on every input) */
   if (T > INT32_MAX) {
     st = mlr_error_set(err, MLR_ERANGE, "the fast kernel's grid takes at most %d query tokens (T=%lld)", INT32_MAX, (long long)T);
     goto out;

@@ -38,7 +38,7 @@ __device__ __forceinline__ void mbar_wait(uint32_t a, uint32_t parity) {
 /* WG = 1 (recipe fast-wgmma-a8w8; fp8 Q, OCP e4m3 KV): the logit warps run the logits on wgmma's fp8
  * unit (fast.cu's wg_*: a tile is two chains of 64 tokens, each logit warp holding 16 tokens of
  * each), which leaves them little to do, so 8 PV warps (64 output columns each, k_attn's share; 12
- * warps a block) share the PV; P goes into each tile's rope columns (k_attn's wp_lane). */
+ * warps a block) share the PV; P goes into each tile's rope columns (wg_p_chunk). */
 template <int FNUZ, int W, int WG = 0>
 __global__ void __launch_bounds__(WG ? NTHR_WSWG : NTHR, 1) k_attn_ws(fparams p) {
   static_assert(!WG || (W == 1 && !FNUZ), "the wgmma logits multiply OCP e4m3 codes");
@@ -163,7 +163,7 @@ __global__ void __launch_bounds__(WG ? NTHR_WSWG : NTHR, 1) k_attn_ws(fparams p)
     /* WG: the A fragments' lane addresses (k_attn's wk_lane, rows 16 w .. of each slot half), Q's
      * descriptor, the two chains' D and masked logits */
     uint32_t wk_lane[2], ka[NKB / 2][4];
-    for (int e = 0; e < 2; e++) wk_lane[e] = ring<W>::chunk(16 * warp + (lane & 7) + 8 * ((lane >> 3) & 1), 2 * e + (lane >> 4));
+    wg_k_lanes(warp, lane, wk_lane);
     const uint64_t qdesc = wg_desc(smem_addr(q8_sm));
     float wacc[2][2][4], wsv[2][2][4];
     /* a tile's logits: NT independent chains over the 36 column blocks in order */
@@ -248,12 +248,12 @@ __global__ void __launch_bounds__(WG ? NTHR_WSWG : NTHR, 1) k_attn_ws(fparams p)
         wg_heads(mn, mh);
 #pragma unroll
         for (int ch = 0; ch < 2; ch++) {
-          wg_p_sums(wsv[ch], mh, kvs_sm + ring<W>::half(0, tile, ch), 16 * warp, ts);
+          wg_p_sums(wsv[ch], mh, kvs_sm + ring<W>::half(0, tile, ch), 2 * warp, ts);
           wg_put_heads(red_sum, NG, 4 * ch + warp, ts, g == 0);
         }
-      }
+      } else
 #pragma unroll
-      for (int gi = 0; gi < (WG ? 0 : NT / 2); gi++) { /* this warp's groups: 2 w + gi (fp8) or w (bf16) */
+      for (int gi = 0; gi < NT / 2; gi++) { /* this warp's groups: 2 w + gi (fp8) or w (bf16) */
         float ps[2] = {0.0f, 0.0f};
 #pragma unroll
         for (int h2 = 0; h2 < 2; h2++) {
@@ -308,7 +308,7 @@ __global__ void __launch_bounds__(WG ? NTHR_WSWG : NTHR, 1) k_attn_ws(fparams p)
   uint32_t pv_lane[NA * W];
   for (int a = 0; a < NA * W; a++) pv_lane[a] = ring<W>::chunk((lane & 7) + 8 * ((lane >> 3) & 1), PVC / 16 * W * pw + 2 * a + (lane >> 4));
   const uint32_t p_lane = smem_addr(p_sm + ((lane & 7) + 8 * ((lane >> 3) & 1)) * PS + 8 * (lane >> 4));
-  const uint32_t wp_lane = ring<W>::chunk(8 * (lane >> 4) + (lane & 7), 32 + ((lane >> 3) & 1)); /* WG: k_attn's */
+  const uint32_t wp_lane = wg_p_lane(lane); /* WG: P in the tile's rope columns */
   auto pv = [&](int tile, auto fixc) {
     constexpr int FIX = decltype(fixc)::value;
 #pragma unroll
