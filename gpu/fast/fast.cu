@@ -448,17 +448,24 @@ enum { WG_LBO = 256, WG_SBO = 128 };
 __device__ __forceinline__ uint64_t wg_desc(uint32_t addr) {
   return (uint64_t)((addr >> 4) & 0x3FFF) | (uint64_t)(WG_LBO >> 4) << 16 | (uint64_t)(WG_SBO >> 4) << 32; /* no swizzle: bits 62-63 = 0 */
 }
-/* wgmma's B operand from Q's fp16 operand codes in q_sm (q_operands in the natural order: every
- * one an e4m3 value, fp8 Q), then the fence that makes the generic stores visible to wgmma */
-__device__ __forceinline__ void wg_q8(const uint16_t *q_sm, uint8_t *q8_sm) {
-  for (int c = threadIdx.x; c < 16 * (QK / 16); c += blockDim.x) { /* head h's column chunk kc: 16 codes */
-    const int h = c / (QK / 16), kc = c % (QK / 16);
-    const uint4 *src = (const uint4 *)(q_sm + h * QSTR + 16 * kc);
-    const uint4 x0 = src[0], x1 = src[1];
-    *(uint4 *)(q8_sm + 256 * kc + 128 * (h >> 3) + 16 * (h & 7)) =
-      make_uint4(mlr__f16x2_e4m3x2(x0.x) | mlr__f16x2_e4m3x2(x0.y) << 16, mlr__f16x2_e4m3x2(x0.z) | mlr__f16x2_e4m3x2(x0.w) << 16,
-                 mlr__f16x2_e4m3x2(x1.x) | mlr__f16x2_e4m3x2(x1.y) << 16, mlr__f16x2_e4m3x2(x1.z) | mlr__f16x2_e4m3x2(x1.w) << 16);
+/* wgmma's B operand, Q's e4m3 codes, straight from q_load's staging (q_operands is not run): p.qin,
+ * the static policy's quantization of the bf16 codes (mlr__q_static_e4m3x2_codes: the codes that
+ * q_operands would widen to fp16), the clamp's count by split 0's block; else k_qprep's fp16
+ * codes of e4m3 values, narrowed (exact). Rows past H are zero codes either way. Eight codes (half
+ * a 16-column chunk) a step, so the 384 threads of k_attn_ws_wg take 3 steps each (whole chunks:
+ * half the threads took 2 and the rest 1, 32 divisions on the longest path instead of 24). Then
+ * the fence that makes the generic stores visible to wgmma. */
+__device__ __forceinline__ void wg_q8(const fparams &p, const uint16_t *q_sm, uint8_t *q8_sm, int s) {
+  int clipped = 0;
+  for (int c = threadIdx.x; c < 16 * (QK / 8); c += blockDim.x) { /* head h's codes 8 k8 .. 8 k8 + 7 */
+    const int h = c / (QK / 8), k8 = c % (QK / 8);
+    const uint4 x = *(const uint4 *)(q_sm + h * QSTR + 8 * k8);
+    uint32_t w[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+    for (int k = 0; k < 4; k++) w[k] = p.qin ? mlr__q_static_e4m3x2_codes(w[k], p.static_scale, &clipped) : mlr__f16x2_e4m3x2(w[k]);
+    *(uint2 *)(q8_sm + 256 * (k8 >> 1) + 128 * (h >> 3) + 16 * (h & 7) + 8 * (k8 & 1)) = make_uint2(w[0] | w[1] << 16, w[2] | w[3] << 16);
   }
+  if (p.qin) add_clipped(p, clipped, s == 0);
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
@@ -822,12 +829,14 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   }
   if (FNUZ && threadIdx.x == 0) fix_sm[0] = fix_sm[1] = 0;
   __syncthreads();
-  q_operands<W, W == 1 && !WG>(p, q_sm, s);
-  __syncthreads();
   const float qs = q_scale(p);
   uint32_t qa[NKB][4]; /* !WG: Q's A fragments */
-  if constexpr (WG) wg_q8(q_sm, q8_sm);
-  else q_frags(q_sm, lane, qa);
+  if constexpr (WG) wg_q8(p, q_sm, q8_sm, s); /* read by wgmma after the barrier below */
+  else {
+    q_operands<W, W == 1>(p, q_sm, s);
+    __syncthreads();
+    q_frags(q_sm, lane, qa);
+  }
   asm volatile("cp.async.wait_group 0;\n" ::: "memory"); /* Q and tile 0 (slots 0, 1) */
   __syncthreads(); /* tile 0 landed; Q's staging read by every warp: slots 4 and 5 are free */
   load_slot(2);

@@ -33,16 +33,23 @@ __device__ __forceinline__ uint32_t mlr__out_bf16x2(float lo, float hi) {
 }
 
 /* two bf16 Q codes (lo in bits 0..15) quantized with the static scale s to e4m3 as
- * mlr__emu_q_code(.., s, E4M3, 0, ..) (q / s in binary32, clamped to +-448, nearest even), returned
- * as the fp16 operand codes of the e4m3 values (exact); *clipped += the values the clamp changed.
- * After the clamp the saturating conversion never saturates; a NaN gives e4m3's NaN, an fp16 NaN
- * (the encoder's NaN may differ in sign: the unit's result is its canonical NaN either way) */
-__device__ __forceinline__ uint32_t mlr__q_static_e4m3x2(uint32_t x, float s, int *clipped) {
+ * mlr__emu_q_code(.., s, E4M3, 0, ..) (q / s in binary32, clamped to +-448, nearest even): their
+ * e4m3 codes (lo in bits 0..7); *clipped += the values the clamp changed. After the clamp the
+ * saturating conversion never saturates; a NaN gives e4m3's NaN (the encoder's NaN may differ in
+ * sign: the unit's result is its canonical NaN either way) */
+__device__ __forceinline__ uint32_t mlr__q_static_e4m3x2_codes(uint32_t x, float s, int *clipped) {
   float v[2] = {mlr_bits_f32(x << 16) / s, mlr_bits_f32(x & 0xFFFF0000u) / s};
   for (int k = 0; k < 2; k++)
     if (fabsf(v[k]) > 448.0f) v[k] = v[k] > 0 ? 448.0f : -448.0f, ++*clipped;
+  uint16_t c;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(c) : "f"(v[1]), "f"(v[0]));
+  return c;
+}
+/* the same as the fp16 operand codes of the e4m3 values (exact; a NaN an fp16 NaN) */
+__device__ __forceinline__ uint32_t mlr__q_static_e4m3x2(uint32_t x, float s, int *clipped) {
+  const uint16_t c = (uint16_t)mlr__q_static_e4m3x2_codes(x, s, clipped);
   uint32_t h;
-  asm("{.reg .b16 c;\n cvt.rn.satfinite.e4m3x2.f32 c, %1, %2;\n cvt.rn.f16x2.e4m3x2 %0, c;}\n" : "=r"(h) : "f"(v[1]), "f"(v[0]));
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h) : "h"(c));
   return h;
 }
 

@@ -139,9 +139,11 @@ __global__ void __launch_bounds__(WG ? NTHR_WSWG : NTHR, 1) k_attn_ws(fparams p)
   if (!p.qin) q_load(p, q_sm, t);
   asm volatile("cp.async.wait_group 0;\n" ::: "memory");
   __syncthreads();
-  q_operands<W, W == 1 && !WG>(p, q_sm, s);
-  __syncthreads();
-  if constexpr (WG) wg_q8(q_sm, q8_sm); /* read before (q) below, as q_frags */
+  if constexpr (WG) wg_q8(p, q_sm, q8_sm, s); /* read by wgmma after (q) below */
+  else {
+    q_operands<W, W == 1>(p, q_sm, s);
+    __syncthreads();
+  }
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}; /* rows g and g+8 (the logit warps') */
 
   if (qkw) {
