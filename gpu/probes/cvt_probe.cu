@@ -4,11 +4,12 @@
 //     binary32 inputs, both halves;
 //   mlr__bf16x2_f16x2 (bf16 KV and bf16 Q as fp16 operands) against mlr__emu_to_operand(x, fp16)
 //     on all 2^16 bf16 codes (a NaN must stay a NaN);
-//   mlr__q_static_e4m3x2 (e4m3 Q with a static scale, as fp16 operands) against
+//   mlr__q_static_e4m3x2 (e4m3 Q with a static scale, as fp16 operands: its e4m3 codes,
+//     mlr__q_static_e4m3x2_codes, which the wgmma recipe takes as they are, widened exactly) against
 //     mlr__emu_q_code(.., s, E4M3, 0, ..) then decoded, on all 2^16 bf16 codes for the seeds' scale
 //     fp32(6/448) and scales from 2^-20 to 2^20 with random significands (values and the clamp's
 //     count; NaN as NaN);
-//   mlr__f16x2_e4m3x2 (the wgmma recipe's Q codes from their fp16 operands) on all 2^16 pairs of e4m3
+//   mlr__f16x2_e4m3x2 (the wgmma recipe's Q codes from k_qprep's fp16 operands, the dynamic policy) on all 2^16 pairs of e4m3
 //     codes given as fp16 codes of their values: the same values back (NaN as NaN).
 // Prints the counts; exits 1 on any difference. Build: nvcc -arch=sm_90 -fmad=false -ftz=false
 // -prec-div=true (scripts/gpu_run.sh, step fast).
