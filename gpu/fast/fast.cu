@@ -463,7 +463,8 @@ __device__ __forceinline__ void wg_q8(const fparams &p, const uint16_t *q_sm, ui
     uint32_t w[4] = {x.x, x.y, x.z, x.w};
 #pragma unroll
     for (int k = 0; k < 4; k++) w[k] = p.qin ? mlr__q_static_e4m3x2_codes(w[k], p.static_scale, &clipped) : mlr__f16x2_e4m3x2(w[k]);
-    *(uint2 *)(q8_sm + 256 * (k8 >> 1) + 128 * (h >> 3) + 16 * (h & 7) + 8 * (k8 & 1)) = make_uint2(w[0] | w[1] << 16, w[2] | w[3] << 16);
+    /* the core matrix of column chunk k8 / 2 and heads 8 (h >> 3) .. (wg_desc's strides), row h & 7 */
+    *(uint2 *)(q8_sm + WG_LBO * (k8 >> 1) + WG_SBO * (h >> 3) + 16 * (h & 7) + 8 * (k8 & 1)) = make_uint2(w[0] | w[1] << 16, w[2] | w[3] << 16);
   }
   if (p.qin) add_clipped(p, clipped, s == 0);
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
