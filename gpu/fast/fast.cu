@@ -93,6 +93,7 @@ struct fparams {
   int wg;                       /* NVIDIA, recipe fast-wgmma-a8w8: k_attn<0, 1, 1>, the logits on wgmma */
   float c0, kvs, clamp, static_scale; /* kvs: kv_scale, halved for e4m3fnuz (K and V are read at twice their value) */
   int64_t page, S;
+  int pshift;                   /* log2(page) when page is a power of two (kv_row shifts), else -1 */
   const uint16_t *q;
   uint16_t *qop;                /* [T][H][576] Q's fp16 operand codes (k_qprep) */
   const uint8_t *kv;
@@ -251,7 +252,11 @@ __device__ __forceinline__ uint32_t q_operand(const fparams &p, uint16_t code, f
  * the page table), a group of 32 lanes' count of Q values the clamp changed added once (mine: this
  * block counts; every lane of the group calls), and a split's lse (m + log2 lc) * ln 2 */
 __device__ __forceinline__ int64_t kv_row(const fparams &p, int32_t base, int64_t pos) {
-  return p.kv_indices ? (int64_t)p.kv_indices[base + pos / p.page] * p.page + pos % p.page : base + pos;
+  if (!p.kv_indices) return base + pos;
+  /* pos >= 0, so for a power-of-two page the shift is the quotient; a 64-bit division is a call of
+   * tens of instructions (4 a tile in each loading thread: BENCHMARKS.md, session 13's SASS) */
+  const int64_t pg = p.pshift >= 0 ? pos >> p.pshift : pos / p.page;
+  return (int64_t)p.kv_indices[base + pg] * p.page + (pos - pg * p.page);
 }
 __device__ __forceinline__ void add_clipped(const fparams &p, int clipped, bool mine) {
   for (int m = 16; m; m >>= 1) clipped += MLR_SHFL_XOR(clipped, m);
@@ -575,6 +580,12 @@ enum { CL_MAX = 8, CL_X = 16 * DV, CL_SUM = CL_X + 16, CL_W = CL_SUM + 16, CL_MS
        CL_M = CL_SC + 16, CL_IN = CL_M + 16, CL_END = CL_IN + 16 };
 static_assert(CL_END * 4 <= 2 * SLOT * QK, "the cluster's partial fits in the ring's first tile");
 __device__ __forceinline__ void cluster_barrier() { asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory"); }
+/* the merge's last barrier only keeps each block's shared memory alive until the others have read
+ * it: every value read from another block's memory has been used before the arrive (in-order issue
+ * waits for a load's value before the instruction using it), so the arrive needs no release (its
+ * MEMBAR.ALL.GPU, a GPU-scope fence); the wait keeps its default .acquire, the only one PTX has
+ * (CUTLASS's teardown: cluster_arrive_relaxed, cluster_wait) */
+__device__ __forceinline__ void cluster_barrier_exit() { asm volatile("barrier.cluster.arrive.relaxed;\nbarrier.cluster.wait;\n" ::: "memory"); }
 __device__ __forceinline__ uint32_t dsmem(uint32_t a, uint32_t rank) { /* shared address a in the cluster's block rank */
   uint32_t r;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(a), "r"(rank));
@@ -655,7 +666,7 @@ __device__ __noinline__ void cluster_merge_(clmerge p, float *cl, int t, int ns)
       p.lse[(int64_t)t * p.H + d] = p.raw ? mlr__emu_lse_convert(M + mlr__emu_log(MLR_EXP_2, sc), MLR_EXP_2, MLR_EXP_E) : M + mlr__emu_log(MLR_EXP_E, sc);
     }
   }
-  cluster_barrier(); /* no block leaves while another reads its shared memory */
+  cluster_barrier_exit(); /* no block leaves while another reads its shared memory */
 }
 __device__ __forceinline__ void cluster_merge(const fparams &p, float *cl, int t, int ns) { cluster_merge_({p.o, p.lse, p.clamp, p.H, p.raw}, cl, t, ns); }
 
@@ -1289,6 +1300,14 @@ static size_t attn_smem(const fparams &p) { return p.wg ? (size_t)SMEM_WG : (siz
 static unsigned attn_threads(const fparams &p, int ws) { return p.wg && ws ? (unsigned)NTHR_WSWG : (unsigned)NTHR; }
 #endif
 
+/* log2(page) for a power-of-two page (kv_row's shift), else -1 (kv_row divides) */
+static int page_shift(int64_t page) {
+  if (page < 1 || (page & (page - 1)) != 0) return -1;
+  int k = 0;
+  while ((int64_t)1 << k < page) k++;
+  return k;
+}
+
 /* a test override (MLAREF_FAST_WS, MLAREF_FAST_CLUSTER): "0" or "1" sets *v, anything else leaves it */
 static void env_force(const char *name, int *v) {
   const char *e = getenv(name);
@@ -1359,7 +1378,7 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
                        (long long)H, (long long)f->S);
     goto out;
   }
-  p.H = (int)H, p.S = f->S, p.page = in->page, p.fnuz = in->kv_format == MLR_FMT_E4M3FNUZ, p.kvw = in->kv_format == MLR_FMT_BF16 ? 2 : 1;
+  p.H = (int)H, p.S = f->S, p.page = in->page, p.pshift = page_shift(in->page), p.fnuz = in->kv_format == MLR_FMT_E4M3FNUZ, p.kvw = in->kv_format == MLR_FMT_BF16 ? 2 : 1;
   p.qfp8 = r->q_format != MLR_Q_BF16, p.qfmt = r->q_format == MLR_Q_E4M3FNUZ ? MLR_FMT_E4M3FNUZ : MLR_FMT_E4M3;
   p.qstatic = r->q_scale == MLR_QS_STATIC, f->dyn = p.qfp8 && !p.qstatic;
   p.raw = !r->partial_normalized; /* the fit: the NVIDIA recipes' raw partials, the AMD ones' normalized */
