@@ -581,10 +581,11 @@ enum { CL_MAX = 8, CL_X = 16 * DV, CL_SUM = CL_X + 16, CL_W = CL_SUM + 16, CL_MS
 static_assert(CL_END * 4 <= 2 * SLOT * QK, "the cluster's partial fits in the ring's first tile");
 __device__ __forceinline__ void cluster_barrier() { asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory"); }
 /* the merge's last barrier only keeps each block's shared memory alive until the others have read
- * it: every value read from another block's memory has been used before the arrive (in-order issue
- * waits for a load's value before the instruction using it), so the arrive needs no release (its
- * MEMBAR.ALL.GPU, a GPU-scope fence); the wait keeps its default .acquire, the only one PTX has
- * (CUTLASS's teardown: cluster_arrive_relaxed, cluster_wait) */
+ * it: every value read from another block's memory has been used (stored as an output) before the
+ * arrive, and a load's value is back before an instruction using it issues (in-order issue), so the
+ * arrive needs no release (its MEMBAR.ALL.GPU, a GPU-scope fence that waits for the output stores).
+ * The SASS keeps the arrive after the merge's last store (gpu/results/h200-2026-12-01-v17-sass-
+ * relaxed-arrive.txt). The wait keeps its default .acquire, the only one PTX has. */
 __device__ __forceinline__ void cluster_barrier_exit() { asm volatile("barrier.cluster.arrive.relaxed;\nbarrier.cluster.wait;\n" ::: "memory"); }
 __device__ __forceinline__ uint32_t dsmem(uint32_t a, uint32_t rank) { /* shared address a in the cluster's block rank */
   uint32_t r;
