@@ -12,8 +12,10 @@
 #      --rule exact --rule budget --rule fa3 and the lse against mlaref run's (compare --rule exact), on every cell of the edge, test and bench suites
 #      (fp8 KV: fast-a16w8 and fast-a8w8; bf16 KV: fast-a16w16 and fast-a8w16) and a bf16-KV set of five
 #      shapes ($OUT/fast_check.txt), the edge and bf16 cells also with MLAREF_FAST_WS=1 (k_attn_ws, which
-#      the launch picks for long splits only) and MLAREF_FAST_CLUSTER=0 (k_merge, which it skips where 2..8
-#      splits merge in their cluster); compute-sanitizer memcheck and racecheck on seven cells, each
+#      the launch picks for long splits only), MLAREF_FAST_CLUSTER=0 (k_merge, which it skips where 2..8
+#      splits merge in their cluster) and MLAREF_FAST_TOKTABLE=1 MLAREF_FAST_QDIV=1 (the token table
+#      read and static e4m3 Q divided by k_qprep, where the plan would work out the one and multiply
+#      by the reciprocal for the other); compute-sanitizer memcheck and racecheck on seven cells, each
 #      kernel variant;
 #      .peers/seed_peers.py (when copied from ../shared/peers) and bench gpu --peers beside it
 #      ($OUT/bench_gpu.txt, $OUT/peers.json); the largest shape again after 3 s of warm-up, the time
@@ -124,12 +126,15 @@ step() { case "$STEPS" in *" $1 "*) return 0 ;; esac; echo "== $1: not asked for
         # the edge and bf16 cells also with k_attn_ws forced (the launch picks it for long splits only;
         # for fast-wgmma-a8w8 always, so "ws" forces k_attn there) and with k_merge forced (the launch
         # merges 2..8 splits in the cluster where they fit)
-        vs=auto; case $s in edge | bf16) vs="auto ws merge" ;; esac
+        # and with the fallbacks forced: the token table read (MLAREF_FAST_TOKTABLE=1, where tok_uniform
+        # fits) and static e4m3 Q divided by k_qprep (MLAREF_FAST_QDIV=1, where the reciprocal fits)
+        vs=auto; case $s in edge | bf16) vs="auto ws merge table" ;; esac
         for v in $vs; do for r in $rs; do
           o="$FD/out.$s.$c.$r.safetensors"; lab="$s/$c $r"; [ $v = merge ] && lab="$lab (k_merge)"
           [ $v = ws ] && { lab="$lab (k_attn_ws)"; [ $r = fast-wgmma-a8w8 ] && lab="$s/$c $r (k_attn)"; }
           env=; [ $v = ws ] && env=MLAREF_FAST_WS=1; [ $v = ws ] && [ $r = fast-wgmma-a8w8 ] && env=MLAREF_FAST_WS=0
           [ $v = merge ] && env=MLAREF_FAST_CLUSTER=0
+          [ $v = table ] && { env="MLAREF_FAST_TOKTABLE=1 MLAREF_FAST_QDIV=1"; lab="$lab (table, k_qprep)"; }
           env $env "$CLI" gpu run --kernel fast --recipe $r --inputs "$f" --out "$o" > "$FD/run.log" 2>&1; rc=$?
           if [ $rc -ne 0 ]; then nfail=$((nfail + 1)); status=1; echo "$lab: FAIL: $(tail -1 "$FD/run.log")"; continue; fi
           "$CLI" check --inputs "$f" --output "$o" --recipe $r --rule exact --rule budget --rule fa3 > "$FD/check.log" 2>&1; rc=$?

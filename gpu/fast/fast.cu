@@ -84,6 +84,16 @@ struct tokinfo {
   int64_t L;                    /* the KV tokens it sees (ragged q_len: fewer for earlier tokens) */
   int32_t nsplit, slen, base, pad; /* its batch's splits and split length, and kv_indptr[batch] */
 };
+/* token t's entry when every batch has the same q_len nq, KV length, splits, and kv_indptr steps
+ * by `stride` (u: token 0's entry with its batch's full length): worked out, not loaded, so a
+ * block's first copies wait for no global round trip (the plan uses it only when it gives every
+ * token's table entry, field for field: tok_uniform_fit) */
+__host__ __device__ __forceinline__ tokinfo tok_uniform(const tokinfo &u, int nq, int32_t stride, int64_t t) {
+  const int64_t b = nq == 1 ? t : t / nq, i = t - b * nq, L = u.L - (nq - 1 - i);
+  tokinfo ti = u;
+  ti.L = L > 0 ? L : 0, ti.base = (int32_t)(u.base + b * stride);
+  return ti;
+}
 
 struct fparams {
   int H, qfp8, qfmt, qstatic, fnuz, kvw; /* kvw: bytes a KV value (1 fp8, 2 bf16) */
@@ -92,13 +102,16 @@ struct fparams {
   int cl;                       /* NVIDIA, 2 <= S <= CL_MAX: a token's splits are one cluster and merge there (cluster_merge), no k_merge */
   int wg;                       /* NVIDIA, recipe fast-wgmma-a8w8: k_attn<0, 1, 1>, the logits on wgmma */
   float c0, kvs, clamp, static_scale; /* kvs: kv_scale, halved for e4m3fnuz (K and V are read at twice their value) */
+  float qrecip;                 /* NVIDIA, p.qin with fp8 Q: fp32(1 / static_scale), for which mlr__q_recip_fits holds */
   int64_t page, S;
-  int pshift;                   /* log2(page) when page is a power of two (kv_row shifts), else -1 */
+  int pshift;                   /* log2(page) when page is a power of two (kv_ref shifts), else -1 */
   const uint16_t *q;
   uint16_t *qop;                /* [T][H][576] Q's fp16 operand codes (k_qprep) */
   const uint8_t *kv;
   const int32_t *kv_indices;
   const struct tokinfo *tok;
+  struct tokinfo tu;            /* unq > 0: tok_uniform's u (p.tok is then not read) */
+  int unq, ustride;             /* unq: the batches' q_len when tok_uniform gives the table, else 0 */
   unsigned int *amax;
   unsigned long long *clipped;
   float *part_o, *part_x, *part_sum, *lse; /* part_x: a split's lse (normalized partials) or m (raw: p.raw, with part_sum its l) */
@@ -251,13 +264,29 @@ __device__ __forceinline__ uint32_t q_operand(const fparams &p, uint16_t code, f
 /* shared by both variants: KV row of batch position pos (base = kv_indptr[batch]; paged: through
  * the page table), a group of 32 lanes' count of Q values the clamp changed added once (mine: this
  * block counts; every lane of the group calls), and a split's lse (m + log2 lc) * ln 2 */
-__device__ __forceinline__ int64_t kv_row(const fparams &p, int32_t base, int64_t pos) {
-  if (!p.kv_indices) return base + pos;
+/* A KV row in two steps, so that a copy's issue waits for the page table and nothing before it
+ * does: kv_ref starts the page's entry's load and keeps the row's offset in its page (unpaged: the
+ * row itself, page id 0; past the split's end: offset -1, no load), kv_ref_row puts them together
+ * when the copy is issued. The loaders read a tile's entries a tile ahead, but when the row was
+ * worked out at once the multiply waited for the load right there, a round trip a tile in every
+ * loading warp: paged shapes took up to 10 us more than unpaged ones, and as long once the use
+ * moved to the issue (BENCHMARKS.md, session 15). */
+struct kvref {
+  int64_t off;
+  int32_t pid;
+};
+__device__ __forceinline__ kvref kv_ref(const fparams &p, int32_t base, int64_t pos, bool valid) {
+  if (!valid) return {-1, 0};
+  if (!p.kv_indices) return {base + pos, 0};
   /* pos >= 0, so for a power-of-two page the shift is the quotient; a 64-bit division is a call of
    * tens of instructions (4 a tile in each loading thread: BENCHMARKS.md, session 13's SASS) */
   const int64_t pg = p.pshift >= 0 ? pos >> p.pshift : pos / p.page;
-  return (int64_t)p.kv_indices[base + pg] * p.page + (pos - pg * p.page);
+  return {pos - pg * p.page, p.kv_indices[base + pg]};
 }
+/* the row, or -1 (offset -1, page id 0) */
+__device__ __forceinline__ int64_t kv_ref_row(const fparams &p, const kvref &r) { return (int64_t)r.pid * p.page + r.off; }
+/* query token t's entry */
+__device__ __forceinline__ tokinfo tok_of(const fparams &p, int64_t t) { return p.unq ? tok_uniform(p.tu, p.unq, p.ustride, t) : p.tok[t]; }
 __device__ __forceinline__ void add_clipped(const fparams &p, int clipped, bool mine) {
   for (int m = 16; m; m >>= 1) clipped += MLR_SHFL_XOR(clipped, m);
   if (mine && clipped && (threadIdx.x & 31) == 0) atomicAdd(p.clipped, (unsigned long long)clipped);
@@ -342,7 +371,7 @@ __device__ __forceinline__ void q_operands(const fparams &p, uint16_t *q_sm, int
   if (!p.qin) each_block([](uint32_t x) { return x; }); /* k_qprep's fp16 codes */
   else if (!p.qfp8) each_block([](uint32_t x) { return mlr__bf16x2_f16x2(x); });
   else {
-    each_block([&](uint32_t x) { return mlr__q_static_e4m3x2(x, p.static_scale, &clipped); });
+    each_block([&](uint32_t x) { return mlr__q_static_e4m3x2(x, p.static_scale, p.qrecip, &clipped); });
     add_clipped(p, clipped, s == 0);
   }
 }
@@ -467,7 +496,7 @@ __device__ __forceinline__ void wg_q8(const fparams &p, const uint16_t *q_sm, ui
     const uint4 x = *(const uint4 *)(q_sm + h * QSTR + 8 * k8);
     uint32_t w[4] = {x.x, x.y, x.z, x.w};
 #pragma unroll
-    for (int k = 0; k < 4; k++) w[k] = p.qin ? mlr__q_static_e4m3x2_codes(w[k], p.static_scale, &clipped) : mlr__f16x2_e4m3x2(w[k]);
+    for (int k = 0; k < 4; k++) w[k] = p.qin ? mlr__q_static_e4m3x2_codes(w[k], p.static_scale, p.qrecip, &clipped) : mlr__f16x2_e4m3x2(w[k]);
     /* the core matrix of column chunk k8 / 2 and heads 8 (h >> 3) .. (wg_desc's strides), row h & 7 */
     *(uint2 *)(q8_sm + WG_LBO * (k8 >> 1) + WG_SBO * (h >> 3) + 16 * (h & 7) + 8 * (k8 & 1)) = make_uint2(w[0] | w[1] << 16, w[2] | w[3] << 16);
   }
@@ -763,7 +792,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
    * written (programmatic dependent launch), so then tile 0's rows go first. */
   uint16_t *q_sm = (uint16_t *)(kvs_sm + 4 * SLOT * QK);
   if (p.qin) q_load(p, q_sm, t);
-  const tokinfo ti = p.tok[t];
+  const tokinfo ti = tok_of(p, t);
   if (s >= ti.nsplit) { /* this batch has fewer splits (uniform over the block) */
     asm volatile("cp.async.wait_group 0;\n" ::: "memory");
     if (p.cl) cluster_merge(p, (float *)sm, t, ti.nsplit);
@@ -785,19 +814,20 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
    * address (its page looked up) is worked out once a slot */
   const int lr = threadIdx.x / TPR, lk = threadIdx.x % TPR;
   const int32_t base_b = ti.base;
-  /* the KV row of this thread's row of a slot, or -1 past the split's end. The page table is read
-   * two slots ahead (row_a, row_b: the next two slots' rows), so its load latency hides behind a
-   * slot's copies instead of stalling the copy's issue */
-  auto row_of = [&](int slot) -> int64_t {
+  /* the KV row of this thread's row of a slot (kv_ref), -1 past the split's end. The page table is
+   * read two slots ahead (row_e, row_o: the next even and odd slot's rows), so its load latency
+   * hides behind a slot's copies instead of stalling the copy's issue; the two are not passed along
+   * (row_a = row_b), since copying a register waits for its load as using it does */
+  auto row_of = [&](int slot) -> kvref {
     const int64_t pos = ring<W>::pos(start, slot, lr);
-    if (slot >= nslots || pos >= end) return -1;
-    return kv_row(p, base_b, pos);
+    return kv_ref(p, base_b, pos, slot < nslots && pos < end);
   };
-  int64_t row_a = row_of(0), row_b = row_of(1);
-  auto load_slot = [&](int slot) { /* slots are loaded in order 0, 1, 2, ..: row_a is this one's */
+  kvref row_e = row_of(0), row_o = row_of(1);
+  auto load_slot = [&](int slot) { /* slots are loaded in order 0, 1, 2, .. (each call's parity a constant once inlined) */
+    kvref &rs = slot & 1 ? row_o : row_e;
     if (slot < nslots) {
-      const int64_t row = row_a;
-      row_a = row_b, row_b = row_of(slot + 2);
+      const int64_t row = kv_ref_row(p, rs);
+      rs = row_of(slot + 2);
       const uint8_t *src = p.kv;
       int bytes = 0;
       if (row >= 0) src = p.kv + row * RB + lk * 16, bytes = 16;
@@ -1118,7 +1148,7 @@ __global__ void __launch_bounds__(MERGE_THREADS) k_merge(fparams p) {
   __shared__ float w_sm[MERGE_THREADS], ms_sm[MERGE_THREADS], red[MERGE_THREADS / 32];
   __shared__ bool in_sm[MERGE_THREADS]; /* the split is merged (its x > MLR_EMU_SKIP_BELOW) */
   const int64_t row = blockIdx.x, t = row / p.H;
-  const int64_t ns = p.tok[t].nsplit;
+  const int64_t ns = tok_of(p, t).nsplit;
   if (ns < 2) return; /* written by k_attn */
   griddep_wait();     /* k_attn's partials */
   const int d = threadIdx.x, eb = p.raw ? MLR_EXP_2 : MLR_EXP_E;
@@ -1301,7 +1331,7 @@ static size_t attn_smem(const fparams &p) { return p.wg ? (size_t)SMEM_WG : (siz
 static unsigned attn_threads(const fparams &p, int ws) { return p.wg && ws ? (unsigned)NTHR_WSWG : (unsigned)NTHR; }
 #endif
 
-/* log2(page) for a power-of-two page (kv_row's shift), else -1 (kv_row divides) */
+/* log2(page) for a power-of-two page (kv_ref's shift), else -1 (kv_ref divides) */
 static int page_shift(int64_t page) {
   if (page < 1 || (page & (page - 1)) != 0) return -1;
   int k = 0;
@@ -1309,7 +1339,23 @@ static int page_shift(int64_t page) {
   return k;
 }
 
-/* a test override (MLAREF_FAST_WS, MLAREF_FAST_CLUSTER): "0" or "1" sets *v, anything else leaves it */
+/* tok_uniform's parameters in p (p.unq > 0) when they give each of the T tokens' entries, field for
+ * field; else p.unq = 0 (ragged batches: the kernels read p.tok) */
+static void tok_uniform_fit(const tokinfo *tok, int64_t T, const mlr_inputs *in, fparams &p) {
+  p.unq = 0;
+  const int64_t nq = in->B > 0 ? in->qo_indptr[1] - in->qo_indptr[0] : 0;
+  if (T < 1 || nq < 1 || nq > T) return;
+  const int64_t stride = in->B > 1 ? (int64_t)in->kv_indptr[1] - in->kv_indptr[0] : 0;
+  if (stride < INT32_MIN || stride > INT32_MAX) return;
+  const tokinfo u = tok[nq - 1]; /* batch 0's last token sees its full length */
+  for (int64_t t = 0; t < T; t++) {
+    const tokinfo v = tok_uniform(u, (int)nq, (int32_t)stride, t);
+    if (v.L != tok[t].L || v.nsplit != tok[t].nsplit || v.slen != tok[t].slen || v.base != tok[t].base) return;
+  }
+  p.tu = u, p.unq = (int)nq, p.ustride = (int32_t)stride;
+}
+
+/* a test override (MLAREF_FAST_WS, MLAREF_FAST_CLUSTER, MLAREF_FAST_TOKTABLE, MLAREF_FAST_QDIV): "0" or "1" sets *v, anything else leaves it */
 static void env_force(const char *name, int *v) {
   const char *e = getenv(name);
   if (e && (e[0] == '0' || e[0] == '1') && e[1] == 0) *v = e[0] == '1';
@@ -1386,17 +1432,35 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
 #if MLR_FAST_AMD
   p.qin = !p.qfp8; /* fp8 Q by k_qprep */
 #else
-  p.qin = !p.qfp8 || (p.qstatic && p.qfmt == MLR_FMT_E4M3); /* fast_cvt.h's static e4m3 quantization */
+  p.qin = !p.qfp8; /* and static e4m3 Q below */
 #endif
   p.c0 = (float)(MLR_EMU_SM_SCALE * MLR_EMU_LOG2E_D); /* softmax.exp = 2: log2 e folded into the scale */
   p.kvs = p.fnuz && !MLR_FAST_AMD ? in->kv_scale * 0.5f : in->kv_scale; /* exact: a power of two (NVIDIA reads FNUZ codes as OCP) */
   p.clamp = (float)r->softmax_clamp;
   f->qscale_static = p.static_scale = p.qfp8 ? (float)(r->q_absmax / (double)mlr_format_max((mlr_format)p.qfmt)) : 1.0f;
+#if !MLR_FAST_AMD
+  /* static e4m3 Q is quantized in k_attn by the reciprocal (fast_cvt.h) where that gives the
+   * division's codes and clamps on every bf16 code (checked here: 2^16 codes); else k_qprep divides
+   * (as for e4m3fnuz Q). MLAREF_FAST_QDIV=1 takes k_qprep anyway (tests run both). The attention
+   * kernels carry no division: with both paths in them the wgmma kernel's code was 9% larger and
+   * bs=4, kv=8192 2.5 us slower (BENCHMARKS.md, session 15). */
+  if (p.qfp8 && p.qstatic && p.qfmt == MLR_FMT_E4M3) {
+    int qdiv = 0;
+    env_force("MLAREF_FAST_QDIV", &qdiv);
+    p.qin = !qdiv && mlr__q_recip_fits(p.static_scale, &p.qrecip);
+  }
+#endif
   DALLOC(p.q, (size_t)f->nq * 2, in->q);
   DALLOC(p.qop, (size_t)f->nq * 2, NULL);
   DALLOC(p.kv, (size_t)in->N * QK * p.kvw, in->kv);
   if (in->kv_indices) DALLOC(p.kv_indices, (size_t)in->kv_indptr[B] * 4, in->kv_indices);
   DALLOC(p.tok, (size_t)T * sizeof(tokinfo), tok);
+  tok_uniform_fit(tok, T, in, p);
+  {
+    int table = 0; /* MLAREF_FAST_TOKTABLE=1: the kernels read the table even where tok_uniform fits (tests run both) */
+    env_force("MLAREF_FAST_TOKTABLE", &table);
+    if (table) p.unq = 0;
+  }
   DALLOC(p.amax, 4, NULL);
   DALLOC(p.clipped, 8, NULL);
   if (f->S > 1) {

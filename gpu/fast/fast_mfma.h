@@ -61,7 +61,7 @@ __global__ void __launch_bounds__(MF_THR) k_attn_mfma(fparams p) {
   __shared__ uint16_t lut[256];                                      /* fp8 code -> bf16 code */
   __shared__ float m_sm[16], l_sm[16], mn_sm[16], al_sm[16];
   const int t = blockIdx.x, s = blockIdx.y;
-  const tokinfo ti = p.tok[t];
+  const tokinfo ti = tok_of(p, t);
   if (s >= ti.nsplit) return; /* this batch has fewer splits (uniform over the block) */
   const int tid = threadIdx.x, wave = tid >> 6, lane = tid & 63, lr = lane & 15, lq = lane >> 4, H = p.H;
   const int64_t L = ti.L, start = (int64_t)s * ti.slen;
@@ -88,7 +88,7 @@ __global__ void __launch_bounds__(MF_THR) k_attn_mfma(fparams p) {
       const int r = k / (QK / 16), ch = k % (QK / 16);
       const int64_t pos = j0 + r;
       uint4 v = make_uint4(0u, 0u, 0u, 0u);
-      if (r < n) v = *(const uint4 *)(p.kv + kv_row(p, ti.base, pos) * QK + 16 * ch);
+      if (r < n) v = *(const uint4 *)(p.kv + kv_ref_row(p, kv_ref(p, ti.base, pos, true)) * QK + 16 * ch);
       *(uint4 *)(kv_sm + r * QK + 16 * ch) = v;
     }
     __syncthreads();

@@ -80,7 +80,7 @@ __global__ void __launch_bounds__(WG ? NTHR_WSWG : NTHR, 1) k_attn_ws(fparams p)
   if (p.qin) q_load(p, q_sm, t);
   if (threadIdx.x == 0)
     for (int k = 0; k < 3; k++) mbar_init(smem_addr(mbar + k), 128); /* the 128 loading threads' arrivals */
-  const tokinfo ti = p.tok[t];
+  const tokinfo ti = tok_of(p, t);
   if (s >= ti.nsplit) { /* this batch has fewer splits (uniform over the block) */
     asm volatile("cp.async.wait_group 0;\n" ::: "memory");
     if (p.cl) cluster_merge(p, (float *)sm, t, ti.nsplit);
@@ -96,17 +96,20 @@ __global__ void __launch_bounds__(WG ? NTHR_WSWG : NTHR, 1) k_attn_ws(fparams p)
    * issued when every PV warp has finished tile i's PV. TPR threads a row, two passes of RPP rows
    * a slot: thread TPR r + k copies chunks k, k+TPR, .. of rows r and r + RPP (the swizzle keeps
    * chunks within their group of TPR). Rows past the split's end are zero-filled (their logits are
-   * masked and their zero V adds 0 * p = 0). A tile's rows (the page table read) are worked out a
-   * tile ahead, so that load's latency hides behind a tile. ---- */
+   * masked and their zero V adds 0 * p = 0). A tile's page table entries are loaded a tile
+   * ahead and used only at its copies' issue (kv_ref), so that load's latency hides. ---- */
   const int pt = threadIdx.x - 128, lr = (pt & 127) / TPR, lk = (pt & 127) % TPR;
   const bool loader = !qkw && pt < 128; /* the first 4 PV warps copy */
   const int32_t base_b = ti.base;
-  int64_t nrow[4]; /* the next tile's rows: slot half h, pass q at 2h + q; -1 past the end */
-  auto rows_of = [&](int tile) {
+  /* the next tile's rows (kv_ref: put together at the copy's issue; kept where they load, not copied,
+   * since a copy waits for the load as a use does: with a second tile's rows copied forward, paged
+   * shapes lost half the gain, BENCHMARKS.md session 15): slot half h, pass q at 2h + q */
+  kvref nrow[4];
+  auto rows_of = [&](int tile, kvref (&r)[4]) {
 #pragma unroll
     for (int u = 0; u < 4; u++) {
       const int64_t pos = ring<W>::pos(start, 2 * tile + (u >> 1), lr) + RPP * (u & 1); /* row lr + RPP (u & 1) */
-      nrow[u] = tile < ntiles && pos < end ? kv_row(p, base_b, pos) : -1;
+      r[u] = kv_ref(p, base_b, pos, tile < ntiles && pos < end);
     }
   };
   auto issue_tile = [&](int tile) { /* tiles in order 0, 1, 2, ..: nrow holds this one's rows */
@@ -116,16 +119,17 @@ __global__ void __launch_bounds__(WG ? NTHR_WSWG : NTHR, 1) k_attn_ws(fparams p)
       const int r = lr + RPP * (u & 1);
       const uint8_t *src = p.kv;
       int bytes = 0;
-      if (nrow[u] >= 0) src = p.kv + nrow[u] * RB + lk * 16, bytes = 16;
+      const int64_t row = kv_ref_row(p, nrow[u]);
+      if (row >= 0) src = p.kv + row * RB + lk * 16, bytes = 16;
       const uint32_t dst = ring<W>::at(kvs_sm, 2 * tile + (u >> 1), r, lk);
 #pragma unroll
       for (int k = 0; k < RB / 16 / TPR; k++) cp_async16(dst + 16 * TPR * k, src + (bytes ? 16 * TPR * k : 0), bytes);
     }
     cp_mbar_arrive(smem_addr(mbar + tile % 3));
-    rows_of(tile + 1);
+    rows_of(tile + 1, nrow);
   };
   auto wait_tile = [&](int tile) { mbar_wait(smem_addr(mbar + tile % 3), (uint32_t)(tile / 3) & 1u); };
-  if (loader) rows_of(0), issue_tile(0);
+  if (loader) rows_of(0, nrow), issue_tile(0);
 
   /* The ldmatrix addresses: tile i's half h (rows SR h ..) is slot (2i + h) % NSLOT; within a
    * slot, an address is a lane constant plus a compile-time offset, because the swizzle xors a
@@ -300,8 +304,8 @@ __global__ void __launch_bounds__(WG ? NTHR_WSWG : NTHR, 1) k_attn_ws(fparams p)
   const int pw = warp - 4;
   __syncthreads(); /* (q) */
   if (ntiles > 0) wait_tile(0); /* tile 1 issued when tile 0 has landed: issued with it, they shared the bandwidth and tile 0 landed late */
-  issue_tile(1);
-  issue_tile(2);
+#pragma unroll 1
+  for (int i = 1; i <= 2; i++) issue_tile(i); /* one copy of issue_tile's code, not two (a block's start fetches it) */
   /* the accumulators, 4 NA n-tiles of 8 columns: fp8 [32-column group a][16-column half][even/odd],
    * bf16 n-tile 4a + 2 h2 + e = columns PVC pw + 8 (4a + 2 h2 + e) .. (the stores after the loop) */
   float acc[NA][2][2][4] = {};

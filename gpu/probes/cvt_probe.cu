@@ -8,7 +8,9 @@
 //     mlr__q_static_e4m3x2_codes, which the wgmma recipe takes as they are, widened exactly) against
 //     mlr__emu_q_code(.., s, E4M3, 0, ..) then decoded, on all 2^16 bf16 codes for the seeds' scale
 //     fp32(6/448) and scales from 2^-20 to 2^20 with random significands (values and the clamp's
-//     count; NaN as NaN);
+//     count; NaN as NaN), for each scale where the host's exhaustive check mlr__q_recip_fits passes
+//     (the plan's test: the kernels then quantize by the reciprocal, mlr__q_div_recip; the others
+//     are counted and left to k_qprep's division);
 //   mlr__f16x2_e4m3x2 (the wgmma recipe's Q codes from k_qprep's fp16 operands, the dynamic policy) on all 2^16 pairs of e4m3
 //     codes given as fp16 codes of their values: the same values back (NaN as NaN).
 // Prints the counts; exits 1 on any difference. Build: nvcc -arch=sm_90 -fmad=false -ftz=false
@@ -37,7 +39,7 @@ __global__ void out_probe(unsigned long long *bad, unsigned long long *first) {
 
 __device__ int same_value(float got, float want) { return isnan(want) ? isnan(got) : mlr_f32_bits(got) == mlr_f32_bits(want); }
 
-__global__ void operand_probe(const float *scales, unsigned long long *bad, unsigned long long *first) {
+__global__ void operand_probe(const float *scales, const float *recips, unsigned long long *bad, unsigned long long *first) {
   const uint32_t c = blockIdx.x * blockDim.x + threadIdx.x; /* 2^16 threads: bf16 code c, paired with c ^ 0x8000 */
   const uint32_t pair = c | (c ^ 0x8000u) << 16;
   const uint32_t h = mlr__bf16x2_f16x2(pair);
@@ -45,12 +47,14 @@ __global__ void operand_probe(const float *scales, unsigned long long *bad, unsi
     const float x = mlr_bits_f32((pair >> 16 * k) << 16);
     if (!same_value(mlr_decode(MLR_FMT_FP16, h >> 16 * k & 0xFFFFu), mlr__emu_to_operand(x, MLR_OP_FP16))) bad_at(bad, first, c);
   }
-  for (int si = 0; si < NSCALE; si++) {
+  for (int si = 0; si < NSCALE; si++) { /* the scales whose reciprocal fits */
+    const float sc = scales[si], r = recips[si];
+    if (r == 0.0f) continue;
     int clipped = 0, want_clipped = 0;
-    const uint32_t q = mlr__q_static_e4m3x2(pair, scales[si], &clipped);
+    const uint32_t q = mlr__q_static_e4m3x2(pair, sc, r, &clipped);
     for (int k = 0; k < 2; k++) {
       int cl;
-      const uint8_t code = mlr__emu_q_code((uint16_t)(pair >> 16 * k), scales[si], MLR_FMT_E4M3, 0, &cl);
+      const uint8_t code = mlr__emu_q_code((uint16_t)(pair >> 16 * k), sc, MLR_FMT_E4M3, 0, &cl);
       want_clipped += cl;
       if (!same_value(mlr_decode(MLR_FMT_FP16, q >> 16 * k & 0xFFFFu), mlr_decode(MLR_FMT_E4M3, code)))
         bad_at(bad + 1, first + 1, (unsigned long long)si << 16 | c);
@@ -65,31 +69,40 @@ __global__ void operand_probe(const float *scales, unsigned long long *bad, unsi
 }
 
 int main(void) {
-  float hs[NSCALE], *ds;
+  float hs[NSCALE], hr[NSCALE], *ds;
   hs[0] = 6.0f / 448.0f; /* the seeds' static scale: absmax 6 */
   uint32_t z = 0x9E3779B9u;
   for (int k = 1; k < NSCALE; k++) { /* 2^e with a random significand, e from -20 to 20 */
     z = z * 1664525u + 1013904223u;
     hs[k] = mlr_bits_f32((uint32_t)(127 - 20 + (k * 41) / NSCALE) << 23 | (z >> 9));
   }
+  int nfit = 0;
+  for (int k = 0; k < NSCALE; k++) {
+    if (!mlr__q_recip_fits(hs[k], &hr[k])) hr[k] = 0.0f;
+    nfit += hr[k] != 0.0f;
+  }
   unsigned long long *d, h[8];
-  MLR_GPU_CHECK(hipMalloc((void **)&ds, sizeof hs));
+  MLR_GPU_CHECK(hipMalloc((void **)&ds, sizeof hs + sizeof hr));
   MLR_GPU_CHECK(hipMemcpy(ds, hs, sizeof hs, hipMemcpyHostToDevice));
+  MLR_GPU_CHECK(hipMemcpy(ds + NSCALE, hr, sizeof hr, hipMemcpyHostToDevice));
   MLR_GPU_CHECK(hipMalloc((void **)&d, 8 * sizeof *d));
   MLR_GPU_CHECK(hipMemset(d, 0, 4 * sizeof *d));
   MLR_GPU_CHECK(hipMemset(d + 4, 0xFF, 4 * sizeof *d));
   out_probe<<<132 * 16, 256>>>(d, d + 4);
-  operand_probe<<<256, 256>>>(ds, d + 1, d + 5);
+  operand_probe<<<256, 256>>>(ds, ds + NSCALE, d + 1, d + 5);
   MLR_GPU_CHECK(hipGetLastError());
   MLR_GPU_CHECK(hipMemcpy(h, d, sizeof h, hipMemcpyDeviceToHost));
   printf("mlr__out_bf16x2 (cvt.rn.bf16x2.f32) vs mlr__emu_out_code(bf16), all 2^32 binary32 (and their negations): %llu differ", h[0]);
   if (h[0]) printf(" (first 0x%08llx)", h[4]);
   printf("\nmlr__bf16x2_f16x2 vs mlr__emu_to_operand(fp16), all 2^16 bf16 codes: %llu differ", h[1]);
   if (h[1]) printf(" (first 0x%04llx)", h[5]);
-  printf("\nmlr__q_static_e4m3x2 vs mlr__emu_q_code(e4m3, static), all 2^16 bf16 codes x %d scales: %llu differ", NSCALE, h[2]);
+  printf("\nmlr__q_static_e4m3x2 (by the reciprocal) vs mlr__emu_q_code(e4m3, static), all 2^16 bf16 codes x the %d of %d scales "
+         "whose reciprocal fits (the seeds' %s): %llu differ",
+         nfit, NSCALE, hr[0] != 0.0f ? "among them" : "not among them", h[2]);
   if (h[2]) printf(" (first scale %llu code 0x%04llx)", h[6] >> 16, h[6] & 0xFFFF);
   printf("\nmlr__f16x2_e4m3x2 (cvt.rn.satfinite.e4m3x2.f16x2) of e4m3 values as fp16, all 2^16 pairs of e4m3 codes: %llu differ", h[3]);
   if (h[3]) printf(" (first 0x%04llx)", h[7]);
   printf("\n");
-  return h[0] || h[1] || h[2] || h[3] ? 1 : 0;
+  if (!nfit) printf("no scale's reciprocal fits: the reciprocal quantization went unchecked\n");
+  return h[0] || h[1] || h[2] || h[3] || !nfit ? 1 : 0;
 }
