@@ -1442,8 +1442,8 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
   /* static e4m3 Q is quantized in k_attn by the reciprocal (fast_cvt.h) where that gives the
    * division's codes and clamps on every bf16 code (checked here: 2^16 codes); else k_qprep divides
    * (as for e4m3fnuz Q). MLAREF_FAST_QDIV=1 takes k_qprep anyway (tests run both). The attention
-   * kernels carry no division: with both paths in them the wgmma kernel's code was 9% larger and
-   * bs=4, kv=8192 2.5 us slower (BENCHMARKS.md, session 15). */
+   * kernels carry no division: the build with both paths in them had 9% more code in the wgmma
+   * kernel than the one without and was 2.5 us slower at bs=4, kv=8192 (BENCHMARKS.md, session 15). */
   if (p.qfp8 && p.qstatic && p.qfmt == MLR_FMT_E4M3) {
     int qdiv = 0;
     env_force("MLAREF_FAST_QDIV", &qdiv);
