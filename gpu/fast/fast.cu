@@ -1429,11 +1429,7 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
   p.qfp8 = r->q_format != MLR_Q_BF16, p.qfmt = r->q_format == MLR_Q_E4M3FNUZ ? MLR_FMT_E4M3FNUZ : MLR_FMT_E4M3;
   p.qstatic = r->q_scale == MLR_QS_STATIC, f->dyn = p.qfp8 && !p.qstatic;
   p.raw = !r->partial_normalized; /* the fit: the NVIDIA recipes' raw partials, the AMD ones' normalized */
-#if MLR_FAST_AMD
-  p.qin = !p.qfp8; /* fp8 Q by k_qprep */
-#else
-  p.qin = !p.qfp8; /* and static e4m3 Q below */
-#endif
+  p.qin = !p.qfp8; /* fp8 Q by k_qprep; on NVIDIA static e4m3 Q may be made in k_attn (below) */
   p.c0 = (float)(MLR_EMU_SM_SCALE * MLR_EMU_LOG2E_D); /* softmax.exp = 2: log2 e folded into the scale */
   p.kvs = p.fnuz && !MLR_FAST_AMD ? in->kv_scale * 0.5f : in->kv_scale; /* exact: a power of two (NVIDIA reads FNUZ codes as OCP) */
   p.clamp = (float)r->softmax_clamp;

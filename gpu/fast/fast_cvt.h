@@ -47,18 +47,16 @@ __host__ __device__ __forceinline__ float mlr__q_div_recip(float q, float s, flo
 }
 /* 1 when mlr__q_div_recip(q, s, r) with r = fp32(1 / s) clamps and rounds to mlr__emu_q_code(q, s,
  * E4M3, 0, ..)'s code and clamp on all 2^16 bf16 codes q (so on every Q the static policy can be
- * given), else 0 (k_qprep divides instead); *r: that r. The e4m3 encoder is the one the division's
- * result is checked against, so equal codes mean equal outputs. */
+ * given), else 0 (k_qprep divides instead); *r: that r. Both quotients go through the model's own
+ * clamp and cast (mlr__emu_q_code_of), so only the quotient differs; the kernel's clamp and cast
+ * by cvt.rn.satfinite is checked against them by gpu/probes/cvt_probe.cu. */
 static inline int mlr__q_recip_fits(float s, float *r) {
   *r = 1.0f / s;
   if (!(s > 0.0f) || isinf(s) || isinf(*r) || *r == 0.0f) return 0;
   for (uint32_t c = 0; c < 0x10000u; c++) {
-    int cl_div = 0;
+    int cl_div = 0, cl = 0;
     const uint8_t want = mlr__emu_q_code((uint16_t)c, s, MLR_FMT_E4M3, 0, &cl_div);
-    float v = mlr__q_div_recip(mlr_bits_f32(c << 16), s, *r);
-    const int cl = fabsf(v) > 448.0f;
-    if (cl) v = v > 0 ? 448.0f : -448.0f;
-    const uint8_t got = (uint8_t)mlr__encode_f32_rne(v, MLR_FMT_E4M3, MLR_OVF_NONSAT);
+    const uint8_t got = mlr__emu_q_code_of(mlr__q_div_recip(mlr_bits_f32(c << 16), s, *r), MLR_FMT_E4M3, &cl);
     if (cl != cl_div || (got != want && !(mlr_is_nan(MLR_FMT_E4M3, got) && mlr_is_nan(MLR_FMT_E4M3, want)))) return 0;
   }
   return 1;

@@ -96,16 +96,21 @@ MLR_HD static inline uint16_t mlr__emu_out_code(float v, int out_format) {
   return (uint16_t)mlr__encode_f32_rne(v, out_format == MLR_OUT_FP16 ? MLR_FMT_FP16 : MLR_FMT_BF16, MLR_OVF_NONSAT);
 }
 
+/* one Q element's last steps, on its unclamped quotient x: clamped to the format's max (*clipped
+ * set to 1 when the clamp changed it) and cast (nearest even): the code (mlr__emu_q_code's; the
+ * fast kernel's plan checks another way of computing x through it, gpu/fast/fast_cvt.h) */
+MLR_HD static inline uint8_t mlr__emu_q_code_of(float x, mlr_format f8, int *clipped) {
+  const float fmax = mlr_format_max(f8);
+  *clipped = fabsf(x) > fmax;
+  if (*clipped) x = x > 0 ? fmax : -fmax;
+  return (uint8_t)mlr__encode_f32_rne(x, f8, MLR_OVF_NONSAT);
+}
 /* one Q element quantized with scale s (mlr_emulate.h, "Q"): the dynamic policies use the task's
  * bf16 arithmetic (mlr_task_quant_unclamped); the static one divides in binary32, as (q / scale)
  * does for a bf16 tensor and a float32 tensor (type promotion), then clamps to the format's max
  * (*clipped set to 1 when the clamp changed it) and casts (nearest even): the code */
 MLR_HD static inline uint8_t mlr__emu_q_code(uint16_t q, float s, mlr_format f8, int task_arith, int *clipped) {
-  const float fmax = mlr_format_max(f8);
-  float x = task_arith ? mlr_task_quant_unclamped(q, s) : mlr_bits_f32((uint32_t)q << 16) / s;
-  *clipped = fabsf(x) > fmax;
-  if (*clipped) x = x > 0 ? fmax : -fmax;
-  return (uint8_t)mlr__encode_f32_rne(x, f8, MLR_OVF_NONSAT);
+  return mlr__emu_q_code_of(task_arith ? mlr_task_quant_unclamped(q, s) : mlr_bits_f32((uint32_t)q << 16) / s, f8, clipped);
 }
 /* the same as a value */
 MLR_HD static inline float mlr__emu_q_quant(uint16_t q, float s, mlr_format f8, int task_arith, int *clipped) {
