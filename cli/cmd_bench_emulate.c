@@ -70,7 +70,7 @@ int mlr_bench_emulate(int argc, char **argv) {
     double best = 1e30;
     for (uint64_t r = 0; r < reps; r++) {
       mlr_emu_result res;
-      mlr_emu_opts o = {threads, 0, MLR_FAULT_NONE};
+      mlr_emu_opts o = {threads, 0, MLR_FAULT_NONE, 0};
       const double t0 = mlr_cli_now();
       st = mlr_emulate(&rs[k], &in, &o, &res, &err);
       const double dt = mlr_cli_now() - t0;

@@ -224,7 +224,7 @@ int mlr_cmd_check(int argc, char **argv) {
     rc = mlr_cli_usage_error(cmd, "%s: tensor 'o' must be [%lld, %lld, 512] for these inputs", output, (long long)in.T, (long long)in.H);
     goto done;
   }
-  mlr_emu_opts o = {threads, 0, MLR_FAULT_NONE};
+  mlr_emu_opts o = {threads, 0, MLR_FAULT_NONE, 0};
   mlr_status st = mlr_emulate(&r, &in, &o, &res, &err);
   if (st != MLR_OK) {
     rc = st == MLR_EINVAL ? mlr_cli_usage_error(cmd, "%s with %s: %s", recipe, inputs, err.msg) : (fprintf(stderr, "mlaref check: %s\n", err.msg), MLR_EXIT_FAIL);

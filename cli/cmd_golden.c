@@ -56,7 +56,7 @@ static double gpu_kernel_ms;  /* their kernel time, summed */
 static int run_cell(const char *cmd, const mlr_recipe *r, const cellin *c, outcome *out) {
   memset(out, 0, sizeof *out);
   mlr_error err = {""};
-  mlr_emu_opts o = {0, 0, MLR_FAULT_NONE};
+  mlr_emu_opts o = {0, 0, MLR_FAULT_NONE, 0};
   mlr_recipe_hash(r, out->recipe_sha);
   if (mlr_emu_check_fit(r, &c->in, &err) == MLR_EINVAL) return MLR_EXIT_OK; /* does not fit: no row */
   mlr_gpu_timing tm = {0, 0, 0, 0, 0, 0};

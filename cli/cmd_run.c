@@ -77,7 +77,7 @@ static mlr_status fast_run(const mlr_recipe *r, const mlr_inputs *in, mlr_emu_re
 static int run_main(const char *cmd, int argc, char **argv, int gpu) {
   const char *recipe = NULL, *inputs = NULL, *out = NULL, *kernel = NULL, *sets[64];
   int nsets = 0, allow = 0;
-  mlr_emu_opts opts = {0, 0, MLR_FAULT_NONE};
+  mlr_emu_opts opts = {0, 0, MLR_FAULT_NONE, 0};
   int rc = MLR_EXIT_OK;
   for (int i = 0; i < argc && rc == MLR_EXIT_OK; i++) {
     const char *v;

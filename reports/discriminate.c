@@ -27,7 +27,7 @@ mlr_status mlr_disc_wrong_output(int k, const mlr_recipe *r, const mlr_inputs *i
   uint16_t *o = malloc((size_t)(n > 0 ? n : 1) * 2);
   if (!o) return mlr_error_set(err, MLR_ENOMEM, "out of memory for a wrong kernel's output");
   if (FAULT[k]) {
-    mlr_emu_opts opts = {0, 0, FAULT[k]};
+    mlr_emu_opts opts = {0, 0, FAULT[k], 0};
     mlr_emu_result res;
     const mlr_status st = mlr_emulate(r, in, &opts, &res, err);
     if (st != MLR_OK) {
@@ -80,7 +80,7 @@ mlr_status mlr_disc_table(const mlr_recipe *r, const mlr_inputs *in, const doubl
   memset(caught, 0, sizeof(int) * MLR_DISC_WRONG * MLR_DISC_RULES);
   *model_ok = 0;
   const int64_t n = in->T * in->H * DV;
-  mlr_emu_opts opts = {threads, 0, MLR_FAULT_NONE};
+  mlr_emu_opts opts = {threads, 0, MLR_FAULT_NONE, 0};
   mlr_emu_result model;
   mlr_status st = mlr_emulate(r, in, &opts, &model, err);
   if (st != MLR_OK) return st;

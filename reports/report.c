@@ -166,7 +166,7 @@ static mlr_status run_shape(const mlr_suite_cell *sc, const char *suite, const v
       continue;
     }
     c->applicable = 1;
-    mlr_emu_opts opts = {threads, 0, MLR_FAULT_NONE};
+    mlr_emu_opts opts = {threads, 0, MLR_FAULT_NONE, 0};
     mlr_emu_result res;
     if ((st = mlr_emulate(r, &in, &opts, &res, err)) != MLR_OK) break;
     mlr_sha256_hex(res.o, mlr_emu_o_bytes(&res), c->o_sha);

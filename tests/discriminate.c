@@ -51,7 +51,7 @@ static void cell_free(cell *c) {
 }
 
 static void emulate(const mlr_recipe *r, const mlr_inputs *in, int fault, mlr_emu_result *res) {
-  mlr_emu_opts o = {0, 0, fault};
+  mlr_emu_opts o = {0, 0, fault, 0};
   mlr_error err = {""};
   cr_assert_eq(mlr_emulate(r, in, &o, res, &err), MLR_OK, "%s: %s", r->name, err.msg);
 }

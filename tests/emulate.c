@@ -252,8 +252,9 @@ static void recipe_of(const char *name, const char *sets, mlr_recipe *r) {
  * 0..31, 32..39, three empty), and split variants: two splits, AITER's rule with 5 splits of 16
  * tokens (global-max merge, two empty splits) and 3 splits (running-max merge); and "mid" and
  * "wide" variants (8 tokens) whose logits spread over 20 and 80 and whose Q rows span 2^-40 or
- * 2^-120 .. 24, so that the exact dots use the 128-bit fixed point and the long accumulator
- * rather than binary64 (checked once with a trace: every path is taken). */
+ * 2^-120 .. 24, so that the exact dots use two binary64 chains (mid) and the long accumulator
+ * (wide) rather than one chain, and with no_x2 the 128-bit fixed point instead of two chains
+ * (checked once with a trace, session 16: every path is taken, each of QK's and PV's). */
 Test(emulate, builtins_match_the_independent_derivation) {
   FILE *f = fopen(MLAREF_SOURCE_DIR "/tests/data/emulate_kats.txt", "r");
   cr_assert(f != NULL);
@@ -264,23 +265,28 @@ Test(emulate, builtins_match_the_independent_derivation) {
     mlr_recipe r;
     recipe_of(name, sets, &r);
     tiny_make(&t, L, strcmp(variant, "mid") == 0 ? 1 : strcmp(variant, "wide") == 0 ? 2 : 0);
-    mlr_emu_result res;
+    mlr_emu_result res[2];
     mlr_error err = {""};
-    mlr_emu_opts o = {1, 0, MLR_FAULT_NONE};
-    cr_assert_eq(mlr_emulate(&r, &t.in, &o, &res, &err), MLR_OK, "%s: %s", name, err.msg);
+    for (int nx = 0; nx < 2; nx++) { /* the fastest exact paths, then without the two-chain sums */
+      mlr_emu_opts o = {1, 0, MLR_FAULT_NONE, nx};
+      cr_assert_eq(mlr_emulate(&r, &t.in, &o, &res[nx], &err), MLR_OK, "%s: %s", name, err.msg);
+    }
     for (int h = 0; h < 16; h++) {
       unsigned want[6];
       cr_assert_eq(fscanf(f, " %x,%x,%x,%x,%x,%x", &want[0], &want[1], &want[2], &want[3], &want[4], &want[5]), 6);
-      const uint16_t *o16 = (const uint16_t *)res.o + h * DV;
-      unsigned maxrest = 0;
-      for (int d = 4; d < DV; d++) maxrest = o16[d] > maxrest ? o16[d] : maxrest;
-      for (int d = 0; d < 4; d++)
-        cr_assert_eq(o16[d], want[d], "%s %s L=%d head %d o[%d]: model 0x%04x, derivation 0x%04x", name, sets, L, h, d, o16[d], want[d]);
-      cr_assert_eq(maxrest, want[4], "%s L=%d head %d: o[4..511]", name, L, h);
-      cr_assert_eq(mlr_f32_bits(res.lse[h]), want[5], "%s %s L=%d head %d lse: model %a, derivation %a", name, sets, L, h,
-                   (double)res.lse[h], (double)mlr_bits_f32(want[5]));
+      for (int nx = 0; nx < 2; nx++) {
+        const uint16_t *o16 = (const uint16_t *)res[nx].o + h * DV;
+        unsigned maxrest = 0;
+        for (int d = 4; d < DV; d++) maxrest = o16[d] > maxrest ? o16[d] : maxrest;
+        for (int d = 0; d < 4; d++)
+          cr_assert_eq(o16[d], want[d], "%s %s L=%d (no_x2 %d) head %d o[%d]: model 0x%04x, derivation 0x%04x", name, sets, L, nx, h, d,
+                       o16[d], want[d]);
+        cr_assert_eq(maxrest, want[4], "%s L=%d (no_x2 %d) head %d: o[4..511]", name, L, nx, h);
+        cr_assert_eq(mlr_f32_bits(res[nx].lse[h]), want[5], "%s %s L=%d (no_x2 %d) head %d lse: model %a, derivation %a", name, sets, L,
+                     nx, h, (double)res[nx].lse[h], (double)mlr_bits_f32(want[5]));
+      }
     }
-    mlr_emu_result_free(&res);
+    mlr_emu_result_free(&res[0]), mlr_emu_result_free(&res[1]);
     cases++;
   }
   fclose(f);
@@ -313,13 +319,45 @@ Test(emulate, one_token_by_hand) {
 static void run_ok(const char *name, const char *sets, const mlr_inputs *in, int threads, int partials, mlr_emu_result *res) {
   mlr_recipe r;
   recipe_of(name, sets, &r);
-  mlr_emu_opts o = {threads, partials, MLR_FAULT_NONE};
+  mlr_emu_opts o = {threads, partials, MLR_FAULT_NONE, 0};
   mlr_error err = {""};
   cr_assert_eq(mlr_emulate(&r, in, &o, res, &err), MLR_OK, "%s: %s", name, err.msg);
 }
 
 static const char *const BUILTINS[] = {"triton-fp8-single", "triton-fp8-split", "aiter-a8w8-ps", "aiter-a16w8-ps",
                                        "aiter-bf16-np", "torch-bmm-bf16", "aiter-test-ref", "fp32-seq"};
+
+/* The exact dots' two-binary64-chain sums (qk_split, EX_F64X2) give the bits of the 128-bit fixed
+ * point and the long accumulator they replace (mlr_emu_opts.no_x2 turns them off): every built-in
+ * and fp32-seq with both dots exact, on fp8 (OCP and FNUZ) and bf16 KV (the recipes that fit it),
+ * ragged, paged, q_len 2.
+ * Checked once with a trace (session 16): the bf16 recipes and the exact fp32-seq take both
+ * two-chain paths on the fp8 cells. */
+Test(emulate, two_chain_sums_change_no_bit, .timeout = 300) {
+  static const char *const specs[] = {"bs=2,kv=600,seed=3", "lens=1:70:300:33,q=2,page=16,seed=5", "bs=2,kv=500,fmt=e4m3fnuz,seed=11",
+                                      "lens=9:200:65,fmt=bf16,seed=7"};
+  for (size_t i = 0; i < sizeof specs / sizeof *specs; i++) {
+    static gen g;
+    gen_make(&g, specs[i]);
+    for (size_t k = 0; k <= sizeof BUILTINS / sizeof *BUILTINS; k++) {
+      const char *name = k < sizeof BUILTINS / sizeof *BUILTINS ? BUILTINS[k] : "fp32-seq";
+      const char *sets = k < sizeof BUILTINS / sizeof *BUILTINS ? "-" : "qk.dot=exact;pv.dot=exact";
+      mlr_recipe r;
+      recipe_of(name, sets, &r);
+      mlr_emu_result a, b;
+      mlr_error err = {""};
+      if (mlr_emu_check_fit(&r, &g.in, &err) != MLR_OK) continue; /* fp8 operands on bf16 KV */
+      mlr_emu_opts oa = {2, 1, MLR_FAULT_NONE, 0}, ob = {2, 1, MLR_FAULT_NONE, 1};
+      cr_assert_eq(mlr_emulate(&r, &g.in, &oa, &a, &err), MLR_OK, "%s: %s", name, err.msg);
+      cr_assert_eq(mlr_emulate(&r, &g.in, &ob, &b, &err), MLR_OK, "%s: %s", name, err.msg);
+      cr_assert(memcmp(a.o, b.o, mlr_emu_o_bytes(&a)) == 0, "%s %s on %s: o differs with no_x2", name, sets, specs[i]);
+      cr_assert(memcmp(a.lse, b.lse, (size_t)(a.T * a.H) * 4) == 0, "%s %s on %s: lse differs with no_x2", name, sets, specs[i]);
+      cr_assert(memcmp(a.part_o, b.part_o, (size_t)(a.T * a.H * a.S * DV) * 4) == 0, "%s %s on %s: partials differ", name, sets, specs[i]);
+      mlr_emu_result_free(&a), mlr_emu_result_free(&b);
+    }
+    mlr_tf_free(&g.tf);
+  }
+}
 
 Test(emulate, same_bits_with_1_2_and_16_threads, .timeout = 300) {
   static gen g;

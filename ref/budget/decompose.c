@@ -37,7 +37,7 @@ static double l2(const double *a, const double *b, int64_t n) {
 }
 
 mlr_status mlr_budget_model(const mlr_recipe *r, const mlr_inputs *in, int threads, double *o, int64_t *clipped, mlr_error *err) {
-  mlr_emu_opts opts = {threads, 0, 0};
+  mlr_emu_opts opts = {threads, 0, 0, 0};
   mlr_emu_result res;
   mlr_status st = mlr_emulate(r, in, &opts, &res, err);
   if (st != MLR_OK) return st;

@@ -42,8 +42,10 @@ typedef struct emu {
   float *qT;          /* [T][576][H] Q operand values */
   int *qlsb, *qtop;   /* [T*H] range of each Q row (exact QK, general), qtop = INT_MAX if not finite */
   int vlsb, vtop;     /* range of every finite PV operand value of V (exact PV, general) */
+  int klsb, ktop;     /* ... and of K (exact QK, general: the split of Q for two binary64 chains) */
   float *c;           /* [T*H] logit scale */
   int qk_fast, pv_fast, qk_x, pv_x; /* exact dots: in binary64 (fast) or the long accumulator */
+  int x2;                           /* exact dots may sum in two binary64 chains (not opts->no_x2) */
   int exp_sm, exp_lse;              /* exp of the softmax's units, and of the lse base */
   const uint32_t *ex2;              /* the exp2 unit's table (softmax.exp_unit), or NULL: exact */
   float clamp, kvs;
@@ -56,23 +58,26 @@ typedef struct scratch {
   float *s, *p, *pp; /* [H][cap]: logits, fp32 p, P operand */
   float *kop, *vop;  /* [TOKCHUNK][576], [VCHUNK][512] */
   float *acc, *pva;  /* [H][512] */
-  double *pvd;       /* [H][512] (pv_fast) */
+  double *pvd, *pvl; /* [H][512] (pv_fast; EX_F64X2: pvd the high chain, pvl the low) */
   mlr_xacc *pvx;     /* [H][512] (exact PV, general: the long accumulator) */
   mlr_i128 *pvi;     /* [H][512] (exact PV, general: the 128-bit fixed point) */
   int *pvmode;       /* [H][2]: how head h sums this block (EX_*), and the fixed point's unit */
   int64_t *psm, *vsm; /* P [H][cap] and a V chunk [VCHUNK][512] as odd significands ... */
   int *pse, *vse;     /* ... and exponents (mlr_f32_split), for the fixed point */
+  float *pph, *ppl;   /* P [H][cap] split at 2^s (EX_F64X2): P = pph + ppl exactly */
   mlr_xacc *qkx;     /* [TOKCHUNK][H] (exact QK, general) */
   float *qa, *qr;    /* [TOKCHUNK][H]: QK results, the rope chain of nope_rope */
-  double *qd;        /* [TOKCHUNK][H]: exact fp8 QK in binary64 */
+  double *qd, *qd2;  /* [TOKCHUNK][H]: exact fp8 QK in binary64; exact QK in two chains, the low one */
+  float *qh, *ql;    /* [576][H] Q split at 2^s a head (exact QK in two binary64 chains: Q = qh + ql exactly) */
   double *msc, *mS;    /* mma dots: per lane ([max(H, 512)]) 2^(F-E) and the cut sum */
   int *qme, *vme, *mE; /* [576][H] Q's and [VCHUNK][512] V's unit exponents, [max(H, 512)] the blocks' E */
   float *m, *l, *alpha, *part, *lse, *pm, *pl; /* [H], part [H][512] */
 } scratch;
 
 static void scratch_free(scratch *w) {
-  free(w->s), free(w->p), free(w->pp), free(w->kop), free(w->vop), free(w->acc), free(w->pva), free(w->pvd);
-  free(w->pvx), free(w->pvi), free(w->pvmode), free(w->psm), free(w->vsm), free(w->pse), free(w->vse), free(w->qkx), free(w->qa), free(w->qr), free(w->qd), free(w->m), free(w->l), free(w->alpha), free(w->part), free(w->lse), free(w->pm), free(w->pl);
+  free(w->s), free(w->p), free(w->pp), free(w->kop), free(w->vop), free(w->acc), free(w->pva), free(w->pvd), free(w->pvl);
+  free(w->pph), free(w->ppl);
+  free(w->pvx), free(w->pvi), free(w->pvmode), free(w->psm), free(w->vsm), free(w->pse), free(w->vse), free(w->qkx), free(w->qa), free(w->qr), free(w->qd), free(w->qd2), free(w->qh), free(w->ql), free(w->m), free(w->l), free(w->alpha), free(w->part), free(w->lse), free(w->pm), free(w->pl);
   free(w->msc), free(w->mS), free(w->qme), free(w->vme), free(w->mE);
 }
 
@@ -97,8 +102,12 @@ static int scratch_alloc(scratch *w, const emu *e) {
   if (e->pv_x) ok = ok && (w->pvx = malloc(H * DV * sizeof(mlr_xacc))) && (w->pvi = malloc(H * DV * sizeof(mlr_i128))) &&
                     (w->pvmode = malloc(2 * H * sizeof(int))) &&
                     (w->psm = malloc(H * cap * sizeof(int64_t))) && (w->pse = malloc(H * cap * sizeof(int))) &&
-                    (w->vsm = malloc(VCHUNK * DV * sizeof(int64_t))) && (w->vse = malloc(VCHUNK * DV * sizeof(int)));
-  if (e->qk_x) ok = ok && (w->qkx = malloc(TOKCHUNK * H * sizeof(mlr_xacc)));
+                    (w->vsm = malloc(VCHUNK * DV * sizeof(int64_t))) && (w->vse = malloc(VCHUNK * DV * sizeof(int))) &&
+                    (w->pvl = malloc(H * DV * sizeof(double))) && (w->pph = malloc(H * cap * sizeof(float))) &&
+                    (w->ppl = malloc(H * cap * sizeof(float)));
+  if (e->qk_x)
+    ok = ok && (w->qkx = malloc(TOKCHUNK * H * sizeof(mlr_xacc))) && (w->qd2 = malloc(TOKCHUNK * H * sizeof(double))) &&
+         (w->qh = malloc(H * QK * sizeof(float))) && (w->ql = malloc(H * QK * sizeof(float)));
   const size_t lanes = H > DV ? H : DV;
   if (MLR_DOT_IS_MMA(e->r->qk_dot) || MLR_DOT_IS_MMA(e->r->pv_dot))
     ok = ok && (w->msc = malloc(lanes * sizeof(double))) && (w->mS = malloc(lanes * sizeof(double))) && (w->mE = malloc(lanes * sizeof(int)));
@@ -132,8 +141,10 @@ EMU_CLONES static void qk_seq(const float *q, const float *kop, int64_t H, int i
     }
 }
 
-/* fp8 x fp8 products are multiples of 2^-20 below 2^18, and 576 of them sum below 2^46 units:
- * every partial sum is exact in binary64, in any order */
+/* a[c][h] += the QK dots in binary64, fma a term. Exact for fp8 x fp8 (qk_fast: products are
+ * multiples of 2^-20 below 2^18, and 576 of them sum below 2^46 units: every partial sum is exact
+ * in binary64, in any order), where the ranges pass mlr_f64_fits (all_f64), and for each chain of
+ * qk_split's halves */
 EMU_CLONES static void qk_exact_f64(const float *q, const float *kop, int64_t H, double *a) {
   for (int i = 0; i < QK; i++)
     for (int c = 0; c < TOKCHUNK; c++) {
@@ -167,6 +178,31 @@ static float exact_dot(const float *a, int64_t sa, const float *b, int64_t sb, i
   return mlr_xacc_round_f32(x);
 }
 
+/* Query token t's Q rows split for exact dots in two binary64 chains (mlr_f64x2_fits): for each
+ * head, with K's range over every finite K operand (so one split serves every K row: a row's
+ * narrower range only lowers both chains' partial sums), qh + ql = Q exactly, each a binary32
+ * value (qh: Q's bits from 2^s up, a carry of the rounding making a power of two; ql: a multiple of
+ * Q's lsb of at most 2^(s-1), so at most 2^24 of those units; s <= Q's top). A zero row splits into
+ * zeros. 0 when some head's row is not finite or its ranges do not fit: exact_dot then. */
+static int qk_split(const emu *e, scratch *w, int64_t t) {
+  const int64_t H = e->H;
+  const float *q = e->qT + t * QK * H;
+  if (e->klsb > e->ktop) return 0;
+  for (int64_t h = 0; h < H; h++) {
+    const int lsb = e->qlsb[t * H + h], top = e->qtop[t * H + h];
+    int sh = 0;
+    if (top == INT_MAX) return 0;
+    if (lsb <= top && !mlr_f64x2_fits(lsb, top, e->klsb, e->ktop, QK, &sh)) return 0;
+    const double k = mlr_f64_split_const(lsb <= top ? sh : 0);
+    for (int i = 0; i < QK; i++) {
+      double xh, xl;
+      mlr_f64_split((double)q[i * H + h], k, &xh, &xl);
+      w->qh[i * H + h] = (float)xh, w->ql[i * H + h] = (float)xl;
+    }
+  }
+  return 1;
+}
+
 static void qk_block(const emu *e, scratch *w, int64_t t, int64_t b, int64_t j0, int64_t j1) {
   const mlr_recipe *r = e->r;
   const int64_t H = e->H;
@@ -174,6 +210,7 @@ static void qk_block(const emu *e, scratch *w, int64_t t, int64_t b, int64_t j0,
   const mlr_mma_model *mq = MLR_DOT_IS_MMA(r->qk_dot) ? mlr_mma_get((mlr_mma_unit)MLR_DOT_MMA_UNIT(r->qk_dot)) : NULL;
   if (mq) /* Q's unit exponents, [576][H] like Q: the heads are the lanes */
     for (int64_t x = 0; x < QK * H; x++) w->qme[x] = mlr_mma_in_exp(mq, q[x]);
+  const int x2 = e->x2 && e->qk_x && qk_split(e, w, t); /* every head's dots in two binary64 chains */
   for (int64_t j = j0; j < j1; j += TOKCHUNK) {
     const int nc = (int)(j1 - j < TOKCHUNK ? j1 - j : TOKCHUNK);
     for (int c = 0; c < TOKCHUNK; c++) {
@@ -202,10 +239,18 @@ static void qk_block(const emu *e, scratch *w, int64_t t, int64_t b, int64_t j0,
           all_f64 = e->qtop[t * H + h] != INT_MAX && ktop[c] != INT_MAX &&
                     (e->qlsb[t * H + h] > e->qtop[t * H + h] || mlr_f64_fits(e->qlsb[t * H + h], e->qtop[t * H + h], klsb[c], ktop[c], QK));
       }
+      int kfin = 1; /* the chunk's K rows finite (within the range qk_split took) */
+      for (int c = 0; c < nc; c++) kfin &= ktop[c] != INT_MAX;
       if (all_f64) { /* every dot of the chunk is exact in binary64 */
         memset(w->qd, 0, nb * sizeof(double));
         qk_exact_f64(q, w->kop, H, w->qd);
         for (size_t k = 0; k < nb; k++) av[k] = (float)w->qd[k];
+      } else if (x2 && kfin) { /* ... in two chains, rounded once (mlr_f64x2_round_f32) */
+        memset(w->qd, 0, nb * sizeof(double));
+        memset(w->qd2, 0, nb * sizeof(double));
+        qk_exact_f64(w->qh, w->kop, H, w->qd);
+        qk_exact_f64(w->ql, w->kop, H, w->qd2);
+        for (size_t k = 0; k < nb; k++) av[k] = mlr_f64x2_round_f32(w->qd[k], w->qd2[k]);
       } else
         for (int c = 0; c < nc; c++)
           for (int64_t h = 0; h < H; h++)
@@ -254,8 +299,10 @@ EMU_CLONES static void pv_seq(const float *pp, const float *vop, int nj, float *
   }
 }
 
-/* fp8 P (<= 1) x fp8 V: multiples of 2^-20 below 2^9 each; sums of fewer than 2^24 of them are
- * exact in binary64 in any order (cap checked before choosing this path) */
+/* acc += P V in binary64, fma a term: exact when the caller's ranges say so. pv_fast: fp8 P (<= 1)
+ * x fp8 V, multiples of 2^-20 below 2^9 each, sums of fewer than 2^24 of them exact in any order
+ * (cap checked before choosing this path); EX_F64 and each chain of EX_F64X2: mlr_f64_fits and
+ * mlr_f64x2_fits on the block's P and V's ranges */
 EMU_CLONES static void pv_exact_f64(const float *pp, const float *vop, int nj, double *acc) {
   for (int d0 = 0; d0 < DV; d0 += DCHUNK / 2) {
     double bl[DCHUNK / 2];
@@ -269,7 +316,12 @@ EMU_CLONES static void pv_exact_f64(const float *pp, const float *vop, int nj, d
   }
 }
 
-enum { EX_NAIVE = 0, EX_I128 = 1, EX_LONG = 2, EX_F64 = 3 };
+/* how a head's exact PV dot sums a block, the fastest that is exact for its P's and V's ranges:
+ * one binary64 chain (EX_F64), two with P split at a power of two (EX_F64X2: mlr_f64x2_fits; the
+ * GPU exact kernel's sum), the 128-bit fixed point (EX_I128), the long accumulator (EX_LONG); IEEE
+ * binary64 (EX_NAIVE) where an operand is not finite. Every exact mode gives the exact sum rounded
+ * once, so which one runs changes no bit. */
+enum { EX_NAIVE = 0, EX_I128 = 1, EX_LONG = 2, EX_F64 = 3, EX_F64X2 = 4 };
 
 /* any non-finite V operand in tokens [j0, j1) of batch b */
 static int block_has_nonfinite(const emu *e, int64_t b, int64_t j0, int64_t j1) {
@@ -289,25 +341,39 @@ static void pv_block(const emu *e, scratch *w, int64_t b, int64_t j0, int64_t j1
   const int64_t H = e->H;
   const int into = r->pv_accumulate == MLR_PV_INTO_ACC;
   const int64_t n = j1 - j0;
-  if (e->pv_x) /* how each head sums this block: see exact_dot */
+  if (e->pv_x) { /* how each head sums this block: see exact_dot */
+    const int vfin = !block_has_nonfinite(e, b, j0, j1); /* the block's V, the same for every head */
     for (int64_t h = 0; h < H; h++) {
-      int plsb, ptop, fin = !block_has_nonfinite(e, b, j0, j1);
+      int plsb, ptop, fin = vfin;
       const float *pp = w->pp + h * e->cap;
       for (int64_t j = 0; j < n; j++) fin &= isfinite(pp[j]) != 0;
       mlr_f32_range(pp, n, 1, &plsb, &ptop);
-      int mode = !fin ? EX_NAIVE : into ? EX_LONG : mlr_i128_fits(plsb, ptop, e->vlsb, e->vtop, n) ? EX_I128 : EX_LONG;
+      int mode = !fin ? EX_NAIVE : into ? EX_LONG : mlr_i128_fits(plsb, ptop, e->vlsb, e->vtop, n) ? EX_I128 : EX_LONG, sh = 0;
       if (mode == EX_I128 && mlr_f64_fits(plsb, ptop, e->vlsb, e->vtop, n)) mode = EX_F64;
+      else if (mode == EX_I128 && e->x2 && mlr_f64x2_fits(plsb, ptop, e->vlsb, e->vtop, n, &sh)) mode = EX_F64X2; /* both ranges non-empty: EX_F64 took empty ones */
       w->pvmode[2 * h] = mode;
       w->pvmode[2 * h + 1] = plsb + e->vlsb; /* the fixed point's unit */
       if (mode == EX_I128)
         for (int64_t j = 0; j < n; j++) mlr_f32_split(pp[j], &w->psm[h * e->cap + j], &w->pse[h * e->cap + j]);
+      if (mode == EX_F64X2) { /* both halves are binary32 values: the high one is P's bits from 2^sh up (a carry
+                                 * of the rounding makes a power of two), the low one a multiple of P's lsb of at
+                                 * most 2^(sh-1), so at most 2^24 of those units (mlr_f64x2_fits keeps sh <= ptop) */
+        const double k = mlr_f64_split_const(sh);
+        for (int64_t j = 0; j < n; j++) {
+          double xh, xl;
+          mlr_f64_split((double)pp[j], k, &xh, &xl);
+          w->pph[h * e->cap + j] = (float)xh, w->ppl[h * e->cap + j] = (float)xl;
+        }
+      }
     }
+  }
   for (int64_t h = 0; h < H; h++)
     for (int d = 0; d < DV; d++) {
       const float init = into ? w->acc[h * DV + d] * w->alpha[h] : 0.0f;
       if (e->pv_fast) w->pvd[h * DV + d] = init;
       else if (e->pv_x) {
         w->pvd[h * DV + d] = init;
+        w->pvl[h * DV + d] = 0.0;
         w->pvi[h * DV + d] = 0;
         mlr_xacc_clear(&w->pvx[h * DV + d]);
         mlr_xacc_add(&w->pvx[h * DV + d], (double)init);
@@ -326,7 +392,10 @@ static void pv_block(const emu *e, scratch *w, int64_t b, int64_t j0, int64_t j1
       else if (e->pv_x) {
         const int mode = w->pvmode[2 * h], g = w->pvmode[2 * h + 1];
         if (mode == EX_F64) pv_exact_f64(pp, w->vop, nj, w->pvd + h * DV);
-        else if (mode == EX_I128) {
+        else if (mode == EX_F64X2) {
+          pv_exact_f64(w->pph + h * e->cap + (j - j0), w->vop, nj, w->pvd + h * DV);
+          pv_exact_f64(w->ppl + h * e->cap + (j - j0), w->vop, nj, w->pvl + h * DV);
+        } else if (mode == EX_I128) {
           const int64_t *pm = w->psm + h * e->cap + (j - j0);
           const int *pe = w->pse + h * e->cap + (j - j0);
           mlr_i128 *acc = w->pvi + h * DV;
@@ -357,7 +426,8 @@ static void pv_block(const emu *e, scratch *w, int64_t b, int64_t j0, int64_t j1
       if (e->pv_fast) dot = (float)w->pvd[h * DV + d];
       else if (e->pv_x) {
         const int mode = w->pvmode[2 * h];
-        dot = mode == EX_I128 ? mlr_i128_round_f32(w->pvi[h * DV + d], w->pvmode[2 * h + 1])
+        dot = mode == EX_I128    ? mlr_i128_round_f32(w->pvi[h * DV + d], w->pvmode[2 * h + 1])
+              : mode == EX_F64X2 ? mlr_f64x2_round_f32(w->pvd[h * DV + d], w->pvl[h * DV + d])
               : mode == EX_LONG ? mlr_xacc_round_f32(&w->pvx[h * DV + d]) : (float)w->pvd[h * DV + d]; /* F64: exact, NAIVE: IEEE */
       } else dot = w->pva[h * DV + d];
       w->acc[h * DV + d] = into ? dot : mlr__emu_upd(w->acc[h * DV + d], w->alpha[h], dot, e->fused);
@@ -578,6 +648,7 @@ mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_
   e.pv_fast = r->pv_dot == MLR_DOT_EXACT && (r->p_format == MLR_P_E4M3 || r->p_format == MLR_P_E4M3FNUZ) && e.kv8 &&
               e.folded && r->pv_accumulate == MLR_PV_BLOCK && cap < (1 << 24);
   e.pv_x = r->pv_dot == MLR_DOT_EXACT && !e.pv_fast;
+  e.x2 = !(opts && opts->no_x2);
   /* outputs */
   const size_t osz = r->out_format == MLR_OUT_FP32 ? 4 : 2;
   const size_t ob = nbytes3(T, H, DV, osz), pb = nbytes3(T * H, S, DV, sizeof(float));
@@ -652,9 +723,12 @@ mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_
     e.klut[k] = mlr__emu_to_operand(v, r->qk_operand);
     e.vlut[k] = mlr__emu_to_operand(v, r->pv_operand);
   }
-  e.vlsb = 1000, e.vtop = -1000; /* the range of every finite V operand (exact PV, general) */
-  for (size_t k = 0; k < nl; k++)
+  e.vlsb = 1000, e.vtop = -1000; /* the range of every finite V operand (exact PV, general), and of K */
+  e.klsb = 1000, e.ktop = -1000;
+  for (size_t k = 0; k < nl; k++) {
     if (isfinite(e.vlut[k])) mlr_f32_range_add(e.vlut[k], &e.vlsb, &e.vtop);
+    if (isfinite(e.klut[k])) mlr_f32_range_add(e.klut[k], &e.klsb, &e.ktop);
+  }
   /* work items (b, s), then the merges */
   int64_t *it = malloc((size_t)items * 2 * sizeof(int64_t));
   if (!it) goto out;

@@ -74,6 +74,8 @@ typedef struct mlr_emu_opts {
   int threads;  /* OpenMP threads; 0: the OpenMP default */
   int partials; /* also return the per-split partials */
   int fault;    /* mlr_emu_fault; 0 for the model itself */
+  int no_x2;    /* 1: exact dots never in two binary64 chains (the 128-bit fixed point or the long
+                 * accumulator instead: the same bits, slower; tests take every path with it) */
 } mlr_emu_opts;
 
 typedef struct mlr_emu_result {
