@@ -178,12 +178,24 @@ static float exact_dot(const float *a, int64_t sa, const float *b, int64_t sb, i
   return mlr_xacc_round_f32(x);
 }
 
+/* n binary32 values x[i * stride] split at 2^s for two binary64 chains (mlr_f64_split): hi + lo
+ * = x exactly, and both are binary32 values: hi is x's bits from 2^s up (a carry of the rounding
+ * makes a power of two), lo a multiple of x's lsb of at most 2^(s-1), so at most 2^24 of those
+ * units (mlr_f64x2_fits keeps s at or below the vector's top) */
+static void split_f32(const float *x, int64_t n, int64_t stride, int s, float *hi, float *lo) {
+  const double k = mlr_f64_split_const(s);
+  for (int64_t i = 0; i < n; i++) {
+    double xh, xl;
+    mlr_f64_split((double)x[i * stride], k, &xh, &xl);
+    hi[i * stride] = (float)xh, lo[i * stride] = (float)xl;
+  }
+}
+
 /* Query token t's Q rows split for exact dots in two binary64 chains (mlr_f64x2_fits): for each
  * head, with K's range over every finite K operand (so one split serves every K row: a row's
- * narrower range only lowers both chains' partial sums), qh + ql = Q exactly, each a binary32
- * value (qh: Q's bits from 2^s up, a carry of the rounding making a power of two; ql: a multiple of
- * Q's lsb of at most 2^(s-1), so at most 2^24 of those units; s <= Q's top). A zero row splits into
- * zeros. 0 when some head's row is not finite or its ranges do not fit: exact_dot then. */
+ * narrower range only lowers both chains' partial sums), qh + ql = Q exactly (split_f32). A zero
+ * row splits into zeros. 0 when some head's row is not finite or its ranges do not fit: exact_dot
+ * then. Once a (token, split): run_split_row. */
 static int qk_split(const emu *e, scratch *w, int64_t t) {
   const int64_t H = e->H;
   const float *q = e->qT + t * QK * H;
@@ -193,24 +205,19 @@ static int qk_split(const emu *e, scratch *w, int64_t t) {
     int sh = 0;
     if (top == INT_MAX) return 0;
     if (lsb <= top && !mlr_f64x2_fits(lsb, top, e->klsb, e->ktop, QK, &sh)) return 0;
-    const double k = mlr_f64_split_const(lsb <= top ? sh : 0);
-    for (int i = 0; i < QK; i++) {
-      double xh, xl;
-      mlr_f64_split((double)q[i * H + h], k, &xh, &xl);
-      w->qh[i * H + h] = (float)xh, w->ql[i * H + h] = (float)xl;
-    }
+    split_f32(q + h, QK, H, sh, w->qh + h, w->ql + h);
   }
   return 1;
 }
 
-static void qk_block(const emu *e, scratch *w, int64_t t, int64_t b, int64_t j0, int64_t j1) {
+/* x2: qk_split gave token t's split Q (w->qh, w->ql) */
+static void qk_block(const emu *e, scratch *w, int64_t t, int64_t b, int64_t j0, int64_t j1, int x2) {
   const mlr_recipe *r = e->r;
   const int64_t H = e->H;
   const float *q = e->qT + t * QK * H;
   const mlr_mma_model *mq = MLR_DOT_IS_MMA(r->qk_dot) ? mlr_mma_get((mlr_mma_unit)MLR_DOT_MMA_UNIT(r->qk_dot)) : NULL;
   if (mq) /* Q's unit exponents, [576][H] like Q: the heads are the lanes */
     for (int64_t x = 0; x < QK * H; x++) w->qme[x] = mlr_mma_in_exp(mq, q[x]);
-  const int x2 = e->x2 && e->qk_x && qk_split(e, w, t); /* every head's dots in two binary64 chains */
   for (int64_t j = j0; j < j1; j += TOKCHUNK) {
     const int nc = (int)(j1 - j < TOKCHUNK ? j1 - j : TOKCHUNK);
     for (int c = 0; c < TOKCHUNK; c++) {
@@ -355,16 +362,7 @@ static void pv_block(const emu *e, scratch *w, int64_t b, int64_t j0, int64_t j1
       w->pvmode[2 * h + 1] = plsb + e->vlsb; /* the fixed point's unit */
       if (mode == EX_I128)
         for (int64_t j = 0; j < n; j++) mlr_f32_split(pp[j], &w->psm[h * e->cap + j], &w->pse[h * e->cap + j]);
-      if (mode == EX_F64X2) { /* both halves are binary32 values: the high one is P's bits from 2^sh up (a carry
-                                 * of the rounding makes a power of two), the low one a multiple of P's lsb of at
-                                 * most 2^(sh-1), so at most 2^24 of those units (mlr_f64x2_fits keeps sh <= ptop) */
-        const double k = mlr_f64_split_const(sh);
-        for (int64_t j = 0; j < n; j++) {
-          double xh, xl;
-          mlr_f64_split((double)pp[j], k, &xh, &xl);
-          w->pph[h * e->cap + j] = (float)xh, w->ppl[h * e->cap + j] = (float)xl;
-        }
-      }
+      if (mode == EX_F64X2) split_f32(pp, n, 1, sh, w->pph + h * e->cap, w->ppl + h * e->cap);
     }
   }
   for (int64_t h = 0; h < H; h++)
@@ -444,9 +442,10 @@ static void run_split_row(const emu *e, scratch *w, int64_t t, int64_t b, int64_
   }
   memset(w->acc, 0, (size_t)H * DV * sizeof(float));
   const int64_t blk = r->softmax_block > 0 ? r->softmax_block : (hi > lo ? hi - lo : 1);
+  const int x2 = e->x2 && e->qk_x && hi > lo && qk_split(e, w, t); /* every head's QK dots in two binary64 chains */
   for (int64_t j0 = lo; j0 < hi; j0 += blk) {
     const int64_t j1 = j0 + blk < hi ? j0 + blk : hi, n = j1 - j0;
-    qk_block(e, w, t, b, j0, j1);
+    qk_block(e, w, t, b, j0, j1, x2);
     for (int64_t h = 0; h < H; h++) {
       const float *s = w->s + h * e->cap;
       float *p = w->p + h * e->cap, *pp = w->pp + h * e->cap;
