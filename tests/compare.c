@@ -26,6 +26,39 @@ Test(compare, ulp_distance_counts_codes_across_zero) {
   cr_assert_eq(m.ulp_p99, 2.0);
 }
 
+static int cmp_i64_t(const void *x, const void *y) {
+  const int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+  return (a > b) - (a < b);
+}
+
+/* the percentiles count small distances and sort only large ones (metrics.c's ulp_ranks): here
+ * against a sort of all of them, for distances below, at and above that split (4096), and with
+ * ranks that fall among the large ones */
+Test(compare, ulp_percentiles_agree_with_a_sort) {
+  enum { N = 20000 };
+  uint32_t *a = malloc(N * 4), *b = malloc(N * 4);
+  int64_t *u = malloc(N * sizeof *u);
+  uint64_t x = 88172645463325252ull;
+  for (int big = 0; big < 4; big++) { /* 0: all small; 1: 1 in 50 large; 2: 1 in 2; 3: all large */
+    for (int i = 0; i < N; i++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      const int large = big == 3 || (big == 1 && x % 50 == 0) || (big == 2 && (x >> 8) % 2);
+      const uint32_t d = large ? 4094u + (uint32_t)(x >> 40) % 100000u : (uint32_t)(x >> 33) % 40u;
+      a[i] = 0x3F800000u, b[i] = 0x3F800000u + d; /* positive and finite: ulp distance d */
+      u[i] = d;
+    }
+    mlr_cmp_tensor ta = {MLR_CT_F32, a, N}, tb = {MLR_CT_F32, b, N};
+    mlr_metrics m;
+    cr_assert_eq(mlr_compare_metrics(&ta, &tb, &m, NULL), MLR_OK);
+    qsort(u, N, sizeof *u, cmp_i64_t);
+    cr_assert_eq(m.ulp_p50, (double)u[N / 2 - 1], "case %d", big);
+    cr_assert_eq(m.ulp_p99, (double)u[(int)ceil(0.99 * N) - 1], "case %d", big);
+    cr_assert_eq(m.ulp_p999, (double)u[(int)ceil(0.999 * N) - 1], "case %d", big);
+    cr_assert_eq(m.ulp_max, u[N - 1], "case %d", big);
+  }
+  free(a), free(b), free(u);
+}
+
 Test(compare, norms_of_a_small_case) {
   /* a = (1, 2), b = (1, 1): |a-b| = (0, 1); RMSE = sqrt(1/2); rel L2 = 1/sqrt(2); NMSE = 1/2;
    * cos diff = 1 - 2*(1+2)/(1+4+1+1) = 1 - 6/7 = 1/7; max rel = 1; max abs = 1 */

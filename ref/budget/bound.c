@@ -169,6 +169,7 @@ typedef struct bws {
   double *w14, *w2, *w3;                    /* [Lt] per-token weights */
   double *acc14, *acc2, *acc3;              /* [512] */
   double *qt;                               /* [576] truth q */
+  double *aq, *qhi, *qm, *qe;               /* [576] the row's Q terms that no KV row changes (bound_row) */
   double *kc, *kt;                          /* [576] a KV row: the codes' values, the truth's values (real) */
   const double *lut;                        /* code -> value of the inputs' kv format */
 } bws;
@@ -187,6 +188,32 @@ static void load_row(const mlr_inputs *in, mlr_truth_from from, const double *lu
     for (int i = 0; i < n; i++) kt[i] = (double)mlr_bits_f32((uint32_t)in->kv_bf16[row * QK + i] << 16);
   else
     for (int i = 0; i < n; i++) kt[i] = kc[i] * ts;
+}
+
+/* the largest of m and |x[i] s| (i < n, a multiple of 4); a NaN is passed over (a > m ? a : m, as
+ * the loop it replaces), and a maximum is the same in any order: four lanes, so that it vectorises */
+static inline double amax(const double *restrict x, int n, double s, double m) {
+  double l[4] = {m, m, m, m};
+  for (int i = 0; i < n; i += 4)
+    for (int u = 0; u < 4; u++) {
+      const double a = fabs(x[i + u] * s);
+      l[u] = a > l[u] ? a : l[u];
+    }
+  const double m01 = l[0] > l[1] ? l[0] : l[1], m23 = l[2] > l[3] ? l[2] : l[3];
+  return m01 > m23 ? m01 : m23;
+}
+
+/* a KV token's terms in the PV sums, every column on its own (GCC honours restrict on parameters,
+ * not on the block-scope pointers this loop had: it ran one column at a time) */
+static inline void pv_terms(const double *restrict kc, const double *restrict kt, const double *restrict od, double kvs, double rV,
+                            double eV, double w14, double w2, double w3, double *restrict a14, double *restrict a2, double *restrict a3) {
+  const double rV1 = 1 + rV;
+  for (int d = 0; d < DV; d++) {
+    const double V = kc[d] * kvs, v = kt[d], aV = fabs(V);
+    a14[d] += w14 * (rV1 * aV + eV);
+    a2[d] += w2 * (fabs(V - v) + rV * aV + eV);
+    a3[d] += w3 * fabs(v - od[d]);
+  }
 }
 
 MLR_FMA_CLONES static void bound_row(const mlr__shadow *sh, const bconst *k, mlr_truth_from from, bws *w, int64_t t, int64_t h,
@@ -210,32 +237,34 @@ MLR_FMA_CLONES static void bound_row(const mlr__shadow *sh, const bconst *k, mlr
   /* the largest operands: a > m ? a : m is fmax here (m starts at 0 and is never NaN; a is a
    * magnitude or NaN, which leaves m as fmax does), without a libm call an element: the calls
    * were most of the bound's time (BENCHMARKS.md, session 11) */
-  for (int i = 0; i < QK; i++) {
+  for (int i = 0; i < QK; i++) { /* and the Q terms of the loop below, worked out once a row instead of once a KV token */
     const double a = fabs(Qk[i] / qs);
     qmax = a > qmax ? a : qmax;
+    w->aq[i] = a;
+    w->qhi[i] = (1 + k->rQ) * a + k->eQ;
+    w->qm[i] = mag_mma(w->qhi[i], k->fqk);
+    w->qe[i] = k->rQ * a + k->eQ;
   }
   for (int64_t j = 0; j < Lt; j++) {
     const int64_t row = mlr_inputs_kv_row(in, b, j);
     load_row(in, from, w->lut, row, QK, w->kc, w->kt);
     double st = 0, dd = 0, A = 0, P = 0, op = 0, slack = 0, Pm = 0; /* Pm: P with mma's magnitudes */
-    for (int i = 0; i < QK; i++) { /* the largest K and V operands, for the overflow test below */
-      const double a = fabs(sh->folded ? w->kc[i] : w->kc[i] * kvs);
-      kmax = a > kmax ? a : kmax;
-      if (i < DV) vmax = a > vmax ? a : vmax;
-    }
+    /* the largest K and V operands, for the overflow test below (x 1 is exact: folded) */
+    vmax = amax(w->kc, DV, sh->folded ? 1.0 : kvs, vmax);
+    kmax = amax(w->kc + DV, QK - DV, sh->folded ? 1.0 : kvs, vmax > kmax ? vmax : kmax);
     for (int i = 0; i < QK; i++) {
       const double kt = w->kt[i], kc = w->kc[i];                               /* truth K; the kernel's code value */
       const double Kk = kc * kvs;                                              /* the kernel's K, real */
-      const double Kn = sh->folded ? kc : Kk, Qn = Qk[i] / qs;                 /* in the dot's units */
+      const double Kn = sh->folded ? kc : Kk;                                  /* in the dot's units (Q's: aq) */
       st += w->qt[i] * kt;
       dd += Qk[i] * Kk - w->qt[i] * kt;
       A += fabs(Qk[i] * Kk);
       slack += fabs(w->qt[i] * kt);
-      const double aq = fabs(Qn), ak = fabs(Kn);
-      const double qhi = (1 + k->rQ) * aq + k->eQ, khi = (1 + k->rK) * ak + k->eK;
-      P += qhi * khi;
-      Pm += mag_mma(qhi, k->fqk) * mag_mma(khi, k->fqk);
-      op += (k->rQ * aq + k->eQ) * khi + aq * (k->rK * ak + k->eK);
+      const double aq = w->aq[i], ak = fabs(Kn);
+      const double khi = (1 + k->rK) * ak + k->eK;
+      P += w->qhi[i] * khi;
+      Pm += w->qm[i] * mag_mma(khi, k->fqk);
+      op += w->qe[i] * khi + aq * (k->rK * ak + k->eK);
     }
     w->s[j] = st / 24.0;
     /* binary64 evaluation error of the sums above: below 2 * 577 * 2^-53 of the magnitudes */
@@ -296,15 +325,7 @@ MLR_FMA_CLONES static void bound_row(const mlr__shadow *sh, const bconst *k, mlr
   const double eV = k->eV * (sh->folded ? kvs : 1.0);
   for (int64_t j = 0; j < Lt; j++) {
     load_row(in, from, w->lut, mlr_inputs_kv_row(in, b, j), DV, w->kc, w->kt);
-    const double w14 = w->w14[j], w2 = w->w2[j], w3 = w->w3[j], rV1 = 1 + k->rV, rV = k->rV;
-    const double *restrict kc = w->kc, *restrict kt = w->kt, *restrict od = o;
-    double *restrict a14 = w->acc14, *restrict a2 = w->acc2, *restrict a3 = w->acc3;
-    for (int d = 0; d < DV; d++) { /* independent columns: vectorised */
-      const double V = kc[d] * kvs, v = kt[d], aV = fabs(V);
-      a14[d] += w14 * (rV1 * aV + eV);
-      a2[d] += w2 * (fabs(V - v) + rV * aV + eV);
-      a3[d] += w3 * fabs(v - od[d]);
-    }
+    pv_terms(w->kc, w->kt, o, kvs, k->rV, eV, w->w14[j], w->w2[j], w->w3[j], w->acc14, w->acc2, w->acc3);
   }
   for (int d = 0; d < DV; d++) {
     const double num = w->acc14[d] + w->acc2[d] + w->acc3[d] + floor_n + fabs(o[d]) * gD * Bhi;
@@ -340,11 +361,12 @@ mlr_status mlr_budget_bound(const mlr_recipe *r, const mlr_inputs *in, mlr_truth
     bws w;
     memset(&w, 0, sizeof w);
     const size_t L = (size_t)Lmax;
-    double *blk = malloc((5 * L + 3 * DV + 3 * QK) * sizeof(double));
+    double *blk = malloc((5 * L + 3 * DV + 7 * QK) * sizeof(double));
     if (!blk) failed = 1;
     else {
       w.s = blk, w.E = blk + L, w.w14 = blk + 2 * L, w.w2 = blk + 3 * L, w.w3 = blk + 4 * L;
       w.acc14 = blk + 5 * L, w.acc2 = w.acc14 + DV, w.acc3 = w.acc2 + DV, w.qt = w.acc3 + DV, w.kc = w.qt + QK, w.kt = w.kc + QK;
+      w.aq = w.kt + QK, w.qhi = w.aq + QK, w.qm = w.qhi + QK, w.qe = w.qm + QK;
       w.lut = lut;
     }
 #pragma omp for schedule(dynamic, 1)

@@ -131,7 +131,24 @@ static void load_row(const emu *e, const float *lut, int64_t b, int64_t pos, int
 
 /* ---- QK dots: a[c*H + h] for TOKCHUNK tokens (kop rows) and H heads (q: [576][H]) ---- */
 
+/* 16 heads (every bench shape): the 64 chains in registers instead of memory (a store and a load
+ * a term), each still in column order */
+EMU_CLONES static void qk_seq16(const float *restrict q, const float *restrict kop, int i0, int i1, float *restrict a) {
+  float ac[TOKCHUNK][16];
+  memcpy(ac, a, sizeof ac);
+  for (int i = i0; i < i1; i++)
+    for (int c = 0; c < TOKCHUNK; c++) {
+      const float k = kop[c * QK + i];
+      for (int h = 0; h < 16; h++) ac[c][h] = fmaf(q[i * 16 + h], k, ac[c][h]);
+    }
+  memcpy(a, ac, sizeof ac);
+}
+
 EMU_CLONES static void qk_seq(const float *q, const float *kop, int64_t H, int i0, int i1, float *a) {
+  if (H == 16) {
+    qk_seq16(q, kop, i0, i1, a);
+    return;
+  }
   for (int i = i0; i < i1; i++)
     for (int c = 0; c < TOKCHUNK; c++) {
       const float k = kop[c * QK + i];
@@ -145,7 +162,28 @@ EMU_CLONES static void qk_seq(const float *q, const float *kop, int64_t H, int i
  * multiples of 2^-20 below 2^18, and 576 of them sum below 2^46 units: every partial sum is exact
  * in binary64, in any order), where the ranges pass mlr_f64_fits (all_f64), and for each chain of
  * qk_split's halves */
+/* 16 heads: two tokens at a time, their 32 chains in registers (all 64 would not fit) */
+EMU_CLONES static void qk_exact_f64_16(const float *restrict q, const float *restrict kop, double *restrict a) {
+  for (int c0 = 0; c0 < TOKCHUNK; c0 += 2) {
+    double ac[2][16];
+    memcpy(ac, a + c0 * 16, sizeof ac);
+    for (int i = 0; i < QK; i++) {
+      const double k0 = kop[c0 * QK + i], k1 = kop[(c0 + 1) * QK + i];
+      for (int h = 0; h < 16; h++) {
+        const double qv = q[i * 16 + h];
+        ac[0][h] = fma(qv, k0, ac[0][h]);
+        ac[1][h] = fma(qv, k1, ac[1][h]);
+      }
+    }
+    memcpy(a + c0 * 16, ac, sizeof ac);
+  }
+}
+
 EMU_CLONES static void qk_exact_f64(const float *q, const float *kop, int64_t H, double *a) {
+  if (H == 16) {
+    qk_exact_f64_16(q, kop, a);
+    return;
+  }
   for (int i = 0; i < QK; i++)
     for (int c = 0; c < TOKCHUNK; c++) {
       const double k = kop[c * QK + i];
@@ -210,8 +248,37 @@ static int qk_split(const emu *e, scratch *w, int64_t t) {
   return 1;
 }
 
-/* x2: qk_split gave token t's split Q (w->qh, w->ql) */
-static void qk_block(const emu *e, scratch *w, int64_t t, int64_t b, int64_t j0, int64_t j1, int x2) {
+/* a chunk's QK dots where every one is exact in binary64: in one chain (Q as it is), or in two
+ * (Q split: w->qh + w->ql), rounded once (mlr_f64x2_round_f32); both give the exact sum rounded
+ * once */
+static void qk_exact_chunk(scratch *w, const float *q, int64_t H, int two, float *av) {
+  const size_t nb = TOKCHUNK * (size_t)H;
+  memset(w->qd, 0, nb * sizeof(double));
+  if (!two) {
+    qk_exact_f64(q, w->kop, H, w->qd);
+    for (size_t k = 0; k < nb; k++) av[k] = (float)w->qd[k]; /* the one rounding */
+    return;
+  }
+  memset(w->qd2, 0, nb * sizeof(double));
+  qk_exact_f64(w->qh, w->kop, H, w->qd);
+  qk_exact_f64(w->ql, w->kop, H, w->qd2);
+  for (size_t k = 0; k < nb; k++) av[k] = mlr_f64x2_round_f32(w->qd[k], w->qd2[k]);
+}
+
+/* Every head of token t has a finite Q row whose exact dot with any finite K row fits one binary64
+ * chain (mlr_f64_fits) over K's range across all finite K operands: a row's own range is within
+ * it, so its dots fit too, and qk_block needs no row's range, only its finiteness. */
+static int qk_f64_all(const emu *e, int64_t t) {
+  if (e->klsb > e->ktop) return 0;
+  for (int64_t h = 0; h < e->H; h++) {
+    const int lsb = e->qlsb[t * e->H + h], top = e->qtop[t * e->H + h];
+    if (top == INT_MAX || (lsb <= top && !mlr_f64_fits(lsb, top, e->klsb, e->ktop, QK))) return 0;
+  }
+  return 1;
+}
+
+/* x2: qk_split gave token t's split Q (w->qh, w->ql); f64: qk_f64_all(t) */
+static void qk_block(const emu *e, scratch *w, int64_t t, int64_t b, int64_t j0, int64_t j1, int x2, int f64) {
   const mlr_recipe *r = e->r;
   const int64_t H = e->H;
   const float *q = e->qT + t * QK * H;
@@ -230,39 +297,34 @@ static void qk_block(const emu *e, scratch *w, int64_t t, int64_t b, int64_t j0,
     }
     float *av = w->qa;
     const size_t nb = TOKCHUNK * (size_t)H;
-    if (r->qk_dot == MLR_DOT_EXACT && e->qk_fast) {
-      memset(w->qd, 0, nb * sizeof(double));
-      qk_exact_f64(q, w->kop, H, w->qd);
-      for (size_t k = 0; k < nb; k++) av[k] = (float)w->qd[k]; /* the one rounding */
-    } else if (r->qk_dot == MLR_DOT_EXACT) {
-      int klsb[TOKCHUNK], ktop[TOKCHUNK], all_f64 = 1;
-      for (int c = 0; c < TOKCHUNK; c++) {
-        const float *k = w->kop + c * QK;
-        mlr_f32_range(k, QK, 1, &klsb[c], &ktop[c]);
-        for (int i = 0; i < QK; i++)
-          if (!isfinite(k[i])) ktop[c] = INT_MAX;
-        if (klsb[c] > ktop[c]) continue; /* zero row (or padding) */
-        for (int64_t h = 0; h < H && all_f64; h++)
-          all_f64 = e->qtop[t * H + h] != INT_MAX && ktop[c] != INT_MAX &&
-                    (e->qlsb[t * H + h] > e->qtop[t * H + h] || mlr_f64_fits(e->qlsb[t * H + h], e->qtop[t * H + h], klsb[c], ktop[c], QK));
-      }
-      int kfin = 1; /* the chunk's K rows finite (within the range qk_split took) */
-      for (int c = 0; c < nc; c++) kfin &= ktop[c] != INT_MAX;
-      if (all_f64) { /* every dot of the chunk is exact in binary64 */
-        memset(w->qd, 0, nb * sizeof(double));
-        qk_exact_f64(q, w->kop, H, w->qd);
-        for (size_t k = 0; k < nb; k++) av[k] = (float)w->qd[k];
-      } else if (x2 && kfin) { /* ... in two chains, rounded once (mlr_f64x2_round_f32) */
-        memset(w->qd, 0, nb * sizeof(double));
-        memset(w->qd2, 0, nb * sizeof(double));
-        qk_exact_f64(w->qh, w->kop, H, w->qd);
-        qk_exact_f64(w->ql, w->kop, H, w->qd2);
-        for (size_t k = 0; k < nb; k++) av[k] = mlr_f64x2_round_f32(w->qd[k], w->qd2[k]);
-      } else
+    if (r->qk_dot == MLR_DOT_EXACT && e->qk_fast) qk_exact_chunk(w, q, H, 0, av);
+    else if (r->qk_dot == MLR_DOT_EXACT) {
+      int kfin = 1; /* the chunk's K rows finite */
+      if (f64 || x2)
         for (int c = 0; c < nc; c++)
-          for (int64_t h = 0; h < H; h++)
-            av[c * H + h] = exact_dot(q + h, H, w->kop + c * QK, 1, QK, e->qlsb[t * H + h], e->qtop[t * H + h], klsb[c], ktop[c],
-                                      &w->qkx[c * H + h]);
+          for (int i = 0; i < QK; i++) kfin &= isfinite(w->kop[c * QK + i]) != 0;
+      if ((f64 || x2) && kfin) /* the token's choice serves the chunk (scanning each row's range was a quarter of the bf16 recipes' time) */
+        qk_exact_chunk(w, q, H, !f64, av);
+      else { /* a row not finite, or neither choice: each row's range decides */
+        int klsb[TOKCHUNK], ktop[TOKCHUNK], all_f64 = 1;
+        for (int c = 0; c < TOKCHUNK; c++) {
+          const float *k = w->kop + c * QK;
+          mlr_f32_range(k, QK, 1, &klsb[c], &ktop[c]);
+          for (int i = 0; i < QK; i++)
+            if (!isfinite(k[i])) ktop[c] = INT_MAX;
+          if (klsb[c] > ktop[c]) continue; /* zero row (or padding) */
+          for (int64_t h = 0; h < H && all_f64; h++)
+            all_f64 = e->qtop[t * H + h] != INT_MAX && ktop[c] != INT_MAX &&
+                      (e->qlsb[t * H + h] > e->qtop[t * H + h] || mlr_f64_fits(e->qlsb[t * H + h], e->qtop[t * H + h], klsb[c], ktop[c], QK));
+        }
+        for (int c = 0; c < nc; c++) kfin &= ktop[c] != INT_MAX; /* within the range qk_split took */
+        if (all_f64 || (x2 && kfin)) qk_exact_chunk(w, q, H, !all_f64, av); /* every dot of the chunk exact in one chain, or two */
+        else
+          for (int c = 0; c < nc; c++)
+            for (int64_t h = 0; h < H; h++)
+              av[c * H + h] = exact_dot(q + h, H, w->kop + c * QK, 1, QK, e->qlsb[t * H + h], e->qtop[t * H + h], klsb[c], ktop[c],
+                                        &w->qkx[c * H + h]);
+      }
     } else if (mq) { /* the unit's blocks along the 576 columns, chained from C = 0; K row c shared by the heads */
       int ke[QK];
       for (int c = 0; c < nc; c++) {
@@ -369,12 +431,16 @@ static void pv_block(const emu *e, scratch *w, int64_t b, int64_t j0, int64_t j1
     for (int d = 0; d < DV; d++) {
       const float init = into ? w->acc[h * DV + d] * w->alpha[h] : 0.0f;
       if (e->pv_fast) w->pvd[h * DV + d] = init;
-      else if (e->pv_x) {
-        w->pvd[h * DV + d] = init;
-        w->pvl[h * DV + d] = 0.0;
-        w->pvi[h * DV + d] = 0;
-        mlr_xacc_clear(&w->pvx[h * DV + d]);
-        mlr_xacc_add(&w->pvx[h * DV + d], (double)init);
+      else if (e->pv_x) { /* only the accumulators of the head's mode (the long one is 180 bytes a column) */
+        const int mode = w->pvmode[2 * h];
+        if (mode == EX_LONG) {
+          mlr_xacc_clear(&w->pvx[h * DV + d]);
+          mlr_xacc_add(&w->pvx[h * DV + d], (double)init);
+        } else if (mode == EX_I128) w->pvi[h * DV + d] = 0; /* init = 0: into makes EX_LONG */
+        else {
+          w->pvd[h * DV + d] = init;
+          if (mode == EX_F64X2) w->pvl[h * DV + d] = 0.0;
+        }
       } else w->pva[h * DV + d] = init;
     }
   for (int64_t j = j0; j < j1; j += VCHUNK) {
@@ -443,9 +509,10 @@ static void run_split_row(const emu *e, scratch *w, int64_t t, int64_t b, int64_
   memset(w->acc, 0, (size_t)H * DV * sizeof(float));
   const int64_t blk = r->softmax_block > 0 ? r->softmax_block : (hi > lo ? hi - lo : 1);
   const int x2 = e->x2 && e->qk_x && hi > lo && qk_split(e, w, t); /* every head's QK dots in two binary64 chains */
+  const int f64 = e->qk_x && e->r->qk_dot == MLR_DOT_EXACT && !e->qk_fast && qk_f64_all(e, t); /* ... in one */
   for (int64_t j0 = lo; j0 < hi; j0 += blk) {
     const int64_t j1 = j0 + blk < hi ? j0 + blk : hi, n = j1 - j0;
-    qk_block(e, w, t, b, j0, j1, x2);
+    qk_block(e, w, t, b, j0, j1, x2, f64);
     for (int64_t h = 0; h < H; h++) {
       const float *s = w->s + h * e->cap;
       float *p = w->p + h * e->cap, *pp = w->pp + h * e->cap;
