@@ -359,6 +359,48 @@ Test(emulate, two_chain_sums_change_no_bit, .timeout = 300) {
   }
 }
 
+/* 16 heads take their own loops (the QK chains held in registers); any other count the general
+ * ones. Heads never meet, so the same cell with a 17th head (a copy of head 0) must give heads
+ * 0..15 the 16-head bits and head 16 head 0's, for every built-in and an all-exact fp32-seq, on
+ * fp8 and bf16 KV. (A copy of a head leaves Q's absmax, and so a dynamic scale, as it was.) */
+Test(emulate, sixteen_heads_as_the_general_loops_give_them, .timeout = 300) {
+  static const char *const specs[] = {"lens=3:150:70,q=2,seed=21", "lens=40:90,fmt=bf16,seed=22"};
+  for (size_t i = 0; i < sizeof specs / sizeof *specs; i++) {
+    static gen g;
+    gen_make(&g, specs[i]);
+    const int64_t T = g.in.T;
+    cr_assert_eq(g.in.H, 16);
+    uint16_t *q17 = malloc((size_t)(T * 17 * 576) * 2);
+    for (int64_t t = 0; t < T; t++)
+      for (int h = 0; h < 17; h++) memcpy(q17 + (t * 17 + h) * 576, g.in.q + (t * 16 + (h < 16 ? h : 0)) * 576, 576 * 2);
+    mlr_inputs in17 = g.in;
+    in17.H = 17, in17.q = q17;
+    for (size_t k = 0; k <= sizeof BUILTINS / sizeof *BUILTINS; k++) {
+      const char *name = k < sizeof BUILTINS / sizeof *BUILTINS ? BUILTINS[k] : "fp32-seq";
+      const char *sets = k < sizeof BUILTINS / sizeof *BUILTINS ? "-" : "qk.dot=exact;pv.dot=exact";
+      mlr_recipe r;
+      recipe_of(name, sets, &r);
+      mlr_error err = {""};
+      if (mlr_emu_check_fit(&r, &g.in, &err) != MLR_OK) continue; /* fp8 operands on bf16 KV */
+      mlr_emu_result a, b;
+      mlr_emu_opts o = {2, 0, MLR_FAULT_NONE, 0};
+      cr_assert_eq(mlr_emulate(&r, &g.in, &o, &a, &err), MLR_OK, "%s: %s", name, err.msg);
+      cr_assert_eq(mlr_emulate(&r, &in17, &o, &b, &err), MLR_OK, "%s (17 heads): %s", name, err.msg);
+      const size_t eb = mlr_emu_o_bytes(&a) / (size_t)(T * 16); /* one head's output row */
+      for (int64_t t = 0; t < T; t++)
+        for (int h = 0; h < 17; h++) {
+          const int ha = h < 16 ? h : 0;
+          cr_assert(memcmp((const char *)b.o + (t * 17 + h) * eb, (const char *)a.o + (t * 16 + ha) * eb, eb) == 0,
+                    "%s %s on %s: token %lld head %d differs with 17 heads", name, sets, specs[i], (long long)t, h);
+          cr_assert(memcmp(&b.lse[t * 17 + h], &a.lse[t * 16 + ha], 4) == 0, "%s on %s: lse of token %lld head %d", name, specs[i], (long long)t, h);
+        }
+      mlr_emu_result_free(&a), mlr_emu_result_free(&b);
+    }
+    free(q17);
+    mlr_tf_free(&g.tf);
+  }
+}
+
 Test(emulate, same_bits_with_1_2_and_16_threads, .timeout = 300) {
   static gen g;
   gen_make(&g, "lens=1:70:300:33,q=2,page=16,seed=5");

@@ -158,10 +158,6 @@ EMU_CLONES static void qk_seq(const float *q, const float *kop, int64_t H, int i
     }
 }
 
-/* a[c][h] += the QK dots in binary64, fma a term. Exact for fp8 x fp8 (qk_fast: products are
- * multiples of 2^-20 below 2^18, and 576 of them sum below 2^46 units: every partial sum is exact
- * in binary64, in any order), where the ranges pass mlr_f64_fits (all_f64), and for each chain of
- * qk_split's halves */
 /* 16 heads: two tokens at a time, their 32 chains in registers (all 64 would not fit) */
 EMU_CLONES static void qk_exact_f64_16(const float *restrict q, const float *restrict kop, double *restrict a) {
   for (int c0 = 0; c0 < TOKCHUNK; c0 += 2) {
@@ -179,6 +175,10 @@ EMU_CLONES static void qk_exact_f64_16(const float *restrict q, const float *res
   }
 }
 
+/* a[c][h] += the QK dots in binary64, fma a term. Exact for fp8 x fp8 (qk_fast: products are
+ * multiples of 2^-20 below 2^18, and 576 of them sum below 2^46 units: every partial sum is exact
+ * in binary64, in any order), where the ranges pass mlr_f64_fits (all_f64), and for each chain of
+ * qk_split's halves */
 EMU_CLONES static void qk_exact_f64(const float *q, const float *kop, int64_t H, double *a) {
   if (H == 16) {
     qk_exact_f64_16(q, kop, a);
@@ -509,7 +509,7 @@ static void run_split_row(const emu *e, scratch *w, int64_t t, int64_t b, int64_
   memset(w->acc, 0, (size_t)H * DV * sizeof(float));
   const int64_t blk = r->softmax_block > 0 ? r->softmax_block : (hi > lo ? hi - lo : 1);
   const int x2 = e->x2 && e->qk_x && hi > lo && qk_split(e, w, t); /* every head's QK dots in two binary64 chains */
-  const int f64 = e->qk_x && e->r->qk_dot == MLR_DOT_EXACT && !e->qk_fast && qk_f64_all(e, t); /* ... in one */
+  const int f64 = e->qk_x && qk_f64_all(e, t); /* ... in one */
   for (int64_t j0 = lo; j0 < hi; j0 += blk) {
     const int64_t j1 = j0 + blk < hi ? j0 + blk : hi, n = j1 - j0;
     qk_block(e, w, t, b, j0, j1, x2, f64);
