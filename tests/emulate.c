@@ -333,15 +333,22 @@ static const char *const BUILTINS[] = {"triton-fp8-single", "triton-fp8-split", 
  * ragged, paged, q_len 2.
  * Checked once with a trace (session 16): the bf16 recipes and the exact fp32-seq take both
  * two-chain paths on the fp8 cells. */
+/* the built-ins, then fp32-seq with both dots exact: k < NBUILT_EXACT */
+enum { NBUILT_EXACT = sizeof BUILTINS / sizeof *BUILTINS + 1 };
+static void builtin_or_exact(size_t k, const char **name, const char **sets) {
+  const int b = k < sizeof BUILTINS / sizeof *BUILTINS;
+  *name = b ? BUILTINS[k] : "fp32-seq", *sets = b ? "-" : "qk.dot=exact;pv.dot=exact";
+}
+
 Test(emulate, two_chain_sums_change_no_bit, .timeout = 300) {
   static const char *const specs[] = {"bs=2,kv=600,seed=3", "lens=1:70:300:33,q=2,page=16,seed=5", "bs=2,kv=500,fmt=e4m3fnuz,seed=11",
                                       "lens=9:200:65,fmt=bf16,seed=7"};
   for (size_t i = 0; i < sizeof specs / sizeof *specs; i++) {
     static gen g;
     gen_make(&g, specs[i]);
-    for (size_t k = 0; k <= sizeof BUILTINS / sizeof *BUILTINS; k++) {
-      const char *name = k < sizeof BUILTINS / sizeof *BUILTINS ? BUILTINS[k] : "fp32-seq";
-      const char *sets = k < sizeof BUILTINS / sizeof *BUILTINS ? "-" : "qk.dot=exact;pv.dot=exact";
+    for (size_t k = 0; k < NBUILT_EXACT; k++) {
+      const char *name, *sets;
+      builtin_or_exact(k, &name, &sets);
       mlr_recipe r;
       recipe_of(name, sets, &r);
       mlr_emu_result a, b;
@@ -375,9 +382,9 @@ Test(emulate, sixteen_heads_as_the_general_loops_give_them, .timeout = 300) {
       for (int h = 0; h < 17; h++) memcpy(q17 + (t * 17 + h) * 576, g.in.q + (t * 16 + (h < 16 ? h : 0)) * 576, 576 * 2);
     mlr_inputs in17 = g.in;
     in17.H = 17, in17.q = q17;
-    for (size_t k = 0; k <= sizeof BUILTINS / sizeof *BUILTINS; k++) {
-      const char *name = k < sizeof BUILTINS / sizeof *BUILTINS ? BUILTINS[k] : "fp32-seq";
-      const char *sets = k < sizeof BUILTINS / sizeof *BUILTINS ? "-" : "qk.dot=exact;pv.dot=exact";
+    for (size_t k = 0; k < NBUILT_EXACT; k++) {
+      const char *name, *sets;
+      builtin_or_exact(k, &name, &sets);
       mlr_recipe r;
       recipe_of(name, sets, &r);
       mlr_error err = {""};

@@ -508,8 +508,8 @@ static void run_split_row(const emu *e, scratch *w, int64_t t, int64_t b, int64_
   }
   memset(w->acc, 0, (size_t)H * DV * sizeof(float));
   const int64_t blk = r->softmax_block > 0 ? r->softmax_block : (hi > lo ? hi - lo : 1);
-  const int x2 = e->x2 && e->qk_x && hi > lo && qk_split(e, w, t); /* every head's QK dots in two binary64 chains */
-  const int f64 = e->qk_x && qk_f64_all(e, t); /* ... in one */
+  const int f64 = e->qk_x && qk_f64_all(e, t); /* every head's QK dots in one binary64 chain */
+  const int x2 = !f64 && e->x2 && e->qk_x && hi > lo && qk_split(e, w, t); /* ... else in two (qk_block takes one chain first) */
   for (int64_t j0 = lo; j0 < hi; j0 += blk) {
     const int64_t j1 = j0 + blk < hi ? j0 + blk : hi, n = j1 - j0;
     qk_block(e, w, t, b, j0, j1, x2, f64);
