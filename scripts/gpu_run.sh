@@ -18,7 +18,8 @@
 #      by the reciprocal for the other); compute-sanitizer memcheck and racecheck on seven cells, each
 #      kernel variant;
 #      .peers/seed_peers.py (when copied from ../shared/peers) and bench gpu --peers beside it
-#      ($OUT/bench_gpu.txt, $OUT/peers.json); the largest shape again after 3 s of warm-up, the time
+#      ($OUT/bench_gpu.txt, $OUT/peers.json; with the read floor, whose readers check their sums:
+#      a reader that skips or repeats a word fails the step); the largest shape again after 3 s of warm-up, the time
 #      under sustained load ($OUT/bench_gpu_sustained.txt).
 #   1. bit identity: digests of formats, pmath and rng over binary32 inputs on the GPU, against
 #      tests/data/bits_digests.txt (made on the CPU) and against this machine's CPU (all 2^32);

@@ -1203,14 +1203,34 @@ __global__ void __launch_bounds__(MERGE_THREADS) k_merge(fparams p) {
   if (d == 0) p.lse[row] = p.raw ? mlr__emu_lse_convert(M + mlr__emu_log(MLR_EXP_2, sc), MLR_EXP_2, MLR_EXP_E) : M + mlr__emu_log(MLR_EXP_E, sc);
 }
 
-/* the read-bandwidth probe: every 16-byte word of n read once; the xor is written so the loads stay */
-__global__ void __launch_bounds__(BW_THREADS) k_read(const uint4 *x, int64_t n, uint32_t *sink) {
+/* the read-bandwidth probe and the read floor's readers: every 16-byte word of n read once, U
+ * independent loads a thread in flight (the grid strides U times before using them). Timed
+ * (CHECK = 0): an xor of the words, written only on a value it almost never has, so that the loads
+ * stay and nothing else costs. CHECK = 1 (untimed, mlr_gpu_fast_read_floor's proof that the reader
+ * reads each word once): the 32-bit lanes summed mod 2^64 into sink. */
+template <int U, int CHECK = 0>
+__global__ void __launch_bounds__(BW_THREADS) k_read(const uint4 *x, int64_t n, unsigned long long *sink) {
   uint32_t v = 0;
-  for (int64_t i = blockIdx.x * (int64_t)BW_THREADS + threadIdx.x; i < n; i += (int64_t)gridDim.x * BW_THREADS) {
-    const uint4 w = x[i];
-    v ^= w.x ^ w.y ^ w.z ^ w.w;
+  unsigned long long sum = 0;
+  const int64_t step = (int64_t)gridDim.x * BW_THREADS;
+  int64_t i = blockIdx.x * (int64_t)BW_THREADS + threadIdx.x;
+  for (; i + (U - 1) * step < n; i += U * step) {
+    uint4 w[U];
+#pragma unroll
+    for (int u = 0; u < U; u++) w[u] = x[i + u * step];
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+      if (CHECK) sum += (unsigned long long)w[u].x + w[u].y + w[u].z + w[u].w;
+      else v ^= w[u].x ^ w[u].y ^ w[u].z ^ w[u].w;
+    }
   }
-  if (v == 0x9E3779B9u) sink[0] = v; /* almost never taken; the compiler cannot know */
+  for (; i < n; i += step) { /* the last words, fewer than U strides of them */
+    const uint4 w = x[i];
+    if (CHECK) sum += (unsigned long long)w.x + w.y + w.z + w.w;
+    else v ^= w.x ^ w.y ^ w.z ^ w.w;
+  }
+  if (CHECK) atomicAdd(sink, sum);
+  else if (v == 0x9E3779B9u) sink[0] = v; /* almost never taken; the compiler cannot know */
 }
 
 /* the launch floor's kernels (mlr_gpu_launch_floor): an attention kernel that does nothing, and a
@@ -1226,13 +1246,13 @@ __global__ void k_nop_dep(fparams p) {
 
 enum { MAXBUF = 24, FLUSH_BYTES = (MLR_FAST_AMD ? 512 : 256) << 20 /* above the H200's 50 MiB of L2, MI300X's 256 MiB Infinity Cache */ };
 
-/* what a timed run needs besides its kernels (time_kernels): two events, the flush buffer and, for
- * the clean flush, a second buffer read after the flush's write and the read's sink. One a plan
+/* what a timed run needs besides its kernels (time_kernels): two events, the flush buffer, for
+ * the clean flush a second buffer read after the flush's write, and the readers' sink. One a plan
  * (mlr_gpu_fast), one a probe (launch floor, read bandwidth), made once, not once a run. */
 struct timer {
   hipEvent_t ev[2];
   void *flush, *clean;
-  uint32_t *sink;
+  unsigned long long *sink;
 };
 static void timer_free(timer &tm) {
   for (int k = 0; k < 2; k++)
@@ -1250,7 +1270,7 @@ static mlr_status timer_init(timer &tm, int clean, mlr_error *err) {
     GPU_TRY(hipMalloc(&tm.clean, FLUSH_BYTES));
     GPU_TRY(hipMemset(tm.clean, 0x5A, FLUSH_BYTES));
   }
-  if (clean && !tm.sink) GPU_TRY(hipMalloc((void **)&tm.sink, 4));
+  if (!tm.sink) GPU_TRY(hipMalloc((void **)&tm.sink, 8)); /* the readers' (k_read: the clean flush, the read floor) */
 out:
   return st;
 }
@@ -1264,6 +1284,7 @@ struct mlr_gpu_fast {
   int32_t *split_count, *split_len;
   float qscale_static;
   int ws; /* k_attn_ws, not k_attn: the longest split has WS_MIN_TILES tiles or more */
+  int64_t kv_read; /* bytes of KV the batches' tokens span (their rows, at most the pool's): the read floor's */
 };
 
 static mlr_status dalloc(mlr_gpu_fast *f, void **ptr, size_t n, const void *src, mlr_error *err) {
@@ -1397,6 +1418,7 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
     if (ns > f->S) f->S = ns;
     if (len >= (int64_t)WS_MIN_TILES * (TILE / (in->kv_format == MLR_FMT_BF16 ? 2 : 1))) f->ws = 1;
     f->split_count[b] = (int32_t)ns, f->split_len[b] = (int32_t)len;
+    f->kv_read += L;
     for (int64_t i = 0; i < nq; i++) {
       const int64_t Lt = L - (nq - 1 - i);
       tokinfo &ti = tok[t0 + i];
@@ -1449,6 +1471,7 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
   DALLOC(p.q, (size_t)f->nq * 2, in->q);
   DALLOC(p.qop, (size_t)f->nq * 2, NULL);
   DALLOC(p.kv, (size_t)in->N * QK * p.kvw, in->kv);
+  f->kv_read = (f->kv_read < in->N ? f->kv_read : in->N) * QK * p.kvw; /* a page table may name a page twice */
   if (in->kv_indices) DALLOC(p.kv_indices, (size_t)in->kv_indptr[B] * 4, in->kv_indices);
   DALLOC(p.tok, (size_t)T * sizeof(tokinfo), tok);
   tok_uniform_fit(tok, T, in, p);
@@ -1522,7 +1545,7 @@ static mlr_status time_kernels(const timer &tm, int flush_val, F enqueue, double
   float ms = 0.0f;
   if (flush_val >= 0) GPU_TRY(hipMemset(tm.flush, flush_val & 0xFF, FLUSH_BYTES));
   if (flush_val >= 0 && tm.clean) {
-    k_read<<<CLEAN_BLOCKS, BW_THREADS>>>((const uint4 *)tm.clean, FLUSH_BYTES / 16, tm.sink);
+    k_read<1><<<CLEAN_BLOCKS, BW_THREADS>>>((const uint4 *)tm.clean, FLUSH_BYTES / 16, tm.sink);
     GPU_TRY(hipGetLastError());
   }
   GPU_TRY(hipEventRecord(tm.ev[0], 0));
@@ -1644,6 +1667,75 @@ out:
   return st;
 }
 
+/* The readers of the read floor and the read bandwidth: k_read with 1, 4 or 8 loads a thread in
+ * flight on 1 to 32 blocks of BW_THREADS an SM. The fewest blocks suit the small reads (one load a
+ * thread, all issued at once: the launch, one round trip, the transfer), the most and the deeper
+ * unrolls the large ones (more bytes in flight; on the H200 32 blocks and 8 loads read 2 GiB faster
+ * than the 8 blocks and 1 load this probe used until session 18). */
+static const int RF_BLOCKS[] = {1, 2, 4, 8, 16, 32}, RF_UNROLL[] = {1, 4, 8};
+
+template <int CHECK>
+static void read_words(int u, unsigned grid, const uint4 *x, int64_t n, unsigned long long *sink) {
+  if (u == 1) k_read<1, CHECK><<<grid, BW_THREADS>>>(x, n, sink);
+  else if (u == 4) k_read<4, CHECK><<<grid, BW_THREADS>>>(x, n, sink);
+  else k_read<8, CHECK><<<grid, BW_THREADS>>>(x, n, sink);
+}
+
+/* The least, over the readers, of each one's median_kernels time reading x[0..n) (timed with tm's
+ * flush), and the reader (*blocks_per_sm, *unroll). Each reader is first run untimed with CHECK = 1:
+ * its sum of the words' 32-bit lanes must be want (mod 2^64), else MLR_EDEVICE (what names the
+ * buffer): a reader that skipped or repeated a word does not time anything. */
+static mlr_status best_reader(const timer &tm, const uint4 *x, int64_t n, unsigned long long want, const char *what, int reps, double *us,
+                              int *blocks_per_sm, int *unroll, mlr_error *err) {
+  mlr_status st = MLR_OK;
+  hipDeviceProp_t prop;
+  double best = 0;
+  unsigned long long got = 0;
+  GPU_TRY(hipGetDeviceProperties(&prop, 0));
+  for (int ui = 0; ui < (int)(sizeof RF_UNROLL / sizeof *RF_UNROLL) && st == MLR_OK; ui++)
+    for (int b = 0; b < (int)(sizeof RF_BLOCKS / sizeof *RF_BLOCKS) && st == MLR_OK; b++) {
+      const unsigned grid = (unsigned)(prop.multiProcessorCount * RF_BLOCKS[b]);
+      const int u = RF_UNROLL[ui];
+      double t = 0;
+      GPU_TRY(hipMemset(tm.sink, 0, 8));
+      read_words<1>(u, grid, x, n, tm.sink); /* n = 0 (no KV) launches anyway: the floor is then a launch's */
+      GPU_TRY(hipGetLastError());
+      GPU_TRY(hipMemcpy(&got, tm.sink, 8, hipMemcpyDeviceToHost));
+      if (got != want) {
+        st = mlr_error_set(err, MLR_EDEVICE, "the reader of %d blocks an SM and %d loads a thread summed %s's words to %llu, not %llu: "
+                           "it did not read each word once", RF_BLOCKS[b], u, what, got, want);
+        break;
+      }
+      st = median_kernels(
+          reps, tm,
+          [&]() {
+            read_words<0>(u, grid, x, n, tm.sink);
+            GPU_TRY(hipGetLastError());
+          out:
+            return st;
+          },
+          &t, err);
+      if (st == MLR_OK && ((ui == 0 && b == 0) || t < best)) best = t, *blocks_per_sm = RF_BLOCKS[b], *unroll = u;
+    }
+  if (st == MLR_OK) *us = best;
+out:
+  return st;
+}
+
+extern "C" mlr_status mlr_gpu_fast_read_floor(mlr_gpu_fast *f, int reps, double *us, int *blocks_per_sm, int *unroll, mlr_error *err) {
+  mlr_status st = MLR_OK;
+  const int64_t n = f->kv_read / 16; /* QK * kvw bytes a row: 36 or 72 words of 16 bytes */
+  unsigned long long want = 0;
+  uint32_t *host = (uint32_t *)malloc((size_t)(n > 0 ? n : 1) * 16);
+  if (!host) return mlr_error_set(err, MLR_ENOMEM, "out of host memory for the read floor's check (%lld bytes)", (long long)n * 16);
+  GPU_TRY(hipMemcpy(host, f->p.kv, (size_t)n * 16, hipMemcpyDeviceToHost));
+  for (int64_t k = 0; k < 4 * n; k++) want += host[k]; /* mod 2^64, as the readers sum */
+  st = best_reader(f->tm, (const uint4 *)f->p.kv, n, want, "the KV", reps, us, blocks_per_sm, unroll, err); /* f->tm has its sink */
+out:
+  free(host);
+  return st;
+}
+
 extern "C" mlr_status mlr_gpu_launch_floor(int reps, double *one_us, double *chain_us, mlr_error *err) {
   mlr_status st = MLR_OK;
   hipDeviceProp_t prop;
@@ -1684,24 +1776,16 @@ extern "C" mlr_status mlr_gpu_read_bandwidth(int reps, double *bytes_per_s, mlr_
   const int64_t n = (int64_t)2 << 30;
   void *x = NULL;
   double us = 0;
-  hipDeviceProp_t prop;
+  int blocks = 0, unroll = 0;
   /* the clean flush: after the flush's write alone the read would also write back up to the L2's
-   * size (50 MiB on the H200) of the flush's dirty lines, and count it as reading time. Its sink
-   * serves the timed read too (only written, so that the loads stay). */
+   * size (50 MiB on the H200) of the flush's dirty lines, and count it as reading time */
   timer tm = {};
-  GPU_TRY(hipGetDeviceProperties(&prop, 0));
   if ((st = timer_init(tm, 1, err)) != MLR_OK) goto out;
   GPU_TRY(hipMalloc(&x, (size_t)n));
   GPU_TRY(hipMemset(x, 0x5A, (size_t)n));
-  st = median_kernels(
-      reps, tm,
-      [&]() {
-        k_read<<<(unsigned)(prop.multiProcessorCount * 8), BW_THREADS>>>((const uint4 *)x, n / 16, tm.sink);
-        GPU_TRY(hipGetLastError());
-      out:
-        return st;
-      },
-      &us, err);
+  /* every 32-bit lane is 0x5A5A5A5A: n / 4 of them */
+  st = best_reader(tm, (const uint4 *)x, n / 16, (unsigned long long)(n / 4) * 0x5A5A5A5Aull, "the 2 GiB buffer", reps, &us, &blocks, &unroll,
+                   err);
   if (st == MLR_OK) *bytes_per_s = (double)n / (us * 1e-6);
 out:
   timer_free(tm);

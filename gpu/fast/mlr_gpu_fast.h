@@ -93,6 +93,18 @@ mlr_status mlr_gpu_fast_launch(mlr_gpu_fast *f, int flush_l2, double *us, mlr_er
  *  as they evict them. MLR_OK, MLR_ENOMEM, MLR_EDEVICE. */
 mlr_status mlr_gpu_fast_clean_flush(mlr_gpu_fast *f, mlr_error *err);
 
+/** The read floor, in microseconds: the time of a kernel that only reads the KV bytes the batches'
+ *  tokens span (their rows of the plan's KV buffer, contiguous from its start, once each, 16-byte
+ *  loads and an xor kept), flushed and timed as mlr_gpu_fast_launch times the fast kernel (the
+ *  plan's flush: dirty, or clean after mlr_gpu_fast_clean_flush): the least, over 18 readers (1, 2,
+ *  4, 8, 16 or 32 blocks an SM, 1, 4 or 8 loads a thread in flight: *blocks_per_sm and *unroll give
+ *  the one taken), of each reader's median over reps runs. Each reader is first checked, untimed:
+ *  its sum of the words it read against the host's sum of the buffer read back (MLR_EDEVICE when
+ *  they differ). A kernel that must read those bytes, timed this way, is not expected to be faster:
+ *  a measured bound, not a proven one (it leaves out Q, O and a merge's launch; plain loads, which
+ *  evict the flush's dirty lines as any load does). MLR_OK, MLR_ENOMEM, MLR_EDEVICE. */
+mlr_status mlr_gpu_fast_read_floor(mlr_gpu_fast *f, int reps, double *us, int *blocks_per_sm, int *unroll, mlr_error *err);
+
 /** The last launch's outputs: o (bf16), lse, split_count, split_len, q_scales, q_clipped. Fails
  *  with MLR_EDEVICE naming an output element no launch wrote. */
 mlr_status mlr_gpu_fast_result(mlr_gpu_fast *f, mlr_emu_result *res, mlr_error *err);
@@ -109,9 +121,10 @@ const char *mlr_gpu_fast_kernels(const mlr_gpu_fast *f);
 
 void mlr_gpu_fast_free(mlr_gpu_fast *f);
 
-/** GPU 0's read bandwidth in bytes per second: a kernel reading 2 GiB with 16-byte loads, the L2
- *  flushed clean before each of reps runs (the flush's write, then a read of a second buffer, as
- *  mlr_gpu_fast_clean_flush: no write-back of the flush counted as reading time), the median. */
+/** GPU 0's read bandwidth in bytes per second: 2 GiB read with 16-byte loads by the read floor's 18
+ *  readers (mlr_gpu_fast_read_floor, each checked first), the L2 flushed clean before each of reps
+ *  runs (the flush's write, then a read of a second buffer, as mlr_gpu_fast_clean_flush: no
+ *  write-back of the flush counted as reading time); the least of the readers' medians. */
 mlr_status mlr_gpu_read_bandwidth(int reps, double *bytes_per_s, mlr_error *err);
 
 /** The launch floor, in microseconds: the median over reps of the device-event time of kernels
