@@ -187,7 +187,7 @@ step() { case "$STEPS" in *" $1 "*) return 0 ;; esac; echo "== $1: not asked for
     "$CLI" bench gpu --shape bs=256,kv=8192,seed=9826 --warmup 3000 --reps "${MLAREF_FAST_REPS:-200}" | tee "$OUT/bench_gpu_sustained.txt" || status=1
     # what a split-K kernel with the cluster merge costs at bs=4, kv=1024 before any attention
     # arithmetic (BENCHMARKS.md, session 19): 4, 8 and 16 splits a token
-    { split_floor_build && for S in 4 8 16; do for m in read merge ticket; do "$BIN/split_floor" 4 1024 $S $m 200 || exit 1; done; done; } |
+    { split_floor_build && for S in 4 8 16; do for m in read merge gmerge ticket; do "$BIN/split_floor" 4 1024 $S $m 200 || exit 1; done; done; } |
       tee "$OUT/split_floor.txt"; [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   fi
   step bits || step torch || step peers || step mma || step sfu || { echo "== status $status"; exit $status; }

@@ -14,11 +14,15 @@
 //   merge  the partial into shared memory, a cluster barrier, its 1/S share of the token's 16 x 512
 //          outputs summed over the S partials read across the cluster, bf16 stores, a last cluster
 //          barrier: cluster_merge's data movement and barriers (gpu/fast/fast.cu)
+//   gmerge the merge with the partials through global memory (L2) instead of distributed shared
+//          memory: each block stores its partial from registers to global memory, a cluster
+//          barrier (its release and acquire order the global stores too), its share of the S
+//          partials read from the L2; no last barrier (no block reads another's shared memory)
 //   ticket the partials to global memory instead, no cluster: a fence, the token's counter
 //          incremented, and the block that finds S - 1 merges the S partials from the L2 (the
 //          "last block merges" scheme: one kernel, no cluster barrier)
 // Every output is checked (the KV bytes are 0x3C, so a partial value is 60 and a merged one 60 S,
-// exact in bf16); a wrong one fails the run. Usage: split_floor bs kv S read|part|merge|ticket
+// exact in bf16); a wrong one fails the run. Usage: split_floor bs kv S read|part|merge|ticket|gmerge
 // [reps]: prints one line; exit 2 on bad arguments, 1 on a CUDA error or a wrong output.
 // Build: nvcc -O3 -std=c++17 -arch=sm_90 (scripts/gpu_run.sh, step fastbench runs it).
 #include <cuda_bf16.h>
@@ -53,7 +57,7 @@ __device__ __forceinline__ float4 ld_dsmem4(uint32_t a, uint32_t rank) {
   return v;
 }
 
-/* mode 0 read, 1 part, 2 merge, 3 ticket */
+/* mode 0 read, 1 part, 2 merge, 3 ticket, 4 gmerge */
 template <int MODE>
 __global__ void __launch_bounds__(NT, 1) k_skel(const uint8_t *kv, int kvlen, int S, uint16_t *o, unsigned *sink, float *gpart, unsigned *count) {
   extern __shared__ __align__(16) uint8_t sm[];
@@ -74,53 +78,71 @@ __global__ void __launch_bounds__(NT, 1) k_skel(const uint8_t *kv, int kvlen, in
   /* a value from the block's rows, kept in a register as k_attn keeps its accumulators (the first
    * version read a byte a value at (37 i) mod the rows' bytes: an integer division a value) */
   const float pv = (float)sm[threadIdx.x];
-  for (int i = threadIdx.x; i < PART; i += NT) part[i] = pv;
-  if constexpr (MODE == 1) {
-    __syncthreads();
-    for (int i = threadIdx.x; i < PART / 2; i += NT) {
-      const float2 v = ((const float2 *)part)[i];
-      __nv_bfloat162 b = __floats2bfloat162_rn(v.x, v.y);
-      ((uint32_t *)o)[((int64_t)t * S + s) * (PART / 2) + i] = *(uint32_t *)&b;
-    }
-    return;
-  }
-  if constexpr (MODE == 3) {
-    __syncthreads();
+  if constexpr (MODE == 4) {
     float4 *gp = (float4 *)(gpart + ((int64_t)t * S + s) * PART);
-    for (int i = threadIdx.x; i < PART / 4; i += NT) gp[i] = ((const float4 *)part)[i];
-    __threadfence();
-    __syncthreads();
-    __shared__ unsigned last;
-    if (threadIdx.x == 0) last = atomicAdd(&count[t], 1u) == (unsigned)S - 1;
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
+    for (int i = threadIdx.x; i < PART / 4; i += NT) gp[i] = make_float4(pv, pv, pv, pv);
+    cluster_sync_rel();
+    const int n4 = PART / 4, per = (n4 + S - 1) / S;
     const float4 *all = (const float4 *)(gpart + (int64_t)t * S * PART);
-    for (int i = threadIdx.x; i < PART / 4; i += NT) {
+    for (int i = s * per + threadIdx.x; i < min((s + 1) * per, n4); i += NT) {
       float4 acc = make_float4(0, 0, 0, 0);
       for (int k = 0; k < S; k++) {
-        const float4 v = __ldcg(all + (int64_t)k * (PART / 4) + i);
+        const float4 v = __ldcg(all + (int64_t)k * n4 + i);
         acc.x += v.x, acc.y += v.y, acc.z += v.z, acc.w += v.w;
       }
       __nv_bfloat162 a = __floats2bfloat162_rn(acc.x, acc.y), b = __floats2bfloat162_rn(acc.z, acc.w);
       *(uint2 *)(o + (int64_t)t * PART + 4 * i) = make_uint2(*(uint32_t *)&a, *(uint32_t *)&b);
     }
-    if (threadIdx.x == 0) count[t] = 0; /* for the next launch */
     return;
-  }
-  cluster_sync_rel();
-  const int n4 = PART / 4, per = (n4 + S - 1) / S;
-  const uint32_t base = saddr(part);
-  for (int i = s * per + threadIdx.x; i < min((s + 1) * per, n4); i += NT) {
-    float4 acc = make_float4(0, 0, 0, 0);
-    for (int k = 0; k < S; k++) {
-      const float4 v = ld_dsmem4(base + 16 * i, k);
-      acc.x += v.x, acc.y += v.y, acc.z += v.z, acc.w += v.w;
+  } else {
+    for (int i = threadIdx.x; i < PART; i += NT) part[i] = pv;
+    if constexpr (MODE == 1) {
+      __syncthreads();
+      for (int i = threadIdx.x; i < PART / 2; i += NT) {
+        const float2 v = ((const float2 *)part)[i];
+        __nv_bfloat162 b = __floats2bfloat162_rn(v.x, v.y);
+        ((uint32_t *)o)[((int64_t)t * S + s) * (PART / 2) + i] = *(uint32_t *)&b;
+      }
+      return;
     }
-    __nv_bfloat162 a = __floats2bfloat162_rn(acc.x, acc.y), b = __floats2bfloat162_rn(acc.z, acc.w);
-    *(uint2 *)(o + (int64_t)t * PART + 4 * i) = make_uint2(*(uint32_t *)&a, *(uint32_t *)&b);
+    if constexpr (MODE == 3) {
+      __syncthreads();
+      float4 *gp = (float4 *)(gpart + ((int64_t)t * S + s) * PART);
+      for (int i = threadIdx.x; i < PART / 4; i += NT) gp[i] = ((const float4 *)part)[i];
+      __threadfence();
+      __syncthreads();
+      __shared__ unsigned last;
+      if (threadIdx.x == 0) last = atomicAdd(&count[t], 1u) == (unsigned)S - 1;
+      __syncthreads();
+      if (!last) return;
+      __threadfence();
+      const float4 *all = (const float4 *)(gpart + (int64_t)t * S * PART);
+      for (int i = threadIdx.x; i < PART / 4; i += NT) {
+        float4 acc = make_float4(0, 0, 0, 0);
+        for (int k = 0; k < S; k++) {
+          const float4 v = __ldcg(all + (int64_t)k * (PART / 4) + i);
+          acc.x += v.x, acc.y += v.y, acc.z += v.z, acc.w += v.w;
+        }
+        __nv_bfloat162 a = __floats2bfloat162_rn(acc.x, acc.y), b = __floats2bfloat162_rn(acc.z, acc.w);
+        *(uint2 *)(o + (int64_t)t * PART + 4 * i) = make_uint2(*(uint32_t *)&a, *(uint32_t *)&b);
+      }
+      if (threadIdx.x == 0) count[t] = 0; /* for the next launch */
+      return;
+    }
+    cluster_sync_rel();
+    const int n4 = PART / 4, per = (n4 + S - 1) / S;
+    const uint32_t base = saddr(part);
+    for (int i = s * per + threadIdx.x; i < min((s + 1) * per, n4); i += NT) {
+      float4 acc = make_float4(0, 0, 0, 0);
+      for (int k = 0; k < S; k++) {
+        const float4 v = ld_dsmem4(base + 16 * i, k);
+        acc.x += v.x, acc.y += v.y, acc.z += v.z, acc.w += v.w;
+      }
+      __nv_bfloat162 a = __floats2bfloat162_rn(acc.x, acc.y), b = __floats2bfloat162_rn(acc.z, acc.w);
+      *(uint2 *)(o + (int64_t)t * PART + 4 * i) = make_uint2(*(uint32_t *)&a, *(uint32_t *)&b);
+    }
+    cluster_sync_exit();
   }
-  cluster_sync_exit();
 }
 __global__ void k_nop() {}
 
@@ -137,7 +159,7 @@ static int arg_int(char **argv, int i, const char *what, int lo, int hi) {
 
 int main(int argc, char **argv) {
   if (argc < 5 || argc > 6) {
-    fprintf(stderr, "split_floor: %d arguments; usage: split_floor bs kv S read|part|merge|ticket [reps]\n", argc - 1);
+    fprintf(stderr, "split_floor: %d arguments; usage: split_floor bs kv S read|part|merge|ticket|gmerge [reps]\n", argc - 1);
     return 2;
   }
   const int bs = arg_int(argv, 1, "bs, the query tokens", 1, 4096), S = arg_int(argv, 3, "S, the splits a token (a cluster)", 1, 16);
@@ -146,12 +168,12 @@ int main(int argc, char **argv) {
     fprintf(stderr, "split_floor: argument 2 ('%s'): kv, the KV rows a token, a multiple of S = %d\n", argv[2], S);
     return 2;
   }
-  const char *modes[] = {"read", "part", "merge", "ticket"};
+  const char *modes[] = {"read", "part", "merge", "ticket", "gmerge"};
   int mode = -1;
-  for (int m = 0; m < 4; m++)
+  for (int m = 0; m < 5; m++)
     if (!strcmp(argv[4], modes[m])) mode = m;
   if (mode < 0) {
-    fprintf(stderr, "split_floor: argument 4 ('%s'): the mode, one of read, part, merge, ticket\n", argv[4]);
+    fprintf(stderr, "split_floor: argument 4 ('%s'): the mode, one of read, part, merge, ticket, gmerge\n", argv[4]);
     return 2;
   }
   uint8_t *kvb, *flush;
@@ -167,14 +189,14 @@ int main(int argc, char **argv) {
   CK(cudaMalloc(&gpart, (size_t)bs * S * PART * 4));
   CK(cudaMalloc(&count, (size_t)bs * 4));
   CK(cudaMemset(count, 0, (size_t)bs * 4));
-  void (*k)(const uint8_t *, int, int, uint16_t *, unsigned *, float *, unsigned *) = mode == 0 ? k_skel<0> : mode == 1 ? k_skel<1> : mode == 2 ? k_skel<2> : k_skel<3>;
+  void (*k)(const uint8_t *, int, int, uint16_t *, unsigned *, float *, unsigned *) = mode == 0 ? k_skel<0> : mode == 1 ? k_skel<1> : mode == 2 ? k_skel<2> : mode == 3 ? k_skel<3> : k_skel<4>;
   CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
   if (S > 8) CK(cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   cudaLaunchConfig_t cfg = {};
   cudaLaunchAttribute at[1];
   cfg.gridDim = dim3(bs, S), cfg.blockDim = dim3(NT), cfg.dynamicSmemBytes = SMEM;
   at[0].id = cudaLaunchAttributeClusterDimension, at[0].val.clusterDim.x = 1, at[0].val.clusterDim.y = S, at[0].val.clusterDim.z = 1;
-  cfg.attrs = at, cfg.numAttrs = mode == 2 ? 1 : 0;
+  cfg.attrs = at, cfg.numAttrs = mode == 2 || mode == 4 ? 1 : 0;
   cudaEvent_t e0, e1;
   CK(cudaEventCreate(&e0));
   CK(cudaEventCreate(&e1));
