@@ -57,6 +57,13 @@ __device__ __forceinline__ float4 ld_dsmem4(uint32_t a, uint32_t rank) {
   return v;
 }
 
+/* four merged values as bf16 codes at o[4 i ..] */
+__device__ __forceinline__ void store4(uint16_t *o, int64_t i, float4 v) {
+  const __nv_bfloat162 a = __floats2bfloat162_rn(v.x, v.y), b = __floats2bfloat162_rn(v.z, v.w);
+  *(uint2 *)(o + 4 * i) = make_uint2(*(const uint32_t *)&a, *(const uint32_t *)&b);
+}
+__device__ __forceinline__ void add4(float4 &acc, float4 v) { acc.x += v.x, acc.y += v.y, acc.z += v.z, acc.w += v.w; }
+
 /* mode 0 read, 1 part, 2 merge, 3 ticket, 4 gmerge */
 template <int MODE>
 __global__ void __launch_bounds__(NT, 1) k_skel(const uint8_t *kv, int kvlen, int S, uint16_t *o, unsigned *sink, float *gpart, unsigned *count) {
@@ -72,11 +79,11 @@ __global__ void __launch_bounds__(NT, 1) k_skel(const uint8_t *kv, int kvlen, in
   asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
   __syncthreads();
   if constexpr (MODE == 0) {
-    if (threadIdx.x == 0) atomicAdd(sink, sm[0] + sm[KV_SM - 1]);
+    if (threadIdx.x == 0 && nrows > 0) atomicAdd(sink, sm[0] + sm[nrows * RB - 1]);
     return;
   }
-  /* a value from the block's rows, kept in a register as k_attn keeps its accumulators (the first
-   * version read a byte a value at (37 i) mod the rows' bytes: an integer division a value) */
+  /* a value from the block's rows (nrows >= 1: main asks kv to be a multiple of S), kept in a
+   * register as k_attn keeps its accumulators */
   const float pv = (float)sm[threadIdx.x];
   if constexpr (MODE == 4) {
     float4 *gp = (float4 *)(gpart + ((int64_t)t * S + s) * PART);
@@ -86,12 +93,8 @@ __global__ void __launch_bounds__(NT, 1) k_skel(const uint8_t *kv, int kvlen, in
     const float4 *all = (const float4 *)(gpart + (int64_t)t * S * PART);
     for (int i = s * per + threadIdx.x; i < min((s + 1) * per, n4); i += NT) {
       float4 acc = make_float4(0, 0, 0, 0);
-      for (int k = 0; k < S; k++) {
-        const float4 v = __ldcg(all + (int64_t)k * n4 + i);
-        acc.x += v.x, acc.y += v.y, acc.z += v.z, acc.w += v.w;
-      }
-      __nv_bfloat162 a = __floats2bfloat162_rn(acc.x, acc.y), b = __floats2bfloat162_rn(acc.z, acc.w);
-      *(uint2 *)(o + (int64_t)t * PART + 4 * i) = make_uint2(*(uint32_t *)&a, *(uint32_t *)&b);
+      for (int k = 0; k < S; k++) add4(acc, __ldcg(all + (int64_t)k * n4 + i));
+      store4(o + (int64_t)t * PART, i, acc);
     }
     return;
   } else {
@@ -119,12 +122,8 @@ __global__ void __launch_bounds__(NT, 1) k_skel(const uint8_t *kv, int kvlen, in
       const float4 *all = (const float4 *)(gpart + (int64_t)t * S * PART);
       for (int i = threadIdx.x; i < PART / 4; i += NT) {
         float4 acc = make_float4(0, 0, 0, 0);
-        for (int k = 0; k < S; k++) {
-          const float4 v = __ldcg(all + (int64_t)k * (PART / 4) + i);
-          acc.x += v.x, acc.y += v.y, acc.z += v.z, acc.w += v.w;
-        }
-        __nv_bfloat162 a = __floats2bfloat162_rn(acc.x, acc.y), b = __floats2bfloat162_rn(acc.z, acc.w);
-        *(uint2 *)(o + (int64_t)t * PART + 4 * i) = make_uint2(*(uint32_t *)&a, *(uint32_t *)&b);
+        for (int k = 0; k < S; k++) add4(acc, __ldcg(all + (int64_t)k * (PART / 4) + i));
+        store4(o + (int64_t)t * PART, i, acc);
       }
       if (threadIdx.x == 0) count[t] = 0; /* for the next launch */
       return;
@@ -134,12 +133,8 @@ __global__ void __launch_bounds__(NT, 1) k_skel(const uint8_t *kv, int kvlen, in
     const uint32_t base = saddr(part);
     for (int i = s * per + threadIdx.x; i < min((s + 1) * per, n4); i += NT) {
       float4 acc = make_float4(0, 0, 0, 0);
-      for (int k = 0; k < S; k++) {
-        const float4 v = ld_dsmem4(base + 16 * i, k);
-        acc.x += v.x, acc.y += v.y, acc.z += v.z, acc.w += v.w;
-      }
-      __nv_bfloat162 a = __floats2bfloat162_rn(acc.x, acc.y), b = __floats2bfloat162_rn(acc.z, acc.w);
-      *(uint2 *)(o + (int64_t)t * PART + 4 * i) = make_uint2(*(uint32_t *)&a, *(uint32_t *)&b);
+      for (int k = 0; k < S; k++) add4(acc, ld_dsmem4(base + 16 * i, k));
+      store4(o + (int64_t)t * PART, i, acc);
     }
     cluster_sync_exit();
   }
