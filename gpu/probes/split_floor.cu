@@ -62,7 +62,19 @@ __device__ __forceinline__ void store4(uint16_t *o, int64_t i, float4 v) {
   const __nv_bfloat162 a = __floats2bfloat162_rn(v.x, v.y), b = __floats2bfloat162_rn(v.z, v.w);
   *(uint2 *)(o + 4 * i) = make_uint2(*(const uint32_t *)&a, *(const uint32_t *)&b);
 }
-__device__ __forceinline__ void add4(float4 &acc, float4 v) { acc.x += v.x, acc.y += v.y, acc.z += v.z, acc.w += v.w; }
+/* the merge of every scheme: groups of four columns i0, i0 + NT, .. below i1, each the sum over the
+ * S partials of load(k, i) in split order, stored as bf16 at o */
+template <class Load>
+__device__ __forceinline__ void merge_groups(uint16_t *o, int i0, int i1, int S, Load load) {
+  for (int i = i0; i < i1; i += NT) {
+    float4 acc = make_float4(0, 0, 0, 0);
+    for (int k = 0; k < S; k++) {
+      const float4 v = load(k, i);
+      acc.x += v.x, acc.y += v.y, acc.z += v.z, acc.w += v.w;
+    }
+    store4(o, i, acc);
+  }
+}
 
 /* mode 0 read, 1 part, 2 merge, 3 ticket, 4 gmerge */
 template <int MODE>
@@ -78,65 +90,47 @@ __global__ void __launch_bounds__(NT, 1) k_skel(const uint8_t *kv, int kvlen, in
   }
   asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
   __syncthreads();
+  /* a value from the block's rows (nrows >= 1: main asks kv to be a multiple of S), kept in a
+   * register as k_attn keeps its accumulators; the token's outputs, its S partials in global memory,
+   * and this block's share of the merge (groups of four columns) */
+  const float pv = (float)sm[threadIdx.x];
+  uint16_t *ot = o + (int64_t)t * PART;
+  const float4 *gall = (const float4 *)(gpart + (int64_t)t * S * PART);
+  float4 *gmine = (float4 *)(gpart + ((int64_t)t * S + s) * PART);
+  const int n4 = PART / 4, per = (n4 + S - 1) / S, i0 = s * per + threadIdx.x, i1 = min((s + 1) * per, n4);
   if constexpr (MODE == 0) {
     if (threadIdx.x == 0 && nrows > 0) atomicAdd(sink, sm[0] + sm[nrows * RB - 1]);
-    return;
-  }
-  /* a value from the block's rows (nrows >= 1: main asks kv to be a multiple of S), kept in a
-   * register as k_attn keeps its accumulators */
-  const float pv = (float)sm[threadIdx.x];
-  if constexpr (MODE == 4) {
-    float4 *gp = (float4 *)(gpart + ((int64_t)t * S + s) * PART);
-    for (int i = threadIdx.x; i < PART / 4; i += NT) gp[i] = make_float4(pv, pv, pv, pv);
-    cluster_sync_rel();
-    const int n4 = PART / 4, per = (n4 + S - 1) / S;
-    const float4 *all = (const float4 *)(gpart + (int64_t)t * S * PART);
-    for (int i = s * per + threadIdx.x; i < min((s + 1) * per, n4); i += NT) {
-      float4 acc = make_float4(0, 0, 0, 0);
-      for (int k = 0; k < S; k++) add4(acc, __ldcg(all + (int64_t)k * n4 + i));
-      store4(o + (int64_t)t * PART, i, acc);
-    }
-    return;
-  } else {
+  } else if constexpr (MODE == 1) { /* the partial through shared memory, out as bf16 */
     for (int i = threadIdx.x; i < PART; i += NT) part[i] = pv;
-    if constexpr (MODE == 1) {
-      __syncthreads();
-      for (int i = threadIdx.x; i < PART / 2; i += NT) {
-        const float2 v = ((const float2 *)part)[i];
-        __nv_bfloat162 b = __floats2bfloat162_rn(v.x, v.y);
-        ((uint32_t *)o)[((int64_t)t * S + s) * (PART / 2) + i] = *(uint32_t *)&b;
-      }
-      return;
+    __syncthreads();
+    for (int i = threadIdx.x; i < PART / 2; i += NT) {
+      const float2 v = ((const float2 *)part)[i];
+      __nv_bfloat162 b = __floats2bfloat162_rn(v.x, v.y);
+      ((uint32_t *)o)[((int64_t)t * S + s) * (PART / 2) + i] = *(uint32_t *)&b;
     }
-    if constexpr (MODE == 3) {
-      __syncthreads();
-      float4 *gp = (float4 *)(gpart + ((int64_t)t * S + s) * PART);
-      for (int i = threadIdx.x; i < PART / 4; i += NT) gp[i] = ((const float4 *)part)[i];
-      __threadfence();
-      __syncthreads();
-      __shared__ unsigned last;
-      if (threadIdx.x == 0) last = atomicAdd(&count[t], 1u) == (unsigned)S - 1;
-      __syncthreads();
-      if (!last) return;
-      __threadfence();
-      const float4 *all = (const float4 *)(gpart + (int64_t)t * S * PART);
-      for (int i = threadIdx.x; i < PART / 4; i += NT) {
-        float4 acc = make_float4(0, 0, 0, 0);
-        for (int k = 0; k < S; k++) add4(acc, __ldcg(all + (int64_t)k * (PART / 4) + i));
-        store4(o + (int64_t)t * PART, i, acc);
-      }
-      if (threadIdx.x == 0) count[t] = 0; /* for the next launch */
-      return;
-    }
+  } else if constexpr (MODE == 2) { /* the partial in shared memory, merged across the cluster */
+    for (int i = threadIdx.x; i < PART; i += NT) part[i] = pv;
     cluster_sync_rel();
-    const int n4 = PART / 4, per = (n4 + S - 1) / S;
     const uint32_t base = saddr(part);
-    for (int i = s * per + threadIdx.x; i < min((s + 1) * per, n4); i += NT) {
-      float4 acc = make_float4(0, 0, 0, 0);
-      for (int k = 0; k < S; k++) add4(acc, ld_dsmem4(base + 16 * i, k));
-      store4(o + (int64_t)t * PART, i, acc);
-    }
+    merge_groups(ot, i0, i1, S, [&](int k, int i) { return ld_dsmem4(base + 16 * i, k); });
     cluster_sync_exit();
+  } else if constexpr (MODE == 3) { /* the partial through shared memory to global memory; the token's last block merges all of it */
+    for (int i = threadIdx.x; i < PART; i += NT) part[i] = pv;
+    __syncthreads();
+    for (int i = threadIdx.x; i < n4; i += NT) gmine[i] = ((const float4 *)part)[i];
+    __threadfence();
+    __syncthreads();
+    __shared__ unsigned last;
+    if (threadIdx.x == 0) last = atomicAdd(&count[t], 1u) == (unsigned)S - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    merge_groups(ot, threadIdx.x, n4, S, [&](int k, int i) { return __ldcg(gall + (int64_t)k * n4 + i); });
+    if (threadIdx.x == 0) count[t] = 0; /* for the next launch */
+  } else { /* gmerge: the partial to global memory, the cluster's barrier, the shares from the L2 */
+    for (int i = threadIdx.x; i < n4; i += NT) gmine[i] = make_float4(pv, pv, pv, pv);
+    cluster_sync_rel();
+    merge_groups(ot, i0, i1, S, [&](int k, int i) { return __ldcg(gall + (int64_t)k * n4 + i); });
   }
 }
 __global__ void k_nop() {}
