@@ -12,11 +12,12 @@
  * allows (the bytes every kernel must move: KV read once, Q read, O written, at that bandwidth),
  * the achieved fraction, the read floor (mlr_gpu_fast_read_floor: the best of 18 kernels that only
  * read the shape's KV, flushed and timed as the fast kernel, on the shape's first recipe's plan),
- * and with --peers the best seed Triton time per shape from
+ * the plan floor (mlr_gpu_fast_plan_floor, CUDA builds: the recipe's plan, its grid, clusters,
+ * copies, stores and merge, with none of the attention's arithmetic, timed the same way), and with --peers the best seed Triton time per shape from
  * scripts/seed_peers.py's peers.json of the same machine and the speed-up over it. Ends with the
  * bounds (the launch floor plus the roofline, their geomean; the shapes where 5x the seeds would be
  * under the roofline; the read floors' geomean and the targets that a kernel that only reads its KV
- * misses) and the targets (issue 8) met or not. */
+ * misses, the plan floors' geomean and the targets they miss) and the targets (issue 8) met or not. */
 #define _POSIX_C_SOURCE 200809L
 #include <jansson.h>
 #include <math.h>
@@ -163,8 +164,8 @@ int mlr_bench_gpu_fast(int argc, char **argv) {
   printf("launch floor measured now (kernels that do nothing, launched and timed the same way, median of 201): %.2f us one kernel, "
          "%.2f us attention + merge (splits > 1)\n",
          floor1, floor2);
-  printf("%-26s %-15s %6s %-20s %9s %9s %9s %10s %8s %9s %9s %8s\n", "shape", "recipe", "splits", "kernels", "KV MB", "median us",
-         "least us", "roofline", "of bw", "read-only", "seeds us", "speed-up");
+  printf("%-26s %-15s %6s %-20s %9s %9s %9s %10s %8s %9s %9s %9s %8s\n", "shape", "recipe", "splits", "kernels", "KV MB", "median us",
+         "least us", "roofline", "of bw", "read-only", "plan us", "seeds us", "speed-up");
   double logsum[MAXREC] = {0}, peerlog[MAXREC] = {0}, rflogk[MAXREC] = {0}; /* rflogk: the read floors of the shapes recipe k ran */
   int n_ok[MAXREC] = {0}, targets = 1;
   /* what no kernel timed this way can beat: the launch floor (one kernel) plus the roofline; and
@@ -179,6 +180,12 @@ int mlr_bench_gpu_fast(int argc, char **argv) {
   int nrf = 0;
   char readers[512] = "", rmiss[1024] = "";
   size_t rn = 0, rm = 0;
+  /* the plan floors (CUDA builds: the HIP build has no clusters or cp.async for the skeleton): their
+   * logs by recipe and the targets they miss */
+  const int plan = mlr_gpu_backend() && !strcmp(mlr_gpu_backend(), "CUDA");
+  double pflogk[MAXREC] = {0};
+  char pmiss[4096] = "";
+  size_t pm = 0;
   for (int si = 0; si < nshape && rc == MLR_EXIT_OK; si++) {
     mlr_tensor_file tf;
     mlr_inputs in;
@@ -218,6 +225,13 @@ int mlr_bench_gpu_fast(int argc, char **argv) {
             rm += (size_t)snprintf(rmiss + rm, sizeof rmiss - rm, "%s%s (%s)", rm ? ", " : "", shapes[si], miss);
         }
       }
+      double pfloor = 0; /* the recipe's plan floor (us) */
+      if (st == MLR_OK && t && plan && (st = mlr_gpu_fast_plan_floor(f, (int)reps, &pfloor, &err)) == MLR_OK) {
+        char miss[256];
+        pflogk[k] += log(pfloor > 0 ? pfloor : 1e-3);
+        if (kv8 && shape_misses(in.B, kv_per_b, kvb, bw, pus, pfloor, miss, sizeof miss) && pm < sizeof pmiss)
+          pm += (size_t)snprintf(pmiss + pm, sizeof pmiss - pm, "%s%s %s (%s)", pm ? ", " : "", shapes[si], rs[k].name, miss);
+      }
       if (st != MLR_OK || !t) {
         fprintf(stderr, "mlaref %s: %s on %s: %s\n", cmd, rs[k].name, shapes[si], t ? err.msg : "out of memory");
         free(t), mlr_gpu_fast_free(f);
@@ -226,10 +240,11 @@ int mlr_bench_gpu_fast(int argc, char **argv) {
       }
       mlr_sort_values(t, (int64_t)reps);
       const double med = mlr_sorted_quantile(t, (int64_t)reps, 0.5);
-      char ptxt[16] = "-", sp[16] = "-";
+      char ptxt[16] = "-", sp[16] = "-", pft[16] = "-";
       if (pus > 0) snprintf(ptxt, sizeof ptxt, "%.1f", pus), snprintf(sp, sizeof sp, "%.2fx", pus / med);
-      printf("%-26s %-15s %6lld %-20s %9.1f %9.2f %9.2f %8.2f us %7.1f%% %9.2f %9s %8s\n", shapes[si], rs[k].name,
-             mlr_gpu_fast_splits(f), mlr_gpu_fast_kernels(f), kvb / 1e6, med, t[0], roof, 100.0 * roof / med, rfloor, ptxt, sp);
+      if (plan) snprintf(pft, sizeof pft, "%.2f", pfloor);
+      printf("%-26s %-15s %6lld %-20s %9.1f %9.2f %9.2f %8.2f us %7.1f%% %9.2f %9s %9s %8s\n", shapes[si], rs[k].name,
+             mlr_gpu_fast_splits(f), mlr_gpu_fast_kernels(f), kvb / 1e6, med, t[0], roof, 100.0 * roof / med, rfloor, pft, ptxt, sp);
       logsum[k] += log(med), rflogk[k] += rfl, n_ok[k]++;
       if (pus > 0) peerlog[k] += log(pus / med);
       if (kv8 && shape_misses(in.B, kv_per_b, kvb, bw, pus, med, NULL, 0)) targets = 0; /* issue 8's targets on the bench shapes */
@@ -245,6 +260,9 @@ int mlr_bench_gpu_fast(int argc, char **argv) {
       printf("%s: geomean %.2f us over %d shapes (target <= 25 us: %s)", rs[k].name, gm, n_ok[k], gm <= 25 ? "met" : "NOT met");
       if (peers) printf("; geomean speed-up over the best seed Triton kernel %.2fx", exp(peerlog[k] / n_ok[k]));
       printf("; %.2f times the read floor (geomean of the ratios)", exp((logsum[k] - rflogk[k]) / n_ok[k]));
+      if (plan)
+        printf("; plan floor geomean %.2f us, the kernel %.2f times it (its arithmetic)", exp(pflogk[k] / n_ok[k]),
+               exp((logsum[k] - pflogk[k]) / n_ok[k]));
       printf("\n");
       if (gm > 25) targets = 0;
     }
@@ -260,6 +278,9 @@ int mlr_bench_gpu_fast(int argc, char **argv) {
            readers, exp(rflog / nrf), nrf, exp(rflog / nrf) > 25 ? " (above the 25 us target)" : "");
     printf("targets (issue 8) that a kernel that only reads its KV misses in this run: %s\n", rm ? rmiss : "none");
   }
+  if (rc == MLR_EXIT_OK && plan && nrf)
+    printf("plan floor (this run): each recipe's plan (grid, clusters, KV copies through shared memory, stores, merge) with none of "
+           "the attention's arithmetic, flushed and timed this way; targets (issue 8) it misses: %s\n", pm ? pmiss : "none");
   if (rc == MLR_EXIT_OK && clean) printf("targets (issue 8): not judged (--flush clean: not measured as the seeds are)\n");
   else if (rc == MLR_EXIT_OK) printf("targets (issue 8, every shape and recipe above): %s\n", targets ? "met" : "NOT met");
 done:

@@ -19,10 +19,10 @@
 #      kernel variant;
 #      .peers/seed_peers.py (when copied from ../shared/peers) and bench gpu --peers beside it
 #      ($OUT/bench_gpu.txt, $OUT/peers.json; with the read floor, whose readers check their sums:
-#      a reader that skips or repeats a word fails the step); the largest shape again after 3 s of warm-up, the time
-#      under sustained load ($OUT/bench_gpu_sustained.txt); the split-K skeleton's floor at bs=4, kv=1024
-#      (gpu/probes/split_floor.cu: the KV read and the cluster merge's data movement, no attention
-#      arithmetic; $OUT/split_floor.txt).
+#      a reader that skips or repeats a word fails the step, and the plan floor, the plan's skeleton
+#      with no attention arithmetic, whose row counts are checked); the largest shape again after 3 s
+#      of warm-up, the time under sustained load ($OUT/bench_gpu_sustained.txt); the plan floor on a
+#      ragged paged batch and with k_merge forced ($OUT/bench_gpu_plans.txt).
 #   1. bit identity: digests of formats, pmath and rng over binary32 inputs on the GPU, against
 #      tests/data/bits_digests.txt (made on the CPU) and against this machine's CPU (all 2^32);
 #   2. PyTorch agreement of every conversion over all 2^32 binary32 inputs;
@@ -64,11 +64,7 @@ build() {
       "$BIN/mma.o" -o "$BIN/wgmma_probe" || return 1
   "$NVCC" -O2 -std=c++17 -arch=sm_90 -fmad=false -ftz=false -prec-div=true -Werror=all-warnings -I. gpu/probes/cvt_probe.cu -o "$BIN/cvt_probe" || return 1
   "$NVCC" -O2 -std=c++17 -arch=sm_90 -ftz=false -Werror=all-warnings -I. gpu/probes/ex2_table.cu -o "$BIN/ex2_table" || return 1 # ref/sfu's table and the model's check
-  split_floor_build
 }
-# the split-K skeleton's floor (gpu/probes/split_floor.cu): built by build() (so CTest's
-# gpu_run_build compiles it everywhere) and by the fastbench step, which runs it
-split_floor_build() { "$NVCC" -O3 -std=c++17 -arch=sm_90 -Werror=all-warnings gpu/probes/split_floor.cu -o "$BIN/split_floor"; }
 if [ "${1:-}" = --build-only ]; then build && echo "gpu_run: build only: $BIN/mlaref and $BIN/bits_digest built"; exit $?; fi
 if ! nvidia-smi -L >/dev/null 2>&1; then
   if [ "${MLAREF_REQUIRE_GPU:-0}" = 1 ]; then echo "gpu_run: no NVIDIA GPU found and MLAREF_REQUIRE_GPU=1" >&2; exit 1; fi
@@ -185,10 +181,11 @@ step() { case "$STEPS" in *" $1 "*) return 0 ;; esac; echo "== $1: not asked for
     # the largest shape under sustained load (3 s of launches first: on the H200 the board then runs
     # at its power limit, and the clock drops; BENCHMARKS.md, session 11)
     "$CLI" bench gpu --shape bs=256,kv=8192,seed=9826 --warmup 3000 --reps "${MLAREF_FAST_REPS:-200}" | tee "$OUT/bench_gpu_sustained.txt" || status=1
-    # what a split-K kernel with the cluster merge costs at bs=4, kv=1024 before any attention
-    # arithmetic (BENCHMARKS.md, session 19): 4, 8 and 16 splits a token
-    { split_floor_build && for S in 4 8 16; do for m in read merge gmerge ticket; do "$BIN/split_floor" 4 1024 $S $m 200 || exit 1; done; done; } |
-      tee "$OUT/split_floor.txt"; [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    # the plan floor's other paths: a ragged paged batch in clusters (a token of one split among
+    # merging ones), and k_merge forced (its skeleton's second kernel)
+    { "$CLI" bench gpu --shape lens=1:64:65:300,page=64,seed=10 --shape bs=3,kv=1000,page=16,seed=9 --reps 100 &&
+      MLAREF_FAST_CLUSTER=0 "$CLI" bench gpu --shape bs=4,kv=1024,seed=4217 --shape bs=64,kv=1024,seed=1357 --reps 100; } |
+      tee "$OUT/bench_gpu_plans.txt"; [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   fi
   step bits || step torch || step peers || step mma || step sfu || { echo "== status $status"; exit $status; }
   echo "== build"

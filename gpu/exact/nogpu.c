@@ -43,6 +43,10 @@ mlr_status mlr_gpu_fast_read_floor(mlr_gpu_fast *f, int reps, double *us, int *b
   (void)f, (void)reps, (void)us, (void)blocks_per_sm, (void)unroll;
   return mlr_error_set(err, MLR_EDEVICE, NO_GPU);
 }
+mlr_status mlr_gpu_fast_plan_floor(mlr_gpu_fast *f, int reps, double *us, mlr_error *err) {
+  (void)f, (void)reps, (void)us;
+  return mlr_error_set(err, MLR_EDEVICE, NO_GPU);
+}
 void mlr_gpu_fast_free(mlr_gpu_fast *f) { (void)f; }
 mlr_status mlr_gpu_read_bandwidth(int reps, double *bytes_per_s, mlr_error *err) {
   (void)reps, (void)bytes_per_s;

@@ -1133,6 +1133,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_attn(fparams p) {
   finish_split<W, 2>(p, sm, acc, m, l, t, s, ti, 64 * warp, warp == 0 && j == 0);
 }
 #include "fast_ws.h"
+#include "fast_floor.h"
 #endif
 
 /* ---- both: the merge and the bandwidth probe ---- */
@@ -1734,6 +1735,66 @@ extern "C" mlr_status mlr_gpu_fast_read_floor(mlr_gpu_fast *f, int reps, double 
 out:
   free(host);
   return st;
+}
+
+/* The plan floor (mlr_gpu_fast.h): k_skel (fast_floor.h) with the plan's grid, clusters and
+ * merge, writing outputs of its own (the plan's o and lse are the last launch's result), first
+ * run untimed and checked, then timed as mlr_gpu_fast_launch times the fast kernel. */
+extern "C" mlr_status mlr_gpu_fast_plan_floor(mlr_gpu_fast *f, int reps, double *us, mlr_error *err) {
+#if MLR_FAST_AMD
+  (void)f, (void)reps, (void)us;
+  return mlr_error_set(err, MLR_EDEVICE, "the plan floor is built for NVIDIA only (cp.async, thread-block clusters), not for the AMD variant");
+#else
+  mlr_status st = MLR_OK;
+  const int64_t T = f->T, H = f->H, n = T * H;
+  fparams q = f->p;
+  tokinfo *tok = (tokinfo *)malloc((size_t)(T > 0 ? T : 1) * sizeof(tokinfo));
+  float *lse = (float *)malloc((size_t)(n > 0 ? n : 1) * 4);
+  uint16_t *o = (uint16_t *)malloc((size_t)(n > 0 ? n : 1) * DV * 2);
+  void (*const k)(fparams) = q.kvw == 2 ? k_skel<2> : k_skel<1>;
+  auto enqueue = [&]() { /* GPU_TRY sets st and err */
+    if (T > 0) {
+      GPU_TRY(launch_pdl(k, dim3((unsigned)T, (unsigned)f->S), NTHR, SMEM, q, q.cl ? (unsigned)f->S : 0));
+      if (f->S > 1 && !q.cl) GPU_TRY(launch_pdl(k_skel_merge, dim3((unsigned)n), MERGE_THREADS, 0, q));
+    }
+  out:
+    return st;
+  };
+  q.o = NULL, q.lse = NULL;
+  if (!tok || !lse || !o) {
+    st = mlr_error_set(err, MLR_ENOMEM, "out of host memory for the plan floor's check");
+    goto out;
+  }
+  GPU_TRY(hipMalloc((void **)&q.o, (size_t)(n > 0 ? n : 1) * DV * 2));
+  GPU_TRY(hipMalloc((void **)&q.lse, (size_t)(n > 0 ? n : 1) * 4));
+  GPU_TRY(hipMemset(q.o, 0xFF, (size_t)n * DV * 2)); /* the all-ones pattern, which no output is (a count, or sums of bytes) */
+  GPU_TRY(hipMemset(q.lse, 0xFF, (size_t)n * 4));
+  GPU_TRY(hipFuncSetAttribute((const void *)k, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
+  /* untimed first: every output written, every row's lse its token's length */
+  if ((st = enqueue()) != MLR_OK) goto out;
+  GPU_TRY(hipDeviceSynchronize());
+  GPU_TRY(hipMemcpy(o, q.o, (size_t)n * DV * 2, hipMemcpyDeviceToHost));
+  GPU_TRY(hipMemcpy(lse, q.lse, (size_t)n * 4, hipMemcpyDeviceToHost));
+  if (T > 0) GPU_TRY(hipMemcpy(tok, q.tok, (size_t)T * sizeof(tokinfo), hipMemcpyDeviceToHost));
+  for (int64_t r = 0; r < n; r++) {
+    const tokinfo ti = q.unq ? tok_uniform(q.tu, q.unq, q.ustride, r / H) : tok[r / H];
+    if (lse[r] != (float)ti.L) {
+      st = mlr_error_set(err, MLR_EDEVICE, "the plan floor's kernels counted %.0f KV rows for query token %lld, head %lld, not its %lld",
+                         (double)lse[r], (long long)(r / H), (long long)(r % H), (long long)ti.L);
+      goto out;
+    }
+    for (int c = 0; c < DV; c++)
+      if (o[r * DV + c] == 0xFFFFu) {
+        st = mlr_error_set(err, MLR_EDEVICE, "the plan floor's kernels left o[%lld][%lld][%d] unwritten", (long long)(r / H), (long long)(r % H), c);
+        goto out;
+      }
+  }
+  st = median_kernels(reps, f->tm, enqueue, us, err);
+out:
+  (void)hipFree(q.o), (void)hipFree(q.lse);
+  free(tok), free(lse), free(o);
+  return st;
+#endif
 }
 
 extern "C" mlr_status mlr_gpu_launch_floor(int reps, double *one_us, double *chain_us, mlr_error *err) {

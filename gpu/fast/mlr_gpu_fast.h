@@ -105,6 +105,19 @@ mlr_status mlr_gpu_fast_clean_flush(mlr_gpu_fast *f, mlr_error *err);
  *  evict the flush's dirty lines as any load does). MLR_OK, MLR_ENOMEM, MLR_EDEVICE. */
 mlr_status mlr_gpu_fast_read_floor(mlr_gpu_fast *f, int reps, double *us, int *blocks_per_sm, int *unroll, mlr_error *err);
 
+/** The plan floor, in microseconds: the time of the fast kernel's plan with none of the
+ *  attention's arithmetic (fast_floor.h: the plan's grid of a block a query token and split, its
+ *  clusters or its second kernel, each split's KV rows copied tile by tile through shared memory
+ *  as the attention kernel copies them, the splits' results stored and merged as the fast kernel
+ *  stores and merges them, sums in place of the arithmetic), flushed and timed as
+ *  mlr_gpu_fast_launch times the fast kernel: the median of reps runs. First run untimed and
+ *  checked (MLR_EDEVICE when an output is left unwritten or a row's count of KV rows, carried
+ *  through the merge, is not its token's length). The fast kernel minus this is what its
+ *  arithmetic costs; a measured bound for kernels of this plan, not a proven one. The plan's o and
+ *  lse are left as they were. MLR_OK, MLR_ENOMEM, MLR_EDEVICE (also: a HIP build, which has no
+ *  clusters or cp.async). */
+mlr_status mlr_gpu_fast_plan_floor(mlr_gpu_fast *f, int reps, double *us, mlr_error *err);
+
 /** The last launch's outputs: o (bf16), lse, split_count, split_len, q_scales, q_clipped. Fails
  *  with MLR_EDEVICE naming an output element no launch wrote. */
 mlr_status mlr_gpu_fast_result(mlr_gpu_fast *f, mlr_emu_result *res, mlr_error *err);

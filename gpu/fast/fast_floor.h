@@ -1,0 +1,147 @@
+/* fast_floor.h: the plan floor's kernels (NVIDIA sm_90; included by fast.cu inside its anonymous
+ * namespace, after k_attn; mlr_gpu_fast_plan_floor launches them). The fast kernel's plan with
+ * none of the attention's arithmetic: the same grid (a block a query token and split, the plan's
+ * splits and split lengths from the token table), the same clusters (p.cl) or the same second
+ * kernel, one block an SM (the attention kernel's dynamic shared memory), each split's KV rows
+ * copied tile by tile into a ring of three tiles in shared memory by cp.async with two tiles in
+ * flight (as k_attn: the page table read through kv_ref, four threads a row, chunks swizzled),
+ * then the split's result stored as the fast kernel stores it: a lone split's 16 x 512 bf16
+ * outputs and lse; or its fp32 partial in its own shared memory, a cluster barrier, one round of
+ * loads of the splits' row scalars, a 1/S share of the token's outputs summed over the S partials
+ * through distributed shared memory, bf16 stores, a last cluster barrier; or its partial in global
+ * memory and a second kernel (k_merge's launch and grid) summing them. Why: issue 8's small shapes
+ * are far from the read floor; the fast kernel minus this is what its arithmetic costs, this minus
+ * the read floor what the plan's structure costs (session 19's probe measured the first at one
+ * shape; this is every shape's own plan, BENCHMARKS.md session 20).
+ * What a block computes, so that the untimed check sees every copy and merge happen: v, a sum of
+ * one byte a thread of each tile (the copies are used, as k_attn uses them), goes to the outputs;
+ * the lse of every row is the number of KV rows the token's blocks copied (their splits' row
+ * counts, summed across the merge: integers, exact in fp32 below 2^24), which the host checks
+ * against the token's length. */
+#ifndef MLR_FAST_FLOOR_H
+#define MLR_FAST_FLOOR_H
+
+/* the cluster's merge without its arithmetic: every block of the token's cluster calls it after its
+ * partial (cl[0 .. 16 DV)) and its rows' counts (cl[CL_X + h], where cluster_merge_ finds m) are in
+ * its shared memory; blocks s >= ns hold none and only share the work, and a token of one split
+ * only takes part in the barriers, as in cluster_merge_ */
+__device__ __forceinline__ void skel_cluster(const fparams &p, float *cl, int t, int ns) {
+  cluster_barrier();
+  if (ns < 2) {
+    cluster_barrier_exit();
+    return;
+  }
+  const uint32_t base = smem_addr(cl);
+  const int d = threadIdx.x;
+  uint32_t rank, nb;
+  asm("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+  asm("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(nb));
+  const int n4 = 16 * DV / 4, per = (n4 + (int)nb - 1) / (int)nb, end = min(((int)rank + 1) * per, n4);
+  if (d < 16 * CL_MAX) { /* row h's split k, one round of loads for all (cluster_merge_'s m and l): the rows' counts summed */
+    const int h = d / CL_MAX, k = d % CL_MAX;
+    float rows = k < ns ? ld_dsmem(dsmem(base + 4 * (CL_X + h), k)) : 0.0f;
+    for (int o = CL_MAX / 2; o; o >>= 1) rows += MLR_SHFL_XOR(rows, o); /* integers below 2^24: exact in any order */
+    if (rank == 0 && k == 0 && h < p.H) p.lse[(int64_t)t * p.H + h] = rows;
+  }
+  for (int i = (int)rank * per + d; i < end; i += NTHR) {
+    const int h = i / (DV / 4), c4 = i % (DV / 4);
+    if (h >= p.H) break;
+    float4 v[CL_MAX]; /* every split's four values in flight at once, as cluster_merge_ */
+#pragma unroll
+    for (int k = 0; k < CL_MAX; k++)
+      if (k < ns) v[k] = ld_dsmem4(dsmem(base + 4 * (h * DV + 4 * c4), k));
+    float a[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int k = 0; k < CL_MAX; k++)
+      if (k < ns) a[0] += v[k].x, a[1] += v[k].y, a[2] += v[k].z, a[3] += v[k].w;
+    *(uint2 *)(p.o + ((int64_t)t * p.H + h) * DV + 4 * c4) = make_uint2(mlr__out_bf16x2(a[0], a[1]), mlr__out_bf16x2(a[2], a[3]));
+  }
+  cluster_barrier_exit();
+}
+
+template <int W>
+__global__ void __launch_bounds__(NTHR, 1) k_skel(fparams p) {
+  constexpr int TT = TILE / W, RB = QK * W, TB = TT * RB; /* a tile's tokens and bytes (73,728 either way) */
+  constexpr int TPR = 4 * W, RPP = NTHR / TPR;            /* threads a row, rows a pass: as k_attn's loads (a slot a pass) */
+  static_assert(RPP * 2 == TT && (RB / 16) % TPR == 0 && 3 * TB <= SM_KV, "a tile's rows split evenly over two passes; three tiles fit the ring");
+  extern __shared__ __align__(16) uint8_t sm[];
+  float *cl = (float *)sm; /* the partial, after the last tile (as cluster_merge's) */
+  const int t = blockIdx.x, s = blockIdx.y;
+  const tokinfo ti = tok_of(p, t);
+  if (s >= ti.nsplit) {
+    if (p.cl) skel_cluster(p, cl, t, ti.nsplit);
+    return;
+  }
+  const int64_t start = (int64_t)s * ti.slen, end = start + ti.slen < ti.L ? start + ti.slen : ti.L;
+  const int ntiles = end > start ? (int)((end - start + TT - 1) / TT) : 0;
+  const int lr = threadIdx.x / TPR, lk = threadIdx.x % TPR;
+  auto issue = [&](int i) { /* tile i into ring position i % 3; an empty group past the split's end */
+    if (i < ntiles) {
+#pragma unroll
+      for (int r = lr; r < TT; r += RPP) {
+        const int64_t pos = start + (int64_t)i * TT + r;
+        const int64_t row = kv_ref_row(p, kv_ref(p, ti.base, pos, pos < end));
+        const uint32_t dst = smem_addr(sm) + (uint32_t)((i % 3) * TB + r * RB);
+#pragma unroll
+        for (int k = lk; k < RB / 16; k += TPR) cp_async16(dst + 16 * kv_swz<W>(r, k), row >= 0 ? p.kv + row * RB + 16 * k : p.kv, row >= 0 ? 16 : 0);
+      }
+    }
+    cp_commit();
+  };
+  issue(0);
+  issue(1);
+  float v = 0.0f;
+  for (int i = 0; i < ntiles; i++) {
+    asm volatile("cp.async.wait_group 1;\n" ::: "memory"); /* tile i (tile i + 1 may be in flight) */
+    __syncthreads();                                        /* tile i landed for all; tile i - 1 read by all */
+    issue(i + 2);                                           /* into tile i - 1's place */
+    v += (float)sm[(i % 3) * TB + threadIdx.x * (TB / NTHR)];
+  }
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+  __syncthreads(); /* every tile read: the ring's start may hold the partial */
+  griddep_launch_dependents();
+  const float rows = (float)(end > start ? end - start : 0);
+  if (ti.nsplit == 1) { /* a lone split: its outputs and lse */
+    for (int i = threadIdx.x; i < 16 * DV / 4; i += NTHR) {
+      const int h = i / (DV / 4);
+      if (h < p.H) *(uint2 *)(p.o + ((int64_t)t * p.H + h) * DV + 4 * (i % (DV / 4))) = make_uint2(mlr__out_bf16x2(v, v), mlr__out_bf16x2(v, v));
+    }
+    if ((int)threadIdx.x < p.H) p.lse[(int64_t)t * p.H + threadIdx.x] = rows;
+    if (p.cl) skel_cluster(p, cl, t, 1); /* the barriers of its cluster (the plan's other tokens merge) */
+  } else if (p.cl) {
+    for (int i = threadIdx.x; i < 16 * DV / 4; i += NTHR) ((float4 *)cl)[i] = make_float4(v, v, v, v);
+    if (threadIdx.x < 16) cl[CL_X + threadIdx.x] = rows;
+    skel_cluster(p, cl, t, ti.nsplit);
+  } else { /* each head row's partial of this split to its slot (row t H + h, split s), for k_skel_merge */
+    for (int i = threadIdx.x; i < p.H * (DV / 4); i += NTHR)
+      ((float4 *)(p.part_o + (((int64_t)t * p.H + i / (DV / 4)) * p.S + s) * DV))[i % (DV / 4)] = make_float4(v, v, v, v);
+    if ((int)threadIdx.x < p.H) p.part_x[((int64_t)t * p.H + threadIdx.x) * p.S + s] = rows;
+  }
+}
+
+/* k_merge's launch and grid (a block per token and head, four columns a thread) without its
+ * arithmetic: the token's split partials summed in split order */
+__global__ void __launch_bounds__(MERGE_THREADS) k_skel_merge(fparams p) {
+  const int64_t row = blockIdx.x, t = row / p.H;
+  const int64_t ns = tok_of(p, t).nsplit;
+  if (ns < 2) return; /* written by k_skel */
+  griddep_wait();
+  const int d = threadIdx.x;
+  const float4 *part = (const float4 *)(p.part_o + row * p.S * DV) + d;
+  float a[4] = {0.0f, 0.0f, 0.0f, 0.0f}, rows = 0.0f;
+  enum { MB = 16 }; /* the partials MB at a time in flight, as k_merge */
+  for (int64_t k0 = 0; k0 < ns; k0 += MB) {
+    float4 pv[MB];
+#pragma unroll
+    for (int u = 0; u < MB; u++) pv[u] = k0 + u < ns ? part[(k0 + u) * (DV / 4)] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+    for (int u = 0; u < MB; u++) a[0] += pv[u].x, a[1] += pv[u].y, a[2] += pv[u].z, a[3] += pv[u].w;
+  }
+  *(uint2 *)(p.o + row * DV + 4 * d) = make_uint2(mlr__out_bf16x2(a[0], a[1]), mlr__out_bf16x2(a[2], a[3]));
+  if (d == 0) {
+    for (int64_t k = 0; k < ns; k++) rows += p.part_x[row * p.S + k];
+    p.lse[row] = rows;
+  }
+}
+
+#endif
