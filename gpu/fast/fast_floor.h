@@ -12,7 +12,10 @@
  * memory and a second kernel (k_merge's launch and grid) summing them. Why: issue 8's small shapes
  * are far from the read floor; the fast kernel minus this is what its arithmetic costs, this minus
  * the read floor what the plan's structure costs (session 19's probe measured the first at one
- * shape; this is every shape's own plan, BENCHMARKS.md session 20).
+ * shape; this is every shape's own plan, BENCHMARKS.md session 20). The copies are k_attn's (four
+ * threads a row, a warp's instruction 8 rows of 64 bytes), so this is the floor of the fast
+ * kernel's copies: contiguous 16-byte chunks made it 4 to 8% faster at the large shapes (session
+ * 20), though not the attention kernels, whose loaders are also their compute warps.
  * What a block computes, so that the untimed check sees every copy and merge happen: v, a sum of
  * one byte a thread of each tile (the copies are used, as k_attn uses them), goes to the outputs;
  * the lse of every row is the number of KV rows the token's blocks copied (their splits' row
