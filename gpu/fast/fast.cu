@@ -71,6 +71,11 @@ enum { MAX_SPLITS = 65535 };        /* the grid's second dimension */
 /* the split length, in tiles, from which k_attn_ws runs instead of k_attn (H200, BENCHMARKS.md,
  * session 8: at 16 tiles k_attn was 4 us faster, at 32 they were level, at 64 k_attn_ws 25 us) */
 enum { WS_MIN_TILES = 32 };
+/* the wgmma recipe's split lengths, in tiles, that take k_attn_ws<0, 1, 1, 1> (copy_lin) when the KV
+ * is unpaged (H200, BENCHMARKS.md session 21: 1 to 3.6 us faster at the bench shapes of 2 to 16
+ * tiles a split, 0.2 us slower at one tile, 2 to 22 us slower at 32 and 64, where the loaders'
+ * address arithmetic delays the PV) */
+enum { LIN_LO = 2, LIN_HI = 16 };
 enum { SM_KV = NSLOT * SLOT * QK, SM_P1 = 16 * PSTR * 2, SM_P = 2 * SM_P1, SM_RED = 2 * NWARP * 16 * 4, SM_FLAG = 320 /* k_attn: 2 flags; k_attn_ws: its mbarriers, alpha, flags, m and l */, SMEM = SM_KV + SM_P + SM_RED + SM_FLAG };
 /* k_attn with the logits on wgmma (WG = 1): Q's e4m3 codes, wgmma's B operand, in place of the P
  * buffers (P is written into each tile's own rope columns, dead once its logits are done: wg_p_chunk) */
@@ -105,6 +110,7 @@ struct fparams {
   float qrecip;                 /* NVIDIA, p.qin with fp8 Q: fp32(1 / static_scale), for which mlr__q_recip_fits holds */
   int64_t page, S;
   int pshift;                   /* log2(page) when page is a power of two (kv_ref shifts), else -1 */
+  int lin;                      /* NVIDIA, unpaged KV: k_attn_ws<.., 1> (and the plan floor) copy the rows as contiguous chunks (copy_lin) */
   const uint16_t *q;
   uint16_t *qop;                /* [T][H][576] Q's fp16 operand codes (k_qprep) */
   const uint8_t *kv;
@@ -139,7 +145,7 @@ __device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)
 /* bf16 KV (W = 2): rows are 1152 bytes = 288 words, all at bank 0, so the 8 rows of an ldmatrix
  * take chunks c ^ (r & 7) within their group of 8: 8 distinct groups of 4 banks. */
 template <int W>
-__device__ __forceinline__ int kv_swz(int r, int c) { return W == 1 ? c ^ ((r >> 1) & 3) : c ^ (r & 7); }
+__host__ __device__ constexpr int kv_swz(int r, int c) { return W == 1 ? c ^ ((r >> 1) & 3) : c ^ (r & 7); }
 
 /* The KV ring's geometry, defined once for k_attn and k_attn_ws: NSLOT slots of SR rows of RB
  * bytes from base; a split's rows in order, slot sl holding its rows SR sl .. SR sl + SR - 1
@@ -160,6 +166,44 @@ __device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, int by
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
 }
 __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+
+/* Unpaged KV: a slot's rows (or a tile's, whose two slots are adjacent in shared memory) are
+ * contiguous in global memory, and in the ring but for the swizzle, which moves a 16-byte chunk
+ * only within its group of 4 W. So chunk c of the run (row r = c / (36 W), column cc) sits at
+ * 16 lin_chunk(c) from the slot's start: a row's 36 W chunks are a multiple of 4 W, so c and cc
+ * agree in their low bits and kv_swz's xor of them is an xor of c, by (r >> 1) & 3 (W = 1) or
+ * r & 7 (W = 2), both (c / 72) & (4 W - 1) (the static_assert checks every chunk of a tile). */
+template <int W>
+__host__ __device__ constexpr int lin_chunk(int c) { return c ^ ((c / 72) & (4 * W - 1)); }
+template <int W>
+constexpr bool lin_chunk_ok() {
+  for (int c = 0; c < TILE * QK / 16; c++) /* a tile's chunks: TILE / W rows of 36 W */
+    if (lin_chunk<W>(c) != c / (QK * W / 16) * (QK * W / 16) + kv_swz<W>(c / (QK * W / 16), c % (QK * W / 16))) return false;
+  return true;
+}
+static_assert(lin_chunk_ok<1>() && lin_chunk_ok<2>(), "lin_chunk is ring<W>::chunk for every chunk of a tile");
+/* Rows [0, ROWS) of an unpaged run, from src0 (its first row), into the ring at dst0 (a slot's
+ * start): NT threads, thread i copying chunks i, i + NT, .., so a warp's copy instruction reads
+ * 512 contiguous bytes (with four threads a row, 8 rows of 64 bytes). Chunks of rows at or past
+ * nvalid are zero-filled, as the row-wise copies do. Where (LIN_LO, LIN_HI): only k_attn_ws with
+ * the wgmma logits, on splits of 2 to 16 tiles. A chunk's shared address takes a few integer
+ * instructions here, none in the row-wise copies (a compile-time offset from the row's), and in
+ * k_attn_ws the loaders are PV warps: from 32 tiles this way was slower (bs=256, kv=8192 by 7%;
+ * with session 20's costlier address, a division and a remainder a chunk, 1.6 times); in k_attn it
+ * was no faster overall, and a runtime branch's code alone cost k_attn and k_attn_ws 0.7 us at
+ * bs=4, kv=1024, hence a template parameter (BENCHMARKS.md, sessions 20 and 21). */
+template <int W, int ROWS, int NT>
+__device__ __forceinline__ void copy_lin(const uint8_t *src0, const uint8_t *zero, uint32_t dst0, int64_t nvalid, int i) {
+  constexpr int N = ROWS * QK * W / 16;
+  static_assert(N % NT == 0, "the chunks split evenly over the threads");
+  const int lim = nvalid <= 0 ? 0 : nvalid >= ROWS ? N : (int)nvalid * (QK * W / 16);
+#pragma unroll 3
+  for (int k = 0; k < N / NT; k++) {
+    const int c = i + NT * k;
+    const bool ok = c < lim;
+    cp_async16(dst0 + 16u * (uint32_t)lin_chunk<W>(c), ok ? src0 + 16 * c : zero, ok ? 16 : 0);
+  }
+}
 
 __device__ __forceinline__ void ldsm4(uint32_t a, uint32_t &r0, uint32_t &r1, uint32_t &r2, uint32_t &r3) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
@@ -1345,7 +1389,7 @@ struct launch_cfg {
 /* the attention kernel for the KV format, k_attn_ws for long splits (f->ws), the wgmma recipe's
  * variants (p.wg), and their threads and dynamic shared memory */
 static void (*attn_kernel(const fparams &p, int ws))(fparams) {
-  if (p.wg) return ws ? k_attn_ws<0, 1, 1> : k_attn<0, 1, 1>;
+  if (p.wg) return ws ? (p.lin ? k_attn_ws<0, 1, 1, 1> : k_attn_ws<0, 1, 1>) : k_attn<0, 1, 1>;
   if (ws) return p.kvw == 2 ? k_attn_ws<0, 2> : p.fnuz ? k_attn_ws<1, 1> : k_attn_ws<0, 1>;
   return p.kvw == 2 ? k_attn<0, 2> : p.fnuz ? k_attn<1, 1> : k_attn<0, 1>;
 }
@@ -1377,7 +1421,7 @@ static void tok_uniform_fit(const tokinfo *tok, int64_t T, const mlr_inputs *in,
   p.tu = u, p.unq = (int)nq, p.ustride = (int32_t)stride;
 }
 
-/* a test override (MLAREF_FAST_WS, MLAREF_FAST_CLUSTER, MLAREF_FAST_TOKTABLE, MLAREF_FAST_QDIV): "0" or "1" sets *v, anything else leaves it */
+/* a test override (MLAREF_FAST_WS, MLAREF_FAST_CLUSTER, MLAREF_FAST_TOKTABLE, MLAREF_FAST_QDIV, MLAREF_FAST_LIN): "0" or "1" sets *v, anything else leaves it */
 static void env_force(const char *name, int *v) {
   const char *e = getenv(name);
   if (e && (e[0] == '0' || e[0] == '1') && e[1] == 0) *v = e[0] == '1';
@@ -1439,6 +1483,20 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
 #endif
 #endif
   env_force("MLAREF_FAST_WS", &f->ws); /* k_attn or k_attn_ws (both exact to the recipe: tests run both on every input) */
+#if !MLR_FAST_AMD
+  /* the wgmma kernel copies unpaged rows as contiguous chunks (k_attn_ws<0, 1, 1, 1>, copy_lin: the
+   * same bytes in the same places, so the same results) when each batch's split is LIN_LO to LIN_HI
+   * tiles (batches without KV aside); MLAREF_FAST_LIN=0 or 1 forces the row-wise or the contiguous
+   * copies at any split length (tests run both) */
+  if (p.wg && f->ws && !in->kv_indices) {
+    p.lin = 1;
+    for (int64_t b = 0; b < B; b++) {
+      const int64_t tiles = (f->split_len[b] + TILE - 1) / TILE;
+      if (mlr_inputs_kv_len(in, b) > 0 && (tiles < LIN_LO || tiles > LIN_HI)) p.lin = 0;
+    }
+    env_force("MLAREF_FAST_LIN", &p.lin);
+  }
+#endif
   if (T > INT32_MAX) {
     st = mlr_error_set(err, MLR_ERANGE, "the fast kernel's grid takes at most %d query tokens (T=%lld)", INT32_MAX, (long long)T);
     goto out;
@@ -1500,6 +1558,7 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
   GPU_TRY(hipFuncSetAttribute((const void *)k_attn<0, 2>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
   GPU_TRY(hipFuncSetAttribute((const void *)k_attn<0, 1, 1>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM_WG));
   GPU_TRY(hipFuncSetAttribute((const void *)k_attn_ws<0, 1, 1>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM_WG));
+  GPU_TRY(hipFuncSetAttribute((const void *)k_attn_ws<0, 1, 1, 1>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM_WG));
   GPU_TRY(hipFuncSetAttribute((const void *)k_attn_ws<0, 1>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
   GPU_TRY(hipFuncSetAttribute((const void *)k_attn_ws<1, 1>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
   GPU_TRY(hipFuncSetAttribute((const void *)k_attn_ws<0, 2>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));

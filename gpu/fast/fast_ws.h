@@ -39,7 +39,9 @@ __device__ __forceinline__ void mbar_wait(uint32_t a, uint32_t parity) {
  * unit (fast.cu's wg_*: a tile is two chains of 64 tokens, each logit warp holding 16 tokens of
  * each), which leaves them little to do, so 8 PV warps (64 output columns each, k_attn's share; 12
  * warps a block) share the PV; P goes into each tile's rope columns (wg_p_chunk). */
-template <int FNUZ, int W, int WG = 0>
+/* LIN = 1 (the wgmma kernel, unpaged KV, splits of LIN_LO to LIN_HI tiles: the launch's choice): the
+ * tiles' rows copied as contiguous chunks (copy_lin) instead of four threads a row. */
+template <int FNUZ, int W, int WG = 0, int LIN = 0>
 __global__ void __launch_bounds__(WG ? NTHR_WSWG : NTHR, 1) k_attn_ws(fparams p) {
   static_assert(!WG || (W == 1 && !FNUZ), "the wgmma logits multiply OCP e4m3 codes");
   constexpr int NPV = WG ? 8 : 4;     /* PV warps */
@@ -114,6 +116,13 @@ __global__ void __launch_bounds__(WG ? NTHR_WSWG : NTHR, 1) k_attn_ws(fparams p)
   };
   auto issue_tile = [&](int tile) { /* tiles in order 0, 1, 2, ..: nrow holds this one's rows */
     if (tile >= ntiles || !loader) return;
+    if constexpr (LIN) /* the launch's choice (LIN_LO): unpaged rows by copy_lin, the tile's two slots (adjacent in the ring) at once */
+      if (!p.kv_indices) {
+        const int64_t pos0 = start + (int64_t)tile * TT;
+        copy_lin<W, TT, 128>(p.kv + (base_b + pos0) * RB, p.kv, ring<W>::slot(smem_addr(kvs_sm), 2 * tile), end - pos0, pt);
+        cp_mbar_arrive(smem_addr(mbar + tile % 3));
+        return;
+      }
 #pragma unroll
     for (int u = 0; u < 4; u++) {
       const int r = lr + RPP * (u & 1);

@@ -3,7 +3,8 @@
 # padded rows) checked as gpu_run.sh's fast step checks (check --rule exact --rule budget --rule fa3 and
 # the lse bit for bit against mlaref run), every cell of the edge, test and bench suites and the bf16
 # set, the same variants, run 6 at a time to fit one call; then racecheck and memcheck on the
-# cells whose splits merge in their cluster.
+# cells whose splits merge in their cluster. (Session 21: EDGE_VS and SAN_VS add variants, lin:
+# MLAREF_FAST_LIN=1, the wgmma kernel's contiguous copies; unset, the commands are session 19's.)
 set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-bin
 CLI=$PWD/.gpu-bin/mlaref-new
@@ -20,8 +21,8 @@ for s in edge test bench bf16; do
   for f in $FD/$s/*.safetensors; do
     c=$(basename $f .safetensors)
     case "$s/$c" in bf16/* | */*bf16*) rs="fast-a16w16 fast-a8w16" ;; */*fnuz*) rs="fast-a16w8 fast-a8w8" ;; *) rs="fast-a16w8 fast-a8w8 fast-wgmma-a8w8" ;; esac
-    vs=auto; case $s in edge | bf16) vs="auto ws merge table" ;; esac
-    for v in $vs; do for r in $rs; do echo "$s $c $r $v" >> $jobs; done; done
+    vs=auto; case $s in edge | bf16) vs="${EDGE_VS:-auto ws merge table}" ;; esac
+    for v in $vs; do for r in $rs; do [ $v = lin ] && [ $r != fast-wgmma-a8w8 ] && continue; echo "$s $c $r $v" >> $jobs; done; done
   done
 done
 one() {
@@ -29,6 +30,7 @@ one() {
   env=; [ $v = ws ] && env=MLAREF_FAST_WS=1; [ $v = ws ] && [ $r = fast-wgmma-a8w8 ] && env=MLAREF_FAST_WS=0
   [ $v = merge ] && env=MLAREF_FAST_CLUSTER=0
   [ $v = table ] && env="MLAREF_FAST_TOKTABLE=1 MLAREF_FAST_QDIV=1"
+  [ $v = lin ] && env=MLAREF_FAST_LIN=1
   env $env $CLI gpu run --kernel fast --recipe $r --inputs $f --out $o > $FD/run.$id.log 2>&1 || { echo "$s/$c $r $v: FAIL: $(tail -1 $FD/run.$id.log)"; return; }
   $CLI check --inputs $f --output $o --recipe $r --rule exact --rule budget --rule fa3 > $FD/check.$id.log 2>&1; rc=$?
   $CLI run --recipe $r --inputs $f --out $FD/model.$id.safetensors > /dev/null 2>&1 &&
@@ -50,7 +52,7 @@ san() {
   echo "$tool $c $r ($v): exit $? $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" $FD/san.$tool.$v.${c//\//_}.$r.log)"
 }
 export -f san
-for tool in memcheck racecheck; do for v in MLAREF_FAST_WS=0 MLAREF_FAST_WS=1; do
+for tool in memcheck racecheck; do for v in MLAREF_FAST_WS=0 MLAREF_FAST_WS=1 ${SAN_VS:-}; do
   for c in edge/bs2_kv33 edge/q4_kv100 edge/ragged edge/page16 bf16/bf16_3; do
     r="fast-a8w8 fast-wgmma-a8w8"; case $c in bf16/*) r=fast-a8w16 ;; esac
     for rr in $r; do echo "$tool $v $c $rr"; done
