@@ -15,9 +15,9 @@
 #      the launch picks for long splits only), MLAREF_FAST_CLUSTER=0 (k_merge, which it skips where 2..8
 #      splits merge in their cluster) and MLAREF_FAST_TOKTABLE=1 MLAREF_FAST_QDIV=1 (the token table
 #      read and static e4m3 Q divided by k_qprep, where the plan would work out the one and multiply
-#      by the reciprocal for the other), and for fast-wgmma-a8w8 MLAREF_FAST_LIN=1 (its contiguous
-#      copies at every unpaged split length); compute-sanitizer memcheck and racecheck on seven
-#      cells, each kernel variant;
+#      by the reciprocal for the other), MLAREF_FAST_LIN=1 (fast-wgmma-a8w8: copy_lin) and
+#      MLAREF_FAST_WS=1 MLAREF_FAST_LIN=2 (lin_copy), k_attn_ws's contiguous copies at every unpaged
+#      split length; compute-sanitizer memcheck and racecheck on seven cells, each kernel variant;
 #      .peers/seed_peers.py (when copied from ../shared/peers) and bench gpu --peers beside it
 #      ($OUT/bench_gpu.txt, $OUT/peers.json; with the read floor, whose readers check their sums:
 #      a reader that skips or repeats a word fails the step, and the plan floor, the plan's skeleton
@@ -132,9 +132,10 @@ step() { case "$STEPS" in *" $1 "*) return 0 ;; esac; echo "== $1: not asked for
         # merges 2..8 splits in the cluster where they fit)
         # and with the fallbacks forced: the token table read (MLAREF_FAST_TOKTABLE=1, where tok_uniform
         # fits) and static e4m3 Q divided by k_qprep (MLAREF_FAST_QDIV=1, where the reciprocal fits)
-        # and the wgmma kernel's contiguous copies at every split length (MLAREF_FAST_LIN=1: the launch
-        # takes them for unpaged splits of 2 to 16 tiles only)
-        vs=auto; case $s in edge | bf16) vs="auto ws merge table lin" ;; esac
+        # and k_attn_ws's contiguous copies at every split length (the launch takes them for unpaged
+        # splits only, by length): copy_lin (MLAREF_FAST_LIN=1, the wgmma kernel's) and lin_copy
+        # (MLAREF_FAST_LIN=2, with k_attn_ws forced)
+        vs=auto; case $s in edge | bf16) vs="auto ws merge table lin lin2" ;; esac
         for v in $vs; do for r in $rs; do
           [ $v = lin ] && [ $r != fast-wgmma-a8w8 ] && continue
           o="$FD/out.$s.$c.$r.safetensors"; lab="$s/$c $r"; [ $v = merge ] && lab="$lab (k_merge)"
@@ -143,6 +144,7 @@ step() { case "$STEPS" in *" $1 "*) return 0 ;; esac; echo "== $1: not asked for
           [ $v = merge ] && env=MLAREF_FAST_CLUSTER=0
           [ $v = table ] && { env="MLAREF_FAST_TOKTABLE=1 MLAREF_FAST_QDIV=1"; lab="$lab (table, k_qprep)"; }
           [ $v = lin ] && { env=MLAREF_FAST_LIN=1; lab="$lab (copy_lin)"; }
+          [ $v = lin2 ] && { env="MLAREF_FAST_WS=1 MLAREF_FAST_LIN=2"; lab="$lab (k_attn_ws, lin_copy)"; }
           env $env "$CLI" gpu run --kernel fast --recipe $r --inputs "$f" --out "$o" > "$FD/run.log" 2>&1; rc=$?
           if [ $rc -ne 0 ]; then nfail=$((nfail + 1)); status=1; echo "$lab: FAIL: $(tail -1 "$FD/run.log")"; continue; fi
           "$CLI" check --inputs "$f" --output "$o" --recipe $r --rule exact --rule budget --rule fa3 > "$FD/check.log" 2>&1; rc=$?
@@ -158,16 +160,16 @@ step() { case "$STEPS" in *" $1 "*) return 0 ;; esac; echo "== $1: not asked for
     echo "fast kernel checks: $nok passed, $nfail failed"; } | tee "$OUT/fast_check.txt"
     grep -q ": exit [^0]\|FAIL" "$OUT/fast_check.txt" && status=1
     echo "== fast kernel: compute-sanitizer memcheck and racecheck on the edge suite"
-    { for tool in memcheck racecheck; do for v in MLAREF_FAST_WS=0 MLAREF_FAST_WS=1 MLAREF_FAST_CLUSTER=0; do
+    { for tool in memcheck racecheck; do for v in MLAREF_FAST_WS=0 MLAREF_FAST_WS=1 MLAREF_FAST_CLUSTER=0 MLAREF_FAST_WS=1,MLAREF_FAST_LIN=2; do
       for c in edge/bs1_kv0 edge/bs2_kv33 edge/q4_kv100 edge/ragged edge/page16 edge/fnuz_page16 bf16/bf16_3; do
         r=fast-a8w8; case $c in bf16/*) r=fast-a8w16 ;; esac
-        env $v compute-sanitizer --tool $tool --error-exitcode 9 "$CLI" gpu run --kernel fast --recipe $r --set q.scale=dynamic \
+        env ${v//,/ } compute-sanitizer --tool $tool --error-exitcode 9 "$CLI" gpu run --kernel fast --recipe $r --set q.scale=dynamic \
           --inputs "$FD/$c.safetensors" --out "$FD/san.safetensors" > "$FD/san.log" 2>&1
         rc=$?; echo "$tool $c ($v): exit $rc $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$FD/san.log")"; [ $rc -eq 0 ] || { status=1; tail -20 "$FD/san.log"; }
       done
     done; done
     # the wgmma recipe's kernels (k_attn_ws_wg, k_attn_wg): the OCP edge cells with splits, paging and ragged batches
-    for tool in memcheck racecheck; do for v in MLAREF_FAST_WS=1 MLAREF_FAST_WS=0 MLAREF_FAST_CLUSTER=0 MLAREF_FAST_LIN=1; do
+    for tool in memcheck racecheck; do for v in MLAREF_FAST_WS=1 MLAREF_FAST_WS=0 MLAREF_FAST_CLUSTER=0 MLAREF_FAST_LIN=1 MLAREF_FAST_LIN=2; do
       for c in edge/bs1_kv0 edge/bs2_kv33 edge/q4_kv100 edge/ragged edge/page16; do
         env $v compute-sanitizer --tool $tool --error-exitcode 9 "$CLI" gpu run --kernel fast --recipe fast-wgmma-a8w8 --set q.scale=dynamic \
           --inputs "$FD/$c.safetensors" --out "$FD/san.safetensors" > "$FD/san.log" 2>&1

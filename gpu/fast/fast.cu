@@ -71,10 +71,12 @@ enum { MAX_SPLITS = 65535 };        /* the grid's second dimension */
 /* the split length, in tiles, from which k_attn_ws runs instead of k_attn (H200, BENCHMARKS.md,
  * session 8: at 16 tiles k_attn was 4 us faster, at 32 they were level, at 64 k_attn_ws 25 us) */
 enum { WS_MIN_TILES = 32 };
-/* the wgmma recipe's split lengths, in tiles, that take k_attn_ws<0, 1, 1, 1> (copy_lin) when the KV
- * is unpaged (H200, BENCHMARKS.md session 21: 1 to 3.6 us faster at the bench shapes of 2 to 16
- * tiles a split, 0.2 us slower at one tile, 2 to 22 us slower at 32 and 64, where the loaders'
- * address arithmetic delays the PV) */
+/* unpaged KV, the split lengths in tiles whose rows k_attn_ws copies as contiguous chunks (H200,
+ * BENCHMARKS.md session 21): the wgmma kernel by copy_lin (LIN = 1) at LIN_LO to LIN_HI tiles, 1 to
+ * 3.6 us faster at the bench shapes of 2 to 16 tiles a split (0.2 us slower at one tile; from 32
+ * tiles 2 to 22 us slower, the loaders' address arithmetic delaying the PV); every k_attn_ws by
+ * lin_copy (LIN = 2) above LIN_HI, 4 to 8% faster at 32 and 64 tiles (0.3 to 1.7 us slower than
+ * copy_lin at 2 to 16: its table's set-up and code at each block's start) */
 enum { LIN_LO = 2, LIN_HI = 16 };
 enum { SM_KV = NSLOT * SLOT * QK, SM_P1 = 16 * PSTR * 2, SM_P = 2 * SM_P1, SM_RED = 2 * NWARP * 16 * 4, SM_FLAG = 320 /* k_attn: 2 flags; k_attn_ws: its mbarriers, alpha, flags, m and l */, SMEM = SM_KV + SM_P + SM_RED + SM_FLAG };
 /* k_attn with the logits on wgmma (WG = 1): Q's e4m3 codes, wgmma's B operand, in place of the P
@@ -110,7 +112,7 @@ struct fparams {
   float qrecip;                 /* NVIDIA, p.qin with fp8 Q: fp32(1 / static_scale), for which mlr__q_recip_fits holds */
   int64_t page, S;
   int pshift;                   /* log2(page) when page is a power of two (kv_ref shifts), else -1 */
-  int lin;                      /* NVIDIA, unpaged KV: k_attn_ws<.., 1> (and the plan floor) copy the rows as contiguous chunks (copy_lin) */
+  int lin;                      /* NVIDIA, unpaged KV: k_attn_ws<.., LIN> (and the plan floor) copy the rows as contiguous chunks: 1 copy_lin, 2 lin_copy */
   const uint16_t *q;
   uint16_t *qop;                /* [T][H][576] Q's fp16 operand codes (k_qprep) */
   const uint8_t *kv;
@@ -178,20 +180,23 @@ __host__ __device__ constexpr int lin_chunk(int c) { return c ^ ((c / 72) & (4 *
 template <int W>
 constexpr bool lin_chunk_ok() {
   for (int c = 0; c < TILE * QK / 16; c++) /* a tile's chunks: TILE / W rows of 36 W */
-    if (lin_chunk<W>(c) != c / (QK * W / 16) * (QK * W / 16) + kv_swz<W>(c / (QK * W / 16), c % (QK * W / 16))) return false;
+    if (lin_chunk<W>(c) != c / (QK * W / 16) * (QK * W / 16) + kv_swz<W>(c / (QK * W / 16), c % (QK * W / 16)) ||
+        lin_chunk<W>(lin_chunk<W>(c)) != c)
+      return false;
   return true;
 }
-static_assert(lin_chunk_ok<1>() && lin_chunk_ok<2>(), "lin_chunk is ring<W>::chunk for every chunk of a tile");
+static_assert(lin_chunk_ok<1>() && lin_chunk_ok<2>(), "lin_chunk is ring<W>::chunk for every chunk of a tile, and its own inverse");
 /* Rows [0, ROWS) of an unpaged run, from src0 (its first row), into the ring at dst0 (a slot's
  * start): NT threads, thread i copying chunks i, i + NT, .., so a warp's copy instruction reads
  * 512 contiguous bytes (with four threads a row, 8 rows of 64 bytes). Chunks of rows at or past
- * nvalid are zero-filled, as the row-wise copies do. Where (LIN_LO, LIN_HI): only k_attn_ws with
- * the wgmma logits, on splits of 2 to 16 tiles. A chunk's shared address takes a few integer
+ * nvalid are zero-filled, as the row-wise copies do. Where (LIN_LO, LIN_HI): k_attn_ws with the
+ * wgmma logits, on splits of 2 to 16 tiles. A chunk's shared address takes a few integer
  * instructions here, none in the row-wise copies (a compile-time offset from the row's), and in
  * k_attn_ws the loaders are PV warps: from 32 tiles this way was slower (bs=256, kv=8192 by 7%;
- * with session 20's costlier address, a division and a remainder a chunk, 1.6 times); in k_attn it
- * was no faster overall, and a runtime branch's code alone cost k_attn and k_attn_ws 0.7 us at
- * bs=4, kv=1024, hence a template parameter (BENCHMARKS.md, sessions 20 and 21). */
+ * with session 20's costlier address, a division and a remainder a chunk, 1.6 times), where
+ * lin_copy (below) is faster; in k_attn it was no faster overall, and a runtime branch's code alone
+ * cost k_attn and k_attn_ws 0.7 us at bs=4, kv=1024, hence a template parameter (BENCHMARKS.md,
+ * sessions 20 and 21). */
 template <int W, int ROWS, int NT>
 __device__ __forceinline__ void copy_lin(const uint8_t *src0, const uint8_t *zero, uint32_t dst0, int64_t nvalid, int i) {
   constexpr int N = ROWS * QK * W / 16;
@@ -204,6 +209,45 @@ __device__ __forceinline__ void copy_lin(const uint8_t *src0, const uint8_t *zer
     cp_async16(dst0 + 16u * (uint32_t)lin_chunk<W>(c), ok ? src0 + 16 * c : zero, ok ? 16 : 0);
   }
 }
+/* the same copies with the swizzle on the source side: thread i fills the ring's chunks d = i + NT k
+ * (addresses dst0 + 16 i plus a compile-time offset) from the run's chunks lin_chunk(d) (lin_chunk is
+ * its own inverse: the xor stays within an aligned group of 4 W, inside one 72-chunk block), which
+ * is the source's chunk d with bits 4.. of its address xored by 16 s, s = (d / 72) & (4 W - 1):
+ * rows are 64 W bytes aligned, so that xor of the thread's base address is the chunk's (no carry),
+ * and NT k is a multiple of 8, so it commutes with the offset 16 NT k. A thread's s for each k is
+ * worked out once (m: 7 a word, at bits 4 j + 4 ..), so a chunk costs a shift and a logic
+ * operation; whole runs (all but a split's last tile) copy without the zero-fill's predicates.
+ * Every k_attn_ws above LIN_HI tiles a split: bs=256, kv=8192 311 -> 289 us (wgmma), 323 -> 297
+ * (fast-a8w8), bs=64, kv=8192 4 to 5% (BENCHMARKS.md, session 21). */
+template <int W, int ROWS, int NT>
+struct lin_copy {
+  static constexpr int CPR = QK * W / 16, N = ROWS * CPR, K = N / NT, NM = (K + 6) / 7;
+  static_assert(N % NT == 0 && NT % 8 == 0, "the chunks split evenly over the threads; NT k a multiple of 8");
+  uint32_t m[NM];
+  __device__ void init(int i) { /* thread i's s for each k */
+#pragma unroll
+    for (int w = 0; w < NM; w++) m[w] = 0;
+#pragma unroll
+    for (int k = 0; k < K; k++) m[k / 7] |= (uint32_t)(((i + NT * k) / 72) & (4 * W - 1)) << (4 * (k % 7) + 4);
+  }
+  __device__ __forceinline__ void operator()(const uint8_t *src0, const uint8_t *zero, uint32_t dst0, int64_t nvalid, int i) const {
+    const uintptr_t si = (uintptr_t)(src0 + 16 * i);
+    const uint32_t di = dst0 + 16u * (uint32_t)i;
+    if (nvalid >= ROWS) {
+#pragma unroll
+      for (int k = 0; k < K; k++)
+        cp_async16(di + 16u * NT * k, (const uint8_t *)(si ^ ((m[k / 7] >> (4 * (k % 7))) & (64u * W - 16u))) + 16 * NT * k, 16);
+    } else {
+      const int lim = nvalid <= 0 ? 0 : (int)nvalid * CPR;
+#pragma unroll
+      for (int k = 0; k < K; k++) {
+        const bool ok = i + NT * k < lim;
+        const uint8_t *src = (const uint8_t *)(si ^ ((m[k / 7] >> (4 * (k % 7))) & (64u * W - 16u))) + 16 * NT * k;
+        cp_async16(di + 16u * NT * k, ok ? src : zero, ok ? 16 : 0);
+      }
+    }
+  }
+};
 
 __device__ __forceinline__ void ldsm4(uint32_t a, uint32_t &r0, uint32_t &r1, uint32_t &r2, uint32_t &r3) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
@@ -1389,7 +1433,8 @@ struct launch_cfg {
 /* the attention kernel for the KV format, k_attn_ws for long splits (f->ws), the wgmma recipe's
  * variants (p.wg), and their threads and dynamic shared memory */
 static void (*attn_kernel(const fparams &p, int ws))(fparams) {
-  if (p.wg) return ws ? (p.lin ? k_attn_ws<0, 1, 1, 1> : k_attn_ws<0, 1, 1>) : k_attn<0, 1, 1>;
+  if (p.wg) return ws ? (p.lin == 1 ? k_attn_ws<0, 1, 1, 1> : p.lin == 2 ? k_attn_ws<0, 1, 1, 2> : k_attn_ws<0, 1, 1>) : k_attn<0, 1, 1>;
+  if (ws && p.lin == 2) return p.kvw == 2 ? k_attn_ws<0, 2, 0, 2> : p.fnuz ? k_attn_ws<1, 1, 0, 2> : k_attn_ws<0, 1, 0, 2>;
   if (ws) return p.kvw == 2 ? k_attn_ws<0, 2> : p.fnuz ? k_attn_ws<1, 1> : k_attn_ws<0, 1>;
   return p.kvw == 2 ? k_attn<0, 2> : p.fnuz ? k_attn<1, 1> : k_attn<0, 1>;
 }
@@ -1484,17 +1529,22 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
 #endif
   env_force("MLAREF_FAST_WS", &f->ws); /* k_attn or k_attn_ws (both exact to the recipe: tests run both on every input) */
 #if !MLR_FAST_AMD
-  /* the wgmma kernel copies unpaged rows as contiguous chunks (k_attn_ws<0, 1, 1, 1>, copy_lin: the
-   * same bytes in the same places, so the same results) when each batch's split is LIN_LO to LIN_HI
-   * tiles (batches without KV aside); MLAREF_FAST_LIN=0 or 1 forces the row-wise or the contiguous
-   * copies at any split length (tests run both) */
-  if (p.wg && f->ws && !in->kv_indices) {
-    p.lin = 1;
+  /* k_attn_ws copies unpaged rows as contiguous chunks (the same bytes in the same places, so the
+   * same results): the wgmma kernel by copy_lin (LIN = 1) when each batch's split is LIN_LO to LIN_HI
+   * tiles, every k_attn_ws by lin_copy (LIN = 2) when each is longer (batches without KV aside);
+   * MLAREF_FAST_LIN=0, 1 or 2 forces the row-wise copies, copy_lin (the wgmma kernel; else row-wise)
+   * or lin_copy at any split length (tests run each) */
+  if (f->ws && !in->kv_indices) {
+    const int64_t tt = TILE / (in->kv_format == MLR_FMT_BF16 ? 2 : 1); /* a tile's tokens */
+    int lo = 1, hi = 1;
     for (int64_t b = 0; b < B; b++) {
-      const int64_t tiles = (f->split_len[b] + TILE - 1) / TILE;
-      if (mlr_inputs_kv_len(in, b) > 0 && (tiles < LIN_LO || tiles > LIN_HI)) p.lin = 0;
+      const int64_t tiles = (f->split_len[b] + tt - 1) / tt;
+      if (mlr_inputs_kv_len(in, b) > 0) lo &= tiles >= LIN_LO && tiles <= LIN_HI, hi &= tiles > LIN_HI;
     }
-    env_force("MLAREF_FAST_LIN", &p.lin);
+    p.lin = p.wg && lo ? 1 : hi ? 2 : 0;
+    const char *e = getenv("MLAREF_FAST_LIN");
+    if (e && e[0] >= '0' && e[0] <= '2' && e[1] == 0) p.lin = e[0] - '0';
+    if (p.lin == 1 && !p.wg) p.lin = 0;
   }
 #endif
   if (T > INT32_MAX) {
@@ -1559,6 +1609,10 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
   GPU_TRY(hipFuncSetAttribute((const void *)k_attn<0, 1, 1>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM_WG));
   GPU_TRY(hipFuncSetAttribute((const void *)k_attn_ws<0, 1, 1>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM_WG));
   GPU_TRY(hipFuncSetAttribute((const void *)k_attn_ws<0, 1, 1, 1>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM_WG));
+  GPU_TRY(hipFuncSetAttribute((const void *)k_attn_ws<0, 1, 1, 2>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM_WG));
+  GPU_TRY(hipFuncSetAttribute((const void *)k_attn_ws<0, 1, 0, 2>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
+  GPU_TRY(hipFuncSetAttribute((const void *)k_attn_ws<1, 1, 0, 2>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
+  GPU_TRY(hipFuncSetAttribute((const void *)k_attn_ws<0, 2, 0, 2>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
   GPU_TRY(hipFuncSetAttribute((const void *)k_attn_ws<0, 1>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
   GPU_TRY(hipFuncSetAttribute((const void *)k_attn_ws<1, 1>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
   GPU_TRY(hipFuncSetAttribute((const void *)k_attn_ws<0, 2>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));

@@ -5,7 +5,7 @@
  * kernel, one block an SM (the attention kernel's dynamic shared memory), each split's KV rows
  * copied tile by tile into a ring of three tiles in shared memory by cp.async with two tiles in
  * flight (as k_attn: the page table read through kv_ref, four threads a row, chunks swizzled; or,
- * where the launch takes k_attn_ws<.., 1> (p.lin), as contiguous chunks, copy_lin),
+ * where the launch takes k_attn_ws<.., LIN> (p.lin), as contiguous chunks, copy_lin or lin_copy),
  * then the split's result stored as the fast kernel stores it: a lone split's 16 x 512 bf16
  * outputs and lse; or its fp32 partial in its own shared memory, a cluster barrier, one round of
  * loads of the splits' row scalars, a 1/S share of the token's outputs summed over the S partials
@@ -15,8 +15,8 @@
  * the read floor what the plan's structure costs (session 19's probe measured the first at one
  * shape; this is every shape's own plan, BENCHMARKS.md session 20). The copies are the fast
  * kernel's, so this is the floor of its copies: contiguous 16-byte chunks everywhere made it 4 to 8%
- * faster at the large shapes (session 20), though not the attention kernels at their long splits,
- * whose loaders are also their compute warps (session 21).
+ * faster at the large shapes (session 20), and the attention kernels copy so where it made them
+ * faster (session 21: their loaders are also compute warps).
  * What a block computes, so that the untimed check sees every copy and merge happen: v, a sum of
  * one byte a thread of each tile (the copies are used, as k_attn uses them), goes to the outputs;
  * the lse of every row is the number of KV rows the token's blocks copied (their splits' row
@@ -79,11 +79,16 @@ __global__ void __launch_bounds__(NTHR, 1) k_skel(fparams p) {
   const int64_t start = (int64_t)s * ti.slen, end = start + ti.slen < ti.L ? start + ti.slen : ti.L;
   const int ntiles = end > start ? (int)((end - start + TT - 1) / TT) : 0;
   const int lr = threadIdx.x / TPR, lk = threadIdx.x % TPR;
-  const bool lin = p.lin && !p.kv_indices; /* copied as the attention kernel copies (k_attn_ws<.., 1>: copy_lin) */
+  const int lin = p.kv_indices ? 0 : p.lin; /* copied as the attention kernel copies (k_attn_ws<.., LIN>) */
+  lin_copy<W, TT, NTHR> lc;
+  if (lin == 2) lc.init(threadIdx.x);
   auto issue = [&](int i) { /* tile i into ring position i % 3; an empty group past the split's end */
     if (i < ntiles && lin) {
       const int64_t pos0 = start + (int64_t)i * TT;
-      copy_lin<W, TT, NTHR>(p.kv + (ti.base + pos0) * RB, p.kv, smem_addr(sm) + (uint32_t)((i % 3) * TB), end - pos0, threadIdx.x);
+      const uint8_t *src0 = p.kv + (ti.base + pos0) * RB;
+      const uint32_t dst0 = smem_addr(sm) + (uint32_t)((i % 3) * TB);
+      if (lin == 1) copy_lin<W, TT, NTHR>(src0, p.kv, dst0, end - pos0, threadIdx.x);
+      else lc(src0, p.kv, dst0, end - pos0, threadIdx.x);
     } else if (i < ntiles) {
 #pragma unroll
       for (int r = lr; r < TT; r += RPP) {

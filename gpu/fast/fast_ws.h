@@ -39,8 +39,9 @@ __device__ __forceinline__ void mbar_wait(uint32_t a, uint32_t parity) {
  * unit (fast.cu's wg_*: a tile is two chains of 64 tokens, each logit warp holding 16 tokens of
  * each), which leaves them little to do, so 8 PV warps (64 output columns each, k_attn's share; 12
  * warps a block) share the PV; P goes into each tile's rope columns (wg_p_chunk). */
-/* LIN = 1 (the wgmma kernel, unpaged KV, splits of LIN_LO to LIN_HI tiles: the launch's choice): the
- * tiles' rows copied as contiguous chunks (copy_lin) instead of four threads a row. */
+/* LIN (the launch's choice for unpaged KV, fast.cu's LIN_LO): the tiles' rows copied as contiguous
+ * chunks instead of four threads a row, by copy_lin (LIN = 1: the wgmma kernel, splits of 2 to 16
+ * tiles) or lin_copy (LIN = 2: longer splits). */
 template <int FNUZ, int W, int WG = 0, int LIN = 0>
 __global__ void __launch_bounds__(WG ? NTHR_WSWG : NTHR, 1) k_attn_ws(fparams p) {
   static_assert(!WG || (W == 1 && !FNUZ), "the wgmma logits multiply OCP e4m3 codes");
@@ -114,12 +115,18 @@ __global__ void __launch_bounds__(WG ? NTHR_WSWG : NTHR, 1) k_attn_ws(fparams p)
       r[u] = kv_ref(p, base_b, pos, tile < ntiles && pos < end);
     }
   };
+  struct no_copy {};
+  std::conditional_t<LIN == 2, lin_copy<W, TT, 128>, no_copy> lc; /* LIN = 2: this thread's share of lin_copy's chunks */
+  if constexpr (LIN == 2) lc.init(pt);
   auto issue_tile = [&](int tile) { /* tiles in order 0, 1, 2, ..: nrow holds this one's rows */
     if (tile >= ntiles || !loader) return;
-    if constexpr (LIN) /* the launch's choice (LIN_LO): unpaged rows by copy_lin, the tile's two slots (adjacent in the ring) at once */
+    if constexpr (LIN != 0) /* the launch's choice (LIN_LO): unpaged rows as contiguous chunks, the tile's two slots (adjacent in the ring) at once */
       if (!p.kv_indices) {
         const int64_t pos0 = start + (int64_t)tile * TT;
-        copy_lin<W, TT, 128>(p.kv + (base_b + pos0) * RB, p.kv, ring<W>::slot(smem_addr(kvs_sm), 2 * tile), end - pos0, pt);
+        const uint8_t *src0 = p.kv + (base_b + pos0) * RB;
+        const uint32_t dst0 = ring<W>::slot(smem_addr(kvs_sm), 2 * tile);
+        if constexpr (LIN == 1) copy_lin<W, TT, 128>(src0, p.kv, dst0, end - pos0, pt);
+        else lc(src0, p.kv, dst0, end - pos0, pt);
         cp_mbar_arrive(smem_addr(mbar + tile % 3));
         return;
       }

@@ -4,7 +4,8 @@
 # the lse bit for bit against mlaref run), every cell of the edge, test and bench suites and the bf16
 # set, the same variants, run 6 at a time to fit one call; then racecheck and memcheck on the
 # cells whose splits merge in their cluster. (Session 21: EDGE_VS and SAN_VS add variants, lin:
-# MLAREF_FAST_LIN=1, the wgmma kernel's contiguous copies; unset, the commands are session 19's.)
+# MLAREF_FAST_LIN=1, the wgmma kernel's contiguous copies, lin2: MLAREF_FAST_WS=1 MLAREF_FAST_LIN=2,
+# and a SAN_VS entry may join settings with commas; unset, the commands are session 19's.)
 set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-bin
 CLI=$PWD/.gpu-bin/mlaref-new
@@ -31,6 +32,7 @@ one() {
   [ $v = merge ] && env=MLAREF_FAST_CLUSTER=0
   [ $v = table ] && env="MLAREF_FAST_TOKTABLE=1 MLAREF_FAST_QDIV=1"
   [ $v = lin ] && env=MLAREF_FAST_LIN=1
+  [ $v = lin2 ] && env="MLAREF_FAST_WS=1 MLAREF_FAST_LIN=2"
   env $env $CLI gpu run --kernel fast --recipe $r --inputs $f --out $o > $FD/run.$id.log 2>&1 || { echo "$s/$c $r $v: FAIL: $(tail -1 $FD/run.$id.log)"; return; }
   $CLI check --inputs $f --output $o --recipe $r --rule exact --rule budget --rule fa3 > $FD/check.$id.log 2>&1; rc=$?
   $CLI run --recipe $r --inputs $f --out $FD/model.$id.safetensors > /dev/null 2>&1 &&
@@ -47,7 +49,7 @@ date -u
 # racecheck and memcheck where the splits merge in their cluster (the launch's choice, k_attn_ws and k_attn)
 san() {
   tool=$1 v=$2 c=$3 r=$4
-  env $v compute-sanitizer --tool $tool --error-exitcode 9 $CLI gpu run --kernel fast --recipe $r --set q.scale=dynamic \
+  env ${v//,/ } compute-sanitizer --tool $tool --error-exitcode 9 $CLI gpu run --kernel fast --recipe $r --set q.scale=dynamic \
     --inputs $FD/$c.safetensors --out $FD/san.$tool.$v.${c//\//_}.$r.safetensors > $FD/san.$tool.$v.${c//\//_}.$r.log 2>&1
   echo "$tool $c $r ($v): exit $? $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" $FD/san.$tool.$v.${c//\//_}.$r.log)"
 }
