@@ -75,7 +75,7 @@ enum { WS_MIN_TILES = 32 };
  * BENCHMARKS.md session 21): the wgmma kernel by copy_lin (LIN = 1) at LIN_LO to LIN_HI tiles, 1 to
  * 3.6 us faster at the bench shapes of 2 to 16 tiles a split (0.2 us slower at one tile; from 32
  * tiles 2 to 22 us slower, the loaders' address arithmetic delaying the PV); every k_attn_ws by
- * lin_copy (LIN = 2) above LIN_HI, 4 to 8% faster at 32 and 64 tiles (0.3 to 1.7 us slower than
+ * lin_copy (LIN = 2) above LIN_HI, 4 to 8% faster at 32 and 64 tiles (0.2 to 1.6 us slower than
  * copy_lin at 2 to 16: its table's set-up and code at each block's start) */
 enum { LIN_LO = 2, LIN_HI = 16 };
 enum { SM_KV = NSLOT * SLOT * QK, SM_P1 = 16 * PSTR * 2, SM_P = 2 * SM_P1, SM_RED = 2 * NWARP * 16 * 4, SM_FLAG = 320 /* k_attn: 2 flags; k_attn_ws: its mbarriers, alpha, flags, m and l */, SMEM = SM_KV + SM_P + SM_RED + SM_FLAG };
