@@ -6,7 +6,7 @@
  * (default 200, at least 100), each after a 256 MiB write that evicts the L2 and leaves it dirty (as the seeds'
  * do_bench; --flush clean: then a 256 MiB read, the L2 clean), timed by device events around the
  * kernels alone; the median and the least, and the kernels run (mlr_gpu_fast_kernels: the attention
- * variant and the merge). Beside it: the read bandwidth measured in the same run
+ * variant, its copies and the merge). Beside it: the read bandwidth measured in the same run
  * (mlr_gpu_read_bandwidth, 2 GiB, the L2 flushed clean, the best of the read floor's readers) and the launch floor (mlr_gpu_launch_floor:
  * kernels that do nothing, launched and timed the same way, alone and as attention + merge), the time the roofline
  * allows (the bytes every kernel must move: KV read once, Q read, O written, at that bandwidth),
@@ -165,7 +165,7 @@ int mlr_bench_gpu_fast(int argc, char **argv) {
   printf("launch floor measured now (kernels that do nothing, launched and timed the same way, median of 201): %.2f us one kernel, "
          "%.2f us attention + merge (splits > 1)\n",
          floor1, floor2);
-  printf("%-26s %-15s %6s %-20s %9s %9s %9s %10s %8s %9s %9s %9s %8s\n", "shape", "recipe", "splits", "kernels", "KV MB", "median us",
+  printf("%-26s %-15s %6s %-30s %9s %9s %9s %10s %8s %9s %9s %9s %8s\n", "shape", "recipe", "splits", "kernels", "KV MB", "median us",
          "least us", "roofline", "of bw", "read-only", "plan us", "seeds us", "speed-up");
   double logsum[MAXREC] = {0}, peerlog[MAXREC] = {0}, rflogk[MAXREC] = {0}; /* rflogk: the read floors of the shapes recipe k ran */
   int n_ok[MAXREC] = {0}, targets = 1;
@@ -244,7 +244,7 @@ int mlr_bench_gpu_fast(int argc, char **argv) {
       char ptxt[16] = "-", sp[16] = "-", pft[16] = "-";
       if (pus > 0) snprintf(ptxt, sizeof ptxt, "%.1f", pus), snprintf(sp, sizeof sp, "%.2fx", pus / med);
       if (plan) snprintf(pft, sizeof pft, "%.2f", pfloor);
-      printf("%-26s %-15s %6lld %-20s %9.1f %9.2f %9.2f %8.2f us %7.1f%% %9.2f %9s %9s %8s\n", shapes[si], rs[k].name,
+      printf("%-26s %-15s %6lld %-30s %9.1f %9.2f %9.2f %8.2f us %7.1f%% %9.2f %9s %9s %8s\n", shapes[si], rs[k].name,
              mlr_gpu_fast_splits(f), mlr_gpu_fast_kernels(f), kvb / 1e6, med, t[0], roof, 100.0 * roof / med, rfloor, pft, ptxt, sp);
       logsum[k] += log(med), rflogk[k] += rfl, n_ok[k]++;
       if (pus > 0) peerlog[k] += log(pus / med);

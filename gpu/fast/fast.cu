@@ -1374,6 +1374,7 @@ struct mlr_gpu_fast {
   float qscale_static;
   int ws; /* k_attn_ws, not k_attn: the longest split has WS_MIN_TILES tiles or more */
   int64_t kv_read; /* bytes of KV the batches' tokens span (their rows, at most the pool's): the read floor's */
+  char kname[40];  /* NVIDIA: mlr_gpu_fast_kernels' answer, made once the plan is made */
 };
 
 static mlr_status dalloc(mlr_gpu_fast *f, void **ptr, size_t n, const void *src, mlr_error *err) {
@@ -1393,11 +1394,7 @@ extern "C" const char *mlr_gpu_fast_kernels(const mlr_gpu_fast *f) {
 #if MLR_FAST_AMD
   return f->S > 1 ? "k_attn_mfma+k_merge" : "k_attn_mfma";
 #else
-  static const char *const names[4][3] = {{"k_attn", "k_attn+k_merge", "k_attn+cluster"},
-                                          {"k_attn_ws", "k_attn_ws+k_merge", "k_attn_ws+cluster"},
-                                          {"k_attn_wg", "k_attn_wg+k_merge", "k_attn_wg+cluster"},
-                                          {"k_attn_ws_wg", "k_attn_ws_wg+k_merge", "k_attn_ws_wg+cluster"}};
-  return names[2 * (f->p.wg != 0) + (f->ws != 0)][f->S <= 1 ? 0 : f->p.cl ? 2 : 1]; /* as mlr_gpu_fast_launch launches them */
+  return f->kname;
 #endif
 }
 
@@ -1626,6 +1623,10 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
     GPU_TRY(cudaOccupancyMaxActiveClusters(&ncl, attn_kernel(p, f->ws), &lc.cfg));
     p.cl = (int64_t)ncl >= T;
     env_force("MLAREF_FAST_CLUSTER", &p.cl);
+  }
+  { /* the kernels as mlr_gpu_fast_launch launches them (attn_kernel), their copies, the merge */
+    static const char *const att[4] = {"k_attn", "k_attn_ws", "k_attn_wg", "k_attn_ws_wg"}, *const cp[3] = {"", "(copy_lin)", "(lin_copy)"};
+    snprintf(f->kname, sizeof f->kname, "%s%s%s", att[2 * (p.wg != 0) + (f->ws != 0)], cp[p.lin], f->S <= 1 ? "" : p.cl ? "+cluster" : "+k_merge");
   }
 #endif
   st = MLR_OK;

@@ -126,10 +126,10 @@ mlr_status mlr_gpu_fast_result(mlr_gpu_fast *f, mlr_emu_result *res, mlr_error *
 long long mlr_gpu_fast_splits(const mlr_gpu_fast *f);
 
 /** The attention kernel a launch runs and how its splits merge: "k_attn", "k_attn_ws", "k_attn_wg"
- *  or "k_attn_ws_wg" (NVIDIA;
- *  "k_attn_mfma" on AMD), then "+cluster" (cluster_merge, in the attention kernel) or "+k_merge"
- *  (a second kernel) when the grid has splits; "-" for no query token or no GPU build. A static
- *  string. */
+ *  or "k_attn_ws_wg" (NVIDIA; "(copy_lin)" or "(lin_copy)" after it when it copies unpaged KV as
+ *  contiguous chunks; "k_attn_mfma" on AMD), then "+cluster" (cluster_merge, in the attention
+ *  kernel) or "+k_merge" (a second kernel) when the grid has splits; "-" for no query token or no
+ *  GPU build. Valid while f is. */
 const char *mlr_gpu_fast_kernels(const mlr_gpu_fast *f);
 
 void mlr_gpu_fast_free(mlr_gpu_fast *f);
