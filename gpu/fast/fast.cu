@@ -1463,10 +1463,11 @@ static void tok_uniform_fit(const tokinfo *tok, int64_t T, const mlr_inputs *in,
   p.tu = u, p.unq = (int)nq, p.ustride = (int32_t)stride;
 }
 
-/* a test override (MLAREF_FAST_WS, MLAREF_FAST_CLUSTER, MLAREF_FAST_TOKTABLE, MLAREF_FAST_QDIV, MLAREF_FAST_LIN): "0" or "1" sets *v, anything else leaves it */
-static void env_force(const char *name, int *v) {
+/* a test override (MLAREF_FAST_WS, MLAREF_FAST_CLUSTER, MLAREF_FAST_TOKTABLE, MLAREF_FAST_QDIV: 0 or 1;
+ * MLAREF_FAST_LIN: 0, 1 or 2): one digit 0 .. max sets *v, anything else leaves it */
+static void env_force(const char *name, int *v, int max = 1) {
   const char *e = getenv(name);
-  if (e && (e[0] == '0' || e[0] == '1') && e[1] == 0) *v = e[0] == '1';
+  if (e && e[0] >= '0' && e[0] <= '0' + max && e[1] == 0) *v = e[0] - '0';
 }
 
 #define DALLOC(ptr, n, src)                                                                                            \
@@ -1539,8 +1540,7 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
       if (mlr_inputs_kv_len(in, b) > 0) lo &= tiles >= LIN_LO && tiles <= LIN_HI, hi &= tiles > LIN_HI;
     }
     p.lin = p.wg && lo ? 1 : hi ? 2 : 0;
-    const char *e = getenv("MLAREF_FAST_LIN");
-    if (e && e[0] >= '0' && e[0] <= '2' && e[1] == 0) p.lin = e[0] - '0';
+    env_force("MLAREF_FAST_LIN", &p.lin, 2);
     if (p.lin == 1 && !p.wg) p.lin = 0;
   }
 #endif
@@ -1889,7 +1889,7 @@ extern "C" mlr_status mlr_gpu_fast_plan_floor(mlr_gpu_fast *f, int reps, double 
   GPU_TRY(hipDeviceSynchronize());
   GPU_TRY(hipMemcpy(o, q.o, (size_t)n * DV * 2, hipMemcpyDeviceToHost));
   GPU_TRY(hipMemcpy(lse, q.lse, (size_t)n * 4, hipMemcpyDeviceToHost));
-  if (T > 0) GPU_TRY(hipMemcpy(tok, q.tok, (size_t)T * sizeof(tokinfo), hipMemcpyDeviceToHost));
+  if (T > 0 && !q.unq) GPU_TRY(hipMemcpy(tok, q.tok, (size_t)T * sizeof(tokinfo), hipMemcpyDeviceToHost)); /* else worked out below */
   for (int64_t r = 0; r < n; r++) {
     const tokinfo ti = q.unq ? tok_uniform(q.tu, q.unq, q.ustride, r / H) : tok[r / H];
     if (lse[r] != (float)ti.L) {
