@@ -181,9 +181,9 @@ int mlr_bench_gpu_fast(int argc, char **argv) {
   int nrf = 0;
   char readers[512] = "", rmiss[1024] = "";
   size_t rn = 0, rm = 0;
-  /* the plan floors (CUDA builds: the HIP build has no clusters or cp.async for the skeleton): their
-   * logs by recipe and the targets they miss */
-  const int plan = mlr_gpu_backend() && !strcmp(mlr_gpu_backend(), "CUDA");
+  /* the plan floors (where the build has them: mlr_gpu_fast_has_plan_floor): their logs by recipe
+   * and the targets they miss */
+  const int plan = mlr_gpu_fast_has_plan_floor();
   double pflogk[MAXREC] = {0};
   char pmiss[4096] = "";
   size_t pm = 0;

@@ -47,6 +47,7 @@ mlr_status mlr_gpu_fast_plan_floor(mlr_gpu_fast *f, int reps, double *us, mlr_er
   (void)f, (void)reps, (void)us;
   return mlr_error_set(err, MLR_EDEVICE, NO_GPU);
 }
+int mlr_gpu_fast_has_plan_floor(void) { return 0; }
 void mlr_gpu_fast_free(mlr_gpu_fast *f) { (void)f; }
 mlr_status mlr_gpu_read_bandwidth(int reps, double *bytes_per_s, mlr_error *err) {
   (void)reps, (void)bytes_per_s;

@@ -47,6 +47,7 @@
 
 #include "../../ref/emulate/mlr_emu_ops.h"
 #include "../exact/mlr_gpu.h"
+#include "fast_div.h"
 #include "mlr_gpu_fast.h"
 
 #if defined(__HIPCC__) || defined(__HIP_PLATFORM_AMD__)
@@ -383,6 +384,40 @@ __device__ __forceinline__ void store_lse(const fparams &p, int64_t row, int s, 
   const float lse = mlr__emu_lse_convert(m + mlr__emu_log(MLR_EXP_2, lc), MLR_EXP_2, MLR_EXP_E);
   if (direct) p.lse[row] = lse;
   else p.part_x[row * p.S + s] = lse;
+}
+
+/* q = n / d for a row's N outputs, each rounded to nearest even (the recipe's binary32 division):
+ * fast_div.h's division by r = 1 / d (one IEEE division a row, no branch a value) when d and every n
+ * are in its range, else the IEEE division of each (NaN, Inf, tiny values; d < 1: no row's sum).
+ * Taken by a lone split's store (16 values a row a thread): bs=256, kv=1024 0.6 to 1.3 us faster
+ * (two waves of blocks, each ending in it); the merges' four values a row a thread divide as before,
+ * where it was no faster (BENCHMARKS.md, session 22) */
+template <int N>
+__device__ __forceinline__ void div_row(const float (&n)[N], float d, float (&q)[N]) {
+  const float r = 1.0f / d;
+  int ok = mlr__div_d_ok(d);
+#pragma unroll
+  for (int k = 0; k < N; k++) ok &= mlr__div_n_ok(n[k]);
+  if (ok) {
+#pragma unroll
+    for (int k = 0; k < N; k++) q[k] = mlr__div_by(n[k], d, r);
+  } else {
+#pragma unroll
+    for (int k = 0; k < N; k++) q[k] = n[k] / d;
+  }
+}
+/* a merge's four outputs of one row, acc / sc (the IEEE division), as the bf16 codes of four
+ * adjacent columns (lo first): NVIDIA by cvt.rn.bf16x2 (fast_cvt.h, checked on all 2^32 inputs) */
+__device__ __forceinline__ uint2 merge_out4(const float (&acc)[4], float sc) {
+  float q[4];
+#pragma unroll
+  for (int k = 0; k < 4; k++) q[k] = acc[k] / sc;
+#if MLR_FAST_AMD
+  return make_uint2(mlr__emu_out_code(q[0], MLR_OUT_BF16) | (uint32_t)mlr__emu_out_code(q[1], MLR_OUT_BF16) << 16,
+                    mlr__emu_out_code(q[2], MLR_OUT_BF16) | (uint32_t)mlr__emu_out_code(q[3], MLR_OUT_BF16) << 16);
+#else
+  return make_uint2(mlr__out_bf16x2(q[0], q[1]), mlr__out_bf16x2(q[2], q[3]));
+#endif
 }
 
 __device__ __forceinline__ float q_scale(const fparams &p) {
@@ -738,18 +773,19 @@ __device__ __noinline__ void cluster_merge_(clmerge p, float *cl, int t, int ns)
       const bool merged = k < ns && x > MLR_EMU_SKIP_BELOW;
       float M = merged ? x : -INFINITY;
       for (int o = CL_MAX / 2; o; o >>= 1) M = fmaxf(M, MLR_SHFL_XOR(M, o));
-      cl[CL_W + 16 * k + h] = merged ? mlr__emu_exp(eb, x - M) : 0.0f; /* NaN for x = M = +Inf, as there */
+      const float w = merged ? mlr__emu_exp(eb, x - M) : 0.0f; /* NaN for x = M = +Inf, as there */
+      cl[CL_W + 16 * k + h] = w;
       cl[CL_MS + 16 * k + h] = ms;
       const unsigned in = __ballot_sync(0xFFFFFFFFu, merged) >> (d & 31 & ~(CL_MAX - 1)) & ((1u << CL_MAX) - 1);
-      if (k == 0) cl[CL_M + h] = M, ((int *)cl)[CL_IN + h] = (int)in;
-    }
-    __syncthreads();
-    if (d < 16) { /* row d's mass sum, in split order */
+      /* row h's mass sum in split order, by its lane k = 0 from the row's 8 lanes (merge_term's
+       * unfused sum + ms * w: each lane's product, then the sums in order; no barrier, no reads back) */
       float sum = 0.0f, unused = 0.0f;
-      const int in = ((const int *)cl)[CL_IN + d];
-      for (int k = 0; k < ns; k++)
-        if (in >> k & 1) mlr__emu_merge_term(0.0f, cl[CL_MS + 16 * k + d], cl[CL_W + 16 * k + d], 0, &unused, &sum);
-      cl[CL_SC + d] = fmaxf(sum, p.clamp);
+#pragma unroll
+      for (int kk = 0; kk < CL_MAX; kk++) {
+        const float wk = __shfl_sync(0xFFFFFFFFu, w, (d & 31 & ~(CL_MAX - 1)) + kk), mk = __shfl_sync(0xFFFFFFFFu, ms, (d & 31 & ~(CL_MAX - 1)) + kk);
+        if (in >> kk & 1) mlr__emu_merge_term(0.0f, mk, wk, 0, &unused, &sum);
+      }
+      if (k == 0) cl[CL_M + h] = M, ((int *)cl)[CL_IN + h] = (int)in, cl[CL_SC + h] = fmaxf(sum, p.clamp);
     }
     __syncthreads();
     uint32_t rank, nb;
@@ -774,10 +810,7 @@ __device__ __noinline__ void cluster_merge_(clmerge p, float *cl, int t, int ns)
           mlr__emu_merge_term(v[k].z, ms, w, 0, &acc[2], &unused);
           mlr__emu_merge_term(v[k].w, ms, w, 0, &acc[3], &unused);
         }
-      const float sc = cl[CL_SC + h];
-      uint16_t o4[4];
-      for (int k = 0; k < 4; k++) o4[k] = mlr__emu_out_code(acc[k] / sc, MLR_OUT_BF16);
-      *(uint2 *)(p.o + ((int64_t)t * p.H + h) * DV + 4 * c4) = make_uint2(o4[0] | (uint32_t)o4[1] << 16, o4[2] | (uint32_t)o4[3] << 16);
+      *(uint2 *)(p.o + ((int64_t)t * p.H + h) * DV + 4 * c4) = merge_out4(acc, cl[CL_SC + h]);
     }
     if (rank == 0 && d < p.H) {
       const float M = cl[CL_M + d], sc = cl[CL_SC + d];
@@ -810,24 +843,33 @@ __device__ __forceinline__ void store_result(const fparams &p, const float (&acc
       wv = live ? (z == 0.0f ? 1.0f : mlr__emu_exp(MLR_EXP_2, z)) : 0.0f;
       sc = fmaxf(live ? 0.0f + l[rr] * wv : 0.0f, p.clamp);
     }
-    auto out = [&](float a) { return live ? (0.0f + a * p.kvs * wv) / sc : 0.0f / sc; };
+    /* direct: the row's outputs (0 + a kv_scale w) / sc, by div_row, index ((2 a + h2) 2 + x) 2 + y for
+     * acc[a][h2][x][2 rr + y] */
+    float q[8 * NA];
+    if (direct) {
+      float nv[8 * NA];
+#pragma unroll
+      for (int i = 0; i < 8 * NA; i++) nv[i] = live ? 0.0f + acc[i / 8][i / 4 % 2][i / 2 % 2][2 * rr + i % 2] * p.kvs * wv : 0.0f;
+      div_row<8 * NA>(nv, sc, q);
+    }
     float *po = cl ? cl + h * DV + c0 : p.part_o + (row * p.S + s) * DV + c0; /* cl: this block's shared memory (cluster_merge) */
     uint16_t *oo = p.o + row * DV + c0;
 #pragma unroll
     for (int a = 0; a < NA; a++)
 #pragma unroll
       for (int h2 = 0; h2 < 2; h2++) {
+        const int i0 = 8 * a + 4 * h2; /* q's index of acc[a][h2][0][2 rr] */
         if (W == 1) { /* c0 (n = 2j), c1 (n = 2j+1) of the even and odd tiles: columns 4j, 4j+2 and 4j+1, 4j+3 */
           const int col = 32 * a + 16 * h2 + 4 * j;
           const float v[4] = {acc[a][h2][0][2 * rr], acc[a][h2][1][2 * rr], acc[a][h2][0][2 * rr + 1], acc[a][h2][1][2 * rr + 1]};
-          if (direct) *(uint2 *)(oo + col) = make_uint2(mlr__out_bf16x2(out(v[0]), out(v[1])), mlr__out_bf16x2(out(v[2]), out(v[3])));
+          if (direct) *(uint2 *)(oo + col) = make_uint2(mlr__out_bf16x2(q[i0], q[i0 + 2]), mlr__out_bf16x2(q[i0 + 1], q[i0 + 3]));
           else *(float4 *)(po + col) = make_float4(v[0] * p.kvs, v[1] * p.kvs, v[2] * p.kvs, v[3] * p.kvs);
         } else /* n-tile 4a + 2 h2 + e: columns 8 (4a + 2 h2 + e) + 2j, + 1 */
 #pragma unroll
           for (int e = 0; e < 2; e++) {
             const int col = 8 * (4 * a + 2 * h2 + e) + 2 * j;
             const float v0 = acc[a][h2][e][2 * rr], v1 = acc[a][h2][e][2 * rr + 1];
-            if (direct) *(uint32_t *)(oo + col) = mlr__out_bf16x2(out(v0), out(v1));
+            if (direct) *(uint32_t *)(oo + col) = mlr__out_bf16x2(q[i0 + 2 * e], q[i0 + 2 * e + 1]);
             else *(float2 *)(po + col) = make_float2(v0 * p.kvs, v1 * p.kvs);
           }
       }
@@ -1286,9 +1328,7 @@ __global__ void __launch_bounds__(MERGE_THREADS) k_merge(fparams p) {
     }
   }
   const float sc = fmaxf(sum, p.clamp);
-  uint16_t o4[4];
-  for (int k = 0; k < 4; k++) o4[k] = mlr__emu_out_code(acc[k] / sc, MLR_OUT_BF16);
-  *(uint2 *)(p.o + row * DV + 4 * d) = make_uint2(o4[0] | (uint32_t)o4[1] << 16, o4[2] | (uint32_t)o4[3] << 16);
+  *(uint2 *)(p.o + row * DV + 4 * d) = merge_out4(acc, sc);
   if (d == 0) p.lse[row] = p.raw ? mlr__emu_lse_convert(M + mlr__emu_log(MLR_EXP_2, sc), MLR_EXP_2, MLR_EXP_E) : M + mlr__emu_log(MLR_EXP_E, sc);
 }
 
@@ -1428,12 +1468,22 @@ struct launch_cfg {
 };
 
 /* the attention kernel for the KV format, k_attn_ws for long splits (f->ws), the wgmma recipe's
- * variants (p.wg), and their threads and dynamic shared memory */
-static void (*attn_kernel(const fparams &p, int ws))(fparams) {
-  if (p.wg) return ws ? (p.lin == 1 ? k_attn_ws<0, 1, 1, 1> : p.lin == 2 ? k_attn_ws<0, 1, 1, 2> : k_attn_ws<0, 1, 1>) : k_attn<0, 1, 1>;
-  if (ws && p.lin == 2) return p.kvw == 2 ? k_attn_ws<0, 2, 0, 2> : p.fnuz ? k_attn_ws<1, 1, 0, 2> : k_attn_ws<0, 1, 0, 2>;
-  if (ws) return p.kvw == 2 ? k_attn_ws<0, 2> : p.fnuz ? k_attn_ws<1, 1> : k_attn_ws<0, 1>;
-  return p.kvw == 2 ? k_attn<0, 2> : p.fnuz ? k_attn<1, 1> : k_attn<0, 1>;
+ * variants (p.wg), its copies (p.lin), and its name as mlr_gpu_fast_kernels gives it (one choice,
+ * so the name cannot drift from the kernel); their threads and dynamic shared memory below */
+struct akernel {
+  void (*fn)(fparams);
+  const char *name;
+};
+static akernel attn_kernel(const fparams &p, int ws) {
+  if (p.wg && ws)
+    return p.lin == 1 ? akernel{k_attn_ws<0, 1, 1, 1>, "k_attn_ws_wg(copy_lin)"}
+         : p.lin == 2 ? akernel{k_attn_ws<0, 1, 1, 2>, "k_attn_ws_wg(lin_copy)"}
+                      : akernel{k_attn_ws<0, 1, 1>, "k_attn_ws_wg"};
+  if (p.wg) return {k_attn<0, 1, 1>, "k_attn_wg"};
+  if (ws && p.lin == 2)
+    return {p.kvw == 2 ? k_attn_ws<0, 2, 0, 2> : p.fnuz ? k_attn_ws<1, 1, 0, 2> : k_attn_ws<0, 1, 0, 2>, "k_attn_ws(lin_copy)"};
+  if (ws) return {p.kvw == 2 ? k_attn_ws<0, 2> : p.fnuz ? k_attn_ws<1, 1> : k_attn_ws<0, 1>, "k_attn_ws"};
+  return {p.kvw == 2 ? k_attn<0, 2> : p.fnuz ? k_attn<1, 1> : k_attn<0, 1>, "k_attn"};
 }
 static size_t attn_smem(const fparams &p) { return p.wg ? (size_t)SMEM_WG : (size_t)SMEM; }
 static unsigned attn_threads(const fparams &p, int ws) { return p.wg && ws ? (unsigned)NTHR_WSWG : (unsigned)NTHR; }
@@ -1620,14 +1670,12 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
      * or the cluster (both exact to the recipe: tests run both) */
     const launch_cfg lc(dim3((unsigned)T, (unsigned)f->S), attn_threads(p, f->ws), attn_smem(p), 0, (unsigned)f->S);
     int ncl = 0;
-    GPU_TRY(cudaOccupancyMaxActiveClusters(&ncl, attn_kernel(p, f->ws), &lc.cfg));
+    GPU_TRY(cudaOccupancyMaxActiveClusters(&ncl, attn_kernel(p, f->ws).fn, &lc.cfg));
     p.cl = (int64_t)ncl >= T;
     env_force("MLAREF_FAST_CLUSTER", &p.cl);
   }
-  { /* the kernels as mlr_gpu_fast_launch launches them (attn_kernel), their copies, the merge */
-    static const char *const att[4] = {"k_attn", "k_attn_ws", "k_attn_wg", "k_attn_ws_wg"}, *const cp[3] = {"", "(copy_lin)", "(lin_copy)"};
-    snprintf(f->kname, sizeof f->kname, "%s%s%s", att[2 * (p.wg != 0) + (f->ws != 0)], cp[p.lin], f->S <= 1 ? "" : p.cl ? "+cluster" : "+k_merge");
-  }
+  /* the kernels as mlr_gpu_fast_launch launches them: attn_kernel's, then the merge */
+  snprintf(f->kname, sizeof f->kname, "%s%s", attn_kernel(p, f->ws).name, f->S <= 1 ? "" : p.cl ? "+cluster" : "+k_merge");
 #endif
   st = MLR_OK;
 out:
@@ -1724,7 +1772,7 @@ extern "C" mlr_status mlr_gpu_fast_launch(mlr_gpu_fast *f, int flush_l2, double 
             GPU_TRY(hipGetLastError());
           }
 #else
-          GPU_TRY(launch_pdl(attn_kernel(p, f->ws), grid, attn_threads(p, f->ws), attn_smem(p), p, p.cl ? (unsigned)f->S : 0));
+          GPU_TRY(launch_pdl(attn_kernel(p, f->ws).fn, grid, attn_threads(p, f->ws), attn_smem(p), p, p.cl ? (unsigned)f->S : 0));
           if (f->S > 1 && !p.cl) GPU_TRY(launch_pdl(k_merge, dim3((unsigned)(f->T * f->H)), MERGE_THREADS, 0, p));
 #endif
         }
@@ -1854,6 +1902,7 @@ out:
 /* The plan floor (mlr_gpu_fast.h): k_skel (fast_floor.h) with the plan's grid, clusters and
  * merge, writing outputs of its own (the plan's o and lse are the last launch's result), first
  * run untimed and checked, then timed as mlr_gpu_fast_launch times the fast kernel. */
+extern "C" int mlr_gpu_fast_has_plan_floor(void) { return !MLR_FAST_AMD; }
 extern "C" mlr_status mlr_gpu_fast_plan_floor(mlr_gpu_fast *f, int reps, double *us, mlr_error *err) {
 #if MLR_FAST_AMD
   (void)f, (void)reps, (void)us;

@@ -117,7 +117,8 @@ __global__ void __launch_bounds__(WG ? NTHR_WSWG : NTHR, 1) k_attn_ws(fparams p)
   };
   struct no_copy {};
   std::conditional_t<LIN == 2, lin_copy<W, TT, 128>, no_copy> lc; /* LIN = 2: this thread's share of lin_copy's chunks */
-  if constexpr (LIN == 2) lc.init(pt);
+  if constexpr (LIN == 2)
+    if (loader) lc.init(pt); /* the loaders' table only: the logit warps' start path skips it */
   auto issue_tile = [&](int tile) { /* tiles in order 0, 1, 2, ..: nrow holds this one's rows */
     if (tile >= ntiles || !loader) return;
     if constexpr (LIN != 0) /* the launch's choice (LIN_LO): unpaged rows as contiguous chunks, the tile's two slots (adjacent in the ring) at once */

@@ -118,6 +118,10 @@ mlr_status mlr_gpu_fast_read_floor(mlr_gpu_fast *f, int reps, double *us, int *b
  *  clusters or cp.async). */
 mlr_status mlr_gpu_fast_plan_floor(mlr_gpu_fast *f, int reps, double *us, mlr_error *err);
 
+/** 1 when this build has the plan floor (NVIDIA builds), 0 otherwise (HIP: no clusters or cp.async
+ *  for its skeleton; no GPU build), so a caller can skip it rather than fail on MLR_EDEVICE. */
+int mlr_gpu_fast_has_plan_floor(void);
+
 /** The last launch's outputs: o (bf16), lse, split_count, split_len, q_scales, q_clipped. Fails
  *  with MLR_EDEVICE naming an output element no launch wrote. */
 mlr_status mlr_gpu_fast_result(mlr_gpu_fast *f, mlr_emu_result *res, mlr_error *err);
