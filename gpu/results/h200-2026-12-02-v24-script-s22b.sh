@@ -17,4 +17,4 @@ for pass in 1 2; do for b in mlaref mlaref-B mlaref-D; do
 done; done
 rm -f $OUT/bench_one.txt
 cp .gpu-bin/mlaref-D .gpu-bin/mlaref-new
-NOTES=1 bash "$(dirname "$0")/h200-2026-12-02-v24-script-s22-gate.sh" # (the same commands, written out in this file when it ran; b also kept the reports' "at"/"in" lines)
+NOTES=1 bash "$(dirname "$0")/h200-2026-12-02-v24-script-s22-gate.sh" # (the same commands, written out in this file when it ran)

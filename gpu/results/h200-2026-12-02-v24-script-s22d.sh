@@ -8,4 +8,4 @@ set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-bin
 nvidia-smi --query-gpu=name,clocks.sm,power.draw,temperature.gpu --format=csv,noheader
 { echo "== cvt_probe"; .gpu-bin/cvt_probe; echo "cvt_probe: exit $?"; } 2>&1 | tee $OUT/notes.txt
-NOTES=1 bash "$(dirname "$0")/h200-2026-12-02-v24-script-s22-gate.sh" # (the same commands, written out in this file when it ran; b also kept the reports' "at"/"in" lines)
+NOTES=1 bash "$(dirname "$0")/h200-2026-12-02-v24-script-s22-gate.sh" # (the same commands, written out in this file when it ran; run d's grep of the reports took the Error, Race reported and SUMMARY lines only)
