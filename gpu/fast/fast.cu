@@ -776,13 +776,14 @@ __device__ __noinline__ void cluster_merge_(clmerge p, float *cl, int t, int ns)
       const float w = merged ? mlr__emu_exp(eb, x - M) : 0.0f; /* NaN for x = M = +Inf, as there */
       cl[CL_W + 16 * k + h] = w;
       cl[CL_MS + 16 * k + h] = ms;
-      const unsigned in = __ballot_sync(0xFFFFFFFFu, merged) >> (d & 31 & ~(CL_MAX - 1)) & ((1u << CL_MAX) - 1);
+      const int lane0 = d & 31 & ~(CL_MAX - 1); /* the row's first lane in the warp */
+      const unsigned in = __ballot_sync(0xFFFFFFFFu, merged) >> lane0 & ((1u << CL_MAX) - 1);
       /* row h's mass sum in split order, by its lane k = 0 from the row's 8 lanes (merge_term's
        * unfused sum + ms * w: each lane's product, then the sums in order; no barrier, no reads back) */
       float sum = 0.0f, unused = 0.0f;
 #pragma unroll
       for (int kk = 0; kk < CL_MAX; kk++) {
-        const float wk = __shfl_sync(0xFFFFFFFFu, w, (d & 31 & ~(CL_MAX - 1)) + kk), mk = __shfl_sync(0xFFFFFFFFu, ms, (d & 31 & ~(CL_MAX - 1)) + kk);
+        const float wk = __shfl_sync(0xFFFFFFFFu, w, lane0 + kk), mk = __shfl_sync(0xFFFFFFFFu, ms, lane0 + kk);
         if (in >> kk & 1) mlr__emu_merge_term(0.0f, mk, wk, 0, &unused, &sum);
       }
       if (k == 0) cl[CL_M + h] = M, ((int *)cl)[CL_IN + h] = (int)in, cl[CL_SC + h] = fmaxf(sum, p.clamp);
@@ -1650,19 +1651,9 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
   GPU_TRY(hipMemset(p.lse, 0xFF, (size_t)(T * H) * 4));
   if ((st = timer_init(f->tm, 0, err)) != MLR_OK) goto out;
 #if !MLR_FAST_AMD
-  GPU_TRY(hipFuncSetAttribute((const void *)k_attn<0, 1>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
-  GPU_TRY(hipFuncSetAttribute((const void *)k_attn<1, 1>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
-  GPU_TRY(hipFuncSetAttribute((const void *)k_attn<0, 2>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
-  GPU_TRY(hipFuncSetAttribute((const void *)k_attn<0, 1, 1>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM_WG));
-  GPU_TRY(hipFuncSetAttribute((const void *)k_attn_ws<0, 1, 1>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM_WG));
-  GPU_TRY(hipFuncSetAttribute((const void *)k_attn_ws<0, 1, 1, 1>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM_WG));
-  GPU_TRY(hipFuncSetAttribute((const void *)k_attn_ws<0, 1, 1, 2>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM_WG));
-  GPU_TRY(hipFuncSetAttribute((const void *)k_attn_ws<0, 1, 0, 2>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
-  GPU_TRY(hipFuncSetAttribute((const void *)k_attn_ws<1, 1, 0, 2>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
-  GPU_TRY(hipFuncSetAttribute((const void *)k_attn_ws<0, 2, 0, 2>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
-  GPU_TRY(hipFuncSetAttribute((const void *)k_attn_ws<0, 1>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
-  GPU_TRY(hipFuncSetAttribute((const void *)k_attn_ws<1, 1>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
-  GPU_TRY(hipFuncSetAttribute((const void *)k_attn_ws<0, 2>, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
+  /* the attention kernel the launches run (attn_kernel: the one choice) may use its shared memory
+   * beyond the 48 KiB default; set before the cluster query below, which needs it */
+  GPU_TRY(hipFuncSetAttribute((const void *)attn_kernel(p, f->ws).fn, hipFuncAttributeMaxDynamicSharedMemorySize, (int)attn_smem(p)));
   if (f->S >= 2 && f->S <= CL_MAX) {
     /* the merge in the cluster (cluster_merge) when the T clusters of S blocks run in one wave
      * (one block an SM, a cluster within a GPC: fewer clusters of 4 fit than 132 / 4, and bs=32
