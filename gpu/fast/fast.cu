@@ -1651,9 +1651,19 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
   GPU_TRY(hipMemset(p.lse, 0xFF, (size_t)(T * H) * 4));
   if ((st = timer_init(f->tm, 0, err)) != MLR_OK) goto out;
 #if !MLR_FAST_AMD
-  /* the attention kernel the launches run (attn_kernel: the one choice) may use its shared memory
-   * beyond the 48 KiB default; set before the cluster query below, which needs it */
-  GPU_TRY(hipFuncSetAttribute((const void *)attn_kernel(p, f->ws).fn, hipFuncAttributeMaxDynamicSharedMemorySize, (int)attn_smem(p)));
+  /* every attention kernel may use its shared memory beyond the 48 KiB default (set before the
+   * cluster query below, which needs the launched one's). Set on each of attn_kernel's choices, not
+   * only the launched one: the call loads the kernel's code (CUDA's lazy loading), and with only the
+   * launched kernel loaded, the shapes that launch k_merge ran up to 2.3 us slower (H200, bs=4
+   * kv=8192 20.4 -> 22.7 us; geomean 42.0 -> 43.1; CUDA_MODULE_LOADING=EAGER gave the old times back:
+   * BENCHMARKS.md, session 23). The choices are enumerated through attn_kernel itself, so no list
+   * of instantiations can drift from it. */
+  for (int c = 0; c < 48; c++) {
+    fparams q = p;
+    const int ws = c & 1;
+    q.wg = c >> 1 & 1, q.kvw = 1 + (c >> 2 & 1), q.fnuz = c >> 3 & 1, q.lin = c >> 4; /* lin 0, 1, 2 */
+    GPU_TRY(hipFuncSetAttribute((const void *)attn_kernel(q, ws).fn, hipFuncAttributeMaxDynamicSharedMemorySize, (int)attn_smem(q)));
+  }
   if (f->S >= 2 && f->S <= CL_MAX) {
     /* the merge in the cluster (cluster_merge) when the T clusters of S blocks run in one wave
      * (one block an SM, a cluster within a GPC: fewer clusters of 4 fit than 132 / 4, and bs=32
