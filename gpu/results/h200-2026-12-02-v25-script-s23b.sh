@@ -27,9 +27,4 @@ rc() { # binary, cell file, label
 } >> $OUT/notes.txt 2>&1
 grep -E "^== racecheck" $OUT/notes.txt | cut -c1-150
 date -u
-for pass in 1 2; do for b in mlaref-H mlaref-new; do
-  echo "== pass $pass: $b" >> $OUT/bench_alt.txt
-  $PWD/.gpu-bin/$b bench gpu --reps 100 >> $OUT/bench_alt.txt 2>&1
-  grep -E "geomean" $OUT/bench_alt.txt | tail -3 | cut -c1-60
-done; done
-date -u
+bash "$(dirname "$0")/h200-2026-12-02-v25-script-alt.sh" mlaref-H mlaref-new

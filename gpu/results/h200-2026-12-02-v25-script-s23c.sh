@@ -7,10 +7,4 @@
 # as when all were loaded by the 13 calls)
 set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-bin
-for pass in 1 2; do for b in mlaref-H mlaref-E mlaref-H2 eager; do
-  echo "== pass $pass: $b" >> $OUT/bench_alt.txt
-  if [ $b = eager ]; then CUDA_MODULE_LOADING=EAGER $PWD/.gpu-bin/mlaref-H bench gpu --reps 100 >> $OUT/bench_alt.txt 2>&1
-  else $PWD/.gpu-bin/$b bench gpu --reps 100 >> $OUT/bench_alt.txt 2>&1; fi
-  echo "$pass $b: $(grep -E "geomean" $OUT/bench_alt.txt | tail -3 | cut -c1-40 | tr '\n' ' ')"
-done; done
-date -u
+bash "$(dirname "$0")/h200-2026-12-02-v25-script-alt.sh" mlaref-H mlaref-E mlaref-H2 eager

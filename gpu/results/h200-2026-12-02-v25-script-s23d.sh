@@ -7,9 +7,4 @@ set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-bin
 date -u
 NOTES=1 bash "$(dirname "$0")/h200-2026-12-02-v24-script-s22-gate.sh"
-for pass in 1 2; do for b in mlaref-new mlaref-E mlaref-H; do
-  echo "== pass $pass: $b" >> $OUT/bench_alt.txt
-  $PWD/.gpu-bin/$b bench gpu --reps 100 >> $OUT/bench_alt.txt 2>&1
-  echo "$pass $b: $(grep -E "geomean" $OUT/bench_alt.txt | tail -3 | cut -c1-40 | tr '\n' ' ')"
-done; done
-date -u
+bash "$(dirname "$0")/h200-2026-12-02-v25-script-alt.sh" mlaref-new mlaref-E mlaref-H
