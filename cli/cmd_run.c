@@ -61,11 +61,14 @@ static mlr_status result_file(const mlr_emu_result *res, const mlr_recipe *r, co
   return st;
 }
 
-/* the fast kernel once, as mlr_gpu_exact is called: prepare, launch, outputs */
-static mlr_status fast_run(const mlr_recipe *r, const mlr_inputs *in, mlr_emu_result *res, mlr_gpu_timing *tm, mlr_error *err) {
+/* the fast kernel once, as mlr_gpu_exact is called: prepare, launch, outputs; the kernels it ran
+ * (mlr_gpu_fast_kernels) into kn */
+static mlr_status fast_run(const mlr_recipe *r, const mlr_inputs *in, mlr_emu_result *res, mlr_gpu_timing *tm, char *kn, size_t n,
+                           mlr_error *err) {
   mlr_gpu_fast *f;
   double us = 0;
   mlr_status st = mlr_gpu_fast_prepare(r, in, &f, err);
+  if (st == MLR_OK) snprintf(kn, n, "%s", mlr_gpu_fast_kernels(f));
   if (st == MLR_OK) st = mlr_gpu_fast_launch(f, 0, &us, err);
   if (st == MLR_OK) st = mlr_gpu_fast_result(f, res, err);
   mlr_gpu_fast_free(f);
@@ -144,7 +147,8 @@ static int run_main(const char *cmd, int argc, char **argv, int gpu) {
   mlr_emu_result res;
   mlr_gpu_timing tm = {0, 0, 0, 0, 0, 0};
   const int fast = gpu && strcmp(kernel, "fast") == 0;
-  if (fast) st = fast_run(&r, &in, &res, &tm, &err);
+  char kn[64] = "";
+  if (fast) st = fast_run(&r, &in, &res, &tm, kn, sizeof kn, &err);
   else st = gpu ? mlr_gpu_exact(&r, &in, &res, &tm, &err) : mlr_emulate(&r, &in, &opts, &res, &err);
   const double secs = mlr_cli_now() - t0;
   if (st != MLR_OK) {
@@ -160,9 +164,9 @@ static int run_main(const char *cmd, int argc, char **argv, int gpu) {
   else snprintf(err.msg, sizeof err.msg, "%s: %s", out, mlr_status_str(st));
   if (st == MLR_OK && gpu)
     printf("gpu run: %s kernel on %s (%s): %s on %s: %lld tokens x %lld heads, %lld batches, up to %lld splits, %lld Q elements "
-           "clipped; kernels %.3f ms, %.3f s in all; wrote %s\n",
+           "clipped; kernels %.3f ms%s%s%s, %.3f s in all; wrote %s\n",
            kernel, device, mlr_gpu_backend(), r.name, inputs, (long long)res.T, (long long)res.H, (long long)res.B, (long long)res.S,
-           (long long)res.q_clipped, tm.kernel_ms, secs, out);
+           (long long)res.q_clipped, tm.kernel_ms, *kn ? " (" : "", kn, *kn ? ")" : "", secs, out);
   else if (st == MLR_OK)
     printf("run: %s on %s: %lld tokens x %lld heads, %lld batches, up to %lld splits, %lld Q elements clipped; %.3f s; wrote %s\n",
            r.name, inputs, (long long)res.T, (long long)res.H, (long long)res.B, (long long)res.S, (long long)res.q_clipped, secs, out);
