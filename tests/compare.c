@@ -151,9 +151,9 @@ Test(compare, wider_reference_is_rounded_to_the_candidates_format) {
 
 static int run(const char *args, char **out) {
   char cmd[2048];
-  snprintf(cmd, sizeof cmd, MLAREF_BIN " %s > /tmp/mlr_cmp_out.txt 2>&1", args);
+  snprintf(cmd, sizeof cmd, MLAREF_BIN " %s > mlr_cmp_out.txt 2>&1", args);
   const int st = system(cmd);
-  FILE *f = fopen("/tmp/mlr_cmp_out.txt", "r");
+  FILE *f = fopen("mlr_cmp_out.txt", "r");
   *out = calloc(1 << 16, 1);
   if (f) {
     fread(*out, 1, (1 << 16) - 1, f);
@@ -164,37 +164,37 @@ static int run(const char *args, char **out) {
 
 Test(compare, command_exit_codes_and_reproducers) {
   char *o;
-  cr_assert_eq(system("rm -rf /tmp/mlr_cmp && mkdir -p /tmp/mlr_cmp && " MLAREF_BIN " gen --shape bs=2,kv=50,seed=3 --out /tmp/mlr_cmp/in.safetensors >/dev/null"
-                      " && " MLAREF_BIN " run --recipe fp32-seq --inputs /tmp/mlr_cmp/in.safetensors --out /tmp/mlr_cmp/a.safetensors >/dev/null"
-                      " && " MLAREF_BIN " run --recipe triton-fp8-single --inputs /tmp/mlr_cmp/in.safetensors --out /tmp/mlr_cmp/b.safetensors >/dev/null"),
+  cr_assert_eq(system("rm -rf mlr_cmp && mkdir -p mlr_cmp && " MLAREF_BIN " gen --shape bs=2,kv=50,seed=3 --out mlr_cmp/in.safetensors >/dev/null"
+                      " && " MLAREF_BIN " run --recipe fp32-seq --inputs mlr_cmp/in.safetensors --out mlr_cmp/a.safetensors >/dev/null"
+                      " && " MLAREF_BIN " run --recipe triton-fp8-single --inputs mlr_cmp/in.safetensors --out mlr_cmp/b.safetensors >/dev/null"),
                0);
-  cr_assert_eq(run("compare /tmp/mlr_cmp/a.safetensors /tmp/mlr_cmp/a.safetensors", &o), 0, "%s", o);
+  cr_assert_eq(run("compare mlr_cmp/a.safetensors mlr_cmp/a.safetensors", &o), 0, "%s", o);
   cr_assert(strstr(o, "32768 elements, 32768 bit-identical (100.0000%)") || strstr(o, "16384 elements, 16384 bit-identical (100.0000%)"), "%s", o);
   free(o);
-  cr_assert_eq(run("compare /tmp/mlr_cmp/b.safetensors /tmp/mlr_cmp/a.safetensors --inputs /tmp/mlr_cmp/in.safetensors", &o), 1, "%s", o);
+  cr_assert_eq(run("compare mlr_cmp/b.safetensors mlr_cmp/a.safetensors --inputs mlr_cmp/in.safetensors", &o), 1, "%s", o);
   cr_assert(strstr(o, "rule exact                    FAIL"), "%s", o);
   cr_assert(strstr(o, "reproduce batch "), "%s", o);
   cr_assert(strstr(o, "shape bs=2,kv=50,q=1,page=1,seed=3"), "%s", o);
   cr_assert(strstr(o, " ulp; "), "%s", o);
   free(o);
-  cr_assert_eq(run("compare /tmp/mlr_cmp/b.safetensors /tmp/mlr_cmp/a.safetensors --rule allclose:0.1,0.1,0.05 --rule cos:1e-3 --json", &o), 0, "%s", o);
+  cr_assert_eq(run("compare mlr_cmp/b.safetensors mlr_cmp/a.safetensors --rule allclose:0.1,0.1,0.05 --rule cos:1e-3 --json", &o), 0, "%s", o);
   cr_assert(strstr(o, "\"rule\": \"allclose:0.1,0.1,0.05\", \"verdict\": \"pass\""), "%s", o);
   free(o);
-  cr_assert_eq(run("compare /tmp/mlr_cmp/b.safetensors /tmp/mlr_cmp/a.safetensors --rule budget", &o), 2, "%s", o);
+  cr_assert_eq(run("compare mlr_cmp/b.safetensors mlr_cmp/a.safetensors --rule budget", &o), 2, "%s", o);
   cr_assert(strstr(o, "budget needs the recipe's a priori bound"), "%s", o);
   free(o);
-  cr_assert_eq(run("compare /tmp/mlr_cmp/b.safetensors /tmp/mlr_cmp/a.safetensors --rule frob", &o), 2);
+  cr_assert_eq(run("compare mlr_cmp/b.safetensors mlr_cmp/a.safetensors --rule frob", &o), 2);
   cr_assert(strstr(o, "rule 'frob' is not one of exact|ulp:N"), "%s", o);
   free(o);
-  cr_assert_eq(run("compare /tmp/mlr_cmp/b.safetensors /tmp/mlr_cmp/in.safetensors", &o), 2);
+  cr_assert_eq(run("compare mlr_cmp/b.safetensors mlr_cmp/in.safetensors", &o), 2);
   cr_assert(strstr(o, "no tensor 'o'"), "%s", o);
   free(o);
-  cr_assert_eq(run("compare /tmp/mlr_cmp/b.safetensors", &o), 2);
+  cr_assert_eq(run("compare mlr_cmp/b.safetensors", &o), 2);
   cr_assert(strstr(o, "usage: compare A B"), "%s", o);
   free(o);
-  cr_assert_eq(run("compare /tmp/mlr_cmp/b.safetensors /tmp/mlr_cmp/a.safetensors --tensor q_scales", &o), 2);
+  cr_assert_eq(run("compare mlr_cmp/b.safetensors mlr_cmp/a.safetensors --tensor q_scales", &o), 2);
   free(o);
-  cr_assert_eq(system("rm -rf /tmp/mlr_cmp"), 0);
+  cr_assert_eq(system("rm -rf mlr_cmp"), 0);
 }
 
 Test(compare, utilisation_and_bound) {
