@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# session 24, device run f (NOT RUN: five starts between 07:52 and 08:34 UTC were refused): the lean persistent kernel (.gpu-bin/mlaref-lean, 5106ed8 with
+# session 24, device run f (NOT RUN: six calls between 07:52 and 08:34 UTC got no machine: three starts refused, three not tried): the lean persistent kernel (.gpu-bin/mlaref-lean, 5106ed8 with
 # h200-2026-12-03-v26-persistent-lean.patch: the token walk as two integers a role) checked exact on
 # the cells that take it (MLAREF_FAST_PERSIST=1 and 2; OCP KV only: the wgmma recipe refuses the
 # others), then alternated as run e against .gpu-bin/mlaref-I (5485e3a), two passes
