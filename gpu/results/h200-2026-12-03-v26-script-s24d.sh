@@ -3,7 +3,9 @@
 # passes, bench gpu --reps 100 on the two-wave shapes (and one one-wave shape): .gpu-bin/mlaref-I
 # (5485e3a), -new with MLAREF_FAST_PERSIST=1 (the persistent kernel, a block an SM) and =0 (the
 # same build launching a block a token), into $OUT/bench_alt.txt
-# (Run e, 07:08 UTC; MLAREF_FAST_PERSIST exists only with h200-2026-12-03-v26-persistent.patch.)
+# (Run e, 07:08 UTC; MLAREF_FAST_PERSIST exists only with h200-2026-12-03-v26-persistent.patch. As
+# run, the alternation written out; h200-2026-12-02-v25-script-alt.sh now takes BIN:VAR=VALUE and
+# ALT_ARGS for it, as s24e calls it.)
 set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-bin
 B=$PWD/.gpu-bin

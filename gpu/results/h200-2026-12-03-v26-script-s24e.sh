@@ -15,10 +15,6 @@ for f in $SM/*.safetensors; do case $f in *bf16* | *fnuz*) continue ;; esac; for
   [ $rc -eq 0 ] && { $B/mlaref-I check --inputs $f --output $SM/o.safetensors --recipe fast-wgmma-a8w8 --rule exact > $SM/check.log 2>&1; rc=$?; }
   echo "exact $(basename $f) PERSIST=$per: exit $rc $(grep -oE "k_attn[^ ]*( persistent\))?" $SM/run.log) $(grep -E "^rule" $SM/check.log | tr -s ' ')"
 done; done
-SH="--shape bs=256,kv=1024,seed=5 --shape bs=256,kv=8192,seed=9826 --shape bs=200,kv=1024,seed=4 --shape bs=133,kv=1024,seed=3"
-for pass in 1 2; do for b in I lean:1 lean:0; do
-  echo "== pass $pass: $b" >> $OUT/bench_alt.txt
-  MLAREF_FAST_PERSIST=${b#*:} $B/mlaref-${b%%:*} bench gpu $SH --recipe fast-wgmma-a8w8 --reps 100 >> $OUT/bench_alt.txt 2>&1
-done; done
+ALT_ARGS="--shape bs=256,kv=1024,seed=5 --shape bs=256,kv=8192,seed=9826 --shape bs=200,kv=1024,seed=4 --shape bs=133,kv=1024,seed=3 --recipe fast-wgmma-a8w8" \
+  bash "$(dirname "$0")/h200-2026-12-02-v25-script-alt.sh" mlaref-I mlaref-lean:MLAREF_FAST_PERSIST=1 mlaref-lean:MLAREF_FAST_PERSIST=0
 grep -E "^==|^bs=" $OUT/bench_alt.txt | cut -c1-110
-date -u
