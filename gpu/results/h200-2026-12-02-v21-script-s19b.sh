@@ -5,7 +5,9 @@
 # set, the same variants, run 6 at a time to fit one call; then racecheck and memcheck on the
 # cells whose splits merge in their cluster. (Session 21: EDGE_VS and SAN_VS add variants, lin:
 # MLAREF_FAST_LIN=1, the wgmma kernel's contiguous copies, lin2: MLAREF_FAST_WS=1 MLAREF_FAST_LIN=2,
-# and a SAN_VS entry may join settings with commas; unset, the commands are session 19's.)
+# and a SAN_VS entry may join settings with commas; unset, the commands are session 19's. Session 25:
+# warm: MLAREF_FAST_WARM=3, the wgmma kernel's dry passes; SUITE_VS, the test and bench suites' variants;
+# SAN_BASE, the sanitizers' variants before SAN_VS; ONLY_R, the one recipe checked.)
 set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-bin
 CLI=$PWD/.gpu-bin/mlaref-new
@@ -22,8 +24,9 @@ for s in edge test bench bf16; do
   for f in $FD/$s/*.safetensors; do
     c=$(basename $f .safetensors)
     case "$s/$c" in bf16/* | */*bf16*) rs="fast-a16w16 fast-a8w16" ;; */*fnuz*) rs="fast-a16w8 fast-a8w8" ;; *) rs="fast-a16w8 fast-a8w8 fast-wgmma-a8w8" ;; esac
-    vs=auto; case $s in edge | bf16) vs="${EDGE_VS:-auto ws merge table}" ;; esac
-    for v in $vs; do for r in $rs; do [ $v = lin ] && [ $r != fast-wgmma-a8w8 ] && continue; echo "$s $c $r $v" >> $jobs; done; done
+    vs=${SUITE_VS:-auto}; case $s in edge | bf16) vs="${EDGE_VS:-auto ws merge table}" ;; esac
+    [ -n "${ONLY_R:-}" ] && rs=$(for r in $rs; do [ $r = $ONLY_R ] && echo $r; done)
+    for v in $vs; do for r in $rs; do case $v in lin | warm) [ $r != fast-wgmma-a8w8 ] && continue ;; esac; echo "$s $c $r $v" >> $jobs; done; done
   done
 done
 one() {
@@ -33,6 +36,7 @@ one() {
   [ $v = table ] && env="MLAREF_FAST_TOKTABLE=1 MLAREF_FAST_QDIV=1"
   [ $v = lin ] && env=MLAREF_FAST_LIN=1
   [ $v = lin2 ] && env="MLAREF_FAST_WS=1 MLAREF_FAST_LIN=2"
+  [ $v = warm ] && env=MLAREF_FAST_WARM=3
   env $env $CLI gpu run --kernel fast --recipe $r --inputs $f --out $o > $FD/run.$id.log 2>&1 || { echo "$s/$c $r $v: FAIL: $(tail -1 $FD/run.$id.log)"; return; }
   $CLI check --inputs $f --output $o --recipe $r --rule exact --rule budget --rule fa3 > $FD/check.$id.log 2>&1; rc=$?
   $CLI run --recipe $r --inputs $f --out $FD/model.$id.safetensors > /dev/null 2>&1 &&
@@ -54,9 +58,10 @@ san() {
   echo "$tool $c $r ($v): exit $? $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" $FD/san.$tool.$v.${c//\//_}.$r.log)"
 }
 export -f san
-for tool in memcheck racecheck; do for v in MLAREF_FAST_WS=0 MLAREF_FAST_WS=1 ${SAN_VS:-}; do
+for tool in memcheck racecheck; do for v in ${SAN_BASE-MLAREF_FAST_WS=0 MLAREF_FAST_WS=1} ${SAN_VS:-}; do
   for c in edge/bs2_kv33 edge/q4_kv100 edge/ragged edge/page16 bf16/bf16_3; do
     r="fast-a8w8 fast-wgmma-a8w8"; case $c in bf16/*) r=fast-a8w16 ;; esac
+    [ -n "${ONLY_R:-}" ] && { case " $r " in *" $ONLY_R "*) r=$ONLY_R ;; *) continue ;; esac; }
     for rr in $r; do echo "$tool $v $c $rr"; done
   done; done; done | xargs -P 6 -L 1 bash -c 'san "$@"' _ > $OUT/fast_sanitize.txt 2>&1
 cat $OUT/fast_sanitize.txt
