@@ -10,12 +10,7 @@ set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-bin
 B=$PWD/.gpu-bin
 date -u
-for b in head new; do
-  cuobjdump -sass $B/mlaref-$b > /tmp/sass.$b.txt 2>&1 || echo "cuobjdump $b failed"
-  awk '/Function : /{f=$3} /\/\*[0-9a-f]+\*\/ /{n[f" all"]++; for(i=1;i<=NF;i++) if ($i ~ /^(QGMMA|HGMMA|HMMA|BAR|WARPSYNC|BRA|LDSM|STS|EXIT)/) {split($i,a,"."); n[f" "a[1]]++; break}}
-       END{for(k in n) print k, n[k]}' /tmp/sass.$b.txt | grep "k_attn_wsILi0ELi1ELi1" | sed 's/_ZN39_GLOBAL__N__[0-9a-f_]*fast_cu_[0-9a-f]*//' | sort > $OUT/sass_$b.txt
-done
-paste $OUT/sass_head.txt $OUT/sass_new.txt | awk '{print $1, $2, $3, $6}'
+bash "$(dirname "$0")/h200-2026-12-03-v27-script-sass.sh" head new
 ONLY_R=fast-wgmma-a8w8 EDGE_VS="auto merge table lin lin2 warm" SUITE_VS="auto warm" SAN_BASE= SAN_VS="MLAREF_FAST_WARM=0 MLAREF_FAST_WARM=3" \
   bash "$(dirname "$0")/h200-2026-12-02-v21-script-s19b.sh"
 ALT_ARGS="--recipe fast-wgmma-a8w8" bash "$(dirname "$0")/h200-2026-12-02-v25-script-alt.sh" mlaref-head mlaref-new:MLAREF_FAST_WARM=0 \
