@@ -813,14 +813,27 @@ __device__ __noinline__ void cluster_merge_(clmerge p, float *cl, int t, int ns)
         }
       *(uint2 *)(p.o + ((int64_t)t * p.H + h) * DV + 4 * c4) = merge_out4(acc, cl[CL_SC + h]);
     }
-    if (rank == 0 && d < p.H) {
-      const float M = cl[CL_M + d], sc = cl[CL_SC + d];
-      p.lse[(int64_t)t * p.H + d] = p.raw ? mlr__emu_lse_convert(M + mlr__emu_log(MLR_EXP_2, sc), MLR_EXP_2, MLR_EXP_E) : M + mlr__emu_log(MLR_EXP_E, sc);
+    /* the lse (a binary64 log) by the block's last 16 threads, which have the fewest merge steps (none
+     * at 8 splits): by threads 0 .. 15 it came after their full share */
+    const int lh = d - ((int)blockDim.x - 16);
+    if (rank == 0 && lh >= 0 && lh < p.H) {
+      const float M = cl[CL_M + lh], sc = cl[CL_SC + lh];
+      p.lse[(int64_t)t * p.H + lh] = p.raw ? mlr__emu_lse_convert(M + mlr__emu_log(MLR_EXP_2, sc), MLR_EXP_2, MLR_EXP_E) : M + mlr__emu_log(MLR_EXP_E, sc);
     }
   }
   cluster_barrier_exit(); /* no block leaves while another reads its shared memory */
 }
 __device__ __forceinline__ void cluster_merge(const fparams &p, float *cl, int t, int ns) { cluster_merge_({p.o, p.lse, p.clamp, p.H, p.raw}, cl, t, ns); }
+
+/* a lone split's row: its divisor sc = max(0 + l exp2(m - m), clamp) (merge_one for one split; the
+ * software exp2 only for m = +Inf) and whether it is merged at all (m > MLR_EMU_SKIP_BELOW); its lse
+ * is store_lse(live ? m : -Inf, sc). One definition for store_result and k_attn_ws's logit warps */
+__device__ __forceinline__ float direct_sc(const fparams &p, float m, float l, bool &live, float &wv) {
+  live = m > MLR_EMU_SKIP_BELOW;
+  const float z = m - m;
+  wv = live ? (z == 0.0f ? 1.0f : mlr__emu_exp(MLR_EXP_2, z)) : 0.0f;
+  return fmaxf(live ? 0.0f + l * wv : 0.0f, p.clamp);
+}
 
 /* the split's result from a lane's accumulators (output columns c0 .. of rows g, g+8) and the
  * rows' m and l: raw partials (the recipes' partial.normalized = no: no division a partial
@@ -830,20 +843,16 @@ __device__ __forceinline__ void cluster_merge(const fparams &p, float *cl, int t
  * lse = (M + log2 of that) * ln 2) as the bf16 output. lead: this lane writes the rows' m, l or lse */
 template <int W, int NA>
 __device__ __forceinline__ void store_result(const fparams &p, const float (&acc)[NA][2][2][4], const float (&m)[2], const float (&l)[2], int t,
-                                             int s, bool direct, int c0, bool lead, float *cl) {
+                                             int s, bool direct, int c0, bool lead, float *cl, bool lse = true) {
   const int g = (threadIdx.x & 31) >> 2, j = threadIdx.x & 3;
 #pragma unroll
   for (int rr = 0; rr < 2; rr++) {
     const int h = g + 8 * rr;
     if (h >= p.H) continue; /* rows past H: zero Q, no output */
     const int64_t row = (int64_t)t * p.H + h;
-    const bool live = m[rr] > MLR_EMU_SKIP_BELOW;
+    bool live = m[rr] > MLR_EMU_SKIP_BELOW;
     float wv = 0.0f, sc = 0.0f; /* direct only: exp2(m - m), 1 but for m = +Inf (the software exp2 only then) */
-    if (direct) {
-      const float z = m[rr] - m[rr];
-      wv = live ? (z == 0.0f ? 1.0f : mlr__emu_exp(MLR_EXP_2, z)) : 0.0f;
-      sc = fmaxf(live ? 0.0f + l[rr] * wv : 0.0f, p.clamp);
-    }
+    if (direct) sc = direct_sc(p, m[rr], l[rr], live, wv);
     /* direct: the row's outputs (0 + a kv_scale w) / sc, by div_row, index ((2 a + h2) 2 + x) 2 + y for
      * acc[a][h2][x][2 rr + y] */
     float q[8 * NA];
@@ -875,7 +884,9 @@ __device__ __forceinline__ void store_result(const fparams &p, const float (&acc
           }
       }
     if (lead) {
-      if (direct) store_lse(p, row, s, live ? m[rr] : -INFINITY, sc, 1);
+      if (direct) {
+        if (lse) store_lse(p, row, s, live ? m[rr] : -INFINITY, sc, 1);
+      }
       else if (cl) cl[CL_X + h] = m[rr], cl[CL_SUM + h] = l[rr];
       else p.part_x[row * p.S + s] = m[rr], p.part_sum[row * p.S + s] = l[rr];
     }
@@ -886,8 +897,8 @@ __device__ __forceinline__ void store_result(const fparams &p, const float (&acc
  * memory when its token's splits merge in their cluster), then that merge */
 template <int W, int NA>
 __device__ __forceinline__ void finish_split(const fparams &p, uint8_t *sm, const float (&acc)[NA][2][2][4], const float (&m)[2],
-                                             const float (&l)[2], int t, int s, const tokinfo &ti, int c0, bool lead) {
-  store_result<W, NA>(p, acc, m, l, t, s, ti.nsplit == 1, c0, lead, p.cl && ti.nsplit > 1 ? (float *)sm : nullptr);
+                                             const float (&l)[2], int t, int s, const tokinfo &ti, int c0, bool lead, bool lse = true) {
+  store_result<W, NA>(p, acc, m, l, t, s, ti.nsplit == 1, c0, lead, p.cl && ti.nsplit > 1 ? (float *)sm : nullptr, lse);
   if (p.cl) cluster_merge(p, (float *)sm, t, ti.nsplit);
 }
 

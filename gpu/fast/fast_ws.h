@@ -59,6 +59,8 @@ __global__ void __launch_bounds__(WG ? NTHR_WSWG : NTHR, 1) k_attn_ws(fparams p)
   constexpr int PS = TT + 8;          /* P's row in halves (4 banks apart) */
   constexpr int NQ4 = NKB / (4 / W);  /* a tile's logit steps: 4 (fp8) or 2 (bf16) column blocks each */
   constexpr int NKV = TT / 16;        /* a tile's PV steps (16 tokens each) */
+  constexpr bool LSE_QK = WG && LIN != 2; /* a lone split's lse by the logit warps (with lin_copy, splits of 17 tiles
+                                             or more, ptxas took that kernel from 134 registers to 162 for it) */
   static_assert(2 * RPP == SR && (RB / 16) % TPR == 0 && SM_FLAG >= 320, "a slot's rows split evenly over two passes of the loading threads");
   extern __shared__ __align__(16) uint8_t sm[];
   uint8_t *kvs_sm = sm;                                   /* [NSLOT][SR][RB] KV codes, chunks swizzled (ring) */
@@ -313,6 +315,16 @@ __global__ void __launch_bounds__(WG ? NTHR_WSWG : NTHR, 1) k_attn_ws(fparams p)
     }
     if (warp == 0 && j == 0) ml_sm[2 * g] = m[0], ml_sm[2 * g + 1] = l[0], ml_sm[2 * (g + 8)] = m[1], ml_sm[2 * (g + 8) + 1] = l[1];
     __syncthreads(); /* (e) the final m and l for the PV warps */
+    if constexpr (LSE_QK) /* a lone split's lse, here while the PV warps store its outputs (its binary64 log was at the end of their path) */
+      if (ti.nsplit == 1 && warp == 0 && j == 0)
+#pragma unroll
+        for (int rr = 0; rr < 2; rr++)
+          if (g + 8 * rr < p.H) {
+            bool live;
+            float wv;
+            const float sc = direct_sc(p, m[rr], l[rr], live, wv);
+            store_lse(p, (int64_t)t * p.H + g + 8 * rr, s, live ? m[rr] : -INFINITY, sc, 1);
+          }
     if (p.cl) cluster_merge(p, (float *)sm, t, ti.nsplit);
     return;
   }
@@ -366,7 +378,7 @@ __global__ void __launch_bounds__(WG ? NTHR_WSWG : NTHR, 1) k_attn_ws(fparams p)
   griddep_launch_dependents(); /* k_merge may start (it waits for this grid to end before reading) */
   __syncthreads();             /* (e) */
   const float mm[2] = {ml_sm[2 * g], ml_sm[2 * (g + 8)]}, ll[2] = {ml_sm[2 * g + 1], ml_sm[2 * (g + 8) + 1]};
-  finish_split<W, NA>(p, sm, acc, mm, ll, t, s, ti, PVC * pw, pw == 0 && j == 0);
+  finish_split<W, NA>(p, sm, acc, mm, ll, t, s, ti, PVC * pw, pw == 0 && j == 0, !LSE_QK);
 }
 
 #endif
