@@ -380,8 +380,13 @@ __device__ __forceinline__ void add_clipped(const fparams &p, int clipped, bool 
   for (int m = 16; m; m >>= 1) clipped += MLR_SHFL_XOR(clipped, m);
   if (mine && clipped && (threadIdx.x & 31) == 0) atomicAdd(p.clipped, (unsigned long long)clipped);
 }
+/* a merged row's lse from its max M and divisor sc: raw partials (base-2 units) (M + log2 sc) ln 2,
+ * normalized ones (ln units) M + ln sc. k_merge's and cluster_merge_'s */
+__device__ __forceinline__ float merged_lse(bool raw, float M, float sc) {
+  return raw ? mlr__emu_lse_convert(M + mlr__emu_log(MLR_EXP_2, sc), MLR_EXP_2, MLR_EXP_E) : M + mlr__emu_log(MLR_EXP_E, sc);
+}
 __device__ __forceinline__ void store_lse(const fparams &p, int64_t row, int s, float m, float lc, int direct) {
-  const float lse = mlr__emu_lse_convert(m + mlr__emu_log(MLR_EXP_2, lc), MLR_EXP_2, MLR_EXP_E);
+  const float lse = merged_lse(true, m, lc); /* the split's softmax in base-2 units */
   if (direct) p.lse[row] = lse;
   else p.part_x[row * p.S + s] = lse;
 }
@@ -818,7 +823,7 @@ __device__ __noinline__ void cluster_merge_(clmerge p, float *cl, int t, int ns)
     const int lh = d - ((int)blockDim.x - 16);
     if (rank == 0 && lh >= 0 && lh < p.H) {
       const float M = cl[CL_M + lh], sc = cl[CL_SC + lh];
-      p.lse[(int64_t)t * p.H + lh] = p.raw ? mlr__emu_lse_convert(M + mlr__emu_log(MLR_EXP_2, sc), MLR_EXP_2, MLR_EXP_E) : M + mlr__emu_log(MLR_EXP_E, sc);
+      p.lse[(int64_t)t * p.H + lh] = merged_lse(p.raw, M, sc);
     }
   }
   cluster_barrier_exit(); /* no block leaves while another reads its shared memory */
@@ -827,13 +832,15 @@ __device__ __forceinline__ void cluster_merge(const fparams &p, float *cl, int t
 
 /* a lone split's row: its divisor sc = max(0 + l exp2(m - m), clamp) (merge_one for one split; the
  * software exp2 only for m = +Inf) and whether it is merged at all (m > MLR_EMU_SKIP_BELOW); its lse
- * is store_lse(live ? m : -Inf, sc). One definition for store_result and k_attn_ws's logit warps */
+ * is store_lse(live ? m : -Inf, sc) (store_lone_lse). One definition for store_result and k_attn_ws's logit warps */
 __device__ __forceinline__ float direct_sc(const fparams &p, float m, float l, bool &live, float &wv) {
   live = m > MLR_EMU_SKIP_BELOW;
   const float z = m - m;
   wv = live ? (z == 0.0f ? 1.0f : mlr__emu_exp(MLR_EXP_2, z)) : 0.0f;
   return fmaxf(live ? 0.0f + l * wv : 0.0f, p.clamp);
 }
+/* that lse from direct_sc's sc and live */
+__device__ __forceinline__ void store_lone_lse(const fparams &p, int64_t row, float m, float sc, bool live) { store_lse(p, row, 0, live ? m : -INFINITY, sc, 1); }
 
 /* the split's result from a lane's accumulators (output columns c0 .. of rows g, g+8) and the
  * rows' m and l: raw partials (the recipes' partial.normalized = no: no division a partial
@@ -850,8 +857,8 @@ __device__ __forceinline__ void store_result(const fparams &p, const float (&acc
     const int h = g + 8 * rr;
     if (h >= p.H) continue; /* rows past H: zero Q, no output */
     const int64_t row = (int64_t)t * p.H + h;
-    bool live = m[rr] > MLR_EMU_SKIP_BELOW;
-    float wv = 0.0f, sc = 0.0f; /* direct only: exp2(m - m), 1 but for m = +Inf (the software exp2 only then) */
+    bool live = false;
+    float wv = 0.0f, sc = 0.0f; /* direct only: whether merged, exp2(m - m) (1 but for m = +Inf: the software exp2 only then), the divisor */
     if (direct) sc = direct_sc(p, m[rr], l[rr], live, wv);
     /* direct: the row's outputs (0 + a kv_scale w) / sc, by div_row, index ((2 a + h2) 2 + x) 2 + y for
      * acc[a][h2][x][2 rr + y] */
@@ -885,7 +892,7 @@ __device__ __forceinline__ void store_result(const fparams &p, const float (&acc
       }
     if (lead) {
       if (direct) {
-        if (lse) store_lse(p, row, s, live ? m[rr] : -INFINITY, sc, 1);
+        if (lse) store_lone_lse(p, row, m[rr], sc, live);
       }
       else if (cl) cl[CL_X + h] = m[rr], cl[CL_SUM + h] = l[rr];
       else p.part_x[row * p.S + s] = m[rr], p.part_sum[row * p.S + s] = l[rr];
@@ -1341,7 +1348,7 @@ __global__ void __launch_bounds__(MERGE_THREADS) k_merge(fparams p) {
   }
   const float sc = fmaxf(sum, p.clamp);
   *(uint2 *)(p.o + row * DV + 4 * d) = merge_out4(acc, sc);
-  if (d == 0) p.lse[row] = p.raw ? mlr__emu_lse_convert(M + mlr__emu_log(MLR_EXP_2, sc), MLR_EXP_2, MLR_EXP_E) : M + mlr__emu_log(MLR_EXP_E, sc);
+  if (d == 0) p.lse[row] = merged_lse(p.raw, M, sc);
 }
 
 /* the read-bandwidth probe and the read floor's readers: every 16-byte word of n read once, U

@@ -323,7 +323,7 @@ __global__ void __launch_bounds__(WG ? NTHR_WSWG : NTHR, 1) k_attn_ws(fparams p)
             bool live;
             float wv;
             const float sc = direct_sc(p, m[rr], l[rr], live, wv);
-            store_lse(p, (int64_t)t * p.H + g + 8 * rr, s, live ? m[rr] : -INFINITY, sc, 1);
+            store_lone_lse(p, (int64_t)t * p.H + g + 8 * rr, m[rr], sc, live);
           }
     if (p.cl) cluster_merge(p, (float *)sm, t, ti.nsplit);
     return;
