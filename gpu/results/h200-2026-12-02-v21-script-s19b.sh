@@ -8,6 +8,7 @@
 # and a SAN_VS entry may join settings with commas; unset, the commands are session 19's. Session 25:
 # warm: MLAREF_FAST_WARM=3, the wgmma kernel's dry passes; SUITE_VS, the test and bench suites' variants;
 # SAN_BASE, the sanitizers' variants before SAN_VS; ONLY_R, the one recipe checked.)
+# Session 26: xargs -r, so that empty SAN_BASE and SAN_VS run no sanitizer at all (it ran one empty job.)
 set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-bin
 CLI=$PWD/.gpu-bin/mlaref-new
@@ -63,6 +64,6 @@ for tool in memcheck racecheck; do for v in ${SAN_BASE-MLAREF_FAST_WS=0 MLAREF_F
     r="fast-a8w8 fast-wgmma-a8w8"; case $c in bf16/*) r=fast-a8w16 ;; esac
     [ -n "${ONLY_R:-}" ] && { case " $r " in *" $ONLY_R "*) r=$ONLY_R ;; *) continue ;; esac; }
     for rr in $r; do echo "$tool $v $c $rr"; done
-  done; done; done | xargs -P 6 -L 1 bash -c 'san "$@"' _ > $OUT/fast_sanitize.txt 2>&1
+  done; done; done | xargs -r -P 6 -L 1 bash -c 'san "$@"' _ > $OUT/fast_sanitize.txt 2>&1
 cat $OUT/fast_sanitize.txt
 date -u
