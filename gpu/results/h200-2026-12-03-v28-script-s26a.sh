@@ -7,10 +7,7 @@
 # merge, table, lin and lin2 variants), then memcheck and racecheck with the lin variants added.
 set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-bin
-date -u
-ALT_ARGS="--recipe fast-wgmma-a8w8" bash "$(dirname "$0")/h200-2026-12-02-v25-script-alt.sh" mlaref-head mlaref-new
-grep -E "^==|^bs=" $OUT/bench_alt.txt | cut -c1-100
-date -u
+bash "$(dirname "$0")/h200-2026-12-03-v28-script-altwg.sh"
 EDGE_VS="auto ws merge table lin lin2" SAN_VS="MLAREF_FAST_LIN=1 MLAREF_FAST_WS=1,MLAREF_FAST_LIN=2" \
   bash "$(dirname "$0")/h200-2026-12-02-v21-script-s19b.sh" | grep -vE "^(memcheck|racecheck) .*exit 0 .*(ERROR SUMMARY: 0|RACECHECK SUMMARY: 0)" | tail -24
 date -u

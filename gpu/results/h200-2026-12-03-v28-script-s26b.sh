@@ -7,9 +7,6 @@
 # launched, the edge and bf16 cells also with k_merge forced; no sanitizers.
 set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-bin
-date -u
-ALT_ARGS="--recipe fast-wgmma-a8w8" bash "$(dirname "$0")/h200-2026-12-02-v25-script-alt.sh" mlaref-head mlaref-new
-grep -E "^==|^bs=" $OUT/bench_alt.txt | cut -c1-100
-date -u
+bash "$(dirname "$0")/h200-2026-12-03-v28-script-altwg.sh"
 EDGE_VS="auto merge" SAN_BASE= SAN_VS= bash "$(dirname "$0")/h200-2026-12-02-v21-script-s19b.sh" | tail -8
 date -u
