@@ -1314,10 +1314,15 @@ __global__ void __launch_bounds__(MERGE_THREADS) k_merge(fparams p) {
 #pragma unroll
     for (int u = 0; u < MB; u++) pv[u] = k0 + u < ns ? part[(k0 + u) * (DV / 4)] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   };
+  /* this thread's split among the first MERGE_THREADS: its x and mass loaded beside the partials (the
+   * mass, loaded after the max and its barrier, was an L2 round trip of its own on every block's path) */
+  const float x0 = d < ns ? x[d] : -INFINITY, ms0 = d < ns && p.raw ? p.part_sum[row * p.S + d] : 1.0f;
   load_chunk(0);
   float M = -INFINITY; /* splits with x <= MLR_EMU_SKIP_BELOW (empty ones; NaN) are skipped, as there */
-  for (int64_t s = d; s < ns; s += MERGE_THREADS)
-    if (x[s] > MLR_EMU_SKIP_BELOW) M = fmaxf(M, x[s]);
+  for (int64_t s = d; s < ns; s += MERGE_THREADS) {
+    const float xs = s == d ? x0 : x[s];
+    if (xs > MLR_EMU_SKIP_BELOW) M = fmaxf(M, xs);
+  }
   for (int k = 16; k; k >>= 1) M = fmaxf(M, MLR_SHFL_XOR(M, k));
   if ((d & 31) == 0) red[d >> 5] = M;
   __syncthreads();
@@ -1326,10 +1331,10 @@ __global__ void __launch_bounds__(MERGE_THREADS) k_merge(fparams p) {
   for (int64_t c0 = 0; c0 < ns; c0 += MERGE_THREADS) {
     __syncthreads(); /* the previous chunk's weights are read */
     if (c0 + d < ns) {
-      const float xs = x[c0 + d];
+      const float xs = c0 == 0 ? x0 : x[c0 + d];
       in_sm[d] = xs > MLR_EMU_SKIP_BELOW;
       w_sm[d] = in_sm[d] ? mlr__emu_exp(eb, xs - M) : 0.0f; /* NaN for x = M = +Inf, as there */
-      ms_sm[d] = p.raw ? p.part_sum[row * p.S + c0 + d] : 1.0f;
+      ms_sm[d] = c0 == 0 ? ms0 : p.raw ? p.part_sum[row * p.S + c0 + d] : 1.0f;
     }
     __syncthreads();
     const int n = ns - c0 < MERGE_THREADS ? (int)(ns - c0) : MERGE_THREADS;
