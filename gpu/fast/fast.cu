@@ -1318,9 +1318,11 @@ __global__ void __launch_bounds__(MERGE_THREADS) k_merge(fparams p) {
    * mass, loaded after the max and its barrier, was an L2 round trip of its own on every block's path) */
   const float x0 = d < ns ? x[d] : -INFINITY, ms0 = d < ns && p.raw ? p.part_sum[row * p.S + d] : 1.0f;
   load_chunk(0);
-  float M = -INFINITY; /* splits with x <= MLR_EMU_SKIP_BELOW (empty ones; NaN) are skipped, as there */
-  for (int64_t s = d; s < ns; s += MERGE_THREADS) {
-    const float xs = s == d ? x0 : x[s];
+  /* splits with x <= MLR_EMU_SKIP_BELOW (empty ones; NaN) are skipped, as there; the thread's own
+   * split first (x0, already loaded), then every MERGE_THREADS-th after it (a max: any order) */
+  float M = x0 > MLR_EMU_SKIP_BELOW ? x0 : -INFINITY;
+  for (int64_t s = d + MERGE_THREADS; s < ns; s += MERGE_THREADS) {
+    const float xs = x[s];
     if (xs > MLR_EMU_SKIP_BELOW) M = fmaxf(M, xs);
   }
   for (int k = 16; k; k >>= 1) M = fmaxf(M, MLR_SHFL_XOR(M, k));

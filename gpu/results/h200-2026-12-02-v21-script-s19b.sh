@@ -9,6 +9,7 @@
 # warm: MLAREF_FAST_WARM=3, the wgmma kernel's dry passes; SUITE_VS, the test and bench suites' variants;
 # SAN_BASE, the sanitizers' variants before SAN_VS; ONLY_R, the one recipe checked.)
 # Session 26: xargs -r, so that empty SAN_BASE and SAN_VS run no sanitizer at all (it ran one empty job.)
+# Session 27: the variant none (EDGE_VS=none SUITE_VS=none) runs no check, for a sanitizers-only call.
 set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-bin
 CLI=$PWD/.gpu-bin/mlaref-new
@@ -27,7 +28,7 @@ for s in edge test bench bf16; do
     case "$s/$c" in bf16/* | */*bf16*) rs="fast-a16w16 fast-a8w16" ;; */*fnuz*) rs="fast-a16w8 fast-a8w8" ;; *) rs="fast-a16w8 fast-a8w8 fast-wgmma-a8w8" ;; esac
     vs=${SUITE_VS:-auto}; case $s in edge | bf16) vs="${EDGE_VS:-auto ws merge table}" ;; esac
     [ -n "${ONLY_R:-}" ] && rs=$(for r in $rs; do [ $r = $ONLY_R ] && echo $r; done)
-    for v in $vs; do for r in $rs; do case $v in lin | warm) [ $r != fast-wgmma-a8w8 ] && continue ;; esac; echo "$s $c $r $v" >> $jobs; done; done
+    for v in $vs; do [ $v = none ] && continue; for r in $rs; do case $v in lin | warm) [ $r != fast-wgmma-a8w8 ] && continue ;; esac; echo "$s $c $r $v" >> $jobs; done; done
   done
 done
 one() {
@@ -47,7 +48,7 @@ one() {
 }
 export -f one; export FD CLI
 echo "$(wc -l < $jobs) runs"
-xargs -P 6 -L 1 bash -c 'one "$@"' _ < $jobs > $OUT/fast_check.txt 2>&1
+xargs -r -P 6 -L 1 bash -c 'one "$@"' _ < $jobs > $OUT/fast_check.txt 2>&1
 echo "fast kernel checks: $(grep -c ': exit 0:' $OUT/fast_check.txt) passed, $(grep -vc ': exit 0:' $OUT/fast_check.txt) not"
 grep -v ": exit 0:" $OUT/fast_check.txt | head -20
 date -u
