@@ -9,7 +9,8 @@
 # warm: MLAREF_FAST_WARM=3, the wgmma kernel's dry passes; SUITE_VS, the test and bench suites' variants;
 # SAN_BASE, the sanitizers' variants before SAN_VS; ONLY_R, the one recipe checked.)
 # Session 26: xargs -r, so that empty SAN_BASE and SAN_VS run no sanitizer at all (it ran one empty job.)
-# Session 27: the variant none (EDGE_VS=none SUITE_VS=none) runs no check, for a sanitizers-only call.
+# Session 27: the variant none (EDGE_VS=none SUITE_VS=none) runs no check, for a sanitizers-only call, and
+# the checks' xargs -r too (run b's sanitizers-only call ran one empty check).
 set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-bin
 CLI=$PWD/.gpu-bin/mlaref-new
