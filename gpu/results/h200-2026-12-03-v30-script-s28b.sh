@@ -5,17 +5,12 @@
 # (1) s19b's checks of own: every cell of every suite as launched, the edge and bf16 cells also with the
 # other kernel forced; (2) the 8 bench shapes alternated, three passes, fast-wgmma-a8w8: head, own, c2own;
 # (3) memcheck and racecheck on s19b's cluster cells (own)
+# (Steps 1 and 3 as run were written out here; ...-v30-script-gate.sh has them, unchanged.)
 set -u
-export LD_LIBRARY_PATH=$PWD/.gpu-bin
-date -u
-EDGE_VS="auto ws" SUITE_VS=auto SAN_BASE= SAN_VS= bash "$(dirname "$0")/h200-2026-12-02-v21-script-s19b.sh" | grep -E "checks:|FAIL|exit [^0]"
-cp $OUT/fast_check.txt $OUT/fast_check_auto_ws.txt
-date -u
+G="$(dirname "$0")/h200-2026-12-03-v30-script-gate.sh"
+bash "$G" checks
 ALT_ARGS="--recipe fast-wgmma-a8w8" bash "$(dirname "$0")/h200-2026-12-02-v25-script-alt.sh" mlaref-head mlaref-own mlaref-c2own
 mv $OUT/bench_alt.txt $OUT/bench_alt12.txt
 ALT_ARGS="--recipe fast-wgmma-a8w8" bash "$(dirname "$0")/h200-2026-12-02-v25-script-alt.sh" mlaref-own mlaref-head
 grep -E "^==|^bs=" $OUT/bench_alt12.txt $OUT/bench_alt.txt | awk '/==/{print; next}{print $1, $6}'
-EDGE_VS=none SUITE_VS=none timeout 170 bash "$(dirname "$0")/h200-2026-12-02-v21-script-s19b.sh" > /dev/null 2>&1
-echo "sanitizer runs: $(grep -c . $OUT/fast_sanitize.txt), clean: $(grep -cE 'exit 0 .*(ERROR SUMMARY: 0|RACECHECK SUMMARY: 0)' $OUT/fast_sanitize.txt)"
-grep -vE "exit 0 .*(ERROR SUMMARY: 0|RACECHECK SUMMARY: 0)" $OUT/fast_sanitize.txt
-date -u
+bash "$G" san 170

@@ -6,12 +6,10 @@
 # the other kernel forced; (2) the 8 bench shapes alternated, fast-wgmma-a8w8: head, c2own2, c2own (two
 # passes), c2own2, head (two passes); fast-a8w8 (k_attn): head, c2own2 (two passes);
 # (3) memcheck and racecheck on s19b's cluster cells (c2own2)
+# (Steps 1 and 3 as run were written out here; ...-v30-script-gate.sh has them, unchanged.)
 set -u
-export LD_LIBRARY_PATH=$PWD/.gpu-bin
-date -u
-EDGE_VS="auto ws" SUITE_VS=auto SAN_BASE= SAN_VS= bash "$(dirname "$0")/h200-2026-12-02-v21-script-s19b.sh" | grep -E "checks:|FAIL|exit [^0]"
-cp $OUT/fast_check.txt $OUT/fast_check_auto_ws.txt
-date -u
+G="$(dirname "$0")/h200-2026-12-03-v30-script-gate.sh"
+bash "$G" checks
 ALT_ARGS="--recipe fast-wgmma-a8w8" bash "$(dirname "$0")/h200-2026-12-02-v25-script-alt.sh" mlaref-head mlaref-c2own2 mlaref-c2own
 mv $OUT/bench_alt.txt $OUT/bench_alt12.txt
 ALT_ARGS="--recipe fast-wgmma-a8w8" bash "$(dirname "$0")/h200-2026-12-02-v25-script-alt.sh" mlaref-c2own2 mlaref-head
@@ -19,7 +17,4 @@ mv $OUT/bench_alt.txt $OUT/bench_alt34.txt
 ALT_ARGS="--recipe fast-a8w8" bash "$(dirname "$0")/h200-2026-12-02-v25-script-alt.sh" mlaref-head mlaref-c2own2
 mv $OUT/bench_alt.txt $OUT/bench_alt_a8w8.txt
 grep -E "^==|^bs=" $OUT/bench_alt12.txt $OUT/bench_alt34.txt $OUT/bench_alt_a8w8.txt | awk '/==/{print; next}{print $1, $6}'
-EDGE_VS=none SUITE_VS=none timeout 170 bash "$(dirname "$0")/h200-2026-12-02-v21-script-s19b.sh" > /dev/null 2>&1
-echo "sanitizer runs: $(grep -c . $OUT/fast_sanitize.txt), clean: $(grep -cE 'exit 0 .*(ERROR SUMMARY: 0|RACECHECK SUMMARY: 0)' $OUT/fast_sanitize.txt)"
-grep -vE "exit 0 .*(ERROR SUMMARY: 0|RACECHECK SUMMARY: 0)" $OUT/fast_sanitize.txt
-date -u
+bash "$G" san 170
