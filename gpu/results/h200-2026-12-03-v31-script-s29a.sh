@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# prepared in session 28, not yet run: is fast-a8w8's +2 us at bs=64, kv=8192 with c2own3 (run d) code
+# session 29, run a (prepared in session 28 as ...-v30-script-layout.sh, run as it was written, then
+# `...-v30-script-gate.sh checks` on mlaref-new = c2own5 in the same call): is fast-a8w8's +2 us at bs=64, kv=8192 with c2own3 (run d) code
 # layout alone? mlaref-head = 207be99; mlaref-c2own3 = ...-v30-merge-items-own3.patch; mlaref-p13 =
 # ...-v30-probe-layout.patch (c2own3's code compiled in, never run: head's behaviour with c2own3's code
 # size); mlaref-c2own5 = c2own3 with the clusters-of-2 loop in a noinline function of its own
