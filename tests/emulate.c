@@ -704,6 +704,36 @@ Test(emulate, fast_fit_per_kv_format) {
   cr_assert(strstr(err.msg, "the fast kernel computes softmax.block = 128 only (fp8 KV;"), "%s", err.msg);
 }
 
+/* the NVIDIA fast recipes' splits (the waves rule since session 29): at the 8 bench shapes the counts
+ * and lengths of AITER's metadata-v1 rule for 128 CUs, the rule they had; where that rule left the
+ * H200 part idle (bs=96: 192 blocks on 132 SMs; bs=133, 160: a second wave of 1 and 28 blocks),
+ * the counts measured faster, and where they were best (bs=140, kv=4096: 1 split, 142.5 us against
+ * 150.8 with 2) the same (BENCHMARKS.md, session 29) */
+Test(emulate, fast_recipes_split_waves) {
+  static const char *const names[] = {"fast-a16w8", "fast-a8w8", "fast-wgmma-a8w8", "fast-a16w16", "fast-a8w16"};
+  static const int64_t bench[][2] = {{4, 1024}, {4, 8192}, {32, 1024}, {32, 8192}, {64, 1024}, {64, 8192}, {256, 1024}, {256, 8192}};
+  static const int64_t moved[][3] = {{67, 1024, 1}, {96, 8192, 1}, {133, 8192, 2}, {160, 8192, 2}, {140, 4096, 1}, {67, 8192, 3}};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+    mlr_recipe r, aiter;
+    cr_assert_eq(mlr_gpu_fast_recipe(names[i], &r), MLR_OK);
+    cr_assert_eq(r.split_rule, MLR_SPLIT_WAVES, "%s", names[i]);
+    aiter = r;
+    cr_assert_eq(mlr_recipe_set_list(&aiter, "split.rule=aiter_v1;split.cus=128;split.overhead=0", NULL), MLR_OK);
+    for (size_t k = 0; k < sizeof bench / sizeof *bench; k++) {
+      int64_t n, len, na, lena;
+      mlr_recipe_splits(&r, bench[k][0], bench[k][1], &n, &len);
+      mlr_recipe_splits(&aiter, bench[k][0], bench[k][1], &na, &lena);
+      cr_assert(n == na && len == lena, "%s bs=%lld kv=%lld: %lld x %lld, aiter_v1 %lld x %lld", names[i], (long long)bench[k][0],
+                (long long)bench[k][1], (long long)n, (long long)len, (long long)na, (long long)lena);
+    }
+    for (size_t k = 0; k < sizeof moved / sizeof *moved; k++) {
+      int64_t n, len;
+      mlr_recipe_splits(&r, moved[k][0], moved[k][1], &n, &len);
+      cr_assert_eq(n, moved[k][2], "%s bs=%lld kv=%lld: %lld splits", names[i], (long long)moved[k][0], (long long)moved[k][1], (long long)n);
+    }
+  }
+}
+
 /* the wgmma recipe (fast-wgmma-a8w8): the logits on wgmma's fp8 unit, so fp8 Q (q.format = e4m3) and
  * OCP e4m3 KV only; any other key at the kernel's value or refused by name */
 Test(emulate, fast_fit_wgmma) {

@@ -184,6 +184,56 @@ Test(recipe, split_rules) {
   cr_assert(n == 1 && len == 777);
 }
 
+/* The waves rule (the NVIDIA fast recipes', gpu/fast/fast_recipe.c): the fewest splits n that
+ * minimize ceil(bs n / cus) (tiles + overhead). The counts below were worked by hand for 132 SMs,
+ * 128-token tiles and a block's cost of 18 tiles, e.g. bs=133, kv=8192: n = 1 costs 2 (64 + 18) =
+ * 164, n = 2 3 (32 + 18) = 150, n = 3 4 (22 + 18) = 160, n = 4 5 (16 + 18) = 170; bs=96, kv=8192:
+ * n = 1 82, n = 2 2 (32 + 18) = 100, n = 4 3 (16 + 18) = 102; bs=140, kv=4096: n = 1 2 (32 + 18) =
+ * 100, n = 2 3 (16 + 18) = 102. The 8 bench shapes keep AITER's counts for 128 CUs. */
+Test(recipe, split_rule_waves) {
+  mlr_recipe r;
+  mlr_error err = {""};
+  mlr_recipe_builtin("fp32-seq", &r);
+  cr_assert_eq(mlr_recipe_set_list(&r, "split.rule=waves;split.cus=132;split.max=64;split.min_tokens=128;split.align=128;split.overhead=18", &err),
+               MLR_OK, "%s", err.msg);
+  cr_assert_eq(mlr_recipe_check(&r, &err), MLR_OK, "%s", err.msg);
+  static const struct { int64_t bs, L, n; } want[] = {
+      {4, 1024, 8},    {4, 8192, 32},   {32, 1024, 4},   {32, 8192, 4},  {64, 1024, 2},  {64, 8192, 2}, {256, 1024, 1},
+      {256, 8192, 1},  {96, 8192, 1},   {133, 8192, 2},  {160, 8192, 2}, {200, 8192, 1}, {133, 1024, 1}, {4, 100, 1},
+      {1, 0, 1},       {140, 4096, 1},  {67, 8192, 3}, /* 1: 82; 2: 2 (32 + 18) = 100; 3: 2 (22 + 18) = 80; 5: 3 (13 + 18) = 93 */
+  };
+  for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+    int64_t n, len;
+    mlr_recipe_splits(&r, want[i].bs, want[i].L, &n, &len);
+    cr_assert_eq(n, want[i].n, "bs%lld kv%lld: %lld splits", (long long)want[i].bs, (long long)want[i].L, (long long)n);
+    cr_assert(n == 1 ? len == want[i].L : (len % 128 == 0 && n * len >= want[i].L && (n - 1) * len < want[i].L));
+  }
+  /* ties go to fewer splits: one SM, 2 tiles, no overhead: 1 x 2 = 2 x 1 */
+  int64_t n, len;
+  cr_assert_eq(mlr_recipe_set_list(&r, "split.cus=1;split.overhead=0", &err), MLR_OK, "%s", err.msg);
+  mlr_recipe_splits(&r, 1, 256, &n, &len);
+  cr_assert(n == 1 && len == 256, "%lld %lld", (long long)n, (long long)len);
+  /* split.max bounds n; no overhead and a GPU wider than the batch: the most splits that shorten a block */
+  cr_assert_eq(mlr_recipe_set_list(&r, "split.cus=132;split.max=16", &err), MLR_OK, "%s", err.msg);
+  mlr_recipe_splits(&r, 4, 8192, &n, &len);
+  cr_assert(n == 16 && len == 512, "%lld %lld", (long long)n, (long long)len);
+  /* costs past 2^63 saturate (equal: the first, one split), no overflow */
+  mlr_recipe_splits(&r, INT64_MAX / 2, (int64_t)1 << 40, &n, &len);
+  cr_assert(n == 1 && len == (int64_t)1 << 40, "%lld", (long long)n);
+  /* split.overhead is a later key: absent from the canonical string at 0, after split.align when set */
+  char c[2048];
+  mlr_recipe_canonical(&r, c, sizeof c);
+  cr_assert_null(strstr(c, "split.overhead"), "%s", c);
+  cr_assert(strstr(c, ";split.rule=waves;"), "%s", c);
+  cr_assert_eq(mlr_recipe_set(&r, "split.overhead=18", &err), MLR_OK);
+  mlr_recipe_canonical(&r, c, sizeof c);
+  cr_assert(strstr(c, ";split.align=128;split.overhead=18;partial.normalized="), "%s", c);
+  cr_assert_eq(mlr_recipe_set(&r, "split.overhead=-1", &err), MLR_EPARSE);
+  cr_assert(strstr(err.msg, "split.overhead"), "%s", err.msg);
+  cr_assert_eq(mlr_recipe_set(&r, "split.rule=wave", &err), MLR_EPARSE);
+  cr_assert_str_eq(err.msg, "split.rule = 'wave' is not one of none|fixed|aiter_v1|waves");
+}
+
 Test(recipe, q_policies_parse_and_print) {
   mlr_recipe r;
   mlr_error err = {""};

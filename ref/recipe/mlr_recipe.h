@@ -45,7 +45,7 @@ typedef enum { MLR_EXPU_EXACT, MLR_EXPU_SM90_EX2 } mlr_expunit;
 typedef enum { MLR_SUM_SEQ, MLR_SUM_WARP16 } mlr_rowsum;
 typedef enum { MLR_PV_BLOCK, MLR_PV_INTO_ACC } mlr_pvacc;
 typedef enum { MLR_P_FP32, MLR_P_FP16, MLR_P_BF16, MLR_P_E4M3, MLR_P_E4M3FNUZ } mlr_pfmt;
-typedef enum { MLR_SPLIT_NONE, MLR_SPLIT_FIXED, MLR_SPLIT_AITER_V1 } mlr_split;
+typedef enum { MLR_SPLIT_NONE, MLR_SPLIT_FIXED, MLR_SPLIT_AITER_V1, MLR_SPLIT_WAVES } mlr_split;
 typedef enum { MLR_MERGE_RUNNING, MLR_MERGE_GLOBAL, MLR_MERGE_AITER } mlr_merge;
 typedef enum { MLR_OUT_BF16, MLR_OUT_FP16, MLR_OUT_FP32 } mlr_outfmt;
 
@@ -76,10 +76,11 @@ typedef struct mlr_recipe {
                             contraction); 0: separate multiply and add */
   int split_rule;        /* mlr_split */
   int split_count;       /* fixed rule: splits per batch */
-  int split_cus;         /* aiter_v1: compute units */
-  int split_max;         /* aiter_v1: most splits per batch */
-  int split_min_tokens;  /* aiter_v1: tokens per split at least (196) */
+  int split_cus;         /* aiter_v1, waves: compute units (waves: blocks that run at once) */
+  int split_max;         /* aiter_v1, waves: most splits per batch */
+  int split_min_tokens;  /* aiter_v1, waves: tokens per split at least (196) */
   int split_align;       /* split lengths are multiples of this many tokens */
+  int split_overhead;    /* waves: a block's fixed cost, in the time of split_align tokens */
   int partial_normalized;/* split partials stored as acc/l (1) or raw acc (0) */
   int lse_base;          /* mlr_expbase of the stored log-sum-exp */
   int merge_rule;        /* mlr_merge: running max, global max, or AITER's (running for 2-3) */
@@ -121,7 +122,12 @@ size_t mlr_recipe_text(const mlr_recipe *r, char *buf, size_t n);
  *            Triton rule, align = BLOCK_N); trailing splits may be empty, as in the kernel.
  *  aiter_v1: min(floor(L / min_tokens), ceil(cus / bs), max) splits, at least 1, of
  *            ceil(ceil(L / splits) / align) * align tokens (AITER metadata v1, intra-batch mode;
- *            the counts are NUMERICS.md section 4c's, the exact boundaries are unverified). */
+ *            the counts are NUMERICS.md section 4c's, the exact boundaries are unverified).
+ *  waves:    the fewest splits n in 1 .. min(max, floor(L / min_tokens)) (at least 1) that
+ *            minimize ceil(bs n / cus) (ceil(len_n / align) + overhead), len_n = ceil(ceil(L / n) /
+ *            align) * align: the waves of blocks times a block's time (its tiles of align tokens
+ *            and a fixed cost), for a GPU that runs cus blocks at once (the fast kernel: one an
+ *            SM). Splits of len_n tokens (L when n = 1), as aiter_v1. */
 void mlr_recipe_splits(const mlr_recipe *r, int64_t bs, int64_t L, int64_t *nsplits, int64_t *split_len);
 
 /** SHA-256 of the canonical string, as 64 lowercase hex digits and a NUL. */

@@ -44,12 +44,13 @@ static const key KEYS[] = {
   {"pv.dot", K_ENUM, OFF(pv_dot), DOT_VALUES, 0, 0, 0},
   {"pv.accumulate", K_ENUM, OFF(pv_accumulate), "block|into_acc", 0, 0, 0},
   {"update.fma", K_ENUM, OFF(update_fma), "no|yes", 0, 0, 0},
-  {"split.rule", K_ENUM, OFF(split_rule), "none|fixed|aiter_v1", 0, 0, 0},
+  {"split.rule", K_ENUM, OFF(split_rule), "none|fixed|aiter_v1|waves", 0, 0, 0},
   {"split.count", K_INT, OFF(split_count), NULL, 1, 1 << 16, 0},
   {"split.cus", K_INT, OFF(split_cus), NULL, 1, 1 << 16, 0},
   {"split.max", K_INT, OFF(split_max), NULL, 1, 1 << 16, 0},
   {"split.min_tokens", K_INT, OFF(split_min_tokens), NULL, 1, 1 << 20, 0},
   {"split.align", K_INT, OFF(split_align), NULL, 1, 1 << 20, 0},
+  {"split.overhead", K_INT, OFF(split_overhead), NULL, 0, 1 << 16, 1},
   {"partial.normalized", K_ENUM, OFF(partial_normalized), "no|yes", 0, 0, 0},
   {"lse.base", K_ENUM, OFF(lse_base), "e|2", 0, 0, 0},
   {"merge.rule", K_ENUM, OFF(merge_rule), "running_max|global_max|aiter", 0, 0, 0},
@@ -365,7 +366,9 @@ mlr_status mlr_recipe_hash(const mlr_recipe *r, char hex[65]) {
   return mlr_sha256_hex(s, len, hex);
 }
 
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0); } /* a >= 0, b >= 1: no overflow */
+/* a b for a, b >= 0, saturated at INT64_MAX (the waves rule's costs; no batch reaches it) */
+static int64_t mul_sat(int64_t a, int64_t b) { return b != 0 && a > INT64_MAX / b ? INT64_MAX : a * b; }
 
 void mlr_recipe_splits(const mlr_recipe *r, int64_t bs, int64_t L, int64_t *nsplits, int64_t *split_len) {
   int64_t n = 1;
@@ -376,6 +379,16 @@ void mlr_recipe_splits(const mlr_recipe *r, int64_t bs, int64_t L, int64_t *nspl
     if (by_cus < n) n = by_cus;
     if (r->split_max < n) n = r->split_max;
     if (n < 1) n = 1;
+  } else if (r->split_rule == MLR_SPLIT_WAVES) {
+    /* integers only, so the choice is exact; the first n to reach the least cost wins (ties go to
+     * fewer splits: fewer partials to merge) */
+    int64_t most = L / r->split_min_tokens, best = -1;
+    if (r->split_max < most) most = r->split_max;
+    for (int64_t k = 1; k <= (most > 1 ? most : 1); k++) {
+      const int64_t waves = ceil_div(mul_sat(bs > 0 ? bs : 1, k), r->split_cus);
+      const int64_t cost = mul_sat(waves, ceil_div(ceil_div(L, k), r->split_align) + r->split_overhead);
+      if (best < 0 || cost < best) best = cost, n = k;
+    }
   }
   *nsplits = n;
   *split_len = n == 1 && r->split_rule != MLR_SPLIT_FIXED ? L : ceil_div(ceil_div(L, n), r->split_align) * r->split_align;
