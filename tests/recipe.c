@@ -159,17 +159,23 @@ Test(recipe, matrix_unit_dots) {
 /* AITER metadata v1 on 256 CUs (NUMERICS.md section 4c): bs4/kv1k 5 splits, bs4/kv8k 32,
  * bs32/kv1k 5, bs32/kv8k 8, bs64 4, bs256 1; split lengths in multiples of 16. The seeds'
  * Triton rule: split length ceil(ceil(L/NS)/32)*32. */
+typedef struct { int64_t bs, L, n; } split_case;
+/* each case's count, and lengths in multiples of align that cover L with no split wholly past it */
+static void splits_are(const mlr_recipe *r, const split_case *c, size_t k, int64_t align) {
+  for (size_t i = 0; i < k; i++) {
+    int64_t n, len;
+    mlr_recipe_splits(r, c[i].bs, c[i].L, &n, &len);
+    cr_assert_eq(n, c[i].n, "bs%lld kv%lld: %lld splits", (long long)c[i].bs, (long long)c[i].L, (long long)n);
+    cr_assert(n == 1 ? len == c[i].L : (len % align == 0 && n * len >= c[i].L && (n - 1) * len < c[i].L));
+  }
+}
+
 Test(recipe, split_rules) {
   mlr_recipe r;
   mlr_recipe_builtin("aiter-a8w8-ps", &r);
-  static const struct { int64_t bs, L, n; } aiter[] = {{4, 1024, 5}, {4, 8192, 32}, {32, 1024, 5}, {32, 8192, 8},
-                                                       {64, 1024, 4}, {64, 8192, 4}, {256, 1024, 1}, {256, 8192, 1}};
-  for (size_t i = 0; i < sizeof aiter / sizeof *aiter; i++) {
-    int64_t n, len;
-    mlr_recipe_splits(&r, aiter[i].bs, aiter[i].L, &n, &len);
-    cr_assert_eq(n, aiter[i].n, "bs%lld kv%lld: %lld splits", (long long)aiter[i].bs, (long long)aiter[i].L, (long long)n);
-    cr_assert(n == 1 ? len == aiter[i].L : (len % 16 == 0 && n * len >= aiter[i].L && (n - 1) * len < aiter[i].L));
-  }
+  static const split_case aiter[] = {{4, 1024, 5}, {4, 8192, 32}, {32, 1024, 5}, {32, 8192, 8},
+                                     {64, 1024, 4}, {64, 8192, 4}, {256, 1024, 1}, {256, 8192, 1}};
+  splits_are(&r, aiter, sizeof aiter / sizeof *aiter, 16);
   int64_t n, len;
   mlr_recipe_splits(&r, 4, 100, &n, &len); /* shorter than min_tokens: one split */
   cr_assert(n == 1 && len == 100);
@@ -197,17 +203,12 @@ Test(recipe, split_rule_waves) {
   cr_assert_eq(mlr_recipe_set_list(&r, "split.rule=waves;split.cus=132;split.max=64;split.min_tokens=128;split.align=128;split.overhead=18", &err),
                MLR_OK, "%s", err.msg);
   cr_assert_eq(mlr_recipe_check(&r, &err), MLR_OK, "%s", err.msg);
-  static const struct { int64_t bs, L, n; } want[] = {
+  static const split_case want[] = {
       {4, 1024, 8},    {4, 8192, 32},   {32, 1024, 4},   {32, 8192, 4},  {64, 1024, 2},  {64, 8192, 2}, {256, 1024, 1},
       {256, 8192, 1},  {96, 8192, 1},   {133, 8192, 2},  {160, 8192, 2}, {200, 8192, 1}, {133, 1024, 1}, {4, 100, 1},
       {1, 0, 1},       {140, 4096, 1},  {67, 8192, 3}, /* 1: 82; 2: 2 (32 + 18) = 100; 3: 2 (22 + 18) = 80; 5: 3 (13 + 18) = 93 */
   };
-  for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
-    int64_t n, len;
-    mlr_recipe_splits(&r, want[i].bs, want[i].L, &n, &len);
-    cr_assert_eq(n, want[i].n, "bs%lld kv%lld: %lld splits", (long long)want[i].bs, (long long)want[i].L, (long long)n);
-    cr_assert(n == 1 ? len == want[i].L : (len % 128 == 0 && n * len >= want[i].L && (n - 1) * len < want[i].L));
-  }
+  splits_are(&r, want, sizeof want / sizeof *want, 128);
   /* ties go to fewer splits: one SM, 2 tiles, no overhead: 1 x 2 = 2 x 1 */
   int64_t n, len;
   cr_assert_eq(mlr_recipe_set_list(&r, "split.cus=1;split.overhead=0", &err), MLR_OK, "%s", err.msg);
