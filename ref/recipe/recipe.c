@@ -369,13 +369,17 @@ mlr_status mlr_recipe_hash(const mlr_recipe *r, char hex[65]) {
 static int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0); } /* a >= 0, b >= 1: no overflow */
 /* a b for a, b >= 0, saturated at INT64_MAX (the waves rule's costs; no batch reaches it) */
 static int64_t mul_sat(int64_t a, int64_t b) { return b != 0 && a > INT64_MAX / b ? INT64_MAX : a * b; }
+/* a split's length in units of split.align when L tokens go to n splits: the lengths the rules
+ * produce, and the tiles the waves rule counts (one formula, so the cost is of the split it picks) */
+static int64_t split_units(const mlr_recipe *r, int64_t L, int64_t n) { return ceil_div(ceil_div(L, n), r->split_align); }
 
 void mlr_recipe_splits(const mlr_recipe *r, int64_t bs, int64_t L, int64_t *nsplits, int64_t *split_len) {
+  const int64_t b = bs > 0 ? bs : 1;
   int64_t n = 1;
   if (r->split_rule == MLR_SPLIT_FIXED) n = r->split_count;
   else if (r->split_rule == MLR_SPLIT_AITER_V1) {
     n = L / r->split_min_tokens;
-    const int64_t by_cus = ceil_div(r->split_cus, bs > 0 ? bs : 1);
+    const int64_t by_cus = ceil_div(r->split_cus, b);
     if (by_cus < n) n = by_cus;
     if (r->split_max < n) n = r->split_max;
     if (n < 1) n = 1;
@@ -385,13 +389,12 @@ void mlr_recipe_splits(const mlr_recipe *r, int64_t bs, int64_t L, int64_t *nspl
     int64_t most = L / r->split_min_tokens, best = -1;
     if (r->split_max < most) most = r->split_max;
     for (int64_t k = 1; k <= (most > 1 ? most : 1); k++) {
-      const int64_t waves = ceil_div(mul_sat(bs > 0 ? bs : 1, k), r->split_cus);
-      const int64_t cost = mul_sat(waves, ceil_div(ceil_div(L, k), r->split_align) + r->split_overhead);
+      const int64_t cost = mul_sat(ceil_div(mul_sat(b, k), r->split_cus), split_units(r, L, k) + r->split_overhead);
       if (best < 0 || cost < best) best = cost, n = k;
     }
   }
   *nsplits = n;
-  *split_len = n == 1 && r->split_rule != MLR_SPLIT_FIXED ? L : ceil_div(ceil_div(L, n), r->split_align) * r->split_align;
+  *split_len = n == 1 && r->split_rule != MLR_SPLIT_FIXED ? L : split_units(r, L, n) * r->split_align;
 }
 
 mlr_status mlr_recipe_set_policy(mlr_recipe *r, const char *policy, mlr_error *err) {
