@@ -131,7 +131,7 @@ static int run_main(const char *cmd, int argc, char **argv, int gpu) {
     int64_t S = 1;
     for (int64_t b = 0; b < in.B; b++) {
       int64_t ns, len;
-      mlr_recipe_splits(&r, in.B, mlr_inputs_kv_len(&in, b), &ns, &len);
+      mlr_recipe_splits(&r, in.B, in.T, mlr_inputs_kv_len(&in, b), &ns, &len);
       S = ns > S ? ns : S;
     }
     const double rows = (double)in.T * (double)in.H, osz = r.out_format == MLR_OUT_FP32 ? 4 : 2;

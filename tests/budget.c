@@ -237,7 +237,7 @@ Test(budget, softmax_units) {
       {"fp32-seq", "q.format=e4m3;q.scale=static;q.absmax=6;kv.scale_at=folded;qk.operand=fp16;qk.dot=mma:sm90-f16;softmax.exp=2;"
                    "softmax.block=128;softmax.exp_unit=sm90-ex2;softmax.sum=warp16;p.format=fp16;pv.operand=fp16;pv.dot=mma:sm90-f16;"
                    "pv.accumulate=into_acc;split.rule=waves;split.cus=132;split.max=64;split.min_tokens=128;split.align=128;split.overhead=18;"
-                   "lse.base=e;merge.rule=global_max;out.format=fp32"},
+                   "split.per=token;lse.base=e;merge.rule=global_max;out.format=fp32"},
   };
   for (int i = 0; i < 2; i++)
     for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++) {

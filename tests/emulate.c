@@ -708,11 +708,14 @@ Test(emulate, fast_fit_per_kv_format) {
  * and lengths of AITER's metadata-v1 rule for 128 CUs, the rule they had; where that rule left the
  * H200 part idle (bs=96: 192 blocks on 132 SMs; bs=133, 160: a second wave of 1 and 28 blocks),
  * the counts measured faster, and where they were best (bs=140, kv=4096: 1 split, 142.5 us against
- * 150.8 with 2) the same (BENCHMARKS.md, session 29) */
+ * 150.8 with 2) the same (BENCHMARKS.md, session 29); with q_len > 1 the counts of a grid of a
+ * block per query token, each measured the fastest of 1 to 4 splits (session 30) */
 Test(emulate, fast_recipes_split_waves) {
   static const char *const names[] = {"fast-a16w8", "fast-a8w8", "fast-wgmma-a8w8", "fast-a16w16", "fast-a8w16"};
   static const int64_t bench[][2] = {{4, 1024}, {4, 8192}, {32, 1024}, {32, 8192}, {64, 1024}, {64, 8192}, {256, 1024}, {256, 8192}};
   static const int64_t moved[][3] = {{67, 1024, 1}, {96, 8192, 1}, {133, 8192, 2}, {160, 8192, 2}, {140, 4096, 1}, {67, 8192, 3}};
+  /* q_len > 1: the blocks of a split are the query tokens (split.per = token; session 30): bs, tokens, L, n */
+  static const int64_t moved_q[][4] = {{33, 132, 8192, 1}, {16, 64, 8192, 2}, {20, 80, 8192, 3}, {8, 32, 4096, 4}, {66, 132, 4096, 1}};
   for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
     mlr_recipe r, aiter;
     cr_assert_eq(mlr_gpu_fast_recipe(names[i], &r), MLR_OK);
@@ -721,15 +724,21 @@ Test(emulate, fast_recipes_split_waves) {
     cr_assert_eq(mlr_recipe_set_list(&aiter, "split.rule=aiter_v1;split.cus=128;split.overhead=0", NULL), MLR_OK);
     for (size_t k = 0; k < sizeof bench / sizeof *bench; k++) {
       int64_t n, len, na, lena;
-      mlr_recipe_splits(&r, bench[k][0], bench[k][1], &n, &len);
-      mlr_recipe_splits(&aiter, bench[k][0], bench[k][1], &na, &lena);
+      mlr_recipe_splits(&r, bench[k][0], bench[k][0], bench[k][1], &n, &len);
+      mlr_recipe_splits(&aiter, bench[k][0], bench[k][0], bench[k][1], &na, &lena);
       cr_assert(n == na && len == lena, "%s bs=%lld kv=%lld: %lld x %lld, aiter_v1 %lld x %lld", names[i], (long long)bench[k][0],
                 (long long)bench[k][1], (long long)n, (long long)len, (long long)na, (long long)lena);
     }
     for (size_t k = 0; k < sizeof moved / sizeof *moved; k++) {
       int64_t n, len;
-      mlr_recipe_splits(&r, moved[k][0], moved[k][1], &n, &len);
+      mlr_recipe_splits(&r, moved[k][0], moved[k][0], moved[k][1], &n, &len);
       cr_assert_eq(n, moved[k][2], "%s bs=%lld kv=%lld: %lld splits", names[i], (long long)moved[k][0], (long long)moved[k][1], (long long)n);
+    }
+    for (size_t k = 0; k < sizeof moved_q / sizeof *moved_q; k++) {
+      int64_t n, len;
+      mlr_recipe_splits(&r, moved_q[k][0], moved_q[k][1], moved_q[k][2], &n, &len);
+      cr_assert_eq(n, moved_q[k][3], "%s bs=%lld tokens=%lld kv=%lld: %lld splits", names[i], (long long)moved_q[k][0], (long long)moved_q[k][1],
+                   (long long)moved_q[k][2], (long long)n);
     }
   }
 }

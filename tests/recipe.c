@@ -164,7 +164,7 @@ typedef struct { int64_t bs, L, n; } split_case;
 static void splits_are(const mlr_recipe *r, const split_case *c, size_t k, int64_t align) {
   for (size_t i = 0; i < k; i++) {
     int64_t n, len;
-    mlr_recipe_splits(r, c[i].bs, c[i].L, &n, &len);
+    mlr_recipe_splits(r, c[i].bs, c[i].bs, c[i].L, &n, &len);
     cr_assert_eq(n, c[i].n, "bs%lld kv%lld: %lld splits", (long long)c[i].bs, (long long)c[i].L, (long long)n);
     cr_assert(n == 1 ? len == c[i].L : (len % align == 0 && n * len >= c[i].L && (n - 1) * len < c[i].L));
   }
@@ -177,16 +177,16 @@ Test(recipe, split_rules) {
                                      {64, 1024, 4}, {64, 8192, 4}, {256, 1024, 1}, {256, 8192, 1}};
   splits_are(&r, aiter, sizeof aiter / sizeof *aiter, 16);
   int64_t n, len;
-  mlr_recipe_splits(&r, 4, 100, &n, &len); /* shorter than min_tokens: one split */
+  mlr_recipe_splits(&r, 4, 4, 100, &n, &len); /* shorter than min_tokens: one split */
   cr_assert(n == 1 && len == 100);
   mlr_recipe_builtin("triton-fp8-split", &r);
   mlr_recipe_set(&r, "split.count=8", NULL);
-  mlr_recipe_splits(&r, 4, 1000, &n, &len); /* ceil(1000/8) = 125 -> 128 */
+  mlr_recipe_splits(&r, 4, 4, 1000, &n, &len); /* ceil(1000/8) = 125 -> 128 */
   cr_assert(n == 8 && len == 128);
-  mlr_recipe_splits(&r, 4, 33, &n, &len); /* ceil(33/8) = 5 -> 32: splits 2..7 are empty */
+  mlr_recipe_splits(&r, 4, 4, 33, &n, &len); /* ceil(33/8) = 5 -> 32: splits 2..7 are empty */
   cr_assert(n == 8 && len == 32);
   mlr_recipe_builtin("fp32-seq", &r);
-  mlr_recipe_splits(&r, 4, 777, &n, &len);
+  mlr_recipe_splits(&r, 4, 4, 777, &n, &len);
   cr_assert(n == 1 && len == 777);
 }
 
@@ -212,14 +212,14 @@ Test(recipe, split_rule_waves) {
   /* ties go to fewer splits: one SM, 2 tiles, no overhead: 1 x 2 = 2 x 1 */
   int64_t n, len;
   cr_assert_eq(mlr_recipe_set_list(&r, "split.cus=1;split.overhead=0", &err), MLR_OK, "%s", err.msg);
-  mlr_recipe_splits(&r, 1, 256, &n, &len);
+  mlr_recipe_splits(&r, 1, 1, 256, &n, &len);
   cr_assert(n == 1 && len == 256, "%lld %lld", (long long)n, (long long)len);
   /* split.max bounds n; no overhead and a GPU wider than the batch: the most splits that shorten a block */
   cr_assert_eq(mlr_recipe_set_list(&r, "split.cus=132;split.max=16", &err), MLR_OK, "%s", err.msg);
-  mlr_recipe_splits(&r, 4, 8192, &n, &len);
+  mlr_recipe_splits(&r, 4, 4, 8192, &n, &len);
   cr_assert(n == 16 && len == 512, "%lld %lld", (long long)n, (long long)len);
   /* costs past 2^63 saturate (equal: the first, one split), no overflow */
-  mlr_recipe_splits(&r, INT64_MAX / 2, (int64_t)1 << 40, &n, &len);
+  mlr_recipe_splits(&r, INT64_MAX / 2, INT64_MAX / 2, (int64_t)1 << 40, &n, &len);
   cr_assert(n == 1 && len == (int64_t)1 << 40, "%lld", (long long)n);
   /* split.overhead is a later key: absent from the canonical string at 0, after split.align when set */
   char c[2048];
@@ -233,6 +233,52 @@ Test(recipe, split_rule_waves) {
   cr_assert(strstr(err.msg, "split.overhead"), "%s", err.msg);
   cr_assert_eq(mlr_recipe_set(&r, "split.rule=wave", &err), MLR_EPARSE);
   cr_assert_str_eq(err.msg, "split.rule = 'wave' is not one of none|fixed|aiter_v1|waves");
+}
+
+/* split.per = token: the waves rule counts a split's blocks as the query tokens (the fast kernel's
+ * grid is tokens x splits), not the batches. Worked by hand for 132 SMs, 128-token tiles, overhead 18:
+ * bs=33 q_len=4 kv=8192 (132 tokens): per batch n = 4 costs ceil(132 / 132) (16 + 18) = 34 (n = 3: 40,
+ * n = 5: 2 (13 + 18) = 62); per token n = 1 costs 64 + 18 = 82, n = 2 2 (32 + 18) = 100, any n
+ * n (ceil(64 / n) + 18) >= 64 + 18 n: 1. bs=66 q_len=2 kv=4096: per batch 2 (1 (16 + 18) = 34 against
+ * 32 + 18 = 50), per token 1 (2 (16 + 18) = 68). bs=20 q_len=4 kv=8192: per batch 6 (ceil(120 / 132)
+ * (11 + 18) = 29), per token 3 (80 blocks a split: n = 1 82, n = 2 2 (32 + 18) = 100, n = 3 2 (22 + 18)
+ * = 80, n = 4 3 (16 + 18) = 102). With one query token a batch the two agree. */
+Test(recipe, split_rule_waves_per_token) {
+  mlr_recipe r, aiter;
+  mlr_error err = {""};
+  mlr_recipe_builtin("fp32-seq", &r);
+  cr_assert_eq(mlr_recipe_set_list(&r, "split.rule=waves;split.cus=132;split.max=64;split.min_tokens=128;split.align=128;split.overhead=18", &err),
+               MLR_OK, "%s", err.msg);
+  static const int64_t c[][5] = {/* bs, tokens, L, n per batch, n per token */
+                                 {33, 132, 8192, 4, 1}, {66, 132, 4096, 2, 1}, {20, 80, 8192, 6, 3}, {48, 96, 8192, 2, 1},
+                                 {4, 4, 8192, 32, 32},  {64, 64, 8192, 2, 2},  {133, 133, 8192, 2, 2}, {0, 0, 1024, 8, 8}};
+  for (size_t i = 0; i < sizeof c / sizeof *c; i++)
+    for (int per = 0; per < 2; per++) {
+      int64_t n, len;
+      r.split_per = per;
+      mlr_recipe_splits(&r, c[i][0], c[i][1], c[i][2], &n, &len);
+      cr_assert_eq(n, c[i][3 + per], "per %s bs=%lld tokens=%lld kv=%lld: %lld splits", per ? "token" : "batch", (long long)c[i][0],
+                   (long long)c[i][1], (long long)c[i][2], (long long)n);
+      cr_assert(n == 1 ? len == c[i][2] : (len % 128 == 0 && n * len >= c[i][2] && (n - 1) * len < c[i][2]));
+    }
+  /* the other rules count batches whatever split.per says (AITER's rule is AITER's) */
+  aiter = r;
+  cr_assert_eq(mlr_recipe_set_list(&aiter, "split.rule=aiter_v1;split.cus=128;split.per=token", &err), MLR_OK, "%s", err.msg);
+  int64_t n, len;
+  mlr_recipe_splits(&aiter, 32, 128, 8192, &n, &len);
+  cr_assert_eq(n, 4, "%lld", (long long)n);
+  /* a later key: absent from the canonical string at batch, after split.overhead at token */
+  char s[2048];
+  cr_assert_eq(mlr_recipe_set(&r, "split.per=batch", &err), MLR_OK);
+  mlr_recipe_canonical(&r, s, sizeof s);
+  cr_assert_null(strstr(s, "split.per"), "%s", s);
+  cr_assert_eq(mlr_recipe_set(&r, "split.per=token", &err), MLR_OK);
+  mlr_recipe_canonical(&r, s, sizeof s);
+  cr_assert(strstr(s, ";split.overhead=18;split.per=token;partial.normalized="), "%s", s);
+  mlr_recipe_text(&r, s, sizeof s);
+  cr_assert(strstr(s, "\nsplit.per = token\n"), "%s", s);
+  cr_assert_eq(mlr_recipe_set(&r, "split.per=tokens", &err), MLR_EPARSE);
+  cr_assert_str_eq(err.msg, "split.per = 'tokens' is not one of batch|token");
 }
 
 Test(recipe, q_policies_parse_and_print) {

@@ -733,7 +733,7 @@ extern "C" mlr_status mlr_gpu_exact(const mlr_recipe *r, const mlr_inputs *in, m
   }
   for (int64_t b = 0; b < B; b++) {
     const int64_t L = mlr_inputs_kv_len(in, b), t0 = in->qo_indptr[b], nq = in->qo_indptr[b + 1] - t0;
-    mlr_recipe_splits(r, B, L, &nsplit[b], &slen[b]);
+    mlr_recipe_splits(r, B, in->T, L, &nsplit[b], &slen[b]);
     if (nsplit[b] > S) S = nsplit[b];
     if (nsplit[b] > INT32_MAX || slen[b] > INT32_MAX) {
       st = mlr_error_set(err, MLR_ERANGE, "batch %lld: %lld splits of %lld tokens do not fit int32", (long long)b,

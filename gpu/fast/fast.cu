@@ -1573,7 +1573,7 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
   for (int64_t b = 0; b < B; b++) {
     const int64_t L = mlr_inputs_kv_len(in, b), t0 = in->qo_indptr[b], nq = in->qo_indptr[b + 1] - t0;
     int64_t ns, len;
-    mlr_recipe_splits(r, B, L, &ns, &len);
+    mlr_recipe_splits(r, B, T, L, &ns, &len);
     if (ns > MAX_SPLITS || len > INT32_MAX) {
       st = mlr_error_set(err, MLR_ERANGE, "batch %lld: %lld splits of %lld tokens: the fast kernel's grid takes at most %d splits of int32 lengths",
                          (long long)b, (long long)ns, (long long)len, (int)MAX_SPLITS);

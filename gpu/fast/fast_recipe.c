@@ -14,21 +14,27 @@
  * row-sum tree (softmax2: warp16), P in fp16, the PV dot from acc*alpha, raw partials (acc *
  * kv_scale, m and l: no division a partial element; the merge divides once), lse in ln units, the
  * global-max merge, bf16 output. Splits: the waves rule (mlr_recipe.h) for the H200's 132 SMs (one
- * block an SM), at least 128 tokens a split, aligned to 128, a block's fixed cost 18 tiles. It
- * keeps AITER's metadata-v1 counts (128 "CUs", the rule these recipes had until session 29) at the
- * 8 bench shapes and changes them where those left SMs idle for a wave (H200, fast-wgmma-a8w8, us):
+ * block an SM), counting a split's blocks as the kernel's grid does, one a query token (split.per =
+ * token), at least 128 tokens a split, aligned to 128, a block's fixed cost 18 tiles. It keeps
+ * AITER's metadata-v1 counts (128 "CUs", the rule these recipes had until session 29) at the 8 bench
+ * shapes and changes them where those left SMs idle for a wave (H200, fast-wgmma-a8w8, us):
  * bs=67 kv=8192 150.8 -> 113.5 (3 splits, not 2), bs=96 kv=8192 155.0 -> 128.0 (1, not 2), bs=133
  * and 160 at kv=8192 260.2 and 264.0 -> 222.9 and 229.0 (2, not 1), bs=67 kv=1024 39.8 -> 28.1 (1).
  * The cost 18: a block costs 8 to 13 us besides its tiles of about 2 us; of the values that keep
  * the bench shapes' counts, 16 to 19 pick the faster count at every shape measured (12 took 2
- * splits at bs=140 kv=4096, 150.8 us against 142.5 with 1; 20 takes 1 at bs=67 kv=8192).
- * BENCHMARKS.md, session 29. */
+ * splits at bs=140 kv=4096, 150.8 us against 142.5 with 1; 20 takes 1 at bs=67 kv=8192); over the
+ * 38 shapes of session 30's sweep no cost and no other form tried that keeps the bench counts does
+ * better. Counting tokens (session 30): with q_len > 1 counting batches gave each token's block
+ * several splits and the GPU several waves: bs=33 q=4 kv=8192 194.4 -> 122.1 (1 split, not 4), bs=16
+ * q=4 107.7 -> 70.9 (2, not 8), bs=66 q=2 kv=4096 101.5 -> 69.9 (1, not 2), bs=8 q=4 kv=4096 45.3 ->
+ * 31.8 (4, not 16); at each of the 8 q_len > 1 shapes measured it picks the fastest of 1 to 4 splits.
+ * BENCHMARKS.md, sessions 29 and 30. */
 #define FAST_COMMON(block) FAST_QK("qk.operand=fp16;qk.dot=mma:sm90-f16;", block)
 #define FAST_QK(qk, block)                                                                                             \
   "kv.scale_at=folded;" qk "qk.result=fp32;logit.format=fp32;softmax.exp=2;"                                             \
   "softmax.block=" block ";softmax.clamp=1e-12;softmax.exp_unit=sm90-ex2;softmax.sum=warp16;p.format=fp16;"            \
   "pv.operand=fp16;pv.dot=mma:sm90-f16;pv.accumulate=into_acc;"                                                        \
-  "update.fma=no;split.rule=waves;split.cus=132;split.max=64;split.min_tokens=128;split.align=128;split.overhead=18;" \
+  "update.fma=no;split.rule=waves;split.cus=132;split.max=64;split.min_tokens=128;split.align=128;split.overhead=18;split.per=token;" \
   "partial.normalized=no;lse.base=e;merge.rule=global_max;out.format=bf16"
 #define Q_BF16 "q.format=bf16;q.scale=none;"
 #define Q_E4M3 "q.format=e4m3;q.scale=static;q.absmax=6;"

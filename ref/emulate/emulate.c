@@ -692,7 +692,7 @@ mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_
   int64_t S = 1, cap = 1, items = 0;
   for (int64_t b = 0; b < B; b++) {
     const int64_t L = mlr_inputs_kv_len(in, b);
-    mlr_recipe_splits(r, B, L, &e.nsplit[b], &e.slen[b]);
+    mlr_recipe_splits(r, B, in->T, L, &e.nsplit[b], &e.slen[b]);
     if (e.nsplit[b] > S) S = e.nsplit[b];
     const int64_t span = e.slen[b] < L ? e.slen[b] : L;
     if (span > cap) cap = span;

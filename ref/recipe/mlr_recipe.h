@@ -5,8 +5,8 @@
  * come in any order and each at most once; keys not given keep the value of the base recipe
  * (`base = NAME` on the first line, default fp32-seq). Errors name file:line:column and list
  * the valid values. The canonical string lists every numerics key in the fixed order of the key
- * table, `key=value` joined by ';' (keys added later, softmax.exp_unit and softmax.sum, only when
- * not at their default, so the recipes hashed before them keep their hashes); the recipe's name is
+ * table, `key=value` joined by ';' (keys added later, softmax.exp_unit, softmax.sum, split.overhead
+ * and split.per, only when not at their default, so the recipes hashed before them keep their hashes); the recipe's name is
  * not part of it, so the hash identifies the numerics, not the label. */
 #ifndef MLR_RECIPE_H
 #define MLR_RECIPE_H
@@ -46,6 +46,9 @@ typedef enum { MLR_SUM_SEQ, MLR_SUM_WARP16 } mlr_rowsum;
 typedef enum { MLR_PV_BLOCK, MLR_PV_INTO_ACC } mlr_pvacc;
 typedef enum { MLR_P_FP32, MLR_P_FP16, MLR_P_BF16, MLR_P_E4M3, MLR_P_E4M3FNUZ } mlr_pfmt;
 typedef enum { MLR_SPLIT_NONE, MLR_SPLIT_FIXED, MLR_SPLIT_AITER_V1, MLR_SPLIT_WAVES } mlr_split;
+/* what the waves rule counts as a split's blocks: one a batch (AITER's grid), or one a query token (the fast
+ * kernel's grid: tokens x splits) */
+typedef enum { MLR_SPLIT_PER_BATCH, MLR_SPLIT_PER_TOKEN } mlr_splitper;
 typedef enum { MLR_MERGE_RUNNING, MLR_MERGE_GLOBAL, MLR_MERGE_AITER } mlr_merge;
 typedef enum { MLR_OUT_BF16, MLR_OUT_FP16, MLR_OUT_FP32 } mlr_outfmt;
 
@@ -81,6 +84,7 @@ typedef struct mlr_recipe {
   int split_min_tokens;  /* aiter_v1, waves: tokens per split at least (196) */
   int split_align;       /* split lengths are multiples of this many tokens */
   int split_overhead;    /* waves: a block's fixed cost, in the time of split_align tokens */
+  int split_per;         /* mlr_splitper: waves: a split's blocks, one per batch or one per query token */
   int partial_normalized;/* split partials stored as acc/l (1) or raw acc (0) */
   int lse_base;          /* mlr_expbase of the stored log-sum-exp */
   int merge_rule;        /* mlr_merge: running max, global max, or AITER's (running for 2-3) */
@@ -115,8 +119,9 @@ mlr_status mlr_recipe_check(const mlr_recipe *r, mlr_error *err);
 size_t mlr_recipe_canonical(const mlr_recipe *r, char *buf, size_t n);
 /** The recipe's text form, one `key = value` per line, parseable by mlr_recipe_parse. */
 size_t mlr_recipe_text(const mlr_recipe *r, char *buf, size_t n);
-/** How a recipe splits one batch's L KV tokens (bs batches in all): *nsplits splits of
- *  *split_len tokens each (the last ones may be shorter or empty).
+/** How a recipe splits one batch's L KV tokens (bs batches and tokens query tokens in all, tokens >= bs
+ *  for batches of one query token or more): *nsplits splits of *split_len tokens each (the last ones
+ *  may be shorter or empty).
  *  none:     1 split of L tokens.
  *  fixed:    split.count splits of ceil(ceil(L / count) / align) * align tokens (the seeds'
  *            Triton rule, align = BLOCK_N); trailing splits may be empty, as in the kernel.
@@ -124,11 +129,12 @@ size_t mlr_recipe_text(const mlr_recipe *r, char *buf, size_t n);
  *            ceil(ceil(L / splits) / align) * align tokens (AITER metadata v1, intra-batch mode;
  *            the counts are NUMERICS.md section 4c's, the exact boundaries are unverified).
  *  waves:    the fewest splits n in 1 .. min(max, floor(L / min_tokens)) (at least 1) that
- *            minimize ceil(bs n / cus) (ceil(len_n / align) + overhead), len_n = ceil(ceil(L / n) /
- *            align) * align: the waves of blocks times a block's time (its tiles of align tokens
- *            and a fixed cost), for a GPU that runs cus blocks at once (the fast kernel: one an
- *            SM). Splits of len_n tokens (L when n = 1), as aiter_v1. */
-void mlr_recipe_splits(const mlr_recipe *r, int64_t bs, int64_t L, int64_t *nsplits, int64_t *split_len);
+ *            minimize ceil(g n / cus) (ceil(len_n / align) + overhead), len_n = ceil(ceil(L / n) /
+ *            align) * align, g = bs (split.per = batch) or tokens (split.per = token): the waves of
+ *            blocks times a block's time (its tiles of align tokens and a fixed cost), for a GPU that
+ *            runs cus blocks at once (the fast kernel: one an SM) and a grid of g blocks a split.
+ *            Splits of len_n tokens (L when n = 1), as aiter_v1. */
+void mlr_recipe_splits(const mlr_recipe *r, int64_t bs, int64_t tokens, int64_t L, int64_t *nsplits, int64_t *split_len);
 
 /** SHA-256 of the canonical string, as 64 lowercase hex digits and a NUL. */
 mlr_status mlr_recipe_hash(const mlr_recipe *r, char hex[65]);

@@ -51,6 +51,7 @@ static const key KEYS[] = {
   {"split.min_tokens", K_INT, OFF(split_min_tokens), NULL, 1, 1 << 20, 0},
   {"split.align", K_INT, OFF(split_align), NULL, 1, 1 << 20, 0},
   {"split.overhead", K_INT, OFF(split_overhead), NULL, 0, 1 << 16, 1},
+  {"split.per", K_ENUM, OFF(split_per), "batch|token", 0, 0, 1},
   {"partial.normalized", K_ENUM, OFF(partial_normalized), "no|yes", 0, 0, 0},
   {"lse.base", K_ENUM, OFF(lse_base), "e|2", 0, 0, 0},
   {"merge.rule", K_ENUM, OFF(merge_rule), "running_max|global_max|aiter", 0, 0, 0},
@@ -373,8 +374,8 @@ static int64_t mul_sat(int64_t a, int64_t b) { return b != 0 && a > INT64_MAX / 
  * produce, and the tiles the waves rule counts (one formula, so the cost is of the split it picks) */
 static int64_t split_units(const mlr_recipe *r, int64_t L, int64_t n) { return ceil_div(ceil_div(L, n), r->split_align); }
 
-void mlr_recipe_splits(const mlr_recipe *r, int64_t bs, int64_t L, int64_t *nsplits, int64_t *split_len) {
-  const int64_t b = bs > 0 ? bs : 1;
+void mlr_recipe_splits(const mlr_recipe *r, int64_t bs, int64_t tokens, int64_t L, int64_t *nsplits, int64_t *split_len) {
+  const int64_t b = bs > 0 ? bs : 1, g = r->split_per == MLR_SPLIT_PER_TOKEN && tokens > b ? tokens : b; /* g: a split's blocks */
   int64_t n = 1;
   if (r->split_rule == MLR_SPLIT_FIXED) n = r->split_count;
   else if (r->split_rule == MLR_SPLIT_AITER_V1) {
@@ -389,7 +390,7 @@ void mlr_recipe_splits(const mlr_recipe *r, int64_t bs, int64_t L, int64_t *nspl
     int64_t most = L / r->split_min_tokens, best = -1;
     if (r->split_max < most) most = r->split_max;
     for (int64_t k = 1; k <= (most > 1 ? most : 1); k++) {
-      const int64_t cost = mul_sat(ceil_div(mul_sat(b, k), r->split_cus), split_units(r, L, k) + r->split_overhead);
+      const int64_t cost = mul_sat(ceil_div(mul_sat(g, k), r->split_cus), split_units(r, L, k) + r->split_overhead);
       if (best < 0 || cost < best) best = cost, n = k;
     }
   }
