@@ -130,7 +130,7 @@ size_t mlr_recipe_text(const mlr_recipe *r, char *buf, size_t n);
  *            the counts are NUMERICS.md section 4c's, the exact boundaries are unverified).
  *  waves:    the fewest splits n in 1 .. min(max, floor(L / min_tokens)) (at least 1) that
  *            minimize ceil(g n / cus) (ceil(len_n / align) + overhead), len_n = ceil(ceil(L / n) /
- *            align) * align, g = bs (split.per = batch) or tokens (split.per = token): the waves of
+ *            align) * align, g = bs (split.per = batch) or max(tokens, bs) (split.per = token): the waves of
  *            blocks times a block's time (its tiles of align tokens and a fixed cost), for a GPU that
  *            runs cus blocks at once (the fast kernel: one an SM) and a grid of g blocks a split.
  *            Splits of len_n tokens (L when n = 1), as aiter_v1. */
