@@ -9,7 +9,8 @@
 enum { MLR_EXIT_OK = 0, MLR_EXIT_FAIL = 1, MLR_EXIT_USAGE = 2 };
 
 /* Print "mlaref <cmd>: <message>" on stderr; returns MLR_EXIT_USAGE. */
-int mlr_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int mlr_cli_usage_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* Option scanning: at argv[*i], match "--name value" or "--name=value"; on a match store the
  * value, advance *i past it and return 1; a match without a value returns -1. */
@@ -19,7 +20,8 @@ int mlr_cli_opt(int argc, char **argv, int *i, const char *name, const char **va
 int mlr_cli_parse_u64(const char *s, uint64_t *out);
 int mlr_cli_parse_double(const char *s, double *out);
 
-/* A recipe by built-in name, else from a recipe file; returns an exit code (the message printed). */
+/* A recipe by built-in name, else from a recipe file; returns an exit code (the message printed).
+ */
 struct mlr_recipe;
 int mlr_cli_recipe(const char *cmd, const char *what, struct mlr_recipe *r);
 
@@ -29,12 +31,16 @@ int mlr_cli_recipes(const char *cmd, const char **names, int n, struct mlr_recip
 
 /* A string option: when argv[*i] is --name, store its value in *dst and return 1 (a missing value
  * sets *rc to the usage error: "--name needs WHAT"); otherwise return 0. */
-int mlr_cli_str(const char *cmd, int argc, char **argv, int *i, const char *name, const char *what, const char **dst, int *rc);
+int mlr_cli_str(const char *cmd, int argc, char **argv, int *i, const char *name, const char *what,
+                const char **dst, int *rc);
 
-/* A recipe (built-in name or file), then its --set overrides, then mlr_recipe_check; an exit code. */
-int mlr_cli_recipe_sets(const char *cmd, const char *what, const char *const *sets, int nsets, struct mlr_recipe *r);
+/* A recipe (built-in name or file), then its --set overrides, then mlr_recipe_check; an exit code.
+ */
+int mlr_cli_recipe_sets(const char *cmd, const char *what, const char *const *sets, int nsets,
+                        struct mlr_recipe *r);
 
-/* The CPU's model name from /proc/cpuinfo ("unknown" where there is none), for benchmark headers. */
+/* The CPU's model name from /proc/cpuinfo ("unknown" where there is none), for benchmark headers.
+ */
 void mlr_cli_cpu_model(char *buf, size_t n);
 
 /* Inputs generated in memory from a shape spec and checked against the contract: an exit code
@@ -45,8 +51,10 @@ struct mlr_inputs;
 struct mlr_gen_spec;
 /* A shape spec parsed into *spec (free it with mlr_gen_spec_free) whose inputs fit the available
  * memory: an exit code (the message printed, naming the spec as `WHAT 'SPEC'`, with the figure). */
-int mlr_cli_spec_fits(const char *cmd, const char *what, const char *spec_text, struct mlr_gen_spec *spec);
-int mlr_cli_gen_memory(const char *cmd, const char *what, const char *spec, struct mlr_tensor_file *tf, struct mlr_inputs *in, double *gen_seconds);
+int mlr_cli_spec_fits(const char *cmd, const char *what, const char *spec_text,
+                      struct mlr_gen_spec *spec);
+int mlr_cli_gen_memory(const char *cmd, const char *what, const char *spec,
+                       struct mlr_tensor_file *tf, struct mlr_inputs *in, double *gen_seconds);
 
 /* --tolerance RTOL,ATOL (two numbers >= 0, not both 0; v NULL: the option had no value): an exit
  * code (the message printed). */
@@ -54,13 +62,16 @@ int mlr_cli_parse_tolerance(const char *cmd, const char *v, double *rtol, double
 /* Bytes of memory available now (physical pages free); UINT64_MAX when the system does not say. */
 uint64_t mlr_cli_available_memory(void);
 /* --max-memory GB (a limit below the available memory, for CI machines shared with other jobs):
- * when argv[*i] is that option, record it (a bad value sets *rc to the usage error) and return 1. */
+ * when argv[*i] is that option, record it (a bad value sets *rc to the usage error) and return 1.
+ */
 int mlr_cli_max_memory_opt(const char *cmd, int argc, char **argv, int *i, int *rc);
 /* The bytes a command may use: the available memory, or --max-memory where that is lower. */
 uint64_t mlr_cli_memory_limit(void);
 /* MLR_EXIT_OK when NEED bytes fit the limit; otherwise the usage error "WHAT needs N GB of memory,
- * more than the M GB available" (or "allowed (--max-memory)"), printed before anything is allocated. */
-int mlr_cli_memory_fits(const char *cmd, double need, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+ * more than the M GB available" (or "allowed (--max-memory)"), printed before anything is
+ * allocated. */
+int mlr_cli_memory_fits(const char *cmd, double need, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* An inputs file is read whole: its size (in *bytes, for the later figure of inputs and outputs
  * together) against the limit; a missing file is left to the reader. */
 int mlr_cli_file_fits(const char *cmd, const char *path, double *bytes);

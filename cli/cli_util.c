@@ -25,7 +25,10 @@ int mlr_cli_opt(int argc, char **argv, int *i, const char *name, const char **va
   const char *a = argv[*i];
   size_t len = strlen(name);
   if (strncmp(a, "--", 2) != 0 || strncmp(a + 2, name, len) != 0) return 0;
-  if (a[2 + len] == '=') { *value = a + 3 + len; return 1; }
+  if (a[2 + len] == '=') {
+    *value = a + 3 + len;
+    return 1;
+  }
   if (a[2 + len] != '\0') return 0;
   if (*i + 1 >= argc) return -1;
   *value = argv[++*i];
@@ -55,9 +58,10 @@ int mlr_cli_parse_double(const char *s, double *out) {
 int mlr_cli_parse_tolerance(const char *cmd, const char *v, double *rtol, double *atol) {
   char *end = NULL;
   *rtol = v ? strtod(v, &end) : -1;
-  if (!v || *end != ',' || !(*rtol >= 0) || (*atol = strtod(end + 1, &end), *end) || !(*atol >= 0) || !(*rtol + *atol > 0) ||
-      !isfinite(*rtol + *atol))
-    return mlr_cli_usage_error(cmd, "--tolerance '%s' is not RTOL,ATOL (two numbers >= 0, not both 0)", v ? v : "");
+  if (!v || *end != ',' || !(*rtol >= 0) || (*atol = strtod(end + 1, &end), *end) ||
+      !(*atol >= 0) || !(*rtol + *atol > 0) || !isfinite(*rtol + *atol))
+    return mlr_cli_usage_error(
+        cmd, "--tolerance '%s' is not RTOL,ATOL (two numbers >= 0, not both 0)", v ? v : "");
   return MLR_EXIT_OK;
 }
 
@@ -77,7 +81,8 @@ int mlr_cli_max_memory_opt(const char *cmd, int argc, char **argv, int *i, int *
   /* 1e6 GB: past any machine, and small enough that gb * 1e9 converts to uint64_t exactly enough */
   if (m < 0 || mlr_cli_parse_double(v, &gb) || !(gb > 0) || gb > 1e6)
     *rc = mlr_cli_usage_error(cmd, "--max-memory must be a number of GB in (0, 1e6]");
-  else max_memory = (uint64_t)(gb * 1e9);
+  else
+    max_memory = (uint64_t)(gb * 1e9);
   return 1;
 }
 
@@ -95,8 +100,11 @@ int mlr_cli_memory_fits(const char *cmd, double need, const char *fmt, ...) {
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
   if (max_memory && max_memory == limit)
-    return mlr_cli_usage_error(cmd, "%s needs %.3g GB of memory, more than the %.3g GB allowed (--max-memory)", what, need / 1e9, (double)limit / 1e9);
-  return mlr_cli_usage_error(cmd, "%s needs %.3g GB of memory, more than the %.3g GB available", what, need / 1e9, (double)limit / 1e9);
+    return mlr_cli_usage_error(
+        cmd, "%s needs %.3g GB of memory, more than the %.3g GB allowed (--max-memory)", what,
+        need / 1e9, (double)limit / 1e9);
+  return mlr_cli_usage_error(cmd, "%s needs %.3g GB of memory, more than the %.3g GB available",
+                             what, need / 1e9, (double)limit / 1e9);
 }
 
 int mlr_cli_file_fits(const char *cmd, const char *path, double *bytes) {
@@ -113,11 +121,14 @@ double mlr_cli_now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-int mlr_cli_str(const char *cmd, int argc, char **argv, int *i, const char *name, const char *what, const char **dst, int *rc) {
+int mlr_cli_str(const char *cmd, int argc, char **argv, int *i, const char *name, const char *what,
+                const char **dst, int *rc) {
   const char *v;
   const int m = mlr_cli_opt(argc, argv, i, name, &v);
-  if (m < 0) *rc = mlr_cli_usage_error(cmd, "--%s needs %s", name, what);
-  else if (m > 0) *dst = v;
+  if (m < 0)
+    *rc = mlr_cli_usage_error(cmd, "--%s needs %s", name, what);
+  else if (m > 0)
+    *dst = v;
   return m != 0;
 }
 

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "fixtures/rng/mlr_rng.h"
-#include "ref/formats/mlr_formats.h"
+#include "mlr_rng.h"
+#include "mlr_formats.h"
 
 static void print_machine(void) {
   char model[256];
@@ -16,11 +16,23 @@ static void print_machine(void) {
   printf("machine: %s, %d cores available to OpenMP\n", model, omp_get_num_procs());
 }
 
-typedef enum { B_ENC_E4M3, B_ENC_BF16, B_ENC64_E4M3, B_ENC_RTZ_E4M3, B_DEC_E4M3, B_DEC_FP16, B_NORMAL, B_COUNT } bench_id;
-static const char *const names[B_COUNT] = {
-  "encode binary32 -> e4m3 (rne, sat)", "encode binary32 -> bf16 (rne, sat)", "encode binary64 -> e4m3 (rne, sat)",
-  "encode binary32 -> e4m3 (rtz, sat)", "decode e4m3 -> binary32", "decode fp16 -> binary32",
-  "normal variates (Philox + AS241)"};
+typedef enum {
+  B_ENC_E4M3,
+  B_ENC_BF16,
+  B_ENC64_E4M3,
+  B_ENC_RTZ_E4M3,
+  B_DEC_E4M3,
+  B_DEC_FP16,
+  B_NORMAL,
+  B_COUNT
+} bench_id;
+static const char *const names[B_COUNT] = {"encode binary32 -> e4m3 (rne, sat)",
+                                           "encode binary32 -> bf16 (rne, sat)",
+                                           "encode binary64 -> e4m3 (rne, sat)",
+                                           "encode binary32 -> e4m3 (rtz, sat)",
+                                           "decode e4m3 -> binary32",
+                                           "decode fp16 -> binary32",
+                                           "normal variates (Philox + AS241)"};
 static const double target_1core[B_COUNT] = {500e6, 0, 0, 0, 1e9, 0, 100e6};
 
 typedef struct bufs {
@@ -34,14 +46,31 @@ typedef struct bufs {
 static void run_one(bench_id id, bufs *b) {
   mlr_cvt_opts o = {MLR_FMT_E4M3, MLR_RND_NEAREST_EVEN, MLR_OVF_SATURATE};
   switch (id) {
-  case B_ENC_E4M3: mlr_encode_f32_array(b->u8, b->f32, b->n, &o, NULL); break;
-  case B_ENC_BF16: o.format = MLR_FMT_BF16; mlr_encode_f32_array(b->u16, b->f32, b->n, &o, NULL); break;
-  case B_ENC64_E4M3: mlr_encode_f64_array(b->u8, b->f64, b->n, &o, NULL); break;
-  case B_ENC_RTZ_E4M3: o.rounding = MLR_RND_TOWARD_ZERO; mlr_encode_f32_array(b->u8, b->f32, b->n, &o, NULL); break;
-  case B_DEC_E4M3: mlr_decode_array(b->f32 + b->n, b->u8, b->n, MLR_FMT_E4M3); break;
-  case B_DEC_FP16: mlr_decode_array(b->f32 + b->n, b->u16, b->n, MLR_FMT_FP16); break;
-  case B_NORMAL: mlr_rng_normal_array(b->f64 + b->n, b->n, 42, 7, 0, 0); break;
-  default: break;
+  case B_ENC_E4M3:
+    mlr_encode_f32_array(b->u8, b->f32, b->n, &o, NULL);
+    break;
+  case B_ENC_BF16:
+    o.format = MLR_FMT_BF16;
+    mlr_encode_f32_array(b->u16, b->f32, b->n, &o, NULL);
+    break;
+  case B_ENC64_E4M3:
+    mlr_encode_f64_array(b->u8, b->f64, b->n, &o, NULL);
+    break;
+  case B_ENC_RTZ_E4M3:
+    o.rounding = MLR_RND_TOWARD_ZERO;
+    mlr_encode_f32_array(b->u8, b->f32, b->n, &o, NULL);
+    break;
+  case B_DEC_E4M3:
+    mlr_decode_array(b->f32 + b->n, b->u8, b->n, MLR_FMT_E4M3);
+    break;
+  case B_DEC_FP16:
+    mlr_decode_array(b->f32 + b->n, b->u16, b->n, MLR_FMT_FP16);
+    break;
+  case B_NORMAL:
+    mlr_rng_normal_array(b->f64 + b->n, b->n, 42, 7, 0, 0);
+    break;
+  default:
+    break;
   }
 }
 
@@ -63,12 +92,16 @@ int mlr_cmd_bench(int argc, char **argv) {
 #ifndef MLAREF_FORMATS_ONLY
   if (argc >= 1 && strcmp(argv[0], "emulate") == 0) return mlr_bench_emulate(argc - 1, argv + 1);
   if (argc >= 1 && strcmp(argv[0], "oracle") == 0) return mlr_bench_oracle(argc - 1, argv + 1);
-  if (argc >= 1 && strcmp(argv[0], "gpu-exact") == 0) return mlr_bench_gpu_exact(argc - 1, argv + 1);
+  if (argc >= 1 && strcmp(argv[0], "gpu-exact") == 0)
+    return mlr_bench_gpu_exact(argc - 1, argv + 1);
   if (argc >= 1 && strcmp(argv[0], "gpu") == 0) return mlr_bench_gpu_fast(argc - 1, argv + 1);
   if (argc >= 1 && strcmp(argv[0], "mma") == 0) return mlr_bench_mma(argc - 1, argv + 1);
 #endif
   if (argc < 1 || strcmp(argv[0], "formats") != 0)
-    return mlr_cli_usage_error(cmd, "unknown or missing benchmark '%s' (valid: formats, emulate, oracle, gpu, gpu-exact, mma)", argc ? argv[0] : "");
+    return mlr_cli_usage_error(
+        cmd,
+        "unknown or missing benchmark '%s' (valid: formats, emulate, oracle, gpu, gpu-exact, mma)",
+        argc ? argv[0] : "");
   uint64_t n = 1u << 24;
   int reps = 7;
   for (int i = 1; i < argc; i++) {
@@ -81,10 +114,15 @@ int mlr_cmd_bench(int argc, char **argv) {
     }
     return mlr_cli_usage_error("bench formats", "unknown option '%s' (valid: --n)", argv[i]);
   }
-  bufs b = {(size_t)n, malloc(2 * n * sizeof(float)), malloc(2 * n * sizeof(double)), malloc(n), malloc(2 * n)};
+  bufs b = {(size_t)n, malloc(2 * n * sizeof(float)), malloc(2 * n * sizeof(double)), malloc(n),
+            malloc(2 * n)};
   if (!b.f32 || !b.f64 || !b.u8 || !b.u16) {
-    free(b.f32); free(b.f64); free(b.u8); free(b.u16);
-    return mlr_cli_usage_error("bench formats", "cannot allocate buffers for --n %llu", (unsigned long long)n);
+    free(b.f32);
+    free(b.f64);
+    free(b.u8);
+    free(b.u16);
+    return mlr_cli_usage_error("bench formats", "cannot allocate buffers for --n %llu",
+                               (unsigned long long)n);
   }
   /* Inputs: normal variates times 100, spanning the e4m3 range (subnormals to overflow). */
   mlr_rng_normal_array(b.f64, b.n, 1, 1, 0, 0);
@@ -92,7 +130,8 @@ int mlr_cmd_bench(int argc, char **argv) {
     b.f64[i] *= 100.0;
     b.f32[i] = (float)b.f64[i];
   }
-  mlr_cvt_opts o8 = {MLR_FMT_E4M3, MLR_RND_NEAREST_EVEN, MLR_OVF_SATURATE}, o16 = {MLR_FMT_FP16, MLR_RND_NEAREST_EVEN, MLR_OVF_SATURATE};
+  mlr_cvt_opts o8 = {MLR_FMT_E4M3, MLR_RND_NEAREST_EVEN, MLR_OVF_SATURATE},
+               o16 = {MLR_FMT_FP16, MLR_RND_NEAREST_EVEN, MLR_OVF_SATURATE};
   mlr_encode_f32_array(b.u8, b.f32, b.n, &o8, NULL);
   mlr_encode_f32_array(b.u16, b.f32, b.n, &o16, NULL);
   print_machine();
@@ -103,9 +142,13 @@ int mlr_cmd_bench(int argc, char **argv) {
     const double r1 = rate((bench_id)id, &b, 1, reps), ra = rate((bench_id)id, &b, all, reps);
     char tgt[64] = "";
     if (target_1core[id] > 0)
-      snprintf(tgt, sizeof tgt, ">= %.0f M/s: %s", target_1core[id] / 1e6, r1 >= target_1core[id] ? "met" : "NOT met");
+      snprintf(tgt, sizeof tgt, ">= %.0f M/s: %s", target_1core[id] / 1e6,
+               r1 >= target_1core[id] ? "met" : "NOT met");
     printf("%-40s %12.1f M %12.1f M   %s\n", names[id], r1 / 1e6, ra / 1e6, tgt);
   }
-  free(b.f32); free(b.f64); free(b.u8); free(b.u16);
+  free(b.f32);
+  free(b.f64);
+  free(b.u8);
+  free(b.u16);
   return MLR_EXIT_OK;
 }

@@ -10,11 +10,11 @@
 #include <sys/resource.h>
 
 #include "cli.h"
-#include "fixtures/gen/mlr_gen.h"
-#include "fixtures/inputs/mlr_inputs.h"
-#include "ref/emulate/mlr_emulate.h"
-#include "ref/oracle/mlr_oracle.h"
-#include "ref/recipe/mlr_recipe.h"
+#include "mlr_gen.h"
+#include "mlr_inputs.h"
+#include "mlr_emulate.h"
+#include "mlr_oracle.h"
+#include "mlr_recipe.h"
 
 static double peak_rss_gb(void) {
   struct rusage ru;
@@ -29,17 +29,24 @@ int mlr_bench_emulate(int argc, char **argv) {
   for (int i = 0; i < argc; i++) {
     const char *v;
     int m;
-    if ((m = mlr_cli_opt(argc, argv, &i, "shape", &v))) { if (m < 0) return mlr_cli_usage_error(cmd, "--shape needs a SPEC"); shape = v; }
-    else if ((m = mlr_cli_opt(argc, argv, &i, "recipe", &v))) {
-      if (m < 0 || nrec == 16) return mlr_cli_usage_error(cmd, "--recipe needs a name or file (at most 16)");
+    if ((m = mlr_cli_opt(argc, argv, &i, "shape", &v))) {
+      if (m < 0) return mlr_cli_usage_error(cmd, "--shape needs a SPEC");
+      shape = v;
+    } else if ((m = mlr_cli_opt(argc, argv, &i, "recipe", &v))) {
+      if (m < 0 || nrec == 16)
+        return mlr_cli_usage_error(cmd, "--recipe needs a name or file (at most 16)");
       recipes[nrec++] = v;
     } else if ((m = mlr_cli_opt(argc, argv, &i, "threads", &v))) {
       uint64_t n;
-      if (m < 0 || mlr_cli_parse_u64(v, &n) || n < 1 || n > 1024) return mlr_cli_usage_error(cmd, "--threads: an integer in 1..1024");
+      if (m < 0 || mlr_cli_parse_u64(v, &n) || n < 1 || n > 1024)
+        return mlr_cli_usage_error(cmd, "--threads: an integer in 1..1024");
       threads = (int)n;
     } else if ((m = mlr_cli_opt(argc, argv, &i, "reps", &v))) {
-      if (m < 0 || mlr_cli_parse_u64(v, &reps) || reps < 1 || reps > 100) return mlr_cli_usage_error(cmd, "--reps: an integer in 1..100");
-    } else return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --shape --recipe --threads --reps)", argv[i]);
+      if (m < 0 || mlr_cli_parse_u64(v, &reps) || reps < 1 || reps > 100)
+        return mlr_cli_usage_error(cmd, "--reps: an integer in 1..100");
+    } else
+      return mlr_cli_usage_error(
+          cmd, "unknown option '%s' (valid: --shape --recipe --threads --reps)", argv[i]);
   }
   if (!nrec) recipes[nrec++] = "aiter-a8w8-ps", recipes[nrec++] = "triton-fp8-split";
   mlr_recipe rs[16];
@@ -57,12 +64,14 @@ int mlr_bench_emulate(int argc, char **argv) {
   double macs = 0;
   for (int64_t b = 0; b < in.B; b++) {
     const int64_t L = mlr_inputs_kv_len(&in, b), n = in.qo_indptr[b + 1] - in.qo_indptr[b];
-    for (int64_t i = 0; i < n; i++) macs += (double)in.H * (double)(L - (n - 1 - i)) * (MLR_EMU_QK_DIM + MLR_EMU_V_DIM);
+    for (int64_t i = 0; i < n; i++)
+      macs += (double)in.H * (double)(L - (n - 1 - i)) * (MLR_EMU_QK_DIM + MLR_EMU_V_DIM);
   }
   char model[256];
   mlr_cli_cpu_model(model, sizeof model);
   const int nt = threads ? threads : omp_get_max_threads();
-  printf("machine: %s; threads %d\nshape %s: %lld query tokens x %lld heads, %.3g G multiply-adds per run; inputs generated in %.2f s\n",
+  printf("machine: %s; threads %d\nshape %s: %lld query tokens x %lld heads, %.3g G multiply-adds "
+         "per run; inputs generated in %.2f s\n",
          model, nt, shape, (long long)in.T, (long long)in.H, macs / 1e9, tgen);
   printf("%-20s %10s %12s %10s\n", "recipe", "best s", "G MAC/s", "peak RSS");
   int rc = MLR_EXIT_OK;
@@ -74,7 +83,11 @@ int mlr_bench_emulate(int argc, char **argv) {
       const double t0 = mlr_cli_now();
       st = mlr_emulate(&rs[k], &in, &o, &res, &err);
       const double dt = mlr_cli_now() - t0;
-      if (st != MLR_OK) { fprintf(stderr, "mlaref %s: %s: %s\n", cmd, recipes[k], err.msg); rc = MLR_EXIT_FAIL; break; }
+      if (st != MLR_OK) {
+        fprintf(stderr, "mlaref %s: %s: %s\n", cmd, recipes[k], err.msg);
+        rc = MLR_EXIT_FAIL;
+        break;
+      }
       mlr_emu_result_free(&res);
       if (dt < best) best = dt;
     }
@@ -87,12 +100,16 @@ int mlr_bench_emulate(int argc, char **argv) {
 
 /* mlaref bench oracle [--shape SPEC] [--small SPEC] [--threads N]
  * The certified oracle on SPEC (default the largest bench shape), and the oracle (best of 5 runs)
- * against the plain 256-bit MPFR computation on the small shape SPEC (default bs=1,kv=1024,seed=4217). */
+ * against the plain 256-bit MPFR computation on the small shape SPEC (default
+ * bs=1,kv=1024,seed=4217). */
 int mlr_bench_oracle(int argc, char **argv) {
-  const char *cmd = "bench oracle", *shape = "bs=256,kv=8192,seed=9826", *small = "bs=1,kv=1024,seed=4217";
+  const char *cmd = "bench oracle", *shape = "bs=256,kv=8192,seed=9826",
+             *small = "bs=1,kv=1024,seed=4217";
   int rc = MLR_EXIT_OK;
   for (int i = 0; i < argc && rc == MLR_EXIT_OK; i++) {
-    if (mlr_cli_str(cmd, argc, argv, &i, "shape", "a SPEC", &shape, &rc) || mlr_cli_str(cmd, argc, argv, &i, "small", "a SPEC", &small, &rc)) continue;
+    if (mlr_cli_str(cmd, argc, argv, &i, "shape", "a SPEC", &shape, &rc) ||
+        mlr_cli_str(cmd, argc, argv, &i, "small", "a SPEC", &small, &rc))
+      continue;
     rc = mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --shape --small)", argv[i]);
   }
   if (rc != MLR_EXIT_OK) return rc;
@@ -102,7 +119,8 @@ int mlr_bench_oracle(int argc, char **argv) {
     mlr_tensor_file tf;
     mlr_inputs in;
     mlr_error err = {""};
-    const int grc = mlr_cli_gen_memory(cmd, k == 0 ? "--small" : "--shape", specs[k], &tf, &in, NULL);
+    const int grc =
+        mlr_cli_gen_memory(cmd, k == 0 ? "--small" : "--shape", specs[k], &tf, &in, NULL);
     if (grc != MLR_EXIT_OK) return grc;
     mlr_status st;
     const size_t n = (size_t)(in.T * in.H * 512);
@@ -123,11 +141,15 @@ int mlr_bench_oracle(int argc, char **argv) {
     }
     free(o), free(l);
     mlr_tf_free(&tf);
-    if (st != MLR_OK) { fprintf(stderr, "mlaref %s: %s\n", cmd, err.msg); return MLR_EXIT_FAIL; }
-    printf("%-28s oracle %8.3f s (%lld uncertified)%s", specs[k], t_or[k], (long long)stats.uncertified, k == 0 ? "" : "\n");
+    if (st != MLR_OK) {
+      fprintf(stderr, "mlaref %s: %s\n", cmd, err.msg);
+      return MLR_EXIT_FAIL;
+    }
+    printf("%-28s oracle %8.3f s (%lld uncertified)%s", specs[k], t_or[k],
+           (long long)stats.uncertified, k == 0 ? "" : "\n");
     if (k == 0) printf(", plain 256-bit MPFR %8.3f s: %.0fx faster\n", t_plain, t_plain / t_or[0]);
   }
-  printf("targets: largest bench shape <= 60 s: %s; >= 100x faster than plain 256-bit MPFR: %s\n", t_or[1] <= 60 ? "met" : "NOT met",
-         t_plain / t_or[0] >= 100 ? "met" : "NOT met");
+  printf("targets: largest bench shape <= 60 s: %s; >= 100x faster than plain 256-bit MPFR: %s\n",
+         t_or[1] <= 60 ? "met" : "NOT met", t_plain / t_or[0] >= 100 ? "met" : "NOT met");
   return MLR_EXIT_OK;
 }

@@ -10,11 +10,11 @@
 #include <string.h>
 
 #include "cli.h"
-#include "compare/mlr_compare.h"
-#include "fixtures/inputs/mlr_inputs.h"
-#include "fixtures/suites/mlr_suites.h"
-#include "gpu/exact/mlr_gpu.h"
-#include "ref/recipe/mlr_recipe.h"
+#include "mlr_compare.h"
+#include "mlr_inputs.h"
+#include "mlr_suites.h"
+#include "mlr_gpu.h"
+#include "mlr_recipe.h"
 
 enum { MAXREPS = 100 };
 
@@ -26,14 +26,19 @@ int mlr_bench_gpu_exact(int argc, char **argv) {
     const char *v;
     int m;
     if ((m = mlr_cli_opt(argc, argv, &i, "shape", &v))) {
-      if (m < 0 || nshape == 16) return mlr_cli_usage_error(cmd, "--shape needs a SPEC (at most 16)");
+      if (m < 0 || nshape == 16)
+        return mlr_cli_usage_error(cmd, "--shape needs a SPEC (at most 16)");
       shapes[nshape++] = v;
     } else if ((m = mlr_cli_opt(argc, argv, &i, "recipe", &v))) {
-      if (m < 0 || nrec == 16) return mlr_cli_usage_error(cmd, "--recipe needs a name or file (at most 16)");
+      if (m < 0 || nrec == 16)
+        return mlr_cli_usage_error(cmd, "--recipe needs a name or file (at most 16)");
       recipes[nrec++] = v;
     } else if ((m = mlr_cli_opt(argc, argv, &i, "reps", &v))) {
-      if (m < 0 || mlr_cli_parse_u64(v, &reps) || reps < 1 || reps > MAXREPS) return mlr_cli_usage_error(cmd, "--reps: an integer in 1..%d", MAXREPS);
-    } else return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --shape --recipe --reps)", argv[i]);
+      if (m < 0 || mlr_cli_parse_u64(v, &reps) || reps < 1 || reps > MAXREPS)
+        return mlr_cli_usage_error(cmd, "--reps: an integer in 1..%d", MAXREPS);
+    } else
+      return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --shape --recipe --reps)",
+                                 argv[i]);
   }
   const mlr_suite *bench = mlr_suite_find("bench");
   if (!nshape)
@@ -43,11 +48,13 @@ int mlr_bench_gpu_exact(int argc, char **argv) {
   if (rrc != MLR_EXIT_OK) return rrc;
   char device[256];
   mlr_error err = {""};
-  if (mlr_gpu_device(device, sizeof device, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "%s", err.msg);
-  printf("GPU exact kernel on %s (%s runtime); %llu runs each, median and least kernel time (device events), median of the whole call\n",
+  if (mlr_gpu_device(device, sizeof device, &err) != MLR_OK)
+    return mlr_cli_usage_error(cmd, "%s", err.msg);
+  printf("GPU exact kernel on %s (%s runtime); %llu runs each, median and least kernel time "
+         "(device events), median of the whole call\n",
          device, mlr_gpu_backend(), (unsigned long long)reps);
-  printf("%-28s %-18s %10s %10s %9s %8s %8s %8s %8s\n", "shape", "recipe", "kernel ms", "least ms", "call ms", "Q", "QK",
-         "splits", "merge");
+  printf("%-28s %-18s %10s %10s %9s %8s %8s %8s %8s\n", "shape", "recipe", "kernel ms", "least ms",
+         "call ms", "Q", "QK", "splits", "merge");
   double worst_largest = 0;
   const char *largest = bench->cells[bench->n - 1].spec;
   for (int si = 0; si < nshape; si++) {
@@ -56,7 +63,8 @@ int mlr_bench_gpu_exact(int argc, char **argv) {
     const int grc = mlr_cli_gen_memory(cmd, "--shape", shapes[si], &tf, &in, NULL);
     if (grc != MLR_EXIT_OK) return grc;
     for (int k = 0; k < nrec; k++) {
-      if (mlr_emu_check_fit(&rs[k], &in, NULL) != MLR_OK) continue; /* the recipe does not fit these inputs */
+      if (mlr_emu_check_fit(&rs[k], &in, NULL) != MLR_OK)
+        continue; /* the recipe does not fit these inputs */
       double kern[MAXREPS], call[MAXREPS], part[4][MAXREPS];
       for (uint64_t r = 0; r < reps; r++) {
         mlr_emu_result res;
@@ -68,7 +76,8 @@ int mlr_bench_gpu_exact(int argc, char **argv) {
           return MLR_EXIT_FAIL;
         }
         kern[r] = tm.kernel_ms, call[r] = tm.total_ms;
-        part[0][r] = tm.q_ms, part[1][r] = tm.qk_ms, part[2][r] = tm.split_ms, part[3][r] = tm.merge_ms;
+        part[0][r] = tm.q_ms, part[1][r] = tm.qk_ms, part[2][r] = tm.split_ms,
+        part[3][r] = tm.merge_ms;
         mlr_emu_result_free(&res);
       }
       mlr_sort_values(kern, (int64_t)reps);
@@ -79,14 +88,16 @@ int mlr_bench_gpu_exact(int argc, char **argv) {
         pm[q] = mlr_sorted_quantile(part[q], (int64_t)reps, 0.5);
       }
       const double med = mlr_sorted_quantile(kern, (int64_t)reps, 0.5);
-      printf("%-28s %-18s %10.3f %10.3f %9.1f %8.3f %8.3f %8.3f %8.3f\n", shapes[si], rs[k].name, med, kern[0],
-             mlr_sorted_quantile(call, (int64_t)reps, 0.5), pm[0], pm[1], pm[2], pm[3]);
+      printf("%-28s %-18s %10.3f %10.3f %9.1f %8.3f %8.3f %8.3f %8.3f\n", shapes[si], rs[k].name,
+             med, kern[0], mlr_sorted_quantile(call, (int64_t)reps, 0.5), pm[0], pm[1], pm[2],
+             pm[3]);
       if (strcmp(shapes[si], largest) == 0 && med > worst_largest) worst_largest = med;
     }
     mlr_tf_free(&tf);
   }
   if (worst_largest > 0)
-    printf("target: the largest bench shape (%s) in at most 20 ms for every recipe: %s (slowest %.3f ms)\n", largest,
-           worst_largest <= 20 ? "met" : "NOT met", worst_largest);
+    printf("target: the largest bench shape (%s) in at most 20 ms for every recipe: %s (slowest "
+           "%.3f ms)\n",
+           largest, worst_largest <= 20 ? "met" : "NOT met", worst_largest);
   return MLR_EXIT_OK;
 }

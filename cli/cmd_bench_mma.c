@@ -9,9 +9,9 @@
 #include <math.h>
 
 #include "cli.h"
-#include "fixtures/rng/mlr_rng.h"
-#include "ref/formats/mlr_formats.h"
-#include "ref/mma/mlr_mma.h"
+#include "mlr_rng.h"
+#include "mlr_formats.h"
+#include "mlr_mma.h"
 
 enum { K = 576 };
 
@@ -28,12 +28,17 @@ int mlr_bench_mma(int argc, char **argv) {
     const char *v;
     int m;
     if ((m = mlr_cli_opt(argc, argv, &i, "dots", &v))) {
-      if (m < 0 || mlr_cli_parse_u64(v, &dots) || dots < 1 || dots > 10000000) return mlr_cli_usage_error(cmd, "--dots: an integer in 1..10000000");
+      if (m < 0 || mlr_cli_parse_u64(v, &dots) || dots < 1 || dots > 10000000)
+        return mlr_cli_usage_error(cmd, "--dots: an integer in 1..10000000");
     } else if ((m = mlr_cli_opt(argc, argv, &i, "reps", &v))) {
-      if (m < 0 || mlr_cli_parse_u64(v, &reps) || reps < 1 || reps > 100) return mlr_cli_usage_error(cmd, "--reps: an integer in 1..100");
-    } else return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --dots --reps)", argv[i]);
+      if (m < 0 || mlr_cli_parse_u64(v, &reps) || reps < 1 || reps > 100)
+        return mlr_cli_usage_error(cmd, "--reps: an integer in 1..100");
+    } else
+      return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --dots --reps)", argv[i]);
   }
-  const size_t n = 2 * (size_t)K * 64; /* 64 distinct operand pairs, reused (they stay in cache, as a row of Q does) */
+  const size_t n =
+      2 * (size_t)K *
+      64; /* 64 distinct operand pairs, reused (they stay in cache, as a row of Q does) */
   double *g = malloc(n * sizeof *g);
   float *x = malloc(n * sizeof *x);
   if (!g || !x) {
@@ -43,15 +48,21 @@ int mlr_bench_mma(int argc, char **argv) {
   mlr_rng_normal_array(g, n, 7, 1, 0, 0);
   char model[256];
   mlr_cli_cpu_model(model, sizeof model);
-  printf("machine: %s; one core; %llu inner products of K = %d a run, best of %llu\n", model, (unsigned long long)dots, K,
-         (unsigned long long)reps);
+  printf("machine: %s; one core; %llu inner products of K = %d a run, best of %llu\n", model,
+         (unsigned long long)dots, K, (unsigned long long)reps);
   printf("%-15s %12s %12s %8s\n", "model", "mma ns/prod", "fma ns/prod", "ratio");
-  const struct { mlr_mma_unit u; mlr_format f; } units[] = {
-    {MLR_MMA_SM90_E4M3, MLR_FMT_E4M3}, {MLR_MMA_SM90_BF16, MLR_FMT_BF16}, {MLR_MMA_SM90_F16, MLR_FMT_FP16}, {MLR_MMA_CDNA3_FP8, MLR_FMT_E4M3FNUZ},
-    {MLR_MMA_SM90_E4M3_SYNC, MLR_FMT_E4M3}, {MLR_MMA_CDNA3_BF16, MLR_FMT_BF16}, {MLR_MMA_SM90_E5M2, MLR_FMT_E5M2}};
+  const struct {
+    mlr_mma_unit u;
+    mlr_format f;
+  } units[] = {{MLR_MMA_SM90_E4M3, MLR_FMT_E4M3},      {MLR_MMA_SM90_BF16, MLR_FMT_BF16},
+               {MLR_MMA_SM90_F16, MLR_FMT_FP16},       {MLR_MMA_CDNA3_FP8, MLR_FMT_E4M3FNUZ},
+               {MLR_MMA_SM90_E4M3_SYNC, MLR_FMT_E4M3}, {MLR_MMA_CDNA3_BF16, MLR_FMT_BF16},
+               {MLR_MMA_SM90_E5M2, MLR_FMT_E5M2}};
   for (size_t k = 0; k < sizeof units / sizeof *units; k++) {
     const mlr_mma_model *m = mlr_mma_get(units[k].u);
-    for (size_t i = 0; i < n; i++) x[i] = mlr_decode(units[k].f, mlr_encode_f64(g[i], units[k].f, MLR_RND_NEAREST_EVEN, MLR_OVF_SATURATE, 0));
+    for (size_t i = 0; i < n; i++)
+      x[i] = mlr_decode(
+          units[k].f, mlr_encode_f64(g[i], units[k].f, MLR_RND_NEAREST_EVEN, MLR_OVF_SATURATE, 0));
     double best[2] = {1e30, 1e30};
     volatile float sink = 0.0f;
     for (uint64_t r = 0; r < reps; r++)

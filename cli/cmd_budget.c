@@ -15,12 +15,12 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "compare/mlr_compare.h"
-#include "fixtures/gen/mlr_gen.h"
-#include "fixtures/inputs/mlr_inputs.h"
-#include "ref/budget/mlr_budget.h"
-#include "ref/emulate/mlr_emulate.h"
-#include "ref/recipe/mlr_recipe.h"
+#include "mlr_compare.h"
+#include "mlr_gen.h"
+#include "mlr_inputs.h"
+#include "mlr_budget.h"
+#include "mlr_emulate.h"
+#include "mlr_recipe.h"
 
 #define DV MLR_EMU_V_DIM
 enum { MAX_POINTS = 64, MAX_DISTS = 8 };
@@ -33,7 +33,8 @@ typedef struct opts {
   double rtol, atol, threshold;
 } opts;
 
-static char header[512]; /* printed once the inputs are in, so bad input prints only its error line */
+static char
+    header[512]; /* printed once the inputs are in, so bad input prints only its error line */
 
 static void print_header(const opts *o) {
   if (!o->json && header[0]) fputs(header, stdout);
@@ -41,13 +42,15 @@ static void print_header(const opts *o) {
 }
 
 /* inputs from a file or generated from a shape (bf16kv=1 added, so kv_quant can be measured) */
-static int load_inputs(const char *cmd, const opts *o, const char *shape, mlr_tensor_file *tf, mlr_inputs *in) {
+static int load_inputs(const char *cmd, const opts *o, const char *shape, mlr_tensor_file *tf,
+                       mlr_inputs *in) {
   if (o->inputs) {
     mlr_error err = {""};
     double bytes;
     const int rc = mlr_cli_file_fits(cmd, o->inputs, &bytes);
     if (rc != MLR_EXIT_OK) return rc;
-    if (mlr_safetensors_read(o->inputs, tf, &err) != MLR_OK || mlr_inputs_check(tf, o->inputs, 0, in, &err) != MLR_OK) {
+    if (mlr_safetensors_read(o->inputs, tf, &err) != MLR_OK ||
+        mlr_inputs_check(tf, o->inputs, 0, in, &err) != MLR_OK) {
       mlr_tf_free(tf);
       return mlr_cli_usage_error(cmd, "%s", err.msg);
     }
@@ -71,15 +74,17 @@ static int64_t *pick_rows(int64_t total, int64_t n, int64_t *count) {
 }
 
 /* --out: truth, model, error = model - truth and bound, each [T, H, 512] F64, written atomically */
-static int write_elements(const char *cmd, const opts *o, const mlr_recipe *r, const mlr_inputs *in, mlr_truth_from from,
-                          const double *truth, const double *model, const double *bound) {
+static int write_elements(const char *cmd, const opts *o, const mlr_recipe *r, const mlr_inputs *in,
+                          mlr_truth_from from, const double *truth, const double *model,
+                          const double *bound) {
   const int64_t shape[3] = {in->T, in->H, DV}, n = in->T * in->H * DV;
   mlr_tensor_file tf;
   mlr_tf_init(&tf);
   mlr_tensor *t[4];
   const char *names[4] = {"truth", "model", "error", "bound"};
   mlr_status st = MLR_OK;
-  for (int k = 0; k < 4 && st == MLR_OK; k++) st = mlr_tf_add(&tf, names[k], MLR_DT_F64, 3, shape, &t[k]);
+  for (int k = 0; k < 4 && st == MLR_OK; k++)
+    st = mlr_tf_add(&tf, names[k], MLR_DT_F64, 3, shape, &t[k]);
   if (st == MLR_OK) {
     double *e = t[2]->data;
     memcpy(t[0]->data, truth, (size_t)n * sizeof(double));
@@ -89,25 +94,36 @@ static int write_elements(const char *cmd, const opts *o, const mlr_recipe *r, c
   }
   char hash[65];
   mlr_recipe_hash(r, hash);
-  const char *kv[][2] = {{"mlaref.version", MLAREF_VERSION}, {"mlaref.kind", "budget"}, {"mlaref.recipe", r->name}, {"mlaref.recipe.sha256", hash},
-                         {"mlaref.truth.from", from == MLR_TRUTH_BF16 ? "bf16" : "dequantized"}, {"mlaref.inputs", o->inputs ? o->inputs : o->shape}};
-  for (size_t k = 0; st == MLR_OK && k < sizeof kv / sizeof *kv; k++) st = mlr_tf_set_meta(&tf, kv[k][0], kv[k][1]);
+  const char *kv[][2] = {{"mlaref.version", MLAREF_VERSION},
+                         {"mlaref.kind", "budget"},
+                         {"mlaref.recipe", r->name},
+                         {"mlaref.recipe.sha256", hash},
+                         {"mlaref.truth.from", from == MLR_TRUTH_BF16 ? "bf16" : "dequantized"},
+                         {"mlaref.inputs", o->inputs ? o->inputs : o->shape}};
+  for (size_t k = 0; st == MLR_OK && k < sizeof kv / sizeof *kv; k++)
+    st = mlr_tf_set_meta(&tf, kv[k][0], kv[k][1]);
   mlr_error err = {""};
-  if (st == MLR_OK) st = mlr_safetensors_write(o->out, &tf, &err);
-  else mlr_error_set(&err, st, "cannot allocate the element file (%s)", mlr_status_str(st));
+  if (st == MLR_OK)
+    st = mlr_safetensors_write(o->out, &tf, &err);
+  else
+    mlr_error_set(&err, st, "cannot allocate the element file (%s)", mlr_status_str(st));
   mlr_tf_free(&tf);
   return st == MLR_OK ? MLR_EXIT_OK : mlr_cli_usage_error(cmd, "%s", err.msg);
 }
 
-static json_t *stats_json(mlr_err_stats s) { return json_pack("{s:f,s:f,s:f}", "rms", s.rms, "max", s.max, "p999", s.p999); }
+static json_t *stats_json(mlr_err_stats s) {
+  return json_pack("{s:f,s:f,s:f}", "rms", s.rms, "max", s.max, "p999", s.p999);
+}
 
-static int report(const char *cmd, const opts *o, const mlr_recipe *r, mlr_inputs *in, json_t *root) {
+static int report(const char *cmd, const opts *o, const mlr_recipe *r, mlr_inputs *in,
+                  json_t *root) {
   mlr_error err = {""};
   const int64_t N = in->T * in->H, n = N * DV;
   mlr_truth_from from_kind = in->kv_bf16 ? MLR_TRUTH_BF16 : MLR_TRUTH_DEQUANTIZED;
   if (o->truth) from_kind = strcmp(o->truth, "bf16") ? MLR_TRUTH_DEQUANTIZED : MLR_TRUTH_BF16;
   /* the certified truth once, for the decomposition, the bound and the utilisation */
-  double *truth = malloc((size_t)n * sizeof(double)), *lse = malloc((size_t)N * sizeof(double)), *bound = malloc((size_t)n * sizeof(double));
+  double *truth = malloc((size_t)n * sizeof(double)), *lse = malloc((size_t)N * sizeof(double)),
+         *bound = malloc((size_t)n * sizeof(double));
   double *model = malloc((size_t)n * sizeof(double));
   int64_t nrows = N;
   int64_t *rows = pick_rows(N, o->rows, &nrows);
@@ -123,7 +139,8 @@ static int report(const char *cmd, const opts *o, const mlr_recipe *r, mlr_input
   const double t_truth = mlr_cli_now() - t0;
   t0 = mlr_cli_now(); /* the model once too: the decomposition's total and the utilisation */
   if (st == MLR_OK) st = mlr_budget_model(r, in, o->threads, model, NULL, &err);
-  if (st == MLR_OK) st = mlr_budget_decompose(r, in, from_kind, truth, model, rows, nrows, o->threads, &d, &err);
+  if (st == MLR_OK)
+    st = mlr_budget_decompose(r, in, from_kind, truth, model, rows, nrows, o->threads, &d, &err);
   const double t_dec = mlr_cli_now() - t0;
   free(rows);
   t0 = mlr_cli_now();
@@ -145,61 +162,80 @@ static int report(const char *cmd, const opts *o, const mlr_recipe *r, mlr_input
     }
   }
   free(truth), free(lse), free(bound), free(model);
-  if (st != MLR_OK) return st == MLR_EINVAL ? mlr_cli_usage_error(cmd, "%s", err.msg) : (fprintf(stderr, "mlaref %s: %s\n", cmd, err.msg), MLR_EXIT_FAIL);
+  if (st != MLR_OK)
+    return st == MLR_EINVAL ? mlr_cli_usage_error(cmd, "%s", err.msg)
+                            : (fprintf(stderr, "mlaref %s: %s\n", cmd, err.msg), MLR_EXIT_FAIL);
   const char *from = d.from == MLR_TRUTH_BF16 ? "bf16" : "dequantized";
   if (root) {
     json_t *src = json_object();
     for (int s = 0; s < MLR_NSRC; s++) {
-      json_t *x = json_pack("{s:b,s:o,s:o,s:f}", "present", (int)(d.present >> s & 1u), "alone", stats_json(d.alone[s]), "without",
-                            stats_json(d.without[s]), "rel_l2", d.rel_l2_alone[s]);
+      json_t *x = json_pack("{s:b,s:o,s:o,s:f}", "present", (int)(d.present >> s & 1u), "alone",
+                            stats_json(d.alone[s]), "without", stats_json(d.without[s]), "rel_l2",
+                            d.rel_l2_alone[s]);
       json_object_set_new(src, mlr_source_name(s), x);
     }
     json_object_set_new(root, "decomposition",
-                        json_pack("{s:s,s:I,s:I,s:f,s:o,s:f,s:o,s:o,s:I,s:f,s:f}", "truth_from", from, "rows", (json_int_t)d.rows, "elements",
-                                  (json_int_t)d.n, "truth_rms", d.truth_rms, "total", stats_json(d.total), "rel_l2_total", d.rel_l2_total,
-                                  "interaction", stats_json(d.interaction), "sources", src, "closure_model_diff",
-                                  (json_int_t)d.closure_model_diff, "closure_truth_max", d.closure_truth_max, "seconds", t_dec));
+                        json_pack("{s:s,s:I,s:I,s:f,s:o,s:f,s:o,s:o,s:I,s:f,s:f}", "truth_from",
+                                  from, "rows", (json_int_t)d.rows, "elements", (json_int_t)d.n,
+                                  "truth_rms", d.truth_rms, "total", stats_json(d.total),
+                                  "rel_l2_total", d.rel_l2_total, "interaction",
+                                  stats_json(d.interaction), "sources", src, "closure_model_diff",
+                                  (json_int_t)d.closure_model_diff, "closure_truth_max",
+                                  d.closure_truth_max, "seconds", t_dec));
     json_object_set_new(root, "truth_seconds", json_real(t_truth));
     json_object_set_new(root, "bound",
-                        json_pack("{s:s,s:I,s:I,s:f,s:f,s:f,s:f,s:f}", "truth_from", from, "elements", (json_int_t)bu.n, "violations",
-                                  (json_int_t)bu.over, "max_error_over_bound", bu.max_ratio, "median_tightness", bu.tight_p50, "max_bound",
-                                  bmax, "mean_bound", bsum / (double)(n ? n : 1), "seconds", t_bound));
+                        json_pack("{s:s,s:I,s:I,s:f,s:f,s:f,s:f,s:f}", "truth_from", from,
+                                  "elements", (json_int_t)bu.n, "violations", (json_int_t)bu.over,
+                                  "max_error_over_bound", bu.max_ratio, "median_tightness",
+                                  bu.tight_p50, "max_bound", bmax, "mean_bound",
+                                  bsum / (double)(n ? n : 1), "seconds", t_bound));
     json_t *h = json_array();
     for (int k = 0; k < MLR_UTIL_BINS; k++) json_array_append_new(h, json_integer(u.hist[k]));
     json_object_set_new(root, "utilisation",
-                        json_pack("{s:f,s:f,s:I,s:f,s:f,s:f,s:f,s:o}", "rtol", o->rtol, "atol", o->atol, "over", (json_int_t)u.over, "max", u.max,
-                                  "p50", u.p50, "p99", u.p99, "p999", u.p999, "histogram", h));
+                        json_pack("{s:f,s:f,s:I,s:f,s:f,s:f,s:f,s:o}", "rtol", o->rtol, "atol",
+                                  o->atol, "over", (json_int_t)u.over, "max", u.max, "p50", u.p50,
+                                  "p99", u.p99, "p999", u.p999, "histogram", h));
     return bu.over ? MLR_EXIT_FAIL : MLR_EXIT_OK;
   }
-  printf("error decomposition: %lld rows of %lld, %lld elements, against the certified truth from %s KV (RMS %.4g; %.2f s)\n",
+  printf("error decomposition: %lld rows of %lld, %lld elements, against the certified truth from "
+         "%s KV (RMS %.4g; %.2f s)\n",
          (long long)d.rows, (long long)N, (long long)d.n, from, d.truth_rms, t_truth);
-  printf("  %-13s %-8s %-11s %-11s %-11s %-9s %s\n", "source", "present", "rms", "max", "p99.9", "rel L2", "model - model without it: rms");
+  printf("  %-13s %-8s %-11s %-11s %-11s %-9s %s\n", "source", "present", "rms", "max", "p99.9",
+         "rel L2", "model - model without it: rms");
   for (int s = 0; s < MLR_NSRC; s++) {
     if (!(d.present >> s & 1u)) {
       printf("  %-13s %-8s\n", mlr_source_name(s), "no");
       continue;
     }
-    printf("  %-13s %-8s %-11.4g %-11.4g %-11.4g %-9.3g%% %.4g\n", mlr_source_name(s), "yes", d.alone[s].rms, d.alone[s].max,
-           d.alone[s].p999, 100 * d.rel_l2_alone[s], d.without[s].rms);
+    printf("  %-13s %-8s %-11.4g %-11.4g %-11.4g %-9.3g%% %.4g\n", mlr_source_name(s), "yes",
+           d.alone[s].rms, d.alone[s].max, d.alone[s].p999, 100 * d.rel_l2_alone[s],
+           d.without[s].rms);
   }
-  printf("  %-13s %-8s %-11.4g %-11.4g %-11.4g\n", "interaction", "", d.interaction.rms, d.interaction.max, d.interaction.p999);
-  printf("  %-13s %-8s %-11.4g %-11.4g %-11.4g %-9.3g%%\n", "total", "", d.total.rms, d.total.max, d.total.p999, 100 * d.rel_l2_total);
-  printf("  closure: all sources on vs the model: %lld elements differ; all off vs the truth: max %.3g (%.2f s)\n",
+  printf("  %-13s %-8s %-11.4g %-11.4g %-11.4g\n", "interaction", "", d.interaction.rms,
+         d.interaction.max, d.interaction.p999);
+  printf("  %-13s %-8s %-11.4g %-11.4g %-11.4g %-9.3g%%\n", "total", "", d.total.rms, d.total.max,
+         d.total.p999, 100 * d.rel_l2_total);
+  printf("  closure: all sources on vs the model: %lld elements differ; all off vs the truth: max "
+         "%.3g (%.2f s)\n",
          (long long)d.closure_model_diff, d.closure_truth_max, t_dec);
-  printf("a priori bound (truth from %s KV): %s on %lld elements (%lld violations); max |error| / bound %.3g; median bound / |error| %.3g; "
+  printf("a priori bound (truth from %s KV): %s on %lld elements (%lld violations); max |error| / "
+         "bound %.3g; median bound / |error| %.3g; "
          "max bound %.4g (%.2f s)\n",
-         from, bu.over ? "VIOLATED" : "holds", (long long)bu.n, (long long)bu.over, bu.max_ratio, bu.tight_p50, bmax, t_bound);
-  printf("budget utilisation |out - truth| / (%g + %g |truth|): max %.4g, p99.9 %.4g, p99 %.4g, p50 %.4g; %lld elements over 1\n", o->atol,
-         o->rtol, u.max, u.p999, u.p99, u.p50, (long long)u.over);
+         from, bu.over ? "VIOLATED" : "holds", (long long)bu.n, (long long)bu.over, bu.max_ratio,
+         bu.tight_p50, bmax, t_bound);
+  printf("budget utilisation |out - truth| / (%g + %g |truth|): max %.4g, p99.9 %.4g, p99 %.4g, "
+         "p50 %.4g; %lld elements over 1\n",
+         o->atol, o->rtol, u.max, u.p999, u.p99, u.p50, (long long)u.over);
   printf("  histogram:");
-  for (int k = 0; k < MLR_UTIL_BINS; k++) printf(" [%g,%g) %lld", mlr_util_edges[k], mlr_util_edges[k + 1], (long long)u.hist[k]);
+  for (int k = 0; k < MLR_UTIL_BINS; k++)
+    printf(" [%g,%g) %lld", mlr_util_edges[k], mlr_util_edges[k + 1], (long long)u.hist[k]);
   printf("\n");
   return bu.over ? MLR_EXIT_FAIL : MLR_EXIT_OK;
 }
 
 /* one distribution of the sweep: the grid, then the dynamic policies */
-static int sweep_one(const char *cmd, const opts *o, const mlr_recipe *base, const char *label, mlr_inputs *in, const double *grid,
-                     int np, json_t *arr) {
+static int sweep_one(const char *cmd, const opts *o, const mlr_recipe *base, const char *label,
+                     mlr_inputs *in, const double *grid, int np, json_t *arr) {
   mlr_error err = {""};
   double *truth;
   mlr_status st = mlr_oracle_o(in, MLR_TRUTH_DEQUANTIZED, &truth, &err);
@@ -207,43 +243,61 @@ static int sweep_one(const char *cmd, const opts *o, const mlr_recipe *base, con
   double lo = NAN, hi = NAN;
   int gaps = 0, pending = 0; /* grid points over the threshold between lo and hi */
   if (!arr) {
-    printf("Q distribution %s (truth: certified, dequantized KV; tolerance rtol %g, atol %g)\n", label, o->rtol, o->atol);
-    printf("  %-16s %-10s %-11s %-11s %-10s %-10s %-10s\n", "policy", "clipped %", "rms", "max", "rel L2", "util max", "util p99.9");
+    printf("Q distribution %s (truth: certified, dequantized KV; tolerance rtol %g, atol %g)\n",
+           label, o->rtol, o->atol);
+    printf("  %-16s %-10s %-11s %-11s %-10s %-10s %-10s\n", "policy", "clipped %", "rms", "max",
+           "rel L2", "util max", "util p99.9");
   }
   for (int i = 0; st == MLR_OK && i < np + 3; i++) {
     mlr_recipe r = *base;
     char pol[64];
-    if (i < np) snprintf(pol, sizeof pol, "static:absmax=%.6g", grid[i]);
-    else snprintf(pol, sizeof pol, "%s", i == np ? "dynamic" : i == np + 1 ? "per_head" : "per_token");
+    if (i < np)
+      snprintf(pol, sizeof pol, "static:absmax=%.6g", grid[i]);
+    else
+      snprintf(pol, sizeof pol, "%s", i == np ? "dynamic" : i == np + 1 ? "per_head" : "per_token");
     if ((st = mlr_recipe_set_policy(&r, pol, &err)) != MLR_OK) break;
     if (i < np) r.q_absmax = grid[i];
     mlr_policy_point pt;
-    if ((st = mlr_budget_policy_point(&r, in, truth, o->rtol, o->atol, o->threads, &pt, &err)) != MLR_OK) break;
+    if ((st = mlr_budget_policy_point(&r, in, truth, o->rtol, o->atol, o->threads, &pt, &err)) !=
+        MLR_OK)
+      break;
     const int seeds = i < np && grid[i] == MLR_BUDGET_SEEDS_ABSMAX;
     if (i < np && pt.util_max < o->threshold) {
       if (isnan(lo)) lo = grid[i];
       hi = grid[i], gaps += pending, pending = 0;
-    } else if (i < np && !isnan(lo)) pending++; /* a gap only if a later point passes */
+    } else if (i < np && !isnan(lo))
+      pending++; /* a gap only if a later point passes */
     if (arr)
-      json_array_append_new(pts, json_pack("{s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:b}", "policy", pol, "absmax", pt.absmax, "clipped_fraction",
-                                           pt.clipped_frac, "rms", pt.rms, "max_abs", pt.max_abs, "rel_l2", pt.rel_l2, "util_max", pt.util_max,
-                                           "util_p999", pt.util_p999, "seeds", seeds));
+      json_array_append_new(pts, json_pack("{s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:b}", "policy", pol,
+                                           "absmax", pt.absmax, "clipped_fraction", pt.clipped_frac,
+                                           "rms", pt.rms, "max_abs", pt.max_abs, "rel_l2",
+                                           pt.rel_l2, "util_max", pt.util_max, "util_p999",
+                                           pt.util_p999, "seeds", seeds));
     else
-      printf("  %-16s %-10.3g %-11.4g %-11.4g %-10.4g %-10.4g %-10.4g%s\n", i < np ? pol + 7 : pol, 100 * pt.clipped_frac, pt.rms, pt.max_abs,
-             pt.rel_l2, pt.util_max, pt.util_p999, seeds ? "  <- the seeds' 6.0" : "");
+      printf("  %-16s %-10.3g %-11.4g %-11.4g %-10.4g %-10.4g %-10.4g%s\n", i < np ? pol + 7 : pol,
+             100 * pt.clipped_frac, pt.rms, pt.max_abs, pt.rel_l2, pt.util_max, pt.util_p999,
+             seeds ? "  <- the seeds' 6.0" : "");
   }
   free(truth);
   if (st != MLR_OK) {
     json_decref(pts);
-    return st == MLR_EINVAL || st == MLR_EPARSE ? mlr_cli_usage_error(cmd, "%s", err.msg) : (fprintf(stderr, "mlaref %s: %s\n", cmd, err.msg), MLR_EXIT_FAIL);
+    return st == MLR_EINVAL || st == MLR_EPARSE
+               ? mlr_cli_usage_error(cmd, "%s", err.msg)
+               : (fprintf(stderr, "mlaref %s: %s\n", cmd, err.msg), MLR_EXIT_FAIL);
   }
   if (arr) {
-    json_array_append_new(arr, json_pack("{s:s,s:o,s:o,s:o,s:i}", "distribution", label, "points", pts, "absmax_lo", isnan(lo) ? json_null() : json_real(lo),
-                                         "absmax_hi", isnan(hi) ? json_null() : json_real(hi), "gaps", gaps));
+    json_array_append_new(arr, json_pack("{s:s,s:o,s:o,s:o,s:i}", "distribution", label, "points",
+                                         pts, "absmax_lo", isnan(lo) ? json_null() : json_real(lo),
+                                         "absmax_hi", isnan(hi) ? json_null() : json_real(hi),
+                                         "gaps", gaps));
   } else {
     json_decref(pts);
-    if (isnan(lo)) printf("  no absmax on the grid keeps the utilisation below %g\n", o->threshold);
-    else printf("  absmax keeping the utilisation below %g: %.4g to %.4g (grid points; %d points between them do not)\n", o->threshold, lo, hi, gaps);
+    if (isnan(lo))
+      printf("  no absmax on the grid keeps the utilisation below %g\n", o->threshold);
+    else
+      printf("  absmax keeping the utilisation below %g: %.4g to %.4g (grid points; %d points "
+             "between them do not)\n",
+             o->threshold, lo, hi, gaps);
   }
   return MLR_EXIT_OK;
 }
@@ -263,7 +317,8 @@ static int sweep(const char *cmd, const opts *o, const mlr_recipe *r, json_t *ro
   } else {
     char buf[256];
     snprintf(buf, sizeof buf, "%s", o->dists);
-    for (char *save = NULL, *dist = strtok_r(buf, ";", &save); dist && rc == MLR_EXIT_OK; dist = strtok_r(NULL, ";", &save)) {
+    for (char *save = NULL, *dist = strtok_r(buf, ";", &save); dist && rc == MLR_EXIT_OK;
+         dist = strtok_r(NULL, ";", &save)) {
       char shape[512];
       snprintf(shape, sizeof shape, "%s,dist=%s", o->shape, dist);
       mlr_tensor_file tf;
@@ -274,8 +329,11 @@ static int sweep(const char *cmd, const opts *o, const mlr_recipe *r, json_t *ro
       mlr_tf_free(&tf);
     }
   }
-  if (root) json_object_set_new(root, "sweep", json_pack("{s:f,s:f,s:f,s:f,s:o}", "rtol", o->rtol, "atol", o->atol, "threshold", o->threshold,
-                                                        "seeds_absmax", MLR_BUDGET_SEEDS_ABSMAX, "distributions", arr));
+  if (root)
+    json_object_set_new(root, "sweep",
+                        json_pack("{s:f,s:f,s:f,s:f,s:o}", "rtol", o->rtol, "atol", o->atol,
+                                  "threshold", o->threshold, "seeds_absmax",
+                                  MLR_BUDGET_SEEDS_ABSMAX, "distributions", arr));
   return rc;
 }
 
@@ -288,75 +346,112 @@ int mlr_cmd_budget(int argc, char **argv) {
   for (int i = 0; i < argc; i++) {
     const char *v;
     int m;
-    if (mlr_cli_str(cmd, argc, argv, &i, "inputs", "a file", &o.inputs, &rc) || mlr_cli_str(cmd, argc, argv, &i, "shape", "a shape, e.g. bs=4,kv=1024", &o.shape, &rc) ||
-        mlr_cli_str(cmd, argc, argv, &i, "recipe", "a built-in name or a recipe file", &o.recipe, &rc) ||
-        mlr_cli_str(cmd, argc, argv, &i, "policy", "static:absmax=A|dynamic|per_head|per_token", &o.policy, &rc) ||
+    if (mlr_cli_str(cmd, argc, argv, &i, "inputs", "a file", &o.inputs, &rc) ||
+        mlr_cli_str(cmd, argc, argv, &i, "shape", "a shape, e.g. bs=4,kv=1024", &o.shape, &rc) ||
+        mlr_cli_str(cmd, argc, argv, &i, "recipe", "a built-in name or a recipe file", &o.recipe,
+                    &rc) ||
+        mlr_cli_str(cmd, argc, argv, &i, "policy", "static:absmax=A|dynamic|per_head|per_token",
+                    &o.policy, &rc) ||
         mlr_cli_str(cmd, argc, argv, &i, "sweep", "what to sweep (absmax)", &o.sweep, &rc) ||
-        mlr_cli_str(cmd, argc, argv, &i, "dists", "Q distributions separated by ';'", &o.dists, &rc) ||
+        mlr_cli_str(cmd, argc, argv, &i, "dists", "Q distributions separated by ';'", &o.dists,
+                    &rc) ||
         mlr_cli_str(cmd, argc, argv, &i, "truth", "bf16|dequantized", &o.truth, &rc) ||
-        mlr_cli_str(cmd, argc, argv, &i, "out", "a .safetensors file", &o.out, &rc) || mlr_cli_max_memory_opt(cmd, argc, argv, &i, &rc)) {
+        mlr_cli_str(cmd, argc, argv, &i, "out", "a .safetensors file", &o.out, &rc) ||
+        mlr_cli_max_memory_opt(cmd, argc, argv, &i, &rc)) {
       if (rc) return rc;
-      if (o.truth && strcmp(o.truth, "bf16") && strcmp(o.truth, "dequantized")) return mlr_cli_usage_error(cmd, "--truth '%s' is not one of bf16|dequantized", o.truth);
+      if (o.truth && strcmp(o.truth, "bf16") && strcmp(o.truth, "dequantized"))
+        return mlr_cli_usage_error(cmd, "--truth '%s' is not one of bf16|dequantized", o.truth);
     } else if ((m = mlr_cli_opt(argc, argv, &i, "set", &v))) {
-      if (m < 0 || o.nsets == 64) return mlr_cli_usage_error(cmd, "--set needs key=value (at most 64)");
+      if (m < 0 || o.nsets == 64)
+        return mlr_cli_usage_error(cmd, "--set needs key=value (at most 64)");
       o.sets[o.nsets++] = v;
     } else if ((m = mlr_cli_opt(argc, argv, &i, "tolerance", &v))) {
-      if ((rc = mlr_cli_parse_tolerance(cmd, m > 0 ? v : NULL, &o.rtol, &o.atol)) != MLR_EXIT_OK) return rc;
+      if ((rc = mlr_cli_parse_tolerance(cmd, m > 0 ? v : NULL, &o.rtol, &o.atol)) != MLR_EXIT_OK)
+        return rc;
     } else if ((m = mlr_cli_opt(argc, argv, &i, "threshold", &v))) {
-      if (m < 0 || mlr_cli_parse_double(v, &o.threshold) || !(o.threshold > 0)) return mlr_cli_usage_error(cmd, "--threshold needs a number > 0");
+      if (m < 0 || mlr_cli_parse_double(v, &o.threshold) || !(o.threshold > 0))
+        return mlr_cli_usage_error(cmd, "--threshold needs a number > 0");
     } else if ((m = mlr_cli_opt(argc, argv, &i, "points", &v))) {
       uint64_t p;
-      if (m < 0 || mlr_cli_parse_u64(v, &p) || p < 2 || p > MAX_POINTS) return mlr_cli_usage_error(cmd, "--points needs a count from 2 to %d", MAX_POINTS);
+      if (m < 0 || mlr_cli_parse_u64(v, &p) || p < 2 || p > MAX_POINTS)
+        return mlr_cli_usage_error(cmd, "--points needs a count from 2 to %d", MAX_POINTS);
       o.points = (int)p;
     } else if ((m = mlr_cli_opt(argc, argv, &i, "rows", &v))) {
       uint64_t p;
-      if (m < 0 || mlr_cli_parse_u64(v, &p) || p > (1u << 30)) return mlr_cli_usage_error(cmd, "--rows needs a count (0: every row)");
+      if (m < 0 || mlr_cli_parse_u64(v, &p) || p > (1u << 30))
+        return mlr_cli_usage_error(cmd, "--rows needs a count (0: every row)");
       o.rows = (int64_t)p;
     } else if ((m = mlr_cli_opt(argc, argv, &i, "threads", &v))) {
       uint64_t p;
-      if (m < 0 || mlr_cli_parse_u64(v, &p) || p < 1 || p > 1024) return mlr_cli_usage_error(cmd, "--threads '%s': an integer in 1..1024", m < 0 ? "" : v);
+      if (m < 0 || mlr_cli_parse_u64(v, &p) || p < 1 || p > 1024)
+        return mlr_cli_usage_error(cmd, "--threads '%s': an integer in 1..1024", m < 0 ? "" : v);
       o.threads = (int)p;
-    } else if (!strcmp(argv[i], "--json")) o.json = 1;
-    else return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --inputs --shape --recipe --set --policy --truth --out --sweep --points --dists --tolerance --threshold --rows --threads --max-memory --json)", argv[i]);
+    } else if (!strcmp(argv[i], "--json"))
+      o.json = 1;
+    else
+      return mlr_cli_usage_error(
+          cmd,
+          "unknown option '%s' (valid: --inputs --shape --recipe --set --policy --truth --out "
+          "--sweep --points --dists --tolerance --threshold --rows --threads --max-memory --json)",
+          argv[i]);
   }
   if (!o.recipe || (!o.inputs == !o.shape))
-    return mlr_cli_usage_error(cmd, "usage: budget --inputs IN | --shape SPEC --recipe NAME|FILE [--set k=v]... [--policy P] [--sweep absmax] [--json]");
-  if (o.sweep && strcmp(o.sweep, "absmax")) return mlr_cli_usage_error(cmd, "--sweep '%s': only absmax can be swept", o.sweep);
-  if (o.sweep && o.out) return mlr_cli_usage_error(cmd, "--out writes the elements of a report; with --sweep use --json");
+    return mlr_cli_usage_error(cmd, "usage: budget --inputs IN | --shape SPEC --recipe NAME|FILE "
+                                    "[--set k=v]... [--policy P] [--sweep absmax] [--json]");
+  if (o.sweep && strcmp(o.sweep, "absmax"))
+    return mlr_cli_usage_error(cmd, "--sweep '%s': only absmax can be swept", o.sweep);
+  if (o.sweep && o.out)
+    return mlr_cli_usage_error(cmd,
+                               "--out writes the elements of a report; with --sweep use --json");
   if (o.out) { /* refuse an unwritable place before the work, not after */
     char dir[1024];
     snprintf(dir, sizeof dir, "%s", o.out);
     char *slash = strrchr(dir, '/');
     if (slash) *slash = 0;
     if (access(slash ? (dir[0] ? dir : "/") : ".", W_OK) != 0)
-      return mlr_cli_usage_error(cmd, "--out %s: the folder '%s' is not an existing writable folder", o.out, slash ? (dir[0] ? dir : "/") : ".");
+      return mlr_cli_usage_error(cmd,
+                                 "--out %s: the folder '%s' is not an existing writable folder",
+                                 o.out, slash ? (dir[0] ? dir : "/") : ".");
   }
   mlr_recipe r;
   if ((rc = mlr_cli_recipe_sets(cmd, o.recipe, o.sets, o.nsets, &r)) != MLR_EXIT_OK) return rc;
   mlr_error err = {""};
-  if (o.policy && mlr_recipe_set_policy(&r, o.policy, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "%s", err.msg);
+  if (o.policy && mlr_recipe_set_policy(&r, o.policy, &err) != MLR_OK)
+    return mlr_cli_usage_error(cmd, "%s", err.msg);
   if (o.sweep && r.q_format == MLR_Q_BF16)
-    return mlr_cli_usage_error(cmd, "--sweep absmax: recipe '%s' has bf16 Q, which has no scale (--set q.format=e4m3)", r.name);
+    return mlr_cli_usage_error(
+        cmd, "--sweep absmax: recipe '%s' has bf16 Q, which has no scale (--set q.format=e4m3)",
+        r.name);
   char hash[65], pol[64];
   mlr_recipe_hash(&r, hash);
   mlr_recipe_policy_text(&r, pol, sizeof pol);
-  json_t *root = o.json ? json_pack("{s:s,s:s,s:s,s:s,s:s}", "mlaref_version", MLAREF_VERSION, "recipe", r.name, "recipe_sha256", hash, "q_policy", pol,
+  json_t *root = o.json ? json_pack("{s:s,s:s,s:s,s:s,s:s}", "mlaref_version", MLAREF_VERSION,
+                                    "recipe", r.name, "recipe_sha256", hash, "q_policy", pol,
                                     "inputs", o.inputs ? o.inputs : o.shape)
                         : NULL;
-  snprintf(header, sizeof header, "mlaref budget: recipe %s (sha256 %.16s, Q policy %s), inputs %s\n", r.name, hash, pol, o.inputs ? o.inputs : o.shape);
-  if (o.sweep) rc = sweep(cmd, &o, &r, root);
+  snprintf(header, sizeof header,
+           "mlaref budget: recipe %s (sha256 %.16s, Q policy %s), inputs %s\n", r.name, hash, pol,
+           o.inputs ? o.inputs : o.shape);
+  if (o.sweep)
+    rc = sweep(cmd, &o, &r, root);
   else {
     mlr_tensor_file tf;
     mlr_inputs in;
-    if ((rc = load_inputs(cmd, &o, o.shape, &tf, &in)) == MLR_EXIT_OK && o.truth && !strcmp(o.truth, "bf16") && !in.kv_bf16) {
+    if ((rc = load_inputs(cmd, &o, o.shape, &tf, &in)) == MLR_EXIT_OK && o.truth &&
+        !strcmp(o.truth, "bf16") && !in.kv_bf16) {
       mlr_tf_free(&tf);
-      rc = mlr_cli_usage_error(cmd, "--truth bf16: the inputs have no kv_bf16 (the unquantized KV; mlaref gen ... bf16kv=1)");
+      rc = mlr_cli_usage_error(
+          cmd,
+          "--truth bf16: the inputs have no kv_bf16 (the unquantized KV; mlaref gen ... bf16kv=1)");
     } else if (rc == MLR_EXIT_OK &&
-               /* refused before the work, with the figure: truth, model and bound in F64, the bound's Q tables (two F64
-                * copies of Q: 2 x 576/512 of o), and the element file of --out (four F64 tensors) */
-               (rc = mlr_cli_memory_fits(cmd, (double)in.T * (double)in.H * DV * 8 * (3 + 2.25 + (o.out ? 4 : 0)),
-                                         "the budget of %s (%lld query tokens x %lld heads, F64%s)", o.inputs ? o.inputs : o.shape, (long long)in.T,
-                                         (long long)in.H, o.out ? ", with --out" : "")) != MLR_EXIT_OK) {
+               /* refused before the work, with the figure: truth, model and bound in F64, the
+                * bound's Q tables (two F64 copies of Q: 2 x 576/512 of o), and the element file of
+                * --out (four F64 tensors) */
+               (rc = mlr_cli_memory_fits(
+                    cmd, (double)in.T * (double)in.H * DV * 8 * (3 + 2.25 + (o.out ? 4 : 0)),
+                    "the budget of %s (%lld query tokens x %lld heads, F64%s)",
+                    o.inputs ? o.inputs : o.shape, (long long)in.T, (long long)in.H,
+                    o.out ? ", with --out" : "")) != MLR_EXIT_OK) {
       mlr_tf_free(&tf);
     } else if (rc == MLR_EXIT_OK) {
       print_header(&o);

@@ -1,5 +1,5 @@
-/* mlaref compare A B [--tensor o] [--rule R]... [--truth T] [--inputs IN] [--json], and mlaref check
- * (at the end). compare: A (candidate) against B (reference) under tolerance rules
+/* mlaref compare A B [--tensor o] [--rule R]... [--truth T] [--inputs IN] [--json], and mlaref
+ * check (at the end). compare: A (candidate) against B (reference) under tolerance rules
  * (compare/mlr_compare.h); exit 0 when
  * every evaluated rule passes, 1 when one fails, 2 on bad input or when no rule could be
  * evaluated. The worst elements are printed as reproducer lines. */
@@ -9,36 +9,45 @@
 #include <string.h>
 
 #include "cli.h"
-#include "compare/mlr_compare.h"
-#include "fixtures/inputs/mlr_inputs.h"
-#include "ref/budget/mlr_budget.h"
-#include "ref/emulate/mlr_emulate.h"
-#include "ref/oracle/mlr_oracle.h"
-#include "ref/recipe/mlr_recipe.h"
+#include "mlr_compare.h"
+#include "mlr_inputs.h"
+#include "mlr_budget.h"
+#include "mlr_emulate.h"
+#include "mlr_oracle.h"
+#include "mlr_recipe.h"
 
 #ifndef MLAREF_COMMIT
 #define MLAREF_COMMIT "unknown"
 #endif
 
 static int to_view(const mlr_tensor *t, mlr_cmp_tensor *v) {
-  if (t->dtype == MLR_DT_BF16) v->type = MLR_CT_BF16;
-  else if (t->dtype == MLR_DT_F16) v->type = MLR_CT_F16;
-  else if (t->dtype == MLR_DT_F32) v->type = MLR_CT_F32;
-  else if (t->dtype == MLR_DT_F64) v->type = MLR_CT_F64;
-  else return -1;
+  if (t->dtype == MLR_DT_BF16)
+    v->type = MLR_CT_BF16;
+  else if (t->dtype == MLR_DT_F16)
+    v->type = MLR_CT_F16;
+  else if (t->dtype == MLR_DT_F32)
+    v->type = MLR_CT_F32;
+  else if (t->dtype == MLR_DT_F64)
+    v->type = MLR_CT_F64;
+  else
+    return -1;
   v->data = t->data;
   v->n = (int64_t)(t->nbytes / mlr_dtype_size(t->dtype));
   return 0;
 }
 
 /* the tensor `name` of file path as a view; exit code on failure */
-static int load_view(const char *cmd, const char *path, const char *name, mlr_tensor_file *tf, mlr_cmp_tensor *v,
-                     const mlr_tensor **t) {
+static int load_view(const char *cmd, const char *path, const char *name, mlr_tensor_file *tf,
+                     mlr_cmp_tensor *v, const mlr_tensor **t) {
   mlr_error err = {""};
-  if (mlr_safetensors_read(path, tf, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "%s", err.msg);
+  if (mlr_safetensors_read(path, tf, &err) != MLR_OK)
+    return mlr_cli_usage_error(cmd, "%s", err.msg);
   *t = mlr_tf_find(tf, name);
-  if (!*t) return mlr_cli_usage_error(cmd, "%s: no tensor '%s' (--tensor NAME picks another)", path, name);
-  if (to_view(*t, v)) return mlr_cli_usage_error(cmd, "%s: tensor '%s' is %s; outputs are BF16, F16, F32 or F64", path, name, mlr_dtype_name((*t)->dtype));
+  if (!*t)
+    return mlr_cli_usage_error(cmd, "%s: no tensor '%s' (--tensor NAME picks another)", path, name);
+  if (to_view(*t, v))
+    return mlr_cli_usage_error(cmd, "%s: tensor '%s' is %s; outputs are BF16, F16, F32 or F64",
+                               path, name, mlr_dtype_name((*t)->dtype));
   return MLR_EXIT_OK;
 }
 
@@ -49,97 +58,140 @@ static const char *meta_of(const mlr_tensor_file *a, const mlr_tensor_file *b, c
 
 /* element i of a [T, H, C] tensor as (batch, token, head, column) */
 static void position(const mlr_tensor *t, const mlr_inputs *in, int64_t i, char *buf, size_t n) {
-  if (t->ndim != 3 && t->ndim != 2) { snprintf(buf, n, "element %lld", (long long)i); return; }
+  if (t->ndim != 3 && t->ndim != 2) {
+    snprintf(buf, n, "element %lld", (long long)i);
+    return;
+  }
   const int64_t C = t->ndim == 3 ? t->shape[2] : 1, H = t->shape[1];
   const int64_t tok = i / (H * C), h = (i / C) % H, c = i % C;
   long long b = -1;
   if (in)
     for (int64_t k = 0; k < in->B; k++)
       if (tok >= in->qo_indptr[k] && tok < in->qo_indptr[k + 1]) b = (long long)k;
-  if (b >= 0) snprintf(buf, n, "batch %lld token %lld head %lld column %lld", b, (long long)tok, (long long)h, (long long)c);
-  else snprintf(buf, n, "token %lld head %lld column %lld", (long long)tok, (long long)h, (long long)c);
+  if (b >= 0)
+    snprintf(buf, n, "batch %lld token %lld head %lld column %lld", b, (long long)tok, (long long)h,
+             (long long)c);
+  else
+    snprintf(buf, n, "token %lld head %lld column %lld", (long long)tok, (long long)h,
+             (long long)c);
 }
 
-static const char *vname(mlr_verdict_kind k) { return k == MLR_VERDICT_PASS ? "pass" : k == MLR_VERDICT_FAIL ? "FAIL" : "n/a"; }
+static const char *vname(mlr_verdict_kind k) {
+  return k == MLR_VERDICT_PASS ? "pass" : k == MLR_VERDICT_FAIL ? "FAIL" : "n/a";
+}
 
 /* rules on A (la) against B (lb), optionally with the truth; prints the report (or JSON) and
  * returns the exit code */
-static int evaluate(const char *cmd, const char *la, const char *lb, const char *tensor, const char *truth, const mlr_tensor *xa,
-                    const mlr_cmp_tensor *a, const mlr_cmp_tensor *b, const mlr_metrics *m, const mlr_metrics *mt,
-                    const mlr_metrics *mr, const mlr_rule *rules, int nrules, int json, const mlr_inputs *inp, const char *rhash,
-                    const char *shape, const mlr_cmp_tensor *tt, const double *bound) {
+static int evaluate(const char *cmd, const char *la, const char *lb, const char *tensor,
+                    const char *truth, const mlr_tensor *xa, const mlr_cmp_tensor *a,
+                    const mlr_cmp_tensor *b, const mlr_metrics *m, const mlr_metrics *mt,
+                    const mlr_metrics *mr, const mlr_rule *rules, int nrules, int json,
+                    const mlr_inputs *inp, const char *rhash, const char *shape,
+                    const mlr_cmp_tensor *tt, const double *bound) {
   const int t = truth != NULL;
   mlr_verdict vs[16];
   int fails = 0, evaluated = 0;
   for (int k = 0; k < nrules; k++) {
-    vs[k] = rules[k].kind == MLR_RULE_BUDGET && bound ? mlr_rule_apply_budget(&rules[k], mt, a, tt, bound)
-                                                      : mlr_rule_apply(&rules[k], m, a, b, t ? mt : NULL, t ? mr : NULL);
+    vs[k] = rules[k].kind == MLR_RULE_BUDGET && bound
+                ? mlr_rule_apply_budget(&rules[k], mt, a, tt, bound)
+                : mlr_rule_apply(&rules[k], m, a, b, t ? mt : NULL, t ? mr : NULL);
     fails += vs[k].kind == MLR_VERDICT_FAIL;
     evaluated += vs[k].kind != MLR_VERDICT_NA;
   }
   if (json) {
-    printf("{\"a\": \"%s\", \"b\": \"%s\", \"tensor\": \"%s\", \"n\": %lld, \"identical\": %lld, \"unwritten\": %lld, "
-           "\"class_mismatch\": %lld, \"ulp_max\": %lld, \"ulp_p50\": %g, \"ulp_p99\": %g, \"ulp_p999\": %g, \"max_abs\": %.17g, "
-           "\"max_rel\": %.17g, \"rmse\": %.17g, \"rel_l2\": %.17g, \"nmse\": %.17g, \"cos_diff\": %.17g, \"rules\": [",
-           la, lb, tensor, (long long)m->n, (long long)m->identical, (long long)m->unwritten, (long long)m->class_mismatch,
-           (long long)m->ulp_max, m->ulp_p50, m->ulp_p99, m->ulp_p999, m->max_abs, m->max_rel, m->rmse, m->rel_l2, m->nmse, m->cos_diff);
+    printf("{\"a\": \"%s\", \"b\": \"%s\", \"tensor\": \"%s\", \"n\": %lld, \"identical\": %lld, "
+           "\"unwritten\": %lld, "
+           "\"class_mismatch\": %lld, \"ulp_max\": %lld, \"ulp_p50\": %g, \"ulp_p99\": %g, "
+           "\"ulp_p999\": %g, \"max_abs\": %.17g, "
+           "\"max_rel\": %.17g, \"rmse\": %.17g, \"rel_l2\": %.17g, \"nmse\": %.17g, \"cos_diff\": "
+           "%.17g, \"rules\": [",
+           la, lb, tensor, (long long)m->n, (long long)m->identical, (long long)m->unwritten,
+           (long long)m->class_mismatch, (long long)m->ulp_max, m->ulp_p50, m->ulp_p99, m->ulp_p999,
+           m->max_abs, m->max_rel, m->rmse, m->rel_l2, m->nmse, m->cos_diff);
     for (int k = 0; k < nrules; k++)
-      printf("%s{\"rule\": \"%s\", \"verdict\": \"%s\", \"measured\": %.17g, \"limit\": %.17g, \"detail\": \"%s\"}", k ? ", " : "",
-             rules[k].text, vname(vs[k].kind), vs[k].measured, vs[k].limit, vs[k].detail);
+      printf("%s{\"rule\": \"%s\", \"verdict\": \"%s\", \"measured\": %.17g, \"limit\": %.17g, "
+             "\"detail\": \"%s\"}",
+             k ? ", " : "", rules[k].text, vname(vs[k].kind), vs[k].measured, vs[k].limit,
+             vs[k].detail);
     printf("], \"worst\": [");
     for (int k = 0; k < m->nworst; k++) {
       char pos[128];
       position(xa, inp, m->worst[k].index, pos, sizeof pos);
-      printf("%s{\"index\": %lld, \"where\": \"%s\", \"a\": \"%a\", \"b\": \"%a\", \"ulp\": %lld}", k ? ", " : "", (long long)m->worst[k].index,
-             pos, m->worst[k].va, m->worst[k].vb, (long long)m->worst[k].ulp);
+      printf("%s{\"index\": %lld, \"where\": \"%s\", \"a\": \"%a\", \"b\": \"%a\", \"ulp\": %lld}",
+             k ? ", " : "", (long long)m->worst[k].index, pos, m->worst[k].va, m->worst[k].vb,
+             (long long)m->worst[k].ulp);
     }
-    printf("], \"recipe_sha256\": \"%s\", \"shape\": \"%s\", \"commit\": \"%s\"}\n", rhash ? rhash : "", shape ? shape : "", MLAREF_COMMIT);
+    printf("], \"recipe_sha256\": \"%s\", \"shape\": \"%s\", \"commit\": \"%s\"}\n",
+           rhash ? rhash : "", shape ? shape : "", MLAREF_COMMIT);
   } else {
-    printf("%s %s vs %s, tensor '%s': %lld elements, %lld bit-identical (%.4f%%), %lld unwritten, %lld NaN/Inf class mismatches\n",
-           cmd, la, lb, tensor, (long long)m->n, (long long)m->identical, m->n ? 100.0 * (double)m->identical / (double)m->n : 100.0,
-           (long long)m->unwritten, (long long)m->class_mismatch);
-    printf("ulp: max %lld, p50 %g, p99 %g, p99.9 %g; max abs %.4g, max rel %.4g, RMSE %.4g, rel L2 %.4g, NMSE %.4g, cos diff %.4g\n",
-           (long long)m->ulp_max, m->ulp_p50, m->ulp_p99, m->ulp_p999, m->max_abs, m->max_rel, m->rmse, m->rel_l2, m->nmse, m->cos_diff);
-    if (t) printf("against the truth %s: max abs %.4g (A), %.4g (B)\n", truth, mt->max_abs, mr->max_abs);
-    for (int k = 0; k < nrules; k++) printf("rule %-24s %-4s %s\n", rules[k].text, vname(vs[k].kind), vs[k].detail);
+    printf("%s %s vs %s, tensor '%s': %lld elements, %lld bit-identical (%.4f%%), %lld unwritten, "
+           "%lld NaN/Inf class mismatches\n",
+           cmd, la, lb, tensor, (long long)m->n, (long long)m->identical,
+           m->n ? 100.0 * (double)m->identical / (double)m->n : 100.0, (long long)m->unwritten,
+           (long long)m->class_mismatch);
+    printf("ulp: max %lld, p50 %g, p99 %g, p99.9 %g; max abs %.4g, max rel %.4g, RMSE %.4g, rel L2 "
+           "%.4g, NMSE %.4g, cos diff %.4g\n",
+           (long long)m->ulp_max, m->ulp_p50, m->ulp_p99, m->ulp_p999, m->max_abs, m->max_rel,
+           m->rmse, m->rel_l2, m->nmse, m->cos_diff);
+    if (t)
+      printf("against the truth %s: max abs %.4g (A), %.4g (B)\n", truth, mt->max_abs, mr->max_abs);
+    for (int k = 0; k < nrules; k++)
+      printf("rule %-24s %-4s %s\n", rules[k].text, vname(vs[k].kind), vs[k].detail);
     if (fails || m->nworst) {
       const int show = fails ? m->nworst : (m->nworst < 3 ? m->nworst : 3);
       for (int k = 0; k < show; k++) {
         const mlr_cmp_elem *e = &m->worst[k];
         char pos[128];
         position(xa, inp, e->index, pos, sizeof pos);
-        printf("%s %s: A %a (%.9g) B %a (%.9g), %lld ulp; shape %s, recipe %.16s, commit %s\n", fails ? "reproduce" : "largest", pos,
-               e->va, e->va, e->vb, e->vb, (long long)e->ulp, shape ? shape : "?", rhash ? rhash : "?", MLAREF_COMMIT);
+        printf("%s %s: A %a (%.9g) B %a (%.9g), %lld ulp; shape %s, recipe %.16s, commit %s\n",
+               fails ? "reproduce" : "largest", pos, e->va, e->va, e->vb, e->vb, (long long)e->ulp,
+               shape ? shape : "?", rhash ? rhash : "?", MLAREF_COMMIT);
       }
     }
   }
-  if (!evaluated && !json) fprintf(stderr, "mlaref %s: no rule could be evaluated (%s)\n", cmd, vs[0].detail);
+  if (!evaluated && !json)
+    fprintf(stderr, "mlaref %s: no rule could be evaluated (%s)\n", cmd, vs[0].detail);
   return fails ? MLR_EXIT_FAIL : (evaluated ? MLR_EXIT_OK : MLR_EXIT_USAGE);
 }
 
 int mlr_cmd_compare(int argc, char **argv) {
-  const char *cmd = "compare", *files[2] = {NULL, NULL}, *tensor = "o", *truth = NULL, *inputs = NULL;
+  const char *cmd = "compare", *files[2] = {NULL, NULL}, *tensor = "o", *truth = NULL,
+             *inputs = NULL;
   mlr_rule rules[16];
   int nrules = 0, json = 0, nf = 0;
   int rc = MLR_EXIT_OK;
   for (int i = 0; i < argc && rc == MLR_EXIT_OK; i++) {
     const char *v;
     int m;
-    if (mlr_cli_str(cmd, argc, argv, &i, "tensor", "a name", &tensor, &rc) || mlr_cli_str(cmd, argc, argv, &i, "truth", "a file", &truth, &rc) ||
+    if (mlr_cli_str(cmd, argc, argv, &i, "tensor", "a name", &tensor, &rc) ||
+        mlr_cli_str(cmd, argc, argv, &i, "truth", "a file", &truth, &rc) ||
         mlr_cli_str(cmd, argc, argv, &i, "inputs", "a file", &inputs, &rc))
       continue;
     if ((m = mlr_cli_opt(argc, argv, &i, "rule", &v))) {
       mlr_error err = {""};
       if (m < 0) return mlr_cli_usage_error(cmd, "--rule needs one of %s", mlr_rule_forms());
       if (nrules == 16) return mlr_cli_usage_error(cmd, "at most 16 --rule options");
-      if (mlr_rule_parse(v, &rules[nrules++], &err) != MLR_OK) return mlr_cli_usage_error(cmd, "%s", err.msg);
-    } else if (strcmp(argv[i], "--json") == 0) json = 1;
-    else if (argv[i][0] == '-' && argv[i][1] == '-') return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --tensor --rule --truth --inputs --json)", argv[i]);
-    else if (nf < 2) files[nf++] = argv[i];
-    else return mlr_cli_usage_error(cmd, "more than two files ('%s'): usage: compare A B [--tensor o] [--rule R]... [--truth T] [--json]", argv[i]);
+      if (mlr_rule_parse(v, &rules[nrules++], &err) != MLR_OK)
+        return mlr_cli_usage_error(cmd, "%s", err.msg);
+    } else if (strcmp(argv[i], "--json") == 0)
+      json = 1;
+    else if (argv[i][0] == '-' && argv[i][1] == '-')
+      return mlr_cli_usage_error(
+          cmd, "unknown option '%s' (valid: --tensor --rule --truth --inputs --json)", argv[i]);
+    else if (nf < 2)
+      files[nf++] = argv[i];
+    else
+      return mlr_cli_usage_error(cmd,
+                                 "more than two files ('%s'): usage: compare A B [--tensor o] "
+                                 "[--rule R]... [--truth T] [--json]",
+                                 argv[i]);
   }
   if (rc != MLR_EXIT_OK) return rc;
-  if (nf != 2) return mlr_cli_usage_error(cmd, "usage: compare A B [--tensor o] [--rule R]... [--truth T] [--inputs IN] [--json] (rules: %s)", mlr_rule_forms());
+  if (nf != 2)
+    return mlr_cli_usage_error(cmd,
+                               "usage: compare A B [--tensor o] [--rule R]... [--truth T] "
+                               "[--inputs IN] [--json] (rules: %s)",
+                               mlr_rule_forms());
   if (!nrules) mlr_rule_parse("exact", &rules[nrules++], NULL);
   mlr_tensor_file ta, tb, tt, ti;
   mlr_tf_init(&ta), mlr_tf_init(&tb), mlr_tf_init(&tt), mlr_tf_init(&ti);
@@ -151,17 +203,24 @@ int mlr_cmd_compare(int argc, char **argv) {
   mlr_inputs in, *inp = NULL;
   mlr_error err = {""};
   if (rc == MLR_EXIT_OK && inputs) {
-    if (mlr_safetensors_read(inputs, &ti, &err) != MLR_OK || mlr_inputs_check(&ti, inputs, 1, &in, &err) != MLR_OK) rc = mlr_cli_usage_error(cmd, "%s", err.msg);
-    else inp = &in;
+    if (mlr_safetensors_read(inputs, &ti, &err) != MLR_OK ||
+        mlr_inputs_check(&ti, inputs, 1, &in, &err) != MLR_OK)
+      rc = mlr_cli_usage_error(cmd, "%s", err.msg);
+    else
+      inp = &in;
   }
   mlr_metrics m, mt, mr;
-  if (rc == MLR_EXIT_OK && mlr_compare_metrics(&a, &b, &m, &err) != MLR_OK) rc = mlr_cli_usage_error(cmd, "%s vs %s, tensor '%s': %s", files[0], files[1], tensor, err.msg);
+  if (rc == MLR_EXIT_OK && mlr_compare_metrics(&a, &b, &m, &err) != MLR_OK)
+    rc = mlr_cli_usage_error(cmd, "%s vs %s, tensor '%s': %s", files[0], files[1], tensor, err.msg);
   if (rc == MLR_EXIT_OK && truth &&
-      (mlr_compare_metrics(&a, &t, &mt, &err) != MLR_OK || mlr_compare_metrics(&b, &t, &mr, &err) != MLR_OK))
+      (mlr_compare_metrics(&a, &t, &mt, &err) != MLR_OK ||
+       mlr_compare_metrics(&b, &t, &mr, &err) != MLR_OK))
     rc = mlr_cli_usage_error(cmd, "against the truth %s: %s", truth, err.msg);
   if (rc != MLR_EXIT_OK) goto done;
-  const char *rhash = meta_of(&ta, &tb, "mlaref.recipe.sha256"), *shape = inp ? mlr_tf_get_meta(&ti, "mlaref.shape") : NULL;
-  rc = evaluate(cmd, files[0], files[1], tensor, truth, xa, &a, &b, &m, &mt, &mr, rules, nrules, json, inp, rhash, shape, NULL, NULL);
+  const char *rhash = meta_of(&ta, &tb, "mlaref.recipe.sha256"),
+             *shape = inp ? mlr_tf_get_meta(&ti, "mlaref.shape") : NULL;
+  rc = evaluate(cmd, files[0], files[1], tensor, truth, xa, &a, &b, &m, &mt, &mr, rules, nrules,
+                json, inp, rhash, shape, NULL, NULL);
 done:
   mlr_tf_free(&ta), mlr_tf_free(&tb), mlr_tf_free(&tt), mlr_tf_free(&ti);
   return rc;
@@ -172,7 +231,8 @@ done:
  * A kernel's output against the model of its recipe (B) and the certified truth (mlr_oracle);
  * default rule fa3 (max|out - truth| <= 2 max|model - truth| + 1e-5). */
 int mlr_cmd_check(int argc, char **argv) {
-  const char *cmd = "check", *inputs = NULL, *output = NULL, *recipe = NULL, *tensor = "o", *sets[64];
+  const char *cmd = "check", *inputs = NULL, *output = NULL, *recipe = NULL, *tensor = "o",
+             *sets[64];
   mlr_rule rules[16];
   int nrules = 0, nsets = 0, json = 0, threads = 0;
   mlr_truth_from from = MLR_TRUTH_DEQUANTIZED;
@@ -180,30 +240,47 @@ int mlr_cmd_check(int argc, char **argv) {
   for (int i = 0; i < argc && rc == MLR_EXIT_OK; i++) {
     const char *v;
     int m;
-    if (mlr_cli_str(cmd, argc, argv, &i, "inputs", "a file", &inputs, &rc) || mlr_cli_str(cmd, argc, argv, &i, "output", "a file", &output, &rc) ||
-        mlr_cli_str(cmd, argc, argv, &i, "recipe", "a name or file", &recipe, &rc) || mlr_cli_str(cmd, argc, argv, &i, "tensor", "a name", &tensor, &rc))
+    if (mlr_cli_str(cmd, argc, argv, &i, "inputs", "a file", &inputs, &rc) ||
+        mlr_cli_str(cmd, argc, argv, &i, "output", "a file", &output, &rc) ||
+        mlr_cli_str(cmd, argc, argv, &i, "recipe", "a name or file", &recipe, &rc) ||
+        mlr_cli_str(cmd, argc, argv, &i, "tensor", "a name", &tensor, &rc))
       continue;
     if ((m = mlr_cli_opt(argc, argv, &i, "set", &v))) {
-      if (m < 0 || nsets == 64) return mlr_cli_usage_error(cmd, "--set needs key=value (at most 64)");
+      if (m < 0 || nsets == 64)
+        return mlr_cli_usage_error(cmd, "--set needs key=value (at most 64)");
       sets[nsets++] = v;
     } else if ((m = mlr_cli_opt(argc, argv, &i, "truth", &v))) {
-      if (m < 0 || (strcmp(v, "dequantized") && strcmp(v, "bf16"))) return mlr_cli_usage_error(cmd, "--truth '%s' is not one of dequantized|bf16", m < 0 ? "" : v);
+      if (m < 0 || (strcmp(v, "dequantized") && strcmp(v, "bf16")))
+        return mlr_cli_usage_error(cmd, "--truth '%s' is not one of dequantized|bf16",
+                                   m < 0 ? "" : v);
       from = strcmp(v, "bf16") == 0 ? MLR_TRUTH_BF16 : MLR_TRUTH_DEQUANTIZED;
     } else if ((m = mlr_cli_opt(argc, argv, &i, "threads", &v))) {
       uint64_t n;
-      if (m < 0 || mlr_cli_parse_u64(v, &n) || n < 1 || n > 1024) return mlr_cli_usage_error(cmd, "--threads: an integer in 1..1024");
+      if (m < 0 || mlr_cli_parse_u64(v, &n) || n < 1 || n > 1024)
+        return mlr_cli_usage_error(cmd, "--threads: an integer in 1..1024");
       threads = (int)n;
     } else if ((m = mlr_cli_opt(argc, argv, &i, "rule", &v))) {
       mlr_error err = {""};
-      if (m < 0 || nrules == 16) return mlr_cli_usage_error(cmd, "--rule needs one of %s (at most 16)", mlr_rule_forms());
-      if (mlr_rule_parse(v, &rules[nrules++], &err) != MLR_OK) return mlr_cli_usage_error(cmd, "%s", err.msg);
-    } else if (strcmp(argv[i], "--json") == 0) json = 1;
-    else return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --inputs --output --recipe --set --rule --tensor --truth --threads --json)", argv[i]);
+      if (m < 0 || nrules == 16)
+        return mlr_cli_usage_error(cmd, "--rule needs one of %s (at most 16)", mlr_rule_forms());
+      if (mlr_rule_parse(v, &rules[nrules++], &err) != MLR_OK)
+        return mlr_cli_usage_error(cmd, "%s", err.msg);
+    } else if (strcmp(argv[i], "--json") == 0)
+      json = 1;
+    else
+      return mlr_cli_usage_error(cmd,
+                                 "unknown option '%s' (valid: --inputs --output --recipe --set "
+                                 "--rule --tensor --truth --threads --json)",
+                                 argv[i]);
   }
   if (rc != MLR_EXIT_OK) return rc;
   if (!inputs || !output || !recipe)
-    return mlr_cli_usage_error(cmd, "usage: check --inputs IN --output KERNEL_OUT --recipe NAME|FILE [--set k=v]... [--rule R]... [--truth dequantized|bf16]");
-  if (strcmp(tensor, "o")) return mlr_cli_usage_error(cmd, "--tensor '%s': check compares the output o (compare handles any tensor)", tensor);
+    return mlr_cli_usage_error(cmd,
+                               "usage: check --inputs IN --output KERNEL_OUT --recipe NAME|FILE "
+                               "[--set k=v]... [--rule R]... [--truth dequantized|bf16]");
+  if (strcmp(tensor, "o"))
+    return mlr_cli_usage_error(
+        cmd, "--tensor '%s': check compares the output o (compare handles any tensor)", tensor);
   if (!nrules) mlr_rule_parse("fa3", &rules[nrules++], NULL);
   mlr_recipe r;
   if ((rc = mlr_cli_recipe_sets(cmd, recipe, sets, nsets, &r)) != MLR_EXIT_OK) return rc;
@@ -215,39 +292,53 @@ int mlr_cmd_check(int argc, char **argv) {
   const mlr_tensor *xa;
   mlr_emu_result res = {0};
   double *truth = NULL, *tlse = NULL, *bound = NULL;
-  if (mlr_safetensors_read(inputs, &ti, &err) != MLR_OK || mlr_inputs_check(&ti, inputs, 0, &in, &err) != MLR_OK) {
+  if (mlr_safetensors_read(inputs, &ti, &err) != MLR_OK ||
+      mlr_inputs_check(&ti, inputs, 0, &in, &err) != MLR_OK) {
     rc = mlr_cli_usage_error(cmd, "%s", err.msg);
     goto done;
   }
   if ((rc = load_view(cmd, output, tensor, &tk, &a, &xa)) != MLR_EXIT_OK) goto done;
   if (xa->ndim != 3 || xa->shape[0] != in.T || xa->shape[1] != in.H || xa->shape[2] != 512) {
-    rc = mlr_cli_usage_error(cmd, "%s: tensor 'o' must be [%lld, %lld, 512] for these inputs", output, (long long)in.T, (long long)in.H);
+    rc = mlr_cli_usage_error(cmd, "%s: tensor 'o' must be [%lld, %lld, 512] for these inputs",
+                             output, (long long)in.T, (long long)in.H);
     goto done;
   }
   mlr_emu_opts o = {threads, 0, MLR_FAULT_NONE, 0};
   mlr_status st = mlr_emulate(&r, &in, &o, &res, &err);
   if (st != MLR_OK) {
-    rc = st == MLR_EINVAL ? mlr_cli_usage_error(cmd, "%s with %s: %s", recipe, inputs, err.msg) : (fprintf(stderr, "mlaref check: %s\n", err.msg), MLR_EXIT_FAIL);
+    rc = st == MLR_EINVAL ? mlr_cli_usage_error(cmd, "%s with %s: %s", recipe, inputs, err.msg)
+                          : (fprintf(stderr, "mlaref check: %s\n", err.msg), MLR_EXIT_FAIL);
     goto done;
   }
   const int64_t n = in.T * in.H * 512;
-  b.type = res.out_format == MLR_OUT_FP32 ? MLR_CT_F32 : res.out_format == MLR_OUT_FP16 ? MLR_CT_F16 : MLR_CT_BF16;
+  b.type = res.out_format == MLR_OUT_FP32   ? MLR_CT_F32
+           : res.out_format == MLR_OUT_FP16 ? MLR_CT_F16
+                                            : MLR_CT_BF16;
   b.data = res.o, b.n = n;
   if (a.type != b.type) {
-    rc = mlr_cli_usage_error(cmd, "%s: tensor 'o' is %s but recipe %s writes %s", output, mlr_dtype_name(xa->dtype), r.name,
-                             b.type == MLR_CT_F32 ? "F32" : b.type == MLR_CT_F16 ? "F16" : "BF16");
+    rc = mlr_cli_usage_error(cmd, "%s: tensor 'o' is %s but recipe %s writes %s", output,
+                             mlr_dtype_name(xa->dtype), r.name,
+                             b.type == MLR_CT_F32   ? "F32"
+                             : b.type == MLR_CT_F16 ? "F16"
+                                                    : "BF16");
     goto done;
   }
   truth = malloc((size_t)n * sizeof(double)), tlse = malloc((size_t)(in.T * in.H) * sizeof(double));
-  if (!truth || !tlse) { fprintf(stderr, "mlaref check: out of memory for the truth\n"); rc = MLR_EXIT_FAIL; goto done; }
+  if (!truth || !tlse) {
+    fprintf(stderr, "mlaref check: out of memory for the truth\n");
+    rc = MLR_EXIT_FAIL;
+    goto done;
+  }
   mlr_oracle_stats ost = {0};
   if ((st = mlr_oracle(&in, from, truth, tlse, &ost, &err)) != MLR_OK) {
-    rc = st == MLR_EINVAL ? mlr_cli_usage_error(cmd, "%s: %s", inputs, err.msg) : (fprintf(stderr, "mlaref check: %s\n", err.msg), MLR_EXIT_FAIL);
+    rc = st == MLR_EINVAL ? mlr_cli_usage_error(cmd, "%s: %s", inputs, err.msg)
+                          : (fprintf(stderr, "mlaref check: %s\n", err.msg), MLR_EXIT_FAIL);
     goto done;
   }
   t.type = MLR_CT_F64, t.data = truth, t.n = n;
   mlr_metrics m, mt, mr;
-  if (mlr_compare_metrics(&a, &b, &m, &err) != MLR_OK || mlr_compare_metrics(&a, &t, &mt, &err) != MLR_OK ||
+  if (mlr_compare_metrics(&a, &b, &m, &err) != MLR_OK ||
+      mlr_compare_metrics(&a, &t, &mt, &err) != MLR_OK ||
       mlr_compare_metrics(&b, &t, &mr, &err) != MLR_OK) {
     fprintf(stderr, "mlaref check: %s\n", err.msg);
     rc = MLR_EXIT_FAIL;
@@ -256,18 +347,27 @@ int mlr_cmd_check(int argc, char **argv) {
   char model[160], hash[65];
   snprintf(model, sizeof model, "model(%s)", r.name);
   mlr_recipe_hash(&r, hash);
-  if (ost.uncertified && !json) printf("note: %lld truth elements could not be certified within 1 ulp\n", (long long)ost.uncertified);
+  if (ost.uncertified && !json)
+    printf("note: %lld truth elements could not be certified within 1 ulp\n",
+           (long long)ost.uncertified);
   int want_bound = 0;
   for (int k = 0; k < nrules; k++) want_bound |= rules[k].kind == MLR_RULE_BUDGET;
   if (want_bound) { /* the recipe's a priori bound against the same truth (ref/budget) */
-    if (!(bound = malloc((size_t)n * sizeof(double)))) { fprintf(stderr, "mlaref check: out of memory for the bound\n"); rc = MLR_EXIT_FAIL; goto done; }
+    if (!(bound = malloc((size_t)n * sizeof(double)))) {
+      fprintf(stderr, "mlaref check: out of memory for the bound\n");
+      rc = MLR_EXIT_FAIL;
+      goto done;
+    }
     if ((st = mlr_budget_bound(&r, &in, from, truth, threads, bound, &err)) != MLR_OK) {
-      rc = st == MLR_EINVAL ? mlr_cli_usage_error(cmd, "%s: %s", inputs, err.msg) : (fprintf(stderr, "mlaref check: %s\n", err.msg), MLR_EXIT_FAIL);
+      rc = st == MLR_EINVAL ? mlr_cli_usage_error(cmd, "%s: %s", inputs, err.msg)
+                            : (fprintf(stderr, "mlaref check: %s\n", err.msg), MLR_EXIT_FAIL);
       goto done;
     }
   }
-  rc = evaluate(cmd, output, model, tensor, from == MLR_TRUTH_BF16 ? "truth(bf16 KV)" : "truth(dequantized KV)", xa, &a, &b, &m, &mt, &mr,
-                rules, nrules, json, &in, hash, mlr_tf_get_meta(&ti, "mlaref.shape"), &t, bound);
+  rc = evaluate(cmd, output, model, tensor,
+                from == MLR_TRUTH_BF16 ? "truth(bf16 KV)" : "truth(dequantized KV)", xa, &a, &b, &m,
+                &mt, &mr, rules, nrules, json, &in, hash, mlr_tf_get_meta(&ti, "mlaref.shape"), &t,
+                bound);
 done:
   free(truth), free(tlse), free(bound);
   mlr_emu_result_free(&res);
@@ -282,15 +382,24 @@ int mlr_cmd_oracle(int argc, char **argv) {
   const char *cmd = "oracle", *inputs = NULL, *out = NULL, *from_s = "dequantized";
   int rc = MLR_EXIT_OK, allow = 0;
   for (int i = 0; i < argc && rc == MLR_EXIT_OK; i++) {
-    if (mlr_cli_str(cmd, argc, argv, &i, "inputs", "a file", &inputs, &rc) || mlr_cli_str(cmd, argc, argv, &i, "out", "a file", &out, &rc) ||
-        mlr_cli_str(cmd, argc, argv, &i, "from", "dequantized or bf16", &from_s, &rc) || mlr_cli_max_memory_opt(cmd, argc, argv, &i, &rc))
+    if (mlr_cli_str(cmd, argc, argv, &i, "inputs", "a file", &inputs, &rc) ||
+        mlr_cli_str(cmd, argc, argv, &i, "out", "a file", &out, &rc) ||
+        mlr_cli_str(cmd, argc, argv, &i, "from", "dequantized or bf16", &from_s, &rc) ||
+        mlr_cli_max_memory_opt(cmd, argc, argv, &i, &rc))
       continue;
-    if (strcmp(argv[i], "--allow-nonfinite") == 0) allow = 1;
-    else rc = mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --inputs --out --from --max-memory --allow-nonfinite)", argv[i]);
+    if (strcmp(argv[i], "--allow-nonfinite") == 0)
+      allow = 1;
+    else
+      rc = mlr_cli_usage_error(
+          cmd, "unknown option '%s' (valid: --inputs --out --from --max-memory --allow-nonfinite)",
+          argv[i]);
   }
   if (rc != MLR_EXIT_OK) return rc;
-  if (!inputs || !out) return mlr_cli_usage_error(cmd, "usage: oracle --inputs IN --out OUT [--from dequantized|bf16]");
-  if (strcmp(from_s, "dequantized") && strcmp(from_s, "bf16")) return mlr_cli_usage_error(cmd, "--from '%s' is not one of dequantized|bf16", from_s);
+  if (!inputs || !out)
+    return mlr_cli_usage_error(cmd,
+                               "usage: oracle --inputs IN --out OUT [--from dequantized|bf16]");
+  if (strcmp(from_s, "dequantized") && strcmp(from_s, "bf16"))
+    return mlr_cli_usage_error(cmd, "--from '%s' is not one of dequantized|bf16", from_s);
   const mlr_truth_from from = strcmp(from_s, "bf16") == 0 ? MLR_TRUTH_BF16 : MLR_TRUTH_DEQUANTIZED;
   double in_bytes;
   if ((rc = mlr_cli_file_fits(cmd, inputs, &in_bytes)) != MLR_EXIT_OK) return rc;
@@ -298,12 +407,14 @@ int mlr_cmd_oracle(int argc, char **argv) {
   mlr_tf_init(&ti), mlr_tf_init(&to);
   mlr_inputs in;
   mlr_error err = {""};
-  if (mlr_safetensors_read(inputs, &ti, &err) != MLR_OK || mlr_inputs_check(&ti, inputs, allow, &in, &err) != MLR_OK) {
+  if (mlr_safetensors_read(inputs, &ti, &err) != MLR_OK ||
+      mlr_inputs_check(&ti, inputs, allow, &in, &err) != MLR_OK) {
     mlr_tf_free(&ti);
     return mlr_cli_usage_error(cmd, "%s", err.msg);
   }
   /* o and lse in F64 beside the inputs (the MPFR work is per thread and small) */
-  if ((rc = mlr_cli_memory_fits(cmd, in_bytes + (double)in.T * (double)in.H * 513 * 8, "%s with its truth (%lld query tokens x %lld heads, F64)", inputs,
+  if ((rc = mlr_cli_memory_fits(cmd, in_bytes + (double)in.T * (double)in.H * 513 * 8,
+                                "%s with its truth (%lld query tokens x %lld heads, F64)", inputs,
                                 (long long)in.T, (long long)in.H)) != MLR_EXIT_OK) {
     mlr_tf_free(&ti);
     return rc;
@@ -314,22 +425,32 @@ int mlr_cmd_oracle(int argc, char **argv) {
   if (st == MLR_OK) st = mlr_tf_add(&to, "lse", MLR_DT_F64, 2, sl, &l);
   mlr_oracle_stats stats = {0};
   const double t0 = mlr_cli_now();
-  if (st == MLR_OK) st = mlr_oracle(&in, from, o->data, l->data, &stats, &err);
-  else mlr_error_set(&err, st, "cannot allocate the outputs (%s)", mlr_status_str(st));
+  if (st == MLR_OK)
+    st = mlr_oracle(&in, from, o->data, l->data, &stats, &err);
+  else
+    mlr_error_set(&err, st, "cannot allocate the outputs (%s)", mlr_status_str(st));
   const double secs = mlr_cli_now() - t0;
-  if (st == MLR_EINVAL) rc = mlr_cli_usage_error(cmd, "%s: %s", inputs, err.msg);
-  else if (st != MLR_OK) rc = (fprintf(stderr, "mlaref oracle: %s\n", err.msg), MLR_EXIT_FAIL);
+  if (st == MLR_EINVAL)
+    rc = mlr_cli_usage_error(cmd, "%s: %s", inputs, err.msg);
+  else if (st != MLR_OK)
+    rc = (fprintf(stderr, "mlaref oracle: %s\n", err.msg), MLR_EXIT_FAIL);
   if (rc == MLR_EXIT_OK) {
     char unc[32];
     snprintf(unc, sizeof unc, "%lld", (long long)stats.uncertified);
-    const char *kv[][2] = {{"mlaref.version", MLAREF_VERSION}, {"mlaref.kind", "oracle"}, {"mlaref.oracle.from", from_s},
-                           {"mlaref.oracle.uncertified", unc}, {"mlaref.inputs", inputs}, {"mlaref.shape", mlr_tf_get_meta(&ti, "mlaref.shape")}};
-    for (size_t k = 0; st == MLR_OK && k < sizeof kv / sizeof *kv; k++) st = kv[k][1] ? mlr_tf_set_meta(&to, kv[k][0], kv[k][1]) : MLR_OK;
+    const char *kv[][2] = {
+        {"mlaref.version", MLAREF_VERSION}, {"mlaref.kind", "oracle"},
+        {"mlaref.oracle.from", from_s},     {"mlaref.oracle.uncertified", unc},
+        {"mlaref.inputs", inputs},          {"mlaref.shape", mlr_tf_get_meta(&ti, "mlaref.shape")}};
+    for (size_t k = 0; st == MLR_OK && k < sizeof kv / sizeof *kv; k++)
+      st = kv[k][1] ? mlr_tf_set_meta(&to, kv[k][0], kv[k][1]) : MLR_OK;
     if (st == MLR_OK) st = mlr_safetensors_write(out, &to, &err);
-    if (st != MLR_OK) rc = mlr_cli_usage_error(cmd, "%s", err.msg);
+    if (st != MLR_OK)
+      rc = mlr_cli_usage_error(cmd, "%s", err.msg);
     else {
-      printf("oracle: %s from %s KV: %lld x %lld x 512 elements within 1 ulp, %lld uncertified; %.2f s; wrote %s\n", inputs, from_s,
-             (long long)in.T, (long long)in.H, (long long)stats.uncertified, secs, out);
+      printf("oracle: %s from %s KV: %lld x %lld x 512 elements within 1 ulp, %lld uncertified; "
+             "%.2f s; wrote %s\n",
+             inputs, from_s, (long long)in.T, (long long)in.H, (long long)stats.uncertified, secs,
+             out);
       rc = stats.uncertified ? MLR_EXIT_FAIL : MLR_EXIT_OK;
     }
   }

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "ref/formats/mlr_formats.h"
+#include "mlr_formats.h"
 
 typedef struct fmt_args {
   int have_format;
@@ -27,34 +27,41 @@ static int parse_fmt_args(const char *cmd, int argc, char **argv, fmt_args *a, i
     const char *v = NULL;
     int m;
     if ((m = mlr_cli_opt(argc, argv, &i, "format", &v)) != 0) {
-      if (m < 0) return mlr_cli_usage_error(cmd, "--format needs a value (valid: %s)", mlr_format_names());
+      if (m < 0)
+        return mlr_cli_usage_error(cmd, "--format needs a value (valid: %s)", mlr_format_names());
       if (mlr_format_parse(v, &a->format) != MLR_OK)
         return mlr_cli_usage_error(cmd, "unknown format '%s' (valid: %s)", v, mlr_format_names());
       a->have_format = 1;
     } else if ((m = mlr_cli_opt(argc, argv, &i, "overflow", &v)) != 0) {
       if (m < 0 || mlr_overflow_parse(v, &a->overflow) != MLR_OK)
-        return mlr_cli_usage_error(cmd, "unknown overflow mode '%s' (valid: %s)", m < 0 ? "" : v, mlr_overflow_names());
+        return mlr_cli_usage_error(cmd, "unknown overflow mode '%s' (valid: %s)", m < 0 ? "" : v,
+                                   mlr_overflow_names());
     } else if ((m = mlr_cli_opt(argc, argv, &i, "rounding", &v)) != 0) {
       if (m < 0 || mlr_rounding_parse(v, &a->rounding) != MLR_OK)
-        return mlr_cli_usage_error(cmd, "unknown rounding mode '%s' (valid: %s)", m < 0 ? "" : v, mlr_rounding_names());
+        return mlr_cli_usage_error(cmd, "unknown rounding mode '%s' (valid: %s)", m < 0 ? "" : v,
+                                   mlr_rounding_names());
     } else if (allow_rbits && (m = mlr_cli_opt(argc, argv, &i, "rbits", &v)) != 0) {
       uint64_t r;
       if (m < 0 || mlr_cli_parse_u64(v, &r) || r > 0xFFFFFFFFu)
-        return mlr_cli_usage_error(cmd, "--rbits '%s' is not an integer in 0..0xffffffff", m < 0 ? "" : v);
+        return mlr_cli_usage_error(cmd, "--rbits '%s' is not an integer in 0..0xffffffff",
+                                   m < 0 ? "" : v);
       a->rbits = (uint32_t)r;
     } else if (argv[i][0] == '-' && argv[i][1] == '-') {
-      return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --format, --overflow, --rounding%s)", argv[i],
-                                 allow_rbits ? ", --rbits" : "");
+      return mlr_cli_usage_error(cmd,
+                                 "unknown option '%s' (valid: --format, --overflow, --rounding%s)",
+                                 argv[i], allow_rbits ? ", --rbits" : "");
     } else {
       if (!allow_positional)
-        return mlr_cli_usage_error(cmd, "unexpected argument '%s' (this command takes options only)", argv[i]);
+        return mlr_cli_usage_error(
+            cmd, "unexpected argument '%s' (this command takes options only)", argv[i]);
       /* move positionals to the front of the tail in order */
       char *p = argv[i];
       memmove(argv + npos + 1, argv + npos, (size_t)(i - npos) * sizeof *argv);
       argv[npos++] = p;
     }
   }
-  if (!a->have_format) return mlr_cli_usage_error(cmd, "missing --format (valid: %s)", mlr_format_names());
+  if (!a->have_format)
+    return mlr_cli_usage_error(cmd, "missing --format (valid: %s)", mlr_format_names());
   *npos_out = npos;
   return 0;
 }
@@ -101,20 +108,22 @@ static int cmd_encode(int argc, char **argv) {
   fmt_args a;
   int npos;
   if (parse_fmt_args(cmd, argc, argv, &a, 1, 1, &npos)) return MLR_EXIT_USAGE;
-  if (npos == 0) return mlr_cli_usage_error(cmd, "no values given (decimal or hex floats, inf, nan)");
+  if (npos == 0)
+    return mlr_cli_usage_error(cmd, "no values given (decimal or hex floats, inf, nan)");
   double *vals = malloc((size_t)npos * sizeof *vals);
   if (!vals) return mlr_cli_usage_error(cmd, "out of memory");
   for (int i = 0; i < npos; i++)
     if (mlr_cli_parse_double(argv[i], &vals[i])) {
       free(vals);
-      return mlr_cli_usage_error(cmd, "'%s' is not a number (decimal or hex float, inf, nan)", argv[i]);
+      return mlr_cli_usage_error(cmd, "'%s' is not a number (decimal or hex float, inf, nan)",
+                                 argv[i]);
     }
   const int w = code_digits(a.format);
   for (int i = 0; i < npos; i++) {
     const uint32_t c = mlr_encode_f64(vals[i], a.format, a.rounding, a.overflow, a.rbits);
     const float d = mlr_decode(a.format, c);
-    printf("%s %a -> 0x%0*X %s %a (%.9g)\n", mlr_format_name(a.format), vals[i], w, c, code_class(a.format, c),
-           (double)d, (double)d);
+    printf("%s %a -> 0x%0*X %s %a (%.9g)\n", mlr_format_name(a.format), vals[i], w, c,
+           code_class(a.format, c), (double)d, (double)d);
   }
   free(vals);
   return MLR_EXIT_OK;
@@ -128,7 +137,8 @@ static int cmd_decode(int argc, char **argv) {
   if (npos == 0) return mlr_cli_usage_error(cmd, "no codes given (integers such as 0x7e)");
   const mlr_format_params p = mlr_format_get(a.format);
   const uint64_t top = (1ull << p.bits) - 1u;
-  uint64_t *codes = malloc((size_t)npos * sizeof *codes); /* all checked before anything is printed */
+  uint64_t *codes =
+      malloc((size_t)npos * sizeof *codes); /* all checked before anything is printed */
   if (!codes) return mlr_cli_usage_error(cmd, "out of memory");
   for (int i = 0; i < npos; i++)
     if (mlr_cli_parse_u64(argv[i], &codes[i]) || codes[i] > top) {
@@ -140,7 +150,8 @@ static int cmd_decode(int argc, char **argv) {
   for (int i = 0; i < npos; i++) {
     const uint32_t c = (uint32_t)codes[i];
     const float d = mlr_decode(a.format, c);
-    printf("%s 0x%0*X %s %a (%.9g)\n", mlr_format_name(a.format), w, c, code_class(a.format, c), (double)d, (double)d);
+    printf("%s 0x%0*X %s %a (%.9g)\n", mlr_format_name(a.format), w, c, code_class(a.format, c),
+           (double)d, (double)d);
   }
   free(codes);
   return MLR_EXIT_OK;
@@ -148,26 +159,31 @@ static int cmd_decode(int argc, char **argv) {
 
 /* The contract table, computed from the library itself. */
 void mlr_cli_print_format_table(FILE *out) {
-  fprintf(out, "%-9s %4s %3s %4s  %-14s %-12s %-12s %-14s %s\n", "format", "bits", "t", "bias", "max", "min normal",
-          "min subnorm", "NaN", "Inf");
+  fprintf(out, "%-9s %4s %3s %4s  %-14s %-12s %-12s %-14s %s\n", "format", "bits", "t", "bias",
+          "max", "min normal", "min subnorm", "NaN", "Inf");
   for (int i = 0; i < MLR_FMT_COUNT; i++) {
     const mlr_format f = (mlr_format)i;
     const mlr_format_params p = mlr_format_get(f);
     const int w = p.bits / 4;
     char nan[32], inf[16];
-    if (p.fnuz) snprintf(nan, sizeof nan, "0x%0*X only", w, p.nan_code);
-    else snprintf(nan, sizeof nan, "0x%0*X (+sign)", w, p.nan_code);
-    if (p.inf_code) snprintf(inf, sizeof inf, "0x%0*X", w, p.inf_code);
-    else snprintf(inf, sizeof inf, "none");
-    fprintf(out, "%-9s %4d %3d %4d  %-14.8g %-12a %-12a %-14s %s%s\n", mlr_format_name(f), p.bits, p.t, p.bias,
-            (double)mlr_format_max(f), (double)mlr_decode(f, 1u << p.t), (double)mlr_decode(f, 1u), nan, inf,
-            p.fnuz ? ", no -0" : "");
+    if (p.fnuz)
+      snprintf(nan, sizeof nan, "0x%0*X only", w, p.nan_code);
+    else
+      snprintf(nan, sizeof nan, "0x%0*X (+sign)", w, p.nan_code);
+    if (p.inf_code)
+      snprintf(inf, sizeof inf, "0x%0*X", w, p.inf_code);
+    else
+      snprintf(inf, sizeof inf, "none");
+    fprintf(out, "%-9s %4d %3d %4d  %-14.8g %-12a %-12a %-14s %s%s\n", mlr_format_name(f), p.bits,
+            p.t, p.bias, (double)mlr_format_max(f), (double)mlr_decode(f, 1u << p.t),
+            (double)mlr_decode(f, 1u), nan, inf, p.fnuz ? ", no -0" : "");
   }
 }
 
 int mlr_cmd_formats(int argc, char **argv) {
   if (argc < 1)
-    return mlr_cli_usage_error("formats", "missing subcommand (valid: info|boundaries|encode|decode)");
+    return mlr_cli_usage_error("formats",
+                               "missing subcommand (valid: info|boundaries|encode|decode)");
   const char *sub = argv[0];
   if (strcmp(sub, "boundaries") == 0) return cmd_boundaries(argc - 1, argv + 1);
   if (strcmp(sub, "encode") == 0) return cmd_encode(argc - 1, argv + 1);
@@ -177,5 +193,6 @@ int mlr_cmd_formats(int argc, char **argv) {
     mlr_cli_print_format_table(stdout);
     return MLR_EXIT_OK;
   }
-  return mlr_cli_usage_error("formats", "unknown subcommand '%s' (valid: info|boundaries|encode|decode)", sub);
+  return mlr_cli_usage_error("formats",
+                             "unknown subcommand '%s' (valid: info|boundaries|encode|decode)", sub);
 }

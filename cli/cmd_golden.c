@@ -1,15 +1,14 @@
 /* mlaref golden: golden outputs of the model and their digest manifest.
- *   golden --suite NAME --recipe NAME|FILE|all --out DIR      write DIR/SUITE.CELL.RECIPE.safetensors
- *   golden --digests FILE --suite NAME... [--recipe ...|all]  write the digest manifest
- *   golden --verify [--digests FILE] [--goldens DIR] [--suite NAME]...
- *          regenerate every manifest row (of the named suites) and check the digests, and every
- *          golden file present in DIR against the regenerated outputs.
- * A golden file holds o and lse, and in __metadata__ the mlaref version, the recipe (name,
- * canonical string, SHA-256), the cell (suite, name, generator spec, seed, generator version)
- * and the SHA-256 of the input tensors q and kv. Files are written atomically (temporary name,
- * fsync, rename). The manifest (tab-separated, '#' comments): suite, cell, recipe, recipe
- * SHA-256, SHA-256 of o's bytes, SHA-256 of lse's bytes. A recipe that does not fit a cell (fp8
- * operands on bf16 KV) has no row. */
+ *   golden --suite NAME --recipe NAME|FILE|all --out DIR      write
+ * DIR/SUITE.CELL.RECIPE.safetensors golden --digests FILE --suite NAME... [--recipe ...|all]  write
+ * the digest manifest golden --verify [--digests FILE] [--goldens DIR] [--suite NAME]... regenerate
+ * every manifest row (of the named suites) and check the digests, and every golden file present in
+ * DIR against the regenerated outputs. A golden file holds o and lse, and in __metadata__ the
+ * mlaref version, the recipe (name, canonical string, SHA-256), the cell (suite, name, generator
+ * spec, seed, generator version) and the SHA-256 of the input tensors q and kv. Files are written
+ * atomically (temporary name, fsync, rename). The manifest (tab-separated, '#' comments): suite,
+ * cell, recipe, recipe SHA-256, SHA-256 of o's bytes, SHA-256 of lse's bytes. A recipe that does
+ * not fit a cell (fp8 operands on bf16 KV) has no row. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,13 +16,13 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "fixtures/io/mlr_manifest.h"
-#include "fixtures/gen/mlr_gen.h"
-#include "fixtures/inputs/mlr_inputs.h"
-#include "fixtures/suites/mlr_suites.h"
-#include "gpu/exact/mlr_gpu.h"
-#include "ref/emulate/mlr_emulate.h"
-#include "ref/recipe/mlr_recipe.h"
+#include "mlr_manifest.h"
+#include "mlr_gen.h"
+#include "mlr_inputs.h"
+#include "mlr_suites.h"
+#include "mlr_gpu.h"
+#include "mlr_emulate.h"
+#include "mlr_recipe.h"
 
 #define DEFAULT_DIGESTS "fixtures/goldens/digests.tsv"
 #define DEFAULT_GOLDENS "fixtures/goldens"
@@ -40,7 +39,6 @@ typedef struct cellin {
   char q_sha[65], kv_sha[65];
 } cellin;
 
-
 static int cell_inputs(const char *cmd, const char *spec, cellin *c) {
   const int rc = mlr_cli_gen_memory(cmd, "cell", spec, &c->tf, &c->in, NULL);
   if (rc != MLR_EXIT_OK) return rc;
@@ -50,17 +48,19 @@ static int cell_inputs(const char *cmd, const char *spec, cellin *c) {
   return MLR_EXIT_OK;
 }
 
-static int use_gpu;           /* --gpu: the GPU exact kernel computes the outputs */
-static double gpu_kernel_ms;  /* their kernel time, summed */
+static int use_gpu;          /* --gpu: the GPU exact kernel computes the outputs */
+static double gpu_kernel_ms; /* their kernel time, summed */
 
 static int run_cell(const char *cmd, const mlr_recipe *r, const cellin *c, outcome *out) {
   memset(out, 0, sizeof *out);
   mlr_error err = {""};
   mlr_emu_opts o = {0, 0, MLR_FAULT_NONE, 0};
   mlr_recipe_hash(r, out->recipe_sha);
-  if (mlr_emu_check_fit(r, &c->in, &err) == MLR_EINVAL) return MLR_EXIT_OK; /* does not fit: no row */
+  if (mlr_emu_check_fit(r, &c->in, &err) == MLR_EINVAL)
+    return MLR_EXIT_OK; /* does not fit: no row */
   mlr_gpu_timing tm = {0, 0, 0, 0, 0, 0};
-  const mlr_status st = use_gpu ? mlr_gpu_exact(r, &c->in, &out->res, &tm, &err) : mlr_emulate(r, &c->in, &o, &out->res, &err);
+  const mlr_status st = use_gpu ? mlr_gpu_exact(r, &c->in, &out->res, &tm, &err)
+                                : mlr_emulate(r, &c->in, &o, &out->res, &err);
   gpu_kernel_ms += tm.kernel_ms;
   if (st != MLR_OK) {
     fprintf(stderr, "mlaref %s: %s\n", cmd, err.msg);
@@ -79,17 +79,21 @@ static void progress(int tty, const char *what, size_t k, size_t n) {
   fflush(stderr);
 }
 
-static mlr_status write_golden(const char *path, const char *suite, const mlr_suite_cell *cell, const mlr_recipe *r,
-                               const cellin *c, const outcome *oc, mlr_error *err) {
+static mlr_status write_golden(const char *path, const char *suite, const mlr_suite_cell *cell,
+                               const mlr_recipe *r, const cellin *c, const outcome *oc,
+                               mlr_error *err) {
   mlr_tensor_file tf;
   mlr_tf_init(&tf);
   const mlr_emu_result *res = &oc->res;
   const int64_t so[3] = {res->T, res->H, MLR_EMU_V_DIM}, sl[2] = {res->T, res->H};
   mlr_tensor *t;
-  const mlr_dtype od = res->out_format == MLR_OUT_FP32 ? MLR_DT_F32 : res->out_format == MLR_OUT_FP16 ? MLR_DT_F16 : MLR_DT_BF16;
+  const mlr_dtype od = res->out_format == MLR_OUT_FP32   ? MLR_DT_F32
+                       : res->out_format == MLR_OUT_FP16 ? MLR_DT_F16
+                                                         : MLR_DT_BF16;
   mlr_status st = mlr_tf_add(&tf, "o", od, 3, so, &t);
   if (st == MLR_OK) memcpy(t->data, res->o, mlr_emu_o_bytes(res));
-  if (st == MLR_OK && (st = mlr_tf_add(&tf, "lse", MLR_DT_F32, 2, sl, &t)) == MLR_OK) memcpy(t->data, res->lse, (size_t)(res->T * res->H) * 4);
+  if (st == MLR_OK && (st = mlr_tf_add(&tf, "lse", MLR_DT_F32, 2, sl, &t)) == MLR_OK)
+    memcpy(t->data, res->lse, (size_t)(res->T * res->H) * 4);
   char canon[2048];
   mlr_recipe_canonical(r, canon, sizeof canon);
   const char *kv[][2] = {{"mlaref.version", MLAREF_VERSION},
@@ -106,9 +110,12 @@ static mlr_status write_golden(const char *path, const char *suite, const mlr_su
                          {"mlaref.inputs.kv.sha256", c->kv_sha},
                          {"mlaref.o.sha256", oc->o_sha},
                          {"mlaref.lse.sha256", oc->lse_sha}};
-  for (size_t k = 0; st == MLR_OK && k < sizeof kv / sizeof *kv; k++) st = mlr_tf_set_meta(&tf, kv[k][0], kv[k][1] ? kv[k][1] : "");
-  if (st == MLR_OK) st = mlr_safetensors_write(path, &tf, err);
-  else mlr_error_set(err, st, "%s: %s", path, mlr_status_str(st));
+  for (size_t k = 0; st == MLR_OK && k < sizeof kv / sizeof *kv; k++)
+    st = mlr_tf_set_meta(&tf, kv[k][0], kv[k][1] ? kv[k][1] : "");
+  if (st == MLR_OK)
+    st = mlr_safetensors_write(path, &tf, err);
+  else
+    mlr_error_set(err, st, "%s: %s", path, mlr_status_str(st));
   mlr_tf_free(&tf);
   return st;
 }
@@ -117,24 +124,37 @@ static mlr_status write_golden(const char *path, const char *suite, const mlr_su
 static int check_file(const char *path, const outcome *oc, char *why, size_t n) {
   mlr_tensor_file tf;
   mlr_error err = {""};
-  if (mlr_safetensors_read(path, &tf, &err) != MLR_OK) { snprintf(why, n, "%s", err.msg); return 1; }
+  if (mlr_safetensors_read(path, &tf, &err) != MLR_OK) {
+    snprintf(why, n, "%s", err.msg);
+    return 1;
+  }
   const mlr_tensor *o = mlr_tf_find(&tf, "o"), *l = mlr_tf_find(&tf, "lse");
   const char *rh = mlr_tf_get_meta(&tf, "mlaref.recipe.sha256");
   int bad = 0;
-  if (!o || !l) snprintf(why, n, "%s: no tensor 'o' or 'lse'", path), bad = 1;
-  else if (o->nbytes != mlr_emu_o_bytes(&oc->res) || memcmp(o->data, oc->res.o, o->nbytes)) snprintf(why, n, "%s: o differs from the model's", path), bad = 1;
-  else if (l->nbytes != (size_t)(oc->res.T * oc->res.H) * 4 || memcmp(l->data, oc->res.lse, l->nbytes)) snprintf(why, n, "%s: lse differs from the model's", path), bad = 1;
-  else if (!rh || strcmp(rh, oc->recipe_sha)) snprintf(why, n, "%s: recipe hash %s, the recipe's is %s", path, rh ? rh : "(none)", oc->recipe_sha), bad = 1;
+  if (!o || !l)
+    snprintf(why, n, "%s: no tensor 'o' or 'lse'", path), bad = 1;
+  else if (o->nbytes != mlr_emu_o_bytes(&oc->res) || memcmp(o->data, oc->res.o, o->nbytes))
+    snprintf(why, n, "%s: o differs from the model's", path), bad = 1;
+  else if (l->nbytes != (size_t)(oc->res.T * oc->res.H) * 4 ||
+           memcmp(l->data, oc->res.lse, l->nbytes))
+    snprintf(why, n, "%s: lse differs from the model's", path), bad = 1;
+  else if (!rh || strcmp(rh, oc->recipe_sha))
+    snprintf(why, n, "%s: recipe hash %s, the recipe's is %s", path, rh ? rh : "(none)",
+             oc->recipe_sha),
+        bad = 1;
   mlr_tf_free(&tf);
   return bad;
 }
 
-static int verify(const char *cmd, const char *digests, const char *goldens, const char **suites, int nsuites) {
+static int verify(const char *cmd, const char *digests, const char *goldens, const char **suites,
+                  int nsuites) {
   mlr_manifest_row *mrows;
   size_t nrows;
   mlr_error merr = {""};
   const mlr_status mst = mlr_manifest_read(digests, &mrows, &nrows, &merr);
-  if (mst == MLR_EIO) return mlr_cli_usage_error(cmd, "cannot open the digest manifest '%s' (--digests FILE)", digests);
+  if (mst == MLR_EIO)
+    return mlr_cli_usage_error(cmd, "cannot open the digest manifest '%s' (--digests FILE)",
+                               digests);
   if (mst != MLR_OK) return mlr_cli_usage_error(cmd, "%s", merr.msg);
   char last_cell[256] = "";
   size_t rows = 0, bad = 0, files = 0;
@@ -142,7 +162,8 @@ static int verify(const char *cmd, const char *digests, const char *goldens, con
   int have = 0, rc = MLR_EXIT_OK, tty = isatty(2);
   for (size_t ri = 0; ri < nrows; ri++) {
     const mlr_manifest_row *mr = &mrows[ri];
-    const char *suite = mr->suite, *cellname = mr->cell, *rname = mr->recipe, *rsha = mr->recipe_sha, *osha = mr->o_sha, *lsha = mr->lse_sha;
+    const char *suite = mr->suite, *cellname = mr->cell, *rname = mr->recipe,
+               *rsha = mr->recipe_sha, *osha = mr->o_sha, *lsha = mr->lse_sha;
     int wanted = nsuites == 0;
     for (int k = 0; k < nsuites; k++) wanted |= strcmp(suites[k], suite) == 0;
     if (!wanted) continue;
@@ -152,7 +173,8 @@ static int verify(const char *cmd, const char *digests, const char *goldens, con
       if (strcmp(s->cells[k].name, cellname) == 0) cell = &s->cells[k];
     mlr_recipe r;
     if (!cell || mlr_recipe_builtin(rname, &r) != MLR_OK) {
-      printf("golden %s/%s/%s: FAIL: the suite, cell or recipe no longer exists\n", suite, cellname, rname);
+      printf("golden %s/%s/%s: FAIL: the suite, cell or recipe no longer exists\n", suite, cellname,
+             rname);
       bad++, rows++;
       continue;
     }
@@ -169,15 +191,22 @@ static int verify(const char *cmd, const char *digests, const char *goldens, con
     if ((rc = run_cell(cmd, &r, &c, &oc)) != MLR_EXIT_OK) break;
     rows++;
     progress(tty, key, rows, rows);
-    if (!oc.fits) printf("golden %s/%s: FAIL: the recipe no longer fits the cell\n", key, rname), bad++;
-    else if (strcmp(oc.recipe_sha, rsha)) printf("golden %s/%s: FAIL: recipe hash %s, manifest %s\n", key, rname, oc.recipe_sha, rsha), bad++;
-    else if (strcmp(oc.o_sha, osha)) printf("golden %s/%s: FAIL: o digest %s, manifest %s\n", key, rname, oc.o_sha, osha), bad++;
-    else if (strcmp(oc.lse_sha, lsha)) printf("golden %s/%s: FAIL: lse digest %s, manifest %s\n", key, rname, oc.lse_sha, lsha), bad++;
+    if (!oc.fits)
+      printf("golden %s/%s: FAIL: the recipe no longer fits the cell\n", key, rname), bad++;
+    else if (strcmp(oc.recipe_sha, rsha))
+      printf("golden %s/%s: FAIL: recipe hash %s, manifest %s\n", key, rname, oc.recipe_sha, rsha),
+          bad++;
+    else if (strcmp(oc.o_sha, osha))
+      printf("golden %s/%s: FAIL: o digest %s, manifest %s\n", key, rname, oc.o_sha, osha), bad++;
+    else if (strcmp(oc.lse_sha, lsha))
+      printf("golden %s/%s: FAIL: lse digest %s, manifest %s\n", key, rname, oc.lse_sha, lsha),
+          bad++;
     char path[4096], why[4800];
     snprintf(path, sizeof path, "%s/%s.%s.%s.safetensors", goldens, suite, cellname, rname);
     if (oc.fits && access(path, F_OK) == 0) {
       files++;
-      if (check_file(path, &oc, why, sizeof why)) printf("golden %s/%s: FAIL: %s\n", key, rname, why), bad++;
+      if (check_file(path, &oc, why, sizeof why))
+        printf("golden %s/%s: FAIL: %s\n", key, rname, why), bad++;
     }
     mlr_emu_result_free(&oc.res);
   }
@@ -193,7 +222,8 @@ static int verify(const char *cmd, const char *digests, const char *goldens, con
 }
 
 int mlr_cmd_golden(int argc, char **argv) {
-  const char *cmd = "golden", *out = NULL, *digests = NULL, *goldens = DEFAULT_GOLDENS, *suites[8], *rnames[16];
+  const char *cmd = "golden", *out = NULL, *digests = NULL, *goldens = DEFAULT_GOLDENS, *suites[8],
+             *rnames[16];
   int nsuites = 0, nr = 0, do_verify = 0;
   uint64_t max_bs = 0;
   int rc = MLR_EXIT_OK;
@@ -201,41 +231,60 @@ int mlr_cmd_golden(int argc, char **argv) {
     const char *v;
     int m;
     if ((m = mlr_cli_opt(argc, argv, &i, "suite", &v))) {
-      if (m < 0 || nsuites == 8) return mlr_cli_usage_error(cmd, "--suite needs one of %s (at most 8)", mlr_suite_names());
-      if (!mlr_suite_find(v)) return mlr_cli_usage_error(cmd, "unknown suite '%s' (valid: %s)", v, mlr_suite_names());
+      if (m < 0 || nsuites == 8)
+        return mlr_cli_usage_error(cmd, "--suite needs one of %s (at most 8)", mlr_suite_names());
+      if (!mlr_suite_find(v))
+        return mlr_cli_usage_error(cmd, "unknown suite '%s' (valid: %s)", v, mlr_suite_names());
       suites[nsuites++] = v;
     } else if ((m = mlr_cli_opt(argc, argv, &i, "recipe", &v))) {
-      if (m < 0 || nr == 16) return mlr_cli_usage_error(cmd, "--recipe needs a name, a file or 'all' (at most 16)");
+      if (m < 0 || nr == 16)
+        return mlr_cli_usage_error(cmd, "--recipe needs a name, a file or 'all' (at most 16)");
       rnames[nr++] = v;
-    } else if (mlr_cli_str(cmd, argc, argv, &i, "out", "a folder", &out, &rc) || mlr_cli_str(cmd, argc, argv, &i, "digests", "a file", &digests, &rc) ||
+    } else if (mlr_cli_str(cmd, argc, argv, &i, "out", "a folder", &out, &rc) ||
+               mlr_cli_str(cmd, argc, argv, &i, "digests", "a file", &digests, &rc) ||
                mlr_cli_str(cmd, argc, argv, &i, "goldens", "a folder", &goldens, &rc))
       continue;
     else if ((m = mlr_cli_opt(argc, argv, &i, "max-bs", &v))) {
-      if (m < 0 || mlr_cli_parse_u64(v, &max_bs) || max_bs < 1) return mlr_cli_usage_error(cmd, "--max-bs: a positive integer");
-    } else if (strcmp(argv[i], "--verify") == 0) do_verify = 1;
-    else if (strcmp(argv[i], "--gpu") == 0) use_gpu = 1;
-    else return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --suite --recipe --out --digests --goldens --max-bs --verify --gpu)", argv[i]);
+      if (m < 0 || mlr_cli_parse_u64(v, &max_bs) || max_bs < 1)
+        return mlr_cli_usage_error(cmd, "--max-bs: a positive integer");
+    } else if (strcmp(argv[i], "--verify") == 0)
+      do_verify = 1;
+    else if (strcmp(argv[i], "--gpu") == 0)
+      use_gpu = 1;
+    else
+      return mlr_cli_usage_error(cmd,
+                                 "unknown option '%s' (valid: --suite --recipe --out --digests "
+                                 "--goldens --max-bs --verify --gpu)",
+                                 argv[i]);
   }
   if (rc != MLR_EXIT_OK) return rc;
   mlr_error derr = {""};
   char device[256];
-  if (use_gpu && mlr_gpu_device(device, sizeof device, &derr) != MLR_OK) return mlr_cli_usage_error(cmd, "--gpu: %s", derr.msg);
+  if (use_gpu && mlr_gpu_device(device, sizeof device, &derr) != MLR_OK)
+    return mlr_cli_usage_error(cmd, "--gpu: %s", derr.msg);
   if (do_verify) {
-    if (out || nr) return mlr_cli_usage_error(cmd, "--verify takes --digests, --goldens and --suite only");
+    if (out || nr)
+      return mlr_cli_usage_error(cmd, "--verify takes --digests, --goldens and --suite only");
     return verify(cmd, digests ? digests : DEFAULT_DIGESTS, goldens, suites, nsuites);
   }
   if ((!out) == (!digests) || !nsuites)
-    return mlr_cli_usage_error(cmd, "usage: golden --suite NAME... --recipe NAME|all (--out DIR | --digests FILE) | golden --verify [--digests FILE] [--suite NAME]...");
-  if (out && access(out, W_OK) != 0) return mlr_cli_usage_error(cmd, "--out '%s' is not an existing writable folder", out);
+    return mlr_cli_usage_error(
+        cmd, "usage: golden --suite NAME... --recipe NAME|all (--out DIR | --digests FILE) | "
+             "golden --verify [--digests FILE] [--suite NAME]...");
+  if (out && access(out, W_OK) != 0)
+    return mlr_cli_usage_error(cmd, "--out '%s' is not an existing writable folder", out);
   static mlr_recipe rs[16];
   int n;
   rc = mlr_cli_recipes(cmd, rnames, nr, rs, &n);
   if (rc != MLR_EXIT_OK) return rc;
   mlr_atomic_file af;
   mlr_error err = {""};
-  if (digests && mlr_atomic_open(&af, digests, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "%s", err.msg);
+  if (digests && mlr_atomic_open(&af, digests, &err) != MLR_OK)
+    return mlr_cli_usage_error(cmd, "%s", err.msg);
   FILE *mf = digests ? (FILE *)af.fp : NULL;
-  if (mf) fprintf(mf, "# mlaref golden digests (mlaref golden --digests): suite, cell, recipe, recipe SHA-256, SHA-256 of o, SHA-256 of lse\n");
+  if (mf)
+    fprintf(mf, "# mlaref golden digests (mlaref golden --digests): suite, cell, recipe, recipe "
+                "SHA-256, SHA-256 of o, SHA-256 of lse\n");
   size_t total = 0, done = 0;
   for (int k = 0; k < nsuites; k++) total += mlr_suite_find(suites[k])->n * (size_t)n;
   const int tty = isatty(2);
@@ -254,15 +303,19 @@ int mlr_cmd_golden(int argc, char **argv) {
         if (mf) {
           mlr_manifest_row mr;
           char row[MLR_MANIFEST_LINE_MAX + 2];
-          snprintf(mr.suite, sizeof mr.suite, "%s", s->name), snprintf(mr.cell, sizeof mr.cell, "%s", s->cells[ci].name);
-          snprintf(mr.recipe, sizeof mr.recipe, "%.63s", rs[ri].name), snprintf(mr.recipe_sha, sizeof mr.recipe_sha, "%s", oc.recipe_sha);
-          snprintf(mr.o_sha, sizeof mr.o_sha, "%s", oc.o_sha), snprintf(mr.lse_sha, sizeof mr.lse_sha, "%s", oc.lse_sha);
+          snprintf(mr.suite, sizeof mr.suite, "%s", s->name),
+              snprintf(mr.cell, sizeof mr.cell, "%s", s->cells[ci].name);
+          snprintf(mr.recipe, sizeof mr.recipe, "%.63s", rs[ri].name),
+              snprintf(mr.recipe_sha, sizeof mr.recipe_sha, "%s", oc.recipe_sha);
+          snprintf(mr.o_sha, sizeof mr.o_sha, "%s", oc.o_sha),
+              snprintf(mr.lse_sha, sizeof mr.lse_sha, "%s", oc.lse_sha);
           mlr_manifest_format_row(&mr, row, sizeof row);
           fputs(row, mf);
         }
         if (out && (!max_bs || (uint64_t)c.in.B <= max_bs)) {
           char path[4096];
-          snprintf(path, sizeof path, "%s/%s.%s.%s.safetensors", out, s->name, s->cells[ci].name, rs[ri].name);
+          snprintf(path, sizeof path, "%s/%s.%s.%s.safetensors", out, s->name, s->cells[ci].name,
+                   rs[ri].name);
           if (write_golden(path, s->name, &s->cells[ci], &rs[ri], &c, &oc, &err) != MLR_OK) {
             rc = mlr_cli_usage_error(cmd, "%s", err.msg);
           }
@@ -273,10 +326,16 @@ int mlr_cmd_golden(int argc, char **argv) {
     }
   }
   if (mf) {
-    if (rc == MLR_EXIT_OK && mlr_atomic_commit(&af, &err) != MLR_OK) rc = mlr_cli_usage_error(cmd, "%s", err.msg);
-    else if (rc != MLR_EXIT_OK) mlr_atomic_abort(&af);
+    if (rc == MLR_EXIT_OK && mlr_atomic_commit(&af, &err) != MLR_OK)
+      rc = mlr_cli_usage_error(cmd, "%s", err.msg);
+    else if (rc != MLR_EXIT_OK)
+      mlr_atomic_abort(&af);
   }
-  if (rc == MLR_EXIT_OK && use_gpu) printf("golden: on the GPU exact kernel (%s, %s): %.1f ms of kernels\n", device, mlr_gpu_backend(), gpu_kernel_ms);
-  if (rc == MLR_EXIT_OK) printf("golden: %zu cell x recipe runs%s%s%s%s\n", done, out ? ", files in " : "", out ? out : "", digests ? ", manifest " : "", digests ? digests : "");
+  if (rc == MLR_EXIT_OK && use_gpu)
+    printf("golden: on the GPU exact kernel (%s, %s): %.1f ms of kernels\n", device,
+           mlr_gpu_backend(), gpu_kernel_ms);
+  if (rc == MLR_EXIT_OK)
+    printf("golden: %zu cell x recipe runs%s%s%s%s\n", done, out ? ", files in " : "",
+           out ? out : "", digests ? ", manifest " : "", digests ? digests : "");
   return rc;
 }

@@ -1,4 +1,5 @@
-/* mlaref policy-check --policy P [--against P0] [--suite NAME | --shape SPEC...] [--recipe NAME|FILE]...
+/* mlaref policy-check --policy P [--against P0] [--suite NAME | --shape SPEC...] [--recipe
+ * NAME|FILE]...
  *                     [--tolerance RTOL,ATOL] [--threshold X] [--threads N] [--json]
  * What a change of the fp8 Q scale policy does to every kernel, run whenever the policy changes.
  * For every recipe with fp8 Q (default: the built-ins' and the fast GPU kernel's; bf16-Q recipes
@@ -15,9 +16,10 @@
  *              margin.
  * Then one recommendation line a kernel and one for the change. Exit 1 when any cell FAILs, 0 when
  * none does, 2 bad input.
- * Where a GPU is (--gpu auto, the default; require: an error without one; off), the fast kernel's own
- * outputs are checked too, as the kernels "fast-a8w8 (GPU)": the same figures from the GPU's output
- * under each policy (a policy the kernel does not compute, per head or per token, is n/a). */
+ * Where a GPU is (--gpu auto, the default; require: an error without one; off), the fast kernel's
+ * own outputs are checked too, as the kernels "fast-a8w8 (GPU)": the same figures from the GPU's
+ * output under each policy (a policy the kernel does not compute, per head or per token, is n/a).
+ */
 #define _POSIX_C_SOURCE 200809L
 #include <jansson.h>
 #include <math.h>
@@ -27,22 +29,22 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "fixtures/gen/mlr_gen.h"
-#include "fixtures/inputs/mlr_inputs.h"
-#include "fixtures/suites/mlr_suites.h"
-#include "compare/mlr_compare.h"
-#include "gpu/exact/mlr_gpu.h"
-#include "gpu/fast/mlr_gpu_fast.h"
-#include "ref/budget/mlr_budget.h"
-#include "ref/emulate/mlr_emulate.h"
-#include "ref/oracle/mlr_oracle.h"
-#include "ref/recipe/mlr_recipe.h"
+#include "mlr_gen.h"
+#include "mlr_inputs.h"
+#include "mlr_suites.h"
+#include "mlr_compare.h"
+#include "mlr_gpu.h"
+#include "mlr_gpu_fast.h"
+#include "mlr_budget.h"
+#include "mlr_emulate.h"
+#include "mlr_oracle.h"
+#include "mlr_recipe.h"
 
 enum { MAXREC = 24, MAXSHAPES = 64 };
 
 typedef struct cell {
-  int applicable;           /* the recipe fits the inputs */
-  char reason[256];         /* why not */
+  int applicable;   /* the recipe fits the inputs */
+  char reason[256]; /* why not */
   mlr_policy_point before, after;
   char before_policy[64];
   int pass_before, pass_after; /* utilisation max at most the threshold */
@@ -58,7 +60,8 @@ typedef struct shape {
 
 /* the recipes to check: the named ones, or every built-in and fast-kernel recipe with fp8 Q (the
  * bf16-Q ones' names into unaffected) */
-static int pick_recipes(const char *cmd, const char **names, int n, mlr_recipe *out, int *nout, char *unaffected, size_t un) {
+static int pick_recipes(const char *cmd, const char **names, int n, mlr_recipe *out, int *nout,
+                        char *unaffected, size_t un) {
   *nout = 0;
   unaffected[0] = 0;
   if (n) {
@@ -66,7 +69,10 @@ static int pick_recipes(const char *cmd, const char **names, int n, mlr_recipe *
       const int rc = mlr_cli_recipe_sets(cmd, names[k], NULL, 0, &out[*nout]);
       if (rc != MLR_EXIT_OK) return rc;
       if (out[*nout].q_format == MLR_Q_BF16)
-        return mlr_cli_usage_error(cmd, "recipe '%s' has bf16 Q, which has no scale policy to check (--recipe names a recipe with fp8 Q)", names[k]);
+        return mlr_cli_usage_error(cmd,
+                                   "recipe '%s' has bf16 Q, which has no scale policy to check "
+                                   "(--recipe names a recipe with fp8 Q)",
+                                   names[k]);
       (*nout)++;
     }
     return MLR_EXIT_OK;
@@ -74,26 +80,34 @@ static int pick_recipes(const char *cmd, const char **names, int n, mlr_recipe *
   for (int src = 0; src < 2; src++) {
     char buf[512];
     snprintf(buf, sizeof buf, "%s", src ? mlr_gpu_fast_recipe_names() : mlr_recipe_builtin_names());
-    for (char *save = NULL, *t = strtok_r(buf, "|", &save); t && *nout < MAXREC; t = strtok_r(NULL, "|", &save)) {
+    for (char *save = NULL, *t = strtok_r(buf, "|", &save); t && *nout < MAXREC;
+         t = strtok_r(NULL, "|", &save)) {
       mlr_recipe r;
-      if (src) mlr_gpu_fast_recipe(t, &r);
-      else mlr_recipe_builtin(t, &r);
-      if (r.q_format != MLR_Q_BF16) out[(*nout)++] = r;
-      else snprintf(unaffected + strlen(unaffected), un - strlen(unaffected), "%s%s", unaffected[0] ? ", " : "", t);
+      if (src)
+        mlr_gpu_fast_recipe(t, &r);
+      else
+        mlr_recipe_builtin(t, &r);
+      if (r.q_format != MLR_Q_BF16)
+        out[(*nout)++] = r;
+      else
+        snprintf(unaffected + strlen(unaffected), un - strlen(unaffected), "%s%s",
+                 unaffected[0] ? ", " : "", t);
     }
   }
   return MLR_EXIT_OK;
 }
 
-static json_t *point_json(const char *policy, const mlr_policy_point *p, int pass) { /* pass: at most the threshold */
-  return json_pack("{s:s,s:f,s:f,s:f,s:f,s:b}", "policy", policy, "util_max", p->util_max, "util_p999", p->util_p999, "clipped_fraction",
-                   p->clipped_frac, "rel_l2", p->rel_l2, "pass", pass);
+static json_t *point_json(const char *policy, const mlr_policy_point *p,
+                          int pass) { /* pass: at most the threshold */
+  return json_pack("{s:s,s:f,s:f,s:f,s:f,s:b}", "policy", policy, "util_max", p->util_max,
+                   "util_p999", p->util_p999, "clipped_fraction", p->clipped_frac, "rel_l2",
+                   p->rel_l2, "pass", pass);
 }
 
 /* the fast kernel's own output on the GPU under recipe r: the figures mlr_budget_policy_point gives
  * for the model. MLR_EINVAL when the kernel does not compute r or take these inputs. */
-static mlr_status gpu_point(const mlr_recipe *r, const mlr_inputs *in, const double *truth, double rtol, double atol, mlr_policy_point *p,
-                            mlr_error *err) {
+static mlr_status gpu_point(const mlr_recipe *r, const mlr_inputs *in, const double *truth,
+                            double rtol, double atol, mlr_policy_point *p, mlr_error *err) {
   mlr_gpu_fast *f = NULL;
   mlr_emu_result res;
   memset(&res, 0, sizeof res);
@@ -118,8 +132,9 @@ static mlr_status gpu_point(const mlr_recipe *r, const mlr_inputs *in, const dou
 
 /* one shape: its inputs, the truth once, then every recipe under both policies (on_gpu[k]: the
  * fast kernel's own output, not the model's) */
-static int run_shape(const char *cmd, const shape *sh, const mlr_recipe *rs, const int *on_gpu, int nr, const char *policy, const char *against,
-                     double rtol, double atol, double threshold, double margin, int threads, cell *out) {
+static int run_shape(const char *cmd, const shape *sh, const mlr_recipe *rs, const int *on_gpu,
+                     int nr, const char *policy, const char *against, double rtol, double atol,
+                     double threshold, double margin, int threads, cell *out) {
   mlr_tensor_file tf;
   mlr_inputs in;
   int rc = mlr_cli_gen_memory(cmd, "shape", sh->spec, &tf, &in, NULL);
@@ -136,8 +151,10 @@ static int run_shape(const char *cmd, const shape *sh, const mlr_recipe *rs, con
     mlr_recipe_policy_text(&before, c->before_policy, sizeof c->before_policy);
     mlr_error fit = {""};
     if (mlr_emu_check_fit(&before, &in, &fit) != MLR_OK ||
-        (on_gpu[k] && (mlr_gpu_fast_fit(&before, &in, &fit) != MLR_OK || mlr_gpu_fast_fit(&after, &in, &fit) != MLR_OK))) {
-      /* e.g. bf16 KV for an fp8-KV recipe, a policy the GPU kernel does not compute: not this kernel's input */
+        (on_gpu[k] && (mlr_gpu_fast_fit(&before, &in, &fit) != MLR_OK ||
+                       mlr_gpu_fast_fit(&after, &in, &fit) != MLR_OK))) {
+      /* e.g. bf16 KV for an fp8-KV recipe, a policy the GPU kernel does not compute: not this
+       * kernel's input */
       snprintf(c->reason, sizeof c->reason, "%.255s", fit.msg);
       continue;
     }
@@ -146,23 +163,32 @@ static int run_shape(const char *cmd, const shape *sh, const mlr_recipe *rs, con
       if ((st = gpu_point(&before, &in, truth, rtol, atol, &c->before, &err)) != MLR_OK) break;
       if ((st = gpu_point(&after, &in, truth, rtol, atol, &c->after, &err)) != MLR_OK) break;
     } else {
-      if ((st = mlr_budget_policy_point(&before, &in, truth, rtol, atol, threads, &c->before, &err)) != MLR_OK) break;
-      if ((st = mlr_budget_policy_point(&after, &in, truth, rtol, atol, threads, &c->after, &err)) != MLR_OK) break;
+      if ((st = mlr_budget_policy_point(&before, &in, truth, rtol, atol, threads, &c->before,
+                                        &err)) != MLR_OK)
+        break;
+      if ((st = mlr_budget_policy_point(&after, &in, truth, rtol, atol, threads, &c->after,
+                                        &err)) != MLR_OK)
+        break;
     }
-    c->pass_before = c->before.util_max <= threshold, c->pass_after = c->after.util_max <= threshold;
-    c->verdict = c->pass_after ? V_PASS : !c->pass_before && c->after.util_max <= (1 + margin) * c->before.util_max ? V_SAME : V_FAIL;
+    c->pass_before = c->before.util_max <= threshold,
+    c->pass_after = c->after.util_max <= threshold;
+    c->verdict = c->pass_after ? V_PASS
+                 : !c->pass_before && c->after.util_max <= (1 + margin) * c->before.util_max
+                     ? V_SAME
+                     : V_FAIL;
   }
   free(truth);
   mlr_tf_free(&tf);
   if (st == MLR_OK) return MLR_EXIT_OK;
-  if (st == MLR_EINVAL || st == MLR_EPARSE) return mlr_cli_usage_error(cmd, "%s: %s", sh->name, err.msg);
+  if (st == MLR_EINVAL || st == MLR_EPARSE)
+    return mlr_cli_usage_error(cmd, "%s: %s", sh->name, err.msg);
   fprintf(stderr, "mlaref %s: %s: %s\n", cmd, sh->name, err.msg);
   return MLR_EXIT_FAIL;
 }
 
 /* the recommendation for recipe k over every shape: into buf; returns 1 when a cell FAILs */
-static int recommend(const mlr_recipe *r, const cell *cells, int k, int nr, const shape *shapes, int ns, const char *policy,
-                     double threshold, char *buf, size_t n) {
+static int recommend(const mlr_recipe *r, const cell *cells, int k, int nr, const shape *shapes,
+                     int ns, const char *policy, double threshold, char *buf, size_t n) {
   int na = 0, nfail = 0, nsame = 0, worst = -1, worst_fail = -1;
   for (int s = 0; s < ns; s++) {
     const cell *c = &cells[s * nr + k];
@@ -170,8 +196,10 @@ static int recommend(const mlr_recipe *r, const cell *cells, int k, int nr, cons
     na++;
     nfail += c->verdict == V_FAIL, nsame += c->verdict == V_SAME;
     if (worst < 0 || c->after.util_max > cells[worst * nr + k].after.util_max) worst = s;
-    if (c->verdict == V_FAIL && (worst_fail < 0 || c->after.util_max - c->before.util_max >
-                                                       cells[worst_fail * nr + k].after.util_max - cells[worst_fail * nr + k].before.util_max))
+    if (c->verdict == V_FAIL &&
+        (worst_fail < 0 ||
+         c->after.util_max - c->before.util_max > cells[worst_fail * nr + k].after.util_max -
+                                                      cells[worst_fail * nr + k].before.util_max))
       worst_fail = s;
   }
   if (!na) {
@@ -180,82 +208,119 @@ static int recommend(const mlr_recipe *r, const cell *cells, int k, int nr, cons
   }
   const cell *w = &cells[worst * nr + k];
   if (!nfail && !nsame)
-    snprintf(buf, n, "%.64s: safe to switch to %.64s: worst utilisation %.3g (%.64s, was %.3g under %.64s; %.3g%% of Q clipped) on %d shapes", r->name,
-             policy, w->after.util_max, shapes[worst].name, w->before.util_max, w->before_policy, 100 * w->after.clipped_frac, na);
+    snprintf(buf, n,
+             "%.64s: safe to switch to %.64s: worst utilisation %.3g (%.64s, was %.3g under %.64s; "
+             "%.3g%% of Q clipped) on %d shapes",
+             r->name, policy, w->after.util_max, shapes[worst].name, w->before.util_max,
+             w->before_policy, 100 * w->after.clipped_frac, na);
   else if (!nfail)
-    snprintf(buf, n, "%.64s: %.64s is no worse than %.64s, but %d of %d shapes are over %g under both (worst %.64s: %.3g, was %.3g; %.3g%% of Q "
+    snprintf(buf, n,
+             "%.64s: %.64s is no worse than %.64s, but %d of %d shapes are over %g under both "
+             "(worst %.64s: %.3g, was %.3g; %.3g%% of Q "
              "clipped): the current policy's problem too",
-             r->name, policy, w->before_policy, nsame, na, threshold, shapes[worst].name, w->after.util_max, w->before.util_max,
-             100 * w->after.clipped_frac);
+             r->name, policy, w->before_policy, nsame, na, threshold, shapes[worst].name,
+             w->after.util_max, w->before.util_max, 100 * w->after.clipped_frac);
   else {
     const cell *f = &cells[worst_fail * nr + k];
-    snprintf(buf, n, "%.64s: do not switch to %.64s: it fails on %d of %d shapes, most on %.64s (utilisation %.3g, was %.3g under %.64s; %.3g%% of Q "
+    snprintf(buf, n,
+             "%.64s: do not switch to %.64s: it fails on %d of %d shapes, most on %.64s "
+             "(utilisation %.3g, was %.3g under %.64s; %.3g%% of Q "
              "clipped, was %.3g%%)",
-             r->name, policy, nfail, na, shapes[worst_fail].name, f->after.util_max, f->before.util_max, f->before_policy, 100 * f->after.clipped_frac,
+             r->name, policy, nfail, na, shapes[worst_fail].name, f->after.util_max,
+             f->before.util_max, f->before_policy, 100 * f->after.clipped_frac,
              100 * f->before.clipped_frac);
   }
   return nfail > 0;
 }
 
 int mlr_cmd_policy_check(int argc, char **argv) {
-  const char *cmd = "policy-check", *policy = NULL, *against = NULL, *suite = NULL, *recipes[MAXREC], *gpu = "auto";
+  const char *cmd = "policy-check", *policy = NULL, *against = NULL, *suite = NULL,
+             *recipes[MAXREC], *gpu = "auto";
   shape shapes[MAXSHAPES];
   int nshape = 0, nrec = 0, threads = 0, json = 0, rc = MLR_EXIT_OK;
   double rtol = 1e-2, atol = 1e-2, threshold = 1.0, margin = 0.1;
   for (int i = 0; i < argc; i++) {
     const char *v;
     int m;
-    if (mlr_cli_str(cmd, argc, argv, &i, "policy", "static:absmax=A|dynamic|per_head|per_token", &policy, &rc) ||
-        mlr_cli_str(cmd, argc, argv, &i, "against", "static:absmax=A|dynamic|per_head|per_token", &against, &rc) ||
-        mlr_cli_str(cmd, argc, argv, &i, "suite", mlr_suite_names(), &suite, &rc) || mlr_cli_max_memory_opt(cmd, argc, argv, &i, &rc) ||
+    if (mlr_cli_str(cmd, argc, argv, &i, "policy", "static:absmax=A|dynamic|per_head|per_token",
+                    &policy, &rc) ||
+        mlr_cli_str(cmd, argc, argv, &i, "against", "static:absmax=A|dynamic|per_head|per_token",
+                    &against, &rc) ||
+        mlr_cli_str(cmd, argc, argv, &i, "suite", mlr_suite_names(), &suite, &rc) ||
+        mlr_cli_max_memory_opt(cmd, argc, argv, &i, &rc) ||
         mlr_cli_str(cmd, argc, argv, &i, "gpu", "auto, off or require", &gpu, &rc)) {
       if (rc) return rc;
     } else if ((m = mlr_cli_opt(argc, argv, &i, "shape", &v))) {
-      if (m < 0 || nshape == MAXSHAPES) return mlr_cli_usage_error(cmd, "--shape needs a SPEC, e.g. bs=4,kv=1024 (at most %d)", MAXSHAPES);
+      if (m < 0 || nshape == MAXSHAPES)
+        return mlr_cli_usage_error(cmd, "--shape needs a SPEC, e.g. bs=4,kv=1024 (at most %d)",
+                                   MAXSHAPES);
       shapes[nshape].name = v, shapes[nshape++].spec = v;
     } else if ((m = mlr_cli_opt(argc, argv, &i, "recipe", &v))) {
-      if (m < 0 || nrec == MAXREC) return mlr_cli_usage_error(cmd, "--recipe needs a name or file (at most %d)", MAXREC);
+      if (m < 0 || nrec == MAXREC)
+        return mlr_cli_usage_error(cmd, "--recipe needs a name or file (at most %d)", MAXREC);
       recipes[nrec++] = v;
     } else if ((m = mlr_cli_opt(argc, argv, &i, "tolerance", &v))) {
-      if ((rc = mlr_cli_parse_tolerance(cmd, m > 0 ? v : NULL, &rtol, &atol)) != MLR_EXIT_OK) return rc;
+      if ((rc = mlr_cli_parse_tolerance(cmd, m > 0 ? v : NULL, &rtol, &atol)) != MLR_EXIT_OK)
+        return rc;
     } else if ((m = mlr_cli_opt(argc, argv, &i, "threshold", &v))) {
       if (m < 0 || mlr_cli_parse_double(v, &threshold) || !(threshold > 0) || !isfinite(threshold))
-        return mlr_cli_usage_error(cmd, "--threshold needs a number > 0 (the largest utilisation that passes)");
+        return mlr_cli_usage_error(
+            cmd, "--threshold needs a number > 0 (the largest utilisation that passes)");
     } else if ((m = mlr_cli_opt(argc, argv, &i, "margin", &v))) {
       if (m < 0 || mlr_cli_parse_double(v, &margin) || !(margin >= 0) || !isfinite(margin))
-        return mlr_cli_usage_error(cmd, "--margin needs a number >= 0 (how much higher a utilisation already over the threshold may get, 0.1 = 10%%)");
+        return mlr_cli_usage_error(cmd,
+                                   "--margin needs a number >= 0 (how much higher a utilisation "
+                                   "already over the threshold may get, 0.1 = 10%%)");
     } else if ((m = mlr_cli_opt(argc, argv, &i, "threads", &v))) {
       uint64_t p;
-      if (m < 0 || mlr_cli_parse_u64(v, &p) || p < 1 || p > 1024) return mlr_cli_usage_error(cmd, "--threads '%s': an integer in 1..1024", m < 0 ? "" : v);
+      if (m < 0 || mlr_cli_parse_u64(v, &p) || p < 1 || p > 1024)
+        return mlr_cli_usage_error(cmd, "--threads '%s': an integer in 1..1024", m < 0 ? "" : v);
       threads = (int)p;
-    } else if (!strcmp(argv[i], "--json")) json = 1;
-    else return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --policy --against --suite --shape --recipe --tolerance --threshold --margin --threads --gpu --max-memory --json)", argv[i]);
+    } else if (!strcmp(argv[i], "--json"))
+      json = 1;
+    else
+      return mlr_cli_usage_error(
+          cmd,
+          "unknown option '%s' (valid: --policy --against --suite --shape --recipe --tolerance "
+          "--threshold --margin --threads --gpu --max-memory --json)",
+          argv[i]);
   }
   if (!policy)
-    return mlr_cli_usage_error(cmd, "usage: policy-check --policy static:absmax=A|dynamic|per_head|per_token [--against P] [--suite NAME | --shape SPEC...] "
-                                    "[--recipe R]... [--tolerance RTOL,ATOL] [--threshold X] [--margin M] [--json]");
+    return mlr_cli_usage_error(
+        cmd, "usage: policy-check --policy static:absmax=A|dynamic|per_head|per_token [--against "
+             "P] [--suite NAME | --shape SPEC...] "
+             "[--recipe R]... [--tolerance RTOL,ATOL] [--threshold X] [--margin M] [--json]");
   if (suite && nshape) return mlr_cli_usage_error(cmd, "--suite and --shape: give one of them");
-  if (strcmp(gpu, "auto") && strcmp(gpu, "off") && strcmp(gpu, "require")) return mlr_cli_usage_error(cmd, "--gpu '%s' is not one of auto|off|require", gpu);
+  if (strcmp(gpu, "auto") && strcmp(gpu, "off") && strcmp(gpu, "require"))
+    return mlr_cli_usage_error(cmd, "--gpu '%s' is not one of auto|off|require", gpu);
   /* both policies parsed before any work (a recipe with fp8 Q to parse them against) */
   mlr_recipe probe;
   mlr_recipe_builtin("fp32-seq", &probe);
   probe.q_format = MLR_Q_E4M3, probe.q_scale = MLR_QS_DYNAMIC;
   mlr_error err = {""};
-  if (mlr_recipe_set_policy(&probe, policy, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "--policy: %s", err.msg);
-  if (against && mlr_recipe_set_policy(&probe, against, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "--against: %s", err.msg);
+  if (mlr_recipe_set_policy(&probe, policy, &err) != MLR_OK)
+    return mlr_cli_usage_error(cmd, "--policy: %s", err.msg);
+  if (against && mlr_recipe_set_policy(&probe, against, &err) != MLR_OK)
+    return mlr_cli_usage_error(cmd, "--against: %s", err.msg);
   if (!nshape) {
     const mlr_suite *su = mlr_suite_find(suite ? suite : "nightly");
-    if (!su) return mlr_cli_usage_error(cmd, "--suite '%s' is not a suite (valid: %s)", suite, mlr_suite_names());
-    for (size_t k = 0; k < su->n && nshape < MAXSHAPES; k++) shapes[nshape].name = su->cells[k].name, shapes[nshape++].spec = su->cells[k].spec;
+    if (!su)
+      return mlr_cli_usage_error(cmd, "--suite '%s' is not a suite (valid: %s)", suite,
+                                 mlr_suite_names());
+    for (size_t k = 0; k < su->n && nshape < MAXSHAPES; k++)
+      shapes[nshape].name = su->cells[k].name, shapes[nshape++].spec = su->cells[k].spec;
   }
-  for (int k = 0; k < nshape; k++) { /* every spec checked before any output (bad input prints one line only) */
+  for (int k = 0; k < nshape;
+       k++) { /* every spec checked before any output (bad input prints one line only) */
     mlr_gen_spec gs;
     if ((rc = mlr_cli_spec_fits(cmd, "shape", shapes[k].spec, &gs)) != MLR_EXIT_OK) return rc;
     mlr_gen_spec_free(&gs);
   }
   static mlr_recipe rs[MAXREC];
   char unaffected[512];
-  if ((rc = pick_recipes(cmd, recipes, nrec, rs, &nrec, unaffected, sizeof unaffected)) != MLR_EXIT_OK) return rc;
+  if ((rc = pick_recipes(cmd, recipes, nrec, rs, &nrec, unaffected, sizeof unaffected)) !=
+      MLR_EXIT_OK)
+    return rc;
   /* the GPU kernels: each fast-kernel recipe again, run on the GPU */
   int on_gpu[MAXREC] = {0};
   char device[256] = "";
@@ -266,7 +331,8 @@ int mlr_cmd_policy_check(int argc, char **argv) {
       device[0] = 0;
     }
     for (int k = 0, n0 = nrec; device[0] && k < n0 && nrec < MAXREC; k++)
-      if (mlr_gpu_fast_fit(&rs[k], NULL, &ge) == MLR_OK || mlr_gpu_fast_recipe(rs[k].name, &probe) == MLR_OK) {
+      if (mlr_gpu_fast_fit(&rs[k], NULL, &ge) == MLR_OK ||
+          mlr_gpu_fast_recipe(rs[k].name, &probe) == MLR_OK) {
         rs[nrec] = rs[k], on_gpu[nrec] = 1;
         snprintf(rs[nrec].name, sizeof rs[nrec].name, "%.56s (GPU)", rs[k].name);
         nrec++;
@@ -279,20 +345,30 @@ int mlr_cmd_policy_check(int argc, char **argv) {
   }
   const int progress = !json && isatty(2);
   int sw = 12; /* the shape column: as wide as the longest name */
-  for (int s = 0; s < nshape; s++) sw = (int)strlen(shapes[s].name) > sw ? (int)strlen(shapes[s].name) : sw;
+  for (int s = 0; s < nshape; s++)
+    sw = (int)strlen(shapes[s].name) > sw ? (int)strlen(shapes[s].name) : sw;
   if (!json) {
-    printf("mlaref policy-check: Q policy %s against %s; %d kernels x %d shapes; truth: certified, dequantized KV; utilisation |out - truth| / (%g + %g "
+    printf("mlaref policy-check: Q policy %s against %s; %d kernels x %d shapes; truth: certified, "
+           "dequantized KV; utilisation |out - truth| / (%g + %g "
            "|truth|), pass at most %g (or, over it before too, at most %g%% higher)\n",
-           policy, against ? against : "each recipe's own", nrec, nshape, atol, rtol, threshold, 100 * margin);
+           policy, against ? against : "each recipe's own", nrec, nshape, atol, rtol, threshold,
+           100 * margin);
     if (unaffected[0]) printf("unaffected (bf16 Q, no scale): %s\n", unaffected);
-    printf("GPU kernels: %s%s\n", device[0] ? "the fast kernel's own outputs on " : "none (", device[0] ? device : !strcmp(gpu, "off") ? "--gpu off)" : "no GPU found)");
-    printf("%-22s %-*s %-18s %9s %9s %9s  -> %9s %9s %9s  %s\n", "kernel", sw, "shape", "policy before", "util max", "p99.9", "clipped%", "util max",
-           "p99.9", "clipped%", "verdict");
+    printf("GPU kernels: %s%s\n", device[0] ? "the fast kernel's own outputs on " : "none (",
+           device[0]             ? device
+           : !strcmp(gpu, "off") ? "--gpu off)"
+                                 : "no GPU found)");
+    printf("%-22s %-*s %-18s %9s %9s %9s  -> %9s %9s %9s  %s\n", "kernel", sw, "shape",
+           "policy before", "util max", "p99.9", "clipped%", "util max", "p99.9", "clipped%",
+           "verdict");
   }
   const double t0 = mlr_cli_now();
   for (int s = 0; s < nshape && rc == MLR_EXIT_OK; s++) {
-    if (progress) fprintf(stderr, "\rpolicy-check: shape %d of %d (%s), %.0f s   ", s + 1, nshape, shapes[s].name, mlr_cli_now() - t0);
-    rc = run_shape(cmd, &shapes[s], rs, on_gpu, nrec, policy, against, rtol, atol, threshold, margin, threads, &cells[s * nrec]);
+    if (progress)
+      fprintf(stderr, "\rpolicy-check: shape %d of %d (%s), %.0f s   ", s + 1, nshape,
+              shapes[s].name, mlr_cli_now() - t0);
+    rc = run_shape(cmd, &shapes[s], rs, on_gpu, nrec, policy, against, rtol, atol, threshold,
+                   margin, threads, &cells[s * nrec]);
     for (int k = 0; !json && rc == MLR_EXIT_OK && k < nrec; k++) {
       const cell *c = &cells[s * nrec + k];
       if (progress) fprintf(stderr, "\r%60s\r", "");
@@ -300,9 +376,10 @@ int mlr_cmd_policy_check(int argc, char **argv) {
         printf("%-22s %-*s n/a: %s\n", rs[k].name, sw, shapes[s].name, c->reason);
         continue;
       }
-      printf("%-22s %-*s %-18s %9.4g %9.4g %9.3g  -> %9.4g %9.4g %9.3g  %s\n", rs[k].name, sw, shapes[s].name, c->before_policy, c->before.util_max,
-             c->before.util_p999, 100 * c->before.clipped_frac, c->after.util_max, c->after.util_p999, 100 * c->after.clipped_frac,
-             VERDICT[c->verdict]);
+      printf("%-22s %-*s %-18s %9.4g %9.4g %9.3g  -> %9.4g %9.4g %9.3g  %s\n", rs[k].name, sw,
+             shapes[s].name, c->before_policy, c->before.util_max, c->before.util_p999,
+             100 * c->before.clipped_frac, c->after.util_max, c->after.util_p999,
+             100 * c->after.clipped_frac, VERDICT[c->verdict]);
     }
     fflush(stdout);
   }
@@ -312,37 +389,47 @@ int mlr_cmd_policy_check(int argc, char **argv) {
     return rc;
   }
   int failing = 0, ncells = 0, nfail = 0;
-  json_t *root = json ? json_pack("{s:s,s:s,s:s,s:f,s:f,s:f,s:f,s:s}", "mlaref_version", MLAREF_VERSION, "policy", policy, "against",
-                                  against ? against : "own", "rtol", rtol, "atol", atol, "threshold", threshold, "margin", margin, "truth", "dequantized")
-                      : NULL;
+  json_t *root =
+      json ? json_pack("{s:s,s:s,s:s,s:f,s:f,s:f,s:f,s:s}", "mlaref_version", MLAREF_VERSION,
+                       "policy", policy, "against", against ? against : "own", "rtol", rtol, "atol",
+                       atol, "threshold", threshold, "margin", margin, "truth", "dequantized")
+           : NULL;
   json_t *jk = json_array(), *jc = json_array();
   if (!json) printf("recommendations:\n");
   for (int k = 0; k < nrec; k++) {
     char line[1024];
-    const int f = recommend(&rs[k], cells, k, nrec, shapes, nshape, policy, threshold, line, sizeof line);
+    const int f =
+        recommend(&rs[k], cells, k, nrec, shapes, nshape, policy, threshold, line, sizeof line);
     failing += f;
-    if (json) json_array_append_new(jk, json_pack("{s:s,s:b,s:s}", "recipe", rs[k].name, "fails", f, "recommendation", line));
-    else printf("  %s\n", line);
+    if (json)
+      json_array_append_new(
+          jk, json_pack("{s:s,s:b,s:s}", "recipe", rs[k].name, "fails", f, "recommendation", line));
+    else
+      printf("  %s\n", line);
     for (int s = 0; s < nshape; s++) {
       const cell *c = &cells[s * nrec + k];
       if (c->applicable) ncells++, nfail += c->verdict == V_FAIL;
       if (!json) continue;
-      json_t *o = json_pack("{s:s,s:s,s:s,s:b}", "recipe", rs[k].name, "shape", shapes[s].name, "spec", shapes[s].spec, "applicable", c->applicable);
+      json_t *o = json_pack("{s:s,s:s,s:s,s:b}", "recipe", rs[k].name, "shape", shapes[s].name,
+                            "spec", shapes[s].spec, "applicable", c->applicable);
       if (c->applicable) {
         json_object_set_new(o, "before", point_json(c->before_policy, &c->before, c->pass_before));
         json_object_set_new(o, "after", point_json(policy, &c->after, c->pass_after));
         json_object_set_new(o, "verdict", json_string(VERDICT[c->verdict]));
-      } else json_object_set_new(o, "reason", json_string(c->reason));
+      } else
+        json_object_set_new(o, "reason", json_string(c->reason));
       json_array_append_new(jc, o);
     }
   }
   char verdict[256];
-  snprintf(verdict, sizeof verdict, "%.64s: %d of %d kernels fail on %d of %d kernel x shape cells", policy, failing, nrec, nfail, ncells);
+  snprintf(verdict, sizeof verdict, "%.64s: %d of %d kernels fail on %d of %d kernel x shape cells",
+           policy, failing, nrec, nfail, ncells);
   if (json) {
     json_object_set_new(root, "kernels", jk);
     json_object_set_new(root, "cells", jc);
     json_object_set_new(root, "unaffected", json_string(unaffected));
-    json_object_set_new(root, "gpu_device", json_string(device)); /* "": the GPU kernels were not run */
+    json_object_set_new(root, "gpu_device",
+                        json_string(device)); /* "": the GPU kernels were not run */
     json_object_set_new(root, "verdict", json_string(verdict));
     char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
     if (s) printf("%s\n", s);

@@ -1,4 +1,5 @@
-/* mlaref report --suite NAME --out DIR [--recipe NAME]... [--policy P]... [--baseline OLD/summary.json]
+/* mlaref report --suite NAME --out DIR [--recipe NAME]... [--policy P]... [--baseline
+ * OLD/summary.json]
  *               [--quick] [--gpu auto|off|require] [--shard i/n] [--digests FILE] [--threads N]
  * mlaref report merge --out DIR [--baseline OLD/summary.json] SHARD_DIR...
  * The nightly accuracy report (reports/, issue 10): the suite's cells x the recipes x the Q policy
@@ -13,9 +14,9 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "fixtures/gen/mlr_gen.h"
-#include "fixtures/suites/mlr_suites.h"
-#include "reports/mlr_report.h"
+#include "mlr_gen.h"
+#include "mlr_suites.h"
+#include "mlr_report.h"
 
 enum { MAXREC = 16 };
 
@@ -26,11 +27,15 @@ static void progress(const char *what, int done, int total, void *ctx) {
 }
 
 /* print the result line and the regressions; the exit code */
-static int finish(const char *cmd, mlr_report *rep, const char *out, const char *baseline, double t0) {
-  printf("report: suite %s%s: %d cells, %d failed, %d regressions%s%s; %s/index.html, summary.json, summary.md (%.1f s)\n", rep->suite,
-         rep->quick ? " (quick)" : "", rep->ncells, rep->nfailures, rep->nregressions, baseline ? " against " : "", baseline ? baseline : "", out,
-         mlr_cli_now() - t0);
-  if (rep->gpu_mode != MLR_REPORT_GPU_OFF) printf("  GPU leg: %s\n", rep->gpu_device[0] ? rep->gpu_device : "no GPU found (--gpu auto): CPU only");
+static int finish(const char *cmd, mlr_report *rep, const char *out, const char *baseline,
+                  double t0) {
+  printf("report: suite %s%s: %d cells, %d failed, %d regressions%s%s; %s/index.html, "
+         "summary.json, summary.md (%.1f s)\n",
+         rep->suite, rep->quick ? " (quick)" : "", rep->ncells, rep->nfailures, rep->nregressions,
+         baseline ? " against " : "", baseline ? baseline : "", out, mlr_cli_now() - t0);
+  if (rep->gpu_mode != MLR_REPORT_GPU_OFF)
+    printf("  GPU leg: %s\n",
+           rep->gpu_device[0] ? rep->gpu_device : "no GPU found (--gpu auto): CPU only");
   for (int k = 0; k < rep->nregressions; k++) printf("  regression: %s\n", rep->regressions[k]);
   (void)cmd;
   const int rc = rep->nfailures || rep->nregressions ? MLR_EXIT_FAIL : MLR_EXIT_OK;
@@ -40,7 +45,8 @@ static int finish(const char *cmd, mlr_report *rep, const char *out, const char 
 
 static int check_out(const char *cmd, const char *out) {
   struct stat sb;
-  if (stat(out, &sb) != 0 || !S_ISDIR(sb.st_mode) || access(out, W_OK) != 0) return mlr_cli_usage_error(cmd, "--out %s: not an existing writable folder", out);
+  if (stat(out, &sb) != 0 || !S_ISDIR(sb.st_mode) || access(out, W_OK) != 0)
+    return mlr_cli_usage_error(cmd, "--out %s: not an existing writable folder", out);
   return MLR_EXIT_OK;
 }
 
@@ -48,14 +54,17 @@ static int check_out(const char *cmd, const char *out) {
 static int read_baseline(const char *cmd, const char *baseline, mlr_report *base) {
   memset(base, 0, sizeof *base);
   if (!baseline) return MLR_EXIT_OK;
-  if (access(baseline, R_OK) != 0) return mlr_cli_usage_error(cmd, "--baseline %s: cannot read it", baseline);
+  if (access(baseline, R_OK) != 0)
+    return mlr_cli_usage_error(cmd, "--baseline %s: cannot read it", baseline);
   mlr_error err = {""};
-  if (mlr_report_read(baseline, base, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "%s", err.msg);
+  if (mlr_report_read(baseline, base, &err) != MLR_OK)
+    return mlr_cli_usage_error(cmd, "%s", err.msg);
   return MLR_EXIT_OK;
 }
 
 /* the write, the baseline's regressions: an exit code */
-static int conclude(const char *cmd, mlr_report *rep, mlr_report *base, const char *baseline, const char *out, double t0) {
+static int conclude(const char *cmd, mlr_report *rep, mlr_report *base, const char *baseline,
+                    const char *out, double t0) {
   mlr_error err = {""};
   mlr_status st = MLR_OK;
   if (baseline) st = mlr_report_compare(rep, base, baseline, &err);
@@ -63,7 +72,8 @@ static int conclude(const char *cmd, mlr_report *rep, mlr_report *base, const ch
   if (st == MLR_OK) st = mlr_report_write(rep, out, "gnuplot", &err);
   if (st != MLR_OK) {
     mlr_report_free(rep);
-    if (st == MLR_EINVAL || st == MLR_EPARSE || st == MLR_EIO) return mlr_cli_usage_error(cmd, "%s", err.msg);
+    if (st == MLR_EINVAL || st == MLR_EPARSE || st == MLR_EIO)
+      return mlr_cli_usage_error(cmd, "%s", err.msg);
     fprintf(stderr, "mlaref %s: %s\n", cmd, err.msg);
     return MLR_EXIT_FAIL;
   }
@@ -75,13 +85,19 @@ static int merge_main(int argc, char **argv) {
   const char *cmd = "report merge", *out = NULL, *baseline = NULL, *dirs[64];
   int nd = 0, rc = MLR_EXIT_OK;
   for (int i = 0; i < argc; i++) {
-    if (mlr_cli_str(cmd, argc, argv, &i, "out", "a folder", &out, &rc) || mlr_cli_str(cmd, argc, argv, &i, "baseline", "a summary.json", &baseline, &rc)) {
+    if (mlr_cli_str(cmd, argc, argv, &i, "out", "a folder", &out, &rc) ||
+        mlr_cli_str(cmd, argc, argv, &i, "baseline", "a summary.json", &baseline, &rc)) {
       if (rc) return rc;
-    } else if (argv[i][0] == '-' && argv[i][1] == '-') return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --out --baseline)", argv[i]);
-    else if (nd == 64) return mlr_cli_usage_error(cmd, "at most 64 shard folders");
-    else dirs[nd++] = argv[i];
+    } else if (argv[i][0] == '-' && argv[i][1] == '-')
+      return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --out --baseline)", argv[i]);
+    else if (nd == 64)
+      return mlr_cli_usage_error(cmd, "at most 64 shard folders");
+    else
+      dirs[nd++] = argv[i];
   }
-  if (!out || nd == 0) return mlr_cli_usage_error(cmd, "usage: report merge --out DIR [--baseline OLD/summary.json] SHARD_DIR...");
+  if (!out || nd == 0)
+    return mlr_cli_usage_error(
+        cmd, "usage: report merge --out DIR [--baseline OLD/summary.json] SHARD_DIR...");
   if ((rc = check_out(cmd, out)) != MLR_EXIT_OK) return rc;
   mlr_report base;
   if ((rc = read_baseline(cmd, baseline, &base)) != MLR_EXIT_OK) return rc;
@@ -113,49 +129,71 @@ static int merge_main(int argc, char **argv) {
 
 int mlr_cmd_report(int argc, char **argv) {
   if (argc >= 1 && !strcmp(argv[0], "merge")) return merge_main(argc - 1, argv + 1);
-  const char *cmd = "report", *suite = NULL, *out = NULL, *baseline = NULL, *digests = "fixtures/goldens/digests.tsv", *recipes[MAXREC],
+  const char *cmd = "report", *suite = NULL, *out = NULL, *baseline = NULL,
+             *digests = "fixtures/goldens/digests.tsv", *recipes[MAXREC],
              *policies[MLR_REPORT_MAX_POLICIES], *gpu = "auto", *shard = NULL;
   int nrec = 0, npol = 0, quick = 0, threads = 0, rc = MLR_EXIT_OK, digests_given = 0;
   for (int i = 0; i < argc; i++) {
     const char *v;
     int m;
-    if (mlr_cli_str(cmd, argc, argv, &i, "suite", mlr_suite_names(), &suite, &rc) || mlr_cli_str(cmd, argc, argv, &i, "out", "a folder", &out, &rc) ||
-        mlr_cli_str(cmd, argc, argv, &i, "baseline", "a summary.json", &baseline, &rc) || mlr_cli_max_memory_opt(cmd, argc, argv, &i, &rc) ||
-        mlr_cli_str(cmd, argc, argv, &i, "gpu", "auto, off or require", &gpu, &rc) || mlr_cli_str(cmd, argc, argv, &i, "shard", "i/n", &shard, &rc)) {
+    if (mlr_cli_str(cmd, argc, argv, &i, "suite", mlr_suite_names(), &suite, &rc) ||
+        mlr_cli_str(cmd, argc, argv, &i, "out", "a folder", &out, &rc) ||
+        mlr_cli_str(cmd, argc, argv, &i, "baseline", "a summary.json", &baseline, &rc) ||
+        mlr_cli_max_memory_opt(cmd, argc, argv, &i, &rc) ||
+        mlr_cli_str(cmd, argc, argv, &i, "gpu", "auto, off or require", &gpu, &rc) ||
+        mlr_cli_str(cmd, argc, argv, &i, "shard", "i/n", &shard, &rc)) {
       if (rc) return rc;
-    } else if (mlr_cli_str(cmd, argc, argv, &i, "digests", "a golden manifest (digests.tsv)", &digests, &rc)) {
+    } else if (mlr_cli_str(cmd, argc, argv, &i, "digests", "a golden manifest (digests.tsv)",
+                           &digests, &rc)) {
       if (rc) return rc;
       digests_given = 1;
     } else if ((m = mlr_cli_opt(argc, argv, &i, "recipe", &v))) {
-      if (m < 0 || nrec == MAXREC) return mlr_cli_usage_error(cmd, "--recipe needs a built-in name (at most %d)", MAXREC);
+      if (m < 0 || nrec == MAXREC)
+        return mlr_cli_usage_error(cmd, "--recipe needs a built-in name (at most %d)", MAXREC);
       recipes[nrec++] = v;
     } else if ((m = mlr_cli_opt(argc, argv, &i, "policy", &v))) {
       if (m < 0 || npol == MLR_REPORT_MAX_POLICIES)
-        return mlr_cli_usage_error(cmd, "--policy needs static:absmax=A|dynamic|per_head|per_token (at most %d)", MLR_REPORT_MAX_POLICIES);
+        return mlr_cli_usage_error(
+            cmd, "--policy needs static:absmax=A|dynamic|per_head|per_token (at most %d)",
+            MLR_REPORT_MAX_POLICIES);
       policies[npol++] = v;
     } else if ((m = mlr_cli_opt(argc, argv, &i, "threads", &v))) {
       uint64_t p;
-      if (m < 0 || mlr_cli_parse_u64(v, &p) || p < 1 || p > 1024) return mlr_cli_usage_error(cmd, "--threads '%s': an integer in 1..1024", m < 0 ? "" : v);
+      if (m < 0 || mlr_cli_parse_u64(v, &p) || p < 1 || p > 1024)
+        return mlr_cli_usage_error(cmd, "--threads '%s': an integer in 1..1024", m < 0 ? "" : v);
       threads = (int)p;
-    } else if (!strcmp(argv[i], "--quick")) quick = 1;
+    } else if (!strcmp(argv[i], "--quick"))
+      quick = 1;
     else
-      return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --suite --out --recipe --policy --baseline --quick --gpu --shard --digests --threads --max-memory)",
-                                 argv[i]);
+      return mlr_cli_usage_error(
+          cmd,
+          "unknown option '%s' (valid: --suite --out --recipe --policy --baseline --quick --gpu "
+          "--shard --digests --threads --max-memory)",
+          argv[i]);
   }
   if (!suite || !out)
-    return mlr_cli_usage_error(cmd, "usage: report --suite NAME --out DIR [--recipe NAME]... [--policy P]... [--baseline OLD/summary.json] [--quick] "
-                                    "[--gpu auto|off|require] [--shard i/n] [--digests FILE] [--threads N] | report merge --out DIR SHARD_DIR...");
+    return mlr_cli_usage_error(cmd, "usage: report --suite NAME --out DIR [--recipe NAME]... "
+                                    "[--policy P]... [--baseline OLD/summary.json] [--quick] "
+                                    "[--gpu auto|off|require] [--shard i/n] [--digests FILE] "
+                                    "[--threads N] | report merge --out DIR SHARD_DIR...");
   const mlr_suite *su = mlr_suite_find(suite);
-  if (!su) return mlr_cli_usage_error(cmd, "--suite '%s' is not a suite (valid: %s)", suite, mlr_suite_names());
-  const int gpu_mode = !strcmp(gpu, "off") ? MLR_REPORT_GPU_OFF : !strcmp(gpu, "auto") ? MLR_REPORT_GPU_AUTO : !strcmp(gpu, "require") ? MLR_REPORT_GPU_REQUIRE : -1;
-  if (gpu_mode < 0) return mlr_cli_usage_error(cmd, "--gpu '%s' is not one of auto|off|require", gpu);
+  if (!su)
+    return mlr_cli_usage_error(cmd, "--suite '%s' is not a suite (valid: %s)", suite,
+                               mlr_suite_names());
+  const int gpu_mode = !strcmp(gpu, "off")       ? MLR_REPORT_GPU_OFF
+                       : !strcmp(gpu, "auto")    ? MLR_REPORT_GPU_AUTO
+                       : !strcmp(gpu, "require") ? MLR_REPORT_GPU_REQUIRE
+                                                 : -1;
+  if (gpu_mode < 0)
+    return mlr_cli_usage_error(cmd, "--gpu '%s' is not one of auto|off|require", gpu);
   int si = 0, sn = 0;
   if (shard) {
     char tail;
     if (sscanf(shard, "%d/%d%c", &si, &sn, &tail) != 2 || sn < 1 || sn > 64 || si < 1 || si > sn)
       return mlr_cli_usage_error(cmd, "--shard '%s' is not i/n (1 <= i <= n <= 64)", shard);
   }
-  for (size_t k = 0; k < su->n; k++) { /* every cell's inputs against the memory limit before the first cell runs */
+  for (size_t k = 0; k < su->n;
+       k++) { /* every cell's inputs against the memory limit before the first cell runs */
     mlr_gen_spec gs;
     if ((rc = mlr_cli_spec_fits(cmd, "cell", su->cells[k].spec, &gs)) != MLR_EXIT_OK) return rc;
     mlr_gen_spec_free(&gs);
@@ -163,15 +201,22 @@ int mlr_cmd_report(int argc, char **argv) {
   if ((rc = check_out(cmd, out)) != MLR_EXIT_OK) return rc;
   if (access(digests, R_OK) != 0) {
     if (digests_given) return mlr_cli_usage_error(cmd, "--digests %s: cannot read it", digests);
-    digests = NULL; /* the committed manifest is found from the source tree only: elsewhere, no golden column */
+    digests = NULL; /* the committed manifest is found from the source tree only: elsewhere, no
+                       golden column */
   }
   mlr_error err = {""};
-  if (mlr_report_plotter_check("gnuplot", &err) != MLR_OK) return mlr_cli_usage_error(cmd, "%s", err.msg);
+  if (mlr_report_plotter_check("gnuplot", &err) != MLR_OK)
+    return mlr_cli_usage_error(cmd, "%s", err.msg);
   mlr_report base, rep;
   if ((rc = read_baseline(cmd, baseline, &base)) != MLR_EXIT_OK) return rc;
   double t0 = mlr_cli_now();
-  const mlr_report_opts o = {suite, nrec ? recipes : NULL, nrec, npol ? policies : NULL, npol, quick, digests, threads, gpu_mode, si, sn,
-                             isatty(2) ? progress : NULL, &t0};
+  const mlr_report_opts o = {suite,    nrec ? recipes : NULL,
+                             nrec,     npol ? policies : NULL,
+                             npol,     quick,
+                             digests,  threads,
+                             gpu_mode, si,
+                             sn,       isatty(2) ? progress : NULL,
+                             &t0};
   mlr_status st = mlr_report_run(&o, &rep, &err);
   snprintf(rep.version, sizeof rep.version, "%s", MLAREF_VERSION);
   if (st != MLR_OK) {

@@ -2,51 +2,58 @@
  *            [--partials] [--allow-nonfinite]
  * mlaref gpu run --kernel exact|fast --recipe NAME|FILE [--set key=value]... --inputs IN --out OUT
  *            [--allow-nonfinite]      on the GPU: exact (gpu/exact: bit-identical to run) or the
- *                                     fast kernel (gpu/fast: its own recipes, fast-a16w8 / fast-a8w8 /
- *                                     fast-wgmma-a8w8, bf16 KV fast-a16w16 / fast-a8w16)
- * mlaref gpu info                     the build's GPU runtime and the GPU found
- * Runs the model (ref/emulate) on a checked inputs file and writes its outputs as .safetensors:
- *   o [T,H,512] (BF16, F16 or F32 by out.format), lse [T,H] F32, split_count [B] I32,
- *   split_len [B] I32, q_scales [n] F32 (fp8 Q only); with --partials partial_o [T,H,S,512],
+ *                                     fast kernel (gpu/fast: its own recipes, fast-a16w8 /
+ * fast-a8w8 / fast-wgmma-a8w8, bf16 KV fast-a16w16 / fast-a8w16) mlaref gpu info the build's GPU
+ * runtime and the GPU found Runs the model (ref/emulate) on a checked inputs file and writes its
+ * outputs as .safetensors: o [T,H,512] (BF16, F16 or F32 by out.format), lse [T,H] F32, split_count
+ * [B] I32, split_len [B] I32, q_scales [n] F32 (fp8 Q only); with --partials partial_o [T,H,S,512],
  *   partial_lse, partial_max, partial_sum [T,H,S] F32 (NaN in slots past a batch's splits).
- * __metadata__: mlaref.version, mlaref.recipe (name), mlaref.recipe.sha256, mlaref.recipe.canonical,
- * mlaref.inputs (the file's name), mlaref.q_clipped. */
+ * __metadata__: mlaref.version, mlaref.recipe (name), mlaref.recipe.sha256,
+ * mlaref.recipe.canonical, mlaref.inputs (the file's name), mlaref.q_clipped. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
-#include "fixtures/inputs/mlr_inputs.h"
-#include "gpu/exact/mlr_gpu.h"
-#include "gpu/fast/mlr_gpu_fast.h"
-#include "ref/emulate/mlr_emulate.h"
-#include "ref/recipe/mlr_recipe.h"
+#include "mlr_inputs.h"
+#include "mlr_gpu.h"
+#include "mlr_gpu_fast.h"
+#include "mlr_emulate.h"
+#include "mlr_recipe.h"
 
 /* copy n bytes into a new tensor of tf */
-static mlr_status put(mlr_tensor_file *tf, const char *name, mlr_dtype d, int nd, const int64_t *shape, const void *src,
-                      size_t n) {
+static mlr_status put(mlr_tensor_file *tf, const char *name, mlr_dtype d, int nd,
+                      const int64_t *shape, const void *src, size_t n) {
   mlr_tensor *t;
   mlr_status st = mlr_tf_add(tf, name, d, nd, shape, &t);
   if (st == MLR_OK) memcpy(t->data, src, n);
   return st;
 }
 
-static mlr_status result_file(const mlr_emu_result *res, const mlr_recipe *r, const char *inputs, mlr_tensor_file *tf) {
+static mlr_status result_file(const mlr_emu_result *res, const mlr_recipe *r, const char *inputs,
+                              mlr_tensor_file *tf) {
   const int64_t T = res->T, H = res->H, S = res->S, B = res->B;
-  const mlr_dtype od = res->out_format == MLR_OUT_FP32 ? MLR_DT_F32 : res->out_format == MLR_OUT_FP16 ? MLR_DT_F16 : MLR_DT_BF16;
-  const int64_t so[3] = {T, H, MLR_EMU_V_DIM}, sl[2] = {T, H}, sb[1] = {B}, sp[4] = {T, H, S, MLR_EMU_V_DIM},
-                sq[1] = {res->n_q_scales};
+  const mlr_dtype od = res->out_format == MLR_OUT_FP32   ? MLR_DT_F32
+                       : res->out_format == MLR_OUT_FP16 ? MLR_DT_F16
+                                                         : MLR_DT_BF16;
+  const int64_t so[3] = {T, H, MLR_EMU_V_DIM}, sl[2] = {T, H}, sb[1] = {B},
+                sp[4] = {T, H, S, MLR_EMU_V_DIM}, sq[1] = {res->n_q_scales};
   mlr_status st = put(tf, "o", od, 3, so, res->o, mlr_emu_o_bytes(res));
   if (st == MLR_OK) st = put(tf, "lse", MLR_DT_F32, 2, sl, res->lse, (size_t)(T * H) * 4);
   if (st == MLR_OK) st = put(tf, "split_count", MLR_DT_I32, 1, sb, res->split_count, (size_t)B * 4);
   if (st == MLR_OK) st = put(tf, "split_len", MLR_DT_I32, 1, sb, res->split_len, (size_t)B * 4);
-  if (st == MLR_OK && res->n_q_scales) st = put(tf, "q_scales", MLR_DT_F32, 1, sq, res->q_scales, (size_t)res->n_q_scales * 4);
+  if (st == MLR_OK && res->n_q_scales)
+    st = put(tf, "q_scales", MLR_DT_F32, 1, sq, res->q_scales, (size_t)res->n_q_scales * 4);
   if (st == MLR_OK && res->part_o) {
-    st = put(tf, "partial_o", MLR_DT_F32, 4, sp, res->part_o, (size_t)(T * H * S * MLR_EMU_V_DIM) * 4);
-    if (st == MLR_OK) st = put(tf, "partial_lse", MLR_DT_F32, 3, sp, res->part_lse, (size_t)(T * H * S) * 4);
-    if (st == MLR_OK) st = put(tf, "partial_max", MLR_DT_F32, 3, sp, res->part_max, (size_t)(T * H * S) * 4);
-    if (st == MLR_OK) st = put(tf, "partial_sum", MLR_DT_F32, 3, sp, res->part_sum, (size_t)(T * H * S) * 4);
+    st = put(tf, "partial_o", MLR_DT_F32, 4, sp, res->part_o,
+             (size_t)(T * H * S * MLR_EMU_V_DIM) * 4);
+    if (st == MLR_OK)
+      st = put(tf, "partial_lse", MLR_DT_F32, 3, sp, res->part_lse, (size_t)(T * H * S) * 4);
+    if (st == MLR_OK)
+      st = put(tf, "partial_max", MLR_DT_F32, 3, sp, res->part_max, (size_t)(T * H * S) * 4);
+    if (st == MLR_OK)
+      st = put(tf, "partial_sum", MLR_DT_F32, 3, sp, res->part_sum, (size_t)(T * H * S) * 4);
   }
   char hash[65], canon[2048], clip[32];
   mlr_recipe_hash(r, hash);
@@ -63,8 +70,8 @@ static mlr_status result_file(const mlr_emu_result *res, const mlr_recipe *r, co
 
 /* the fast kernel once, as mlr_gpu_exact is called: prepare, launch, outputs; the kernels it ran
  * (mlr_gpu_fast_kernels) into kn */
-static mlr_status fast_run(const mlr_recipe *r, const mlr_inputs *in, mlr_emu_result *res, mlr_gpu_timing *tm, char *kn, size_t n,
-                           mlr_error *err) {
+static mlr_status fast_run(const mlr_recipe *r, const mlr_inputs *in, mlr_emu_result *res,
+                           mlr_gpu_timing *tm, char *kn, size_t n, mlr_error *err) {
   mlr_gpu_fast *f;
   double us = 0;
   mlr_status st = mlr_gpu_fast_prepare(r, in, &f, err);
@@ -85,9 +92,12 @@ static int run_main(const char *cmd, int argc, char **argv, int gpu) {
   for (int i = 0; i < argc && rc == MLR_EXIT_OK; i++) {
     const char *v;
     int m;
-    if (mlr_cli_str(cmd, argc, argv, &i, "recipe", "a name or file", &recipe, &rc) || mlr_cli_str(cmd, argc, argv, &i, "inputs", "a file", &inputs, &rc) ||
+    if (mlr_cli_str(cmd, argc, argv, &i, "recipe", "a name or file", &recipe, &rc) ||
+        mlr_cli_str(cmd, argc, argv, &i, "inputs", "a file", &inputs, &rc) ||
         mlr_cli_str(cmd, argc, argv, &i, "out", "a file", &out, &rc) ||
-        (gpu && mlr_cli_str(cmd, argc, argv, &i, "kernel", "a kernel name (exact, fast)", &kernel, &rc)) || mlr_cli_max_memory_opt(cmd, argc, argv, &i, &rc))
+        (gpu &&
+         mlr_cli_str(cmd, argc, argv, &i, "kernel", "a kernel name (exact, fast)", &kernel, &rc)) ||
+        mlr_cli_max_memory_opt(cmd, argc, argv, &i, &rc))
       continue;
     if ((m = mlr_cli_opt(argc, argv, &i, "set", &v))) {
       if (m < 0) return mlr_cli_usage_error(cmd, "--set needs key=value");
@@ -95,27 +105,45 @@ static int run_main(const char *cmd, int argc, char **argv, int gpu) {
       sets[nsets++] = v;
     } else if ((m = mlr_cli_opt(argc, argv, &i, "threads", &v))) {
       uint64_t n;
-      if (m < 0 || mlr_cli_parse_u64(v, &n) || n < 1 || n > 1024) return mlr_cli_usage_error(cmd, "--threads '%s': an integer in 1..1024", m < 0 ? "" : v);
+      if (m < 0 || mlr_cli_parse_u64(v, &n) || n < 1 || n > 1024)
+        return mlr_cli_usage_error(cmd, "--threads '%s': an integer in 1..1024", m < 0 ? "" : v);
       opts.threads = (int)n;
-    } else if (strcmp(argv[i], "--partials") == 0) opts.partials = 1;
-    else if (strcmp(argv[i], "--allow-nonfinite") == 0) allow = 1;
-    else if (gpu) return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --kernel --recipe --set --inputs --out --max-memory --allow-nonfinite)", argv[i]);
-    else return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --recipe --set --inputs --out --threads --partials --max-memory --allow-nonfinite)", argv[i]);
+    } else if (strcmp(argv[i], "--partials") == 0)
+      opts.partials = 1;
+    else if (strcmp(argv[i], "--allow-nonfinite") == 0)
+      allow = 1;
+    else if (gpu)
+      return mlr_cli_usage_error(cmd,
+                                 "unknown option '%s' (valid: --kernel --recipe --set --inputs "
+                                 "--out --max-memory --allow-nonfinite)",
+                                 argv[i]);
+    else
+      return mlr_cli_usage_error(cmd,
+                                 "unknown option '%s' (valid: --recipe --set --inputs --out "
+                                 "--threads --partials --max-memory --allow-nonfinite)",
+                                 argv[i]);
   }
   if (rc != MLR_EXIT_OK) return rc;
   if (gpu && (opts.threads || opts.partials))
-    return mlr_cli_usage_error(cmd, "--%s is an option of the CPU model (mlaref run), not of the GPU kernel", opts.threads ? "threads" : "partials");
+    return mlr_cli_usage_error(
+        cmd, "--%s is an option of the CPU model (mlaref run), not of the GPU kernel",
+        opts.threads ? "threads" : "partials");
   if (gpu && kernel && strcmp(kernel, "exact") != 0 && strcmp(kernel, "fast") != 0)
-    return mlr_cli_usage_error(cmd, "--kernel '%s' is not a GPU kernel (valid: exact, fast)", kernel);
+    return mlr_cli_usage_error(cmd, "--kernel '%s' is not a GPU kernel (valid: exact, fast)",
+                               kernel);
   if (!recipe || !inputs || !out || (gpu && !kernel))
-    return mlr_cli_usage_error(cmd, gpu ? "usage: gpu run --kernel exact|fast --recipe NAME|FILE [--set key=value]... --inputs IN --out OUT"
-                                        : "usage: run --recipe NAME|FILE [--set key=value]... --inputs IN --out OUT [--threads N] [--partials]");
+    return mlr_cli_usage_error(cmd, gpu ? "usage: gpu run --kernel exact|fast --recipe NAME|FILE "
+                                          "[--set key=value]... --inputs IN --out OUT"
+                                        : "usage: run --recipe NAME|FILE [--set key=value]... "
+                                          "--inputs IN --out OUT [--threads N] [--partials]");
   mlr_recipe r;
   if ((rc = mlr_cli_recipe_sets(cmd, recipe, sets, nsets, &r)) != MLR_EXIT_OK) return rc;
   mlr_error err = {""};
-  if (gpu && strcmp(kernel, "fast") == 0 && mlr_gpu_fast_fit(&r, NULL, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "%s", err.msg);
+  if (gpu && strcmp(kernel, "fast") == 0 && mlr_gpu_fast_fit(&r, NULL, &err) != MLR_OK)
+    return mlr_cli_usage_error(cmd, "%s", err.msg);
   char device[256] = "";
-  if (gpu && mlr_gpu_device(device, sizeof device, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "%s", err.msg);
+  if (gpu && mlr_gpu_device(device, sizeof device, &err) != MLR_OK)
+    return mlr_cli_usage_error(cmd, "%s", err.msg);
   double in_bytes;
   if ((rc = mlr_cli_file_fits(cmd, inputs, &in_bytes)) != MLR_EXIT_OK) return rc;
   mlr_tensor_file tf;
@@ -126,8 +154,8 @@ static int run_main(const char *cmd, int argc, char **argv, int gpu) {
     mlr_tf_free(&tf);
     return mlr_cli_usage_error(cmd, "%s", err.msg);
   }
-  { /* the inputs (read) and the outputs, refused before the outputs are allocated: o (bf16 or fp32), lse, and the split
-     * partials with --partials */
+  { /* the inputs (read) and the outputs, refused before the outputs are allocated: o (bf16 or
+     * fp32), lse, and the split partials with --partials */
     int64_t S = 1;
     for (int64_t b = 0; b < in.B; b++) {
       int64_t ns, len;
@@ -137,7 +165,9 @@ static int run_main(const char *cmd, int argc, char **argv, int gpu) {
     const double rows = (double)in.T * (double)in.H, osz = r.out_format == MLR_OUT_FP32 ? 4 : 2;
     const double need = in_bytes + rows * MLR_EMU_V_DIM * osz + rows * 4 +
                         (opts.partials ? rows * (double)S * (MLR_EMU_V_DIM + 1) * 4 : 0);
-    if ((rc = mlr_cli_memory_fits(cmd, need, "%s with its outputs (%lld query tokens x %lld heads%s)", inputs, (long long)in.T, (long long)in.H,
+    if ((rc = mlr_cli_memory_fits(cmd, need,
+                                  "%s with its outputs (%lld query tokens x %lld heads%s)", inputs,
+                                  (long long)in.T, (long long)in.H,
                                   opts.partials ? " x their split partials" : "")) != MLR_EXIT_OK) {
       mlr_tf_free(&tf);
       return rc;
@@ -148,28 +178,37 @@ static int run_main(const char *cmd, int argc, char **argv, int gpu) {
   mlr_gpu_timing tm = {0, 0, 0, 0, 0, 0};
   const int fast = gpu && strcmp(kernel, "fast") == 0;
   char kn[64] = "";
-  if (fast) st = fast_run(&r, &in, &res, &tm, kn, sizeof kn, &err);
-  else st = gpu ? mlr_gpu_exact(&r, &in, &res, &tm, &err) : mlr_emulate(&r, &in, &opts, &res, &err);
+  if (fast)
+    st = fast_run(&r, &in, &res, &tm, kn, sizeof kn, &err);
+  else
+    st = gpu ? mlr_gpu_exact(&r, &in, &res, &tm, &err) : mlr_emulate(&r, &in, &opts, &res, &err);
   const double secs = mlr_cli_now() - t0;
   if (st != MLR_OK) {
     mlr_tf_free(&tf);
-    if (st == MLR_EINVAL) return mlr_cli_usage_error(cmd, "%s with %s: %s", recipe, inputs, err.msg);
+    if (st == MLR_EINVAL)
+      return mlr_cli_usage_error(cmd, "%s with %s: %s", recipe, inputs, err.msg);
     fprintf(stderr, "mlaref %s: %s\n", cmd, err.msg);
     return MLR_EXIT_FAIL;
   }
   mlr_tensor_file of;
   mlr_tf_init(&of);
   st = result_file(&res, &r, inputs, &of);
-  if (st == MLR_OK) st = mlr_safetensors_write(out, &of, &err);
-  else snprintf(err.msg, sizeof err.msg, "%s: %s", out, mlr_status_str(st));
+  if (st == MLR_OK)
+    st = mlr_safetensors_write(out, &of, &err);
+  else
+    snprintf(err.msg, sizeof err.msg, "%s: %s", out, mlr_status_str(st));
   if (st == MLR_OK && gpu)
-    printf("gpu run: %s kernel on %s (%s): %s on %s: %lld tokens x %lld heads, %lld batches, up to %lld splits, %lld Q elements "
+    printf("gpu run: %s kernel on %s (%s): %s on %s: %lld tokens x %lld heads, %lld batches, up to "
+           "%lld splits, %lld Q elements "
            "clipped; kernels %.3f ms%s%s%s, %.3f s in all; wrote %s\n",
-           kernel, device, mlr_gpu_backend(), r.name, inputs, (long long)res.T, (long long)res.H, (long long)res.B, (long long)res.S,
-           (long long)res.q_clipped, tm.kernel_ms, *kn ? " (" : "", kn, *kn ? ")" : "", secs, out);
+           kernel, device, mlr_gpu_backend(), r.name, inputs, (long long)res.T, (long long)res.H,
+           (long long)res.B, (long long)res.S, (long long)res.q_clipped, tm.kernel_ms,
+           *kn ? " (" : "", kn, *kn ? ")" : "", secs, out);
   else if (st == MLR_OK)
-    printf("run: %s on %s: %lld tokens x %lld heads, %lld batches, up to %lld splits, %lld Q elements clipped; %.3f s; wrote %s\n",
-           r.name, inputs, (long long)res.T, (long long)res.H, (long long)res.B, (long long)res.S, (long long)res.q_clipped, secs, out);
+    printf("run: %s on %s: %lld tokens x %lld heads, %lld batches, up to %lld splits, %lld Q "
+           "elements clipped; %.3f s; wrote %s\n",
+           r.name, inputs, (long long)res.T, (long long)res.H, (long long)res.B, (long long)res.S,
+           (long long)res.q_clipped, secs, out);
   mlr_tf_free(&of);
   mlr_emu_result_free(&res);
   mlr_tf_free(&tf);
@@ -189,7 +228,8 @@ int mlr_cmd_gpu(int argc, char **argv) {
     if (argc > 1) return mlr_cli_usage_error("gpu info", "takes no options ('%s')", argv[1]);
     char name[256];
     mlr_error err = {""};
-    if (mlr_gpu_device(name, sizeof name, &err) != MLR_OK) return mlr_cli_usage_error("gpu info", "%s", err.msg);
+    if (mlr_gpu_device(name, sizeof name, &err) != MLR_OK)
+      return mlr_cli_usage_error("gpu info", "%s", err.msg);
     printf("gpu: %s runtime, device 0: %s, kernels: exact, fast\n", mlr_gpu_backend(), name);
     return MLR_EXIT_OK;
   }

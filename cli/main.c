@@ -7,63 +7,85 @@
 #include "cli.h"
 
 static void usage(FILE *out) {
-  fputs("usage: mlaref [COMMAND [ARGS]]\n"
-        "  (no command)            the main job: selfcheck, then a quick report of the edge suite (page named)\n"
-        "  selfcheck               formats, pmath and rng self-check with a summary\n"
-        "  formats info            the contract of every number format\n"
-        "  formats boundaries --format F --overflow O [--rounding rne|rtz]\n"
-        "                          every binary32 pattern at which the encoded code changes\n"
-        "  formats encode --format F [--overflow O] [--rounding R] [--rbits N] VALUE...\n"
-        "  formats decode --format F CODE...\n"
-        "  gen --shape SPEC --out FILE | --suite NAME --out DIR [--max-memory GB]\n"
-        "                          inputs as the amd-mixed-mla task makes them (.safetensors)\n"
-        "                          SPEC: bs=B,kv=L | lens=L1:L2:..., [q=1..4] [page=P] [seed=S]\n"
-        "                          [dist=normal|scaled:S|t3|outliers:P|perhead] [fmt=e4m3|e4m3fnuz|bf16] [bf16kv=1]\n"
-        "  suite list | suite show NAME\n"
-        "  inputs check FILE [--allow-nonfinite]   check a file against the input contract\n"
-        "  inputs pack --out FILE NAME=F.npy:DTYPE... [--meta K=V]   .npy files into .safetensors\n"
-        "  inputs unpack FILE --dir DIR            every tensor to DIR/NAME.npy\n"
-        "  recipe list | recipe show NAME|FILE [--set key=value]...   numerics contracts\n"
-        "  run --recipe NAME|FILE [--set key=value]... --inputs IN --out OUT [--threads N] [--partials]\n"
-        "      [--allow-nonfinite] [--max-memory GB]   the bit-accurate model of a kernel: o, lse (and partials)\n"
-        "  gpu run --kernel exact|fast --recipe NAME|FILE [--set key=value]... --inputs IN --out OUT\n"
-        "                          exact: the same model on the GPU, bit for bit (gpu/exact); fast: the\n"
-        "                          fast kernel (gpu/fast) on its recipes fast-a16w8, fast-a8w8, fast-wgmma-a8w8\n"
-        "                          (bf16 KV: fast-a16w16, fast-a8w16)\n"
-        "  gpu info                the build's GPU runtime and the GPU found\n"
-        "  compare A B [--tensor o] [--rule R]... [--truth T] [--inputs IN] [--json]\n"
-        "                          metrics and tolerance rules (exact|ulp:N|allclose:RTOL,ATOL[,MISS]|\n"
-        "                          fa3[:K[,ATOL]]|nmse:X|cos:X|budget[:F]); exit 1 when a rule fails\n"
-        "  check --inputs IN --output KERNEL_OUT --recipe NAME|FILE [--set k=v]... [--rule R]...\n"
-        "      [--truth dequantized|bf16] [--json]   a kernel's output against its recipe's model\n"
-        "                          and the certified truth (default rule fa3; budget: the a priori bound)\n"
-        "  golden --suite NAME... --recipe NAME|all (--out DIR [--max-bs N] | --digests FILE)\n"
-        "  golden --verify [--digests FILE] [--goldens DIR] [--suite NAME]...   golden outputs\n"
-        "      (--gpu with either: computed by the GPU exact kernel)\n"
-        "  oracle --inputs IN --out OUT [--from dequantized|bf16] [--max-memory GB]   the certified truth (F64, 1 ulp)\n"
-        "  budget --inputs IN | --shape SPEC --recipe NAME|FILE [--set k=v]... [--policy P] [--rows N]\n"
-        "      [--truth bf16|dequantized] [--tolerance RTOL,ATOL] [--out FILE] [--max-memory GB] [--json]\n"
-        "                          the error by source, the a priori bound, utilisation\n"
-        "  budget ... --sweep absmax [--points N] [--dists D;D...] [--threshold X]\n"
-        "                          the static Q scale's cost against absmax (1..448, the seeds' 6.0 marked)\n"
-        "  policy-check --policy P [--against P0] [--suite NAME | --shape SPEC...] [--recipe R]...\n"
-        "      [--tolerance RTOL,ATOL] [--threshold X] [--margin M] [--gpu auto|off|require] [--json]\n"
-        "                          a new fp8 Q scale policy against the current one for every fp8-Q kernel\n"
-        "                          (and the fast GPU kernel where a GPU is) and shape; exit 1 when one fails\n"
-        "  report --suite NAME --out DIR [--recipe NAME]... [--policy P]... [--baseline OLD/summary.json]\n"
-        "      [--quick] [--gpu auto|off|require] [--shard i/n] [--max-memory GB]\n"
-        "                          the accuracy report: index.html, summary.json, summary.md; exit 1 on a\n"
-        "                          failure or a regression against the baseline\n"
-        "  report merge --out DIR [--baseline OLD/summary.json] SHARD_DIR...   shards as one report\n"
-        "  bench formats [--n N]   conversion and random-variate throughput on one core\n"
-        "  bench emulate [--recipe NAME]... [--shape SPEC] [--threads N]   the model's speed\n"
-        "  bench oracle [--shape SPEC] [--small SPEC]   the oracle's speed, and against plain MPFR\n"
-        "  bench gpu-exact [--shape SPEC]... [--recipe NAME]... [--reps N]   the GPU exact kernel's speed\n"
-        "  bench gpu [--shape SPEC]... [--recipe NAME]... [--reps N] [--peers FILE]   the fast kernel's speed\n"
-        "  bench mma [--dots N] [--reps N]   the matrix-unit models' cost against an fma chain\n"
-        "  version\n"
-        "exit status: 0 success, 1 a check failed, 2 bad input\n",
-        out);
+  fputs(
+      "usage: mlaref [COMMAND [ARGS]]\n"
+      "  (no command)            the main job: selfcheck, then a quick report of the edge suite "
+      "(page named)\n"
+      "  selfcheck               formats, pmath and rng self-check with a summary\n"
+      "  formats info            the contract of every number format\n"
+      "  formats boundaries --format F --overflow O [--rounding rne|rtz]\n"
+      "                          every binary32 pattern at which the encoded code changes\n"
+      "  formats encode --format F [--overflow O] [--rounding R] [--rbits N] VALUE...\n"
+      "  formats decode --format F CODE...\n"
+      "  gen --shape SPEC --out FILE | --suite NAME --out DIR [--max-memory GB]\n"
+      "                          inputs as the amd-mixed-mla task makes them (.safetensors)\n"
+      "                          SPEC: bs=B,kv=L | lens=L1:L2:..., [q=1..4] [page=P] [seed=S]\n"
+      "                          [dist=normal|scaled:S|t3|outliers:P|perhead] "
+      "[fmt=e4m3|e4m3fnuz|bf16] [bf16kv=1]\n"
+      "  suite list | suite show NAME\n"
+      "  inputs check FILE [--allow-nonfinite]   check a file against the input contract\n"
+      "  inputs pack --out FILE NAME=F.npy:DTYPE... [--meta K=V]   .npy files into .safetensors\n"
+      "  inputs unpack FILE --dir DIR            every tensor to DIR/NAME.npy\n"
+      "  recipe list | recipe show NAME|FILE [--set key=value]...   numerics contracts\n"
+      "  run --recipe NAME|FILE [--set key=value]... --inputs IN --out OUT [--threads N] "
+      "[--partials]\n"
+      "      [--allow-nonfinite] [--max-memory GB]   the bit-accurate model of a kernel: o, lse "
+      "(and partials)\n"
+      "  gpu run --kernel exact|fast --recipe NAME|FILE [--set key=value]... --inputs IN --out "
+      "OUT\n"
+      "                          exact: the same model on the GPU, bit for bit (gpu/exact); fast: "
+      "the\n"
+      "                          fast kernel (gpu/fast) on its recipes fast-a16w8, fast-a8w8, "
+      "fast-wgmma-a8w8\n"
+      "                          (bf16 KV: fast-a16w16, fast-a8w16)\n"
+      "  gpu info                the build's GPU runtime and the GPU found\n"
+      "  compare A B [--tensor o] [--rule R]... [--truth T] [--inputs IN] [--json]\n"
+      "                          metrics and tolerance rules "
+      "(exact|ulp:N|allclose:RTOL,ATOL[,MISS]|\n"
+      "                          fa3[:K[,ATOL]]|nmse:X|cos:X|budget[:F]); exit 1 when a rule "
+      "fails\n"
+      "  check --inputs IN --output KERNEL_OUT --recipe NAME|FILE [--set k=v]... [--rule R]...\n"
+      "      [--truth dequantized|bf16] [--json]   a kernel's output against its recipe's model\n"
+      "                          and the certified truth (default rule fa3; budget: the a priori "
+      "bound)\n"
+      "  golden --suite NAME... --recipe NAME|all (--out DIR [--max-bs N] | --digests FILE)\n"
+      "  golden --verify [--digests FILE] [--goldens DIR] [--suite NAME]...   golden outputs\n"
+      "      (--gpu with either: computed by the GPU exact kernel)\n"
+      "  oracle --inputs IN --out OUT [--from dequantized|bf16] [--max-memory GB]   the certified "
+      "truth (F64, 1 ulp)\n"
+      "  budget --inputs IN | --shape SPEC --recipe NAME|FILE [--set k=v]... [--policy P] [--rows "
+      "N]\n"
+      "      [--truth bf16|dequantized] [--tolerance RTOL,ATOL] [--out FILE] [--max-memory GB] "
+      "[--json]\n"
+      "                          the error by source, the a priori bound, utilisation\n"
+      "  budget ... --sweep absmax [--points N] [--dists D;D...] [--threshold X]\n"
+      "                          the static Q scale's cost against absmax (1..448, the seeds' 6.0 "
+      "marked)\n"
+      "  policy-check --policy P [--against P0] [--suite NAME | --shape SPEC...] [--recipe R]...\n"
+      "      [--tolerance RTOL,ATOL] [--threshold X] [--margin M] [--gpu auto|off|require] "
+      "[--json]\n"
+      "                          a new fp8 Q scale policy against the current one for every fp8-Q "
+      "kernel\n"
+      "                          (and the fast GPU kernel where a GPU is) and shape; exit 1 when "
+      "one fails\n"
+      "  report --suite NAME --out DIR [--recipe NAME]... [--policy P]... [--baseline "
+      "OLD/summary.json]\n"
+      "      [--quick] [--gpu auto|off|require] [--shard i/n] [--max-memory GB]\n"
+      "                          the accuracy report: index.html, summary.json, summary.md; exit 1 "
+      "on a\n"
+      "                          failure or a regression against the baseline\n"
+      "  report merge --out DIR [--baseline OLD/summary.json] SHARD_DIR...   shards as one report\n"
+      "  bench formats [--n N]   conversion and random-variate throughput on one core\n"
+      "  bench emulate [--recipe NAME]... [--shape SPEC] [--threads N]   the model's speed\n"
+      "  bench oracle [--shape SPEC] [--small SPEC]   the oracle's speed, and against plain MPFR\n"
+      "  bench gpu-exact [--shape SPEC]... [--recipe NAME]... [--reps N]   the GPU exact kernel's "
+      "speed\n"
+      "  bench gpu [--shape SPEC]... [--recipe NAME]... [--reps N] [--peers FILE]   the fast "
+      "kernel's speed\n"
+      "  bench mma [--dots N] [--reps N]   the matrix-unit models' cost against an fma chain\n"
+      "  version\n"
+      "exit status: 0 success, 1 a check failed, 2 bad input\n",
+      out);
 }
 
 /* the main job: the self-check, then a quick report of the edge suite (every built-in) into a new
@@ -76,7 +98,8 @@ static int main_job(void) {
   char dir[4096];
   snprintf(dir, sizeof dir, "%s/mlaref-report-XXXXXX", tmp && *tmp ? tmp : "/tmp");
   if (!mkdtemp(dir)) {
-    fprintf(stderr, "mlaref: cannot make a folder for the quick report under %s\n", tmp && *tmp ? tmp : "/tmp");
+    fprintf(stderr, "mlaref: cannot make a folder for the quick report under %s\n",
+            tmp && *tmp ? tmp : "/tmp");
     return MLR_EXIT_FAIL;
   }
   char *args[] = {"--suite", "edge", "--quick", "--out", dir};
@@ -92,7 +115,8 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "selfcheck") == 0) return mlr_cmd_selfcheck(argc - 2, argv + 2);
   if (strcmp(cmd, "formats") == 0) return mlr_cmd_formats(argc - 2, argv + 2);
   if (strcmp(cmd, "bench") == 0) return mlr_cmd_bench(argc - 2, argv + 2);
-#ifndef MLAREF_FORMATS_ONLY /* scripts/gpu_run.sh builds a CLI without the fixtures (no jansson there) */
+#ifndef MLAREF_FORMATS_ONLY /* scripts/gpu_run.sh builds a CLI without the fixtures (no jansson    \
+                               there) */
   if (strcmp(cmd, "gen") == 0) return mlr_cmd_gen(argc - 2, argv + 2);
   if (strcmp(cmd, "suite") == 0) return mlr_cmd_suite(argc - 2, argv + 2);
   if (strcmp(cmd, "inputs") == 0) return mlr_cmd_inputs(argc - 2, argv + 2);
@@ -115,6 +139,10 @@ int main(int argc, char **argv) {
     usage(stdout);
     return MLR_EXIT_OK;
   }
-  fprintf(stderr, "mlaref: unknown command '%s' (valid: selfcheck|formats|gen|suite|inputs|recipe|run|gpu|compare|check|golden|oracle|budget|policy-check|report|bench|version|help)\n", cmd);
+  fprintf(stderr,
+          "mlaref: unknown command '%s' (valid: "
+          "selfcheck|formats|gen|suite|inputs|recipe|run|gpu|compare|check|golden|oracle|budget|"
+          "policy-check|report|bench|version|help)\n",
+          cmd);
   return MLR_EXIT_USAGE;
 }

@@ -4,46 +4,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../ref/formats/mlr_formats.h"
+#include "mlr_formats.h"
 #include "mlr_compare.h"
 
-uint32_t mlr_cmp_unwritten(mlr_ctype t) { return t == MLR_CT_F64 ? 0u : t == MLR_CT_F32 ? 0xFFFFFFFFu : 0xFFFFu; }
 
 static int type_rank(mlr_ctype t) { return t == MLR_CT_F64 ? 3 : t == MLR_CT_F32 ? 2 : 1; }
 
 /* code of a binary64 value in type t (nearest even; binary32 through one rounding) */
 static uint32_t encode_as(mlr_ctype t, double v) {
   if (t == MLR_CT_F32) return mlr_f32_bits((float)v);
-  return mlr_encode_f64(v, t == MLR_CT_BF16 ? MLR_FMT_BF16 : MLR_FMT_FP16, MLR_RND_NEAREST_EVEN, MLR_OVF_NONSAT, 0);
+  return mlr_encode_f64(v, t == MLR_CT_BF16 ? MLR_FMT_BF16 : MLR_FMT_FP16, MLR_RND_NEAREST_EVEN,
+                        MLR_OVF_NONSAT, 0);
 }
 
-uint32_t mlr_cmp_code(const mlr_cmp_tensor *t, int64_t i) {
-  if (t->type == MLR_CT_F64) { /* no 32-bit code: the top half, for messages only */
-    uint64_t u;
-    memcpy(&u, (const char *)t->data + 8 * i, 8);
-    return (uint32_t)(u >> 32);
-  }
-  if (t->type == MLR_CT_F32) {
-    uint32_t u;
-    memcpy(&u, (const char *)t->data + 4 * i, 4);
-    return u;
-  }
-  return ((const uint16_t *)t->data)[i];
-}
-
-static double code_value(mlr_ctype t, uint32_t c) {
-  if (t == MLR_CT_F32) return (double)mlr_bits_f32(c);
-  return (double)mlr_decode(t == MLR_CT_BF16 ? MLR_FMT_BF16 : MLR_FMT_FP16, c);
-}
-
-double mlr_cmp_value(const mlr_cmp_tensor *t, int64_t i) {
-  if (t->type == MLR_CT_F64) {
-    double v;
-    memcpy(&v, (const char *)t->data + 8 * i, 8);
-    return v;
-  }
-  return code_value(t->type, mlr_cmp_code(t, i));
-}
 
 double mlr_compare_rel_l2(const mlr_cmp_tensor *a, const mlr_cmp_tensor *t) {
   double se = 0, st = 0;
@@ -80,8 +53,10 @@ static void ulp_ranks(int64_t *u, int64_t n, const int64_t *k, int nk, int64_t *
     return;
   }
   for (int64_t i = 0; i < n; i++) {
-    if (u[i] < ULP_HIST) cnt[u[i]]++;
-    else u[nbig++] = u[i]; /* nbig <= i: the large ones gather at the front */
+    if (u[i] < ULP_HIST)
+      cnt[u[i]]++;
+    else
+      u[nbig++] = u[i]; /* nbig <= i: the large ones gather at the front */
   }
   qsort(u, (size_t)nbig, sizeof *u, cmp_i64);
   const int64_t nsmall = n - nbig;
@@ -116,22 +91,27 @@ static void keep_worst(mlr_metrics *m, double *sev, const mlr_cmp_elem *e, doubl
   sev[at] = s;
 }
 
-mlr_status mlr_compare_metrics(const mlr_cmp_tensor *a, const mlr_cmp_tensor *b, mlr_metrics *m, mlr_error *err) {
+mlr_status mlr_compare_metrics(const mlr_cmp_tensor *a, const mlr_cmp_tensor *b, mlr_metrics *m,
+                               mlr_error *err) {
   memset(m, 0, sizeof *m);
-  if (a->n != b->n || type_rank(b->type) < type_rank(a->type) || (a->type != b->type && type_rank(b->type) == type_rank(a->type)) ||
-      a->type == MLR_CT_F64)
-    return mlr_error_set(err, MLR_EINVAL, "cannot compare: %lld and %lld elements; the reference must be of the candidate's type or wider (bf16/fp16 < f32 < f64)",
+  if (a->n != b->n || type_rank(b->type) < type_rank(a->type) ||
+      (a->type != b->type && type_rank(b->type) == type_rank(a->type)) || a->type == MLR_CT_F64)
+    return mlr_error_set(err, MLR_EINVAL,
+                         "cannot compare: %lld and %lld elements; the reference must be of the "
+                         "candidate's type or wider (bf16/fp16 < f32 < f64)",
                          (long long)a->n, (long long)b->n);
   int64_t *ulps = malloc((size_t)(a->n > 0 ? a->n : 1) * sizeof *ulps);
-  if (!ulps) return mlr_error_set(err, MLR_ENOMEM, "out of memory for %lld ulp distances", (long long)a->n);
+  if (!ulps)
+    return mlr_error_set(err, MLR_ENOMEM, "out of memory for %lld ulp distances", (long long)a->n);
   const uint32_t unw = mlr_cmp_unwritten(a->type);
   double se = 0, sb = 0, sab = 0, saa = 0, sev[MLR_CMP_WORST];
   int64_t nu = 0;
   m->n = a->n;
   for (int64_t i = 0; i < a->n; i++) {
     const uint32_t ca = mlr_cmp_code(a, i);
-    const double va = code_value(a->type, ca), vb = mlr_cmp_value(b, i);
-    const uint32_t cb = a->type == b->type ? mlr_cmp_code(b, i) : encode_as(a->type, vb); /* B in A's format */
+    const double va = mlr_cmp_code_value(a->type, ca), vb = mlr_cmp_value(b, i);
+    const uint32_t cb =
+        a->type == b->type ? mlr_cmp_code(b, i) : encode_as(a->type, vb); /* B in A's format */
     mlr_cmp_elem e = {i, ca, cb, va, vb, -1};
     const int unwritten = ca == unw, ka = vclass(va), kb = vclass(vb);
     if ((ca == cb && (a->type == b->type || va == vb)) || (ka == 0 && kb == 0)) m->identical++;
@@ -157,10 +137,12 @@ mlr_status mlr_compare_metrics(const mlr_cmp_tensor *a, const mlr_cmp_tensor *b,
   }
   if (nu) {
     /* nearest-rank percentiles */
-    const int64_t k[4] = {(int64_t)ceil(0.5 * (double)nu), (int64_t)ceil(0.99 * (double)nu), (int64_t)ceil(0.999 * (double)nu), nu};
+    const int64_t k[4] = {(int64_t)ceil(0.5 * (double)nu), (int64_t)ceil(0.99 * (double)nu),
+                          (int64_t)ceil(0.999 * (double)nu), nu};
     int64_t v[4];
     ulp_ranks(ulps, nu, k, 4, v);
-    m->ulp_p50 = (double)v[0], m->ulp_p99 = (double)v[1], m->ulp_p999 = (double)v[2], m->ulp_max = v[3];
+    m->ulp_p50 = (double)v[0], m->ulp_p99 = (double)v[1], m->ulp_p999 = (double)v[2],
+    m->ulp_max = v[3];
     m->rmse = sqrt(se / (double)nu);
   }
   m->rel_l2 = sb > 0 ? sqrt(se) / sqrt(sb) : (se > 0 ? INFINITY : 0.0);
@@ -170,61 +152,29 @@ mlr_status mlr_compare_metrics(const mlr_cmp_tensor *a, const mlr_cmp_tensor *b,
   return MLR_OK;
 }
 
-double mlr_compare_mismatch(const mlr_cmp_tensor *a, const mlr_cmp_tensor *b, double rtol, double atol) {
+double mlr_compare_mismatch(const mlr_cmp_tensor *a, const mlr_cmp_tensor *b, double rtol,
+                            double atol) {
   if (a->n <= 0) return 0.0;
   int64_t miss = 0;
   for (int64_t i = 0; i < a->n; i++) {
     const double va = mlr_cmp_value(a, i), vb = mlr_cmp_value(b, i);
     const int ka = vclass(va), kb = vclass(vb);
-    if (mlr_cmp_code(a, i) == mlr_cmp_unwritten(a->type) || ka != kb) miss++;
-    else if (ka == 3 && !(fabs(va - vb) <= atol + rtol * fabs(vb))) miss++;
+    if (mlr_cmp_code(a, i) == mlr_cmp_unwritten(a->type) || ka != kb)
+      miss++;
+    else if (ka == 3 && !(fabs(va - vb) <= atol + rtol * fabs(vb)))
+      miss++;
   }
   return (double)miss / (double)a->n;
 }
 
-const double mlr_util_edges[MLR_UTIL_BINS + 1] = {0, 1.0 / 64, 1.0 / 16, 0.25, 0.5, 1, 2, 4, INFINITY};
 
-static int cmp_dbl(const void *x, const void *y) {
-  const double a = *(const double *)x, b = *(const double *)y;
-  return (a > b) - (a < b);
-}
-
-void mlr_sort_values(double *v, int64_t n) { qsort(v, (size_t)n, sizeof *v, cmp_dbl); }
-
-double mlr_sorted_quantile(const double *v, int64_t n, double q) {
-  if (n == 0) return 0;
-  int64_t k = (int64_t)ceil(q * (double)n) - 1;
-  return v[k < 0 ? 0 : k >= n ? n - 1 : k];
-}
-
-mlr_status mlr_compare_utilisation(const mlr_cmp_tensor *a, const mlr_cmp_tensor *t, double rtol, double atol, mlr_util *u,
-                                   mlr_error *err) {
-  memset(u, 0, sizeof *u);
-  if (a->n != t->n) return mlr_error_set(err, MLR_EINVAL, "utilisation: %lld elements against %lld", (long long)a->n, (long long)t->n);
-  double *v = malloc((size_t)(a->n > 0 ? a->n : 1) * sizeof *v);
-  if (!v) return mlr_error_set(err, MLR_ENOMEM, "out of memory for the utilisation");
-  for (int64_t i = 0; i < a->n; i++) {
-    const double va = mlr_cmp_value(a, i), vt = mlr_cmp_value(t, i);
-    if (!isfinite(va) || !isfinite(vt)) continue;
-    const double x = fabs(va - vt) / (atol + rtol * fabs(vt));
-    v[u->n++] = x;
-    if (x > 1) u->over++;
-    if (x > u->max) u->max = x;
-    int k = 0;
-    while (k + 1 < MLR_UTIL_BINS && x >= mlr_util_edges[k + 1]) k++;
-    u->hist[k]++;
-  }
-  mlr_sort_values(v, u->n);
-  u->p50 = mlr_sorted_quantile(v, u->n, 0.5), u->p99 = mlr_sorted_quantile(v, u->n, 0.99), u->p999 = mlr_sorted_quantile(v, u->n, 0.999);
-  free(v);
-  return MLR_OK;
-}
-
-mlr_status mlr_compare_bound(const mlr_cmp_tensor *a, const mlr_cmp_tensor *t, const double *bound, double factor,
-                             mlr_bound_use *bu, mlr_error *err) {
+mlr_status mlr_compare_bound(const mlr_cmp_tensor *a, const mlr_cmp_tensor *t, const double *bound,
+                             double factor, mlr_bound_use *bu, mlr_error *err) {
   memset(bu, 0, sizeof *bu);
   bu->worst = -1;
-  if (a->n != t->n) return mlr_error_set(err, MLR_EINVAL, "bound: %lld elements against %lld", (long long)a->n, (long long)t->n);
+  if (a->n != t->n)
+    return mlr_error_set(err, MLR_EINVAL, "bound: %lld elements against %lld", (long long)a->n,
+                         (long long)t->n);
   double *tight = malloc((size_t)(a->n > 0 ? a->n : 1) * sizeof *tight);
   if (!tight) return mlr_error_set(err, MLR_ENOMEM, "out of memory for the bound's tightness");
   int64_t nt = 0;

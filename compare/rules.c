@@ -8,7 +8,9 @@
 
 #include "mlr_compare.h"
 
-const char *mlr_rule_forms(void) { return "exact|ulp:N|allclose:RTOL,ATOL[,MISS]|fa3[:K[,ATOL]]|nmse:X|cos:X|budget[:F]"; }
+const char *mlr_rule_forms(void) {
+  return "exact|ulp:N|allclose:RTOL,ATOL[,MISS]|fa3[:K[,ATOL]]|nmse:X|cos:X|budget[:F]";
+}
 
 /* up to 3 comma-separated non-negative finite numbers after the colon; returns the count or -1 */
 static int numbers(const char *s, double *v) {
@@ -34,21 +36,32 @@ mlr_status mlr_rule_parse(const char *s, mlr_rule *r, mlr_error *err) {
   const int n = numbers(colon ? colon + 1 : NULL, v);
   if (n < 0 || (colon && n == 0)) goto bad;
 #define IS(name) (kl == strlen(name) && strncmp(s, name, kl) == 0)
-  if (IS("exact") && n == 0) r->kind = MLR_RULE_EXACT;
-  else if (IS("ulp") && n == 1 && v[0] == floor(v[0])) r->kind = MLR_RULE_ULP, r->x = v[0];
-  else if (IS("allclose") && (n == 2 || n == 3) && v[2] <= 1) r->kind = MLR_RULE_ALLCLOSE, r->x = v[0], r->y = v[1], r->z = v[2];
-  else if (IS("fa3") && n <= 2) r->kind = MLR_RULE_FA3, r->x = n >= 1 ? v[0] : 2.0, r->y = n == 2 ? v[1] : 1e-5;
-  else if (IS("nmse") && n == 1) r->kind = MLR_RULE_NMSE, r->x = v[0];
-  else if (IS("cos") && n == 1) r->kind = MLR_RULE_COS, r->x = v[0];
-  else if (IS("budget") && n <= 1 && (n == 0 || v[0] > 0)) r->kind = MLR_RULE_BUDGET, r->x = n ? v[0] : 1.0;
-  else goto bad;
+  if (IS("exact") && n == 0)
+    r->kind = MLR_RULE_EXACT;
+  else if (IS("ulp") && n == 1 && v[0] == floor(v[0]))
+    r->kind = MLR_RULE_ULP, r->x = v[0];
+  else if (IS("allclose") && (n == 2 || n == 3) && v[2] <= 1)
+    r->kind = MLR_RULE_ALLCLOSE, r->x = v[0], r->y = v[1], r->z = v[2];
+  else if (IS("fa3") && n <= 2)
+    r->kind = MLR_RULE_FA3, r->x = n >= 1 ? v[0] : 2.0, r->y = n == 2 ? v[1] : 1e-5;
+  else if (IS("nmse") && n == 1)
+    r->kind = MLR_RULE_NMSE, r->x = v[0];
+  else if (IS("cos") && n == 1)
+    r->kind = MLR_RULE_COS, r->x = v[0];
+  else if (IS("budget") && n <= 1 && (n == 0 || v[0] > 0))
+    r->kind = MLR_RULE_BUDGET, r->x = n ? v[0] : 1.0;
+  else
+    goto bad;
 #undef IS
   return MLR_OK;
 bad:
-  return mlr_error_set(err, MLR_EPARSE, "rule '%s' is not one of %s (numbers >= 0; MISS <= 1; F > 0)", s, mlr_rule_forms());
+  return mlr_error_set(err, MLR_EPARSE,
+                       "rule '%s' is not one of %s (numbers >= 0; MISS <= 1; F > 0)", s,
+                       mlr_rule_forms());
 }
 
-static mlr_verdict verdict(int pass, double measured, double limit, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static mlr_verdict verdict(int pass, double measured, double limit, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 static mlr_verdict verdict(int pass, double measured, double limit, const char *fmt, ...) {
   mlr_verdict v = {pass ? MLR_VERDICT_PASS : MLR_VERDICT_FAIL, measured, limit, ""};
   va_list ap;
@@ -58,24 +71,30 @@ static mlr_verdict verdict(int pass, double measured, double limit, const char *
   return v;
 }
 
-mlr_verdict mlr_rule_apply(const mlr_rule *r, const mlr_metrics *m, const mlr_cmp_tensor *a, const mlr_cmp_tensor *b,
-                           const mlr_metrics *mt, const mlr_metrics *mr) {
+mlr_verdict mlr_rule_apply(const mlr_rule *r, const mlr_metrics *m, const mlr_cmp_tensor *a,
+                           const mlr_cmp_tensor *b, const mlr_metrics *mt, const mlr_metrics *mr) {
   if (r->kind == MLR_RULE_BUDGET) {
-    mlr_verdict v = {MLR_VERDICT_NA, 0, 0, "budget needs the recipe's a priori bound and the truth (mlaref check computes both)"};
+    mlr_verdict v = {
+        MLR_VERDICT_NA, 0, 0,
+        "budget needs the recipe's a priori bound and the truth (mlaref check computes both)"};
     return v;
   }
   if (m->unwritten || m->class_mismatch)
-    return verdict(0, (double)(m->unwritten + m->class_mismatch), 0, "%lld elements unwritten, %lld with another NaN/Inf class",
+    return verdict(0, (double)(m->unwritten + m->class_mismatch), 0,
+                   "%lld elements unwritten, %lld with another NaN/Inf class",
                    (long long)m->unwritten, (long long)m->class_mismatch);
   switch (r->kind) {
   case MLR_RULE_EXACT:
-    return verdict(m->identical == m->n, (double)(m->n - m->identical), 0, "%lld of %lld elements differ",
-                   (long long)(m->n - m->identical), (long long)m->n);
+    return verdict(m->identical == m->n, (double)(m->n - m->identical), 0,
+                   "%lld of %lld elements differ", (long long)(m->n - m->identical),
+                   (long long)m->n);
   case MLR_RULE_ULP:
-    return verdict((double)m->ulp_max <= r->x, (double)m->ulp_max, r->x, "max ulp distance %lld (limit %.0f)", (long long)m->ulp_max, r->x);
+    return verdict((double)m->ulp_max <= r->x, (double)m->ulp_max, r->x,
+                   "max ulp distance %lld (limit %.0f)", (long long)m->ulp_max, r->x);
   case MLR_RULE_ALLCLOSE: {
     const double f = mlr_compare_mismatch(a, b, r->x, r->y);
-    return verdict(f <= r->z, f, r->z, "%.4g%% of elements beyond %g + %g|b| (allowed %.4g%%)", 100 * f, r->y, r->x, 100 * r->z);
+    return verdict(f <= r->z, f, r->z, "%.4g%% of elements beyond %g + %g|b| (allowed %.4g%%)",
+                   100 * f, r->y, r->x, 100 * r->z);
   }
   case MLR_RULE_FA3: {
     if (!mt || !mr) {
@@ -85,23 +104,27 @@ mlr_verdict mlr_rule_apply(const mlr_rule *r, const mlr_metrics *m, const mlr_cm
     if (mt->unwritten || mt->class_mismatch || mr->class_mismatch)
       return verdict(0, 0, 0, "NaN/Inf classes differ from the truth");
     const double lim = r->x * mr->max_abs + r->y;
-    return verdict(mt->max_abs <= lim, mt->max_abs, lim, "max|out - truth| = %.4g, limit %g x max|ref - truth| (%.4g) + %g = %.4g",
+    return verdict(mt->max_abs <= lim, mt->max_abs, lim,
+                   "max|out - truth| = %.4g, limit %g x max|ref - truth| (%.4g) + %g = %.4g",
                    mt->max_abs, r->x, mr->max_abs, r->y, lim);
   }
   case MLR_RULE_NMSE:
     return verdict(m->nmse <= r->x, m->nmse, r->x, "NMSE %.4g (limit %g)", m->nmse, r->x);
   case MLR_RULE_COS:
-    return verdict(m->cos_diff <= r->x, m->cos_diff, r->x, "cosine difference %.4g (limit %g)", m->cos_diff, r->x);
-  default: break;
+    return verdict(m->cos_diff <= r->x, m->cos_diff, r->x, "cosine difference %.4g (limit %g)",
+                   m->cos_diff, r->x);
+  default:
+    break;
   }
   mlr_verdict v = {MLR_VERDICT_NA, 0, 0, "unknown rule"};
   return v;
 }
 
-mlr_verdict mlr_rule_apply_budget(const mlr_rule *r, const mlr_metrics *mt, const mlr_cmp_tensor *a, const mlr_cmp_tensor *t,
-                                  const double *bound) {
+mlr_verdict mlr_rule_apply_budget(const mlr_rule *r, const mlr_metrics *mt, const mlr_cmp_tensor *a,
+                                  const mlr_cmp_tensor *t, const double *bound) {
   if (mt->unwritten || mt->class_mismatch)
-    return verdict(0, (double)(mt->unwritten + mt->class_mismatch), 0, "%lld elements unwritten, %lld with another NaN/Inf class than the truth",
+    return verdict(0, (double)(mt->unwritten + mt->class_mismatch), 0,
+                   "%lld elements unwritten, %lld with another NaN/Inf class than the truth",
                    (long long)mt->unwritten, (long long)mt->class_mismatch);
   mlr_bound_use bu;
   if (mlr_compare_bound(a, t, bound, r->x, &bu, NULL) != MLR_OK) {
@@ -109,8 +132,13 @@ mlr_verdict mlr_rule_apply_budget(const mlr_rule *r, const mlr_metrics *mt, cons
     return v;
   }
   if (bu.over == 0)
-    return verdict(1, bu.max_ratio, r->x, "every element within %g x its bound (largest |out - truth| / bound %.4g; median tightness %.3g)",
+    return verdict(1, bu.max_ratio, r->x,
+                   "every element within %g x its bound (largest |out - truth| / bound %.4g; "
+                   "median tightness %.3g)",
                    r->x, bu.max_ratio, bu.tight_p50);
-  return verdict(0, bu.max_ratio, r->x, "%lld elements beyond %g x their bound; worst element %lld: |out - truth| = %.4g x bound (%a vs truth %a, bound %a)",
-                 (long long)bu.over, r->x, (long long)bu.worst, bu.max_ratio, mlr_cmp_value(a, bu.worst), mlr_cmp_value(t, bu.worst), bound[bu.worst]);
+  return verdict(0, bu.max_ratio, r->x,
+                 "%lld elements beyond %g x their bound; worst element %lld: |out - truth| = %.4g "
+                 "x bound (%a vs truth %a, bound %a)",
+                 (long long)bu.over, r->x, (long long)bu.worst, bu.max_ratio,
+                 mlr_cmp_value(a, bu.worst), mlr_cmp_value(t, bu.worst), bound[bu.worst]);
 }

@@ -5,16 +5,17 @@
 #define MLR_GPU_TRY_H
 
 #include "hip_compat.h" /* first: the runtime headers declare the device-callable memcpy mlr_base.h uses */
-#include "../ref/base/mlr_base.h"
+#include "mlr_base.h"
 
-#define GPU_TRY(call)                                                                                                  \
-  do {                                                                                                                 \
-    const hipError_t e_ = (call);                                                                                      \
-    if (e_ != hipSuccess) {                                                                                            \
-      st = mlr_error_set(err, e_ == hipErrorMemoryAllocation ? MLR_ENOMEM : MLR_EDEVICE, "GPU: %s at %s:%d: %s", #call, \
-                         __FILE__, __LINE__, hipGetErrorString(e_));                                                   \
-      goto out;                                                                                                        \
-    }                                                                                                                  \
+#define GPU_TRY(call)                                                                              \
+  do {                                                                                             \
+    const hipError_t e_ = (call);                                                                  \
+    if (e_ != hipSuccess) {                                                                        \
+      st =                                                                                         \
+          mlr_error_set(err, e_ == hipErrorMemoryAllocation ? MLR_ENOMEM : MLR_EDEVICE,            \
+                        "GPU: %s at %s:%d: %s", #call, __FILE__, __LINE__, hipGetErrorString(e_)); \
+      goto out;                                                                                    \
+    }                                                                                              \
   } while (0)
 
 #endif

@@ -10,27 +10,27 @@
 #elif defined(__CUDACC__)
 #include <cuda_runtime.h>
 typedef cudaError_t hipError_t;
-#define hipSuccess cudaSuccess
-#define hipGetErrorString cudaGetErrorString
-#define hipGetLastError cudaGetLastError
-#define hipMalloc cudaMalloc
-#define hipFree cudaFree
-#define hipMemcpy cudaMemcpy
-#define hipMemset cudaMemset
-#define hipMemcpyHostToDevice cudaMemcpyHostToDevice
-#define hipMemcpyDeviceToHost cudaMemcpyDeviceToHost
-#define hipDeviceSynchronize cudaDeviceSynchronize
-#define hipGetDeviceProperties cudaGetDeviceProperties
-#define hipGetDeviceCount cudaGetDeviceCount
+#define hipSuccess                                 cudaSuccess
+#define hipGetErrorString                          cudaGetErrorString
+#define hipGetLastError                            cudaGetLastError
+#define hipMalloc                                  cudaMalloc
+#define hipFree                                    cudaFree
+#define hipMemcpy                                  cudaMemcpy
+#define hipMemset                                  cudaMemset
+#define hipMemcpyHostToDevice                      cudaMemcpyHostToDevice
+#define hipMemcpyDeviceToHost                      cudaMemcpyDeviceToHost
+#define hipDeviceSynchronize                       cudaDeviceSynchronize
+#define hipGetDeviceProperties                     cudaGetDeviceProperties
+#define hipGetDeviceCount                          cudaGetDeviceCount
 typedef cudaDeviceProp hipDeviceProp_t;
 typedef cudaEvent_t hipEvent_t;
-#define hipEventCreate cudaEventCreate
-#define hipEventRecord cudaEventRecord
-#define hipEventSynchronize cudaEventSynchronize
-#define hipEventElapsedTime cudaEventElapsedTime
-#define hipEventDestroy cudaEventDestroy
-#define hipErrorMemoryAllocation cudaErrorMemoryAllocation
-#define hipFuncSetAttribute cudaFuncSetAttribute
+#define hipEventCreate                             cudaEventCreate
+#define hipEventRecord                             cudaEventRecord
+#define hipEventSynchronize                        cudaEventSynchronize
+#define hipEventElapsedTime                        cudaEventElapsedTime
+#define hipEventDestroy                            cudaEventDestroy
+#define hipErrorMemoryAllocation                   cudaErrorMemoryAllocation
+#define hipFuncSetAttribute                        cudaFuncSetAttribute
 #define hipFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
 #else
 #error "hip_compat.h: compile GPU sources with hipcc (AMD) or nvcc (NVIDIA)"
@@ -42,10 +42,10 @@ typedef cudaEvent_t hipEvent_t;
 /* Shuffles within groups of 32 lanes: a CUDA warp, half an AMD CDNA wavefront (64 lanes, width 32).
  * Callers keep all 32 lanes of a group converged (uniform loops). */
 #if defined(__HIPCC__) || defined(__HIP_PLATFORM_AMD__)
-#define MLR_SHFL(v, src) __shfl((v), (src), 32)
+#define MLR_SHFL(v, src)   __shfl((v), (src), 32)
 #define MLR_SHFL_XOR(v, m) __shfl_xor((v), (m), 32)
 #else
-#define MLR_SHFL(v, src) __shfl_sync(0xFFFFFFFFu, (v), (src), 32)
+#define MLR_SHFL(v, src)   __shfl_sync(0xFFFFFFFFu, (v), (src), 32)
 #define MLR_SHFL_XOR(v, m) __shfl_xor_sync(0xFFFFFFFFu, (v), (m), 32)
 #endif
 
@@ -54,7 +54,8 @@ typedef cudaEvent_t hipEvent_t;
   do {                                                                                             \
     hipError_t mlr_e_ = (call);                                                                    \
     if (mlr_e_ != hipSuccess) {                                                                    \
-      fprintf(stderr, "GPU error %s at %s:%d: %s\n", hipGetErrorString(mlr_e_), __FILE__, __LINE__, #call); \
+      fprintf(stderr, "GPU error %s at %s:%d: %s\n", hipGetErrorString(mlr_e_), __FILE__,          \
+              __LINE__, #call);                                                                    \
       exit(1);                                                                                     \
     }                                                                                              \
   } while (0)

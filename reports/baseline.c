@@ -1,6 +1,7 @@
 /* A summary.json read back, compared with this run (the baseline's regressions) and merged from
  * shards (mlr_report.h): apart from the matrix, so the reader (a file from someone else's CI)
- * builds alone for its fuzz target. Every field is checked: a wrong type or range names the field. */
+ * builds alone for its fuzz target. Every field is checked: a wrong type or range names the field.
+ */
 #define _POSIX_C_SOURCE 200809L
 #include <jansson.h>
 #include <math.h>
@@ -9,10 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fixtures/suites/mlr_suites.h"
+#include "mlr_suites.h"
 #include "mlr_report.h"
 
-static mlr_status add_regression(mlr_report *rep, mlr_error *err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static mlr_status add_regression(mlr_report *rep, mlr_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static mlr_status add_regression(mlr_report *rep, mlr_error *err, const char *fmt, ...) {
   char line[1024];
   va_list ap;
@@ -37,11 +39,13 @@ typedef struct rd {
 } rd;
 
 static void bad(rd *r, const char *field, const char *what) {
-  if (r->st == MLR_OK) r->st = mlr_error_set(r->err, MLR_EPARSE, "%s: %s: %s", r->path, field, what);
+  if (r->st == MLR_OK)
+    r->st = mlr_error_set(r->err, MLR_EPARSE, "%s: %s: %s", r->path, field, what);
 }
 
 /* a string into dst (n bytes): required, or optional (absent: dst unchanged) */
-static void get_str(rd *r, json_t *o, const char *key, const char *where, char *dst, size_t n, int required) {
+static void get_str(rd *r, json_t *o, const char *key, const char *where, char *dst, size_t n,
+                    int required) {
   json_t *v = json_object_get(o, key);
   char field[160];
   snprintf(field, sizeof field, "%s%s", where, key);
@@ -50,9 +54,12 @@ static void get_str(rd *r, json_t *o, const char *key, const char *where, char *
     return;
   }
   const char *s = json_string_value(v);
-  if (!s) bad(r, field, "not a string");
-  else if (strlen(s) >= n) bad(r, field, "too long");
-  else snprintf(dst, n, "%s", s);
+  if (!s)
+    bad(r, field, "not a string");
+  else if (strlen(s) >= n)
+    bad(r, field, "too long");
+  else
+    snprintf(dst, n, "%s", s);
 }
 
 static double get_num(rd *r, json_t *o, const char *key, const char *where, int required) {
@@ -102,13 +109,18 @@ static void get_util(rd *r, json_t *u, const char *where, mlr_util *out) {
   }
   char w[120];
   snprintf(w, sizeof w, "%.110s.", where);
-  out->max = get_num(r, u, "max", w, 1), out->p999 = get_num(r, u, "p999", w, 1), out->p99 = get_num(r, u, "p99", w, 1);
-  out->p50 = get_num(r, u, "p50", w, 1), out->n = (int64_t)get_num(r, u, "n", w, 1), out->over = (int64_t)get_num(r, u, "over", w, 1);
+  out->max = get_num(r, u, "max", w, 1), out->p999 = get_num(r, u, "p999", w, 1),
+  out->p99 = get_num(r, u, "p99", w, 1);
+  out->p50 = get_num(r, u, "p50", w, 1), out->n = (int64_t)get_num(r, u, "n", w, 1),
+  out->over = (int64_t)get_num(r, u, "over", w, 1);
   json_t *h = json_object_get(u, "hist");
   if (!json_is_array(h) || json_array_size(h) != MLR_UTIL_BINS) {
     char field[160];
     snprintf(field, sizeof field, "%shist", w);
-    bad(r, field, "not an array of " "8" " counts");
+    bad(r, field,
+        "not an array of "
+        "8"
+        " counts");
     return;
   }
   for (int k = 0; k < MLR_UTIL_BINS; k++) {
@@ -117,7 +129,8 @@ static void get_util(rd *r, json_t *u, const char *where, mlr_util *out) {
       char field[160];
       snprintf(field, sizeof field, "%shist[%d]", w, k);
       bad(r, field, "not a count");
-    } else out->hist[k] = (int64_t)json_integer_value(x);
+    } else
+      out->hist[k] = (int64_t)json_integer_value(x);
   }
 }
 
@@ -132,7 +145,8 @@ static void get_cell(rd *r, json_t *b, int k, mlr_report_cell *c) {
   get_str(r, b, "spec", w, c->spec, sizeof c->spec, 0);
   get_str(r, b, "recipe", w, c->recipe, sizeof c->recipe, 1);
   get_str(r, b, "recipe_sha256", w, c->recipe_sha, sizeof c->recipe_sha, 0);
-  get_str(r, b, "policy", w, c->policy, sizeof c->policy, 0); /* absent in first-version files: the recipe's own */
+  get_str(r, b, "policy", w, c->policy, sizeof c->policy,
+          0); /* absent in first-version files: the recipe's own */
   c->own_policy = get_bool(r, b, "own_policy", w, 0, 1);
   c->applicable = get_bool(r, b, "applicable", w, 1, 0);
   c->pass = get_bool(r, b, "pass", w, 1, 0);
@@ -150,7 +164,9 @@ static void get_cell(rd *r, json_t *b, int k, mlr_report_cell *c) {
   if (json_is_object(bo)) {
     snprintf(f, sizeof f, "%sbound.", w);
     c->bound_computed = get_bool(r, bo, "computed", f, 1, 0);
-    if (c->bound_computed) c->bound_holds = get_bool(r, bo, "holds", f, 1, 0), c->bound_max_ratio = get_num(r, bo, "max_ratio", f, 1);
+    if (c->bound_computed)
+      c->bound_holds = get_bool(r, bo, "holds", f, 1, 0),
+      c->bound_max_ratio = get_num(r, bo, "max_ratio", f, 1);
   }
   json_t *g = json_object_get(b, "gpu");
   if (g) {
@@ -165,10 +181,12 @@ static void get_cell(rd *r, json_t *b, int k, mlr_report_cell *c) {
     if (c->gpu) {
       get_str(r, g, "o_sha256", f, c->gpu_o_sha, sizeof c->gpu_o_sha, 0);
       c->gpu_identical = get_num(r, g, "identical", f, 1), c->gpu_us = get_num(r, g, "us", f, 1);
-      c->gpu_bound_holds = get_bool(r, g, "bound_holds", f, 0, 0), c->gpu_pass = get_bool(r, g, "pass", f, 1, 0);
+      c->gpu_bound_holds = get_bool(r, g, "bound_holds", f, 0, 0),
+      c->gpu_pass = get_bool(r, g, "pass", f, 1, 0);
       char uf[128];
       snprintf(uf, sizeof uf, "%sutilisation", f);
-      if (json_object_get(g, "utilisation")) get_util(r, json_object_get(g, "utilisation"), uf, &c->gpu_util);
+      if (json_object_get(g, "utilisation"))
+        get_util(r, json_object_get(g, "utilisation"), uf, &c->gpu_util);
     }
   }
 }
@@ -180,13 +198,15 @@ static void get_extras(rd *r, json_t *root, mlr_report *rep) {
     get_str(r, sw, "shape", "sweep.", rep->sweep_shape, sizeof rep->sweep_shape, 0);
     rep->seeds_absmax = get_num(r, sw, "seeds_absmax", "sweep.", 0);
     json_t *ds = json_object_get(sw, "distributions");
-    if (ds && (!json_is_array(ds) || json_array_size(ds) > 4)) bad(r, "sweep.distributions", "not an array of at most 4");
+    if (ds && (!json_is_array(ds) || json_array_size(ds) > 4))
+      bad(r, "sweep.distributions", "not an array of at most 4");
     for (size_t d = 0; r->st == MLR_OK && json_is_array(ds) && d < json_array_size(ds); d++) {
       char w[64];
       snprintf(w, sizeof w, "sweep.distributions[%zu].", d);
       json_t *dj = json_array_get(ds, d), *pts = json_object_get(dj, "points");
       get_str(r, dj, "distribution", w, rep->sweep_dist[d], sizeof rep->sweep_dist[d], 1);
-      if (!json_is_array(pts) || json_array_size(pts) > MLR_REPORT_SWEEP_MAX || (d && (int)json_array_size(pts) != rep->nsweep_points)) {
+      if (!json_is_array(pts) || json_array_size(pts) > MLR_REPORT_SWEEP_MAX ||
+          (d && (int)json_array_size(pts) != rep->nsweep_points)) {
         bad(r, w, "points: not an array of at most 16, as long as the first distribution's");
         break;
       }
@@ -196,21 +216,27 @@ static void get_extras(rd *r, json_t *root, mlr_report *rep) {
         snprintf(pw, sizeof pw, "%spoints[%d].", w, i);
         json_t *p = json_array_get(pts, (size_t)i);
         mlr_report_sweep_point *sp = &rep->sweep[d][i];
-        sp->absmax = get_num(r, p, "absmax", pw, 1), sp->clipped_frac = get_num(r, p, "clipped_fraction", pw, 1);
-        sp->util_max = get_num(r, p, "util_max", pw, 1), sp->util_p999 = get_num(r, p, "util_p999", pw, 1), sp->rel_l2 = get_num(r, p, "rel_l2", pw, 1);
+        sp->absmax = get_num(r, p, "absmax", pw, 1),
+        sp->clipped_frac = get_num(r, p, "clipped_fraction", pw, 1);
+        sp->util_max = get_num(r, p, "util_max", pw, 1),
+        sp->util_p999 = get_num(r, p, "util_p999", pw, 1),
+        sp->rel_l2 = get_num(r, p, "rel_l2", pw, 1);
       }
     }
   }
   get_str(r, root, "extra_shape", "", rep->extra_shape, sizeof rep->extra_shape, 0);
   json_t *dec = json_object_get(root, "decomposition");
-  if (dec && (!json_is_array(dec) || json_array_size(dec) > MLR_REPORT_MAX_RECIPES)) bad(r, "decomposition", "not an array of at most 32");
+  if (dec && (!json_is_array(dec) || json_array_size(dec) > MLR_REPORT_MAX_RECIPES))
+    bad(r, "decomposition", "not an array of at most 32");
   for (size_t k = 0; r->st == MLR_OK && json_is_array(dec) && k < json_array_size(dec); k++) {
     char w[64];
     snprintf(w, sizeof w, "decomposition[%zu].", k);
     json_t *d = json_array_get(dec, k), *src = json_object_get(d, "sources");
     mlr_report_decomp *o = &rep->decomp[rep->ndecomp++];
     get_str(r, d, "recipe", w, o->recipe, sizeof o->recipe, 1);
-    o->total_rms = get_num(r, d, "total_rms", w, 1), o->interaction_rms = get_num(r, d, "interaction_rms", w, 1), o->truth_rms = get_num(r, d, "truth_rms", w, 1);
+    o->total_rms = get_num(r, d, "total_rms", w, 1),
+    o->interaction_rms = get_num(r, d, "interaction_rms", w, 1),
+    o->truth_rms = get_num(r, d, "truth_rms", w, 1);
     if (!json_is_object(src)) {
       bad(r, w, "sources: not an object");
       break;
@@ -218,8 +244,10 @@ static void get_extras(rd *r, json_t *root, mlr_report *rep) {
     for (int s = 0; s < MLR_NSRC; s++) {
       json_t *x = json_object_get(src, mlr_source_name(s));
       if (!x) continue; /* absent: the recipe does not have it */
-      if (!json_is_number(x) || !isfinite(json_number_value(x))) bad(r, w, "sources: a value that is not a finite number");
-      else o->present |= 1u << s, o->rms[s] = json_number_value(x);
+      if (!json_is_number(x) || !isfinite(json_number_value(x)))
+        bad(r, w, "sources: a value that is not a finite number");
+      else
+        o->present |= 1u << s, o->rms[s] = json_number_value(x);
     }
   }
   json_t *dj = json_object_get(root, "discrimination");
@@ -227,7 +255,8 @@ static void get_extras(rd *r, json_t *root, mlr_report *rep) {
     json_t *rows = json_object_get(dj, "caught");
     get_str(r, dj, "recipe", "discrimination.", rep->disc_recipe, sizeof rep->disc_recipe, 1);
     rep->disc_model_ok = get_bool(r, dj, "model_passes", "discrimination.", 1, 0);
-    if (!json_is_array(rows) || json_array_size(rows) != 12) bad(r, "discrimination.caught", "not 12 rows");
+    if (!json_is_array(rows) || json_array_size(rows) != 12)
+      bad(r, "discrimination.caught", "not 12 rows");
     for (size_t k = 0; r->st == MLR_OK && k < 12; k++) {
       json_t *row = json_array_get(rows, k);
       if (!json_is_array(row) || json_array_size(row) != 5) {
@@ -236,7 +265,8 @@ static void get_extras(rd *r, json_t *root, mlr_report *rep) {
       }
       for (size_t q = 0; q < 5; q++) {
         json_t *x = json_array_get(row, q);
-        if (!json_is_boolean(x) && !json_is_null(x)) bad(r, "discrimination.caught", "a value that is not true, false or null");
+        if (!json_is_boolean(x) && !json_is_null(x))
+          bad(r, "discrimination.caught", "a value that is not true, false or null");
         rep->disc[k][q] = json_is_null(x) ? -1 : json_is_true(x);
       }
     }
@@ -248,37 +278,52 @@ mlr_status mlr_report_read(const char *path, mlr_report *rep, mlr_error *err) {
   memset(rep, 0, sizeof *rep);
   json_error_t je;
   json_t *root = json_load_file(path, 0, &je);
-  if (!root) return mlr_error_set(err, MLR_EIO, "baseline %s: not readable JSON: line %d: %s", path, je.line, je.text);
+  if (!root)
+    return mlr_error_set(err, MLR_EIO, "baseline %s: not readable JSON: line %d: %s", path, je.line,
+                         je.text);
   const char *schema = json_string_value(json_object_get(root, "schema"));
   json_t *cells = json_object_get(root, "cells");
-  if (!json_is_object(root) || !schema || strcmp(schema, MLR_REPORT_SCHEMA) || !json_is_array(cells)) {
+  if (!json_is_object(root) || !schema || strcmp(schema, MLR_REPORT_SCHEMA) ||
+      !json_is_array(cells)) {
     json_decref(root);
-    return mlr_error_set(err, MLR_EPARSE, "baseline %s: not a summary.json of schema %s (a cells array)", path, MLR_REPORT_SCHEMA);
+    return mlr_error_set(err, MLR_EPARSE,
+                         "baseline %s: not a summary.json of schema %s (a cells array)", path,
+                         MLR_REPORT_SCHEMA);
   }
   rd r = {path, err, MLR_OK};
   get_str(&r, root, "suite", "", rep->suite, sizeof rep->suite, 1);
   get_str(&r, root, "mlaref_version", "", rep->version, sizeof rep->version, 0);
   rep->quick = get_bool(&r, root, "quick", "", 0, 0);
   json_t *tol = json_object_get(root, "tolerance");
-  rep->rtol = get_num(&r, tol, "rtol", "tolerance.", 1), rep->atol = get_num(&r, tol, "atol", "tolerance.", 1);
+  rep->rtol = get_num(&r, tol, "rtol", "tolerance.", 1),
+  rep->atol = get_num(&r, tol, "atol", "tolerance.", 1);
   rep->margin = get_num(&r, root, "margin", "", 0);
   json_t *sh = json_object_get(root, "shard");
-  if (sh) rep->shard_i = get_int(&r, sh, "i", "shard.", 1, 64), rep->shard_n = get_int(&r, sh, "n", "shard.", 1, 64);
+  if (sh)
+    rep->shard_i = get_int(&r, sh, "i", "shard.", 1, 64),
+    rep->shard_n = get_int(&r, sh, "n", "shard.", 1, 64);
   json_t *pol = json_object_get(root, "policies");
-  for (size_t k = 0; r.st == MLR_OK && json_is_array(pol) && k < json_array_size(pol) && k < MLR_REPORT_MAX_POLICIES; k++) {
+  for (size_t k = 0; r.st == MLR_OK && json_is_array(pol) && k < json_array_size(pol) &&
+                     k < MLR_REPORT_MAX_POLICIES;
+       k++) {
     const char *p = json_string_value(json_array_get(pol, k));
-    if (!p || strlen(p) >= sizeof rep->policies[0]) bad(&r, "policies", "an entry that is not a short string");
-    else snprintf(rep->policies[rep->npolicies++], sizeof rep->policies[0], "%s", p);
+    if (!p || strlen(p) >= sizeof rep->policies[0])
+      bad(&r, "policies", "an entry that is not a short string");
+    else
+      snprintf(rep->policies[rep->npolicies++], sizeof rep->policies[0], "%s", p);
   }
   json_t *g = json_object_get(root, "gpu");
   if (json_is_object(g)) {
     rep->gpu_mode = get_int(&r, g, "mode", "gpu.", 0, 2);
     get_str(&r, g, "device", "gpu.", rep->gpu_device, sizeof rep->gpu_device, 0);
-    rep->gpu_margin = get_num(&r, g, "margin", "gpu.", 0), rep->gpu_noise_us = get_num(&r, g, "noise_us", "gpu.", 0);
+    rep->gpu_margin = get_num(&r, g, "margin", "gpu.", 0),
+    rep->gpu_noise_us = get_num(&r, g, "noise_us", "gpu.", 0);
   }
   const size_t n = json_array_size(cells);
-  if (n > 100000) bad(&r, "cells", "more than 100000 cells");
-  else if (r.st == MLR_OK && !(rep->cells = calloc(n ? n : 1, sizeof *rep->cells))) r.st = mlr_error_set(err, MLR_ENOMEM, "out of memory for %s", path);
+  if (n > 100000)
+    bad(&r, "cells", "more than 100000 cells");
+  else if (r.st == MLR_OK && !(rep->cells = calloc(n ? n : 1, sizeof *rep->cells)))
+    r.st = mlr_error_set(err, MLR_ENOMEM, "out of memory for %s", path);
   for (size_t k = 0; r.st == MLR_OK && k < n; k++) {
     get_cell(&r, json_array_get(cells, k), (int)k, &rep->cells[k]);
     rep->ncells = (int)k + 1;
@@ -291,13 +336,15 @@ mlr_status mlr_report_read(const char *path, mlr_report *rep, mlr_error *err) {
 }
 
 /* ---- against the baseline ---- */
-/* the same column of the matrix: shape, recipe, and the policy (a recipe's own policy matches its own:
- * a first-version baseline has no policy field, its cells are the recipes' own) */
+/* the same column of the matrix: shape, recipe, and the policy (a recipe's own policy matches its
+ * own: a first-version baseline has no policy field, its cells are the recipes' own) */
 static int same_column(const mlr_report_cell *a, const mlr_report_cell *b) {
-  return !strcmp(a->shape, b->shape) && !strcmp(a->recipe, b->recipe) && a->own_policy == b->own_policy && (a->own_policy || !strcmp(a->policy, b->policy));
+  return !strcmp(a->shape, b->shape) && !strcmp(a->recipe, b->recipe) &&
+         a->own_policy == b->own_policy && (a->own_policy || !strcmp(a->policy, b->policy));
 }
 
-mlr_status mlr_report_compare(mlr_report *rep, const mlr_report *base, const char *path, mlr_error *err) {
+mlr_status mlr_report_compare(mlr_report *rep, const mlr_report *base, const char *path,
+                              mlr_error *err) {
   snprintf(rep->baseline, sizeof rep->baseline, "%s", path);
   mlr_status st = MLR_OK;
   for (int k = 0; st == MLR_OK && k < rep->ncells; k++) {
@@ -309,17 +356,29 @@ mlr_status mlr_report_compare(mlr_report *rep, const mlr_report *base, const cha
     c->has_base = 1, c->base_util_max = old->util.max, c->base_gpu_us = old->gpu ? old->gpu_us : 0;
     const char *col = c->own_policy ? "" : " @ ", *pol = c->own_policy ? "" : c->policy;
     if (old->pass && !c->pass)
-      st = add_regression(rep, err, "%s / %s%s%s: passed in the baseline, fails now (golden %s, bound %s%s)", c->shape, c->recipe, col, pol, c->golden,
-                          !c->bound_computed ? "not computed" : c->bound_holds ? "holds" : "VIOLATED", c->gpu && !c->gpu_pass ? ", GPU kernel FAIL" : "");
+      st = add_regression(rep, err,
+                          "%s / %s%s%s: passed in the baseline, fails now (golden %s, bound %s%s)",
+                          c->shape, c->recipe, col, pol, c->golden,
+                          !c->bound_computed ? "not computed"
+                          : c->bound_holds   ? "holds"
+                                             : "VIOLATED",
+                          c->gpu && !c->gpu_pass ? ", GPU kernel FAIL" : "");
     if (st == MLR_OK && old->o_sha[0] && strcmp(old->o_sha, c->o_sha))
-      st = add_regression(rep, err, "%s / %s%s%s: output digest changed: %.16s in the baseline, %.16s now", c->shape, c->recipe, col, pol, old->o_sha, c->o_sha);
+      st = add_regression(rep, err,
+                          "%s / %s%s%s: output digest changed: %.16s in the baseline, %.16s now",
+                          c->shape, c->recipe, col, pol, old->o_sha, c->o_sha);
     if (st == MLR_OK && old->util.max > 0 && c->util.max > (1 + rep->margin) * old->util.max)
-      st = add_regression(rep, err, "%s / %s%s%s: utilisation max up from %.4g to %.4g (more than %g%%)", c->shape, c->recipe, col, pol, old->util.max,
-                          c->util.max, 100 * rep->margin);
-    if (st == MLR_OK && c->gpu && old->gpu && old->gpu_us > 0 && c->gpu_us > (1 + rep->gpu_margin) * old->gpu_us &&
+      st = add_regression(
+          rep, err, "%s / %s%s%s: utilisation max up from %.4g to %.4g (more than %g%%)", c->shape,
+          c->recipe, col, pol, old->util.max, c->util.max, 100 * rep->margin);
+    if (st == MLR_OK && c->gpu && old->gpu && old->gpu_us > 0 &&
+        c->gpu_us > (1 + rep->gpu_margin) * old->gpu_us &&
         c->gpu_us - old->gpu_us > rep->gpu_noise_us)
-      st = add_regression(rep, err, "%s / %s%s%s: GPU %s kernel slower: %.1f us in the baseline, %.1f us now (over %g%% and %g us)", c->shape, c->recipe,
-                          col, pol, c->gpu_kernel, old->gpu_us, c->gpu_us, 100 * rep->gpu_margin, rep->gpu_noise_us);
+      st = add_regression(rep, err,
+                          "%s / %s%s%s: GPU %s kernel slower: %.1f us in the baseline, %.1f us now "
+                          "(over %g%% and %g us)",
+                          c->shape, c->recipe, col, pol, c->gpu_kernel, old->gpu_us, c->gpu_us,
+                          100 * rep->gpu_margin, rep->gpu_noise_us);
   }
   return st;
 }
@@ -348,30 +407,45 @@ mlr_status mlr_report_merge(const mlr_report *parts, int n, mlr_report *out, mlr
   int seen[65] = {0}, total = 0;
   for (int k = 0; k < n; k++) {
     const mlr_report *p = &parts[k];
-    if (strcmp(p->suite, p0->suite) || strcmp(p->version, p0->version) || p->quick != p0->quick || p->rtol != p0->rtol || p->atol != p0->atol ||
-        (p->shard_n ? p->shard_n : 1) != sn || p->npolicies != p0->npolicies || memcmp(p->policies, p0->policies, sizeof p->policies) ||
+    if (strcmp(p->suite, p0->suite) || strcmp(p->version, p0->version) || p->quick != p0->quick ||
+        p->rtol != p0->rtol || p->atol != p0->atol || (p->shard_n ? p->shard_n : 1) != sn ||
+        p->npolicies != p0->npolicies || memcmp(p->policies, p0->policies, sizeof p->policies) ||
         p->gpu_mode != p0->gpu_mode)
-      return mlr_error_set(err, MLR_EINVAL, "shard %d of %d: not of the same run as the first (suite %s, mlaref %s, quick %d, tolerance %g,%g, %d shards, "
-                                            "%d policies, gpu mode %d)", p->shard_i, p->shard_n, p0->suite, p0->version, p0->quick, p0->rtol, p0->atol,
-                           sn, p0->npolicies, p0->gpu_mode);
+      return mlr_error_set(err, MLR_EINVAL,
+                           "shard %d of %d: not of the same run as the first (suite %s, mlaref %s, "
+                           "quick %d, tolerance %g,%g, %d shards, "
+                           "%d policies, gpu mode %d)",
+                           p->shard_i, p->shard_n, p0->suite, p0->version, p0->quick, p0->rtol,
+                           p0->atol, sn, p0->npolicies, p0->gpu_mode);
     const int i = p->shard_n ? p->shard_i : 1;
-    if (i < 1 || i > sn || seen[i]++) return mlr_error_set(err, MLR_EINVAL, "shard %d/%d given twice", i, sn);
+    if (i < 1 || i > sn || seen[i]++)
+      return mlr_error_set(err, MLR_EINVAL, "shard %d/%d given twice", i, sn);
     total += p->ncells;
   }
   for (int i = 1; i <= sn; i++)
-    if (!seen[i]) return mlr_error_set(err, MLR_EINVAL, "shard %d/%d is missing (%d of %d given)", i, sn, n, sn);
+    if (!seen[i])
+      return mlr_error_set(err, MLR_EINVAL, "shard %d/%d is missing (%d of %d given)", i, sn, n,
+                           sn);
   *out = *p0; /* the run's settings and shard 1's extras below */
-  out->cells = NULL, out->ncells = 0, out->regressions = NULL, out->nregressions = 0, out->nfailures = 0, out->baseline[0] = 0;
+  out->cells = NULL, out->ncells = 0, out->regressions = NULL, out->nregressions = 0,
+  out->nfailures = 0, out->baseline[0] = 0;
   out->shard_i = out->shard_n = 0;
   for (int k = 0; k < n; k++)
-    if ((parts[k].shard_n ? parts[k].shard_i : 1) == 1) { /* the sweep, decomposition and discrimination come from shard 1 */
+    if ((parts[k].shard_n ? parts[k].shard_i : 1) ==
+        1) { /* the sweep, decomposition and discrimination come from shard 1 */
       const mlr_report *e = &parts[k];
-      memcpy(out->sweep, e->sweep, sizeof out->sweep), memcpy(out->sweep_dist, e->sweep_dist, sizeof out->sweep_dist);
-      out->nsweep_dists = e->nsweep_dists, out->nsweep_points = e->nsweep_points, out->seeds_absmax = e->seeds_absmax;
-      memcpy(out->sweep_recipe, e->sweep_recipe, sizeof out->sweep_recipe), memcpy(out->sweep_shape, e->sweep_shape, sizeof out->sweep_shape);
-      memcpy(out->extra_shape, e->extra_shape, sizeof out->extra_shape), memcpy(out->decomp, e->decomp, sizeof out->decomp);
-      out->ndecomp = e->ndecomp, out->disc_done = e->disc_done, out->disc_model_ok = e->disc_model_ok;
-      memcpy(out->disc, e->disc, sizeof out->disc), memcpy(out->disc_recipe, e->disc_recipe, sizeof out->disc_recipe);
+      memcpy(out->sweep, e->sweep, sizeof out->sweep),
+          memcpy(out->sweep_dist, e->sweep_dist, sizeof out->sweep_dist);
+      out->nsweep_dists = e->nsweep_dists, out->nsweep_points = e->nsweep_points,
+      out->seeds_absmax = e->seeds_absmax;
+      memcpy(out->sweep_recipe, e->sweep_recipe, sizeof out->sweep_recipe),
+          memcpy(out->sweep_shape, e->sweep_shape, sizeof out->sweep_shape);
+      memcpy(out->extra_shape, e->extra_shape, sizeof out->extra_shape),
+          memcpy(out->decomp, e->decomp, sizeof out->decomp);
+      out->ndecomp = e->ndecomp, out->disc_done = e->disc_done,
+      out->disc_model_ok = e->disc_model_ok;
+      memcpy(out->disc, e->disc, sizeof out->disc),
+          memcpy(out->disc_recipe, e->disc_recipe, sizeof out->disc_recipe);
     }
   out->cells = calloc((size_t)(total ? total : 1), sizeof *out->cells);
   if (!out->cells) return mlr_error_set(err, MLR_ENOMEM, "out of memory for the merged cells");
@@ -380,8 +454,10 @@ mlr_status mlr_report_merge(const mlr_report *parts, int n, mlr_report *out, mlr
   for (int pos = -1; pos < (su ? (int)su->n : 0); pos++)
     for (int k = 0; k < n; k++)
       for (int c = 0; c < parts[k].ncells; c++)
-        if (suite_pos(su, parts[k].cells[c].shape) == pos) out->cells[out->ncells++] = parts[k].cells[c];
-  for (int k = 0; k < out->ncells; k++) out->nfailures += !out->cells[k].pass, out->cells[k].has_base = 0;
+        if (suite_pos(su, parts[k].cells[c].shape) == pos)
+          out->cells[out->ncells++] = parts[k].cells[c];
+  for (int k = 0; k < out->ncells; k++)
+    out->nfailures += !out->cells[k].pass, out->cells[k].has_base = 0;
   return MLR_OK;
 }
 

@@ -7,16 +7,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fixtures/gen/mlr_gen.h"
-#include "fixtures/inputs/mlr_inputs.h"
-#include "fixtures/io/mlr_manifest.h"
-#include "fixtures/suites/mlr_suites.h"
-#include "ref/budget/mlr_budget.h"
-#include "ref/emulate/mlr_emulate.h"
-#include "ref/oracle/mlr_oracle.h"
-#include "ref/recipe/mlr_recipe.h"
-#include "gpu/exact/mlr_gpu.h"
-#include "gpu/fast/mlr_gpu_fast.h"
+#include "mlr_gen.h"
+#include "mlr_inputs.h"
+#include "mlr_manifest.h"
+#include "mlr_suites.h"
+#include "mlr_budget.h"
+#include "mlr_emulate.h"
+#include "mlr_oracle.h"
+#include "mlr_recipe.h"
+#include "mlr_gpu.h"
+#include "mlr_gpu_fast.h"
 #include "mlr_discriminate.h"
 
 enum { QUICK_CELLS = 6, QUICK_TOKENS = 4096, MAX_VARIANTS = 64 };
@@ -53,7 +53,8 @@ static const char *cell_spec(const char *suite, const char *cell) {
 
 /* the manifest row of (suite, cell, recipe), else one of another suite whose cell has the same
  * spec (the nightly suite's cells are the bench and edge suites' own) */
-static const mlr_manifest_row *find_row(const manifest *m, const char *suite, const char *cell, const char *spec, const char *recipe) {
+static const mlr_manifest_row *find_row(const manifest *m, const char *suite, const char *cell,
+                                        const char *spec, const char *recipe) {
   const mlr_manifest_row *same_spec = NULL;
   for (size_t k = 0; k < m->n; k++) {
     const mlr_manifest_row *r = &m->rows[k];
@@ -66,7 +67,8 @@ static const mlr_manifest_row *find_row(const manifest *m, const char *suite, co
 }
 
 /* the inputs of a shape spec, generated and checked against the contract (tf freed on failure) */
-static mlr_status inputs_of(const char *spec_text, mlr_tensor_file *tf, mlr_inputs *in, mlr_error *err) {
+static mlr_status inputs_of(const char *spec_text, mlr_tensor_file *tf, mlr_inputs *in,
+                            mlr_error *err) {
   mlr_gen_spec spec;
   mlr_status st = mlr_gen_spec_parse(spec_text, &spec, err);
   if (st != MLR_OK) return st;
@@ -76,14 +78,17 @@ static mlr_status inputs_of(const char *spec_text, mlr_tensor_file *tf, mlr_inpu
   return st;
 }
 
-static mlr_ctype out_kind(int f) { return f == MLR_OUT_FP32 ? MLR_CT_F32 : f == MLR_OUT_FP16 ? MLR_CT_F16 : MLR_CT_BF16; }
+static mlr_ctype out_kind(int f) {
+  return f == MLR_OUT_FP32 ? MLR_CT_F32 : f == MLR_OUT_FP16 ? MLR_CT_F16 : MLR_CT_BF16;
+}
 
 /* the GPU leg of one cell: the fast kernel for the recipes it computes (timed: the median of reps
  * launches, L2 flushed before each), the exact kernel for the others; pass as documented in
  * mlr_report_cell. A recipe no GPU kernel computes, or inputs one does not take, leave gpu = 0 with
  * the reason; a GPU error fails the cell with its message. */
-static void gpu_cell(const gpu_leg *g, const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_result *model, const double *truth,
-                     const double *bound, mlr_report_cell *c) {
+static void gpu_cell(const gpu_leg *g, const mlr_recipe *r, const mlr_inputs *in,
+                     const mlr_emu_result *model, const double *truth, const double *bound,
+                     mlr_report_cell *c) {
   mlr_error e = {""};
   const int64_t n = in->T * in->H * MLR_EMU_V_DIM;
   mlr_emu_result res;
@@ -121,24 +126,32 @@ static void gpu_cell(const gpu_leg *g, const mlr_recipe *r, const mlr_inputs *in
     return; /* gpu_pass stays 0 */
   }
   mlr_sha256_hex(res.o, mlr_emu_o_bytes(&res), c->gpu_o_sha);
-  const mlr_cmp_tensor o = {out_kind(res.out_format), res.o, n}, t = {MLR_CT_F64, truth, n}, mo = {out_kind(model->out_format), model->o, n};
+  const mlr_cmp_tensor o = {out_kind(res.out_format), res.o, n}, t = {MLR_CT_F64, truth, n},
+                       mo = {out_kind(model->out_format), model->o, n};
   mlr_metrics mm; /* bit-identical to the model as `mlaref check` counts it (NaN for NaN) */
-  c->gpu_identical = mlr_compare_metrics(&o, &mo, &mm, &e) != MLR_OK ? 0.0 : mm.n ? (double)mm.identical / (double)mm.n : 1.0;
+  c->gpu_identical = mlr_compare_metrics(&o, &mo, &mm, &e) != MLR_OK ? 0.0
+                     : mm.n ? (double)mm.identical / (double)mm.n
+                            : 1.0;
   mlr_compare_utilisation(&o, &t, 1e-2, 1e-2, &c->gpu_util, &e);
-  if (!strcmp(c->gpu_kernel, "exact")) c->gpu_pass = !strcmp(c->gpu_o_sha, c->o_sha);
+  if (!strcmp(c->gpu_kernel, "exact"))
+    c->gpu_pass = !strcmp(c->gpu_o_sha, c->o_sha);
   else {
     mlr_bound_use bu;
-    c->gpu_bound_holds = bound && mlr_compare_bound(&o, &t, bound, 1.0, &bu, &e) == MLR_OK && bu.over == 0;
+    c->gpu_bound_holds =
+        bound && mlr_compare_bound(&o, &t, bound, 1.0, &bu, &e) == MLR_OK && bu.over == 0;
     mlr_verdict_kind v = MLR_VERDICT_FAIL;
-    const int fa3 = res.out_format == MLR_OUT_BF16 && mlr_disc_judge("fa3", n, res.o, model->o, truth, NULL, &v, &e) == MLR_OK && v == MLR_VERDICT_PASS;
+    const int fa3 = res.out_format == MLR_OUT_BF16 &&
+                    mlr_disc_judge("fa3", n, res.o, model->o, truth, NULL, &v, &e) == MLR_OK &&
+                    v == MLR_VERDICT_PASS;
     c->gpu_pass = fa3 && (bound ? c->gpu_bound_holds : 1);
   }
   mlr_emu_result_free(&res);
 }
 
 /* one shape: inputs and the certified truth (dequantized KV), then every column */
-static mlr_status run_shape(const mlr_suite_cell *sc, const char *suite, const variant *vs, int nv, const manifest *man, double rtol, double atol,
-                            int threads, const gpu_leg *g, mlr_report_cell *out, mlr_error *err) {
+static mlr_status run_shape(const mlr_suite_cell *sc, const char *suite, const variant *vs, int nv,
+                            const manifest *man, double rtol, double atol, int threads,
+                            const gpu_leg *g, mlr_report_cell *out, mlr_error *err) {
   mlr_tensor_file tf;
   mlr_inputs in;
   mlr_status st = inputs_of(sc->spec, &tf, &in, err);
@@ -147,8 +160,10 @@ static mlr_status run_shape(const mlr_suite_cell *sc, const char *suite, const v
   for (int64_t b = 0; b < in.B; b++) tokens += mlr_inputs_kv_len(&in, b);
   const int64_t n = in.T * in.H * MLR_EMU_V_DIM;
   double *truth = NULL, *bound = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
-  if (!bound) st = mlr_error_set(err, MLR_ENOMEM, "out of memory for the bound of %s", sc->name);
-  else st = mlr_oracle_o(&in, MLR_TRUTH_DEQUANTIZED, &truth, err);
+  if (!bound)
+    st = mlr_error_set(err, MLR_ENOMEM, "out of memory for the bound of %s", sc->name);
+  else
+    st = mlr_oracle_o(&in, MLR_TRUTH_DEQUANTIZED, &truth, err);
   for (int k = 0; st == MLR_OK && k < nv; k++) {
     const mlr_recipe *r = &vs[k].r;
     mlr_report_cell *c = &out[k];
@@ -170,18 +185,27 @@ static mlr_status run_shape(const mlr_suite_cell *sc, const char *suite, const v
     mlr_emu_result res;
     if ((st = mlr_emulate(r, &in, &opts, &res, err)) != MLR_OK) break;
     mlr_sha256_hex(res.o, mlr_emu_o_bytes(&res), c->o_sha);
-    const mlr_manifest_row *row = vs[k].own ? find_row(man, suite, sc->name, sc->spec, r->name) : NULL;
-    snprintf(c->golden, sizeof c->golden, "%s", !row ? "none" : strcmp(row->o_sha, c->o_sha) ? "differ" : "match");
+    const mlr_manifest_row *row =
+        vs[k].own ? find_row(man, suite, sc->name, sc->spec, r->name) : NULL;
+    snprintf(c->golden, sizeof c->golden, "%s",
+             !row                           ? "none"
+             : strcmp(row->o_sha, c->o_sha) ? "differ"
+                                            : "match");
     const mlr_cmp_tensor o = {out_kind(res.out_format), res.o, n}, t = {MLR_CT_F64, truth, n};
     c->bound_computed = tokens <= MLR_REPORT_BOUND_TOKENS;
-    if ((st = mlr_compare_utilisation(&o, &t, rtol, atol, &c->util, err)) == MLR_OK && c->bound_computed &&
-        (st = mlr_budget_bound(r, &in, MLR_TRUTH_DEQUANTIZED, truth, threads, bound, err)) == MLR_OK) {
+    if ((st = mlr_compare_utilisation(&o, &t, rtol, atol, &c->util, err)) == MLR_OK &&
+        c->bound_computed &&
+        (st = mlr_budget_bound(r, &in, MLR_TRUTH_DEQUANTIZED, truth, threads, bound, err)) ==
+            MLR_OK) {
       mlr_bound_use bu;
-      if ((st = mlr_compare_bound(&o, &t, bound, 1.0, &bu, err)) == MLR_OK) c->bound_holds = bu.over == 0, c->bound_max_ratio = bu.max_ratio;
+      if ((st = mlr_compare_bound(&o, &t, bound, 1.0, &bu, err)) == MLR_OK)
+        c->bound_holds = bu.over == 0, c->bound_max_ratio = bu.max_ratio;
     }
     if (st == MLR_OK) c->rel_l2 = mlr_compare_rel_l2(&o, &t);
-    if (st == MLR_OK && g->on) gpu_cell(g, r, &in, &res, truth, c->bound_computed ? bound : NULL, c);
-    c->pass = strcmp(c->golden, "differ") != 0 && (c->bound_holds || !c->bound_computed) && (!c->gpu || c->gpu_pass);
+    if (st == MLR_OK && g->on)
+      gpu_cell(g, r, &in, &res, truth, c->bound_computed ? bound : NULL, c);
+    c->pass = strcmp(c->golden, "differ") != 0 && (c->bound_holds || !c->bound_computed) &&
+              (!c->gpu || c->gpu_pass);
     mlr_emu_result_free(&res);
   }
   free(truth), free(bound);
@@ -191,8 +215,8 @@ static mlr_status run_shape(const mlr_suite_cell *sc, const char *suite, const v
 
 /* the static-scale sweep: recipe r on spec with each Q distribution, absmax on a log grid (the
  * seeds' 6.0 added) */
-static mlr_status run_sweep(mlr_report *rep, const mlr_recipe *base, const char *spec0, const char *const *dists, int nd, int np, int threads,
-                            mlr_error *err) {
+static mlr_status run_sweep(mlr_report *rep, const mlr_recipe *base, const char *spec0,
+                            const char *const *dists, int nd, int np, int threads, mlr_error *err) {
   double grid[MLR_REPORT_SWEEP_MAX];
   np = mlr_budget_sweep_grid(1.0, 448.0, np, grid);
   snprintf(rep->sweep_recipe, sizeof rep->sweep_recipe, "%s", base->name);
@@ -212,8 +236,11 @@ static mlr_status run_sweep(mlr_report *rep, const mlr_recipe *base, const char 
       mlr_recipe r = *base;
       r.q_scale = MLR_QS_STATIC, r.q_absmax = grid[i];
       mlr_policy_point pt;
-      if ((st = mlr_budget_policy_point(&r, &in, truth, rep->rtol, rep->atol, threads, &pt, err)) != MLR_OK) break;
-      rep->sweep[d][i] = (mlr_report_sweep_point){grid[i], pt.clipped_frac, pt.util_max, pt.util_p999, pt.rel_l2};
+      if ((st = mlr_budget_policy_point(&r, &in, truth, rep->rtol, rep->atol, threads, &pt, err)) !=
+          MLR_OK)
+        break;
+      rep->sweep[d][i] =
+          (mlr_report_sweep_point){grid[i], pt.clipped_frac, pt.util_max, pt.util_p999, pt.rel_l2};
     }
     free(truth);
     mlr_tf_free(&tf);
@@ -222,7 +249,8 @@ static mlr_status run_sweep(mlr_report *rep, const mlr_recipe *base, const char 
 }
 
 /* the decomposition of every recipe (own policy) and the discrimination table, on one shape */
-static mlr_status run_extras(mlr_report *rep, const variant *vs, int nv, const char *spec, int threads, mlr_error *err) {
+static mlr_status run_extras(mlr_report *rep, const variant *vs, int nv, const char *spec,
+                             int threads, mlr_error *err) {
   snprintf(rep->extra_shape, sizeof rep->extra_shape, "%s", spec);
   mlr_tensor_file tf;
   mlr_inputs in;
@@ -230,13 +258,16 @@ static mlr_status run_extras(mlr_report *rep, const variant *vs, int nv, const c
   if (st != MLR_OK) return st;
   const int64_t n = in.T * in.H * MLR_EMU_V_DIM;
   double *truth = NULL, *model = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
-  if (!model) st = mlr_error_set(err, MLR_ENOMEM, "out of memory for the decomposition");
-  else st = mlr_oracle_o(&in, MLR_TRUTH_DEQUANTIZED, &truth, err);
+  if (!model)
+    st = mlr_error_set(err, MLR_ENOMEM, "out of memory for the decomposition");
+  else
+    st = mlr_oracle_o(&in, MLR_TRUTH_DEQUANTIZED, &truth, err);
   for (int k = 0; st == MLR_OK && k < nv && rep->ndecomp < MLR_REPORT_MAX_RECIPES; k++) {
     if (!vs[k].own || mlr_emu_check_fit(&vs[k].r, &in, NULL) != MLR_OK) continue;
     mlr_decomp d;
     if ((st = mlr_budget_model(&vs[k].r, &in, threads, model, NULL, err)) != MLR_OK ||
-        (st = mlr_budget_decompose(&vs[k].r, &in, MLR_TRUTH_DEQUANTIZED, truth, model, NULL, 0, threads, &d, err)) != MLR_OK)
+        (st = mlr_budget_decompose(&vs[k].r, &in, MLR_TRUTH_DEQUANTIZED, truth, model, NULL, 0,
+                                   threads, &d, err)) != MLR_OK)
       break;
     mlr_report_decomp *o = &rep->decomp[rep->ndecomp++];
     snprintf(o->recipe, sizeof o->recipe, "%.63s", vs[k].r.name);
@@ -244,12 +275,13 @@ static mlr_status run_extras(mlr_report *rep, const variant *vs, int nv, const c
     for (int s = 0; s < MLR_NSRC; s++) o->rms[s] = d.alone[s].rms;
     o->interaction_rms = d.interaction.rms, o->total_rms = d.total.rms, o->truth_rms = d.truth_rms;
   }
-  /* the discrimination table: the first recipe of the list with a bf16 output and more than one split
-   * (the merge faults act only there), else the first with a bf16 output */
+  /* the discrimination table: the first recipe of the list with a bf16 output and more than one
+   * split (the merge faults act only there), else the first with a bf16 output */
   int pick = -1;
   for (int pass = 0; pass < 2 && pick < 0; pass++)
     for (int k = 0; k < nv && pick < 0; k++)
-      if (vs[k].own && vs[k].r.out_format == MLR_OUT_BF16 && (pass || vs[k].r.split_rule != MLR_SPLIT_NONE) &&
+      if (vs[k].own && vs[k].r.out_format == MLR_OUT_BF16 &&
+          (pass || vs[k].r.split_rule != MLR_SPLIT_NONE) &&
           mlr_emu_check_fit(&vs[k].r, &in, NULL) == MLR_OK)
         pick = k;
   if (st == MLR_OK && pick >= 0) {
@@ -264,14 +296,18 @@ static mlr_status run_extras(mlr_report *rep, const variant *vs, int nv, const c
 
 /* the columns: each recipe under its own policy, then (fp8 Q) under each point of the axis that
  * differs from its own */
-static mlr_status variants_of(const mlr_recipe *rs, int nr, mlr_report *rep, variant *vs, int *nv, mlr_error *err) {
+static mlr_status variants_of(const mlr_recipe *rs, int nr, mlr_report *rep, variant *vs, int *nv,
+                              mlr_error *err) {
   *nv = 0;
   for (int k = 0; k < nr; k++) {
-    if (*nv == MAX_VARIANTS) return mlr_error_set(err, MLR_EINVAL, "more than %d recipe and policy columns", MAX_VARIANTS);
+    if (*nv == MAX_VARIANTS)
+      return mlr_error_set(err, MLR_EINVAL, "more than %d recipe and policy columns", MAX_VARIANTS);
     variant *v = &vs[(*nv)++];
     v->r = rs[k], v->own = 1;
-    if (rs[k].q_format == MLR_Q_BF16) snprintf(v->policy, sizeof v->policy, "none");
-    else mlr_recipe_policy_text(&rs[k], v->policy, sizeof v->policy);
+    if (rs[k].q_format == MLR_Q_BF16)
+      snprintf(v->policy, sizeof v->policy, "none");
+    else
+      mlr_recipe_policy_text(&rs[k], v->policy, sizeof v->policy);
     if (rs[k].q_format == MLR_Q_BF16) continue;
     for (int p = 0; p < rep->npolicies; p++) {
       variant w = {rs[k], "", 0};
@@ -279,7 +315,9 @@ static mlr_status variants_of(const mlr_recipe *rs, int nr, mlr_report *rep, var
       if (st != MLR_OK) return st;
       mlr_recipe_policy_text(&w.r, w.policy, sizeof w.policy);
       if (!strcmp(w.policy, v->policy)) continue;
-      if (*nv == MAX_VARIANTS) return mlr_error_set(err, MLR_EINVAL, "more than %d recipe and policy columns", MAX_VARIANTS);
+      if (*nv == MAX_VARIANTS)
+        return mlr_error_set(err, MLR_EINVAL, "more than %d recipe and policy columns",
+                             MAX_VARIANTS);
       vs[(*nv)++] = w;
     }
   }
@@ -288,49 +326,65 @@ static mlr_status variants_of(const mlr_recipe *rs, int nr, mlr_report *rep, var
 
 mlr_status mlr_report_run(const mlr_report_opts *o, mlr_report *rep, mlr_error *err) {
   memset(rep, 0, sizeof *rep);
-  rep->rtol = rep->atol = 1e-2, rep->margin = 0.1, rep->quick = o->quick, rep->gpu_margin = 0.15, rep->gpu_noise_us = 3.0;
+  rep->rtol = rep->atol = 1e-2, rep->margin = 0.1, rep->quick = o->quick, rep->gpu_margin = 0.15,
+  rep->gpu_noise_us = 3.0;
   rep->shard_i = o->shard_i, rep->shard_n = o->shard_n, rep->gpu_mode = o->gpu;
   snprintf(rep->suite, sizeof rep->suite, "%s", o->suite);
   const mlr_suite *su = mlr_suite_find(o->suite);
-  if (!su) return mlr_error_set(err, MLR_EINVAL, "unknown suite '%s' (valid: %s)", o->suite, mlr_suite_names());
+  if (!su)
+    return mlr_error_set(err, MLR_EINVAL, "unknown suite '%s' (valid: %s)", o->suite,
+                         mlr_suite_names());
   if (o->shard_n && (o->shard_n < 1 || o->shard_i < 1 || o->shard_i > o->shard_n))
-    return mlr_error_set(err, MLR_EINVAL, "shard %d/%d: valid i/n with 1 <= i <= n", o->shard_i, o->shard_n);
+    return mlr_error_set(err, MLR_EINVAL, "shard %d/%d: valid i/n with 1 <= i <= n", o->shard_i,
+                         o->shard_n);
   /* the GPU leg: a device, or (require) an error saying why not */
   gpu_leg g = {0, o->quick ? 5 : 20};
   if (o->gpu != MLR_REPORT_GPU_OFF) {
     mlr_error ge = {""};
-    if (mlr_gpu_device(rep->gpu_device, sizeof rep->gpu_device, &ge) == MLR_OK) g.on = 1;
-    else if (o->gpu == MLR_REPORT_GPU_REQUIRE) return mlr_error_set(err, MLR_EDEVICE, "--gpu require: %s", ge.msg);
-    else rep->gpu_device[0] = 0;
+    if (mlr_gpu_device(rep->gpu_device, sizeof rep->gpu_device, &ge) == MLR_OK)
+      g.on = 1;
+    else if (o->gpu == MLR_REPORT_GPU_REQUIRE)
+      return mlr_error_set(err, MLR_EDEVICE, "--gpu require: %s", ge.msg);
+    else
+      rep->gpu_device[0] = 0;
   }
   static mlr_recipe rs[MLR_REPORT_MAX_RECIPES];
   int nr = 0;
   if (o->nrecipes == 0) {
     char buf[512];
-    snprintf(buf, sizeof buf, "%s%s%s", mlr_recipe_builtin_names(), g.on ? "|" : "", g.on ? mlr_gpu_fast_recipe_names() : "");
-    for (char *save = NULL, *tok = strtok_r(buf, "|", &save); tok && nr < MLR_REPORT_MAX_RECIPES; tok = strtok_r(NULL, "|", &save))
-      if (mlr_recipe_builtin(tok, &rs[nr]) == MLR_OK || mlr_gpu_fast_recipe(tok, &rs[nr]) == MLR_OK) nr++;
+    snprintf(buf, sizeof buf, "%s%s%s", mlr_recipe_builtin_names(), g.on ? "|" : "",
+             g.on ? mlr_gpu_fast_recipe_names() : "");
+    for (char *save = NULL, *tok = strtok_r(buf, "|", &save); tok && nr < MLR_REPORT_MAX_RECIPES;
+         tok = strtok_r(NULL, "|", &save))
+      if (mlr_recipe_builtin(tok, &rs[nr]) == MLR_OK || mlr_gpu_fast_recipe(tok, &rs[nr]) == MLR_OK)
+        nr++;
   } else
     for (int k = 0; k < o->nrecipes && nr < MLR_REPORT_MAX_RECIPES; k++)
-      if (mlr_recipe_builtin(o->recipes[k], &rs[nr]) != MLR_OK && mlr_gpu_fast_recipe(o->recipes[k], &rs[nr]) != MLR_OK)
-        return mlr_error_set(err, MLR_EINVAL, "unknown recipe '%s' (valid: %s|%s)", o->recipes[k], mlr_recipe_builtin_names(), mlr_gpu_fast_recipe_names());
-      else nr++;
+      if (mlr_recipe_builtin(o->recipes[k], &rs[nr]) != MLR_OK &&
+          mlr_gpu_fast_recipe(o->recipes[k], &rs[nr]) != MLR_OK)
+        return mlr_error_set(err, MLR_EINVAL, "unknown recipe '%s' (valid: %s|%s)", o->recipes[k],
+                             mlr_recipe_builtin_names(), mlr_gpu_fast_recipe_names());
+      else
+        nr++;
   /* the policy axis */
-  static const char *const DEFAULT_POLICIES[] = {"static:absmax=6", "dynamic", "per_token"}, *const QUICK_POLICIES[] = {"static:absmax=6"};
+  static const char *const DEFAULT_POLICIES[] = {"static:absmax=6", "dynamic", "per_token"},
+                           *const QUICK_POLICIES[] = {"static:absmax=6"};
   const char *const *pol = o->policies ? o->policies : o->quick ? QUICK_POLICIES : DEFAULT_POLICIES;
   const int np = o->policies ? o->npolicies : o->quick ? 1 : 3;
   for (int p = 0; p < np && p < MLR_REPORT_MAX_POLICIES; p++) {
     mlr_recipe probe; /* each policy checked on an fp8-Q recipe, whatever the list holds */
     mlr_recipe_builtin("aiter-a8w8-ps", &probe);
     mlr_error pe = {""};
-    if (mlr_recipe_set_policy(&probe, pol[p], &pe) != MLR_OK) return mlr_error_set(err, MLR_EINVAL, "--policy: %s", pe.msg);
+    if (mlr_recipe_set_policy(&probe, pol[p], &pe) != MLR_OK)
+      return mlr_error_set(err, MLR_EINVAL, "--policy: %s", pe.msg);
     snprintf(rep->policies[rep->npolicies++], sizeof rep->policies[0], "%.47s", pol[p]);
   }
   static variant vs[MAX_VARIANTS];
   int nv;
   mlr_status st = variants_of(rs, nr, rep, vs, &nv, err);
   if (st != MLR_OK) return st;
-  /* the cells: all, or the quick ones (small: up to QUICK_TOKENS KV tokens in all); this shard's share */
+  /* the cells: all, or the quick ones (small: up to QUICK_TOKENS KV tokens in all); this shard's
+   * share */
   const mlr_suite_cell *cells[256];
   int ns = 0, seen = 0;
   for (size_t k = 0; k < su->n && ns < 256; k++) {
@@ -356,7 +410,8 @@ mlr_status mlr_report_run(const mlr_report_opts *o, mlr_report *rep, mlr_error *
   const int extras = !o->shard_n || o->shard_i == 1, steps = ns + 2 * extras;
   for (int s = 0; st == MLR_OK && s < ns; s++) {
     if (o->progress) o->progress(cells[s]->name, s, steps, o->ctx);
-    st = run_shape(cells[s], o->suite, vs, nv, &man, rep->rtol, rep->atol, o->threads, &g, &rep->cells[s * nv], err);
+    st = run_shape(cells[s], o->suite, vs, nv, &man, rep->rtol, rep->atol, o->threads, &g,
+                   &rep->cells[s * nv], err);
     if (st == MLR_OK) rep->ncells += nv;
   }
   free(man.rows);
@@ -368,12 +423,14 @@ mlr_status mlr_report_run(const mlr_report_opts *o, mlr_report *rep, mlr_error *
       if (rs[k].q_format != MLR_Q_BF16) {
         if (o->progress) o->progress("static-scale sweep", ns, steps, o->ctx);
         static const char *const DISTS[] = {"normal", "t3", "outliers:0.001"};
-        st = run_sweep(rep, &rs[k], o->quick ? "bs=1,kv=256,seed=4217" : "bs=4,kv=1024,seed=4217", DISTS, o->quick ? 2 : 3, o->quick ? 5 : 9,
-                       o->threads, err);
+        st = run_sweep(rep, &rs[k], o->quick ? "bs=1,kv=256,seed=4217" : "bs=4,kv=1024,seed=4217",
+                       DISTS, o->quick ? 2 : 3, o->quick ? 5 : 9, o->threads, err);
         break;
       }
     if (o->progress) o->progress("decomposition and discrimination", ns + 1, steps, o->ctx);
-    if (st == MLR_OK) st = run_extras(rep, vs, nv, o->quick ? "bs=2,kv=256,seed=4217" : "bs=4,kv=1024,seed=4217", o->threads, err);
+    if (st == MLR_OK)
+      st = run_extras(rep, vs, nv, o->quick ? "bs=2,kv=256,seed=4217" : "bs=4,kv=1024,seed=4217",
+                      o->threads, err);
   }
   if (o->progress) o->progress("done", steps, steps, o->ctx);
   return st;

@@ -25,6 +25,7 @@ case "$secs" in ''|*[!0-9]*) echo "fuzz: SECONDS '$secs' is not a whole number o
 CC=${FUZZ_CC:-clang-15}
 mkdir -p build/fuzz tests/fuzz/crashes
 "$CC" -g -O1 -std=c11 -ffp-contract=off -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I. \
+  $(printf -- '-I%s ' */include */*/include) \
   $srcs -lcrypto -lm -fopenmp -o "build/fuzz/fuzz_$t"
 corpus=tests/fuzz/corpus/$t
 found=$(mktemp -d)

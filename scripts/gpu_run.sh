@@ -52,19 +52,21 @@ NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 FP="-ffp-contract=off -fno-fast-math -fexcess-precision=standard -fno-math-errno"
 BIN=${MLAREF_GPU_BIN:-/tmp}
 mkdir -p "$BIN" || { echo "gpu_run: cannot make $BIN" >&2; exit 1; }
+# the root (internal headers by path) and every module's public include folder
+INC="-I. $(printf -- '-I%s ' */include */*/include)"
 build() {
-  gcc -O3 -std=c11 $FP -fopenmp -I. -DMLAREF_VERSION='"gpu-run"' -DMLAREF_FORMATS_ONLY \
+  gcc -O3 -std=c11 $FP -fopenmp $INC -DMLAREF_VERSION='"gpu-run"' -DMLAREF_FORMATS_ONLY \
       cli/main.c cli/cli_util.c cli/cmd_formats.c cli/cmd_selfcheck.c cli/cmd_bench.c ref/base/status.c ref/base/parallel.c ref/formats/formats.c \
       fixtures/rng/rng.c -fno-trapping-math -lm -o "$BIN/mlaref" || return 1
   "$NVCC" -O3 -std=c++17 -arch=sm_90 -fmad=false -prec-div=true -prec-sqrt=true -ftz=false \
-      -Xcompiler -ffp-contract=off,-fno-fast-math,-fno-math-errno,-fopenmp -I. gpu/probes/bits_digest.cu -o "$BIN/bits_digest" -lgomp || return 1
-  gcc -O2 -std=c11 $FP -I. -c ref/mma/mma.c -o "$BIN/mma.o" || return 1
-  "$NVCC" -O2 -std=c++17 -arch=sm_90 -fmad=false -ftz=false -Werror=all-warnings -I. gpu/probes/mma_probe.cu "$BIN/mma.o" \
+      -Xcompiler -ffp-contract=off,-fno-fast-math,-fno-math-errno,-fopenmp $INC gpu/probes/bits_digest.cu -o "$BIN/bits_digest" -lgomp || return 1
+  gcc -O2 -std=c11 $FP $INC -c ref/mma/mma.c -o "$BIN/mma.o" || return 1
+  "$NVCC" -O2 -std=c++17 -arch=sm_90 -fmad=false -ftz=false -Werror=all-warnings $INC gpu/probes/mma_probe.cu "$BIN/mma.o" \
       -o "$BIN/mma_probe" || return 1
-  "$NVCC" -O2 -std=c++17 -gencode arch=compute_90a,code=sm_90a -fmad=false -ftz=false -Werror=all-warnings -I. gpu/probes/wgmma_probe.cu \
+  "$NVCC" -O2 -std=c++17 -gencode arch=compute_90a,code=sm_90a -fmad=false -ftz=false -Werror=all-warnings $INC gpu/probes/wgmma_probe.cu \
       "$BIN/mma.o" -o "$BIN/wgmma_probe" || return 1
-  "$NVCC" -O2 -std=c++17 -arch=sm_90 -fmad=false -ftz=false -prec-div=true -Werror=all-warnings -I. gpu/probes/cvt_probe.cu -o "$BIN/cvt_probe" || return 1
-  "$NVCC" -O2 -std=c++17 -arch=sm_90 -ftz=false -Werror=all-warnings -I. gpu/probes/ex2_table.cu -o "$BIN/ex2_table" || return 1 # ref/sfu's table and the model's check
+  "$NVCC" -O2 -std=c++17 -arch=sm_90 -fmad=false -ftz=false -prec-div=true -Werror=all-warnings $INC gpu/probes/cvt_probe.cu -o "$BIN/cvt_probe" || return 1
+  "$NVCC" -O2 -std=c++17 -arch=sm_90 -ftz=false -Werror=all-warnings $INC gpu/probes/ex2_table.cu -o "$BIN/ex2_table" || return 1 # ref/sfu's table and the model's check
 }
 if [ "${1:-}" = --build-only ]; then build && echo "gpu_run: build only: $BIN/mlaref and $BIN/bits_digest built"; exit $?; fi
 if ! nvidia-smi -L >/dev/null 2>&1; then
@@ -108,7 +110,7 @@ step() { case "$STEPS" in *" $1 "*) return 0 ;; esac; echo "== $1: not asked for
   fi
   if step fast; then
     echo "== fast kernel: its hardware conversions against the generic encoders (gpu/probes/cvt_probe.cu)"
-    "$NVCC" -O2 -std=c++17 -arch=sm_90 -fmad=false -ftz=false -prec-div=true -Werror=all-warnings -I. gpu/probes/cvt_probe.cu -o "$BIN/cvt_probe" &&
+    "$NVCC" -O2 -std=c++17 -arch=sm_90 -fmad=false -ftz=false -prec-div=true -Werror=all-warnings $INC gpu/probes/cvt_probe.cu -o "$BIN/cvt_probe" &&
       "$BIN/cvt_probe" | tee "$OUT/cvt_probe.txt" || status=1
     echo "== fast kernel (gpu/fast): check --rule exact --rule budget --rule fa3 on every cell of the edge, test and bench suites and the bf16-KV set"
     FD=${MLAREF_FAST_DATA:-/tmp/mlaref-fast}

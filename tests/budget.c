@@ -7,17 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compare/mlr_compare.h"
-#include "fixtures/suites/mlr_suites.h"
-#include "ref/budget/mlr_budget.h"
-#include "ref/emulate/mlr_emulate.h"
-#include "ref/formats/mlr_formats.h"
+#include "mlr_compare.h"
+#include "mlr_suites.h"
+#include "mlr_budget.h"
+#include "mlr_emulate.h"
+#include "mlr_formats.h"
 #include "test_gen.h"
 
 #define DV 512
 
-static const char *const RECIPES[] = {"fp32-seq", "triton-fp8-single", "triton-fp8-split", "aiter-a8w8-ps",
-                                      "aiter-a16w8-ps", "aiter-bf16-np", "torch-bmm-bf16", "aiter-test-ref"};
+static const char *const RECIPES[] = {"fp32-seq",       "triton-fp8-single", "triton-fp8-split",
+                                      "aiter-a8w8-ps",  "aiter-a16w8-ps",    "aiter-bf16-np",
+                                      "torch-bmm-bf16", "aiter-test-ref"};
 #define NREC (sizeof RECIPES / sizeof RECIPES[0])
 
 static double *model_o(const mlr_recipe *r, const mlr_inputs *in) {
@@ -27,8 +28,10 @@ static double *model_o(const mlr_recipe *r, const mlr_inputs *in) {
   const int64_t n = in->T * in->H * DV;
   double *o = malloc((size_t)n * sizeof *o);
   for (int64_t i = 0; i < n; i++)
-    o[i] = res.out_format == MLR_OUT_FP32 ? ((float *)res.o)[i]
-           : mlr_decode(res.out_format == MLR_OUT_FP16 ? MLR_FMT_FP16 : MLR_FMT_BF16, ((uint16_t *)res.o)[i]);
+    o[i] = res.out_format == MLR_OUT_FP32
+               ? ((float *)res.o)[i]
+               : mlr_decode(res.out_format == MLR_OUT_FP16 ? MLR_FMT_FP16 : MLR_FMT_BF16,
+                            ((uint16_t *)res.o)[i]);
   mlr_emu_result_free(&res);
   return o;
 }
@@ -64,8 +67,10 @@ static void closure_model(const char *spec, const char *recipe, const char *sets
   cr_assert_eq(mlr_budget_eval(&r, &g.in, MLR_SRC_ALL, NULL, 0, 0, e, &err), MLR_OK, "%s", err.msg);
   int64_t first;
   const int64_t k = differing(m, e, n, &first);
-  cr_expect_eq(k, 0, "%s %s [%s]: %lld elements differ from mlr_emulate; first %lld: %a vs model %a", spec, recipe, sets, (long long)k,
-               (long long)first, first >= 0 ? e[first] : 0.0, first >= 0 ? m[first] : 0.0);
+  cr_expect_eq(k, 0,
+               "%s %s [%s]: %lld elements differ from mlr_emulate; first %lld: %a vs model %a",
+               spec, recipe, sets, (long long)k, (long long)first, first >= 0 ? e[first] : 0.0,
+               first >= 0 ? m[first] : 0.0);
   free(m), free(e);
   mlr_tf_free(&g.tf);
 }
@@ -78,7 +83,8 @@ Test(budget_suites, all_sources_on_is_the_model_on_test_and_edge, .timeout = 120
     const mlr_suite *su = mlr_suite_find(suites[s]);
     cr_assert_not_null(su);
     for (size_t c = 0; c < su->n; c++) {
-      if (strstr(su->cells[c].spec, "kv=8192")) continue; /* bs=64, kv=8192: the bound test below covers the long rows */
+      if (strstr(su->cells[c].spec, "kv=8192"))
+        continue; /* bs=64, kv=8192: the bound test below covers the long rows */
       for (size_t k = 0; k < NREC; k++) {
         const int bf16kv = strstr(su->cells[c].spec, "fmt=bf16") != NULL;
         if (bf16kv && !strcmp(RECIPES[k], "aiter-a8w8-ps")) continue; /* fp8 operands need fp8 KV */
@@ -92,16 +98,28 @@ Test(budget_suites, all_sources_on_is_the_model_on_test_and_edge, .timeout = 120
 
 /* the recipe keys the built-ins leave at one value */
 Test(budget, all_sources_on_is_the_model_for_other_keys) {
-  const char *spec = "bs=2,lens=70:45,q=2,seed=7"; /* binary32 outputs, so no difference hides in bf16 */
-  closure_model(spec, "fp32-seq", "partial.normalized=no;split.rule=fixed;split.count=3;split.align=16;out.format=fp32");
+  const char *spec =
+      "bs=2,lens=70:45,q=2,seed=7"; /* binary32 outputs, so no difference hides in bf16 */
+  closure_model(
+      spec, "fp32-seq",
+      "partial.normalized=no;split.rule=fixed;split.count=3;split.align=16;out.format=fp32");
   closure_model(spec, "fp32-seq", "partial.normalized=no;out.format=fp32");
-  closure_model(spec, "fp32-seq", "softmax.exp=2;lse.base=e;split.rule=fixed;split.count=2;merge.rule=global_max;out.format=fp32");
-  closure_model(spec, "fp32-seq", "softmax.exp=e;lse.base=2;split.rule=fixed;split.count=2;update.fma=yes;out.format=fp32");
-  closure_model(spec, "fp32-seq", "qk.dot=nope_rope;pv.dot=exact;pv.accumulate=into_acc;out.format=fp16");
-  closure_model(spec, "fp32-seq", "qk.operand=fp16;pv.operand=bf16;p.format=e4m3fnuz;out.format=fp32");
-  closure_model(spec, "aiter-a8w8-ps", "q.scale=static;q.absmax=2;split.min_tokens=16;out.format=fp32");
+  closure_model(spec, "fp32-seq",
+                "softmax.exp=2;lse.base=e;split.rule=fixed;split.count=2;merge.rule=global_max;out."
+                "format=fp32");
+  closure_model(
+      spec, "fp32-seq",
+      "softmax.exp=e;lse.base=2;split.rule=fixed;split.count=2;update.fma=yes;out.format=fp32");
+  closure_model(spec, "fp32-seq",
+                "qk.dot=nope_rope;pv.dot=exact;pv.accumulate=into_acc;out.format=fp16");
+  closure_model(spec, "fp32-seq",
+                "qk.operand=fp16;pv.operand=bf16;p.format=e4m3fnuz;out.format=fp32");
+  closure_model(spec, "aiter-a8w8-ps",
+                "q.scale=static;q.absmax=2;split.min_tokens=16;out.format=fp32");
   closure_model(spec, "aiter-a8w8-ps", "q.scale=per_head;q.format=e4m3fnuz;out.format=fp32");
-  closure_model(spec, "aiter-a8w8-ps", "q.scale=per_token;kv.scale_at=operand;qk.operand=fp32;pv.operand=fp32;out.format=fp32");
+  closure_model(
+      spec, "aiter-a8w8-ps",
+      "q.scale=per_token;kv.scale_at=operand;qk.operand=fp32;pv.operand=fp32;out.format=fp32");
 }
 
 /* with every source off, the switchable model is binary64 attention on the bf16 inputs */
@@ -109,7 +127,8 @@ Test(budget, all_sources_off_is_the_truth) {
   gen g;
   gen_make(&g, "bs=2,lens=300:77,q=2,seed=11,bf16kv=1");
   const int64_t n = g.in.T * g.in.H * DV;
-  double *t = malloc((size_t)n * sizeof *t), *lse = malloc((size_t)(g.in.T * g.in.H) * sizeof *lse), *e = malloc((size_t)n * sizeof *e);
+  double *t = malloc((size_t)n * sizeof *t), *lse = malloc((size_t)(g.in.T * g.in.H) * sizeof *lse),
+         *e = malloc((size_t)n * sizeof *e);
   mlr_error err = {""};
   mlr_oracle_stats os;
   cr_assert_eq(mlr_oracle(&g.in, MLR_TRUTH_BF16, t, lse, &os, &err), MLR_OK, "%s", err.msg);
@@ -137,10 +156,13 @@ Test(budget_suites, decomposition_adds_up, .timeout = 600) {
     mlr_error err = {""};
     cr_assert_eq(mlr_recipe_builtin(RECIPES[k], &r), MLR_OK);
     mlr_decomp d;
-    cr_assert_eq(mlr_budget_decompose(&r, &g.in, MLR_TRUTH_BF16, NULL, NULL, NULL, 0, 0, &d, &err), MLR_OK, "%s", err.msg);
+    cr_assert_eq(mlr_budget_decompose(&r, &g.in, MLR_TRUTH_BF16, NULL, NULL, NULL, 0, 0, &d, &err),
+                 MLR_OK, "%s", err.msg);
     cr_expect_eq(d.from, MLR_TRUTH_BF16);
-    cr_expect_eq(d.closure_model_diff, 0, "%s: %lld elements of the all-on model differ", RECIPES[k], (long long)d.closure_model_diff);
-    cr_expect_leq(d.closure_truth_max, 1e-13, "%s: all-off vs truth %g", RECIPES[k], d.closure_truth_max);
+    cr_expect_eq(d.closure_model_diff, 0, "%s: %lld elements of the all-on model differ",
+                 RECIPES[k], (long long)d.closure_model_diff);
+    cr_expect_leq(d.closure_truth_max, 1e-13, "%s: all-off vs truth %g", RECIPES[k],
+                  d.closure_truth_max);
     cr_expect(d.present >> MLR_SRC_KV & 1u);
     cr_expect_eq((d.present >> MLR_SRC_Q) & 1u, r.q_format != MLR_Q_BF16, "%s", RECIPES[k]);
     double sum2 = 0;
@@ -150,12 +172,15 @@ Test(budget_suites, decomposition_adds_up, .timeout = 600) {
         continue;
       }
       sum2 += d.alone[s].rms * d.alone[s].rms;
-      /* a source's error alone is at most the total's order: no source is larger than all together */
-      cr_expect_leq(d.alone[s].rms, 2 * d.total.rms, "%s %s alone %g vs total %g", RECIPES[k], mlr_source_name(s), d.alone[s].rms, d.total.rms);
+      /* a source's error alone is at most the total's order: no source is larger than all together
+       */
+      cr_expect_leq(d.alone[s].rms, 2 * d.total.rms, "%s %s alone %g vs total %g", RECIPES[k],
+                    mlr_source_name(s), d.alone[s].rms, d.total.rms);
     }
-    cr_expect_leq(d.interaction.rms, d.total.rms, "%s: interaction %g vs total %g", RECIPES[k], d.interaction.rms, d.total.rms);
-    cr_expect(sqrt(sum2) > 0.75 * d.total.rms && sqrt(sum2) < 1.33 * d.total.rms, "%s: sqrt(sum alone^2) %g vs total %g", RECIPES[k],
-              sqrt(sum2), d.total.rms);
+    cr_expect_leq(d.interaction.rms, d.total.rms, "%s: interaction %g vs total %g", RECIPES[k],
+                  d.interaction.rms, d.total.rms);
+    cr_expect(sqrt(sum2) > 0.75 * d.total.rms && sqrt(sum2) < 1.33 * d.total.rms,
+              "%s: sqrt(sum alone^2) %g vs total %g", RECIPES[k], sqrt(sum2), d.total.rms);
   }
   mlr_tf_free(&g.tf);
 }
@@ -163,7 +188,11 @@ Test(budget_suites, decomposition_adds_up, .timeout = 600) {
 /* NUMERICS.md section 7: with unit normal inputs the fp8 KV alone moves the output by a relative
  * L2 of about 2.9% at kv=1024 and 1.5% at kv=8192 (measured on an H200 against fp64 attention) */
 Test(budget_suites, kv_quantization_alone_reproduces_numerics_section_7, .timeout = 600) {
-  const struct { const char *spec; double expect; } cells[] = {{"bs=4,kv=1024,seed=4217,bf16kv=1", 0.029}, {"bs=4,kv=8192,seed=4220,bf16kv=1", 0.015}};
+  const struct {
+    const char *spec;
+    double expect;
+  } cells[] = {{"bs=4,kv=1024,seed=4217,bf16kv=1", 0.029},
+               {"bs=4,kv=8192,seed=4220,bf16kv=1", 0.015}};
   for (int c = 0; c < 2; c++) {
     gen g;
     gen_make(&g, cells[c].spec);
@@ -172,12 +201,15 @@ Test(budget_suites, kv_quantization_alone_reproduces_numerics_section_7, .timeou
     cr_assert_eq(mlr_recipe_builtin("fp32-seq", &r), MLR_OK);
     const int64_t n = g.in.T * g.in.H * DV;
     double *kv = malloc((size_t)n * sizeof *kv), *none = malloc((size_t)n * sizeof *none);
-    cr_assert_eq(mlr_budget_eval(&r, &g.in, 1u << MLR_SRC_KV, NULL, 0, 0, kv, &err), MLR_OK, "%s", err.msg);
+    cr_assert_eq(mlr_budget_eval(&r, &g.in, 1u << MLR_SRC_KV, NULL, 0, 0, kv, &err), MLR_OK, "%s",
+                 err.msg);
     cr_assert_eq(mlr_budget_eval(&r, &g.in, 0, NULL, 0, 0, none, &err), MLR_OK, "%s", err.msg);
     double e2 = 0, t2 = 0;
-    for (int64_t i = 0; i < n; i++) e2 += (kv[i] - none[i]) * (kv[i] - none[i]), t2 += none[i] * none[i];
+    for (int64_t i = 0; i < n; i++)
+      e2 += (kv[i] - none[i]) * (kv[i] - none[i]), t2 += none[i] * none[i];
     const double rel = sqrt(e2 / t2);
-    cr_expect(fabs(rel - cells[c].expect) <= 0.15 * cells[c].expect, "%s: rel L2 %.4f, NUMERICS.md says %.3f", cells[c].spec, rel, cells[c].expect);
+    cr_expect(fabs(rel - cells[c].expect) <= 0.15 * cells[c].expect,
+              "%s: rel L2 %.4f, NUMERICS.md says %.3f", cells[c].spec, rel, cells[c].expect);
     free(kv), free(none);
     mlr_tf_free(&g.tf);
   }
@@ -186,7 +218,8 @@ Test(budget_suites, kv_quantization_alone_reproduces_numerics_section_7, .timeou
 #endif
 
 /* the certified truth from `from` and the recipe's bound for the inputs (malloc'd, [T, H, 512]) */
-static void truth_and_bound(const mlr_inputs *in, const mlr_recipe *r, mlr_truth_from from, double **t, double **bd) {
+static void truth_and_bound(const mlr_inputs *in, const mlr_recipe *r, mlr_truth_from from,
+                            double **t, double **bd) {
   const int64_t n = in->T * in->H * DV;
   mlr_error err = {""};
   double *lse = malloc((size_t)(in->T * in->H) * sizeof *lse);
@@ -198,7 +231,8 @@ static void truth_and_bound(const mlr_inputs *in, const mlr_recipe *r, mlr_truth
 }
 
 /* the bound holds on every element: against the truth from the dequantized KV and from bf16 */
-static void bound_holds_with(const char *spec, const char *recipe, const char *sets, mlr_truth_from from, double *tight_out) {
+static void bound_holds_with(const char *spec, const char *recipe, const char *sets,
+                             mlr_truth_from from, double *tight_out) {
   gen g;
   gen_make(&g, spec);
   mlr_recipe r;
@@ -211,15 +245,20 @@ static void bound_holds_with(const char *spec, const char *recipe, const char *s
   mlr_cmp_tensor a = {MLR_CT_F64, m, n}, tt = {MLR_CT_F64, t, n};
   mlr_bound_use bu;
   cr_assert_eq(mlr_compare_bound(&a, &tt, bd, 1.0, &bu, &err), MLR_OK);
-  cr_expect_eq(bu.over, 0, "%s %s from %s: %lld of %lld elements beyond the bound; worst %lld: |e| = %g x bound (%a vs %a, bound %g)", spec,
-               recipe, from == MLR_TRUTH_BF16 ? "bf16" : "dequantized", (long long)bu.over, (long long)bu.n, (long long)bu.worst, bu.max_ratio,
-               bu.worst >= 0 ? m[bu.worst] : 0.0, bu.worst >= 0 ? t[bu.worst] : 0.0, bu.worst >= 0 ? bd[bu.worst] : 0.0);
+  cr_expect_eq(bu.over, 0,
+               "%s %s from %s: %lld of %lld elements beyond the bound; worst %lld: |e| = %g x "
+               "bound (%a vs %a, bound %g)",
+               spec, recipe, from == MLR_TRUTH_BF16 ? "bf16" : "dequantized", (long long)bu.over,
+               (long long)bu.n, (long long)bu.worst, bu.max_ratio,
+               bu.worst >= 0 ? m[bu.worst] : 0.0, bu.worst >= 0 ? t[bu.worst] : 0.0,
+               bu.worst >= 0 ? bd[bu.worst] : 0.0);
   if (tight_out) *tight_out = bu.tight_p50;
   free(t), free(bd), free(m);
   mlr_tf_free(&g.tf);
 }
 
-static void bound_holds(const char *spec, const char *recipe, mlr_truth_from from, double *tight_out) {
+static void bound_holds(const char *spec, const char *recipe, mlr_truth_from from,
+                        double *tight_out) {
   bound_holds_with(spec, recipe, "", from, tight_out);
 }
 
@@ -230,13 +269,20 @@ static void bound_holds(const char *spec, const char *recipe, mlr_truth_from fro
 Test(budget, softmax_units) {
   const char *specs[] = {"bs=2,lens=300:129,q=2,seed=7", "bs=2,lens=300:129,seed=3,dist=scaled:40"};
   const char *sets[][2] = {
-      {"fp32-seq", "softmax.exp=2;softmax.exp_unit=sm90-ex2;softmax.sum=warp16;softmax.block=128;lse.base=e;out.format=fp32"},
-      {"fp32-seq", "softmax.exp=e_via_2;softmax.exp_unit=sm90-ex2;split.rule=fixed;split.count=3;update.fma=yes;out.format=fp32"},
-      {"fp32-seq", "softmax.sum=warp16;softmax.block=40;out.format=fp32"}, /* blocks of 2.5 groups */
-      /* the fast kernel's recipe (gpu/fast/fast_recipe.c), spelled out: the GPU library is not linked here */
-      {"fp32-seq", "q.format=e4m3;q.scale=static;q.absmax=6;kv.scale_at=folded;qk.operand=fp16;qk.dot=mma:sm90-f16;softmax.exp=2;"
-                   "softmax.block=128;softmax.exp_unit=sm90-ex2;softmax.sum=warp16;p.format=fp16;pv.operand=fp16;pv.dot=mma:sm90-f16;"
-                   "pv.accumulate=into_acc;split.rule=waves;split.cus=132;split.max=64;split.min_tokens=128;split.align=128;split.overhead=18;"
+      {"fp32-seq", "softmax.exp=2;softmax.exp_unit=sm90-ex2;softmax.sum=warp16;softmax.block=128;"
+                   "lse.base=e;out.format=fp32"},
+      {"fp32-seq", "softmax.exp=e_via_2;softmax.exp_unit=sm90-ex2;split.rule=fixed;split.count=3;"
+                   "update.fma=yes;out.format=fp32"},
+      {"fp32-seq",
+       "softmax.sum=warp16;softmax.block=40;out.format=fp32"}, /* blocks of 2.5 groups */
+      /* the fast kernel's recipe (gpu/fast/fast_recipe.c), spelled out: the GPU library is not
+         linked here */
+      {"fp32-seq", "q.format=e4m3;q.scale=static;q.absmax=6;kv.scale_at=folded;qk.operand=fp16;qk."
+                   "dot=mma:sm90-f16;softmax.exp=2;"
+                   "softmax.block=128;softmax.exp_unit=sm90-ex2;softmax.sum=warp16;p.format=fp16;"
+                   "pv.operand=fp16;pv.dot=mma:sm90-f16;"
+                   "pv.accumulate=into_acc;split.rule=waves;split.cus=132;split.max=64;split.min_"
+                   "tokens=128;split.align=128;split.overhead=18;"
                    "split.per=token;lse.base=e;merge.rule=global_max;out.format=fp32"},
   };
   for (int i = 0; i < 2; i++)
@@ -250,14 +296,19 @@ Test(budget, softmax_units) {
  * and chaining written again), and the a priori bound holds (gam_mma), for each unit on QK and PV,
  * into the accumulator, over splits, on operands with subnormals (scaled inputs) */
 Test(budget, matrix_unit_dots) {
-  const char *specs[] = {"bs=2,lens=70:45,q=2,seed=7", "bs=2,lens=300:129,seed=3,dist=scaled:0.001"};
+  const char *specs[] = {"bs=2,lens=70:45,q=2,seed=7",
+                         "bs=2,lens=300:129,seed=3,dist=scaled:0.001"};
   const char *fp8 = "qk.dot=mma:sm90-e4m3;pv.dot=mma:sm90-e4m3;out.format=fp32";
   const char *sets[][2] = {
       {"aiter-a16w8-ps", "qk.dot=mma:sm90-bf16;pv.dot=mma:sm90-bf16;out.format=fp32"},
-      {"aiter-a16w8-ps", "qk.dot=mma:sm90-bf16;pv.dot=mma:sm90-bf16;pv.accumulate=into_acc;softmax.block=32;out.format=fp32"},
-      {"fp32-seq", "qk.operand=fp16;qk.dot=mma:sm90-f16;pv.operand=fp16;p.format=fp16;pv.dot=mma:sm90-f16;split.rule=fixed;split.count=3;out.format=fp32"},
+      {"aiter-a16w8-ps", "qk.dot=mma:sm90-bf16;pv.dot=mma:sm90-bf16;pv.accumulate=into_acc;softmax."
+                         "block=32;out.format=fp32"},
+      {"fp32-seq", "qk.operand=fp16;qk.dot=mma:sm90-f16;pv.operand=fp16;p.format=fp16;pv.dot=mma:"
+                   "sm90-f16;split.rule=fixed;split.count=3;out.format=fp32"},
       {"aiter-a8w8-ps", fp8},
-      {"aiter-a8w8-ps", "qk.dot=mma:sm90-e4m3-sync;pv.dot=mma:sm90-e4m3-sync;out.format=fp32"}, /* the lowered mma.sync */
+      {"aiter-a8w8-ps",
+       "qk.dot=mma:sm90-e4m3-sync;pv.dot=mma:sm90-e4m3-sync;out.format=fp32"}, /* the lowered
+                                                                                  mma.sync */
   };
   for (int i = 0; i < 2; i++)
     for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++) {
@@ -266,14 +317,20 @@ Test(budget, matrix_unit_dots) {
     }
   /* AMD's bf16 unit (two-stage, blocks of 8) */
   for (int i = 0; i < 2; i++) {
-    closure_model(specs[i], "aiter-a16w8-ps", "qk.dot=mma:cdna3-bf16;pv.dot=mma:cdna3-bf16;out.format=fp32");
-    bound_holds_with(specs[i], "aiter-a16w8-ps", "qk.dot=mma:cdna3-bf16;pv.dot=mma:cdna3-bf16;out.format=fp32", MLR_TRUTH_DEQUANTIZED, NULL);
+    closure_model(specs[i], "aiter-a16w8-ps",
+                  "qk.dot=mma:cdna3-bf16;pv.dot=mma:cdna3-bf16;out.format=fp32");
+    bound_holds_with(specs[i], "aiter-a16w8-ps",
+                     "qk.dot=mma:cdna3-bf16;pv.dot=mma:cdna3-bf16;out.format=fp32",
+                     MLR_TRUTH_DEQUANTIZED, NULL);
   }
   /* AMD's fp8 unit multiplies e4m3fnuz: Q, P and KV in that format */
   closure_model("bs=2,lens=70:45,seed=9,fmt=e4m3fnuz", "aiter-a8w8-ps",
-                "q.format=e4m3fnuz;p.format=e4m3fnuz;qk.dot=mma:cdna3-fp8;pv.dot=mma:cdna3-fp8;out.format=fp32");
+                "q.format=e4m3fnuz;p.format=e4m3fnuz;qk.dot=mma:cdna3-fp8;pv.dot=mma:cdna3-fp8;out."
+                "format=fp32");
   bound_holds_with("bs=2,lens=70:45,seed=9,fmt=e4m3fnuz", "aiter-a8w8-ps",
-                   "q.format=e4m3fnuz;p.format=e4m3fnuz;qk.dot=mma:cdna3-fp8;pv.dot=mma:cdna3-fp8;out.format=fp32", MLR_TRUTH_DEQUANTIZED, NULL);
+                   "q.format=e4m3fnuz;p.format=e4m3fnuz;qk.dot=mma:cdna3-fp8;pv.dot=mma:cdna3-fp8;"
+                   "out.format=fp32",
+                   MLR_TRUTH_DEQUANTIZED, NULL);
 }
 #endif
 
@@ -283,7 +340,8 @@ Test(budget_suites, bound_holds_on_the_test_and_edge_suites, .timeout = 1800) {
   for (int s = 0; s < 2; s++) {
     const mlr_suite *su = mlr_suite_find(suites[s]);
     for (size_t c = 0; c < su->n; c++) {
-      if (strstr(su->cells[c].spec, "bs=256") || strstr(su->cells[c].spec, "bs=64")) continue; /* the slow label's test */
+      if (strstr(su->cells[c].spec, "bs=256") || strstr(su->cells[c].spec, "bs=64"))
+        continue; /* the slow label's test */
       const int bf16kv = strstr(su->cells[c].spec, "fmt=bf16") != NULL;
       for (size_t k = 0; k < NREC; k++) {
         if (bf16kv && !strcmp(RECIPES[k], "aiter-a8w8-ps")) continue;
@@ -298,12 +356,14 @@ Test(budget_suites, bound_holds_on_the_nightly_q_distributions, .timeout = 600) 
   const mlr_suite *su = mlr_suite_find("nightly");
   for (size_t c = 0; c < su->n; c++) {
     if (strncmp(su->cells[c].name, "q_", 2)) continue;
-    for (size_t k = 0; k < NREC; k++) bound_holds(su->cells[c].spec, RECIPES[k], MLR_TRUTH_DEQUANTIZED, NULL);
+    for (size_t k = 0; k < NREC; k++)
+      bound_holds(su->cells[c].spec, RECIPES[k], MLR_TRUTH_DEQUANTIZED, NULL);
   }
 }
 
 Test(budget, bound_holds_against_the_bf16_truth) {
-  for (size_t k = 0; k < NREC; k++) bound_holds("bs=2,lens=200:33,q=2,seed=5,bf16kv=1", RECIPES[k], MLR_TRUTH_BF16, NULL);
+  for (size_t k = 0; k < NREC; k++)
+    bound_holds("bs=2,lens=200:33,q=2,seed=5,bf16kv=1", RECIPES[k], MLR_TRUTH_BF16, NULL);
 }
 
 /* an operand beyond its format (Q of N(0, 1e5) into fp16's 65504) leaves the analysis: +Inf */
@@ -315,11 +375,13 @@ Test(budget, operand_overflow_is_unbounded) {
   const int64_t n = g.in.T * g.in.H * DV;
   double *t, *bd;
   truth_and_bound(&g.in, &r, MLR_TRUTH_DEQUANTIZED, &t, &bd);
-  for (int64_t i = 0; i < n; i++) cr_assert(isinf(bd[i]), "element %lld: bound %g", (long long)i, bd[i]);
+  for (int64_t i = 0; i < n; i++)
+    cr_assert(isinf(bd[i]), "element %lld: bound %g", (long long)i, bd[i]);
   free(t), free(bd);
   mlr_tf_free(&g.tf);
   /* binary32 operands hold these values: the bound holds (it is finite, though loose, at 1e2) */
-  for (size_t k = 0; k < NREC; k++) bound_holds("bs=1,kv=20,seed=3,dist=scaled:100", RECIPES[k], MLR_TRUTH_DEQUANTIZED, NULL);
+  for (size_t k = 0; k < NREC; k++)
+    bound_holds("bs=1,kv=20,seed=3,dist=scaled:100", RECIPES[k], MLR_TRUTH_DEQUANTIZED, NULL);
 }
 
 /* the static Q scale: a larger absmax clips less; the sweep grid ends exactly at its ends */
@@ -341,10 +403,13 @@ Test(budget, policy_points) {
   for (int i = 0; i < 5; i++) {
     r.q_scale = MLR_QS_STATIC, r.q_absmax = grid[i];
     mlr_policy_point pt;
-    cr_assert_eq(mlr_budget_policy_point(&r, &g.in, t, 1e-2, 1e-2, 0, &pt, &err), MLR_OK, "%s", err.msg);
+    cr_assert_eq(mlr_budget_policy_point(&r, &g.in, t, 1e-2, 1e-2, 0, &pt, &err), MLR_OK, "%s",
+                 err.msg);
     cr_expect_leq(pt.clipped_frac, prev_clip);
     prev_clip = pt.clipped_frac;
-    if (i == 0) cr_expect_gt(pt.clipped_frac, 0.25, "absmax 1 clips %g of N(0,1)", pt.clipped_frac); /* P(|z| > 1) = 0.317 */
+    if (i == 0)
+      cr_expect_gt(pt.clipped_frac, 0.25, "absmax 1 clips %g of N(0,1)",
+                   pt.clipped_frac); /* P(|z| > 1) = 0.317 */
   }
   cr_expect_eq(prev_clip, 0.0);
   mlr_recipe b;
@@ -380,7 +445,8 @@ Test(budget_slow, bound_holds_on_the_bench_suite, .timeout = 7200) {
       for (size_t k = 0; k < NREC; k++) {
         double tight;
         bound_holds(su->cells[c].spec, RECIPES[k], MLR_TRUTH_DEQUANTIZED, &tight);
-        printf("%s %s %s: median bound / |error| %.3g\n", suites[s], su->cells[c].name, RECIPES[k], tight);
+        printf("%s %s %s: median bound / |error| %.3g\n", suites[s], su->cells[c].name, RECIPES[k],
+               tight);
       }
     }
   }

@@ -43,12 +43,15 @@ Test(cli, main_job_passes, .timeout = 120) {
   /* it ends with a quick report and says where its page is: the page is there */
   const char *at = strstr(o, "mlaref: the quick report's page: ");
   /* 6 shapes x (8 recipes + 2 on the policy axis); where a GPU is, the fast kernel's recipes too */
-  cr_assert(at && (strstr(o, "report: suite edge (quick): 60 cells, 0 failed") || (strstr(o, "GPU leg: NVIDIA") && strstr(o, " cells, 0 failed"))), "%s", o);
+  cr_assert(at && (strstr(o, "report: suite edge (quick): 60 cells, 0 failed") ||
+                   (strstr(o, "GPU leg: NVIDIA") && strstr(o, " cells, 0 failed"))),
+            "%s", o);
   char page[1024], cmd[2200];
   cr_assert_eq(sscanf(at, "mlaref: the quick report's page: %1023s", page), 1);
   snprintf(cmd, sizeof cmd, "grep -q '<svg' %s && rm -rf $(dirname %s)", page, page);
   cr_assert_eq(system(cmd), 0, "%s", page);
-  free(o); free(e);
+  free(o);
+  free(e);
 }
 
 Test(cli, boundaries_e4m3) {
@@ -56,16 +59,20 @@ Test(cli, boundaries_e4m3) {
   cr_assert_eq(run("formats boundaries --format e4m3 --overflow sat", &o, &e), 0);
   cr_assert_eq(strncmp(o, "0x00000000 0x00\n0x3A800001 0x01\n", 32), 0, "%.64s", o);
   cr_assert_eq(count_lines(o), 256);
-  free(o); free(e);
+  free(o);
+  free(e);
   cr_assert_eq(run("formats boundaries --format=e4m3 --overflow=nonsat", &o, &e), 0);
   cr_assert(strstr(o, "\n0x43E80001 0x7F\n"), "nonsat: above 464 is NaN"); /* 464 = 0x43E80000 */
-  free(o); free(e);
+  free(o);
+  free(e);
   cr_assert_eq(run("formats boundaries --format e4m3 --overflow legacy", &o, &e), 0);
   cr_assert(strstr(o, "\n0x43E00001 0x7F\n"), "legacy: above 448 is NaN"); /* 448 = 0x43E00000 */
-  free(o); free(e);
+  free(o);
+  free(e);
   cr_assert_eq(run("formats boundaries --format fp16 --overflow nonsat", &o, &e), 0);
   cr_assert(strstr(o, "\n0x477FF000 0x7C00\n"), "65520 rounds to Inf"); /* 65520 = 0x477FF000 */
-  free(o); free(e);
+  free(o);
+  free(e);
 }
 
 /* Each bad input: exit 2 and exactly one line on stderr that says what is valid. */
@@ -75,21 +82,32 @@ static void bad(const char *args, const char *must_contain) {
   cr_assert_eq(count_lines(e), 1, "'%s': one line expected, got: %s", args, e);
   cr_assert(strstr(e, must_contain), "'%s': '%s' not in: %s", args, must_contain, e);
   cr_assert_str_empty(o, "'%s' printed on stdout: %s", args, o);
-  free(o); free(e);
+  free(o);
+  free(e);
 }
 
 /* matrix-unit dots: run on fitting inputs; a unit's operand format, and its fp8 flavour, checked */
 Test(cli, matrix_unit_dots) {
   char *o, *e;
-  cr_assert_eq(run("gen --shape bs=1,kv=40,seed=3 --out mlr_cli_mma.safetensors", &o, &e), 0, "%s", e);
-  free(o); free(e);
-  cr_assert_eq(run("run --recipe aiter-a8w8-ps --set qk.dot=mma:sm90-e4m3 --set pv.dot=mma:sm90-e4m3 --inputs mlr_cli_mma.safetensors "
-                   "--out mlr_cli_mma_o.safetensors", &o, &e), 0, "%s", e);
-  free(o); free(e);
-  bad("run --recipe aiter-a8w8-ps --set q.format=e4m3fnuz --set qk.dot=mma:cdna3-fp8 --inputs mlr_cli_mma.safetensors "
-      "--out mlr_cli_never.safetensors", "qk.dot = mma:cdna3-fp8 multiplies e4m3fnuz codes, but the inputs' kv is e4m3");
-  bad("recipe show fp32-seq --set qk.dot=mma:sm90-bf16", "qk.dot = mma:sm90-bf16 multiplies bf16 operands: it needs qk.operand = bf16");
-  bad("recipe show aiter-a8w8-ps --set pv.dot=mma:sm90-f16", "pv.dot = mma:sm90-f16 multiplies fp16 operands: it needs pv.operand = fp16");
+  cr_assert_eq(run("gen --shape bs=1,kv=40,seed=3 --out mlr_cli_mma.safetensors", &o, &e), 0, "%s",
+               e);
+  free(o);
+  free(e);
+  cr_assert_eq(run("run --recipe aiter-a8w8-ps --set qk.dot=mma:sm90-e4m3 --set "
+                   "pv.dot=mma:sm90-e4m3 --inputs mlr_cli_mma.safetensors "
+                   "--out mlr_cli_mma_o.safetensors",
+                   &o, &e),
+               0, "%s", e);
+  free(o);
+  free(e);
+  bad("run --recipe aiter-a8w8-ps --set q.format=e4m3fnuz --set qk.dot=mma:cdna3-fp8 --inputs "
+      "mlr_cli_mma.safetensors "
+      "--out mlr_cli_never.safetensors",
+      "qk.dot = mma:cdna3-fp8 multiplies e4m3fnuz codes, but the inputs' kv is e4m3");
+  bad("recipe show fp32-seq --set qk.dot=mma:sm90-bf16",
+      "qk.dot = mma:sm90-bf16 multiplies bf16 operands: it needs qk.operand = bf16");
+  bad("recipe show aiter-a8w8-ps --set pv.dot=mma:sm90-f16",
+      "pv.dot = mma:sm90-f16 multiplies fp16 operands: it needs pv.operand = fp16");
   remove("mlr_cli_mma.safetensors"), remove("mlr_cli_mma_o.safetensors");
 }
 
@@ -104,15 +122,25 @@ static void fast_recipe_runs(const char *name, const char *want, const char *sha
     snprintf(line, sizeof line, "%.*s", (int)strcspn(w, "\n"), w);
     cr_assert(strstr(o, line), "%s: no '%s' in %s", name, line, o);
   }
-  free(o); free(e);
-  snprintf(cmd, sizeof cmd, MLAREF_BIN " gen --shape %s --out mlr_cli_fast_in.safetensors >/dev/null", shape);
+  free(o);
+  free(e);
+  snprintf(cmd, sizeof cmd,
+           MLAREF_BIN " gen --shape %s --out mlr_cli_fast_in.safetensors >/dev/null", shape);
   cr_assert_eq(system(cmd), 0, "%s", cmd);
-  snprintf(cmd, sizeof cmd, "run --recipe %s --inputs mlr_cli_fast_in.safetensors --out mlr_cli_fast_out.safetensors", name);
+  snprintf(
+      cmd, sizeof cmd,
+      "run --recipe %s --inputs mlr_cli_fast_in.safetensors --out mlr_cli_fast_out.safetensors",
+      name);
   cr_assert_eq(run(cmd, &o, &e), 0, "%s", e);
-  free(o); free(e);
-  snprintf(cmd, sizeof cmd, "check --inputs mlr_cli_fast_in.safetensors --output mlr_cli_fast_out.safetensors --recipe %s --rule exact --rule budget", name);
+  free(o);
+  free(e);
+  snprintf(cmd, sizeof cmd,
+           "check --inputs mlr_cli_fast_in.safetensors --output mlr_cli_fast_out.safetensors "
+           "--recipe %s --rule exact --rule budget",
+           name);
   cr_assert_eq(run(cmd, &o, &e), 0, "%s%s", o, e);
-  free(o); free(e);
+  free(o);
+  free(e);
   remove("mlr_cli_fast_in.safetensors"), remove("mlr_cli_fast_out.safetensors");
 }
 
@@ -122,65 +150,102 @@ Test(cli, fast_kernel_recipes) {
   char *o, *e;
   cr_assert_eq(run("recipe list", &o, &e), 0, "%s", e);
   const char *sep = strstr(o, "# the fast GPU kernel's recipes");
-  cr_assert(sep && strstr(sep, "fast-a16w8") && strstr(sep, "fast-a8w8") && strstr(sep, "fast-a16w16") && strstr(sep, "fast-a8w16") &&
-                strstr(sep, "fast-wgmma-a8w8") &&
-                strstr(sep, "fast-mi300-a16w8") && strstr(sep, "fast-mi300-a8w8") &&
-                !strstr(sep, "fp32-seq"),
+  cr_assert(sep && strstr(sep, "fast-a16w8") && strstr(sep, "fast-a8w8") &&
+                strstr(sep, "fast-a16w16") && strstr(sep, "fast-a8w16") &&
+                strstr(sep, "fast-wgmma-a8w8") && strstr(sep, "fast-mi300-a16w8") &&
+                strstr(sep, "fast-mi300-a8w8") && !strstr(sep, "fp32-seq"),
             "%s", o);
-  free(o); free(e);
-  fast_recipe_runs("fast-a8w8", "qk.dot = mma:sm90-f16\nq.scale = static\nsoftmax.block = 128\npartial.normalized = no", "bs=2,kv=300,q=2,seed=5");
+  free(o);
+  free(e);
+  fast_recipe_runs(
+      "fast-a8w8",
+      "qk.dot = mma:sm90-f16\nq.scale = static\nsoftmax.block = 128\npartial.normalized = no",
+      "bs=2,kv=300,q=2,seed=5");
   fast_recipe_runs("fast-a16w8", "q.format = bf16\nsoftmax.block = 128", "bs=2,kv=300,q=2,seed=5");
   /* the logits on wgmma's fp8 unit: Q's and K's e4m3 codes multiplied as they are */
-  fast_recipe_runs("fast-wgmma-a8w8", "qk.operand = fp8\nqk.dot = mma:sm90-e4m3\nq.format = e4m3\npv.dot = mma:sm90-f16\nsoftmax.block = 128",
+  fast_recipe_runs("fast-wgmma-a8w8",
+                   "qk.operand = fp8\nqk.dot = mma:sm90-e4m3\nq.format = e4m3\npv.dot = "
+                   "mma:sm90-f16\nsoftmax.block = 128",
                    "bs=2,kv=300,q=2,seed=5");
-  fast_recipe_runs("fast-a8w16", "softmax.block = 64\nq.format = e4m3\npv.operand = fp16", "bs=2,kv=300,q=2,fmt=bf16,seed=5");
-  fast_recipe_runs("fast-a16w16", "softmax.block = 64\nq.format = bf16", "bs=2,kv=300,q=2,fmt=bf16,seed=5");
+  fast_recipe_runs("fast-a8w16", "softmax.block = 64\nq.format = e4m3\npv.operand = fp16",
+                   "bs=2,kv=300,q=2,fmt=bf16,seed=5");
+  fast_recipe_runs("fast-a16w16", "softmax.block = 64\nq.format = bf16",
+                   "bs=2,kv=300,q=2,fmt=bf16,seed=5");
   /* the AMD (MFMA) variant's: bf16 operands on the CDNA3 unit's model */
-  fast_recipe_runs("fast-mi300-a8w8", "qk.dot = mma:cdna3-bf16\nq.format = e4m3fnuz\nsoftmax.exp_unit = exact", "bs=2,kv=300,q=2,fmt=e4m3fnuz,seed=5");
-  fast_recipe_runs("fast-mi300-a16w8", "p.format = bf16\nsoftmax.sum = seq\nsplit.cus = 304\npartial.normalized = yes", "bs=2,kv=300,q=2,seed=5");
+  fast_recipe_runs("fast-mi300-a8w8",
+                   "qk.dot = mma:cdna3-bf16\nq.format = e4m3fnuz\nsoftmax.exp_unit = exact",
+                   "bs=2,kv=300,q=2,fmt=e4m3fnuz,seed=5");
+  fast_recipe_runs("fast-mi300-a16w8",
+                   "p.format = bf16\nsoftmax.sum = seq\nsplit.cus = 304\npartial.normalized = yes",
+                   "bs=2,kv=300,q=2,seed=5");
 }
 
 Test(cli, bad_input_exits_2_with_one_line) {
-  bad("formats boundaries --format e4m4 --overflow sat", "valid: e4m3|e4m3fnuz|e5m2|e5m2fnuz|bf16|fp16");
+  bad("formats boundaries --format e4m4 --overflow sat",
+      "valid: e4m3|e4m3fnuz|e5m2|e5m2fnuz|bf16|fp16");
   bad("formats boundaries --overflow sat", "missing --format");
   bad("formats boundaries --format e4m3 --overflow clamp", "valid: sat|nonsat|legacy");
   bad("formats boundaries --format e4m3 --rounding sr", "valid: rne|rtz");
   bad("formats boundaries --format e4m3 --bogus 1", "unknown option '--bogus'");
   bad("formats boundaries --format", "--format needs a value");
   bad("formats frobnicate", "valid: info|boundaries|encode|decode");
-  bad("frobnicate", "valid: selfcheck|formats|gen|suite|inputs|recipe|run|gpu|compare|check|golden|oracle|budget|policy-check|report|bench|version|help");
+  bad("frobnicate", "valid: "
+                    "selfcheck|formats|gen|suite|inputs|recipe|run|gpu|compare|check|golden|oracle|"
+                    "budget|policy-check|report|bench|version|help");
   bad("gpu", "unknown subcommand '' (valid: run, info)");
   bad("gpu frob", "unknown subcommand 'frob' (valid: run, info)");
   bad("gpu info extra", "takes no options ('extra')");
-  bad("gpu run --recipe fp32-seq --inputs x --out mlr_cli_never.safetensors", "usage: gpu run --kernel exact|fast --recipe");
-  bad("gpu run --kernel frob --recipe fp32-seq --inputs x --out mlr_cli_never.safetensors", "--kernel 'frob' is not a GPU kernel (valid: exact, fast)");
+  bad("gpu run --recipe fp32-seq --inputs x --out mlr_cli_never.safetensors",
+      "usage: gpu run --kernel exact|fast --recipe");
+  bad("gpu run --kernel frob --recipe fp32-seq --inputs x --out mlr_cli_never.safetensors",
+      "--kernel 'frob' is not a GPU kernel (valid: exact, fast)");
   /* the fast kernel refuses a recipe it does not compute, before looking for a GPU */
   bad("gpu run --kernel fast --recipe fp32-seq --inputs x --out mlr_cli_never.safetensors",
       "recipe 'fp32-seq': the fast kernel computes kv.scale_at = folded only");
-  bad("gpu run --kernel fast --recipe fast-a8w8 --set q.scale=per_head --inputs x --out mlr_cli_never.safetensors",
+  bad("gpu run --kernel fast --recipe fast-a8w8 --set q.scale=per_head --inputs x --out "
+      "mlr_cli_never.safetensors",
       "the fast kernel quantizes Q with one scale (q.scale = static or dynamic)");
-  bad("gpu run --kernel fast --recipe fast-a16w8 --set softmax.block=32 --inputs x --out mlr_cli_never.safetensors",
+  bad("gpu run --kernel fast --recipe fast-a16w8 --set softmax.block=32 --inputs x --out "
+      "mlr_cli_never.safetensors",
       "the fast kernel computes softmax.block = 128 only");
-  bad("gpu run --kernel fast --recipe fast-wgmma-a8w8 --set q.format=e4m3fnuz --inputs x --out mlr_cli_never.safetensors",
+  bad("gpu run --kernel fast --recipe fast-wgmma-a8w8 --set q.format=e4m3fnuz --inputs x --out "
+      "mlr_cli_never.safetensors",
       "recipe fast-wgmma-a8w8: qk.dot = mma:sm90-e4m3 multiplies e4m3 Q: it needs q.format = e4m3");
-  bad("gpu run --kernel fast --recipe fast-wgmma-a8w8 --set softmax.block=64 --inputs x --out mlr_cli_never.safetensors",
-      "with qk.dot = mma:sm90-e4m3 the fast kernel computes softmax.block = 128 only (see `mlaref recipe show fast-wgmma-a8w8`)");
+  bad("gpu run --kernel fast --recipe fast-wgmma-a8w8 --set softmax.block=64 --inputs x --out "
+      "mlr_cli_never.safetensors",
+      "with qk.dot = mma:sm90-e4m3 the fast kernel computes softmax.block = 128 only (see `mlaref "
+      "recipe show fast-wgmma-a8w8`)");
   /* a damaged digest manifest is named at its line and column, before any row runs */
-  cr_assert_eq(system("printf '# manifest\\nedge\\tbs1_kv1\\tfp32-seq\\tabc\\n' > mlr_cli_badmanifest.tsv"), 0);
+  cr_assert_eq(
+      system("printf '# manifest\\nedge\\tbs1_kv1\\tfp32-seq\\tabc\\n' > mlr_cli_badmanifest.tsv"),
+      0);
   bad("golden --verify --digests mlr_cli_badmanifest.tsv",
-      "mlr_cli_badmanifest.tsv:2: column 23: field recipe_sha256 has 3 characters (valid: 64 lowercase hex digits)");
+      "mlr_cli_badmanifest.tsv:2: column 23: field recipe_sha256 has 3 characters (valid: 64 "
+      "lowercase hex digits)");
   remove("mlr_cli_badmanifest.tsv");
   bad("bench gpu --reps 5", "--reps: an integer in 100..10000");
-  bad("bench gpu --peers /nonexistent/peers.json", "--peers /nonexistent/peers.json: not a peers.json");
-  bad("bench gpu --frob", "unknown option '--frob' (valid: --shape --recipe --reps --peers --flush --warmup)");
-  bad("bench gpu --warmup -5", "--warmup: milliseconds of untimed launches before each shape's timed ones, an integer in 0..60000");
-  bad("bench gpu --warmup 60001", "--warmup: milliseconds of untimed launches before each shape's timed ones, an integer in 0..60000");
-  bad("bench gpu --warmup", "--warmup: milliseconds of untimed launches before each shape's timed ones, an integer in 0..60000");
-  bad("bench gpu --flush warm", "--flush: dirty (the seeds' way: a 256 MiB write) or clean (then a 256 MiB read)");
-  bad("bench gpu --flush", "--flush: dirty (the seeds' way: a 256 MiB write) or clean (then a 256 MiB read)");
-  bad("gpu run --kernel exact --recipe fp32-seq --inputs x --out mlr_cli_never.safetensors --partials", "--partials is an option of the CPU model");
-  bad("gpu run --kernel exact --recipe fp32-seq --inputs x --out mlr_cli_never.safetensors --threads 2", "--threads is an option of the CPU model");
-  bad("gpu run --kernel exact --recipe nope --inputs x --out mlr_cli_never.safetensors --bogus", "unknown option '--bogus' (valid: --kernel");
+  bad("bench gpu --peers /nonexistent/peers.json",
+      "--peers /nonexistent/peers.json: not a peers.json");
+  bad("bench gpu --frob",
+      "unknown option '--frob' (valid: --shape --recipe --reps --peers --flush --warmup)");
+  bad("bench gpu --warmup -5", "--warmup: milliseconds of untimed launches before each shape's "
+                               "timed ones, an integer in 0..60000");
+  bad("bench gpu --warmup 60001", "--warmup: milliseconds of untimed launches before each shape's "
+                                  "timed ones, an integer in 0..60000");
+  bad("bench gpu --warmup", "--warmup: milliseconds of untimed launches before each shape's timed "
+                            "ones, an integer in 0..60000");
+  bad("bench gpu --flush warm",
+      "--flush: dirty (the seeds' way: a 256 MiB write) or clean (then a 256 MiB read)");
+  bad("bench gpu --flush",
+      "--flush: dirty (the seeds' way: a 256 MiB write) or clean (then a 256 MiB read)");
+  bad("gpu run --kernel exact --recipe fp32-seq --inputs x --out mlr_cli_never.safetensors "
+      "--partials",
+      "--partials is an option of the CPU model");
+  bad("gpu run --kernel exact --recipe fp32-seq --inputs x --out mlr_cli_never.safetensors "
+      "--threads 2",
+      "--threads is an option of the CPU model");
+  bad("gpu run --kernel exact --recipe nope --inputs x --out mlr_cli_never.safetensors --bogus",
+      "unknown option '--bogus' (valid: --kernel");
   bad("golden --verify --gpu --bogus", "unknown option '--bogus'");
   bad("formats decode --format e4m3 0x100", "0..0xFF");
   bad("formats encode --format e4m3 abc", "is not a number");
@@ -197,53 +262,79 @@ Test(cli, bad_input_exits_2_with_one_line) {
   bad("gen --shape bs=1,kv=1", "missing --out");
   bad("gen --suite nope --out /tmp", "unknown suite 'nope' (valid: bench|test|edge|nightly)");
   bad("gen --suite edge --out mlr_cli_no_such_dir", "is not an existing folder");
-  bad("gen --shape bs=256,kv=8192 --out mlr_cli_never.safetensors --max-memory 0.5", "more than the 0.5 GB allowed");
-  bad("gen --shape bs=1,kv=1 --out mlr_cli_no_such_dir/x.safetensors", "cannot create a temporary file");
+  bad("gen --shape bs=256,kv=8192 --out mlr_cli_never.safetensors --max-memory 0.5",
+      "more than the 0.5 GB allowed");
+  bad("gen --shape bs=1,kv=1 --out mlr_cli_no_such_dir/x.safetensors",
+      "cannot create a temporary file");
   bad("suite show nope", "unknown suite 'nope'");
   bad("suite", "usage: suite list | suite show NAME");
   bad("inputs check mlr_cli_no_such_file.safetensors", "cannot open");
   bad("inputs frob", "valid: check|pack|unpack");
   bad("inputs pack --out mlr_cli_never.safetensors q=x.npy:zz", "not NAME=FILE.npy:DTYPE");
   bad("recipe show nope", "neither a built-in recipe");
-  bad("recipe show fp32-seq --set qk.dot=fma", "--set qk.dot = 'fma' is not one of seq|nope_rope|exact");
+  bad("recipe show fp32-seq --set qk.dot=fma",
+      "--set qk.dot = 'fma' is not one of seq|nope_rope|exact");
   bad("recipe show fp32-seq --set q.format=e4m3", "needs a scale policy");
   bad("recipe", "usage: recipe list | recipe show");
-  bad("check --inputs x --recipe fp32-seq", "usage: check --inputs IN --output KERNEL_OUT --recipe");
-  bad("check --inputs x --output y --recipe fp32-seq --truth fp64", "--truth 'fp64' is not one of dequantized|bf16");
-  bad("check --inputs mlr_cli_no_such_file.safetensors --output y --recipe fp32-seq", "cannot open");
-  bad("golden --suite nope --recipe all --out /tmp", "unknown suite 'nope' (valid: bench|test|edge|nightly)");
+  bad("check --inputs x --recipe fp32-seq",
+      "usage: check --inputs IN --output KERNEL_OUT --recipe");
+  bad("check --inputs x --output y --recipe fp32-seq --truth fp64",
+      "--truth 'fp64' is not one of dequantized|bf16");
+  bad("check --inputs mlr_cli_no_such_file.safetensors --output y --recipe fp32-seq",
+      "cannot open");
+  bad("golden --suite nope --recipe all --out /tmp",
+      "unknown suite 'nope' (valid: bench|test|edge|nightly)");
   bad("golden --suite edge --recipe all", "usage: golden --suite NAME");
-  bad("golden --suite edge --recipe all --out mlr_cli_no_such_dir", "is not an existing writable folder");
+  bad("golden --suite edge --recipe all --out mlr_cli_no_such_dir",
+      "is not an existing writable folder");
   bad("golden --verify --digests mlr_cli_no_such_file.tsv", "cannot open the digest manifest");
   bad("oracle --inputs x", "usage: oracle --inputs IN --out OUT");
-  bad("oracle --inputs x --out mlr_cli_never.safetensors --from fp32", "--from 'fp32' is not one of dequantized|bf16");
+  bad("oracle --inputs x --out mlr_cli_never.safetensors --from fp32",
+      "--from 'fp32' is not one of dequantized|bf16");
   bad("bench oracle --bogus", "unknown option '--bogus'");
   bad("run --recipe fp32-seq --inputs x.safetensors", "usage: run --recipe");
-  bad("run --recipe nope --inputs x.safetensors --out mlr_cli_never.safetensors", "neither a built-in recipe");
-  bad("run --recipe fp32-seq --set qk.dot=fma --inputs x --out mlr_cli_never.safetensors", "not one of seq|nope_rope|exact");
-  bad("run --recipe fp32-seq --set qk.operand=fp8 --inputs x --out mlr_cli_never.safetensors", "needs an fp8 q.format");
-  bad("run --recipe fp32-seq --inputs mlr_cli_no_such_file.safetensors --out mlr_cli_never.safetensors", "cannot open");
-  bad("run --recipe fp32-seq --inputs x --out mlr_cli_never.safetensors --threads 0", "--threads '0': an integer in 1..1024");
+  bad("run --recipe nope --inputs x.safetensors --out mlr_cli_never.safetensors",
+      "neither a built-in recipe");
+  bad("run --recipe fp32-seq --set qk.dot=fma --inputs x --out mlr_cli_never.safetensors",
+      "not one of seq|nope_rope|exact");
+  bad("run --recipe fp32-seq --set qk.operand=fp8 --inputs x --out mlr_cli_never.safetensors",
+      "needs an fp8 q.format");
+  bad("run --recipe fp32-seq --inputs mlr_cli_no_such_file.safetensors --out "
+      "mlr_cli_never.safetensors",
+      "cannot open");
+  bad("run --recipe fp32-seq --inputs x --out mlr_cli_never.safetensors --threads 0",
+      "--threads '0': an integer in 1..1024");
   bad("run --recipe fp32-seq --bogus", "unknown option '--bogus'");
   bad("budget --recipe fp32-seq", "usage: budget --inputs IN | --shape SPEC --recipe");
-  bad("budget --shape bs=1,kv=8 --inputs x --recipe fp32-seq", "usage: budget --inputs IN | --shape SPEC --recipe");
+  bad("budget --shape bs=1,kv=8 --inputs x --recipe fp32-seq",
+      "usage: budget --inputs IN | --shape SPEC --recipe");
   bad("budget --shape bs=1,kv=8 --recipe nope", "neither a built-in recipe");
   bad("budget --shape bs=1 --recipe fp32-seq", "needs bs= and kv=");
-  bad("budget --shape bs=1,kv=8 --recipe fp32-seq --policy static:absmax=4", "has bf16 Q, which has no scale");
-  bad("budget --shape bs=1,kv=8 --recipe aiter-a8w8-ps --policy static:absmax=-1", "absmax must be a number > 0");
-  bad("budget --shape bs=1,kv=8 --recipe aiter-a8w8-ps --policy fixed", "is not one of static:absmax=A (A > 0), dynamic, per_head, per_token");
-  bad("budget --shape bs=1,kv=8 --recipe fp32-seq --sweep absmax", "has bf16 Q, which has no scale");
+  bad("budget --shape bs=1,kv=8 --recipe fp32-seq --policy static:absmax=4",
+      "has bf16 Q, which has no scale");
+  bad("budget --shape bs=1,kv=8 --recipe aiter-a8w8-ps --policy static:absmax=-1",
+      "absmax must be a number > 0");
+  bad("budget --shape bs=1,kv=8 --recipe aiter-a8w8-ps --policy fixed",
+      "is not one of static:absmax=A (A > 0), dynamic, per_head, per_token");
+  bad("budget --shape bs=1,kv=8 --recipe fp32-seq --sweep absmax",
+      "has bf16 Q, which has no scale");
   bad("budget --shape bs=1,kv=8 --recipe aiter-a8w8-ps --sweep scale", "only absmax can be swept");
   bad("budget --shape bs=1,kv=8 --recipe fp32-seq --tolerance 0.1", "is not RTOL,ATOL");
   bad("budget --shape bs=1,kv=8 --recipe fp32-seq --tolerance 0,0", "is not RTOL,ATOL");
-  bad("budget --shape bs=1,kv=8 --recipe aiter-a8w8-ps --sweep absmax --points 1", "--points needs a count from 2 to 64");
-  bad("budget --shape bs=1,kv=8 --recipe fp32-seq --threads 0", "--threads '0': an integer in 1..1024");
+  bad("budget --shape bs=1,kv=8 --recipe aiter-a8w8-ps --sweep absmax --points 1",
+      "--points needs a count from 2 to 64");
+  bad("budget --shape bs=1,kv=8 --recipe fp32-seq --threads 0",
+      "--threads '0': an integer in 1..1024");
   bad("budget --inputs mlr_cli_no_such_file.safetensors --recipe fp32-seq", "cannot open");
   bad("budget --shape bs=1,kv=8 --recipe fp32-seq --bogus", "unknown option '--bogus'");
-  bad("budget --shape bs=1,kv=8 --recipe fp32-seq --truth fp64", "--truth 'fp64' is not one of bf16|dequantized");
+  bad("budget --shape bs=1,kv=8 --recipe fp32-seq --truth fp64",
+      "--truth 'fp64' is not one of bf16|dequantized");
   bad("check --inputs x --output y --recipe fp32-seq --rule budget:0", "is not one of");
-  bad("budget --shape bs=1,kv=8 --recipe fp32-seq --out mlr_cli_no_such_dir/b.safetensors", "is not an existing writable folder");
-  bad("budget --shape bs=1,kv=8 --recipe aiter-a8w8-ps --sweep absmax --out mlr_cli_never.safetensors", "with --sweep use --json");
+  bad("budget --shape bs=1,kv=8 --recipe fp32-seq --out mlr_cli_no_such_dir/b.safetensors",
+      "is not an existing writable folder");
+  bad("budget --shape bs=1,kv=8 --recipe aiter-a8w8-ps --sweep absmax --out "
+      "mlr_cli_never.safetensors",
+      "with --sweep use --json");
   cr_assert_neq(access("mlr_cli_never.safetensors", F_OK), 0, "nothing is written on failure");
 }
 
@@ -255,26 +346,40 @@ Test(cli, gpu_commands_need_a_gpu) {
   const int rc = run("gpu info", &o, &e);
   if (rc == 0) {
     cr_assert(strstr(o, "kernels: exact, fast"), "%s", o);
-    free(o); free(e);
+    free(o);
+    free(e);
     return;
   }
   cr_assert_eq(rc, 2, "gpu info: %s", e);
   cr_assert(strstr(e, "GPU"), "%s", e);
   cr_assert_eq(count_lines(e), 1, "%s", e);
-  free(o); free(e);
-  cr_assert_eq(system(MLAREF_BIN " gen --shape bs=1,kv=40,seed=3 --out mlr_cli_gpu_in.safetensors >/dev/null"), 0);
-  cr_assert_eq(run("gpu run --kernel exact --recipe fp32-seq --inputs mlr_cli_gpu_in.safetensors --out mlr_cli_never.safetensors", &o, &e), 2);
+  free(o);
+  free(e);
+  cr_assert_eq(system(MLAREF_BIN
+                      " gen --shape bs=1,kv=40,seed=3 --out mlr_cli_gpu_in.safetensors >/dev/null"),
+               0);
+  cr_assert_eq(run("gpu run --kernel exact --recipe fp32-seq --inputs mlr_cli_gpu_in.safetensors "
+                   "--out mlr_cli_never.safetensors",
+                   &o, &e),
+               2);
   cr_assert(strstr(e, "mlaref gpu run: ") && strstr(e, "GPU") && count_lines(e) == 1, "%s", e);
-  free(o); free(e);
-  cr_assert_eq(run("gpu run --kernel fast --recipe fast-a8w8 --inputs mlr_cli_gpu_in.safetensors --out mlr_cli_never.safetensors", &o, &e), 2);
+  free(o);
+  free(e);
+  cr_assert_eq(run("gpu run --kernel fast --recipe fast-a8w8 --inputs mlr_cli_gpu_in.safetensors "
+                   "--out mlr_cli_never.safetensors",
+                   &o, &e),
+               2);
   cr_assert(strstr(e, "mlaref gpu run: ") && strstr(e, "GPU") && count_lines(e) == 1, "%s", e);
-  free(o); free(e);
+  free(o);
+  free(e);
   cr_assert_eq(run("bench gpu --shape bs=1,kv=40", &o, &e), 2);
   cr_assert(strstr(e, "mlaref bench gpu: ") && strstr(e, "GPU") && count_lines(e) == 1, "%s", e);
-  free(o); free(e);
+  free(o);
+  free(e);
   cr_assert_eq(run("golden --verify --gpu --suite edge", &o, &e), 2);
   cr_assert(strstr(e, "--gpu: ") && count_lines(e) == 1, "%s", e);
-  free(o); free(e);
+  free(o);
+  free(e);
   cr_assert_neq(access("mlr_cli_never.safetensors", F_OK), 0, "nothing is written on failure");
   remove("mlr_cli_gpu_in.safetensors");
 }
@@ -283,108 +388,165 @@ Test(cli, gpu_commands_need_a_gpu) {
  * seeds' 6.0; check --rule budget passes the model and fails a wrong output */
 Test(cli, budget_report_sweep_and_rule, .timeout = 300) {
   char *o, *e;
-  cr_assert_eq(run("budget --shape bs=1,kv=100,seed=3 --recipe aiter-a8w8-ps", &o, &e), 0, "stderr: %s", e);
+  cr_assert_eq(run("budget --shape bs=1,kv=100,seed=3 --recipe aiter-a8w8-ps", &o, &e), 0,
+               "stderr: %s", e);
   cr_assert(strstr(o, "all sources on vs the model: 0 elements differ"), "%s", o);
   cr_assert(strstr(o, "a priori bound (truth from bf16 KV): holds"), "%s", o);
   cr_assert(strstr(o, "q_quant       yes"), "%s", o);
   cr_assert(strstr(o, "operand       no"), "%s", o);
   free(o), free(e);
-  cr_assert_eq(run("budget --shape bs=1,kv=100,seed=3 --recipe triton-fp8-split --json > mlr_cli_budget.json; "
-                   "python3 -c \"import json; d = json.load(open('mlr_cli_budget.json')); "
-                   "assert d['decomposition']['closure_model_diff'] == 0 and d['bound']['violations'] == 0; "
-                   "assert d['decomposition']['sources']['merge']['present']; print('ok')\"",
-                   &o, &e), 0, "stderr: %s", e);
+  cr_assert_eq(
+      run("budget --shape bs=1,kv=100,seed=3 --recipe triton-fp8-split --json > "
+          "mlr_cli_budget.json; "
+          "python3 -c \"import json; d = json.load(open('mlr_cli_budget.json')); "
+          "assert d['decomposition']['closure_model_diff'] == 0 and d['bound']['violations'] == 0; "
+          "assert d['decomposition']['sources']['merge']['present']; print('ok')\"",
+          &o, &e),
+      0, "stderr: %s", e);
   cr_assert(strstr(o, "ok"), "%s", o);
   free(o), free(e);
   /* --out: every element's truth, model, error and bound; read back with the standard library */
-  cr_assert_eq(run("budget --shape bs=1,kv=40,seed=3 --recipe aiter-a16w8-ps --out mlr_cli_belems.safetensors >/dev/null && python3 -c \""
-                   "import json, struct; b = open('mlr_cli_belems.safetensors', 'rb').read(); n = struct.unpack('<Q', b[:8])[0]; "
+  cr_assert_eq(run("budget --shape bs=1,kv=40,seed=3 --recipe aiter-a16w8-ps --out "
+                   "mlr_cli_belems.safetensors >/dev/null && python3 -c \""
+                   "import json, struct; b = open('mlr_cli_belems.safetensors', 'rb').read(); n = "
+                   "struct.unpack('<Q', b[:8])[0]; "
                    "h = json.loads(b[8:8 + n]); d = 8 + n; "
-                   "g = lambda k: struct.unpack('<%dd' % (16 * 512), b[d + h[k]['data_offsets'][0]:d + h[k]['data_offsets'][1]]); "
+                   "g = lambda k: struct.unpack('<%dd' % (16 * 512), b[d + "
+                   "h[k]['data_offsets'][0]:d + h[k]['data_offsets'][1]]); "
                    "t, m, e, bd = g('truth'), g('model'), g('error'), g('bound'); "
-                   "assert h['truth']['shape'] == [1, 16, 512] and h['__metadata__']['mlaref.kind'] == 'budget'; "
-                   "assert all(e[i] == m[i] - t[i] and abs(e[i]) <= bd[i] for i in range(len(t))); print('elements ok')\"",
-                   &o, &e), 0, "stderr: %s", e);
+                   "assert h['truth']['shape'] == [1, 16, 512] and "
+                   "h['__metadata__']['mlaref.kind'] == 'budget'; "
+                   "assert all(e[i] == m[i] - t[i] and abs(e[i]) <= bd[i] for i in range(len(t))); "
+                   "print('elements ok')\"",
+                   &o, &e),
+               0, "stderr: %s", e);
   cr_assert(strstr(o, "elements ok"), "%s", o);
   free(o), free(e);
   remove("mlr_cli_belems.safetensors");
-  cr_assert_eq(run("budget --shape bs=1,kv=64,seed=3 --recipe aiter-a8w8-ps --sweep absmax --points 4 --dists 'normal;t3'", &o, &e), 0, "stderr: %s", e);
+  cr_assert_eq(run("budget --shape bs=1,kv=64,seed=3 --recipe aiter-a8w8-ps --sweep absmax "
+                   "--points 4 --dists 'normal;t3'",
+                   &o, &e),
+               0, "stderr: %s", e);
   cr_assert(strstr(o, "absmax=6 "), "%s", o);
   cr_assert(strstr(o, "<- the seeds' 6.0"), "%s", o);
   cr_assert(strstr(o, "Q distribution t3"), "%s", o);
   cr_assert(strstr(o, "per_head"), "%s", o);
   free(o), free(e);
-  cr_assert_eq(run("budget --shape bs=1,kv=64,seed=3 --recipe aiter-a8w8-ps --sweep absmax --points 3 --dists normal --json | python3 -c \""
-                   "import json, sys; d = json.load(sys.stdin)['sweep']['distributions'][0]; p = d['points']; "
-                   "assert [x['policy'] for x in p] == ['static:absmax=1', 'static:absmax=6', 'static:absmax=21.166', 'static:absmax=448', 'dynamic', "
-                   "'per_head', 'per_token']; assert [x['seeds'] for x in p][:4] == [False, True, False, False]; "
-                   "assert p[0]['clipped_fraction'] > 0.25 and p[3]['clipped_fraction'] == 0; print('sweep json ok')\"",
-                   &o, &e), 0, "stderr: %s", e);
+  cr_assert_eq(run("budget --shape bs=1,kv=64,seed=3 --recipe aiter-a8w8-ps --sweep absmax "
+                   "--points 3 --dists normal --json | python3 -c \""
+                   "import json, sys; d = json.load(sys.stdin)['sweep']['distributions'][0]; p = "
+                   "d['points']; "
+                   "assert [x['policy'] for x in p] == ['static:absmax=1', 'static:absmax=6', "
+                   "'static:absmax=21.166', 'static:absmax=448', 'dynamic', "
+                   "'per_head', 'per_token']; assert [x['seeds'] for x in p][:4] == [False, True, "
+                   "False, False]; "
+                   "assert p[0]['clipped_fraction'] > 0.25 and p[3]['clipped_fraction'] == 0; "
+                   "print('sweep json ok')\"",
+                   &o, &e),
+               0, "stderr: %s", e);
   cr_assert(strstr(o, "sweep json ok"), "%s", o);
   free(o), free(e);
   cr_assert_eq(run("gen --shape bs=2,kv=70,seed=4 --out mlr_cli_bin.safetensors && " MLAREF_BIN
-                   " run --recipe triton-fp8-split --inputs mlr_cli_bin.safetensors --out mlr_cli_bout.safetensors", &o, &e), 0, "%s", e);
+                   " run --recipe triton-fp8-split --inputs mlr_cli_bin.safetensors --out "
+                   "mlr_cli_bout.safetensors",
+                   &o, &e),
+               0, "%s", e);
   free(o), free(e);
-  bad("budget --inputs mlr_cli_bin.safetensors --recipe fp32-seq --truth bf16", "--truth bf16: the inputs have no kv_bf16");
-  cr_assert_eq(run("check --inputs mlr_cli_bin.safetensors --output mlr_cli_bout.safetensors --recipe triton-fp8-split --rule budget", &o, &e), 0,
-               "%s %s", o, e);
-  cr_assert(strstr(o, "rule budget                   pass every element within 1 x its bound"), "%s", o);
+  bad("budget --inputs mlr_cli_bin.safetensors --recipe fp32-seq --truth bf16",
+      "--truth bf16: the inputs have no kv_bf16");
+  cr_assert_eq(run("check --inputs mlr_cli_bin.safetensors --output mlr_cli_bout.safetensors "
+                   "--recipe triton-fp8-split --rule budget",
+                   &o, &e),
+               0, "%s %s", o, e);
+  cr_assert(strstr(o, "rule budget                   pass every element within 1 x its bound"),
+            "%s", o);
   free(o), free(e);
   /* a bound scaled down below the model's own error fails, naming the worst element */
-  cr_assert_eq(run("check --inputs mlr_cli_bin.safetensors --output mlr_cli_bout.safetensors --recipe triton-fp8-split --rule budget:0.01", &o, &e), 1,
-               "%s %s", o, e);
+  cr_assert_eq(run("check --inputs mlr_cli_bin.safetensors --output mlr_cli_bout.safetensors "
+                   "--recipe triton-fp8-split --rule budget:0.01",
+                   &o, &e),
+               1, "%s %s", o, e);
   cr_assert(strstr(o, "FAIL") && strstr(o, "beyond 0.01 x their bound; worst element"), "%s", o);
   free(o), free(e);
-  remove("mlr_cli_bin.safetensors"), remove("mlr_cli_bout.safetensors"), remove("mlr_cli_budget.json");
+  remove("mlr_cli_bin.safetensors"), remove("mlr_cli_bout.safetensors"),
+      remove("mlr_cli_budget.json");
 }
 
 /* policy-check: the verdicts follow the numbers; the same policy on both sides changes nothing */
 Test(cli, policy_check, .timeout = 120) {
   char *o, *e;
   /* the same policy against itself: identical utilisation and clipping, never a failure */
-  cr_assert_eq(run("policy-check --policy static:absmax=6 --against static:absmax=6 --recipe fast-a8w8 --recipe aiter-a8w8-ps "
-                   "--shape bs=2,kv=64,seed=3 --shape bs=1,kv=100,seed=22,dist=t3 --json | python3 -c \"import json, sys; d = json.load(sys.stdin); "
-                   "c = d['cells']; assert len(c) == 4 and all(x['applicable'] for x in c); "
-                   "assert all(x['before']['util_max'] == x['after']['util_max'] and x['before']['clipped_fraction'] == "
-                   "x['after']['clipped_fraction'] and x['verdict'] != 'FAIL' for x in c); assert d['verdict'].startswith('static:absmax=6: 0 of 2 kernels fail'); print('same ok')\"",
-                   &o, &e), 0, "stderr: %s", e);
+  cr_assert_eq(
+      run("policy-check --policy static:absmax=6 --against static:absmax=6 --recipe fast-a8w8 "
+          "--recipe aiter-a8w8-ps "
+          "--shape bs=2,kv=64,seed=3 --shape bs=1,kv=100,seed=22,dist=t3 --json | python3 -c "
+          "\"import json, sys; d = json.load(sys.stdin); "
+          "c = d['cells']; assert len(c) == 4 and all(x['applicable'] for x in c); "
+          "assert all(x['before']['util_max'] == x['after']['util_max'] and "
+          "x['before']['clipped_fraction'] == "
+          "x['after']['clipped_fraction'] and x['verdict'] != 'FAIL' for x in c); assert "
+          "d['verdict'].startswith('static:absmax=6: 0 of 2 kernels fail'); print('same ok')\"",
+          &o, &e),
+      0, "stderr: %s", e);
   cr_assert(strstr(o, "same ok"), "%s", o);
   free(o), free(e);
   /* a scale far too small clips Q: every verdict follows its numbers, and the exit code says it */
-  cr_assert_eq(run("policy-check --policy static:absmax=0.25 --against dynamic --recipe aiter-a8w8-ps --shape bs=2,kv=64,seed=3 --json "
-                   "> mlr_cli_pc.json; (echo policy-check exit $?; python3 -c \"import json; d = json.load(open('mlr_cli_pc.json')); "
-                   "c = d['cells'][0]; b, a, t = c['before'], c['after'], d['threshold']; "
-                   "assert a['clipped_fraction'] > 0.1 and b['clipped_fraction'] == 0; assert a['util_max'] > b['util_max'] and a['util_max'] > t; "
-                   "v = 'pass' if a['util_max'] <= t else 'no worse' if b['util_max'] > t and a['util_max'] <= (1 + d['margin']) * b['util_max'] else 'FAIL'; "
-                   "assert c['verdict'] == v == 'FAIL' and d['kernels'][0]['fails']; print('fail ok')\")", &o, &e), 0, "stderr: %s", e);
+  cr_assert_eq(
+      run("policy-check --policy static:absmax=0.25 --against dynamic --recipe aiter-a8w8-ps "
+          "--shape bs=2,kv=64,seed=3 --json "
+          "> mlr_cli_pc.json; (echo policy-check exit $?; python3 -c \"import json; d = "
+          "json.load(open('mlr_cli_pc.json')); "
+          "c = d['cells'][0]; b, a, t = c['before'], c['after'], d['threshold']; "
+          "assert a['clipped_fraction'] > 0.1 and b['clipped_fraction'] == 0; assert a['util_max'] "
+          "> b['util_max'] and a['util_max'] > t; "
+          "v = 'pass' if a['util_max'] <= t else 'no worse' if b['util_max'] > t and a['util_max'] "
+          "<= (1 + d['margin']) * b['util_max'] else 'FAIL'; "
+          "assert c['verdict'] == v == 'FAIL' and d['kernels'][0]['fails']; print('fail ok')\")",
+          &o, &e),
+      0, "stderr: %s", e);
   cr_assert(strstr(o, "policy-check exit 1\nfail ok"), "%s", o);
   free(o), free(e);
   remove("mlr_cli_pc.json");
-  /* the default kernels: every fp8-Q recipe, the bf16-Q ones named as unaffected; bf16 KV is n/a for fp8-KV recipes */
-  const int rc = run("policy-check --policy dynamic --shape bs=1,kv=40,seed=5 --shape bs=1,kv=40,seed=5,fmt=bf16", &o, &e);
+  /* the default kernels: every fp8-Q recipe, the bf16-Q ones named as unaffected; bf16 KV is n/a
+   * for fp8-KV recipes */
+  const int rc = run(
+      "policy-check --policy dynamic --shape bs=1,kv=40,seed=5 --shape bs=1,kv=40,seed=5,fmt=bf16",
+      &o, &e);
   cr_assert(strstr(o, "unaffected (bf16 Q, no scale): triton-fp8-single"), "%s", o);
-  cr_assert(strstr(o, "\naiter-a8w8-ps ") && strstr(o, "\naiter-test-ref ") && strstr(o, "\nfast-a8w8 "), "%s", o);
-  cr_assert(strstr(o, "\naiter-a8w8-ps          bs=1,kv=40,seed=5,fmt=bf16 n/a: recipe 'aiter-a8w8-ps' multiplies fp8 KV codes"), "%s", o);
+  cr_assert(strstr(o, "\naiter-a8w8-ps ") && strstr(o, "\naiter-test-ref ") &&
+                strstr(o, "\nfast-a8w8 "),
+            "%s", o);
+  cr_assert(strstr(o, "\naiter-a8w8-ps          bs=1,kv=40,seed=5,fmt=bf16 n/a: recipe "
+                      "'aiter-a8w8-ps' multiplies fp8 KV codes"),
+            "%s", o);
   cr_assert(strstr(o, "\nGPU kernels: "), "%s", o);
   cr_assert(strstr(o, "recommendations:\n") && strstr(o, "policy-check: dynamic: "), "%s", o);
   /* the exit code is the verdict line's: 0 exactly when no kernel fails */
-  cr_assert_eq(rc, strstr(o, "policy-check: dynamic: 0 of 3 kernels fail") ? 0 : 1, "exit %d: %s %s", rc, o, e);
+  cr_assert_eq(rc, strstr(o, "policy-check: dynamic: 0 of 3 kernels fail") ? 0 : 1,
+               "exit %d: %s %s", rc, o, e);
   cr_assert_eq(rc, strstr(o, "  FAIL\n") ? 1 : 0, "exit %d: %s", rc, o);
   free(o), free(e);
   bad("policy-check", "usage: policy-check --policy");
-  bad("policy-check --policy 5", "--policy: policy '5' is not one of static:absmax=A (A > 0), dynamic, per_head, per_token");
+  bad("policy-check --policy 5",
+      "--policy: policy '5' is not one of static:absmax=A (A > 0), dynamic, per_head, per_token");
   bad("policy-check --policy static:absmax=0", "absmax must be a number > 0");
   bad("policy-check --policy dynamic --against foo", "--against: policy 'foo' is not one of");
-  bad("policy-check --policy dynamic --recipe aiter-a16w8-ps", "recipe 'aiter-a16w8-ps' has bf16 Q, which has no scale policy to check");
-  bad("policy-check --policy dynamic --suite nope", "--suite 'nope' is not a suite (valid: bench|test|edge|nightly)");
-  bad("policy-check --policy dynamic --suite test --shape bs=1,kv=2", "--suite and --shape: give one of them");
-  bad("policy-check --policy dynamic --shape bs=0,kv=2", "shape 'bs=0,kv=2': shape field bs='0' is not an integer");
+  bad("policy-check --policy dynamic --recipe aiter-a16w8-ps",
+      "recipe 'aiter-a16w8-ps' has bf16 Q, which has no scale policy to check");
+  bad("policy-check --policy dynamic --suite nope",
+      "--suite 'nope' is not a suite (valid: bench|test|edge|nightly)");
+  bad("policy-check --policy dynamic --suite test --shape bs=1,kv=2",
+      "--suite and --shape: give one of them");
+  bad("policy-check --policy dynamic --shape bs=0,kv=2",
+      "shape 'bs=0,kv=2': shape field bs='0' is not an integer");
   bad("policy-check --policy dynamic --tolerance 1", "--tolerance '1' is not RTOL,ATOL");
   bad("policy-check --policy dynamic --margin -1", "--margin needs a number >= 0");
   bad("policy-check --policy dynamic --frob", "unknown option '--frob' (valid: --policy --against");
   /* inputs past the machine's memory are refused before anything is allocated (3.1 TB here) */
-  bad("policy-check --policy dynamic --shape bs=60000,kv=30000", "shape 'bs=60000,kv=30000' (its inputs) needs 3.12e+03 GB of memory, more than the");
-  bad("budget --shape bs=60000,kv=30000 --recipe fp32-seq", "(its inputs) needs 3.12e+03 GB of memory, more than the");
+  bad("policy-check --policy dynamic --shape bs=60000,kv=30000",
+      "shape 'bs=60000,kv=30000' (its inputs) needs 3.12e+03 GB of memory, more than the");
+  bad("budget --shape bs=60000,kv=30000 --recipe fp32-seq",
+      "(its inputs) needs 3.12e+03 GB of memory, more than the");
 }
 
 /* report: the three files, the JSON against its schema, the page self-contained with its plots;
@@ -392,70 +554,107 @@ Test(cli, policy_check, .timeout = 120) {
 Test(cli, report_quick_and_baseline, .timeout = 300) {
   char *o, *e;
   cr_assert_eq(system("rm -rf mlr_cli_rep && mkdir -p mlr_cli_rep/a mlr_cli_rep/b"), 0);
-  cr_assert_eq(run("report --suite edge --out mlr_cli_rep/a --quick --recipe fp32-seq --recipe aiter-a8w8-ps --digests " MLAREF_SOURCE_DIR
-                   "/fixtures/goldens/digests.tsv", &o, &e), 0, "%s %s", o, e);
-  /* 6 shapes x (fp32-seq, aiter-a8w8-ps under its own dynamic policy and under static:absmax=6, the quick policy axis) */
+  cr_assert_eq(run("report --suite edge --out mlr_cli_rep/a --quick --recipe fp32-seq --recipe "
+                   "aiter-a8w8-ps --digests " MLAREF_SOURCE_DIR "/fixtures/goldens/digests.tsv",
+                   &o, &e),
+               0, "%s %s", o, e);
+  /* 6 shapes x (fp32-seq, aiter-a8w8-ps under its own dynamic policy and under static:absmax=6, the
+   * quick policy axis) */
   cr_assert(strstr(o, "report: suite edge (quick): 18 cells, 0 failed, 0 regressions"), "%s", o);
   free(o), free(e);
   /* the schema, with whichever python has jsonschema (pyenv's or Debian's python3-jsonschema) */
-  cr_assert_eq(run("x 2>/dev/null; (for py in python3 /usr/bin/python3; do $py -c 'import jsonschema' 2>/dev/null && break; done; $py -c \""
-                   "import json, jsonschema; d = json.load(open('mlr_cli_rep/a/summary.json')); "
-                   "jsonschema.validate(d, json.load(open('" MLAREF_SOURCE_DIR "/reports/summary.schema.json'))); "
-                   "c = [x for x in d['cells'] if x['applicable']]; assert len(d['cells']) == 18; "
-                   "assert all(x['golden'] == ('match' if x['own_policy'] else 'none') for x in c); "
-                   "assert sum(1 for x in d['cells'] if x['policy'] == 'static:absmax=6' and not x['own_policy']) == 6; "
-                   "assert [p['absmax'] for p in d['sweep']['distributions'][0]['points']].count(6.0) == 1; "
-                   "assert [x['recipe'] for x in d['decomposition']] == ['fp32-seq', 'aiter-a8w8-ps']; "
-                   "t = d['discrimination']; assert t['model_passes'] and all(r[1] is not False for r in t['caught']) and [r[0] for r in t['caught']].count(False) > 0; "
-                   "print('schema ok')\")", &o, &e), 0, "%s %s", o, e);
+  cr_assert_eq(
+      run("x 2>/dev/null; (for py in python3 /usr/bin/python3; do $py -c 'import jsonschema' "
+          "2>/dev/null && break; done; $py -c \""
+          "import json, jsonschema; d = json.load(open('mlr_cli_rep/a/summary.json')); "
+          "jsonschema.validate(d, json.load(open('" MLAREF_SOURCE_DIR
+          "/reports/summary.schema.json'))); "
+          "c = [x for x in d['cells'] if x['applicable']]; assert len(d['cells']) == 18; "
+          "assert all(x['golden'] == ('match' if x['own_policy'] else 'none') for x in c); "
+          "assert sum(1 for x in d['cells'] if x['policy'] == 'static:absmax=6' and not "
+          "x['own_policy']) == 6; "
+          "assert [p['absmax'] for p in d['sweep']['distributions'][0]['points']].count(6.0) == 1; "
+          "assert [x['recipe'] for x in d['decomposition']] == ['fp32-seq', 'aiter-a8w8-ps']; "
+          "t = d['discrimination']; assert t['model_passes'] and all(r[1] is not False for r in "
+          "t['caught']) and [r[0] for r in t['caught']].count(False) > 0; "
+          "print('schema ok')\")",
+          &o, &e),
+      0, "%s %s", o, e);
   cr_assert(strstr(o, "schema ok"), "%s", o);
   free(o), free(e);
-  /* the page: four inline SVG plots by gnuplot (heatmap, sweep, decomposition, histograms), the discrimination table, nothing
-   * fetched from elsewhere */
-  cr_assert_eq(system("test $(grep -c '<svg' mlr_cli_rep/a/index.html) -eq 4 && grep -q 'Produced by GNUPLOT' mlr_cli_rep/a/index.html && "
+  /* the page: four inline SVG plots by gnuplot (heatmap, sweep, decomposition, histograms), the
+   * discrimination table, nothing fetched from elsewhere */
+  cr_assert_eq(system("test $(grep -c '<svg' mlr_cli_rep/a/index.html) -eq 4 && grep -q 'Produced "
+                      "by GNUPLOT' mlr_cli_rep/a/index.html && "
                       "grep -q '<h2>Discrimination</h2>' mlr_cli_rep/a/index.html && "
-                      "! grep -q -E '<script|src=.http|href=.http' mlr_cli_rep/a/index.html"), 0);
+                      "! grep -q -E '<script|src=.http|href=.http' mlr_cli_rep/a/index.html"),
+               0);
   /* shards: two halves merged give the same cells and extras as the whole run */
   cr_assert_eq(system("mkdir -p mlr_cli_rep/s1 mlr_cli_rep/s2 mlr_cli_rep/m"), 0);
   for (int k = 1; k <= 2; k++) {
     char args[512];
-    snprintf(args, sizeof args, "report --suite edge --out mlr_cli_rep/s%d --quick --shard %d/2 --recipe fp32-seq --recipe aiter-a8w8-ps --digests "
-             MLAREF_SOURCE_DIR "/fixtures/goldens/digests.tsv", k, k);
+    snprintf(args, sizeof args,
+             "report --suite edge --out mlr_cli_rep/s%d --quick --shard %d/2 --recipe fp32-seq "
+             "--recipe aiter-a8w8-ps --digests " MLAREF_SOURCE_DIR "/fixtures/goldens/digests.tsv",
+             k, k);
     cr_assert_eq(run(args, &o, &e), 0, "%s %s", o, e);
     cr_assert(strstr(o, "9 cells"), "%s", o);
     free(o), free(e);
   }
-  cr_assert_eq(run("report merge --out mlr_cli_rep/m mlr_cli_rep/s2 mlr_cli_rep/s1", &o, &e), 0, "%s %s", o, e);
+  cr_assert_eq(run("report merge --out mlr_cli_rep/m mlr_cli_rep/s2 mlr_cli_rep/s1", &o, &e), 0,
+               "%s %s", o, e);
   cr_assert(strstr(o, "report: suite edge (quick): 18 cells, 0 failed, 0 regressions"), "%s", o);
   free(o), free(e);
-  cr_assert_eq(system("python3 -c \"import json; a, b = (json.load(open('mlr_cli_rep/%s/summary.json' % x)) for x in 'am'); "
-                      "assert a['cells'] == b['cells'] and all(a[k] == b[k] for k in ('sweep', 'decomposition', 'discrimination', 'policies')) "
-                      "and 'shard' not in b\""), 0);
+  cr_assert_eq(system("python3 -c \"import json; a, b = "
+                      "(json.load(open('mlr_cli_rep/%s/summary.json' % x)) for x in 'am'); "
+                      "assert a['cells'] == b['cells'] and all(a[k] == b[k] for k in ('sweep', "
+                      "'decomposition', 'discrimination', 'policies')) "
+                      "and 'shard' not in b\""),
+               0);
   bad("report merge --out mlr_cli_rep/m mlr_cli_rep/s1", "shard 2/2 is missing (1 of 2 given)");
   bad("report merge --out mlr_cli_rep/m mlr_cli_rep/s1 mlr_cli_rep/s1", "shard 1/2 given twice");
   bad("report merge --out mlr_cli_rep/m", "usage: report merge --out DIR");
-  bad("report --suite edge --out mlr_cli_rep --shard 3/2", "--shard '3/2' is not i/n (1 <= i <= n <= 64)");
-  bad("report --suite edge --out mlr_cli_rep --gpu maybe", "--gpu 'maybe' is not one of auto|off|require");
+  bad("report --suite edge --out mlr_cli_rep --shard 3/2",
+      "--shard '3/2' is not i/n (1 <= i <= n <= 64)");
+  bad("report --suite edge --out mlr_cli_rep --gpu maybe",
+      "--gpu 'maybe' is not one of auto|off|require");
   /* a baseline with another digest for one cell and a lower utilisation for another */
-  cr_assert_eq(system("python3 -c \"import json; d = json.load(open('mlr_cli_rep/a/summary.json')); c = [x for x in d['cells'] if x['applicable']]; "
-                      "c[0]['o_sha256'] = '0' * 64; c[1]['utilisation']['max'] = c[1]['utilisation']['max'] / 2; "
-                      "json.dump(d, open('mlr_cli_rep/base.json', 'w'))\""), 0);
-  cr_assert_eq(run("report --suite edge --out mlr_cli_rep/b --quick --recipe fp32-seq --recipe aiter-a8w8-ps --baseline mlr_cli_rep/base.json", &o, &e),
+  cr_assert_eq(
+      system("python3 -c \"import json; d = json.load(open('mlr_cli_rep/a/summary.json')); c = [x "
+             "for x in d['cells'] if x['applicable']]; "
+             "c[0]['o_sha256'] = '0' * 64; c[1]['utilisation']['max'] = c[1]['utilisation']['max'] "
+             "/ 2; "
+             "json.dump(d, open('mlr_cli_rep/base.json', 'w'))\""),
+      0);
+  cr_assert_eq(run("report --suite edge --out mlr_cli_rep/b --quick --recipe fp32-seq --recipe "
+                   "aiter-a8w8-ps --baseline mlr_cli_rep/base.json",
+                   &o, &e),
                1, "%s %s", o, e);
   cr_assert(strstr(o, "2 regressions against mlr_cli_rep/base.json"), "%s", o);
-  cr_assert_eq(system("grep -q '<h2>Trend against the baseline</h2>' mlr_cli_rep/b/index.html"), 0, "the trend plot");
-  cr_assert(strstr(o, "regression: bs1_kv1 / fp32-seq: output digest changed: 0000000000000000 in the baseline"), "%s", o);
+  cr_assert_eq(system("grep -q '<h2>Trend against the baseline</h2>' mlr_cli_rep/b/index.html"), 0,
+               "the trend plot");
+  cr_assert(strstr(o, "regression: bs1_kv1 / fp32-seq: output digest changed: 0000000000000000 in "
+                      "the baseline"),
+            "%s", o);
   cr_assert(strstr(o, "regression: bs1_kv1 / aiter-a8w8-ps: utilisation max up from"), "%s", o);
   free(o), free(e);
-  cr_assert_eq(system("grep -n '^## ' mlr_cli_rep/b/summary.md | head -1 | grep -q 'Regressions' && grep -q 'output digest changed' mlr_cli_rep/b/summary.md && "
-                      "grep -q 'class=\"reg\"' mlr_cli_rep/b/index.html"), 0);
+  cr_assert_eq(system("grep -n '^## ' mlr_cli_rep/b/summary.md | head -1 | grep -q 'Regressions' "
+                      "&& grep -q 'output digest changed' mlr_cli_rep/b/summary.md && "
+                      "grep -q 'class=\"reg\"' mlr_cli_rep/b/index.html"),
+               0);
   /* bad input: one line, exit 2, nothing written */
   bad("report --suite edge", "usage: report --suite NAME --out DIR");
-  bad("report --suite nope --out mlr_cli_rep", "--suite 'nope' is not a suite (valid: bench|test|edge|nightly)");
-  bad("report --suite edge --out /nonexistent/dir", "--out /nonexistent/dir: not an existing writable folder");
-  bad("report --suite edge --out mlr_cli_rep --baseline /nonexistent.json", "--baseline /nonexistent.json: cannot read it");
-  cr_assert_eq(system("mkdir -p mlr_cli_rep/c && echo '{\"schema\": \"other\"}' > mlr_cli_rep/other.json"), 0);
-  bad("report --suite edge --quick --recipe fp32-seq --out mlr_cli_rep/c --baseline mlr_cli_rep/other.json",
+  bad("report --suite nope --out mlr_cli_rep",
+      "--suite 'nope' is not a suite (valid: bench|test|edge|nightly)");
+  bad("report --suite edge --out /nonexistent/dir",
+      "--out /nonexistent/dir: not an existing writable folder");
+  bad("report --suite edge --out mlr_cli_rep --baseline /nonexistent.json",
+      "--baseline /nonexistent.json: cannot read it");
+  cr_assert_eq(
+      system("mkdir -p mlr_cli_rep/c && echo '{\"schema\": \"other\"}' > mlr_cli_rep/other.json"),
+      0);
+  bad("report --suite edge --quick --recipe fp32-seq --out mlr_cli_rep/c --baseline "
+      "mlr_cli_rep/other.json",
       "baseline mlr_cli_rep/other.json: not a summary.json of schema mlaref.report/1");
   cr_assert_eq(system("test -z \"$(ls mlr_cli_rep/c)\""), 0, "a refused report wrote files");
   bad("report --suite edge --out mlr_cli_rep --recipe frob", "unknown recipe 'frob'");
@@ -465,78 +664,136 @@ Test(cli, report_quick_and_baseline, .timeout = 300) {
 Test(cli, gen_check_unpack_pack) {
   char *o, *e;
   cr_assert_eq(system("rm -rf mlr_cli_gen && mkdir -p mlr_cli_gen/npy"), 0);
-  cr_assert_eq(run("gen --shape lens=3:40,q=2,page=16,seed=7,bf16kv=1 --out mlr_cli_gen/a.safetensors", &o, &e), 0, "%s", e);
-  free(o); free(e);
+  cr_assert_eq(
+      run("gen --shape lens=3:40,q=2,page=16,seed=7,bf16kv=1 --out mlr_cli_gen/a.safetensors", &o,
+          &e),
+      0, "%s", e);
+  free(o);
+  free(e);
   cr_assert_eq(run("inputs check mlr_cli_gen/a.safetensors", &o, &e), 0, "%s", e);
   cr_assert(strstr(o, "conforms: T=4 H=16 B=2 kv rows=64 page=16 kv=e4m3"), "%s", o);
-  free(o); free(e);
-  cr_assert_eq(run("inputs unpack mlr_cli_gen/a.safetensors --dir mlr_cli_gen/npy", &o, &e), 0, "%s", e);
-  free(o); free(e);
-  cr_assert_eq(run("inputs pack --out mlr_cli_gen/b.safetensors --meta mlaref.page_size=16 "
-                   "q=mlr_cli_gen/npy/q.npy:bf16 kv=mlr_cli_gen/npy/kv.npy:e4m3 "
-                   "kv_scale=mlr_cli_gen/npy/kv_scale.npy:f32 qo_indptr=mlr_cli_gen/npy/qo_indptr.npy:i32 "
-                   "kv_indptr=mlr_cli_gen/npy/kv_indptr.npy:i32 kv_indices=mlr_cli_gen/npy/kv_indices.npy:i32 "
-                   "kv_last_page_len=mlr_cli_gen/npy/kv_last_page_len.npy:i32", &o, &e), 0, "%s", e);
-  free(o); free(e);
+  free(o);
+  free(e);
+  cr_assert_eq(run("inputs unpack mlr_cli_gen/a.safetensors --dir mlr_cli_gen/npy", &o, &e), 0,
+               "%s", e);
+  free(o);
+  free(e);
+  cr_assert_eq(
+      run("inputs pack --out mlr_cli_gen/b.safetensors --meta mlaref.page_size=16 "
+          "q=mlr_cli_gen/npy/q.npy:bf16 kv=mlr_cli_gen/npy/kv.npy:e4m3 "
+          "kv_scale=mlr_cli_gen/npy/kv_scale.npy:f32 qo_indptr=mlr_cli_gen/npy/qo_indptr.npy:i32 "
+          "kv_indptr=mlr_cli_gen/npy/kv_indptr.npy:i32 "
+          "kv_indices=mlr_cli_gen/npy/kv_indices.npy:i32 "
+          "kv_last_page_len=mlr_cli_gen/npy/kv_last_page_len.npy:i32",
+          &o, &e),
+      0, "%s", e);
+  free(o);
+  free(e);
   cr_assert_eq(run("inputs check mlr_cli_gen/b.safetensors", &o, &e), 0, "%s", e);
   cr_assert(strstr(o, "conforms: T=4 H=16 B=2 kv rows=64 page=16 kv=e4m3"), "%s", o);
-  free(o); free(e);
+  free(o);
+  free(e);
   /* the same tensors: compare the kv bytes of both files through unpack */
-  cr_assert_eq(system("mkdir -p mlr_cli_gen/npy2 && " MLAREF_BIN " inputs unpack mlr_cli_gen/b.safetensors --dir mlr_cli_gen/npy2 >/dev/null"
-                      " && cmp mlr_cli_gen/npy/kv.npy mlr_cli_gen/npy2/kv.npy && cmp mlr_cli_gen/npy/q.npy mlr_cli_gen/npy2/q.npy"), 0);
+  cr_assert_eq(system("mkdir -p mlr_cli_gen/npy2 && " MLAREF_BIN
+                      " inputs unpack mlr_cli_gen/b.safetensors --dir mlr_cli_gen/npy2 >/dev/null"
+                      " && cmp mlr_cli_gen/npy/kv.npy mlr_cli_gen/npy2/kv.npy && cmp "
+                      "mlr_cli_gen/npy/q.npy mlr_cli_gen/npy2/q.npy"),
+               0);
   /* a contract violation found by check: exit 2, one line naming file and tensor */
-  cr_assert_eq(run("inputs pack --out mlr_cli_gen/c.safetensors q=mlr_cli_gen/npy/q.npy:bf16", &o, &e), 0);
-  free(o); free(e);
+  cr_assert_eq(
+      run("inputs pack --out mlr_cli_gen/c.safetensors q=mlr_cli_gen/npy/q.npy:bf16", &o, &e), 0);
+  free(o);
+  free(e);
   cr_assert_eq(run("inputs check mlr_cli_gen/c.safetensors", &o, &e), 2);
   cr_assert(strstr(e, "mlr_cli_gen/c.safetensors: missing tensor 'kv'"), "%s", e);
-  free(o); free(e);
+  free(o);
+  free(e);
   /* run: a recipe that needs fp8 KV on a bf16-KV file is bad input; a good run writes o and lse */
-  cr_assert_eq(run("gen --shape bs=2,kv=30,seed=2,fmt=bf16 --out mlr_cli_gen/bf.safetensors", &o, &e), 0, "%s", e);
-  free(o); free(e);
-  bad("run --recipe aiter-a8w8-ps --inputs mlr_cli_gen/bf.safetensors --out mlr_cli_gen/never.safetensors",
+  cr_assert_eq(
+      run("gen --shape bs=2,kv=30,seed=2,fmt=bf16 --out mlr_cli_gen/bf.safetensors", &o, &e), 0,
+      "%s", e);
+  free(o);
+  free(e);
+  bad("run --recipe aiter-a8w8-ps --inputs mlr_cli_gen/bf.safetensors --out "
+      "mlr_cli_gen/never.safetensors",
       "multiplies fp8 KV codes (qk.operand = fp8) but the inputs' kv is bf16");
   cr_assert_neq(access("mlr_cli_gen/never.safetensors", F_OK), 0, "nothing is written on failure");
-  cr_assert_eq(run("run --recipe triton-fp8-split --set split.count=4 --inputs mlr_cli_gen/a.safetensors --out "
-                   "mlr_cli_gen/o.safetensors --partials --threads 2", &o, &e), 0, "%s", e);
-  cr_assert(strstr(o, "run: triton-fp8-split on mlr_cli_gen/a.safetensors: 4 tokens x 16 heads, 2 batches, up to 4 splits"), "%s", o);
-  free(o); free(e);
-  cr_assert_eq(system("mkdir -p mlr_cli_gen/onpy && " MLAREF_BIN " inputs unpack mlr_cli_gen/o.safetensors --dir mlr_cli_gen/onpy"
-                      " >/dev/null && test -s mlr_cli_gen/onpy/o.npy && test -s mlr_cli_gen/onpy/partial_o.npy"
-                      " && test -s mlr_cli_gen/onpy/lse.npy"), 0);
+  cr_assert_eq(run("run --recipe triton-fp8-split --set split.count=4 --inputs "
+                   "mlr_cli_gen/a.safetensors --out "
+                   "mlr_cli_gen/o.safetensors --partials --threads 2",
+                   &o, &e),
+               0, "%s", e);
+  cr_assert(strstr(o, "run: triton-fp8-split on mlr_cli_gen/a.safetensors: 4 tokens x 16 heads, 2 "
+                      "batches, up to 4 splits"),
+            "%s", o);
+  free(o);
+  free(e);
+  cr_assert_eq(
+      system(
+          "mkdir -p mlr_cli_gen/onpy && " MLAREF_BIN
+          " inputs unpack mlr_cli_gen/o.safetensors --dir mlr_cli_gen/onpy"
+          " >/dev/null && test -s mlr_cli_gen/onpy/o.npy && test -s mlr_cli_gen/onpy/partial_o.npy"
+          " && test -s mlr_cli_gen/onpy/lse.npy"),
+      0);
   /* check: the model's own output passes its recipe; a file of another recipe's output fails fa3 */
-  cr_assert_eq(run("run --recipe aiter-a8w8-ps --inputs mlr_cli_gen/a.safetensors --out mlr_cli_gen/a8.safetensors", &o, &e), 0, "%s", e);
-  free(o); free(e);
-  cr_assert_eq(run("check --inputs mlr_cli_gen/a.safetensors --output mlr_cli_gen/a8.safetensors --recipe aiter-a8w8-ps", &o, &e), 0, "%s%s", o, e);
+  cr_assert_eq(run("run --recipe aiter-a8w8-ps --inputs mlr_cli_gen/a.safetensors --out "
+                   "mlr_cli_gen/a8.safetensors",
+                   &o, &e),
+               0, "%s", e);
+  free(o);
+  free(e);
+  cr_assert_eq(run("check --inputs mlr_cli_gen/a.safetensors --output mlr_cli_gen/a8.safetensors "
+                   "--recipe aiter-a8w8-ps",
+                   &o, &e),
+               0, "%s%s", o, e);
   cr_assert(strstr(o, "rule fa3                      pass"), "%s", o);
-  free(o); free(e);
-  cr_assert_eq(run("check --inputs mlr_cli_gen/a.safetensors --output mlr_cli_gen/a8.safetensors --recipe fp32-seq", &o, &e), 1, "%s%s", o, e);
+  free(o);
+  free(e);
+  cr_assert_eq(run("check --inputs mlr_cli_gen/a.safetensors --output mlr_cli_gen/a8.safetensors "
+                   "--recipe fp32-seq",
+                   &o, &e),
+               1, "%s%s", o, e);
   cr_assert(strstr(o, "rule fa3                      FAIL"), "%s", o);
   cr_assert(strstr(o, "reproduce batch "), "%s", o);
-  free(o); free(e);
+  free(o);
+  free(e);
   /* oracle: F64 o and lse; the truth from bf16 KV needs kv_bf16 (a.safetensors has it) */
-  cr_assert_eq(run("oracle --inputs mlr_cli_gen/a.safetensors --out mlr_cli_gen/t.safetensors --from bf16", &o, &e), 0, "%s%s", o, e);
+  cr_assert_eq(
+      run("oracle --inputs mlr_cli_gen/a.safetensors --out mlr_cli_gen/t.safetensors --from bf16",
+          &o, &e),
+      0, "%s%s", o, e);
   cr_assert(strstr(o, "0 uncertified"), "%s", o);
-  free(o); free(e);
-  cr_assert_eq(run("compare mlr_cli_gen/a8.safetensors mlr_cli_gen/a8.safetensors --truth mlr_cli_gen/t.safetensors --rule fa3", &o, &e), 0, "%s%s", o, e);
-  free(o); free(e);
+  free(o);
+  free(e);
+  cr_assert_eq(run("compare mlr_cli_gen/a8.safetensors mlr_cli_gen/a8.safetensors --truth "
+                   "mlr_cli_gen/t.safetensors --rule fa3",
+                   &o, &e),
+               0, "%s%s", o, e);
+  free(o);
+  free(e);
   cr_assert_eq(run("suite show bench", &o, &e), 0);
-  cr_assert(strstr(o, "bs256_kv8k   bs=256,kv=8192,q=1,page=1,seed=9826,dist=normal,fmt=e4m3"), "%s", o);
-  free(o); free(e);
+  cr_assert(strstr(o, "bs256_kv8k   bs=256,kv=8192,q=1,page=1,seed=9826,dist=normal,fmt=e4m3"),
+            "%s", o);
+  free(o);
+  free(e);
   cr_assert_eq(system("rm -rf mlr_cli_gen"), 0);
 }
 
 Test(cli, encode_decode) {
   char *o, *e;
-  cr_assert_eq(run("formats encode --format e4m3 --overflow nonsat 464 464.0001 -0x1p-10", &o, &e), 0);
+  cr_assert_eq(run("formats encode --format e4m3 --overflow nonsat 464 464.0001 -0x1p-10", &o, &e),
+               0);
   cr_assert(strstr(o, "-> 0x7E normal"), "%s", o);
   cr_assert(strstr(o, "-> 0x7F nan"), "%s", o);
   cr_assert(strstr(o, "-> 0x80 zero"), "%s", o);
-  free(o); free(e);
+  free(o);
+  free(e);
   cr_assert_eq(run("formats decode --format e4m3fnuz 0x80 0x7f 1", &o, &e), 0);
   cr_assert(strstr(o, "0x80 nan"));
   cr_assert(strstr(o, "0x7F normal 0x1.ep+7 (240)"), "%s", o);
   cr_assert(strstr(o, "0x01 subnormal 0x1p-10"), "%s", o);
-  free(o); free(e);
+  free(o);
+  free(e);
 }
 
 /* goldens: written atomically with their metadata; --verify names a corrupted, truncated or
@@ -544,31 +801,63 @@ Test(cli, encode_decode) {
 Test(cli, golden_write_and_verify_catch_corruption, .timeout = 300) {
   char *o, *e;
   cr_assert_eq(system("rm -rf mlr_cli_gold && mkdir -p mlr_cli_gold/g"), 0);
-  cr_assert_eq(run("golden --suite edge --recipe fp32-seq --recipe triton-fp8-split --out mlr_cli_gold/g", &o, &e), 0, "%s", e);
-  free(o); free(e);
-  cr_assert_eq(run("golden --suite edge --recipe fp32-seq --recipe triton-fp8-split --digests mlr_cli_gold/d.tsv", &o, &e), 0, "%s", e);
-  free(o); free(e);
-  cr_assert_eq(run("golden --verify --digests mlr_cli_gold/d.tsv --goldens mlr_cli_gold/g", &o, &e), 0, "%s%s", o, e);
+  cr_assert_eq(
+      run("golden --suite edge --recipe fp32-seq --recipe triton-fp8-split --out mlr_cli_gold/g",
+          &o, &e),
+      0, "%s", e);
+  free(o);
+  free(e);
+  cr_assert_eq(run("golden --suite edge --recipe fp32-seq --recipe triton-fp8-split --digests "
+                   "mlr_cli_gold/d.tsv",
+                   &o, &e),
+               0, "%s", e);
+  free(o);
+  free(e);
+  cr_assert_eq(run("golden --verify --digests mlr_cli_gold/d.tsv --goldens mlr_cli_gold/g", &o, &e),
+               0, "%s%s", o, e);
   cr_assert(strstr(o, "golden verify: 26 manifest rows, 26 golden files, 0 failed"), "%s", o);
-  free(o); free(e);
+  free(o);
+  free(e);
   /* the committed manifest agrees with this build for those rows */
-  cr_assert_eq(system("grep -P '^edge\\t[^\\t]+\\t(fp32-seq|triton-fp8-split)\\t' " MLAREF_SOURCE_DIR "/fixtures/goldens/digests.tsv"
-                      " | sort > mlr_cli_gold/a && grep -v '^#' mlr_cli_gold/d.tsv | sort > mlr_cli_gold/b"
-                      " && cmp -s mlr_cli_gold/a mlr_cli_gold/b"), 0, "the committed manifest differs from this build's");
+  cr_assert_eq(
+      system("grep -P '^edge\\t[^\\t]+\\t(fp32-seq|triton-fp8-split)\\t' " MLAREF_SOURCE_DIR
+             "/fixtures/goldens/digests.tsv"
+             " | sort > mlr_cli_gold/a && grep -v '^#' mlr_cli_gold/d.tsv | sort > mlr_cli_gold/b"
+             " && cmp -s mlr_cli_gold/a mlr_cli_gold/b"),
+      0, "the committed manifest differs from this build's");
   /* four bytes of o overwritten in a golden file (two elements become 0xFFFF) */
-  cr_assert_eq(system("printf '\\377\\377\\377\\377' | dd of=mlr_cli_gold/g/edge.bs2_kv33.fp32-seq.safetensors bs=1 seek=3000 conv=notrunc 2>/dev/null"), 0);
+  cr_assert_eq(
+      system(
+          "printf '\\377\\377\\377\\377' | dd of=mlr_cli_gold/g/edge.bs2_kv33.fp32-seq.safetensors "
+          "bs=1 seek=3000 conv=notrunc 2>/dev/null"),
+      0);
   /* a truncated golden */
-  cr_assert_eq(system("truncate -s 100 mlr_cli_gold/g/edge.page16.triton-fp8-split.safetensors"), 0);
+  cr_assert_eq(system("truncate -s 100 mlr_cli_gold/g/edge.page16.triton-fp8-split.safetensors"),
+               0);
   /* a manifest row whose lse digest changed */
-  cr_assert_eq(system("sed -i '/^edge\tq4_kv3\tfp32-seq\t/s/\t[0-9a-f]*$/\t0000000000000000000000000000000000000000000000000000000000000000/' mlr_cli_gold/d.tsv"), 0);
-  cr_assert_eq(run("golden --verify --digests mlr_cli_gold/d.tsv --goldens mlr_cli_gold/g", &o, &e), 1, "%s%s", o, e);
-  cr_assert(strstr(o, "golden edge/bs2_kv33/fp32-seq: FAIL: mlr_cli_gold/g/edge.bs2_kv33.fp32-seq.safetensors: o differs from the model's"), "%s", o);
-  cr_assert(strstr(o, "golden edge/page16/triton-fp8-split: FAIL: mlr_cli_gold/g/edge.page16.triton-fp8-split.safetensors:"), "%s", o);
+  cr_assert_eq(system("sed -i "
+                      "'/^edge\tq4_kv3\tfp32-seq\t/s/\t[0-9a-f]*$/"
+                      "\t0000000000000000000000000000000000000000000000000000000000000000/' "
+                      "mlr_cli_gold/d.tsv"),
+               0);
+  cr_assert_eq(run("golden --verify --digests mlr_cli_gold/d.tsv --goldens mlr_cli_gold/g", &o, &e),
+               1, "%s%s", o, e);
+  cr_assert(
+      strstr(o, "golden edge/bs2_kv33/fp32-seq: FAIL: "
+                "mlr_cli_gold/g/edge.bs2_kv33.fp32-seq.safetensors: o differs from the model's"),
+      "%s", o);
+  cr_assert(strstr(o, "golden edge/page16/triton-fp8-split: FAIL: "
+                      "mlr_cli_gold/g/edge.page16.triton-fp8-split.safetensors:"),
+            "%s", o);
   cr_assert(strstr(o, "golden edge/q4_kv3/fp32-seq: FAIL: lse digest"), "%s", o);
   cr_assert(strstr(o, "3 failed"), "%s", o);
-  free(o); free(e);
+  free(o);
+  free(e);
   /* the metadata a golden carries */
-  cr_assert_eq(system("grep -q 'mlaref.recipe.canonical' mlr_cli_gold/g/edge.bs1_kv1.fp32-seq.safetensors && "
-                      "grep -q 'mlaref.inputs.kv.sha256' mlr_cli_gold/g/edge.bs1_kv1.fp32-seq.safetensors"), 0);
+  cr_assert_eq(
+      system(
+          "grep -q 'mlaref.recipe.canonical' mlr_cli_gold/g/edge.bs1_kv1.fp32-seq.safetensors && "
+          "grep -q 'mlaref.inputs.kv.sha256' mlr_cli_gold/g/edge.bs1_kv1.fp32-seq.safetensors"),
+      0);
   cr_assert_eq(system("rm -rf mlr_cli_gold"), 0);
 }

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "compare/mlr_compare.h"
-#include "ref/formats/mlr_formats.h"
+#include "mlr_compare.h"
+#include "mlr_formats.h"
 
 Test(compare, ulp_distance_counts_codes_across_zero) {
   /* bf16: +0 and -0 are 0 apart; the least positive subnormal 0x0001 and its negative 0x8001 are
@@ -83,13 +83,14 @@ Test(compare, unwritten_and_class_mismatch_fail_every_rule) {
   cr_assert_eq(m.unwritten, 1);
   cr_assert_eq(m.class_mismatch, 1); /* NaN vs 1 */
   cr_assert_eq(m.finite, 1);
-  cr_assert_eq(m.identical, 2);       /* 1 = 1 and +Inf = +Inf */
-  cr_assert_eq(m.worst[0].index, 0);  /* the unwritten element first */
+  cr_assert_eq(m.identical, 2);      /* 1 = 1 and +Inf = +Inf */
+  cr_assert_eq(m.worst[0].index, 0); /* the unwritten element first */
   const char *rules[] = {"exact", "ulp:1000", "allclose:1,1,0.9", "nmse:1", "cos:1"};
   for (size_t k = 0; k < 5; k++) {
     mlr_rule r;
     cr_assert_eq(mlr_rule_parse(rules[k], &r, NULL), MLR_OK);
-    cr_assert_eq(mlr_rule_apply(&r, &m, &ta, &tb, NULL, NULL).kind, MLR_VERDICT_FAIL, "%s", rules[k]);
+    cr_assert_eq(mlr_rule_apply(&r, &m, &ta, &tb, NULL, NULL).kind, MLR_VERDICT_FAIL, "%s",
+                 rules[k]);
   }
 }
 
@@ -100,7 +101,9 @@ Test(compare, rules_parse_and_decide) {
   cr_assert(r.kind == MLR_RULE_ALLCLOSE && r.x == 0.1 && r.y == 0.1 && r.z == 0.05);
   cr_assert_eq(mlr_rule_parse("fa3", &r, NULL), MLR_OK);
   cr_assert(r.kind == MLR_RULE_FA3 && r.x == 2.0 && r.y == 1e-5);
-  const char *bad[] = {"ulp", "ulp:1.5", "allclose:0.1", "allclose:0.1,0.1,2", "cos:-1", "nmse:x", "exact:1", "frob", "fa3:1,2,3", "budget:0", "budget:1,2"};
+  const char *bad[] = {"ulp",       "ulp:1.5",  "allclose:0.1", "allclose:0.1,0.1,2",
+                       "cos:-1",    "nmse:x",   "exact:1",      "frob",
+                       "fa3:1,2,3", "budget:0", "budget:1,2"};
   for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
     cr_assert_eq(mlr_rule_parse(bad[k], &r, &err), MLR_EPARSE, "%s", bad[k]);
     cr_assert(strstr(err.msg, mlr_rule_forms()), "%s", err.msg);
@@ -119,11 +122,13 @@ Test(compare, rules_parse_and_decide) {
   cr_assert_eq(v.kind, MLR_VERDICT_NA);
   cr_assert(strstr(v.detail, "needs the recipe's a priori bound"), "%s", v.detail);
   mlr_rule_parse("fa3", &r, NULL);
-  cr_assert_eq(mlr_rule_apply(&r, &m, &ta, &tb, NULL, NULL).kind, MLR_VERDICT_NA, "fa3 without the truth");
+  cr_assert_eq(mlr_rule_apply(&r, &m, &ta, &tb, NULL, NULL).kind, MLR_VERDICT_NA,
+               "fa3 without the truth");
   /* fa3: out - truth max 0.5, ref - truth max 0.3: 0.5 <= 2*0.3 + 1e-5 passes; 1.0 would not */
   const double t[2] = {1.0, 1.0};
   const float r2[2] = {1.3f, 1.0f}, o2[2] = {1.5f, 1.0f}, o3[2] = {2.0f, 1.0f};
-  mlr_cmp_tensor tt = {MLR_CT_F64, t, 2}, tr = {MLR_CT_F32, r2, 2}, to = {MLR_CT_F32, o2, 2}, to3 = {MLR_CT_F32, o3, 2};
+  mlr_cmp_tensor tt = {MLR_CT_F64, t, 2}, tr = {MLR_CT_F32, r2, 2}, to = {MLR_CT_F32, o2, 2},
+                 to3 = {MLR_CT_F32, o3, 2};
   mlr_metrics mt, mr, m3;
   mlr_compare_metrics(&to, &tt, &mt, NULL);
   mlr_compare_metrics(&tr, &tt, &mr, NULL);
@@ -144,7 +149,8 @@ Test(compare, wider_reference_is_rounded_to_the_candidates_format) {
   cr_assert_eq(m.identical, 0);
   cr_assert_float_eq(m.max_abs, 0x1p-9, 0);
   mlr_cmp_tensor tf = {MLR_CT_F64, t, 1};
-  cr_assert_eq(mlr_compare_metrics(&tf, &ta, &m, NULL), MLR_EINVAL, "a binary64 candidate against bf16");
+  cr_assert_eq(mlr_compare_metrics(&tf, &ta, &m, NULL), MLR_EINVAL,
+               "a binary64 candidate against bf16");
 }
 
 /* ---- the command ---- */
@@ -164,23 +170,36 @@ static int run(const char *args, char **out) {
 
 Test(compare, command_exit_codes_and_reproducers) {
   char *o;
-  cr_assert_eq(system("rm -rf mlr_cmp && mkdir -p mlr_cmp && " MLAREF_BIN " gen --shape bs=2,kv=50,seed=3 --out mlr_cmp/in.safetensors >/dev/null"
-                      " && " MLAREF_BIN " run --recipe fp32-seq --inputs mlr_cmp/in.safetensors --out mlr_cmp/a.safetensors >/dev/null"
-                      " && " MLAREF_BIN " run --recipe triton-fp8-single --inputs mlr_cmp/in.safetensors --out mlr_cmp/b.safetensors >/dev/null"),
+  cr_assert_eq(system("rm -rf mlr_cmp && mkdir -p mlr_cmp && " MLAREF_BIN
+                      " gen --shape bs=2,kv=50,seed=3 --out mlr_cmp/in.safetensors >/dev/null"
+                      " && " MLAREF_BIN " run --recipe fp32-seq --inputs mlr_cmp/in.safetensors "
+                                        "--out mlr_cmp/a.safetensors >/dev/null"
+                      " && " MLAREF_BIN
+                      " run --recipe triton-fp8-single --inputs mlr_cmp/in.safetensors --out "
+                      "mlr_cmp/b.safetensors >/dev/null"),
                0);
   cr_assert_eq(run("compare mlr_cmp/a.safetensors mlr_cmp/a.safetensors", &o), 0, "%s", o);
-  cr_assert(strstr(o, "32768 elements, 32768 bit-identical (100.0000%)") || strstr(o, "16384 elements, 16384 bit-identical (100.0000%)"), "%s", o);
+  cr_assert(strstr(o, "32768 elements, 32768 bit-identical (100.0000%)") ||
+                strstr(o, "16384 elements, 16384 bit-identical (100.0000%)"),
+            "%s", o);
   free(o);
-  cr_assert_eq(run("compare mlr_cmp/b.safetensors mlr_cmp/a.safetensors --inputs mlr_cmp/in.safetensors", &o), 1, "%s", o);
+  cr_assert_eq(
+      run("compare mlr_cmp/b.safetensors mlr_cmp/a.safetensors --inputs mlr_cmp/in.safetensors",
+          &o),
+      1, "%s", o);
   cr_assert(strstr(o, "rule exact                    FAIL"), "%s", o);
   cr_assert(strstr(o, "reproduce batch "), "%s", o);
   cr_assert(strstr(o, "shape bs=2,kv=50,q=1,page=1,seed=3"), "%s", o);
   cr_assert(strstr(o, " ulp; "), "%s", o);
   free(o);
-  cr_assert_eq(run("compare mlr_cmp/b.safetensors mlr_cmp/a.safetensors --rule allclose:0.1,0.1,0.05 --rule cos:1e-3 --json", &o), 0, "%s", o);
+  cr_assert_eq(run("compare mlr_cmp/b.safetensors mlr_cmp/a.safetensors --rule "
+                   "allclose:0.1,0.1,0.05 --rule cos:1e-3 --json",
+                   &o),
+               0, "%s", o);
   cr_assert(strstr(o, "\"rule\": \"allclose:0.1,0.1,0.05\", \"verdict\": \"pass\""), "%s", o);
   free(o);
-  cr_assert_eq(run("compare mlr_cmp/b.safetensors mlr_cmp/a.safetensors --rule budget", &o), 2, "%s", o);
+  cr_assert_eq(run("compare mlr_cmp/b.safetensors mlr_cmp/a.safetensors --rule budget", &o), 2,
+               "%s", o);
   cr_assert(strstr(o, "budget needs the recipe's a priori bound"), "%s", o);
   free(o);
   cr_assert_eq(run("compare mlr_cmp/b.safetensors mlr_cmp/a.safetensors --rule frob", &o), 2);
@@ -209,7 +228,8 @@ Test(compare, utilisation_and_bound) {
   cr_assert_eq(u.n, 3);
   cr_assert_float_eq(u.max, 0.99999905, 1e-7);
   cr_assert_eq(u.over, 0);
-  cr_assert(u.hist[0] == 1 && u.hist[3] == 1 && u.hist[4] == 1, "0 in the first bin, 0.49999999 in [1/4,1/2), 0.99999905 in [1/2,1)");
+  cr_assert(u.hist[0] == 1 && u.hist[3] == 1 && u.hist[4] == 1,
+            "0 in the first bin, 0.49999999 in [1/4,1/2), 0.99999905 in [1/2,1)");
   cr_assert_float_eq(u.p50, 0.5, 1e-7);
   /* the bound: |a - t| = 0.0199999809, 0.0049999998, 0 against bounds 0.04, 0.004, 0: the
    * second is over (ratio 1.2499999), the third passes (0 <= 0) */

@@ -17,7 +17,9 @@ Test(contract, project_flags_keep_two_roundings) {
 }
 
 Test(contract, a_contracted_build_would_be_caught) {
-  if (!__builtin_cpu_supports("fma")) cr_skip_test("this CPU has no FMA instruction: the contracted probe cannot run");
-  cr_assert_eq(probe_contracted(A, B, C), -0x1p-60, "with contraction on, the compiler fuses a*b+c");
+  if (!__builtin_cpu_supports("fma"))
+    cr_skip_test("this CPU has no FMA instruction: the contracted probe cannot run");
+  cr_assert_eq(probe_contracted(A, B, C), -0x1p-60,
+               "with contraction on, the compiler fuses a*b+c");
   cr_assert_neq(probe_contracted(A, B, C), probe_project(A, B, C));
 }

@@ -6,13 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fixtures/gen/mlr_gen.h"
-#include "fixtures/inputs/mlr_inputs.h"
-#include "fixtures/rng/mlr_rng.h"
-#include "gpu/fast/mlr_gpu_fast.h"
-#include "ref/emulate/mlr_emulate.h"
-#include "ref/pmath/mlr_exact.h"
-#include "ref/formats/mlr_formats.h"
+#include "mlr_gen.h"
+#include "mlr_inputs.h"
+#include "mlr_rng.h"
+#include "mlr_gpu_fast.h"
+#include "mlr_emulate.h"
+#include "mlr_exact.h"
+#include "mlr_formats.h"
 #include "test_gen.h"
 
 #define QK 576
@@ -54,8 +54,10 @@ Test(exact, long_accumulator_rounds_like_mpfr) {
       const uint32_t ctr[4] = {(uint32_t)k, (uint32_t)(k >> 32), 77, 0}, key[2] = {0x1234, 0x5678};
       mlr_philox4x32_10(ctr, key, r);
       const int spread = c % 3 == 0 ? 4 : (c % 3 == 1 ? 40 : 250);
-      const float a = ldexpf((float)(r[0] >> 8) / 16777216.0f + 0.5f, (int)(r[1] % (unsigned)spread) - spread / 2);
-      const float b = ldexpf((float)(r[2] >> 8) / 16777216.0f + 0.5f, (int)(r[3] % (unsigned)spread) - spread / 2);
+      const float a = ldexpf((float)(r[0] >> 8) / 16777216.0f + 0.5f,
+                             (int)(r[1] % (unsigned)spread) - spread / 2);
+      const float b = ldexpf((float)(r[2] >> 8) / 16777216.0f + 0.5f,
+                             (int)(r[3] % (unsigned)spread) - spread / 2);
       x[i] = (double)a * (double)b * ((r[3] & 1) ? -1.0 : 1.0);
       if (c % 5 == 0 && i % 2 == 1) x[i] = -x[i - 1] * (1.0 + 0x1p-40); /* near-cancellation */
     }
@@ -63,7 +65,8 @@ Test(exact, long_accumulator_rounds_like_mpfr) {
     mlr_xacc_clear(&acc);
     for (int i = 0; i < n; i++) mlr_xacc_add(&acc, x[i]);
     const float got = mlr_xacc_round_f32(&acc), want = mpfr_sum_f32(x, n);
-    cr_assert_eq(mlr_f32_bits(got), mlr_f32_bits(want), "case %d (n=%d): %a, MPFR says %a", c, n, (double)got, (double)want);
+    cr_assert_eq(mlr_f32_bits(got), mlr_f32_bits(want), "case %d (n=%d): %a, MPFR says %a", c, n,
+                 (double)got, (double)want);
   }
 }
 
@@ -126,9 +129,12 @@ Test(exact, fixed_point_128_matches_mpfr) {
     mlr_xacc xa;
     mlr_xacc_clear(&xa);
     for (int i = 0; i < n; i++) mlr_xacc_add(&xa, x[i]);
-    const float got = mlr_i128_round_f32(acc, la + lb), want = mpfr_sum_f32(x, n), lng = mlr_xacc_round_f32(&xa);
-    cr_assert_eq(mlr_f32_bits(got), mlr_f32_bits(want), "case %d: %a, MPFR %a", c, (double)got, (double)want);
-    cr_assert_eq(mlr_f32_bits(lng), mlr_f32_bits(want), "case %d: long accumulator %a, MPFR %a", c, (double)lng, (double)want);
+    const float got = mlr_i128_round_f32(acc, la + lb), want = mpfr_sum_f32(x, n),
+                lng = mlr_xacc_round_f32(&xa);
+    cr_assert_eq(mlr_f32_bits(got), mlr_f32_bits(want), "case %d: %a, MPFR %a", c, (double)got,
+                 (double)want);
+    cr_assert_eq(mlr_f32_bits(lng), mlr_f32_bits(want), "case %d: long accumulator %a, MPFR %a", c,
+                 (double)lng, (double)want);
   }
   cr_assert_gt(admitted, 1500, "only %d cases fit the fixed point", admitted);
 }
@@ -170,7 +176,8 @@ Test(exact, two_binary64_chains_match_mpfr) {
       lo = fma(al, (double)b[i], lo);
     }
     const float got = mlr_f64x2_round_f32(hi, lo), want = mpfr_sum_f32(x, n);
-    cr_assert_eq(mlr_f32_bits(got), mlr_f32_bits(want), "case %d (n=%d, s=%d): %a, MPFR %a", c, n, sh, (double)got, (double)want);
+    cr_assert_eq(mlr_f32_bits(got), mlr_f32_bits(want), "case %d (n=%d, s=%d): %a, MPFR %a", c, n,
+                 sh, (double)got, (double)want);
   }
   cr_assert_gt(split, 500, "only %d cases took the split (%d admitted)", split, admitted);
   cr_assert_gt(admitted - split, 300, "only %d one-chain cases", admitted - split);
@@ -178,23 +185,28 @@ Test(exact, two_binary64_chains_match_mpfr) {
 
 /* hi + lo rounded once: the cases where rounding the binary64 sum first would be wrong */
 Test(exact, two_binary64_parts_round_once) {
-  const struct { double hi, lo; uint32_t want; } t[] = {
-      {1.0, 0x1p-24, 0x3F800000u},                       /* a tie: to even */
-      {1.0, 0x1.0000000000001p-24, 0x3F800001u},         /* just above the tie: binary64 alone says 1 */
-      {-1.0, -0x1.0000000000001p-24, 0xBF800001u},           /* the same, negative */
-      {1.0 + 0x1p-23, 0x1p-24, 0x3F800002u},             /* a tie from an odd last bit: up to even */
+  const struct {
+    double hi, lo;
+    uint32_t want;
+  } t[] = {
+      {1.0, 0x1p-24, 0x3F800000u},                 /* a tie: to even */
+      {1.0, 0x1.0000000000001p-24, 0x3F800001u},   /* just above the tie: binary64 alone says 1 */
+      {-1.0, -0x1.0000000000001p-24, 0xBF800001u}, /* the same, negative */
+      {1.0 + 0x1p-23, 0x1p-24, 0x3F800002u},       /* a tie from an odd last bit: up to even */
       {1.0 + 0x1p-23, 0x1.fffffffffffffp-25, 0x3F800001u}, /* just below that tie */
-      {1.0, -0x1p-80, 0x3F800000u},                      /* below a power of two */
-      {1.0, -0x1.0000000000001p-25, 0x3F7FFFFFu},            /* past the tie below 1 (spacing 2^-24 there) */
-      {0x1p-149, 0x1p-151, 1u},                          /* binary32 subnormal */
-      {0x1p-149, -0x1p-149, 0u},                         /* exact zero: +0 */
-      {0x1p128, -0x1p103, 0x7F800000u},                  /* the overflow threshold itself: Inf */
-      {0x1p128, -0x1p103 - 0x1p60, 0x7F7FFFFFu},         /* just under it: the largest finite */
+      {1.0, -0x1p-80, 0x3F800000u},                        /* below a power of two */
+      {1.0, -0x1.0000000000001p-25, 0x3F7FFFFFu}, /* past the tie below 1 (spacing 2^-24 there) */
+      {0x1p-149, 0x1p-151, 1u},                   /* binary32 subnormal */
+      {0x1p-149, -0x1p-149, 0u},                  /* exact zero: +0 */
+      {0x1p128, -0x1p103, 0x7F800000u},           /* the overflow threshold itself: Inf */
+      {0x1p128, -0x1p103 - 0x1p60, 0x7F7FFFFFu},  /* just under it: the largest finite */
   };
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
     const float got = mlr_f64x2_round_f32(t[i].hi, t[i].lo);
-    cr_assert_eq(mlr_f32_bits(got), t[i].want, "case %zu: %a + %a gave %a", i, t[i].hi, t[i].lo, (double)got);
-    cr_assert_eq(mlr_f32_bits(mlr_f64x2_round_f32(t[i].lo, t[i].hi)), t[i].want, "case %zu swapped", i);
+    cr_assert_eq(mlr_f32_bits(got), t[i].want, "case %zu: %a + %a gave %a", i, t[i].hi, t[i].lo,
+                 (double)got);
+    cr_assert_eq(mlr_f32_bits(mlr_f64x2_round_f32(t[i].lo, t[i].hi)), t[i].want, "case %zu swapped",
+                 i);
   }
 }
 
@@ -208,13 +220,19 @@ typedef struct tiny {
   mlr_inputs in;
 } tiny;
 
-static uint8_t e4m3(float x) { return (uint8_t)mlr_encode_f32(x, MLR_FMT_E4M3, MLR_RND_NEAREST_EVEN, MLR_OVF_SATURATE, 0); }
-static uint16_t bf16(float x) { return (uint16_t)mlr_encode_f32(x, MLR_FMT_BF16, MLR_RND_NEAREST_EVEN, MLR_OVF_NONSAT, 0); }
+static uint8_t e4m3(float x) {
+  return (uint8_t)mlr_encode_f32(x, MLR_FMT_E4M3, MLR_RND_NEAREST_EVEN, MLR_OVF_SATURATE, 0);
+}
+static uint16_t bf16(float x) {
+  return (uint16_t)mlr_encode_f32(x, MLR_FMT_BF16, MLR_RND_NEAREST_EVEN, MLR_OVF_NONSAT, 0);
+}
 
 /* variant 0 base, 1 mid, 2 wide (see tests/kat/derive_emulate.py) */
 static void tiny_make(tiny *t, int L, int wide) {
-  static const float K0[4] = {0, 1, -0.5f, 0.25f}, K1[4] = {0.5f, -0.25f, 1, 0}, R[4] = {0, 0.5f, 0, -1};
-  static const float K3[3][4] = {{0}, {0, -40, 0, -20}, {0, -40, 0, -160}}, Q4[3] = {0, 0x1p-40f, 0x1p-120f};
+  static const float K0[4] = {0, 1, -0.5f, 0.25f}, K1[4] = {0.5f, -0.25f, 1, 0},
+                     R[4] = {0, 0.5f, 0, -1};
+  static const float K3[3][4] = {{0}, {0, -40, 0, -20}, {0, -40, 0, -160}},
+                     Q4[3] = {0, 0x1p-40f, 0x1p-120f};
   memset(t, 0, sizeof *t);
   for (int h = 0; h < 16; h++) {
     t->q[h * QK + 0] = bf16(24.0f);
@@ -240,7 +258,8 @@ static void tiny_make(tiny *t, int L, int wide) {
 static void recipe_of(const char *name, const char *sets, mlr_recipe *r) {
   cr_assert_eq(mlr_recipe_builtin(name, r), MLR_OK, "%s", name);
   mlr_error err = {""};
-  cr_assert_eq(mlr_recipe_set_list(r, strcmp(sets, "-") == 0 ? "" : sets, &err), MLR_OK, "%s: %s", sets, err.msg);
+  cr_assert_eq(mlr_recipe_set_list(r, strcmp(sets, "-") == 0 ? "" : sets, &err), MLR_OK, "%s: %s",
+               sets, err.msg);
 }
 
 /* tests/data/emulate_kats.txt: `recipe sets L` then per head o[0..3], max code of o[4..511] and
@@ -273,16 +292,20 @@ Test(emulate, builtins_match_the_independent_derivation) {
     }
     for (int h = 0; h < 16; h++) {
       unsigned want[6];
-      cr_assert_eq(fscanf(f, " %x,%x,%x,%x,%x,%x", &want[0], &want[1], &want[2], &want[3], &want[4], &want[5]), 6);
+      cr_assert_eq(fscanf(f, " %x,%x,%x,%x,%x,%x", &want[0], &want[1], &want[2], &want[3], &want[4],
+                          &want[5]),
+                   6);
       for (int nx = 0; nx < 2; nx++) {
         const uint16_t *o16 = (const uint16_t *)res[nx].o + h * DV;
         unsigned maxrest = 0;
         for (int d = 4; d < DV; d++) maxrest = o16[d] > maxrest ? o16[d] : maxrest;
         for (int d = 0; d < 4; d++)
-          cr_assert_eq(o16[d], want[d], "%s %s L=%d (no_x2 %d) head %d o[%d]: model 0x%04x, derivation 0x%04x", name, sets, L, nx, h, d,
-                       o16[d], want[d]);
+          cr_assert_eq(o16[d], want[d],
+                       "%s %s L=%d (no_x2 %d) head %d o[%d]: model 0x%04x, derivation 0x%04x", name,
+                       sets, L, nx, h, d, o16[d], want[d]);
         cr_assert_eq(maxrest, want[4], "%s L=%d (no_x2 %d) head %d: o[4..511]", name, L, nx, h);
-        cr_assert_eq(mlr_f32_bits(res[nx].lse[h]), want[5], "%s %s L=%d (no_x2 %d) head %d lse: model %a, derivation %a", name, sets, L,
+        cr_assert_eq(mlr_f32_bits(res[nx].lse[h]), want[5],
+                     "%s %s L=%d (no_x2 %d) head %d lse: model %a, derivation %a", name, sets, L,
                      nx, h, (double)res[nx].lse[h], (double)mlr_bits_f32(want[5]));
       }
     }
@@ -302,21 +325,21 @@ Test(emulate, one_token_by_hand) {
   mlr_emu_result res;
   cr_assert_eq(mlr_emulate(&r, &t.in, NULL, &res, NULL), MLR_OK);
   const uint16_t *o = res.o;
-  /* token 0: K0 = 0, K1 = 0.5, col 2 = 1; V x 0.5 in fp16 = 0, 0.25, 0.5; bf16 0x0000 0x3E80 0x3F00 */
+  /* token 0: K0 = 0, K1 = 0.5, col 2 = 1; V x 0.5 in fp16 = 0, 0.25, 0.5; bf16 0x0000 0x3E80 0x3F00
+   */
   cr_assert_eq(o[0], 0x0000);
   cr_assert_eq(o[1], 0x3E80);
   cr_assert_eq(o[2], 0x3F00);
-  /* head 8: q1 = 1, dot = 1 x 0.25 (k1 x kv_scale) = 0.25; s = 0.25 x fp32(1/24) = 0.25 x 0x3D2AAAAB
-   * = 0x3C2AAAAB (a power-of-two scaling: exact); lse = s + log(1) = s */
+  /* head 8: q1 = 1, dot = 1 x 0.25 (k1 x kv_scale) = 0.25; s = 0.25 x fp32(1/24) = 0.25 x
+   * 0x3D2AAAAB = 0x3C2AAAAB (a power-of-two scaling: exact); lse = s + log(1) = s */
   cr_assert_eq(mlr_f32_bits(res.lse[8]), 0x3C2AAAABu);
   mlr_emu_result_free(&res);
 }
 
 /* ---- invariants on generated inputs ---- */
 
-
-
-static void run_ok(const char *name, const char *sets, const mlr_inputs *in, int threads, int partials, mlr_emu_result *res) {
+static void run_ok(const char *name, const char *sets, const mlr_inputs *in, int threads,
+                   int partials, mlr_emu_result *res) {
   mlr_recipe r;
   recipe_of(name, sets, &r);
   mlr_emu_opts o = {threads, partials, MLR_FAULT_NONE, 0};
@@ -326,7 +349,8 @@ static void run_ok(const char *name, const char *sets, const mlr_inputs *in, int
 
 /* 1 when two results have the same o codes and lse bits (their shapes and output format first) */
 static int same_o_lse(const mlr_emu_result *a, const mlr_emu_result *b) {
-  return a->T == b->T && a->H == b->H && a->out_format == b->out_format && memcmp(a->o, b->o, mlr_emu_o_bytes(a)) == 0 &&
+  return a->T == b->T && a->H == b->H && a->out_format == b->out_format &&
+         memcmp(a->o, b->o, mlr_emu_o_bytes(a)) == 0 &&
          memcmp(a->lse, b->lse, (size_t)(a->T * a->H) * 4) == 0;
 }
 /* 1 when two results kept the same partials (run with partials = 1) */
@@ -334,8 +358,9 @@ static int same_partials(const mlr_emu_result *a, const mlr_emu_result *b) {
   return a->S == b->S && memcmp(a->part_o, b->part_o, (size_t)(a->T * a->H * a->S * DV) * 4) == 0;
 }
 
-static const char *const BUILTINS[] = {"triton-fp8-single", "triton-fp8-split", "aiter-a8w8-ps", "aiter-a16w8-ps",
-                                       "aiter-bf16-np", "torch-bmm-bf16", "aiter-test-ref", "fp32-seq"};
+static const char *const BUILTINS[] = {"triton-fp8-single", "triton-fp8-split", "aiter-a8w8-ps",
+                                       "aiter-a16w8-ps",    "aiter-bf16-np",    "torch-bmm-bf16",
+                                       "aiter-test-ref",    "fp32-seq"};
 
 /* The exact dots' two-binary64-chain sums (qk_split, EX_F64X2) give the bits of the 128-bit fixed
  * point and the long accumulator they replace (mlr_emu_opts.no_x2 turns them off): every built-in
@@ -351,7 +376,8 @@ static void builtin_or_exact(size_t k, const char **name, const char **sets) {
 }
 
 Test(emulate, two_chain_sums_change_no_bit, .timeout = 300) {
-  static const char *const specs[] = {"bs=2,kv=600,seed=3", "lens=1:70:300:33,q=2,page=16,seed=5", "bs=2,kv=500,fmt=e4m3fnuz,seed=11",
+  static const char *const specs[] = {"bs=2,kv=600,seed=3", "lens=1:70:300:33,q=2,page=16,seed=5",
+                                      "bs=2,kv=500,fmt=e4m3fnuz,seed=11",
                                       "lens=9:200:65,fmt=bf16,seed=7"};
   for (size_t i = 0; i < sizeof specs / sizeof *specs; i++) {
     static gen g;
@@ -367,7 +393,8 @@ Test(emulate, two_chain_sums_change_no_bit, .timeout = 300) {
       mlr_emu_opts oa = {2, 1, MLR_FAULT_NONE, 0}, ob = {2, 1, MLR_FAULT_NONE, 1};
       cr_assert_eq(mlr_emulate(&r, &g.in, &oa, &a, &err), MLR_OK, "%s: %s", name, err.msg);
       cr_assert_eq(mlr_emulate(&r, &g.in, &ob, &b, &err), MLR_OK, "%s: %s", name, err.msg);
-      cr_assert(same_o_lse(&a, &b), "%s %s on %s: o or lse differs with no_x2", name, sets, specs[i]);
+      cr_assert(same_o_lse(&a, &b), "%s %s on %s: o or lse differs with no_x2", name, sets,
+                specs[i]);
       cr_assert(same_partials(&a, &b), "%s %s on %s: partials differ", name, sets, specs[i]);
       mlr_emu_result_free(&a), mlr_emu_result_free(&b);
     }
@@ -388,7 +415,8 @@ Test(emulate, sixteen_heads_as_the_general_loops_give_them, .timeout = 300) {
     cr_assert_eq(g.in.H, 16);
     uint16_t *q17 = malloc((size_t)(T * 17 * 576) * 2);
     for (int64_t t = 0; t < T; t++)
-      for (int h = 0; h < 17; h++) memcpy(q17 + (t * 17 + h) * 576, g.in.q + (t * 16 + (h < 16 ? h : 0)) * 576, 576 * 2);
+      for (int h = 0; h < 17; h++)
+        memcpy(q17 + (t * 17 + h) * 576, g.in.q + (t * 16 + (h < 16 ? h : 0)) * 576, 576 * 2);
     mlr_inputs in17 = g.in;
     in17.H = 17, in17.q = q17;
     for (size_t k = 0; k < NBUILT_EXACT; k++) {
@@ -401,14 +429,18 @@ Test(emulate, sixteen_heads_as_the_general_loops_give_them, .timeout = 300) {
       mlr_emu_result a, b;
       mlr_emu_opts o = {2, 0, MLR_FAULT_NONE, 0};
       cr_assert_eq(mlr_emulate(&r, &g.in, &o, &a, &err), MLR_OK, "%s: %s", name, err.msg);
-      cr_assert_eq(mlr_emulate(&r, &in17, &o, &b, &err), MLR_OK, "%s (17 heads): %s", name, err.msg);
+      cr_assert_eq(mlr_emulate(&r, &in17, &o, &b, &err), MLR_OK, "%s (17 heads): %s", name,
+                   err.msg);
       const size_t eb = mlr_emu_o_bytes(&a) / (size_t)(T * 16); /* one head's output row */
       for (int64_t t = 0; t < T; t++)
         for (int h = 0; h < 17; h++) {
           const int ha = h < 16 ? h : 0;
-          cr_assert(memcmp((const char *)b.o + (t * 17 + h) * eb, (const char *)a.o + (t * 16 + ha) * eb, eb) == 0,
-                    "%s %s on %s: token %lld head %d differs with 17 heads", name, sets, specs[i], (long long)t, h);
-          cr_assert(memcmp(&b.lse[t * 17 + h], &a.lse[t * 16 + ha], 4) == 0, "%s on %s: lse of token %lld head %d", name, specs[i], (long long)t, h);
+          cr_assert(memcmp((const char *)b.o + (t * 17 + h) * eb,
+                           (const char *)a.o + (t * 16 + ha) * eb, eb) == 0,
+                    "%s %s on %s: token %lld head %d differs with 17 heads", name, sets, specs[i],
+                    (long long)t, h);
+          cr_assert(memcmp(&b.lse[t * 17 + h], &a.lse[t * 16 + ha], 4) == 0,
+                    "%s on %s: lse of token %lld head %d", name, specs[i], (long long)t, h);
         }
       mlr_emu_result_free(&a), mlr_emu_result_free(&b);
     }
@@ -425,14 +457,16 @@ Test(emulate, same_bits_with_1_2_and_16_threads, .timeout = 300) {
     run_ok(BUILTINS[k], "-", &g.in, 1, 1, &a);
     run_ok(BUILTINS[k], "-", &g.in, 2, 1, &b);
     run_ok(BUILTINS[k], "-", &g.in, 16, 1, &c);
-    cr_assert(same_o_lse(&a, &b) && same_o_lse(&a, &c), "%s: o or lse depends on threads", BUILTINS[k]);
+    cr_assert(same_o_lse(&a, &b) && same_o_lse(&a, &c), "%s: o or lse depends on threads",
+              BUILTINS[k]);
     cr_assert(same_partials(&a, &c), "%s: partials depend on threads", BUILTINS[k]);
     mlr_emu_result_free(&a), mlr_emu_result_free(&b), mlr_emu_result_free(&c);
   }
   mlr_tf_free(&g.tf);
 }
 
-/* The page table is honoured: a paged file and the same rows laid out in order give the same bits. */
+/* The page table is honoured: a paged file and the same rows laid out in order give the same bits.
+ */
 Test(emulate, paged_equals_contiguous, .timeout = 120) {
   static gen g;
   gen_make(&g, "lens=5:130:64,page=16,seed=12");
@@ -452,7 +486,8 @@ Test(emulate, paged_equals_contiguous, .timeout = 120) {
     mlr_emu_result a, b;
     run_ok(BUILTINS[k], "-", p, 0, 0, &a);
     run_ok(BUILTINS[k], "-", &c, 0, 0, &b);
-    cr_assert(memcmp(a.o, b.o, mlr_emu_o_bytes(&a)) == 0, "%s: paged and contiguous differ", BUILTINS[k]);
+    cr_assert(memcmp(a.o, b.o, mlr_emu_o_bytes(&a)) == 0, "%s: paged and contiguous differ",
+              BUILTINS[k]);
     mlr_emu_result_free(&a), mlr_emu_result_free(&b);
   }
   free(kv);
@@ -468,12 +503,14 @@ Test(emulate, query_token_i_of_n_sees_L_minus_n_minus_1_minus_i, .timeout = 120)
   int32_t qo[2] = {0, 1}, kvi[2] = {0, 76};
   one.T = 1, one.qo_indptr = qo, one.kv_indptr = kvi;
   for (size_t k = 0; k < sizeof BUILTINS / sizeof *BUILTINS; k++) {
-    if (strstr(BUILTINS[k], "a8w8") || strstr(BUILTINS[k], "test-ref")) continue; /* dynamic Q scale spans all tokens */
+    if (strstr(BUILTINS[k], "a8w8") || strstr(BUILTINS[k], "test-ref"))
+      continue; /* dynamic Q scale spans all tokens */
     mlr_emu_result a, b;
     run_ok(BUILTINS[k], "-", &g.in, 0, 0, &a);
     run_ok(BUILTINS[k], "-", &one, 0, 0, &b);
     cr_assert(memcmp(a.o, b.o, 16 * DV * 2) == 0, "%s: token 0 of 2", BUILTINS[k]);
-    cr_assert(memcmp(a.o, (const uint16_t *)a.o + 16 * DV, 16 * DV * 2) != 0, "%s: token 1 sees one more row", BUILTINS[k]);
+    cr_assert(memcmp(a.o, (const uint16_t *)a.o + 16 * DV, 16 * DV * 2) != 0,
+              "%s: token 1 sees one more row", BUILTINS[k]);
     mlr_emu_result_free(&a), mlr_emu_result_free(&b);
   }
   mlr_tf_free(&g.tf);
@@ -488,8 +525,11 @@ Test(emulate, empty_kv_gives_zero_and_minus_infinity) {
     mlr_emu_result a;
     run_ok(BUILTINS[k], "-", &g.in, 0, 0, &a);
     const uint16_t *o = a.o;
-    for (int i = 0; i < 16 * DV; i++) cr_assert_eq(o[i], 0, "%s: o[%d] = 0x%04x", BUILTINS[k], i, o[i]);
-    for (int h = 0; h < 16; h++) cr_assert(isinf(a.lse[h]) && a.lse[h] < 0, "%s lse[%d] = %a", BUILTINS[k], h, (double)a.lse[h]);
+    for (int i = 0; i < 16 * DV; i++)
+      cr_assert_eq(o[i], 0, "%s: o[%d] = 0x%04x", BUILTINS[k], i, o[i]);
+    for (int h = 0; h < 16; h++)
+      cr_assert(isinf(a.lse[h]) && a.lse[h] < 0, "%s lse[%d] = %a", BUILTINS[k], h,
+                (double)a.lse[h]);
     cr_assert(isfinite(a.lse[16]));
     mlr_emu_result_free(&a);
   }
@@ -520,7 +560,7 @@ Test(emulate, partials_and_their_merge, .timeout = 120) {
   cr_assert_eq(a.split_count[0], 8);
   cr_assert_eq(a.split_len[0], 32); /* ceil(ceil(40/8)/32)*32 */
   cr_assert_eq(a.split_len[1], 32); /* ceil(ceil(200/8)/32)*32 */
-  for (int s = 2; s < 8; s++) { /* batch 0: tokens 64.. do not exist */
+  for (int s = 2; s < 8; s++) {     /* batch 0: tokens 64.. do not exist */
     cr_assert(isinf(a.part_lse[0 * 8 + s]) && a.part_lse[s] < 0);
     cr_assert_eq(mlr_f32_bits(a.part_o[(size_t)s * DV]), 0u);
   }
@@ -530,7 +570,8 @@ Test(emulate, partials_and_their_merge, .timeout = 120) {
   for (int s = 0; s < 8; s++) {
     const float x = a.part_lse[base + s];
     if (!(x > -1e30f)) continue;
-    const float Mn = fmaxf(M, x), al = mlr_emu_exp(MLR_EXP_E_VIA_2, M - Mn), w = mlr_emu_exp(MLR_EXP_E_VIA_2, x - Mn);
+    const float Mn = fmaxf(M, x), al = mlr_emu_exp(MLR_EXP_E_VIA_2, M - Mn),
+                w = mlr_emu_exp(MLR_EXP_E_VIA_2, x - Mn);
     acc = fmaf(acc, al, a.part_o[(base + s) * DV + 7] * w);
     sum = fmaf(sum, al, w);
     M = Mn;
@@ -554,16 +595,19 @@ Test(emulate, fnuz_codes_with_twice_the_scale_are_the_same_values, .timeout = 12
   gen_make(&g, "bs=2,kv=90,seed=8");
   const size_t n = (size_t)g.in.N * QK;
   uint8_t *kv = malloc(n), *kz = malloc(n);
-  for (size_t i = 0; i < n; i++) kv[i] = kz[i] = ((const uint8_t *)g.in.kv)[i] == 0x80 ? 0x00 : ((const uint8_t *)g.in.kv)[i];
+  for (size_t i = 0; i < n; i++)
+    kv[i] = kz[i] = ((const uint8_t *)g.in.kv)[i] == 0x80 ? 0x00 : ((const uint8_t *)g.in.kv)[i];
   mlr_inputs ocp = g.in, fnuz = g.in;
   ocp.kv = kv;
   fnuz.kv = kz, fnuz.kv_format = MLR_FMT_E4M3FNUZ, fnuz.kv_scale = 2.0f * g.in.kv_scale;
   for (size_t k = 0; k < sizeof BUILTINS / sizeof *BUILTINS; k++) {
-    if (strstr(BUILTINS[k], "a8w8") || strstr(BUILTINS[k], "test-ref")) continue; /* fp8 operands: see below */
+    if (strstr(BUILTINS[k], "a8w8") || strstr(BUILTINS[k], "test-ref"))
+      continue; /* fp8 operands: see below */
     mlr_emu_result a, b;
     run_ok(BUILTINS[k], "-", &ocp, 0, 0, &a);
     run_ok(BUILTINS[k], "-", &fnuz, 0, 0, &b);
-    cr_assert(memcmp(a.o, b.o, mlr_emu_o_bytes(&a)) == 0, "%s: OCP and FNUZ codes of the same values differ", BUILTINS[k]);
+    cr_assert(memcmp(a.o, b.o, mlr_emu_o_bytes(&a)) == 0,
+              "%s: OCP and FNUZ codes of the same values differ", BUILTINS[k]);
     mlr_emu_result_free(&a), mlr_emu_result_free(&b);
   }
   /* fp8 operands with folded scales: the halved products are exact, the doubled scale undoes it */
@@ -586,7 +630,8 @@ Test(emulate, q_scale_policies) {
   gen_make(&g, "bs=3,kv=20,seed=14,dist=scaled:3");
   int64_t big = 0;
   const float scale = (float)(6.0 / 448.0);
-  for (int64_t i = 0; i < g.in.T * 16 * QK; i++) big += fabsf(mlr_bits_f32((uint32_t)g.in.q[i] << 16) / scale) > 448.0f;
+  for (int64_t i = 0; i < g.in.T * 16 * QK; i++)
+    big += fabsf(mlr_bits_f32((uint32_t)g.in.q[i] << 16) / scale) > 448.0f;
   cr_assert_gt(big, 0, "scaled:3 has elements beyond 6");
   mlr_emu_result a;
   run_ok("aiter-a8w8-ps", "q.scale=static;q.absmax=6", &g.in, 0, 0, &a);
@@ -626,9 +671,11 @@ Test(emulate, recipes_that_do_not_fit_the_inputs_are_refused) {
 /* The seeds' Triton kernels, run on an H200 on inputs made by `mlaref gen` (committed with their
  * outputs: tests/data/peer/, scripts/gpu/seed_triton_outputs.py). Measured 2026-11-29: the bf16
  * outputs agree bit for bit on 99.79% (single, bs=1 kv=64), 99.77% (8 splits, bs=3 kv=40) and
- * 99.72% (4 splits, bs=1 kv=64) of the elements; the rest is the tensor-core accumulation, ex2.approx and div.full
- * (see the recipe's doc comment). These bounds guard against a regression of the model. */
-static double identical_fraction(const char *inputs, const char *peer, const char *name, const char *sets) {
+ * 99.72% (4 splits, bs=1 kv=64) of the elements; the rest is the tensor-core accumulation,
+ * ex2.approx and div.full (see the recipe's doc comment). These bounds guard against a regression
+ * of the model. */
+static double identical_fraction(const char *inputs, const char *peer, const char *name,
+                                 const char *sets) {
   mlr_tensor_file ti, tp;
   mlr_inputs in;
   mlr_error err = {""};
@@ -640,36 +687,47 @@ static double identical_fraction(const char *inputs, const char *peer, const cha
   const mlr_tensor *po = mlr_tf_find(&tp, "o");
   cr_assert(po && po->nbytes == mlr_emu_o_bytes(&a));
   size_t same = 0, n = po->nbytes / 2;
-  for (size_t i = 0; i < n; i++) same += ((const uint16_t *)po->data)[i] == ((const uint16_t *)a.o)[i];
+  for (size_t i = 0; i < n; i++)
+    same += ((const uint16_t *)po->data)[i] == ((const uint16_t *)a.o)[i];
   mlr_emu_result_free(&a);
   mlr_tf_free(&ti), mlr_tf_free(&tp);
   return (double)same / (double)n;
 }
 
 Test(emulate, close_to_the_seed_triton_kernels_on_an_h200) {
-  const double s1 = identical_fraction(MLAREF_SOURCE_DIR "/tests/data/peer/bs_1_kv_64_seed_1.safetensors",
-                                       MLAREF_SOURCE_DIR "/tests/data/peer/bs_1_kv_64_seed_1.single.safetensors", "triton-fp8-single", "-");
-  const double s2 = identical_fraction(MLAREF_SOURCE_DIR "/tests/data/peer/bs_3_kv_40_seed_3.safetensors",
-                                       MLAREF_SOURCE_DIR "/tests/data/peer/bs_3_kv_40_seed_3.split8.safetensors", "triton-fp8-split", "split.count=8");
-  const double s3 = identical_fraction(MLAREF_SOURCE_DIR "/tests/data/peer/bs_1_kv_64_seed_1.safetensors",
-                                       MLAREF_SOURCE_DIR "/tests/data/peer/bs_1_kv_64_seed_1.split4.safetensors", "triton-fp8-split", "split.count=4");
+  const double s1 =
+      identical_fraction(MLAREF_SOURCE_DIR "/tests/data/peer/bs_1_kv_64_seed_1.safetensors",
+                         MLAREF_SOURCE_DIR "/tests/data/peer/bs_1_kv_64_seed_1.single.safetensors",
+                         "triton-fp8-single", "-");
+  const double s2 =
+      identical_fraction(MLAREF_SOURCE_DIR "/tests/data/peer/bs_3_kv_40_seed_3.safetensors",
+                         MLAREF_SOURCE_DIR "/tests/data/peer/bs_3_kv_40_seed_3.split8.safetensors",
+                         "triton-fp8-split", "split.count=8");
+  const double s3 =
+      identical_fraction(MLAREF_SOURCE_DIR "/tests/data/peer/bs_1_kv_64_seed_1.safetensors",
+                         MLAREF_SOURCE_DIR "/tests/data/peer/bs_1_kv_64_seed_1.split4.safetensors",
+                         "triton-fp8-split", "split.count=4");
   /* measured: 0.9979, 0.9977, 0.9972 */
   cr_assert_geq(s1, 0.995, "single: %.4f bit-identical", s1);
   cr_assert_geq(s2, 0.995, "split 8: %.4f bit-identical", s2);
   cr_assert_geq(s3, 0.995, "split 4: %.4f bit-identical", s3);
   /* with both dots on the fp16 tensor-core model (Triton's tl.dot with fp16 operands at 16 heads is
-   * mma.sync m16n8k16 on the H200; sm90-f16 matches it on every probe vector), the seeds move closer:
-   * 0.9996, 0.9998, 0.9996 measured (o; the partials' lse 56-78% -> 83-90%); what is left is the
-   * hardware exp2 (ex2.approx) and the division */
+   * mma.sync m16n8k16 on the H200; sm90-f16 matches it on every probe vector), the seeds move
+   * closer: 0.9996, 0.9998, 0.9996 measured (o; the partials' lse 56-78% -> 83-90%); what is left
+   * is the hardware exp2 (ex2.approx) and the division */
   const char *mma = "qk.dot=mma:sm90-f16;pv.dot=mma:sm90-f16";
-  const double m1 = identical_fraction(MLAREF_SOURCE_DIR "/tests/data/peer/bs_1_kv_64_seed_1.safetensors",
-                                       MLAREF_SOURCE_DIR "/tests/data/peer/bs_1_kv_64_seed_1.single.safetensors", "triton-fp8-single", mma);
-  const double m2 = identical_fraction(MLAREF_SOURCE_DIR "/tests/data/peer/bs_3_kv_40_seed_3.safetensors",
-                                       MLAREF_SOURCE_DIR "/tests/data/peer/bs_3_kv_40_seed_3.split8.safetensors", "triton-fp8-split",
-                                       "split.count=8;qk.dot=mma:sm90-f16;pv.dot=mma:sm90-f16");
-  const double m3 = identical_fraction(MLAREF_SOURCE_DIR "/tests/data/peer/bs_1_kv_64_seed_1.safetensors",
-                                       MLAREF_SOURCE_DIR "/tests/data/peer/bs_1_kv_64_seed_1.split4.safetensors", "triton-fp8-split",
-                                       "split.count=4;qk.dot=mma:sm90-f16;pv.dot=mma:sm90-f16");
+  const double m1 =
+      identical_fraction(MLAREF_SOURCE_DIR "/tests/data/peer/bs_1_kv_64_seed_1.safetensors",
+                         MLAREF_SOURCE_DIR "/tests/data/peer/bs_1_kv_64_seed_1.single.safetensors",
+                         "triton-fp8-single", mma);
+  const double m2 = identical_fraction(
+      MLAREF_SOURCE_DIR "/tests/data/peer/bs_3_kv_40_seed_3.safetensors",
+      MLAREF_SOURCE_DIR "/tests/data/peer/bs_3_kv_40_seed_3.split8.safetensors", "triton-fp8-split",
+      "split.count=8;qk.dot=mma:sm90-f16;pv.dot=mma:sm90-f16");
+  const double m3 = identical_fraction(
+      MLAREF_SOURCE_DIR "/tests/data/peer/bs_1_kv_64_seed_1.safetensors",
+      MLAREF_SOURCE_DIR "/tests/data/peer/bs_1_kv_64_seed_1.split4.safetensors", "triton-fp8-split",
+      "split.count=4;qk.dot=mma:sm90-f16;pv.dot=mma:sm90-f16");
   cr_assert(m1 >= 0.9995 && m1 > s1, "single with mma dots: %.4f (seq %.4f)", m1, s1);
   cr_assert(m2 >= 0.9995 && m2 > s2, "split 8 with mma dots: %.4f (seq %.4f)", m2, s2);
   cr_assert(m3 >= 0.9995 && m3 > s3, "split 4 with mma dots: %.4f (seq %.4f)", m3, s3);
@@ -692,59 +750,75 @@ Test(emulate, fast_fit_per_kv_format) {
   cr_assert_eq(mlr_gpu_fast_fit(&r16, NULL, &err), MLR_OK, "%s", err.msg);
   cr_assert_eq(mlr_gpu_fast_fit(&r8, &t.in, &err), MLR_OK, "%s", err.msg);
   cr_assert_eq(mlr_gpu_fast_fit(&r16, &t.in, &err), MLR_EINVAL);
-  cr_assert(strstr(err.msg, "with fp8 KV the fast kernel computes softmax.block = 128 only"), "%s", err.msg);
+  cr_assert(strstr(err.msg, "with fp8 KV the fast kernel computes softmax.block = 128 only"), "%s",
+            err.msg);
   t.in.kv_format = MLR_FMT_BF16; /* the fit looks at the format only */
   cr_assert_eq(mlr_gpu_fast_fit(&r16, &t.in, &err), MLR_OK, "%s", err.msg);
   cr_assert_eq(mlr_gpu_fast_fit(&a8w16, &t.in, &err), MLR_OK, "%s", err.msg);
   cr_assert_eq(mlr_gpu_fast_fit(&r8, &t.in, &err), MLR_EINVAL);
-  cr_assert(strstr(err.msg, "with bf16 KV the fast kernel computes softmax.block = 64 only"), "%s", err.msg);
+  cr_assert(strstr(err.msg, "with bf16 KV the fast kernel computes softmax.block = 64 only"), "%s",
+            err.msg);
   bad = r8;
   cr_assert_eq(mlr_recipe_set(&bad, "softmax.block=32", &err), MLR_OK, "%s", err.msg);
   cr_assert_eq(mlr_gpu_fast_fit(&bad, NULL, &err), MLR_EINVAL);
-  cr_assert(strstr(err.msg, "the fast kernel computes softmax.block = 128 only (fp8 KV;"), "%s", err.msg);
+  cr_assert(strstr(err.msg, "the fast kernel computes softmax.block = 128 only (fp8 KV;"), "%s",
+            err.msg);
 }
 
-/* the NVIDIA fast recipes' splits (the waves rule since session 29): at the 8 bench shapes the counts
- * and lengths of AITER's metadata-v1 rule for 128 CUs, the rule they had; where that rule left the
- * H200 part idle (bs=96: 192 blocks on 132 SMs; bs=133, 160: a second wave of 1 and 28 blocks),
- * the counts measured faster, and where they were best (bs=140, kv=4096: 1 split, 142.5 us against
- * 150.8 with 2) the same (BENCHMARKS.md, session 29); with q_len > 1 the counts of a grid of a
- * block per query token, each measured the fastest of 1 to 4 splits (session 30) */
+/* the NVIDIA fast recipes' splits (the waves rule since session 29): at the 8 bench shapes the
+ * counts and lengths of AITER's metadata-v1 rule for 128 CUs, the rule they had; where that rule
+ * left the H200 part idle (bs=96: 192 blocks on 132 SMs; bs=133, 160: a second wave of 1 and 28
+ * blocks), the counts measured faster, and where they were best (bs=140, kv=4096: 1 split, 142.5 us
+ * against 150.8 with 2) the same (BENCHMARKS.md, session 29); with q_len > 1 the counts of a grid
+ * of a block per query token, each measured the fastest of 1 to 4 splits (session 30) */
 Test(emulate, fast_recipes_split_waves) {
-  static const char *const names[] = {"fast-a16w8", "fast-a8w8", "fast-wgmma-a8w8", "fast-a16w16", "fast-a8w16"};
-  static const int64_t bench[][2] = {{4, 1024}, {4, 8192}, {32, 1024}, {32, 8192}, {64, 1024}, {64, 8192}, {256, 1024}, {256, 8192}};
-  static const int64_t moved[][3] = {{67, 1024, 1}, {96, 8192, 1}, {133, 8192, 2}, {160, 8192, 2}, {140, 4096, 1}, {67, 8192, 3}};
-  /* q_len > 1: the blocks of a split are the query tokens (split.per = token; session 30): bs, tokens, L, n */
-  static const int64_t moved_q[][4] = {{33, 132, 8192, 1}, {16, 64, 8192, 2}, {20, 80, 8192, 3}, {8, 32, 4096, 4}, {66, 132, 4096, 1}};
+  static const char *const names[] = {"fast-a16w8", "fast-a8w8", "fast-wgmma-a8w8", "fast-a16w16",
+                                      "fast-a8w16"};
+  static const int64_t bench[][2] = {{4, 1024},  {4, 8192},  {32, 1024},  {32, 8192},
+                                     {64, 1024}, {64, 8192}, {256, 1024}, {256, 8192}};
+  static const int64_t moved[][3] = {{67, 1024, 1},  {96, 8192, 1},  {133, 8192, 2},
+                                     {160, 8192, 2}, {140, 4096, 1}, {67, 8192, 3}};
+  /* q_len > 1: the blocks of a split are the query tokens (split.per = token; session 30): bs,
+   * tokens, L, n */
+  static const int64_t moved_q[][4] = {{33, 132, 8192, 1},
+                                       {16, 64, 8192, 2},
+                                       {20, 80, 8192, 3},
+                                       {8, 32, 4096, 4},
+                                       {66, 132, 4096, 1}};
   for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
     mlr_recipe r, aiter;
     cr_assert_eq(mlr_gpu_fast_recipe(names[i], &r), MLR_OK);
     cr_assert_eq(r.split_rule, MLR_SPLIT_WAVES, "%s", names[i]);
     aiter = r;
-    cr_assert_eq(mlr_recipe_set_list(&aiter, "split.rule=aiter_v1;split.cus=128;split.overhead=0", NULL), MLR_OK);
+    cr_assert_eq(
+        mlr_recipe_set_list(&aiter, "split.rule=aiter_v1;split.cus=128;split.overhead=0", NULL),
+        MLR_OK);
     for (size_t k = 0; k < sizeof bench / sizeof *bench; k++) {
       int64_t n, len, na, lena;
       mlr_recipe_splits(&r, bench[k][0], bench[k][0], bench[k][1], &n, &len);
       mlr_recipe_splits(&aiter, bench[k][0], bench[k][0], bench[k][1], &na, &lena);
-      cr_assert(n == na && len == lena, "%s bs=%lld kv=%lld: %lld x %lld, aiter_v1 %lld x %lld", names[i], (long long)bench[k][0],
-                (long long)bench[k][1], (long long)n, (long long)len, (long long)na, (long long)lena);
+      cr_assert(n == na && len == lena, "%s bs=%lld kv=%lld: %lld x %lld, aiter_v1 %lld x %lld",
+                names[i], (long long)bench[k][0], (long long)bench[k][1], (long long)n,
+                (long long)len, (long long)na, (long long)lena);
     }
     for (size_t k = 0; k < sizeof moved / sizeof *moved; k++) {
       int64_t n, len;
       mlr_recipe_splits(&r, moved[k][0], moved[k][0], moved[k][1], &n, &len);
-      cr_assert_eq(n, moved[k][2], "%s bs=%lld kv=%lld: %lld splits", names[i], (long long)moved[k][0], (long long)moved[k][1], (long long)n);
+      cr_assert_eq(n, moved[k][2], "%s bs=%lld kv=%lld: %lld splits", names[i],
+                   (long long)moved[k][0], (long long)moved[k][1], (long long)n);
     }
     for (size_t k = 0; k < sizeof moved_q / sizeof *moved_q; k++) {
       int64_t n, len;
       mlr_recipe_splits(&r, moved_q[k][0], moved_q[k][1], moved_q[k][2], &n, &len);
-      cr_assert_eq(n, moved_q[k][3], "%s bs=%lld tokens=%lld kv=%lld: %lld splits", names[i], (long long)moved_q[k][0], (long long)moved_q[k][1],
-                   (long long)moved_q[k][2], (long long)n);
+      cr_assert_eq(n, moved_q[k][3], "%s bs=%lld tokens=%lld kv=%lld: %lld splits", names[i],
+                   (long long)moved_q[k][0], (long long)moved_q[k][1], (long long)moved_q[k][2],
+                   (long long)n);
     }
   }
 }
 
-/* the wgmma recipe (fast-wgmma-a8w8): the logits on wgmma's fp8 unit, so fp8 Q (q.format = e4m3) and
- * OCP e4m3 KV only; any other key at the kernel's value or refused by name */
+/* the wgmma recipe (fast-wgmma-a8w8): the logits on wgmma's fp8 unit, so fp8 Q (q.format = e4m3)
+ * and OCP e4m3 KV only; any other key at the kernel's value or refused by name */
 Test(emulate, fast_fit_wgmma) {
   static tiny t;
   tiny_make(&t, 40, 0);
@@ -772,7 +846,9 @@ Test(emulate, fast_fit_wgmma) {
   bad = wg;
   cr_assert_eq(mlr_recipe_set(&bad, "p.format=e4m3", &err), MLR_OK, "%s", err.msg);
   cr_assert_eq(mlr_gpu_fast_fit(&bad, NULL, &err), MLR_EINVAL);
-  cr_assert(strstr(err.msg, "with qk.dot = mma:sm90-e4m3 the fast kernel computes p.format = fp16 only"), "%s", err.msg);
+  cr_assert(
+      strstr(err.msg, "with qk.dot = mma:sm90-e4m3 the fast kernel computes p.format = fp16 only"),
+      "%s", err.msg);
   /* fast-a8w8 with the dot alone changed is the wgmma recipe's numerics but for the operand key */
   cr_assert_eq(mlr_gpu_fast_recipe("fast-a8w8", &bad), MLR_OK);
   cr_assert_eq(mlr_recipe_set(&bad, "qk.dot=mma:sm90-e4m3", &err), MLR_OK, "%s", err.msg);

@@ -8,11 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fixtures/io/mlr_manifest.h"
-#include "fixtures/gen/mlr_gen.h"
-#include "fixtures/inputs/mlr_inputs.h"
-#include "fixtures/rng/mlr_rng.h"
-#include "fixtures/suites/mlr_suites.h"
+#include "mlr_manifest.h"
+#include "mlr_gen.h"
+#include "mlr_inputs.h"
+#include "mlr_rng.h"
+#include "mlr_suites.h"
 
 static void gen(const char *spec_text, mlr_tensor_file *tf) {
   mlr_gen_spec s;
@@ -44,8 +44,10 @@ Test(fixtures, generator_known_answers) {
   }
   cr_assert_eq(mlr_f32_bits(*(const float *)data(&tf, "kv_scale")), 0x3bf50000u);
   /* and by their definition: q = bf16(normal(seed, tensor 1, element 0)) */
-  cr_assert_eq(q[0], mlr_encode_f64(mlr_rng_normal(4217, MLR_TENSOR_Q, 0, 0), MLR_FMT_BF16, MLR_RND_NEAREST_EVEN, MLR_OVF_NONSAT, 0));
-  cr_assert_str_eq(mlr_tf_get_meta(&tf, "mlaref.shape"), "bs=1,kv=2,q=1,page=1,seed=4217,dist=normal,fmt=e4m3");
+  cr_assert_eq(q[0], mlr_encode_f64(mlr_rng_normal(4217, MLR_TENSOR_Q, 0, 0), MLR_FMT_BF16,
+                                    MLR_RND_NEAREST_EVEN, MLR_OVF_NONSAT, 0));
+  cr_assert_str_eq(mlr_tf_get_meta(&tf, "mlaref.shape"),
+                   "bs=1,kv=2,q=1,page=1,seed=4217,dist=normal,fmt=e4m3");
   mlr_tf_free(&tf);
 }
 
@@ -53,7 +55,9 @@ static int same_files(const mlr_tensor_file *a, const mlr_tensor_file *b) {
   if (a->n != b->n || a->nmeta != b->nmeta) return 0;
   for (size_t i = 0; i < a->n; i++) {
     const mlr_tensor *x = &a->t[i], *y = mlr_tf_find(b, x->name);
-    if (!y || x->dtype != y->dtype || x->ndim != y->ndim || x->nbytes != y->nbytes || memcmp(x->data, y->data, x->nbytes)) return 0;
+    if (!y || x->dtype != y->dtype || x->ndim != y->ndim || x->nbytes != y->nbytes ||
+        memcmp(x->data, y->data, x->nbytes))
+      return 0;
     for (int d = 0; d < x->ndim; d++)
       if (x->shape[d] != y->shape[d]) return 0;
   }
@@ -94,11 +98,13 @@ Test(fixtures, paging_keeps_logical_values) {
     cr_assert_eq(mlr_inputs_kv_len(&ia, b), mlr_inputs_kv_len(&ip, b));
     for (int64_t pos = 0; pos < mlr_inputs_kv_len(&ia, b); pos++) {
       const int64_t ra = mlr_inputs_kv_row(&ia, b, pos), rp = mlr_inputs_kv_row(&ip, b, pos);
-      cr_assert(!memcmp((const uint8_t *)ia.kv + ra * 576, (const uint8_t *)ip.kv + rp * 576, 576), "b %lld pos %lld", (long long)b, (long long)pos);
+      cr_assert(!memcmp((const uint8_t *)ia.kv + ra * 576, (const uint8_t *)ip.kv + rp * 576, 576),
+                "b %lld pos %lld", (long long)b, (long long)pos);
       cr_assert(!memcmp(ia.kv_bf16 + ra * 576, ip.kv_bf16 + rp * 576, 576 * 2));
     }
   }
-  const int64_t unused_row = (int64_t)ip.kv_indices[0] * 16 + 5; /* batch 0 has 5 tokens in its page */
+  const int64_t unused_row =
+      (int64_t)ip.kv_indices[0] * 16 + 5; /* batch 0 has 5 tokens in its page */
   cr_assert(mlr_is_nan(MLR_FMT_E4M3, ((const uint8_t *)ip.kv)[unused_row * 576]));
   mlr_tf_free(&a);
   mlr_tf_free(&p);
@@ -110,14 +116,19 @@ Test(fixtures, quantize_fp8_task_rule) {
   const float vals[] = {4.5f, -4.5f, 1.0f, -0.0f, 0.001f, 2.25f};
   uint16_t src[6];
   uint8_t dst[6];
-  for (int i = 0; i < 6; i++) src[i] = (uint16_t)mlr_encode_f32(vals[i], MLR_FMT_BF16, MLR_RND_NEAREST_EVEN, MLR_OVF_NONSAT, 0);
+  for (int i = 0; i < 6; i++)
+    src[i] =
+        (uint16_t)mlr_encode_f32(vals[i], MLR_FMT_BF16, MLR_RND_NEAREST_EVEN, MLR_OVF_NONSAT, 0);
   const float scale = mlr_quantize_fp8_task(dst, src, 6, MLR_FMT_E4M3);
-  const float want_scale = mlr_decode(MLR_FMT_BF16, mlr_encode_f32(4.5f * (1.0f / 448.0f), MLR_FMT_BF16, MLR_RND_NEAREST_EVEN, MLR_OVF_NONSAT, 0));
+  const float want_scale =
+      mlr_decode(MLR_FMT_BF16, mlr_encode_f32(4.5f * (1.0f / 448.0f), MLR_FMT_BF16,
+                                              MLR_RND_NEAREST_EVEN, MLR_OVF_NONSAT, 0));
   cr_assert_eq(scale, want_scale);
   for (int i = 0; i < 6; i++) {
     float x = mlr_round_f32(vals[i] / scale, MLR_FMT_BF16, MLR_OVF_NONSAT);
     x = x > 448.0f ? 448.0f : x < -448.0f ? -448.0f : x;
-    cr_assert_eq(dst[i], mlr_encode_f32(x, MLR_FMT_E4M3, MLR_RND_NEAREST_EVEN, MLR_OVF_NONSAT, 0), "value %d", i);
+    cr_assert_eq(dst[i], mlr_encode_f32(x, MLR_FMT_E4M3, MLR_RND_NEAREST_EVEN, MLR_OVF_NONSAT, 0),
+                 "value %d", i);
   }
   cr_assert_eq(dst[0], 0x7E, "amax maps to max (or just below): 4.5/scale rounds to 448 here");
   cr_assert_eq(dst[3], 0x80, "-0 stays -0");
@@ -174,18 +185,25 @@ Test(fixtures, roundtrip_safetensors_and_npy, .init = make_tmpdir, .fini = rm_tm
 Test(fixtures, reads_a_file_written_by_pytorch) {
   mlr_tensor_file tf;
   mlr_error err = {""};
-  cr_assert_eq(mlr_safetensors_read(MLAREF_SOURCE_DIR "/tests/data/torch_written.safetensors", &tf, &err), MLR_OK, "%s", err.msg);
+  cr_assert_eq(
+      mlr_safetensors_read(MLAREF_SOURCE_DIR "/tests/data/torch_written.safetensors", &tf, &err),
+      MLR_OK, "%s", err.msg);
   const mlr_tensor *t = mlr_tf_find(&tf, "bf16");
   cr_assert(t && t->dtype == MLR_DT_BF16 && t->ndim == 2 && t->shape[0] == 3 && t->shape[1] == 4);
   for (int i = 0; i < 12; i++) /* torch.arange(12) / 4 - 1 */
     cr_assert_eq(mlr_decode(MLR_FMT_BF16, ((const uint16_t *)t->data)[i]), (float)i / 4.0f - 1.0f);
   t = mlr_tf_find(&tf, "e4m3");
   cr_assert(t && t->dtype == MLR_DT_F8_E4M3 && t->ndim == 1 && t->shape[0] == 256);
-  for (int i = 0; i < 256; i++) { /* every code, via torch.arange(256).to(uint8).view(float8_e4m3fn) */
+  for (int i = 0; i < 256;
+       i++) { /* every code, via torch.arange(256).to(uint8).view(float8_e4m3fn) */
     cr_assert_eq(((const uint8_t *)t->data)[i], i);
   }
-  static const struct { const char *n; mlr_dtype d; } kinds[] = {{"f16", MLR_DT_F16}, {"f32", MLR_DT_F32}, {"f64", MLR_DT_F64},
-                                                                 {"i32", MLR_DT_I32}, {"i64", MLR_DT_I64}, {"u8", MLR_DT_U8}, {"e5m2", MLR_DT_F8_E5M2}};
+  static const struct {
+    const char *n;
+    mlr_dtype d;
+  } kinds[] = {{"f16", MLR_DT_F16},     {"f32", MLR_DT_F32}, {"f64", MLR_DT_F64},
+               {"i32", MLR_DT_I32},     {"i64", MLR_DT_I64}, {"u8", MLR_DT_U8},
+               {"e5m2", MLR_DT_F8_E5M2}};
   for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
     t = mlr_tf_find(&tf, kinds[k].n);
     cr_assert(t && t->dtype == kinds[k].d, "tensor %s", kinds[k].n);
@@ -235,7 +253,8 @@ Test(fixtures, hostile_safetensors, .init = make_tmpdir, .fini = rm_tmpdir) {
   write_st(p, "{\"a\": 3", 0);
   expect_bad(p, MLR_EPARSE, "header is not a JSON object");
   write_st(p, "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},\"a\":{}}", 8);
-  expect_bad(p, MLR_EPARSE, "header is not a JSON object"); /* duplicate keys are refused by jansson */
+  expect_bad(p, MLR_EPARSE,
+             "header is not a JSON object"); /* duplicate keys are refused by jansson */
   write_st(p, "{\"a\":{\"dtype\":\"F33\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8);
   expect_bad(p, MLR_EPARSE, "field dtype 'F33'");
   write_st(p, "{\"a\":{\"dtype\":\"F32\",\"shape\":[-2],\"data_offsets\":[0,8]}}", 8);
@@ -244,15 +263,21 @@ Test(fixtures, hostile_safetensors, .init = make_tmpdir, .fini = rm_tmpdir) {
   expect_bad(p, MLR_EPARSE, "end past the data section");
   write_st(p, "{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", 8);
   expect_bad(p, MLR_EPARSE, "needs 12");
-  write_st(p, "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", 12);
+  write_st(p,
+           "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},\"b\":{\"dtype\":"
+           "\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}",
+           12);
   expect_bad(p, MLR_EPARSE, "overlap");
   write_st(p, "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", 12);
   expect_bad(p, MLR_EPARSE, "gap of 4 bytes");
   write_st(p, "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 10);
   expect_bad(p, MLR_EPARSE, "2 bytes after the last tensor");
-  write_st(p, "{\"a\":{\"dtype\":\"F32\",\"shape\":[9223372036854775807],\"data_offsets\":[0,8]}}", 8);
+  write_st(p, "{\"a\":{\"dtype\":\"F32\",\"shape\":[9223372036854775807],\"data_offsets\":[0,8]}}",
+           8);
   expect_bad(p, MLR_EPARSE, "shape[0]");
-  write_st(p, "{\"a\":{\"dtype\":\"F32\",\"shape\":[2147483648,2147483648,8],\"data_offsets\":[0,8]}}", 8);
+  write_st(p,
+           "{\"a\":{\"dtype\":\"F32\",\"shape\":[2147483648,2147483648,8],\"data_offsets\":[0,8]}}",
+           8);
   expect_bad(p, MLR_ERANGE, "size overflows");
   snprintf(p, sizeof p, "%s/none.safetensors", tmpdir);
   expect_bad(p, MLR_EIO, "cannot open");
@@ -283,7 +308,8 @@ Test(fixtures, hostile_safetensors, .init = make_tmpdir, .fini = rm_tmpdir) {
 static void expect_contract(mlr_tensor_file *tf, int allow, const char *fragment) {
   mlr_inputs in;
   mlr_error err = {""};
-  cr_assert_eq(mlr_inputs_check(tf, "f.safetensors", allow, &in, &err), MLR_ECONTRACT, "expected a violation: %s", fragment);
+  cr_assert_eq(mlr_inputs_check(tf, "f.safetensors", allow, &in, &err), MLR_ECONTRACT,
+               "expected a violation: %s", fragment);
   cr_assert(strstr(err.msg, fragment), "'%s' not in: %s", fragment, err.msg);
 }
 
@@ -293,7 +319,8 @@ Test(fixtures, contract_violations) {
   mlr_error err;
   gen("lens=4:20,page=16,seed=1", &tf);
   cr_assert_eq(mlr_inputs_check(&tf, "f", 0, &in, &err), MLR_OK, "%s", err.msg);
-  int32_t *kvi = (int32_t *)mlr_tf_find(&tf, "kv_indptr")->data, *idx = (int32_t *)mlr_tf_find(&tf, "kv_indices")->data;
+  int32_t *kvi = (int32_t *)mlr_tf_find(&tf, "kv_indptr")->data,
+          *idx = (int32_t *)mlr_tf_find(&tf, "kv_indices")->data;
   int32_t *qo = (int32_t *)mlr_tf_find(&tf, "qo_indptr")->data;
   const int32_t idx1 = idx[1];
   idx[1] = 3; /* there are 3 pages: 0..2 */
@@ -340,12 +367,22 @@ Test(fixtures, contract_violations) {
 }
 
 Test(fixtures, spec_parse_errors) {
-  static const struct { const char *s, *frag; } bad[] = {
-    {"bs=4", "needs bs= and kv="}, {"bs=0,kv=5", "bs='0'"}, {"bs=2,kv=-1", "kv='-1'"}, {"bs=2,kv=5,q=5", "q='5'"},
-    {"bs=2,kv=5,page=0", "page='0'"}, {"bs=2,kv=5,dist=cauchy", "dist='cauchy'"}, {"bs=2,kv=5,fmt=e5m2", "fmt='e5m2'"},
-    {"bs=2,kv=5,color=red", "unknown shape field 'color'"}, {"bs=2,kv=5,bogus", "not key=value"},
-    {"lens=3:x", "'x' is not an integer"}, {"bs=3,lens=1:2", "bs=3 but lens has 2"}, {"bs=1,kv=1,q=4", "fewer than q-1"},
-    {"lens=2147483647:2147483647", "exceed the int32 indptr range"}, {"bs=2,kv=5,dist=outliers:2", "dist='outliers:2'"}};
+  static const struct {
+    const char *s, *frag;
+  } bad[] = {{"bs=4", "needs bs= and kv="},
+             {"bs=0,kv=5", "bs='0'"},
+             {"bs=2,kv=-1", "kv='-1'"},
+             {"bs=2,kv=5,q=5", "q='5'"},
+             {"bs=2,kv=5,page=0", "page='0'"},
+             {"bs=2,kv=5,dist=cauchy", "dist='cauchy'"},
+             {"bs=2,kv=5,fmt=e5m2", "fmt='e5m2'"},
+             {"bs=2,kv=5,color=red", "unknown shape field 'color'"},
+             {"bs=2,kv=5,bogus", "not key=value"},
+             {"lens=3:x", "'x' is not an integer"},
+             {"bs=3,lens=1:2", "bs=3 but lens has 2"},
+             {"bs=1,kv=1,q=4", "fewer than q-1"},
+             {"lens=2147483647:2147483647", "exceed the int32 indptr range"},
+             {"bs=2,kv=5,dist=outliers:2", "dist='outliers:2'"}};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     mlr_gen_spec s;
     mlr_error err = {""};
@@ -368,7 +405,8 @@ Test(fixtures, suites_are_valid) {
       mlr_gen_spec s, s2;
       mlr_error err;
       char t1[512], t2[512];
-      cr_assert_eq(mlr_gen_spec_parse(all[i].cells[c].spec, &s, &err), MLR_OK, "%s: %s", all[i].cells[c].name, err.msg);
+      cr_assert_eq(mlr_gen_spec_parse(all[i].cells[c].spec, &s, &err), MLR_OK, "%s: %s",
+                   all[i].cells[c].name, err.msg);
       mlr_gen_spec_format(&s, t1, sizeof t1);
       cr_assert_eq(mlr_gen_spec_parse(t1, &s2, &err), MLR_OK);
       mlr_gen_spec_format(&s2, t2, sizeof t2);
@@ -379,7 +417,8 @@ Test(fixtures, suites_are_valid) {
         mlr_tensor_file tf;
         mlr_inputs in;
         cr_assert_eq(mlr_gen_inputs(&s, &tf, NULL, NULL, &err), MLR_OK);
-        cr_assert_eq(mlr_inputs_check(&tf, all[i].cells[c].name, 0, &in, &err), MLR_OK, "%s", err.msg);
+        cr_assert_eq(mlr_inputs_check(&tf, all[i].cells[c].name, 0, &in, &err), MLR_OK, "%s",
+                     err.msg);
         mlr_tf_free(&tf);
       }
       mlr_gen_spec_free(&s);
@@ -396,7 +435,8 @@ Test(fixtures, q_distributions) {
   gen("bs=64,kv=1,seed=77,dist=scaled:0.02", &tf);
   const uint16_t *q = data(&tf, "q");
   for (size_t i = 0; i < n; i += 97)
-    cr_assert_eq(q[i], mlr_encode_f64(0.02 * mlr_rng_normal(seed, MLR_TENSOR_Q, 0, i), MLR_FMT_BF16, MLR_RND_NEAREST_EVEN, MLR_OVF_NONSAT, 0));
+    cr_assert_eq(q[i], mlr_encode_f64(0.02 * mlr_rng_normal(seed, MLR_TENSOR_Q, 0, i), MLR_FMT_BF16,
+                                      MLR_RND_NEAREST_EVEN, MLR_OVF_NONSAT, 0));
   mlr_tf_free(&tf);
   gen("bs=64,kv=1,seed=77,dist=outliers:0.001", &tf);
   q = data(&tf, "q");
@@ -406,9 +446,11 @@ Test(fixtures, q_distributions) {
     const int is_out = mlr_rng_uniform(seed, MLR_TENSOR_Q, 1, i) < 0.001;
     const double f = is_out ? 10.0 + 90.0 * mlr_rng_uniform(seed, MLR_TENSOR_Q, 2, i) : 1.0;
     outliers += is_out;
-    cr_assert_eq(q[i], mlr_encode_f64(z * f, MLR_FMT_BF16, MLR_RND_NEAREST_EVEN, MLR_OVF_NONSAT, 0), "element %zu", i);
+    cr_assert_eq(q[i], mlr_encode_f64(z * f, MLR_FMT_BF16, MLR_RND_NEAREST_EVEN, MLR_OVF_NONSAT, 0),
+                 "element %zu", i);
   }
-  cr_assert(fabs((double)outliers / n - 0.001) < 6 * sqrt(0.001 / n), "outlier fraction %g", (double)outliers / n);
+  cr_assert(fabs((double)outliers / n - 0.001) < 6 * sqrt(0.001 / n), "outlier fraction %g",
+            (double)outliers / n);
   mlr_tf_free(&tf);
   gen("bs=64,kv=1,seed=77,dist=t3", &tf);
   q = data(&tf, "q");
@@ -416,7 +458,8 @@ Test(fixtures, q_distributions) {
   for (size_t i = 0; i < n; i++) beyond4 += fabsf(mlr_decode(MLR_FMT_BF16, q[i])) > 4.0f;
   /* P(|T3| > 4) = 2 (1 - F(4)), F(t) = 1/2 + (atan(t/sqrt3) + sqrt3 t/(t^2 + 3)) / pi */
   const double p4 = 0.0280084560101459;
-  cr_assert(fabs((double)beyond4 / n - p4) < 6 * sqrt(p4 / n), "t3 tail fraction %g, want %g", (double)beyond4 / n, p4);
+  cr_assert(fabs((double)beyond4 / n - p4) < 6 * sqrt(p4 / n), "t3 tail fraction %g, want %g",
+            (double)beyond4 / n, p4);
   mlr_tf_free(&tf);
   gen("bs=64,kv=1,seed=77,dist=perhead", &tf);
   q = data(&tf, "q");
@@ -429,7 +472,8 @@ Test(fixtures, q_distributions) {
         s2 += v * v;
       }
     const double want = exp2(((double)h - 7.5) / 3.75), sd = sqrt(s2 / (double)m);
-    cr_assert(fabs(sd / want - 1.0) < 6 * sqrt(0.5 / (double)m), "head %d: sd %g, want %g", h, sd, want);
+    cr_assert(fabs(sd / want - 1.0) < 6 * sqrt(0.5 / (double)m), "head %d: sd %g, want %g", h, sd,
+              want);
   }
   mlr_tf_free(&tf);
 }
@@ -450,15 +494,16 @@ Test(fixtures, inplace_quantization_matches) {
   /* and both equal the public function's own pass over the bf16 KV (its own amax) */
   uint8_t *codes = malloc(ka->nbytes);
   const float scale = mlr_quantize_fp8_task(codes, data(&b, "kv_bf16"), ka->nbytes, MLR_FMT_E4M3);
-  cr_assert_eq(scale, *(const float *)data(&a, "kv_scale"), "the amax taken while generating differs");
+  cr_assert_eq(scale, *(const float *)data(&a, "kv_scale"),
+               "the amax taken while generating differs");
   cr_assert(!memcmp(codes, ka->data, ka->nbytes));
   free(codes);
   mlr_tf_free(&a);
   mlr_tf_free(&b);
 }
 
-/* The golden manifest's lines (fixtures/io/mlr_manifest.h): every committed row parses and formats back to itself; each kind
- * of damage is refused naming its field and column. */
+/* The golden manifest's lines (fixtures/io/mlr_manifest.h): every committed row parses and formats
+ * back to itself; each kind of damage is refused naming its field and column. */
 Test(fixtures, golden_manifest_lines) {
   char path[4096];
   snprintf(path, sizeof path, "%s/fixtures/goldens/digests.tsv", MLAREF_SOURCE_DIR);
@@ -473,7 +518,8 @@ Test(fixtures, golden_manifest_lines) {
     mlr_manifest_row r;
     int is_row;
     mlr_error err = {""};
-    cr_assert_eq(mlr_manifest_parse_line(line, (size_t)len, &r, &is_row, &err), MLR_OK, "%s: %s", line, err.msg);
+    cr_assert_eq(mlr_manifest_parse_line(line, (size_t)len, &r, &is_row, &err), MLR_OK, "%s: %s",
+                 line, err.msg);
     if (!is_row) continue;
     rows++;
     mlr_manifest_format_row(&r, back, sizeof back);
@@ -488,7 +534,8 @@ Test(fixtures, golden_manifest_lines) {
     const char *what, *line, *msg;
   } BAD[] = {
       {"spaces for tabs", "edge bs1_kv1 fp32-seq", "field suite has the byte 0x20"},
-      {"a short digest", "edge\tbs1_kv1\tfp32-seq\tabc", "column 23: field recipe_sha256 has 3 characters (valid: 64 lowercase hex digits)"},
+      {"a short digest", "edge\tbs1_kv1\tfp32-seq\tabc",
+       "column 23: field recipe_sha256 has 3 characters (valid: 64 lowercase hex digits)"},
       {"an empty name", "edge\t\tfp32-seq", "column 6: field cell has 0 characters"},
       {"too few fields", "edge\tbs1_kv1", "the line ends after field cell"},
   };
@@ -496,7 +543,8 @@ Test(fixtures, golden_manifest_lines) {
     mlr_manifest_row r;
     int is_row;
     mlr_error err = {""};
-    cr_assert_eq(mlr_manifest_parse_line(BAD[k].line, strlen(BAD[k].line), &r, &is_row, &err), MLR_EPARSE, "%s", BAD[k].what);
+    cr_assert_eq(mlr_manifest_parse_line(BAD[k].line, strlen(BAD[k].line), &r, &is_row, &err),
+                 MLR_EPARSE, "%s", BAD[k].what);
     cr_assert(strstr(err.msg, BAD[k].msg), "%s: %s", BAD[k].what, err.msg);
   }
   mlr_manifest_row r;

@@ -16,17 +16,17 @@ typedef struct spec {
 
 /* Indexed like mlr_format. */
 static const spec SPECS[6] = {
-  {"e4m3", 8, 4, 3, 7, SPEC_OCP_E4M3},  {"e4m3fnuz", 8, 4, 3, 8, SPEC_FNUZ},
-  {"e5m2", 8, 5, 2, 15, SPEC_IEEE},     {"e5m2fnuz", 8, 5, 2, 16, SPEC_FNUZ},
-  {"bf16", 16, 8, 7, 127, SPEC_IEEE},   {"fp16", 16, 5, 10, 15, SPEC_IEEE},
+    {"e4m3", 8, 4, 3, 7, SPEC_OCP_E4M3}, {"e4m3fnuz", 8, 4, 3, 8, SPEC_FNUZ},
+    {"e5m2", 8, 5, 2, 15, SPEC_IEEE},    {"e5m2fnuz", 8, 5, 2, 16, SPEC_FNUZ},
+    {"bf16", 16, 8, 7, 127, SPEC_IEEE},  {"fp16", 16, 5, 10, 15, SPEC_IEEE},
 };
 
 static inline uint32_t spec_sign(const spec *s) { return 1u << (s->bits - 1); }
 /* magnitude code of the largest finite value */
 static inline uint32_t spec_max_code(const spec *s) {
   const uint32_t all = (1u << (s->bits - 1)) - 1u;
-  if (s->kind == SPEC_OCP_E4M3) return all - 1u; /* S.1111.111 is NaN */
-  if (s->kind == SPEC_FNUZ) return all;          /* every positive code is finite */
+  if (s->kind == SPEC_OCP_E4M3) return all - 1u;     /* S.1111.111 is NaN */
+  if (s->kind == SPEC_FNUZ) return all;              /* every positive code is finite */
   return (((1u << s->ebits) - 1u) << s->mbits) - 1u; /* below the all-ones exponent */
 }
 /* the value of magnitude code c by the formula, also past max (an unbounded exponent) */

@@ -10,12 +10,13 @@
 #include <limits.h>
 
 #include "ref/emulate/emu_mma.h"
-#include "ref/formats/mlr_formats.h"
-#include "ref/mma/mlr_mma.h"
+#include "mlr_formats.h"
+#include "mlr_mma.h"
 
 /* every line of FILE through the model; returns the count of D that differ; *lines the count read.
  * with_c = 0 runs the block with C = 0 (the e4m3 measurements are A.B alone) */
-static int run_file(const char *name, const mlr_mma_model *m, mlr_format f, int k, int with_c, int *lines) {
+static int run_file(const char *name, const mlr_mma_model *m, mlr_format f, int k, int with_c,
+                    int *lines) {
   char path[512];
   snprintf(path, sizeof path, "%s/tests/data/mma/%s", MLAREF_SOURCE_DIR, name);
   FILE *fp = fopen(path, "r");
@@ -34,7 +35,8 @@ static int run_file(const char *name, const mlr_mma_model *m, mlr_format f, int 
     const float d = mlr_mma_block(m, a, b, k, with_c ? mlr_bits_f32(cb) : 0.0f);
     const int both_nan = isnan(d) && isnan(mlr_bits_f32(db)); /* the payload is not modelled */
     if (mlr_f32_bits(d) != db && !both_nan) {
-      if (bad < 3 && !(f == MLR_FMT_E4M3 && with_c)) fprintf(stderr, "%s line %d: model %08x, H200 %08x\n", name, n + 1, mlr_f32_bits(d), db);
+      if (bad < 3 && !(f == MLR_FMT_E4M3 && with_c))
+        fprintf(stderr, "%s line %d: model %08x, H200 %08x\n", name, n + 1, mlr_f32_bits(d), db);
       bad++;
     }
     n++;
@@ -46,22 +48,26 @@ static int run_file(const char *name, const mlr_mma_model *m, mlr_format f, int 
 
 Test(mma, h200_e4m3_bit_identical) {
   int n;
-  cr_assert_eq(run_file("h200_e4m3.txt", mlr_mma_get(MLR_MMA_SM90_E4M3), MLR_FMT_E4M3, 32, 0, &n), 0);
+  cr_assert_eq(run_file("h200_e4m3.txt", mlr_mma_get(MLR_MMA_SM90_E4M3), MLR_FMT_E4M3, 32, 0, &n),
+               0);
   cr_assert_eq(n, 5000);
   /* the listed C is not part of these D: with it, almost none would match */
-  const int bad = run_file("h200_e4m3.txt", mlr_mma_get(MLR_MMA_SM90_E4M3), MLR_FMT_E4M3, 32, 1, &n);
+  const int bad =
+      run_file("h200_e4m3.txt", mlr_mma_get(MLR_MMA_SM90_E4M3), MLR_FMT_E4M3, 32, 1, &n);
   cr_assert_gt(bad, 4900, "%d of 5000 D differ once C is added", bad);
 }
 
 Test(mma, h200_bf16_bit_identical) {
   int n;
-  cr_assert_eq(run_file("h200_bf16.txt", mlr_mma_get(MLR_MMA_SM90_BF16), MLR_FMT_BF16, 16, 1, &n), 0);
+  cr_assert_eq(run_file("h200_bf16.txt", mlr_mma_get(MLR_MMA_SM90_BF16), MLR_FMT_BF16, 16, 1, &n),
+               0);
   cr_assert_eq(n, 5000);
 }
 
 Test(mma, h200_fp16_bit_identical) {
   int n;
-  cr_assert_eq(run_file("h200_fp16.txt", mlr_mma_get(MLR_MMA_SM90_F16), MLR_FMT_FP16, 16, 1, &n), 0);
+  cr_assert_eq(run_file("h200_fp16.txt", mlr_mma_get(MLR_MMA_SM90_F16), MLR_FMT_FP16, 16, 1, &n),
+               0);
   cr_assert_eq(n, 5000);
 }
 
@@ -72,54 +78,68 @@ Test(mma, h200_fp16_bit_identical) {
  * fp16 input takes the exponent -14 (its exponent field's), not its true one. */
 Test(mma, h200_probe_bf16_fp16_bit_identical) {
   int n;
-  cr_assert_eq(run_file("h200_probe_bf16.txt", mlr_mma_get(MLR_MMA_SM90_BF16), MLR_FMT_BF16, 16, 1, &n), 0);
+  cr_assert_eq(
+      run_file("h200_probe_bf16.txt", mlr_mma_get(MLR_MMA_SM90_BF16), MLR_FMT_BF16, 16, 1, &n), 0);
   cr_assert_eq(n, 2560);
-  cr_assert_eq(run_file("h200_probe_fp16.txt", mlr_mma_get(MLR_MMA_SM90_F16), MLR_FMT_FP16, 16, 1, &n), 0);
+  cr_assert_eq(
+      run_file("h200_probe_fp16.txt", mlr_mma_get(MLR_MMA_SM90_F16), MLR_FMT_FP16, 16, 1, &n), 0);
   cr_assert_eq(n, 2560);
 }
 
 /* mma.sync m16n8k32 with e4m3 operands on sm_90 is no fp8 unit: ptxas lowers it to F2FP unpacks and
- * two fp16 HMMA.16816.F32 (the probe's own SASS, read with cuobjdump on the H200): the first over the
- * low byte pair of each operand register (k & 3 < 2) from a zero accumulator, the second over the
- * rest from the first's D, then FADD C. sm90-e4m3-sync is that, and every kept probe vector (2304,
- * D = A.B + C measured with C) comes out bit-identical; the one-block fp8 model (the published
- * vectors' unit, most likely wgmma's) misses hundreds of them. */
+ * two fp16 HMMA.16816.F32 (the probe's own SASS, read with cuobjdump on the H200): the first over
+ * the low byte pair of each operand register (k & 3 < 2) from a zero accumulator, the second over
+ * the rest from the first's D, then FADD C. sm90-e4m3-sync is that, and every kept probe vector
+ * (2304, D = A.B + C measured with C) comes out bit-identical; the one-block fp8 model (the
+ * published vectors' unit, most likely wgmma's) misses hundreds of them. */
 Test(mma, h200_probe_e4m3_mma_sync_bit_identical) {
   int n;
-  cr_assert_eq(run_file("h200_probe_e4m3.txt", mlr_mma_get(MLR_MMA_SM90_E4M3_SYNC), MLR_FMT_E4M3, 32, 1, &n), 0);
+  cr_assert_eq(
+      run_file("h200_probe_e4m3.txt", mlr_mma_get(MLR_MMA_SM90_E4M3_SYNC), MLR_FMT_E4M3, 32, 1, &n),
+      0);
   cr_assert_eq(n, 2304);
-  const int bad = run_file("h200_probe_e4m3.txt", mlr_mma_get(MLR_MMA_SM90_E4M3), MLR_FMT_E4M3, 32, 1, &n);
+  const int bad =
+      run_file("h200_probe_e4m3.txt", mlr_mma_get(MLR_MMA_SM90_E4M3), MLR_FMT_E4M3, 32, 1, &n);
   cr_assert_gt(bad, 100, "the one-block model on mma.sync's vectors: %d differ", bad);
-  /* C joins after the two blocks, rounded to nearest: 2^20 + 0.375 * 0.25 is 2^20 + 2^-3 (0.09375 is
-   * 3/4 of binary32's unit there), where a block with C in its alignment cuts the product away */
+  /* C joins after the two blocks, rounded to nearest: 2^20 + 0.375 * 0.25 is 2^20 + 2^-3 (0.09375
+   * is 3/4 of binary32's unit there), where a block with C in its alignment cuts the product away
+   */
   float a[32] = {0}, b[32] = {0};
   a[0] = 0.375f, b[0] = 0.25f;
-  cr_assert_eq(mlr_mma_block(mlr_mma_get(MLR_MMA_SM90_E4M3_SYNC), a, b, 32, 0x1p20f), 0x1p20f + 0.125f);
+  cr_assert_eq(mlr_mma_block(mlr_mma_get(MLR_MMA_SM90_E4M3_SYNC), a, b, 32, 0x1p20f),
+               0x1p20f + 0.125f);
   cr_assert_eq(mlr_mma_block(mlr_mma_get(MLR_MMA_SM90_E4M3), a, b, 32, 0x1p20f), 0x1p20f);
   cr_assert_eq(mlr_mma_find("sm90-e4m3-sync"), mlr_mma_get(MLR_MMA_SM90_E4M3_SYNC));
   /* e5m2 operands go the same way (F2FP.F16.E5M2 is exact; an e5m2 subnormal is an fp16 one, at
    * exponent -14 in the unit): the probe's kept e5m2 vectors, bit-identical too */
-  cr_assert_eq(run_file("h200_probe_e5m2.txt", mlr_mma_get(MLR_MMA_SM90_E4M3_SYNC), MLR_FMT_E5M2, 32, 1, &n), 0);
+  cr_assert_eq(
+      run_file("h200_probe_e5m2.txt", mlr_mma_get(MLR_MMA_SM90_E4M3_SYNC), MLR_FMT_E5M2, 32, 1, &n),
+      0);
   cr_assert_eq(n, 2304);
 }
 
-/* wgmma with fp8 operands (QGMMA, Hopper's fp8 unit; gpu/probes/wgmma_probe.cu): the kept vectors of
- * 2^20 a class (random, normal, cancellation, spread, subnormal, zeros, C dominant, NaN and Inf), D =
- * A.B + C measured with C: sm90-e4m3 (the published vectors' 13-bit block) with C a term of the
- * alignment and a subnormal input at e4m3's least normal exponent, -6, and sm90-e5m2 (-14): every one
- * bit-identical. The subnormal rule is what C != 0 shows: with true exponents, 20 of the 256 kept
- * subnormal e4m3 vectors differ. */
+/* wgmma with fp8 operands (QGMMA, Hopper's fp8 unit; gpu/probes/wgmma_probe.cu): the kept vectors
+ * of 2^20 a class (random, normal, cancellation, spread, subnormal, zeros, C dominant, NaN and
+ * Inf), D = A.B + C measured with C: sm90-e4m3 (the published vectors' 13-bit block) with C a term
+ * of the alignment and a subnormal input at e4m3's least normal exponent, -6, and sm90-e5m2 (-14):
+ * every one bit-identical. The subnormal rule is what C != 0 shows: with true exponents, 20 of the
+ * 256 kept subnormal e4m3 vectors differ. */
 Test(mma, h200_wgmma_fp8_bit_identical) {
   int n;
-  cr_assert_eq(run_file("h200_wgmma_e4m3.txt", mlr_mma_get(MLR_MMA_SM90_E4M3), MLR_FMT_E4M3, 32, 1, &n), 0);
+  cr_assert_eq(
+      run_file("h200_wgmma_e4m3.txt", mlr_mma_get(MLR_MMA_SM90_E4M3), MLR_FMT_E4M3, 32, 1, &n), 0);
   cr_assert_eq(n, 2048);
-  cr_assert_eq(run_file("h200_wgmma_e5m2.txt", mlr_mma_get(MLR_MMA_SM90_E5M2), MLR_FMT_E5M2, 32, 1, &n), 0);
+  cr_assert_eq(
+      run_file("h200_wgmma_e5m2.txt", mlr_mma_get(MLR_MMA_SM90_E5M2), MLR_FMT_E5M2, 32, 1, &n), 0);
   cr_assert_eq(n, 2048);
   mlr_mma_model true_exp = *mlr_mma_get(MLR_MMA_SM90_E4M3);
   true_exp.sub_emin = 0;
-  cr_assert_gt(run_file("h200_wgmma_e4m3.txt", &true_exp, MLR_FMT_E4M3, 32, 1, &n), 10, "true exponents for subnormal inputs should miss");
+  cr_assert_gt(run_file("h200_wgmma_e4m3.txt", &true_exp, MLR_FMT_E4M3, 32, 1, &n), 10,
+               "true exponents for subnormal inputs should miss");
   /* and mma.sync's lowering is another unit: it misses most of them */
-  cr_assert_gt(run_file("h200_wgmma_e4m3.txt", mlr_mma_get(MLR_MMA_SM90_E4M3_SYNC), MLR_FMT_E4M3, 32, 1, &n), 1000);
+  cr_assert_gt(
+      run_file("h200_wgmma_e4m3.txt", mlr_mma_get(MLR_MMA_SM90_E4M3_SYNC), MLR_FMT_E4M3, 32, 1, &n),
+      1000);
   cr_assert_eq(mlr_mma_find("sm90-e5m2"), mlr_mma_get(MLR_MMA_SM90_E5M2));
 }
 
@@ -130,8 +150,10 @@ static float block_f64(const mlr_mma_model *m, const float *a, const float *b, i
     float lo[2][32], hi[2][32];
     int nl = 0, nh = 0;
     for (int i = 0; i < n; i++)
-      if ((i & 3) < 2) lo[0][nl] = a[i], lo[1][nl++] = b[i];
-      else hi[0][nh] = a[i], hi[1][nh++] = b[i];
+      if ((i & 3) < 2)
+        lo[0][nl] = a[i], lo[1][nl++] = b[i];
+      else
+        hi[0][nh] = a[i], hi[1][nh++] = b[i];
     const mlr_mma_model *f = mlr_mma_get(MLR_MMA_SM90_F16);
     return c + block_f64(f, hi[0], hi[1], nh, block_f64(f, lo[0], lo[1], nl, 0.0f));
   }
@@ -202,8 +224,11 @@ static float cdna3_ref(const mlr_mma_model *m, const float *a, const float *b, i
     int e0, e1;
     fused(sg, eg, n, 2, F, &s0, &e0), fused(sg + 1, eg + 1, n - 1, 2, F, &s1, &e1);
     const int mx = e0 > e1 ? e0 : e1;
-    s = floor(ldexp(s0, F + e0 - mx)) * ldexp(1.0, -F) + floor(ldexp(s1, F + e1 - mx)) * ldexp(1.0, -F), e = mx;
-  } else fused(sg, eg, n, 1, F, &s, &e);
+    s = floor(ldexp(s0, F + e0 - mx)) * ldexp(1.0, -F) +
+        floor(ldexp(s1, F + e1 - mx)) * ldexp(1.0, -F),
+    e = mx;
+  } else
+    fused(sg, eg, n, 1, F, &s, &e);
   const int M = e > ec ? e : ec;
   s = floor(ldexp(s, 31 + e - M)) * 0x1p-31;
   sc = m->two_stage == 2 && ec < M - 25 ? 0.0 : floor(ldexp(sc, 24 + ec - M)) * 0x1p-24;
@@ -223,24 +248,36 @@ static float lane_f64(const mlr_mma_model *m, const float *a, const float *b, in
 static float other_form(const mlr_mma_model *m, const float *a, const float *b, int n, float c) {
   if (!m->two_stage) return block_f64(m, a, b, n, c);
   const float want = mlr_mma_block(m, a, b, n, c), ref = cdna3_ref(m, a, b, n, c);
-  cr_assert(mlr_f32_bits(ref) == mlr_f32_bits(want) || (isnan(ref) && isnan(want)), "%s: the block %a, MMA-Sim's steps %a", m->name,
-            (double)want, (double)ref);
+  cr_assert(mlr_f32_bits(ref) == mlr_f32_bits(want) || (isnan(ref) && isnan(want)),
+            "%s: the block %a, MMA-Sim's steps %a", m->name, (double)want, (double)ref);
   return lane_f64(m, a, b, n, c);
 }
 
 /* ... is mlr_mma_block, bit for bit (NaN for NaN): every measured vector of every unit, and
  * random blocks of every unit over the full finite range of its input format */
 Test(mma, binary64_form_is_the_block) {
-  const struct { const char *file; mlr_mma_unit u; mlr_format f; int k; } files[] = {
-      {"h200_e4m3.txt", MLR_MMA_SM90_E4M3, MLR_FMT_E4M3, 32}, {"h200_bf16.txt", MLR_MMA_SM90_BF16, MLR_FMT_BF16, 16},
-      {"h200_fp16.txt", MLR_MMA_SM90_F16, MLR_FMT_FP16, 16},  {"h200_probe_bf16.txt", MLR_MMA_SM90_BF16, MLR_FMT_BF16, 16},
-      {"h200_probe_fp16.txt", MLR_MMA_SM90_F16, MLR_FMT_FP16, 16}, {"h200_probe_e4m3.txt", MLR_MMA_SM90_E4M3, MLR_FMT_E4M3, 32},
-      {"h200_probe_e4m3.txt", MLR_MMA_SM90_E4M3_SYNC, MLR_FMT_E4M3, 32}, {"h200_probe_e5m2.txt", MLR_MMA_SM90_E4M3_SYNC, MLR_FMT_E5M2, 32},
-      {"h200_wgmma_e4m3.txt", MLR_MMA_SM90_E4M3, MLR_FMT_E4M3, 32}, {"h200_wgmma_e5m2.txt", MLR_MMA_SM90_E5M2, MLR_FMT_E5M2, 32}};
+  const struct {
+    const char *file;
+    mlr_mma_unit u;
+    mlr_format f;
+    int k;
+  } files[] = {{"h200_e4m3.txt", MLR_MMA_SM90_E4M3, MLR_FMT_E4M3, 32},
+               {"h200_bf16.txt", MLR_MMA_SM90_BF16, MLR_FMT_BF16, 16},
+               {"h200_fp16.txt", MLR_MMA_SM90_F16, MLR_FMT_FP16, 16},
+               {"h200_probe_bf16.txt", MLR_MMA_SM90_BF16, MLR_FMT_BF16, 16},
+               {"h200_probe_fp16.txt", MLR_MMA_SM90_F16, MLR_FMT_FP16, 16},
+               {"h200_probe_e4m3.txt", MLR_MMA_SM90_E4M3, MLR_FMT_E4M3, 32},
+               {"h200_probe_e4m3.txt", MLR_MMA_SM90_E4M3_SYNC, MLR_FMT_E4M3, 32},
+               {"h200_probe_e5m2.txt", MLR_MMA_SM90_E4M3_SYNC, MLR_FMT_E5M2, 32},
+               {"h200_wgmma_e4m3.txt", MLR_MMA_SM90_E4M3, MLR_FMT_E4M3, 32},
+               {"h200_wgmma_e5m2.txt", MLR_MMA_SM90_E5M2, MLR_FMT_E5M2, 32}};
   int checked = 0, nonfin = 0;
   for (size_t fi = 0; fi < sizeof files / sizeof files[0]; fi++)
-    for (int u = 0; u < 3; u++) { /* the file's unit, and AMD's fp8 and bf16 units on the same values */
-      const mlr_mma_model *m = mlr_mma_get(u == 2 ? MLR_MMA_CDNA3_BF16 : u ? MLR_MMA_CDNA3_FP8 : files[fi].u);
+    for (int u = 0; u < 3;
+         u++) { /* the file's unit, and AMD's fp8 and bf16 units on the same values */
+      const mlr_mma_model *m = mlr_mma_get(u == 2 ? MLR_MMA_CDNA3_BF16
+                                           : u    ? MLR_MMA_CDNA3_FP8
+                                                  : files[fi].u);
       char path[512];
       snprintf(path, sizeof path, "%s/tests/data/mma/%s", MLAREF_SOURCE_DIR, files[fi].file);
       FILE *fp = fopen(path, "r");
@@ -261,8 +298,9 @@ Test(mma, binary64_form_is_the_block) {
         nonfin += !fin;
         const int n = files[fi].k < m->block ? files[fi].k : m->block;
         const float want = mlr_mma_block(m, a, b, n, c), got = other_form(m, a, b, n, c);
-        cr_assert(mlr_f32_bits(got) == mlr_f32_bits(want) || (isnan(got) && isnan(want)), "%s (%s): %a vs the block %a", files[fi].file,
-                  m->name, (double)got, (double)want);
+        cr_assert(mlr_f32_bits(got) == mlr_f32_bits(want) || (isnan(got) && isnan(want)),
+                  "%s (%s): %a vs the block %a", files[fi].file, m->name, (double)got,
+                  (double)want);
         checked++;
       }
       fclose(fp);
@@ -273,25 +311,30 @@ Test(mma, binary64_form_is_the_block) {
   uint64_t st = 0x9E3779B97F4A7C15ull;
   for (int u = 0; u < MLR_MMA_UNITS; u++) {
     const mlr_mma_model *m = mlr_mma_get((mlr_mma_unit)u);
-    const mlr_format f = u == MLR_MMA_SM90_BF16 || u == MLR_MMA_CDNA3_BF16 ? MLR_FMT_BF16 : u == MLR_MMA_SM90_F16 ? MLR_FMT_FP16 : u == MLR_MMA_CDNA3_FP8 ? MLR_FMT_E4M3FNUZ
-                       : u == MLR_MMA_SM90_E5M2                                                                 ? MLR_FMT_E5M2
-                                                                                                                : MLR_FMT_E4M3;
+    const mlr_format f = u == MLR_MMA_SM90_BF16 || u == MLR_MMA_CDNA3_BF16 ? MLR_FMT_BF16
+                         : u == MLR_MMA_SM90_F16                           ? MLR_FMT_FP16
+                         : u == MLR_MMA_CDNA3_FP8                          ? MLR_FMT_E4M3FNUZ
+                         : u == MLR_MMA_SM90_E5M2                          ? MLR_FMT_E5M2
+                                                                           : MLR_FMT_E4M3;
     for (int t = 0; t < 20000; t++) {
       float a[32], b[32];
       for (int i = 0; i < m->block; i++) {
         float x, y;
         do {
           st = st * 6364136223846793005ull + 1442695040888963407ull;
-          x = mlr_decode(f, (uint32_t)(st >> 33) & (f == MLR_FMT_BF16 || f == MLR_FMT_FP16 ? 0xFFFFu : 0xFFu));
-          y = mlr_decode(f, (uint32_t)(st >> 17) & (f == MLR_FMT_BF16 || f == MLR_FMT_FP16 ? 0xFFFFu : 0xFFu));
+          x = mlr_decode(f, (uint32_t)(st >> 33) &
+                                (f == MLR_FMT_BF16 || f == MLR_FMT_FP16 ? 0xFFFFu : 0xFFu));
+          y = mlr_decode(f, (uint32_t)(st >> 17) &
+                                (f == MLR_FMT_BF16 || f == MLR_FMT_FP16 ? 0xFFFFu : 0xFFu));
         } while (!isfinite(x) || !isfinite(y));
         a[i] = (t % 5 == 0 && i % 3) ? 0.0f : x, b[i] = y;
       }
       st = st * 6364136223846793005ull + 1442695040888963407ull;
       const float c = (t % 4) ? ldexpf((float)(int32_t)(st >> 40), (int)(st % 80) - 60) : 0.0f;
-      const float want = mlr_mma_block(m, a, b, m->block, c), got = other_form(m, a, b, m->block, c);
-      cr_assert(mlr_f32_bits(got) == mlr_f32_bits(want) || (isnan(got) && isnan(want)), "%s block %d: %a vs %a", m->name, t, (double)got,
-                (double)want);
+      const float want = mlr_mma_block(m, a, b, m->block, c),
+                  got = other_form(m, a, b, m->block, c);
+      cr_assert(mlr_f32_bits(got) == mlr_f32_bits(want) || (isnan(got) && isnan(want)),
+                "%s block %d: %a vs %a", m->name, t, (double)got, (double)want);
     }
   }
 }
@@ -305,7 +348,8 @@ Test(mma, steps_by_hand) {
   a[0] = 1.0f, b[0] = 1.0f, a[1] = 0x1p-7f, b[1] = 0x1p-7f;
   cr_assert_eq(mlr_mma_block(e4, a, b, 32, 0.0f), 1.0f);
   b[1] = -0x1p-7f;
-  cr_assert_eq(mlr_mma_block(e4, a, b, 32, 0.0f), 1.0f, "-2^-14 truncates toward zero, not to -2^-13");
+  cr_assert_eq(mlr_mma_block(e4, a, b, 32, 0.0f), 1.0f,
+               "-2^-14 truncates toward zero, not to -2^-13");
   /* 1 + 2^-13 is kept exactly */
   a[1] = 0x1p-6f, b[1] = 0x1p-7f;
   cr_assert_eq(mlr_mma_block(e4, a, b, 32, 0.0f), 1.0f + 0x1p-13f);
@@ -317,8 +361,10 @@ Test(mma, steps_by_hand) {
   memset(a, 0, sizeof a), memset(b, 0, sizeof b);
   a[0] = 1.0f, b[0] = 1.0f, a[1] = 0x1p-12f, b[1] = 0x1p-13f;
   cr_assert_eq(mlr_mma_block(bf, a, b, 16, 0.0f), 1.0f);
-  cr_assert_eq(mlr_mma_block(bf, a, b, 16, 0x1.8p-24f), 1.0f + 0x1p-23f, "2^-25 + 3 * 2^-25 = 2^-23, exact");
-  cr_assert_eq(mlr_mma_block(bf, a, b, 16, -0x1p-25f), 1.0f, "C joins the alignment: 1 + 2^-25 - 2^-25");
+  cr_assert_eq(mlr_mma_block(bf, a, b, 16, 0x1.8p-24f), 1.0f + 0x1p-23f,
+               "2^-25 + 3 * 2^-25 = 2^-23, exact");
+  cr_assert_eq(mlr_mma_block(bf, a, b, 16, -0x1p-25f), 1.0f,
+               "C joins the alignment: 1 + 2^-25 - 2^-25");
   /* CDNA3 fp8 (unverified model): 24 fraction bits, then nearest even: 1 + 2^-24 is a tie -> 1 */
   memset(a, 0, sizeof a), memset(b, 0, sizeof b);
   a[0] = 1.0f, b[0] = 1.0f, a[1] = 0x1p-12f, b[1] = 0x1p-12f;
@@ -333,11 +379,13 @@ Test(mma, steps_by_hand) {
   a[0] = 1.0f, b[0] = 1.0f, a[1] = 0x1p-13f, b[1] = 0x1p-12f;
   cr_assert_eq(mlr_mma_block(amd, a, b, 16, 0.0f), 1.0f);
   b[1] = -0x1p-12f;
-  cr_assert_eq(mlr_mma_block(amd, a, b, 16, 0.0f), 1.0f - 0x1p-24f, "rounded down, not toward zero");
+  cr_assert_eq(mlr_mma_block(amd, a, b, 16, 0.0f), 1.0f - 0x1p-24f,
+               "rounded down, not toward zero");
   /* C far below the block is dropped (fp8): 25 exponents below M and more */
   b[1] = 0.0f;
   cr_assert_eq(mlr_mma_block(amd, a, b, 16, -0x1p-26f), 1.0f, "e(C) = -26 < 0 - 25: dropped");
-  cr_assert_eq(mlr_mma_block(amd, a, b, 16, -0x1p-25f), 1.0f - 0x1p-24f, "e(C) = -25: kept, rounded down to -2^-24");
+  cr_assert_eq(mlr_mma_block(amd, a, b, 16, -0x1p-25f), 1.0f - 0x1p-24f,
+               "e(C) = -25: kept, rounded down to -2^-24");
   /* CDNA3 bf16 (unverified model): blocks of 8, products at 24 fraction bits; C never dropped but
    * rounded down to units of 2^(M - 24): a tiny negative C takes a whole unit off (MMA-Sim's
    * asymmetric rounding), a tiny positive one nothing */
@@ -349,13 +397,16 @@ Test(mma, steps_by_hand) {
    * the products' 1 + 2^-24 lands on a whole unit (2^-21) cut: 1024 + 1 exactly */
   a[1] = 0x1p-12f, b[1] = 0x1p-12f;
   cr_assert_eq(mlr_mma_block(abf, a, b, 8, 1024.0f), 1025.0f);
-  cr_assert_eq(mlr_mma_block(abf, a, b, 8, 0.0f), 1.0f, "1 + 2^-24 then nearest even: the tie -> 1");
+  cr_assert_eq(mlr_mma_block(abf, a, b, 8, 0.0f), 1.0f,
+               "1 + 2^-24 then nearest even: the tie -> 1");
   cr_assert_eq(mlr_mma_find("cdna3-bf16"), abf);
   /* a K = 64 dot is two e4m3 blocks, the first's D the second's C */
   float x[64], y[64];
-  for (int i = 0; i < 64; i++) x[i] = (float)((i % 7) - 3) * 0.25f, y[i] = (float)((i % 5) + 1) * 0.125f;
+  for (int i = 0; i < 64; i++)
+    x[i] = (float)((i % 7) - 3) * 0.25f, y[i] = (float)((i % 5) + 1) * 0.125f;
   const float d1 = mlr_mma_block(e4, x, y, 32, 0.5f);
-  cr_assert_eq(mlr_f32_bits(mlr_mma_dot(e4, x, y, 64, 0.5f)), mlr_f32_bits(mlr_mma_block(e4, x + 32, y + 32, 32, d1)));
+  cr_assert_eq(mlr_f32_bits(mlr_mma_dot(e4, x, y, 64, 0.5f)),
+               mlr_f32_bits(mlr_mma_block(e4, x + 32, y + 32, 32, d1)));
   cr_assert_eq(mlr_mma_find("sm90-bf16"), bf);
   cr_assert_null(mlr_mma_find("sm80-tf32"));
   cr_assert_null(mlr_mma_get(MLR_MMA_UNITS));

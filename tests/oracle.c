@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <mpfr.h>
 
-#include "ref/oracle/mlr_oracle.h"
+#include "mlr_oracle.h"
 #include "test_gen.h"
 
 #define QK 576
@@ -25,7 +25,8 @@ static int within_1ulp(double a, double r) {
 
 static void check_against_plain(const mlr_inputs *in, mlr_truth_from from, const char *what) {
   const size_t n = (size_t)(in->T * in->H * DV), nl = (size_t)(in->T * in->H);
-  double *o = malloc(n * 8), *l = malloc(nl * 8), *ro = malloc(n * 8), *rl = malloc(nl * 8), *to = malloc(n * 8), *tl = malloc(nl * 8);
+  double *o = malloc(n * 8), *l = malloc(nl * 8), *ro = malloc(n * 8), *rl = malloc(nl * 8),
+         *to = malloc(n * 8), *tl = malloc(nl * 8);
   mlr_oracle_stats st;
   mlr_error err = {""};
   cr_assert_eq(mlr_oracle(in, from, o, l, &st, &err), MLR_OK, "%s: %s", what, err.msg);
@@ -33,16 +34,25 @@ static void check_against_plain(const mlr_inputs *in, mlr_truth_from from, const
   cr_assert_eq(mlr_oracle_plain256(in, from, ro, rl, &err), MLR_OK, "%s: %s", what, err.msg);
   cr_assert_eq(mlr_truth_f64(in, from, to, tl, &err), MLR_OK, "%s: %s", what, err.msg);
   for (size_t i = 0; i < n; i++) {
-    cr_assert(within_1ulp(o[i], ro[i]), "%s: o[%zu] = %a, the 256-bit computation gives %a", what, i, o[i], ro[i]);
-    cr_assert(fabs(to[i] - ro[i]) <= 1e-9 * fabs(ro[i]) + 1e-300, "%s: binary64 truth o[%zu] = %a vs %a", what, i, to[i], ro[i]);
+    cr_assert(within_1ulp(o[i], ro[i]), "%s: o[%zu] = %a, the 256-bit computation gives %a", what,
+              i, o[i], ro[i]);
+    cr_assert(fabs(to[i] - ro[i]) <= 1e-9 * fabs(ro[i]) + 1e-300,
+              "%s: binary64 truth o[%zu] = %a vs %a", what, i, to[i], ro[i]);
   }
-  for (size_t i = 0; i < nl; i++) cr_assert(within_1ulp(l[i], rl[i]), "%s: lse[%zu] = %a, the 256-bit computation gives %a", what, i, l[i], rl[i]);
+  for (size_t i = 0; i < nl; i++)
+    cr_assert(within_1ulp(l[i], rl[i]), "%s: lse[%zu] = %a, the 256-bit computation gives %a", what,
+              i, l[i], rl[i]);
   free(o), free(l), free(ro), free(rl), free(to), free(tl);
 }
 
 Test(oracle, within_1_ulp_of_256_bit_mpfr_on_small_shapes, .timeout = 600) {
-  static const char *const specs[] = {"bs=2,kv=64,seed=3", "lens=1:0:40,page=16,seed=5", "lens=3:40,q=2,page=16,seed=6", "bs=1,kv=50,seed=7,fmt=e4m3fnuz",
-                                      "bs=2,kv=30,seed=2,dist=outliers:0.05", "bs=1,kv=40,seed=9,fmt=bf16", "bs=2,kv=33,seed=11,dist=t3"};
+  static const char *const specs[] = {"bs=2,kv=64,seed=3",
+                                      "lens=1:0:40,page=16,seed=5",
+                                      "lens=3:40,q=2,page=16,seed=6",
+                                      "bs=1,kv=50,seed=7,fmt=e4m3fnuz",
+                                      "bs=2,kv=30,seed=2,dist=outliers:0.05",
+                                      "bs=1,kv=40,seed=9,fmt=bf16",
+                                      "bs=2,kv=33,seed=11,dist=t3"};
   for (size_t k = 0; k < sizeof specs / sizeof *specs; k++) {
     static gen g;
     gen_make(&g, specs[k]);

@@ -50,8 +50,16 @@ static inline void mpfr_bracket32(mpfr_fn f, float x, float *lo, float *hi) {
   mpfr_clears(a, l, h, (mpfr_ptr)0);
 }
 
-static inline uint64_t bits64(double x) { uint64_t u; memcpy(&u, &x, 8); return u; }
-static inline uint32_t bits32(float x) { uint32_t u; memcpy(&u, &x, 4); return u; }
+static inline uint64_t bits64(double x) {
+  uint64_t u;
+  memcpy(&u, &x, 8);
+  return u;
+}
+static inline uint32_t bits32(float x) {
+  uint32_t u;
+  memcpy(&u, &x, 4);
+  return u;
+}
 
 /* 1 if y is faithful: NaN where the truth is NaN, else one of the bracket's encodings. */
 static inline int faithful64(double y, double lo, double hi) {

@@ -3,8 +3,8 @@
  * 2^-29 binary32 ulp) locates the true value; where it lies within 2^-48 (relative) of a
  * binary32 value, so that the binary64 reference cannot decide, MPFR decides. Results whose
  * bracket follows from the function's properties (overflow and underflow of e^x and 2^x, e^x
- * and 2^x next to 1, NaN for a NaN input or the log of a negative) are bracketed directly. Every 4096th input
- * is checked against MPFR whatever the filter says, which also checks the filter. */
+ * and 2^x next to 1, NaN for a NaN input or the log of a negative) are bracketed directly. Every
+ * 4096th input is checked against MPFR whatever the filter says, which also checks the filter. */
 #include <criterion/criterion.h>
 #include <float.h>
 #include <math.h>
@@ -12,7 +12,7 @@
 #include <stdio.h>
 
 #include "pmath_check.h"
-#include "ref/pmath/mlr_pmath.h"
+#include "mlr_pmath.h"
 
 typedef float (*f32fn)(float);
 typedef double (*ref64)(double);
@@ -34,25 +34,44 @@ static void run(const char *name, f32fn f, ref64 ref, mpfr_fn mf, int exp_like) 
       const double r = ref((double)x);
       float lo, hi;
       const float rn = (float)r;
-      if ((double)rn == r) lo = hi = rn;
-      else if ((double)rn < r) { lo = rn; hi = nextafterf(rn, INFINITY); }
-      else { hi = rn; lo = nextafterf(rn, -INFINITY); }
-      int ambiguous = r != r || (double)lo == r || (double)hi == r || fabs(r - (double)lo) <= fabs(r) * 0x1p-48 ||
+      if ((double)rn == r)
+        lo = hi = rn;
+      else if ((double)rn < r) {
+        lo = rn;
+        hi = nextafterf(rn, INFINITY);
+      } else {
+        hi = rn;
+        lo = nextafterf(rn, -INFINITY);
+      }
+      int ambiguous = r != r || (double)lo == r || (double)hi == r ||
+                      fabs(r - (double)lo) <= fabs(r) * 0x1p-48 ||
                       fabs((double)hi - r) <= fabs(r) * 0x1p-48;
       /* binary64 overflow or underflow of a finite input: the truth is beyond binary32's range */
-      if (isinf(r) && r > 0 && isfinite(x)) { lo = FLT_MAX; hi = INFINITY; ambiguous = 0; } /* e^x, 2^x overflow */
-      if (r != r) { lo = hi = r; ambiguous = 0; } /* NaN in, or log of x < 0: the truth is NaN */
+      if (isinf(r) && r > 0 && isfinite(x)) {
+        lo = FLT_MAX;
+        hi = INFINITY;
+        ambiguous = 0;
+      } /* e^x, 2^x overflow */
+      if (r != r) {
+        lo = hi = r;
+        ambiguous = 0;
+      } /* NaN in, or log of x < 0: the truth is NaN */
       if (exp_like && x != 0.0f && fabs(r - 1.0) <= 0x1p-29) {
         lo = x > 0.0f ? 1.0f : nextafterf(1.0f, 0.0f);
         hi = x > 0.0f ? nextafterf(1.0f, 2.0f) : 1.0f;
         ambiguous = 0;
       }
-      if (r == 0.0 && isfinite(x) && x < 0.0f) { lo = 0.0f; hi = 0x1p-149f; ambiguous = 0; } /* e^x, 2^x > 0 */
+      if (r == 0.0 && isfinite(x) && x < 0.0f) {
+        lo = 0.0f;
+        hi = 0x1p-149f;
+        ambiguous = 0;
+      } /* e^x, 2^x > 0 */
       if (ambiguous || (pat & 4095u) == 0) {
         float mlo, mhi;
         mpfr_bracket32(mf, x, &mlo, &mhi);
         ok = faithful32(y, mlo, mhi);
-        if (ambiguous) settled++;
+        if (ambiguous)
+          settled++;
         else {
           sampled++;
           /* the filter's premise: where it decides, its bracket is MPFR's */
@@ -65,13 +84,16 @@ static void run(const char *name, f32fn f, ref64 ref, mpfr_fn mf, int exp_like) 
       if (!ok) {
         fails++;
 #pragma omp critical
-        if (!first[0]) snprintf(first, sizeof first, "FAIL %s x=%a (0x%08X) got=%a", name, (double)x, pat, (double)y);
+        if (!first[0])
+          snprintf(first, sizeof first, "FAIL %s x=%a (0x%08X) got=%a", name, (double)x, pat,
+                   (double)y);
       }
     }
   }
-  cr_log_info("%s: 2^32 inputs, %ld decided by MPFR, %ld more sampled against MPFR", name, settled, sampled);
-  printf("%s: 2^32 inputs, %ld decided by MPFR, %ld more sampled against MPFR, %ld failures\n", name, settled, sampled,
-         fails);
+  cr_log_info("%s: 2^32 inputs, %ld decided by MPFR, %ld more sampled against MPFR", name, settled,
+              sampled);
+  printf("%s: 2^32 inputs, %ld decided by MPFR, %ld more sampled against MPFR, %ld failures\n",
+         name, settled, sampled, fails);
   cr_assert_eq(fails, 0, "%ld inputs not faithful; first: %s", fails, first);
 }
 

@@ -3,10 +3,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ref/recipe/mlr_recipe.h"
+#include "mlr_recipe.h"
 
-static const char *const NAMES[] = {"triton-fp8-single", "triton-fp8-split", "aiter-a8w8-ps", "aiter-a16w8-ps",
-                                    "aiter-bf16-np", "torch-bmm-bf16", "aiter-test-ref", "fp32-seq"};
+static const char *const NAMES[] = {"triton-fp8-single", "triton-fp8-split", "aiter-a8w8-ps",
+                                    "aiter-a16w8-ps",    "aiter-bf16-np",    "torch-bmm-bf16",
+                                    "aiter-test-ref",    "fp32-seq"};
 
 /* Every built-in loads, passes its checks, and its text form parses back to the same canonical
  * string; all eight are different numerics. */
@@ -20,12 +21,15 @@ Test(recipe, builtins_roundtrip_and_differ) {
     cr_assert_eq(mlr_recipe_check(&r, &err), MLR_OK, "%s: %s", NAMES[i], err.msg);
     char text[4096], c1[2048], c2[2048];
     mlr_recipe_text(&r, text, sizeof text);
-    cr_assert_eq(mlr_recipe_parse(text, "t.recipe", &r2, &err), MLR_OK, "%s: %s", NAMES[i], err.msg);
+    cr_assert_eq(mlr_recipe_parse(text, "t.recipe", &r2, &err), MLR_OK, "%s: %s", NAMES[i],
+                 err.msg);
     mlr_recipe_canonical(&r, c1, sizeof c1);
     mlr_recipe_canonical(&r2, c2, sizeof c2);
     cr_assert_str_eq(c1, c2);
     cr_assert_eq(mlr_recipe_hash(&r, hashes[i]), MLR_OK);
-    for (int j = 0; j < i; j++) cr_assert_str_neq(hashes[i], hashes[j], "%s and %s have the same numerics", NAMES[i], NAMES[j]);
+    for (int j = 0; j < i; j++)
+      cr_assert_str_neq(hashes[i], hashes[j], "%s and %s have the same numerics", NAMES[i],
+                        NAMES[j]);
   }
   mlr_recipe r;
   cr_assert_eq(mlr_recipe_builtin("triton-fp8", &r), MLR_EINVAL);
@@ -39,11 +43,16 @@ Test(recipe, canonical_form_is_pinned) {
   cr_assert_eq(mlr_recipe_builtin("fp32-seq", &r), MLR_OK);
   char c[2048], h[65];
   mlr_recipe_canonical(&r, c, sizeof c);
-  cr_assert_str_eq(c, "q.format=bf16;q.scale=none;q.absmax=0x1.8p+2;kv.scale_at=operand;qk.operand=fp32;qk.dot=seq;"
-                      "qk.result=fp32;logit.format=fp32;softmax.exp=e;softmax.block=32;softmax.clamp=0x1.19799812dea11p-40;"
-                      "p.format=fp32;pv.operand=fp32;pv.dot=seq;pv.accumulate=block;update.fma=no;split.rule=none;split.count=1;split.cus=256;split.max=32;"
-                      "split.min_tokens=196;split.align=16;partial.normalized=yes;lse.base=e;merge.rule=running_max;"
-                      "out.format=bf16");
+  cr_assert_str_eq(
+      c,
+      "q.format=bf16;q.scale=none;q.absmax=0x1.8p+2;kv.scale_at=operand;qk.operand=fp32;qk.dot=seq;"
+      "qk.result=fp32;logit.format=fp32;softmax.exp=e;softmax.block=32;softmax.clamp=0x1."
+      "19799812dea11p-40;"
+      "p.format=fp32;pv.operand=fp32;pv.dot=seq;pv.accumulate=block;update.fma=no;split.rule=none;"
+      "split.count=1;split.cus=256;split.max=32;"
+      "split.min_tokens=196;split.align=16;partial.normalized=yes;lse.base=e;merge.rule=running_"
+      "max;"
+      "out.format=bf16");
   cr_assert_eq(mlr_recipe_hash(&r, h), MLR_OK);
   cr_assert_str_eq(h, MLR_TEST_FP32SEQ_SHA256);
   /* the name is not numerics */
@@ -82,14 +91,16 @@ static void bad(const char *text, const char *frag) {
 }
 
 Test(recipe, parse_errors_name_line_and_column) {
-  bad("q.format = e4m3\nqk.dot = fma\n", "f.recipe:2:10: qk.dot = 'fma' is not one of seq|nope_rope|exact");
+  bad("q.format = e4m3\nqk.dot = fma\n",
+      "f.recipe:2:10: qk.dot = 'fma' is not one of seq|nope_rope|exact");
   bad("softmax.block = -1", "f.recipe:1:17: softmax.block = '-1' is not an integer in 0..1048576");
   bad("\n  q.absmax = inf", "f.recipe:2:14: q.absmax = 'inf' is not a finite number");
   bad("colour = red", "f.recipe:1:1: unknown key 'colour' (valid: base, q.format,");
   bad("q.format = bf16\nq.format = e4m3", "f.recipe:2:1: key 'q.format' given twice");
   bad("just words", "f.recipe:1:1: expected 'key = value'");
   bad("q.format = bf16\nbase = fp32-seq", "f.recipe:2:1: 'base' must come before every other key");
-  bad("base = triton", "f.recipe:1:8: base = 'triton' is not a built-in recipe (valid: triton-fp8-single|");
+  bad("base = triton",
+      "f.recipe:1:8: base = 'triton' is not a built-in recipe (valid: triton-fp8-single|");
   bad("split.rule =", "f.recipe:1:13: split.rule needs a value");
   mlr_recipe r;
   mlr_error err = {""};
@@ -131,7 +142,8 @@ Test(recipe, matrix_unit_dots) {
   cr_assert_eq(mlr_recipe_check(&r, &err), MLR_OK, "%s", err.msg);
   char canon[1024];
   mlr_recipe_canonical(&r, canon, sizeof canon);
-  cr_assert(strstr(canon, "qk.dot=mma:sm90-bf16;") && strstr(canon, "pv.dot=mma:sm90-bf16;"), "%s", canon);
+  cr_assert(strstr(canon, "qk.dot=mma:sm90-bf16;") && strstr(canon, "pv.dot=mma:sm90-bf16;"), "%s",
+            canon);
   mlr_recipe back;
   char text[2048];
   mlr_recipe_text(&r, text, sizeof text);
@@ -139,7 +151,9 @@ Test(recipe, matrix_unit_dots) {
   cr_assert_eq(back.qk_dot, MLR_DOT_MMA_SM90_BF16);
   cr_assert_eq(mlr_recipe_set(&r, "qk.dot=mma:sm90-e4m3", &err), MLR_OK);
   cr_assert_eq(mlr_recipe_check(&r, &err), MLR_EINVAL);
-  cr_assert(strstr(err.msg, "qk.dot = mma:sm90-e4m3 multiplies e4m3 operands: it needs qk.operand = fp8"), "%s", err.msg);
+  cr_assert(
+      strstr(err.msg, "qk.dot = mma:sm90-e4m3 multiplies e4m3 operands: it needs qk.operand = fp8"),
+      "%s", err.msg);
   cr_assert_eq(mlr_recipe_set(&r, "qk.dot=mma:sm90-f16", &err), MLR_OK);
   cr_assert_eq(mlr_recipe_check(&r, &err), MLR_EINVAL);
   cr_assert(strstr(err.msg, "needs qk.operand = fp16"), "%s", err.msg);
@@ -149,7 +163,9 @@ Test(recipe, matrix_unit_dots) {
   cr_assert_eq(mlr_recipe_check(&r, &err), MLR_OK, "%s", err.msg);
   cr_assert_eq(mlr_recipe_set(&r, "pv.dot=mma:cdna3-fp8", &err), MLR_OK);
   cr_assert_eq(mlr_recipe_check(&r, &err), MLR_EINVAL);
-  cr_assert(strstr(err.msg, "pv.dot = mma:cdna3-fp8 multiplies e4m3fnuz P: it needs p.format = e4m3fnuz"), "%s", err.msg);
+  cr_assert(
+      strstr(err.msg, "pv.dot = mma:cdna3-fp8 multiplies e4m3fnuz P: it needs p.format = e4m3fnuz"),
+      "%s", err.msg);
   cr_assert_eq(mlr_recipe_set(&r, "qk.dot=mma:sm80-tf32", &err), MLR_EPARSE);
   /* the built-ins' hashes do not move: the new values come after the old ones */
   mlr_recipe_builtin("aiter-a8w8-ps", &r);
@@ -159,21 +175,25 @@ Test(recipe, matrix_unit_dots) {
 /* AITER metadata v1 on 256 CUs (NUMERICS.md section 4c): bs4/kv1k 5 splits, bs4/kv8k 32,
  * bs32/kv1k 5, bs32/kv8k 8, bs64 4, bs256 1; split lengths in multiples of 16. The seeds'
  * Triton rule: split length ceil(ceil(L/NS)/32)*32. */
-typedef struct { int64_t bs, L, n; } split_case;
+typedef struct {
+  int64_t bs, L, n;
+} split_case;
 /* each case's count, and lengths in multiples of align that cover L with no split wholly past it */
 static void splits_are(const mlr_recipe *r, const split_case *c, size_t k, int64_t align) {
   for (size_t i = 0; i < k; i++) {
     int64_t n, len;
     mlr_recipe_splits(r, c[i].bs, c[i].bs, c[i].L, &n, &len);
-    cr_assert_eq(n, c[i].n, "bs%lld kv%lld: %lld splits", (long long)c[i].bs, (long long)c[i].L, (long long)n);
-    cr_assert(n == 1 ? len == c[i].L : (len % align == 0 && n * len >= c[i].L && (n - 1) * len < c[i].L));
+    cr_assert_eq(n, c[i].n, "bs%lld kv%lld: %lld splits", (long long)c[i].bs, (long long)c[i].L,
+                 (long long)n);
+    cr_assert(n == 1 ? len == c[i].L
+                     : (len % align == 0 && n * len >= c[i].L && (n - 1) * len < c[i].L));
   }
 }
 
 Test(recipe, split_rules) {
   mlr_recipe r;
   mlr_recipe_builtin("aiter-a8w8-ps", &r);
-  static const split_case aiter[] = {{4, 1024, 5}, {4, 8192, 32}, {32, 1024, 5}, {32, 8192, 8},
+  static const split_case aiter[] = {{4, 1024, 5},  {4, 8192, 32}, {32, 1024, 5},  {32, 8192, 8},
                                      {64, 1024, 4}, {64, 8192, 4}, {256, 1024, 1}, {256, 8192, 1}};
   splits_are(&r, aiter, sizeof aiter / sizeof *aiter, 16);
   int64_t n, len;
@@ -200,28 +220,37 @@ Test(recipe, split_rule_waves) {
   mlr_recipe r;
   mlr_error err = {""};
   mlr_recipe_builtin("fp32-seq", &r);
-  cr_assert_eq(mlr_recipe_set_list(&r, "split.rule=waves;split.cus=132;split.max=64;split.min_tokens=128;split.align=128;split.overhead=18", &err),
+  cr_assert_eq(mlr_recipe_set_list(&r,
+                                   "split.rule=waves;split.cus=132;split.max=64;split.min_tokens="
+                                   "128;split.align=128;split.overhead=18",
+                                   &err),
                MLR_OK, "%s", err.msg);
   cr_assert_eq(mlr_recipe_check(&r, &err), MLR_OK, "%s", err.msg);
-  static const split_case want[] = {
-      {4, 1024, 8},    {4, 8192, 32},   {32, 1024, 4},   {32, 8192, 4},  {64, 1024, 2},  {64, 8192, 2}, {256, 1024, 1},
-      {256, 8192, 1},  {96, 8192, 1},   {133, 8192, 2},  {160, 8192, 2}, {200, 8192, 1}, {133, 1024, 1}, {4, 100, 1},
-      {1, 0, 1},       {140, 4096, 1},  {67, 8192, 3}, /* 1: 82; 2: 2 (32 + 18) = 100; 3: 2 (22 + 18) = 80; 5: 3 (13 + 18) = 93 */
-  };
+  static const split_case want[] =
+      {
+          {4, 1024, 8},   {4, 8192, 32},  {32, 1024, 4},  {32, 8192, 4}, {64, 1024, 2},
+          {64, 8192, 2},  {256, 1024, 1}, {256, 8192, 1}, {96, 8192, 1}, {133, 8192, 2},
+          {160, 8192, 2}, {200, 8192, 1}, {133, 1024, 1}, {4, 100, 1},   {1, 0, 1},
+          {140, 4096, 1}, {67, 8192, 3}, /* 1: 82; 2: 2 (32 + 18) = 100; 3: 2 (22 + 18) = 80; 5: 3
+                                            (13 + 18) = 93 */
+      };
   splits_are(&r, want, sizeof want / sizeof *want, 128);
   /* ties go to fewer splits: one SM, 2 tiles, no overhead: 1 x 2 = 2 x 1 */
   int64_t n, len;
-  cr_assert_eq(mlr_recipe_set_list(&r, "split.cus=1;split.overhead=0", &err), MLR_OK, "%s", err.msg);
+  cr_assert_eq(mlr_recipe_set_list(&r, "split.cus=1;split.overhead=0", &err), MLR_OK, "%s",
+               err.msg);
   mlr_recipe_splits(&r, 1, 1, 256, &n, &len);
   cr_assert(n == 1 && len == 256, "%lld %lld", (long long)n, (long long)len);
-  /* split.max bounds n; no overhead and a GPU wider than the batch: the most splits that shorten a block */
+  /* split.max bounds n; no overhead and a GPU wider than the batch: the most splits that shorten a
+   * block */
   cr_assert_eq(mlr_recipe_set_list(&r, "split.cus=132;split.max=16", &err), MLR_OK, "%s", err.msg);
   mlr_recipe_splits(&r, 4, 4, 8192, &n, &len);
   cr_assert(n == 16 && len == 512, "%lld %lld", (long long)n, (long long)len);
   /* costs past 2^63 saturate (equal: the first, one split), no overflow */
   mlr_recipe_splits(&r, INT64_MAX / 2, INT64_MAX / 2, (int64_t)1 << 40, &n, &len);
   cr_assert(n == 1 && len == (int64_t)1 << 40, "%lld", (long long)n);
-  /* split.overhead is a later key: absent from the canonical string at 0, after split.align when set */
+  /* split.overhead is a later key: absent from the canonical string at 0, after split.align when
+   * set */
   char c[2048];
   mlr_recipe_canonical(&r, c, sizeof c);
   cr_assert_null(strstr(c, "split.overhead"), "%s", c);
@@ -236,34 +265,43 @@ Test(recipe, split_rule_waves) {
 }
 
 /* split.per = token: the waves rule counts a split's blocks as the query tokens (the fast kernel's
- * grid is tokens x splits), not the batches. Worked by hand for 132 SMs, 128-token tiles, overhead 18:
- * bs=33 q_len=4 kv=8192 (132 tokens): per batch n = 4 costs ceil(132 / 132) (16 + 18) = 34 (n = 3: 40,
- * n = 5: 2 (13 + 18) = 62); per token n = 1 costs 64 + 18 = 82, n = 2 2 (32 + 18) = 100, any n
- * n (ceil(64 / n) + 18) >= 64 + 18 n: 1. bs=66 q_len=2 kv=4096: per batch 2 (1 (16 + 18) = 34 against
- * 32 + 18 = 50), per token 1 (2 (16 + 18) = 68). bs=20 q_len=4 kv=8192: per batch 6 (ceil(120 / 132)
- * (11 + 18) = 29), per token 3 (80 blocks a split: n = 1 82, n = 2 2 (32 + 18) = 100, n = 3 2 (22 + 18)
- * = 80, n = 4 3 (16 + 18) = 102). With one query token a batch the two agree. */
+ * grid is tokens x splits), not the batches. Worked by hand for 132 SMs, 128-token tiles, overhead
+ * 18: bs=33 q_len=4 kv=8192 (132 tokens): per batch n = 4 costs ceil(132 / 132) (16 + 18) = 34 (n =
+ * 3: 40, n = 5: 2 (13 + 18) = 62); per token n = 1 costs 64 + 18 = 82, n = 2 2 (32 + 18) = 100, any
+ * n n (ceil(64 / n) + 18) >= 64 + 18 n: 1. bs=66 q_len=2 kv=4096: per batch 2 (1 (16 + 18) = 34
+ * against 32 + 18 = 50), per token 1 (2 (16 + 18) = 68). bs=20 q_len=4 kv=8192: per batch 6
+ * (ceil(120 / 132) (11 + 18) = 29), per token 3 (80 blocks a split: n = 1 82, n = 2 2 (32 + 18) =
+ * 100, n = 3 2 (22 + 18) = 80, n = 4 3 (16 + 18) = 102). With one query token a batch the two
+ * agree. */
 Test(recipe, split_rule_waves_per_token) {
   mlr_recipe r, aiter;
   mlr_error err = {""};
   mlr_recipe_builtin("fp32-seq", &r);
-  cr_assert_eq(mlr_recipe_set_list(&r, "split.rule=waves;split.cus=132;split.max=64;split.min_tokens=128;split.align=128;split.overhead=18", &err),
+  cr_assert_eq(mlr_recipe_set_list(&r,
+                                   "split.rule=waves;split.cus=132;split.max=64;split.min_tokens="
+                                   "128;split.align=128;split.overhead=18",
+                                   &err),
                MLR_OK, "%s", err.msg);
-  static const int64_t c[][5] = {/* bs, tokens, L, n per batch, n per token */
-                                 {33, 132, 8192, 4, 1}, {66, 132, 4096, 2, 1}, {20, 80, 8192, 6, 3}, {48, 96, 8192, 2, 1},
-                                 {4, 4, 8192, 32, 32},  {64, 64, 8192, 2, 2},  {133, 133, 8192, 2, 2}, {0, 0, 1024, 8, 8}};
+  static const int64_t c[][5] = {
+      /* bs, tokens, L, n per batch, n per token */
+      {33, 132, 8192, 4, 1}, {66, 132, 4096, 2, 1}, {20, 80, 8192, 6, 3},   {48, 96, 8192, 2, 1},
+      {4, 4, 8192, 32, 32},  {64, 64, 8192, 2, 2},  {133, 133, 8192, 2, 2}, {0, 0, 1024, 8, 8}};
   for (size_t i = 0; i < sizeof c / sizeof *c; i++)
     for (int per = 0; per < 2; per++) {
       int64_t n, len;
       r.split_per = per;
       mlr_recipe_splits(&r, c[i][0], c[i][1], c[i][2], &n, &len);
-      cr_assert_eq(n, c[i][3 + per], "per %s bs=%lld tokens=%lld kv=%lld: %lld splits", per ? "token" : "batch", (long long)c[i][0],
-                   (long long)c[i][1], (long long)c[i][2], (long long)n);
-      cr_assert(n == 1 ? len == c[i][2] : (len % 128 == 0 && n * len >= c[i][2] && (n - 1) * len < c[i][2]));
+      cr_assert_eq(n, c[i][3 + per], "per %s bs=%lld tokens=%lld kv=%lld: %lld splits",
+                   per ? "token" : "batch", (long long)c[i][0], (long long)c[i][1],
+                   (long long)c[i][2], (long long)n);
+      cr_assert(n == 1 ? len == c[i][2]
+                       : (len % 128 == 0 && n * len >= c[i][2] && (n - 1) * len < c[i][2]));
     }
   /* the other rules count batches whatever split.per says (AITER's rule is AITER's) */
   aiter = r;
-  cr_assert_eq(mlr_recipe_set_list(&aiter, "split.rule=aiter_v1;split.cus=128;split.per=token", &err), MLR_OK, "%s", err.msg);
+  cr_assert_eq(
+      mlr_recipe_set_list(&aiter, "split.rule=aiter_v1;split.cus=128;split.per=token", &err),
+      MLR_OK, "%s", err.msg);
   int64_t n, len;
   mlr_recipe_splits(&aiter, 32, 128, 8192, &n, &len);
   cr_assert_eq(n, 4, "%lld", (long long)n);
@@ -295,8 +333,16 @@ Test(recipe, q_policies_parse_and_print) {
   }
   cr_assert_eq(mlr_recipe_set_policy(&r, "static:absmax=4", &err), MLR_OK);
   cr_assert(r.q_scale == MLR_QS_STATIC && r.q_absmax == 4.0);
-  const char *bad[] = {"static", "static:absmax=", "static:absmax=0", "static:absmax=-2", "static:absmax=inf", "static:absmax=4x", "none", ""};
-  for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) cr_assert_eq(mlr_recipe_set_policy(&r, bad[k], &err), MLR_EPARSE, "%s", bad[k]);
+  const char *bad[] = {"static",
+                       "static:absmax=",
+                       "static:absmax=0",
+                       "static:absmax=-2",
+                       "static:absmax=inf",
+                       "static:absmax=4x",
+                       "none",
+                       ""};
+  for (size_t k = 0; k < sizeof bad / sizeof *bad; k++)
+    cr_assert_eq(mlr_recipe_set_policy(&r, bad[k], &err), MLR_EPARSE, "%s", bad[k]);
   cr_assert(r.q_scale == MLR_QS_STATIC && r.q_absmax == 4.0, "a refused policy changes nothing");
   cr_assert_eq(mlr_recipe_builtin("fp32-seq", &r), MLR_OK);
   cr_assert_eq(mlr_recipe_set_policy(&r, "dynamic", &err), MLR_EINVAL);
@@ -315,10 +361,14 @@ Test(recipe, later_keys) {
   cr_assert_null(strstr(c, "softmax.exp_unit"));
   cr_assert_null(strstr(c, "softmax.sum"));
   mlr_recipe_hash(&r, h);
-  cr_assert_eq(mlr_recipe_set_list(&r, "softmax.exp=2;softmax.exp_unit=sm90-ex2;softmax.sum=warp16", &err), MLR_OK, "%s", err.msg);
+  cr_assert_eq(
+      mlr_recipe_set_list(&r, "softmax.exp=2;softmax.exp_unit=sm90-ex2;softmax.sum=warp16", &err),
+      MLR_OK, "%s", err.msg);
   cr_assert_eq(mlr_recipe_check(&r, &err), MLR_OK, "%s", err.msg);
   mlr_recipe_canonical(&r, c, sizeof c);
-  cr_assert(strstr(c, ";softmax.clamp=0x1.19799812dea11p-40;softmax.exp_unit=sm90-ex2;softmax.sum=warp16;p.format="), "%s", c);
+  cr_assert(strstr(c, ";softmax.clamp=0x1.19799812dea11p-40;softmax.exp_unit=sm90-ex2;softmax.sum="
+                      "warp16;p.format="),
+            "%s", c);
   mlr_recipe_hash(&r, h2);
   cr_assert_str_neq(h, h2);
   mlr_recipe_text(&r, text, sizeof text);
@@ -327,7 +377,8 @@ Test(recipe, later_keys) {
   cr_assert_str_eq(c, c2);
   cr_assert_eq(mlr_recipe_set(&r, "softmax.exp=e", &err), MLR_OK);
   cr_assert_eq(mlr_recipe_check(&r, &err), MLR_EINVAL);
-  cr_assert_str_eq(err.msg, "softmax.exp_unit = sm90-ex2 computes 2^x: it needs softmax.exp = 2 or e_via_2");
+  cr_assert_str_eq(err.msg,
+                   "softmax.exp_unit = sm90-ex2 computes 2^x: it needs softmax.exp = 2 or e_via_2");
   cr_assert_eq(mlr_recipe_set(&r, "softmax.sum=tree", &err), MLR_EPARSE);
   cr_assert_str_eq(err.msg, "softmax.sum = 'tree' is not one of seq|warp16");
 }

@@ -6,20 +6,23 @@
 #include <omp.h>
 #include <stdlib.h>
 
-#include "fixtures/rng/mlr_rng.h"
+#include "mlr_rng.h"
 
 /* Random123 tests/kat_vectors, the three "philox4x32 10" lines: counter[4] key[2] -> out[4]. */
 static const uint32_t KAT[3][10] = {
-  {0, 0, 0, 0, 0, 0, 0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8},
-  {0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd},
-  {0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0, 0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1},
+    {0, 0, 0, 0, 0, 0, 0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8},
+    {0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0x408f276d, 0x41c83b0e,
+     0xa20bc7c6, 0x6d5451fd},
+    {0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0, 0xd16cfe09, 0x94fdcceb,
+     0x5001e420, 0x24126ea1},
 };
 
 Test(rng, philox_known_answers) {
   for (int i = 0; i < 3; i++) {
     uint32_t out[4];
     mlr_philox4x32_10(KAT[i], KAT[i] + 4, out);
-    for (int j = 0; j < 4; j++) cr_assert_eq(out[j], KAT[i][6 + j], "vector %d word %d: 0x%08x", i, j, out[j]);
+    for (int j = 0; j < 4; j++)
+      cr_assert_eq(out[j], KAT[i][6 + j], "vector %d word %d: 0x%08x", i, j, out[j]);
   }
 }
 
@@ -31,11 +34,13 @@ Test(rng, keying_layout_known_answers) {
   /* the third vector's block counter is above 2^63 (element indices stop at 2^63), so it is
    * checked through the block function, which takes the block counter j = i >> 1 */
   uint64_t w[2];
-  mlr_rng_block(0x299f31d0a4093822ull, 0x13198a2e, 0x03707344, (0x85a308d3ull << 32) | 0x243f6a88ull, w);
+  mlr_rng_block(0x299f31d0a4093822ull, 0x13198a2e, 0x03707344,
+                (0x85a308d3ull << 32) | 0x243f6a88ull, w);
   cr_assert_eq(w[0], 0x94fdccebd16cfe09ull);
   cr_assert_eq(w[1], 0x24126ea15001e420ull);
   /* first values of the variates: uniform by its formula, exactly */
-  cr_assert_eq(mlr_rng_uniform(0, 0, 0, 0), ((double)(0xe169c58d6627e8d5ull >> 12) + 0.5) * 0x1p-52);
+  cr_assert_eq(mlr_rng_uniform(0, 0, 0, 0),
+               ((double)(0xe169c58d6627e8d5ull >> 12) + 0.5) * 0x1p-52);
   cr_assert_eq(mlr_rng_normal(0, 0, 0, 0), mlr_normal_quantile(mlr_rng_uniform(0, 0, 0, 0)));
 }
 
@@ -60,7 +65,8 @@ Test(rng, normal_quantile_accuracy) {
   for (int i = 0; i <= 20000; i++) {
     /* u spread over (0,1), dense at both ends down to 2^-53 */
     const double t = (double)i / 20000.0;
-    const double u = t < 0.5 ? ldexp(1.0, (int)(-53.0 + 106.0 * t)) * (1.0 + t) / 2.0 : 1.0 - ldexp(1.0, (int)(-53.0 + 106.0 * (1.0 - t))) * (2.0 - t) / 2.0;
+    const double u = t < 0.5 ? ldexp(1.0, (int)(-53.0 + 106.0 * t)) * (1.0 + t) / 2.0
+                             : 1.0 - ldexp(1.0, (int)(-53.0 + 106.0 * (1.0 - t))) * (2.0 - t) / 2.0;
     if (!(u > 0.0 && u < 1.0)) continue;
     const double q = mlr_normal_quantile(u);
     mpfr_set_d(z, -q, MPFR_RNDN);
@@ -79,7 +85,8 @@ Test(rng, normal_quantile_accuracy) {
   }
   for (uint64_t i = 0; i < 100000; i++) {
     const uint64_t w = mlr_rng_bits(3, 2, 1, i);
-    cr_assert_eq(mlr_normal_quantile(mlr_u64_to_uniform(~w)), -mlr_normal_quantile(mlr_u64_to_uniform(w)));
+    cr_assert_eq(mlr_normal_quantile(mlr_u64_to_uniform(~w)),
+                 -mlr_normal_quantile(mlr_u64_to_uniform(w)));
   }
   cr_assert(isinf(mlr_normal_quantile(0.0)) && mlr_normal_quantile(0.0) < 0);
   cr_assert(isinf(mlr_normal_quantile(1.0)) && mlr_normal_quantile(1.0) > 0);
@@ -106,8 +113,8 @@ Test(rng, bulk_matches_scalar) {
         for (size_t k = 0; k < n; k++) cr_assert_eq(d[k], mlr_rng_uniform(77, 3, 1, f0 + k));
         cr_assert_eq(mlr_rng_normal_array(d, n, 77, 3, 1, f0), MLR_OK);
         for (size_t k = 0; k < n; k++)
-          cr_assert_eq(mlr_f64_bits(d[k]), mlr_f64_bits(mlr_rng_normal(77, 3, 1, f0 + k)), "n %zu first %llu k %zu", n,
-                       (unsigned long long)f0, k);
+          cr_assert_eq(mlr_f64_bits(d[k]), mlr_f64_bits(mlr_rng_normal(77, 3, 1, f0 + k)),
+                       "n %zu first %llu k %zu", n, (unsigned long long)f0, k);
       }
   }
   cr_assert_eq(mlr_rng_normal_array(NULL, 5, 1, 1, 0, 0), MLR_EINVAL);
@@ -139,7 +146,8 @@ Test(rng, normal_moments) {
   cr_assert_lt(fabs(var - 1.0), 6.0 * sqrt(2.0 / n), "variance %g", var);
   cr_assert_lt(fabs(kurt - 3.0), 6.0 * sqrt(96.0 / n), "fourth moment %g", kurt);
   const double p3 = 0.0026997960632601866; /* P(|Z| > 3) */
-  cr_assert_lt(fabs((double)beyond3 / n - p3), 6.0 * sqrt(p3 / n), "tail fraction %g", (double)beyond3 / n);
+  cr_assert_lt(fabs((double)beyond3 / n - p3), 6.0 * sqrt(p3 / n), "tail fraction %g",
+               (double)beyond3 / n);
   /* other tensors, streams and seeds give other numbers */
   cr_assert_neq(mlr_rng_bits(seed, 9, 0, 0), mlr_rng_bits(seed, 10, 0, 0));
   cr_assert_neq(mlr_rng_bits(seed, 9, 0, 0), mlr_rng_bits(seed, 9, 1, 0));

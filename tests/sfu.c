@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ref/emulate/mlr_emu_ops.h"
-#include "ref/sfu/mlr_sfu.h"
+#include "mlr_emu_ops.h"
+#include "mlr_sfu.h"
 
 static const uint32_t *table(void) {
   const uint32_t *g = NULL;
@@ -51,7 +51,8 @@ Test(sfu, model_reproduces_the_h200_samples) {
     cr_assert_eq(sscanf(line, "%x %x", &xb, &yb), 2, "%s", line);
     const float x = mlr_bits_f32(xb), y = mlr_sfu_ex2(g, x);
     const int same = x != x ? y != y : mlr_f32_bits(y) == yb;
-    if (!same && bad++ < 5) cr_log_error("x %08x (%a): hardware %08x, model %08x", xb, (double)x, yb, mlr_f32_bits(y));
+    if (!same && bad++ < 5)
+      cr_log_error("x %08x (%a): hardware %08x, model %08x", xb, (double)x, yb, mlr_f32_bits(y));
     n++;
     sub += yb != 0 && yb < 0x00800000u;
     squared += x < -126.0f;
@@ -59,7 +60,8 @@ Test(sfu, model_reproduces_the_h200_samples) {
   fclose(f);
   cr_assert_eq(n, 4096);
   cr_assert_eq(bad, 0, "%d of %d samples differ", bad, n);
-  cr_assert_gt(sub, 100, "the samples reach the subnormal results (%d)", sub); /* the squaring path is exercised */
+  cr_assert_gt(sub, 100, "the samples reach the subnormal results (%d)",
+               sub); /* the squaring path is exercised */
   cr_assert_gt(squared, 1000);
 }
 
@@ -75,7 +77,8 @@ Test(sfu, error_within_the_bound_constant) {
     if (e > worst) worst = e;
   }
   cr_assert_leq(worst, MLR_SFU_EX2_REL, "worst %g = %.4f x 2^-24", worst, worst / 0x1p-24);
-  cr_assert_geq(worst, 2.4 * 0x1p-24, "worst %.4f x 2^-24: the constant is not loose", worst / 0x1p-24);
+  cr_assert_geq(worst, 2.4 * 0x1p-24, "worst %.4f x 2^-24: the constant is not loose",
+                worst / 0x1p-24);
 }
 
 /* the model's structure on hand-picked x: the cut toward zero, the exact halving per unit of x,
@@ -94,7 +97,8 @@ Test(sfu, model_structure) {
   cr_assert_eq(mlr_f32_bits(mlr_sfu_ex2(g, -0x1p-23f)), g[1]);
   /* ex2(x - k) = ex2(x) 2^-k, with x - k exact (x a multiple of 2^-17, the ulp just below -64) */
   const float x = -77777.0f * 0x1p-17f;
-  for (int k = 1; k < 126; k++) cr_assert_eq(mlr_sfu_ex2(g, x - (float)k), ldexpf(mlr_sfu_ex2(g, x), -k), "k = %d", k);
+  for (int k = 1; k < 126; k++)
+    cr_assert_eq(mlr_sfu_ex2(g, x - (float)k), ldexpf(mlr_sfu_ex2(g, x), -k), "k = %d", k);
   /* below -126: MUFU(x / 2) squared; -252 > x: the half flushes to 0 */
   const float h = mlr_sfu_ex2(g, -70.3f);
   cr_assert_eq(mlr_f32_bits(mlr_sfu_ex2(g, -140.6f)), mlr_f32_bits(h * h));
@@ -118,7 +122,8 @@ Test(sfu, rowsum_warp16) {
   /* groups of 16 in order, and a short last group (n = 35: its tokens past n are zeros) */
   memset(p, 0, sizeof p);
   p[0] = 1.0f, p[16] = 0x1p-24f, p[32] = 0x1p-24f, p[34] = 0x1p-24f;
-  cr_assert_eq(mlr__emu_rowsum(MLR_SUM_WARP16, p, 35), 1.0f + 0x1p-23f); /* (2^-24 + 2^-24) within group 2 */
-  cr_assert_eq(mlr__emu_rowsum(MLR_SUM_WARP16, p, 34), 1.0f);           /* p[34] past n */
+  cr_assert_eq(mlr__emu_rowsum(MLR_SUM_WARP16, p, 35),
+               1.0f + 0x1p-23f);                              /* (2^-24 + 2^-24) within group 2 */
+  cr_assert_eq(mlr__emu_rowsum(MLR_SUM_WARP16, p, 34), 1.0f); /* p[34] past n */
   cr_assert_eq(mlr__emu_rowsum(MLR_SUM_SEQ, p, 35), 1.0f);
 }

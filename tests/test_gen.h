@@ -4,8 +4,8 @@
 
 #include <criterion/criterion.h>
 
-#include "fixtures/gen/mlr_gen.h"
-#include "fixtures/inputs/mlr_inputs.h"
+#include "mlr_gen.h"
+#include "mlr_inputs.h"
 
 typedef struct gen {
   mlr_tensor_file tf;

@@ -4,18 +4,17 @@
  * GPU works in parallel, it is over elements that the model computes independently, or over an
  * operation whose result does not depend on the order (a max, an exact sum):
  *
- *   k_amax   max |q| per group (dynamic, per head, per token), then the task's scale (one block each)
- *   k_qprep  Q values, the QK operand, the logit scale c and each Q row's range (one block per row)
- *   k_qk     logits: a thread per (2 KV tokens, head), the chain over 576 columns in order; a block
- *            holds 32 tokens of one query token and its 16 heads' Q (k_qk_x8: exact dots over fp8
- *            KV, the block's K rows decoded once into binary64, 32 columns at a time)
- *   k_split  a block per (query token, split), 16 warps: warp h does head h's softmax per softmax
- *            block (the max, fmaxf, order-free; the p's, a token per lane; their sum in token
- *            order), and lane l of warp w runs output column 32w + l of every head, each head's
- *            PV chain in token order, V read and decoded once per block (exact dots: one binary64
- *            chain, two with P split, or the 128-bit / long accumulator, as the ranges allow);
- *            the split's result (output, or a partial)
- *   k_merge  one block per (query token, head): thread d merges column d over the splits
+ *   k_amax   max |q| per group (dynamic, per head, per token), then the task's scale (one block
+ * each) k_qprep  Q values, the QK operand, the logit scale c and each Q row's range (one block per
+ * row) k_qk     logits: a thread per (2 KV tokens, head), the chain over 576 columns in order; a
+ * block holds 32 tokens of one query token and its 16 heads' Q (k_qk_x8: exact dots over fp8 KV,
+ * the block's K rows decoded once into binary64, 32 columns at a time) k_split  a block per (query
+ * token, split), 16 warps: warp h does head h's softmax per softmax block (the max, fmaxf,
+ * order-free; the p's, a token per lane; their sum in token order), and lane l of warp w runs
+ * output column 32w + l of every head, each head's PV chain in token order, V read and decoded once
+ * per block (exact dots: one binary64 chain, two with P split, or the 128-bit / long accumulator,
+ * as the ranges allow); the split's result (output, or a partial) k_merge  one block per (query
+ * token, head): thread d merges column d over the splits
  *
  * Written against HIP names; gpu/hip_compat.h maps them onto CUDA. Build flags keep the arithmetic
  * IEEE: no contraction (-fmad=false / -ffp-contract=off), no flush to zero, IEEE division. */
@@ -30,8 +29,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../ref/emulate/mlr_emu_ops.h"
-#include "../../ref/pmath/mlr_exact.h"
+#include "mlr_emu_ops.h"
+#include "mlr_exact.h"
 #include "mlr_gpu.h"
 
 /* nvcc unrolls the token loops by 4 (their loads then overlap); clang for AMD declines loops with
@@ -45,27 +44,40 @@
 namespace {
 
 enum { QK = MLR_EMU_QK_DIM, DV = MLR_EMU_V_DIM, NOPE = MLR_EMU_NOPE, MAXH = MLR_GPU_MAX_HEADS };
-enum { SPLIT_THREADS = 32 * MLR_GPU_MAX_HEADS, QK_THREADS = 256, QK_ROWS = 2 * QK_THREADS / MLR_GPU_MAX_HEADS, AMAX_THREADS = 1024, MERGE_THREADS = 512,
-       QKX_THREADS = 128, QKX_ROWS = 4 * QKX_THREADS / (MLR_GPU_MAX_HEADS / 2) };
-enum { PV_CHAIN = 0, PV_I128 = 1, PV_LONG = 2, PV_SPLIT = 3 }; /* how a head sums one block's PV (k_split) */
+enum {
+  SPLIT_THREADS = 32 * MLR_GPU_MAX_HEADS,
+  QK_THREADS = 256,
+  QK_ROWS = 2 * QK_THREADS / MLR_GPU_MAX_HEADS,
+  AMAX_THREADS = 1024,
+  MERGE_THREADS = 512,
+  QKX_THREADS = 128,
+  QKX_ROWS = 4 * QKX_THREADS / (MLR_GPU_MAX_HEADS / 2)
+};
+enum {
+  PV_CHAIN = 0,
+  PV_I128 = 1,
+  PV_LONG = 2,
+  PV_SPLIT = 3
+}; /* how a head sums one block's PV (k_split) */
 
 /* everything the kernels read: the recipe's switches, sizes and device pointers */
 struct gp {
-  int H, kv8, kvfmt, folded, fused, qk_op, pv_op, qk_dot, pv_exact, qk_bf16, logit_bf16, exp_sm, exp_lse;
+  int H, kv8, kvfmt, folded, fused, qk_op, pv_op, qk_dot, pv_exact, qk_bf16, logit_bf16, exp_sm,
+      exp_lse;
   int p_fmt, into, normalized, softmax_exp, lse_base, merge_rule, out_fmt, qfmt, qscale, qtask;
   float kvs, clamp, c0;
-  int klsb, ktop, vlsb, vtop;    /* fp8 KV: the range of every finite K and V operand (exact dots) */
+  int klsb, ktop, vlsb, vtop; /* fp8 KV: the range of every finite K and V operand (exact dots) */
   int64_t T, S, page, blk;
   const uint16_t *q;
   const void *kv;
   const int32_t *kv_indptr, *kv_indices;
-  const int32_t *tok_b;          /* [T] batch of each query token */
-  const int64_t *tok_L, *soff;   /* [T] KV tokens it sees, offset of its logits in lg */
-  const int64_t *nsplit, *slen;  /* [B] */
-  float *scales, *qT, *c;        /* [groups], [T][576][H], [T*H] */
-  int *qlsb, *qtop;              /* [T*H] (exact QK) */
+  const int32_t *tok_b;         /* [T] batch of each query token */
+  const int64_t *tok_L, *soff;  /* [T] KV tokens it sees, offset of its logits in lg */
+  const int64_t *nsplit, *slen; /* [B] */
+  float *scales, *qT, *c;       /* [groups], [T][576][H], [T*H] */
+  int *qlsb, *qtop;             /* [T*H] (exact QK) */
   unsigned long long *clipped;
-  float *lg;                     /* logits, then P operands, [soff[t] + h*L + j] */
+  float *lg; /* logits, then P operands, [soff[t] + h*L + j] */
   float *part_o, *part_lse, *part_max, *part_sum;
   void *o;
   float *lse;
@@ -92,8 +104,10 @@ __device__ float kv_operand(const gp &p, uint32_t code, int op) {
 __global__ void k_amax(gp p) {
   const int64_t g = blockIdx.x;
   int64_t t0 = 0, t1 = p.T, h0 = 0, h1 = p.H;
-  if (p.qscale == MLR_QS_PER_HEAD) h0 = g, h1 = g + 1;
-  else if (p.qscale == MLR_QS_PER_TOKEN) t0 = g, t1 = g + 1;
+  if (p.qscale == MLR_QS_PER_HEAD)
+    h0 = g, h1 = g + 1;
+  else if (p.qscale == MLR_QS_PER_TOKEN)
+    t0 = g, t1 = g + 1;
   const int64_t nh = h1 - h0, nrows = (t1 - t0) * nh;
   float amax = 0.0f; /* NaN is skipped by the comparison, as in the emulator's group_amax */
   for (int64_t rr = threadIdx.x >> 5; rr < nrows; rr += blockDim.x >> 5) { /* a row per 32 lanes */
@@ -108,7 +122,8 @@ __global__ void k_amax(gp p) {
   __syncthreads();
   atomicMax(&mx, mlr_f32_bits(amax));
   __syncthreads();
-  if (threadIdx.x == 0) p.scales[g] = mlr_task_scale(mlr_bits_f32(mx), mlr_format_max((mlr_format)p.qfmt));
+  if (threadIdx.x == 0)
+    p.scales[g] = mlr_task_scale(mlr_bits_f32(mx), mlr_format_max((mlr_format)p.qfmt));
 }
 
 __global__ void k_qprep(gp p) {
@@ -116,7 +131,8 @@ __global__ void k_qprep(gp p) {
   const int i = threadIdx.x;
   const uint16_t code = p.q[row * QK + i];
   float qv, qs = 1.0f;
-  if (p.qfmt < 0) qv = mlr_bits_f32((uint32_t)code << 16);
+  if (p.qfmt < 0)
+    qv = mlr_bits_f32((uint32_t)code << 16);
   else {
     qs = p.scales[p.qscale == MLR_QS_PER_HEAD ? h : p.qscale == MLR_QS_PER_TOKEN ? t : 0];
     int clip;
@@ -136,8 +152,10 @@ __global__ void k_qprep(gp p) {
   if (i == 0) lo = 1000, hi = -1000, nonfinite = 0;
   __syncthreads();
   int l = 1000, top = -1000;
-  if (!isfinite(op)) atomicOr(&nonfinite, 1);
-  else mlr_f32_range_add(op, &l, &top);
+  if (!isfinite(op))
+    atomicOr(&nonfinite, 1);
+  else
+    mlr_f32_range_add(op, &l, &top);
   atomicMin(&lo, l);
   atomicMax(&hi, top);
   __syncthreads();
@@ -150,7 +168,8 @@ __global__ void k_qprep(gp p) {
  * INT_MAX: a NaN or Inf among them): the emulator's exact_dot and its binary64 paths (the chain in
  * order when an operand is not finite; otherwise the exact sum, which every method below gives) */
 template <typename KF>
-__device__ float exact_dot(const float *q, int qs, KF k, int n, int qlsb, int qtop, int klsb, int ktop) {
+__device__ float exact_dot(const float *q, int qs, KF k, int n, int qlsb, int qtop, int klsb,
+                           int ktop) {
   const int nonfinite = qtop == INT_MAX || ktop == INT_MAX;
   if (!nonfinite && (qlsb > qtop || klsb > ktop)) return 0.0f; /* an all-zero vector */
   if (nonfinite || mlr_f64_fits(qlsb, qtop, klsb, ktop, n)) {
@@ -185,7 +204,8 @@ __device__ void load_ops16(const gp &p, const float *lut, int op, int64_t row, i
     const uint4 w0 = src[0], w1 = src[1];
     const uint32_t ws[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
 #pragma unroll
-    for (int c = 0; c < 16; c++) out[c] = kv_operand(p, (ws[c >> 1] >> (16 * (c & 1))) & 0xFFFF, op);
+    for (int c = 0; c < 16; c++)
+      out[c] = kv_operand(p, (ws[c >> 1] >> (16 * (c & 1))) & 0xFFFF, op);
   }
 }
 
@@ -219,7 +239,9 @@ __global__ void __launch_bounds__(QK_THREADS) k_qk(gp p) {
   const int r = tid / MAXH, h = tid % MAXH;
   const int64_t ja = j0 + r, jb = ja + QK_ROWS / 2;
   if (ja >= L || h >= H) return;
-  const int two = jb < L; /* the second row exists (its chain is computed on row ja's data otherwise, and dropped) */
+  const int two =
+      jb <
+      L; /* the second row exists (its chain is computed on row ja's data otherwise, and dropped) */
   const int64_t kra = kv_row(p, b, ja), krb = two ? kv_row(p, b, jb) : kra;
   const float *q = qs + h;
   float s[2];
@@ -235,18 +257,24 @@ __global__ void __launch_bounds__(QK_THREADS) k_qk(gp p) {
         const double qv = q[(i0 + c) * MAXH];
 #pragma unroll
         for (int w = 0; w < 2; w++) {
-          if (!isfinite(k[w][c])) nonfinite[w] = 1;
-          else mlr_f32_range_add(k[w][c], &klo[w], &khi[w]);
+          if (!isfinite(k[w][c]))
+            nonfinite[w] = 1;
+          else
+            mlr_f32_range_add(k[w][c], &klo[w], &khi[w]);
           a[w] = fma(qv, (double)k[w][c], a[w]);
         }
       }
     }
     const int ql = p.qlsb[t * H + h], qt = p.qtop[t * H + h];
     for (int w = 0; w < 2; w++) {
-      if (qt == INT_MAX || nonfinite[w] || ql > qt || klo[w] > khi[w] || mlr_f64_fits(ql, qt, klo[w], khi[w], QK)) s[w] = (float)a[w];
+      if (qt == INT_MAX || nonfinite[w] || ql > qt || klo[w] > khi[w] ||
+          mlr_f64_fits(ql, qt, klo[w], khi[w], QK))
+        s[w] = (float)a[w];
       else {
         const int64_t krow = w ? krb : kra;
-        auto kv = [&](int i) -> float { return kv_operand(p, ((const uint16_t *)p.kv)[krow * QK + i], p.qk_op); };
+        auto kv = [&](int i) -> float {
+          return kv_operand(p, ((const uint16_t *)p.kv)[krow * QK + i], p.qk_op);
+        };
         s[w] = exact_dot(q, MAXH, kv, QK, ql, qt, klo[w], khi[w]);
       }
     }
@@ -279,9 +307,10 @@ __global__ void __launch_bounds__(QK_THREADS) k_qk(gp p) {
 }
 
 /* k_qk_x8's rare cases for head h and K row krow, by exact_dot: kind 1, a NaN or Inf in K (a K top
- * of INT_MAX: its naive binary64 chain in column order, the emulator's rule); kind 2, the exact sum.
- * Out of line, so the main path keeps its registers. */
-__device__ __noinline__ float qk_x8_fallback(const gp &p, const float *klut, int64_t t, int h, int64_t krow, int kind, int qlo, int qhi) {
+ * of INT_MAX: its naive binary64 chain in column order, the emulator's rule); kind 2, the exact
+ * sum. Out of line, so the main path keeps its registers. */
+__device__ __noinline__ float qk_x8_fallback(const gp &p, const float *klut, int64_t t, int h,
+                                             int64_t krow, int kind, int qlo, int qhi) {
   const float *q = p.qT + t * QK * p.H + h; /* Q operands, stride H */
   auto kv = [&](int i) -> float { return klut[((const uint8_t *)p.kv)[krow * QK + i]]; };
   return exact_dot(q, p.H, kv, QK, qlo, qhi, p.klsb, kind == 1 ? INT_MAX : p.ktop);
@@ -289,12 +318,12 @@ __device__ __noinline__ float qk_x8_fallback(const gp &p, const float *klut, int
 
 /* Logits for exact dots over fp8 KV: a block per 64 KV tokens of one query token; thread (g, hp)
  * computes rows 4g .. 4g+3 for heads 2hp and 2hp+1 (8 chains: each operand read from shared memory
- * serves 2 or 4 of them, so the fma units, not the loads, set the pace). The K rows are decoded once
- * per block, 32 columns at a time, into binary64 in shared memory (column-major: a thread's 4 rows
- * are 2 vector loads), beside the chunk's Q operands in binary64. The ranges are Q's row and every
- * finite K code (a bound of any row's): one binary64 chain where that fits (mlr_f64_fits); else
- * two, with Q split at 2^s (mlr_f64x2_fits), for every head of the block when one head needs it
- * (each head's own s; s = its lsb, no split, where one chain holds it), so its warps do not
+ * serves 2 or 4 of them, so the fma units, not the loads, set the pace). The K rows are decoded
+ * once per block, 32 columns at a time, into binary64 in shared memory (column-major: a thread's 4
+ * rows are 2 vector loads), beside the chunk's Q operands in binary64. The ranges are Q's row and
+ * every finite K code (a bound of any row's): one binary64 chain where that fits (mlr_f64_fits);
+ * else two, with Q split at 2^s (mlr_f64x2_fits), for every head of the block when one head needs
+ * it (each head's own s; s = its lsb, no split, where one chain holds it), so its warps do not
  * diverge; else exact_dot. A NaN or Inf in K makes the chains' sums NaN or Inf (a non-finite
  * product never leaves a sum), and only then is the row's naive chain run (the emulator's rule); a
  * Q row with NaN or Inf is never split, so its chain is that naive chain already. */
@@ -308,8 +337,10 @@ __global__ void __launch_bounds__(QKX_THREADS) k_qk_x8(gp p) {
   const int64_t t = blockIdx.y, L = p.tok_L[t], j0 = (int64_t)blockIdx.x * QKX_ROWS;
   if (j0 >= L) return;
   const int64_t b = p.tok_b[t];
-  for (int k = tid; k < 256; k += QKX_THREADS) klut[k] = kv_operand(p, (uint32_t)k, p.qk_op), klutd[k] = klut[k];
-  int qlo[2], qhi[2], fits1[2], fits2[2] = {0, 0}, plain[2], need = 0; /* plain: one chain, never split */
+  for (int k = tid; k < 256; k += QKX_THREADS)
+    klut[k] = kv_operand(p, (uint32_t)k, p.qk_op), klutd[k] = klut[k];
+  int qlo[2], qhi[2], fits1[2], fits2[2] = {0, 0}, plain[2],
+                                need = 0; /* plain: one chain, never split */
 #pragma unroll
   for (int e = 0; e < 2; e++) {
     const int h = 2 * hp + e;
@@ -317,8 +348,10 @@ __global__ void __launch_bounds__(QKX_THREADS) k_qk_x8(gp p) {
     plain[e] = qhi[e] == INT_MAX || qlo[e] > qhi[e];
     fits1[e] = plain[e] || mlr_f64_fits(qlo[e], qhi[e], p.klsb, p.ktop, QK);
     int sh = 0;
-    if (!plain[e]) fits2[e] = mlr_f64x2_fits(qlo[e], qhi[e], p.klsb, p.ktop, QK, &sh); /* s = qlo where fits1 */
-    if (!fits1[e] && !fits2[e]) plain[e] = 1; /* exact_dot after; the chains' sums serve only the NaN/Inf test */
+    if (!plain[e])
+      fits2[e] = mlr_f64x2_fits(qlo[e], qhi[e], p.klsb, p.ktop, QK, &sh); /* s = qlo where fits1 */
+    if (!fits1[e] && !fits2[e])
+      plain[e] = 1; /* exact_dot after; the chains' sums serve only the NaN/Inf test */
     if (g == 0) kc[h] = plain[e] ? 0.0 : mlr_f64_split_const(sh);
     need |= !fits1[e];
   }
@@ -336,14 +369,18 @@ __global__ void __launch_bounds__(QKX_THREADS) k_qk_x8(gp p) {
       const uint32_t ws[4] = {w.x, w.y, w.z, w.w};
       double *col = (double *)kd; /* kd as [CH][QKX_ROWS] doubles */
 #pragma unroll
-      for (int c = 0; c < 16; c++) col[(16 * kh + c) * QKX_ROWS + kr] = klutd[(ws[c >> 2] >> (8 * (c & 3))) & 0xFF];
+      for (int c = 0; c < 16; c++)
+        col[(16 * kh + c) * QKX_ROWS + kr] = klutd[(ws[c >> 2] >> (8 * (c & 3))) & 0xFF];
     }
-    for (int k = tid; k < CH * MAXH; k += QKX_THREADS) { /* the chunk's Q operands, split where asked */
+    for (int k = tid; k < CH * MAXH;
+         k += QKX_THREADS) { /* the chunk's Q operands, split where asked */
       const int c = k / MAXH, hh = k % MAXH;
       double x = 0.0, xh = 0.0, xl = 0.0;
       if (hh < H) x = p.qT[(t * QK + i0 + c) * H + hh];
-      if (kc[hh] != 0.0) mlr_f64_split(x, kc[hh], &xh, &xl);
-      else xh = x;
+      if (kc[hh] != 0.0)
+        mlr_f64_split(x, kc[hh], &xh, &xl);
+      else
+        xh = x;
       ((double *)qh)[c * MAXH + hh] = xh, ((double *)ql)[c * MAXH + hh] = xl;
     }
     __syncthreads();
@@ -353,7 +390,8 @@ __global__ void __launch_bounds__(QKX_THREADS) k_qk_x8(gp p) {
         const double2 q = qh[c][hp], k01 = kd[c][2 * g], k23 = kd[c][2 * g + 1];
         const double k[4] = {k01.x, k01.y, k23.x, k23.y};
 #pragma unroll
-        for (int r = 0; r < 4; r++) a[r][0] = fma(q.x, k[r], a[r][0]), a[r][1] = fma(q.y, k[r], a[r][1]);
+        for (int r = 0; r < 4; r++)
+          a[r][0] = fma(q.x, k[r], a[r][0]), a[r][1] = fma(q.y, k[r], a[r][1]);
       }
     } else {
 #pragma unroll 4
@@ -375,8 +413,10 @@ __global__ void __launch_bounds__(QKX_THREADS) k_qk_x8(gp p) {
   for (int e = 0; e < 2; e++)
 #pragma unroll
     for (int r = 0; r < 4; r++) {
-      fb[r][e] = !isfinite(a[r][e]) || !isfinite(al[r][e]) ? (kc[2 * hp + e] == 0.0 ? 0 : 1) : (fits1[e] || fits2[e] ? 0 : 2);
-      v[r][e] = mlr_f64x2_round_f32(a[r][e], al[r][e]); /* al = 0 where not split: (float) a, the naive chain if not finite */
+      fb[r][e] = !isfinite(a[r][e]) || !isfinite(al[r][e]) ? (kc[2 * hp + e] == 0.0 ? 0 : 1)
+                                                           : (fits1[e] || fits2[e] ? 0 : 2);
+      v[r][e] = mlr_f64x2_round_f32(
+          a[r][e], al[r][e]); /* al = 0 where not split: (float) a, the naive chain if not finite */
     }
 #pragma unroll
   for (int e = 0; e < 2; e++)
@@ -385,12 +425,14 @@ __global__ void __launch_bounds__(QKX_THREADS) k_qk_x8(gp p) {
       const int h = 2 * hp + e;
       const int64_t j = j0 + 4 * g + r;
       if (h >= H || j >= L) continue;
-      if (fb[r][e]) v[r][e] = qk_x8_fallback(p, klut, t, h, kv_row(p, b, j), fb[r][e], qlo[e], qhi[e]);
+      if (fb[r][e])
+        v[r][e] = qk_x8_fallback(p, klut, t, h, kv_row(p, b, j), fb[r][e], qlo[e], qhi[e]);
       store_logit(p, t, h, L, j, v[r][e]);
     }
 }
 
-/* ---- one (query token, split): 16 warps, a head's softmax each, a column of every head a lane ---- */
+/* ---- one (query token, split): 16 warps, a head's softmax each, a column of every head a lane
+ * ---- */
 
 __device__ float warp_max(float v) {
   for (int o = 16; o; o >>= 1) v = fmaxf(v, MLR_SHFL_XOR(v, o));
@@ -405,8 +447,10 @@ __device__ void warp_range(int *lo, int *hi, int *nf) {
 }
 
 __device__ void store_o(const gp &p, int64_t at, float v) {
-  if (p.out_fmt == MLR_OUT_FP32) ((float *)p.o)[at] = v;
-  else ((uint16_t *)p.o)[at] = mlr__emu_out_code(v, p.out_fmt);
+  if (p.out_fmt == MLR_OUT_FP32)
+    ((float *)p.o)[at] = v;
+  else
+    ((uint16_t *)p.o)[at] = mlr__emu_out_code(v, p.out_fmt);
 }
 
 /* a V code as its PV operand (fp8: the table) */
@@ -416,17 +460,20 @@ __device__ __forceinline__ float kv_operand_v(const gp &p, const float *vlut, ui
 
 /* the exact PV sum of one head's column over tokens [j0, j1) (P operands in prow), initial value
  * init joining it: the 128-bit fixed point in units of 2^g (PV_I128) or the long accumulator */
-__device__ float exact_column(const gp &p, const float *vlut, const float *prow, int64_t b, int64_t j0, int64_t j1, int col,
-                              int mode, int g, float init) {
+__device__ float exact_column(const gp &p, const float *vlut, const float *prow, int64_t b,
+                              int64_t j0, int64_t j1, int col, int mode, int g, float init) {
   if (mode == PV_I128) {
     mlr_i128 a = 0;
-    for (int64_t j = j0; j < j1; j++) mlr_i128_fma(&a, prow[j], kv_operand_v(p, vlut, kv_code(p, kv_row(p, b, j), col)), g);
+    for (int64_t j = j0; j < j1; j++)
+      mlr_i128_fma(&a, prow[j], kv_operand_v(p, vlut, kv_code(p, kv_row(p, b, j), col)), g);
     return mlr_i128_round_f32(a, g);
   }
   mlr_xacc x;
   mlr_xacc_clear(&x);
   mlr_xacc_add(&x, (double)init);
-  for (int64_t j = j0; j < j1; j++) mlr_xacc_add(&x, (double)prow[j] * (double)kv_operand_v(p, vlut, kv_code(p, kv_row(p, b, j), col)));
+  for (int64_t j = j0; j < j1; j++)
+    mlr_xacc_add(&x,
+                 (double)prow[j] * (double)kv_operand_v(p, vlut, kv_code(p, kv_row(p, b, j), col)));
   return mlr_xacc_round_f32(&x);
 }
 
@@ -457,7 +504,8 @@ __global__ void __launch_bounds__(SPLIT_THREADS) k_split(gp p) {
   const int64_t t = blockIdx.x, s = blockIdx.y, b = p.tok_b[t], ns = p.nsplit[b];
   if (s >= ns) return;
   if (p.kv8)
-    for (int k = threadIdx.x; k < 256; k += SPLIT_THREADS) vlut[k] = kv_operand(p, (uint32_t)k, p.pv_op), vlutd[k] = vlut[k];
+    for (int k = threadIdx.x; k < 256; k += SPLIT_THREADS)
+      vlut[k] = kv_operand(p, (uint32_t)k, p.pv_op), vlutd[k] = vlut[k];
   __syncthreads();
   const int H = p.H, own = w < H; /* this warp does head w's softmax */
   const int64_t len = p.slen[b], Lt = p.tok_L[t], lo = s * len;
@@ -486,18 +534,23 @@ __global__ void __launch_bounds__(SPLIT_THREADS) k_split(gp p) {
             pj = mlr__emu_exp(p.exp_sm, row[j] - mn);
             const float pp = mlr__emu_to_operand(mlr__emu_p_round(pj, p.p_fmt), p.pv_op);
             row[j] = pp;
-            if (!isfinite(pp)) pnf = 1;
-            else mlr_f32_range_add(pp, &plo, &phi);
+            if (!isfinite(pp))
+              pnf = 1;
+            else
+              mlr_f32_range_add(pp, &plo, &phi);
           }
           const int nv = (int)(j1 - jb < 32 ? j1 - jb : 32);
           for (int u = 0; u < nv; u++) ls = ls + MLR_SHFL(pj, u);
         }
         warp_range(&plo, &phi, &pnf);
         mode = -1;
-        if (pnf) mode = PV_CHAIN; /* NaN or Inf: the binary64 chain in token order */
+        if (pnf)
+          mode = PV_CHAIN;           /* NaN or Inf: the binary64 chain in token order */
         else if (p.kv8 && !p.into) { /* fp8 V: every finite code's range, where it decides */
-          if (plo > phi || mlr_f64_fits(plo, phi, p.vlsb, p.vtop, n)) mode = PV_CHAIN;
-          else if (mlr_f64x2_fits(plo, phi, p.vlsb, p.vtop, n, &sh)) mode = PV_SPLIT;
+          if (plo > phi || mlr_f64_fits(plo, phi, p.vlsb, p.vtop, n))
+            mode = PV_CHAIN;
+          else if (mlr_f64x2_fits(plo, phi, p.vlsb, p.vtop, n, &sh))
+            mode = PV_SPLIT;
         }
       }
     }
@@ -507,8 +560,10 @@ __global__ void __launch_bounds__(SPLIT_THREADS) k_split(gp p) {
         int vlo = 1000, vhi = -1000, vnf = 0;
         for (int64_t j = j0; j < j1; j++) {
           const float v = kv_operand_v(p, vlut, kv_code(p, kv_row(p, b, j), col));
-          if (!isfinite(v)) vnf = 1;
-          else mlr_f32_range_add(v, &vlo, &vhi);
+          if (!isfinite(v))
+            vnf = 1;
+          else
+            mlr_f32_range_add(v, &vlo, &vhi);
         }
         atomicMin(&vlo_s, vlo);
         atomicMax(&vhi_s, vhi);
@@ -516,11 +571,16 @@ __global__ void __launch_bounds__(SPLIT_THREADS) k_split(gp p) {
         __syncthreads();
         if (own && mode < 0) {
           const int vl = vlo_s, vh = vhi_s;
-          if (vnf_s) mode = PV_CHAIN;
-          else if (p.into) mode = PV_LONG; /* the initial acc*alpha joins the exact sum */
-          else if (plo > phi || vl > vh || mlr_f64_fits(plo, phi, vl, vh, n)) mode = PV_CHAIN; /* exact in binary64 */
-          else if (mlr_f64x2_fits(plo, phi, vl, vh, n, &sh)) mode = PV_SPLIT;
-          else mode = mlr_i128_fits(plo, phi, vl, vh, n) ? PV_I128 : PV_LONG;
+          if (vnf_s)
+            mode = PV_CHAIN;
+          else if (p.into)
+            mode = PV_LONG; /* the initial acc*alpha joins the exact sum */
+          else if (plo > phi || vl > vh || mlr_f64_fits(plo, phi, vl, vh, n))
+            mode = PV_CHAIN; /* exact in binary64 */
+          else if (mlr_f64x2_fits(plo, phi, vl, vh, n, &sh))
+            mode = PV_SPLIT;
+          else
+            mode = mlr_i128_fits(plo, phi, vl, vh, n) ? PV_I128 : PV_LONG;
           if (lane == 0) g_s[w] = plo + vl;
         }
       }
@@ -542,8 +602,10 @@ __global__ void __launch_bounds__(SPLIT_THREADS) k_split(gp p) {
           const int64_t j = jc + lane;
           if (EXACT) {
             double ph = 0.0, pl = 0.0; /* 128-bit and long heads: none, they sum on their own */
-            if (lane < nv && mode == PV_CHAIN) ph = row[j];
-            else if (lane < nv && mode == PV_SPLIT) mlr_f64_split((double)row[j], kc, &ph, &pl);
+            if (lane < nv && mode == PV_CHAIN)
+              ph = row[j];
+            else if (lane < nv && mode == PV_SPLIT)
+              mlr_f64_split((double)row[j], kc, &ph, &pl);
             pd[lane][w] = make_double2(ph, pl);
           } else {
             float pj = 0.0f, pp = 0.0f;
@@ -555,7 +617,9 @@ __global__ void __launch_bounds__(SPLIT_THREADS) k_split(gp p) {
             for (int u = 0; u < nv; u++) ls = ls + MLR_SHFL(pj, u);
           }
         }
-        if (w == MAXH - 1) krs[lane] = lane < nv ? kv_row(p, b, jc + lane) : 0; /* the last warp owns no head unless H = 16 */
+        if (w == MAXH - 1)
+          krs[lane] = lane < nv ? kv_row(p, b, jc + lane)
+                                : 0; /* the last warp owns no head unless H = 16 */
         __syncthreads();
         MLR_UNROLL4
         for (int u = 0; u < 32; u++) {
@@ -582,7 +646,8 @@ __global__ void __launch_bounds__(SPLIT_THREADS) k_split(gp p) {
       if (!EXACT) break;
       int bad = 0;
 #pragma unroll
-      for (int h = 0; h < MAXH; h++) bad |= h < H && mode_s[h] == PV_SPLIT && (!isfinite(xh[h]) || !isfinite(xl[h]));
+      for (int h = 0; h < MAXH; h++)
+        bad |= h < H && mode_s[h] == PV_SPLIT && (!isfinite(xh[h]) || !isfinite(xl[h]));
       if (!__syncthreads_or(bad)) break;
       if (own && mode == PV_SPLIT) mode = PV_CHAIN; /* a NaN or Inf in V: the naive chain */
       if (own && lane == 0) mode_s[w] = mode;
@@ -590,11 +655,13 @@ __global__ void __launch_bounds__(SPLIT_THREADS) k_split(gp p) {
     }
     if (EXACT) { /* the chains' results first, so their registers are free for the accumulators */
 #pragma unroll
-      for (int h = 0; h < MAXH; h++) pva[h] = mode_s[h] == PV_SPLIT ? mlr_f64x2_round_f32(xh[h], xl[h]) : (float)xh[h];
+      for (int h = 0; h < MAXH; h++)
+        pva[h] = mode_s[h] == PV_SPLIT ? mlr_f64x2_round_f32(xh[h], xl[h]) : (float)xh[h];
 #pragma unroll
       for (int h = 0; h < MAXH; h++)
         if (h < H && (mode_s[h] == PV_I128 || mode_s[h] == PV_LONG))
-          pva[h] = exact_column(p, vlut, p.lg + p.soff[t] + (int64_t)h * Lt, b, j0, j1, col, mode_s[h], g_s[h], p.into ? acc[h] * al_s[h] : 0.0f);
+          pva[h] = exact_column(p, vlut, p.lg + p.soff[t] + (int64_t)h * Lt, b, j0, j1, col,
+                                mode_s[h], g_s[h], p.into ? acc[h] * al_s[h] : 0.0f);
     }
 #pragma unroll
     for (int h = 0; h < MAXH; h++)
@@ -612,14 +679,17 @@ __global__ void __launch_bounds__(SPLIT_THREADS) k_split(gp p) {
     const float lc = fmaxf(l_s[h], p.clamp);
     float v = p.normalized ? acc[h] / lc : acc[h];
     if (p.folded) v = v * p.kvs;
-    if (direct) store_o(p, ((int64_t)t * H + h) * DV + col, v);
-    else p.part_o[(((int64_t)t * H + h) * p.S + s) * DV + col] = v;
+    if (direct)
+      store_o(p, ((int64_t)t * H + h) * DV + col, v);
+    else
+      p.part_o[(((int64_t)t * H + h) * p.S + s) * DV + col] = v;
   }
   if (own && lane == 0) {
     const float lc = fmaxf(l, p.clamp);
     const int lbase = p.softmax_exp == MLR_EXP_2 ? MLR_EXP_2 : MLR_EXP_E;
     const float lse = mlr__emu_lse_convert(m + mlr__emu_log(lbase, lc), p.softmax_exp, p.lse_base);
-    if (direct) p.lse[t * H + w] = lse;
+    if (direct)
+      p.lse[t * H + w] = lse;
     else {
       const int64_t slot = (t * H + w) * p.S + s;
       p.part_lse[slot] = lse, p.part_max[slot] = m, p.part_sum[slot] = l;
@@ -635,14 +705,17 @@ __global__ void __launch_bounds__(MERGE_THREADS) k_merge(gp p) {
   const int d = threadIdx.x, norm = p.normalized;
   const int64_t base = (t * p.H + h) * p.S;
   float M, sc;
-  const float o = mlr__emu_merge_column(norm ? p.part_lse + base : p.part_max + base, norm ? NULL : p.part_sum + base,
-                                        p.part_o + base * DV + d, DV, ns, p.merge_rule, norm ? p.exp_lse : p.exp_sm, p.fused,
-                                        p.clamp, &M, &sc);
+  const float o =
+      mlr__emu_merge_column(norm ? p.part_lse + base : p.part_max + base,
+                            norm ? NULL : p.part_sum + base, p.part_o + base * DV + d, DV, ns,
+                            p.merge_rule, norm ? p.exp_lse : p.exp_sm, p.fused, p.clamp, &M, &sc);
   store_o(p, (t * p.H + h) * DV + d, o);
   if (d == 0) {
-    const int ub = norm ? p.lse_base : (p.softmax_exp == MLR_EXP_2 ? MLR_EXP_2 : MLR_EXP_E); /* units of M */
+    const int ub =
+        norm ? p.lse_base : (p.softmax_exp == MLR_EXP_2 ? MLR_EXP_2 : MLR_EXP_E); /* units of M */
     float lse = M + mlr__emu_log(ub, sc);
-    if (!norm) lse = mlr__emu_lse_convert(lse, p.softmax_exp, p.lse_base); /* M in the softmax's units */
+    if (!norm)
+      lse = mlr__emu_lse_convert(lse, p.softmax_exp, p.lse_base); /* M in the softmax's units */
     p.lse[t * p.H + h] = lse;
   }
 }
@@ -661,16 +734,15 @@ struct dbufs {
 
 } // namespace
 
-
 /* a device buffer of n bytes (n > 0), recorded in bufs; optionally filled from host src */
-#define DALLOC(ptr, nbytes, src)                                                                                       \
-  do {                                                                                                                 \
-    void *d_ = NULL;                                                                                                   \
-    const size_t nb_ = (size_t)(nbytes) > 0 ? (size_t)(nbytes) : 1;                                                                      \
-    GPU_TRY(hipMalloc(&d_, nb_));                                                                                      \
-    bufs.p[bufs.n++] = d_;                                                                                             \
-    if (src) GPU_TRY(hipMemcpy(d_, (src), (nbytes), hipMemcpyHostToDevice));                                           \
-    *(void **)&(ptr) = d_;                                                                                             \
+#define DALLOC(ptr, nbytes, src)                                                                   \
+  do {                                                                                             \
+    void *d_ = NULL;                                                                               \
+    const size_t nb_ = (size_t)(nbytes) > 0 ? (size_t)(nbytes) : 1;                                \
+    GPU_TRY(hipMalloc(&d_, nb_));                                                                  \
+    bufs.p[bufs.n++] = d_;                                                                         \
+    if (src) GPU_TRY(hipMemcpy(d_, (src), (nbytes), hipMemcpyHostToDevice));                       \
+    *(void **)&(ptr) = d_;                                                                         \
   } while (0)
 
 extern "C" const char *mlr_gpu_backend(void) {
@@ -686,42 +758,57 @@ extern "C" mlr_status mlr_gpu_device(char *name, size_t n, mlr_error *err) {
   hipDeviceProp_t prop;
   if (n) name[0] = 0;
   hipError_t e = hipGetDeviceCount(&count);
-  if (e != hipSuccess) return mlr_error_set(err, MLR_EDEVICE, "no usable GPU: the %s runtime says: %s", mlr_gpu_backend(), hipGetErrorString(e));
-  if (count < 1) return mlr_error_set(err, MLR_EDEVICE, "no usable GPU: the %s runtime finds no device", mlr_gpu_backend());
+  if (e != hipSuccess)
+    return mlr_error_set(err, MLR_EDEVICE, "no usable GPU: the %s runtime says: %s",
+                         mlr_gpu_backend(), hipGetErrorString(e));
+  if (count < 1)
+    return mlr_error_set(err, MLR_EDEVICE, "no usable GPU: the %s runtime finds no device",
+                         mlr_gpu_backend());
   if ((e = hipGetDeviceProperties(&prop, 0)) != hipSuccess)
-    return mlr_error_set(err, MLR_EDEVICE, "no usable GPU: the %s runtime says: %s", mlr_gpu_backend(), hipGetErrorString(e));
+    return mlr_error_set(err, MLR_EDEVICE, "no usable GPU: the %s runtime says: %s",
+                         mlr_gpu_backend(), hipGetErrorString(e));
   if (n) snprintf(name, n, "%s", prop.name);
   return MLR_OK;
 }
 
-extern "C" mlr_status mlr_gpu_exact(const mlr_recipe *r, const mlr_inputs *in, mlr_emu_result *res, mlr_gpu_timing *timing,
-                                    mlr_error *err) {
+extern "C" mlr_status mlr_gpu_exact(const mlr_recipe *r, const mlr_inputs *in, mlr_emu_result *res,
+                                    mlr_gpu_timing *timing, mlr_error *err) {
   memset(res, 0, sizeof *res);
   const double t_start = now_ms();
   mlr_status st = mlr_emu_check_fit(r, in, err);
   if (st != MLR_OK) return st;
   const int64_t T = in->T, H = in->H, B = in->B;
-  if (H > MAXH) return mlr_error_set(err, MLR_EINVAL, "the GPU exact kernel runs 1..%d heads; the inputs have %lld", MAXH, (long long)H);
+  if (H > MAXH)
+    return mlr_error_set(err, MLR_EINVAL,
+                         "the GPU exact kernel runs 1..%d heads; the inputs have %lld", MAXH,
+                         (long long)H);
   if (MLR_DOT_IS_MMA(r->qk_dot) || MLR_DOT_IS_MMA(r->pv_dot))
-    return mlr_error_set(err, MLR_EINVAL, "recipe '%s': the GPU exact kernel does not run matrix-unit dots (mma:*); `mlaref run` does",
+    return mlr_error_set(err, MLR_EINVAL,
+                         "recipe '%s': the GPU exact kernel does not run matrix-unit dots (mma:*); "
+                         "`mlaref run` does",
                          r->name);
   if (r->softmax_exp_unit != MLR_EXPU_EXACT || r->softmax_sum != MLR_SUM_SEQ)
     return mlr_error_set(err, MLR_EINVAL,
-                         "recipe '%s': the GPU exact kernel does not run softmax.exp_unit = sm90-ex2 or softmax.sum = warp16; `mlaref run` does",
+                         "recipe '%s': the GPU exact kernel does not run softmax.exp_unit = "
+                         "sm90-ex2 or softmax.sum = warp16; `mlaref run` does",
                          r->name);
   /* The error paths' test hook (tests/bad_input.sh, on a GPU): MLAREF_GPU_FAULT=launch launches the
    * Q kernel with 2048 threads a block, a configuration every runtime refuses; =unwritten skips the
    * kernels that write o, so the unwritten-element check must fire. */
   const char *fault = getenv("MLAREF_GPU_FAULT");
-  const int fault_launch = fault && !strcmp(fault, "launch"), fault_unwritten = fault && !strcmp(fault, "unwritten");
+  const int fault_launch = fault && !strcmp(fault, "launch"),
+            fault_unwritten = fault && !strcmp(fault, "unwritten");
   dbufs bufs;
   bufs.n = 0;
-  hipEvent_t ev[5] = {NULL, NULL, NULL, NULL, NULL}; /* start, after Q, after QK, after the splits, end */
+  hipEvent_t ev[5] = {NULL, NULL, NULL, NULL,
+                      NULL}; /* start, after Q, after QK, after the splits, end */
   gp p;
   memset(&p, 0, sizeof p);
-  int64_t *nsplit = (int64_t *)calloc((size_t)B, sizeof(int64_t)), *slen = (int64_t *)calloc((size_t)B, sizeof(int64_t));
+  int64_t *nsplit = (int64_t *)calloc((size_t)B, sizeof(int64_t)),
+          *slen = (int64_t *)calloc((size_t)B, sizeof(int64_t));
   int32_t *tok_b = (int32_t *)malloc((size_t)T * sizeof(int32_t));
-  int64_t *tok_L = (int64_t *)malloc((size_t)T * sizeof(int64_t)), *soff = (int64_t *)malloc((size_t)T * sizeof(int64_t));
+  int64_t *tok_L = (int64_t *)malloc((size_t)T * sizeof(int64_t)),
+          *soff = (int64_t *)malloc((size_t)T * sizeof(int64_t));
   res->split_count = (int32_t *)calloc((size_t)B, sizeof(int32_t));
   res->split_len = (int32_t *)calloc((size_t)B, sizeof(int32_t));
   int64_t S = 1, lg_n = 0, Lmax = 0, ngroups = 1;
@@ -732,12 +819,13 @@ extern "C" mlr_status mlr_gpu_exact(const mlr_recipe *r, const mlr_inputs *in, m
     goto out;
   }
   for (int64_t b = 0; b < B; b++) {
-    const int64_t L = mlr_inputs_kv_len(in, b), t0 = in->qo_indptr[b], nq = in->qo_indptr[b + 1] - t0;
+    const int64_t L = mlr_inputs_kv_len(in, b), t0 = in->qo_indptr[b],
+                  nq = in->qo_indptr[b + 1] - t0;
     mlr_recipe_splits(r, B, in->T, L, &nsplit[b], &slen[b]);
     if (nsplit[b] > S) S = nsplit[b];
     if (nsplit[b] > INT32_MAX || slen[b] > INT32_MAX) {
-      st = mlr_error_set(err, MLR_ERANGE, "batch %lld: %lld splits of %lld tokens do not fit int32", (long long)b,
-                         (long long)nsplit[b], (long long)slen[b]);
+      st = mlr_error_set(err, MLR_ERANGE, "batch %lld: %lld splits of %lld tokens do not fit int32",
+                         (long long)b, (long long)nsplit[b], (long long)slen[b]);
       goto out;
     }
     res->split_count[b] = (int32_t)nsplit[b], res->split_len[b] = (int32_t)slen[b];
@@ -749,12 +837,16 @@ extern "C" mlr_status mlr_gpu_exact(const mlr_recipe *r, const mlr_inputs *in, m
     }
   }
   if (T > 65535 || S > 65535) {
-    st = mlr_error_set(err, MLR_ERANGE, "the GPU exact kernel's grid takes at most 65535 query tokens and 65535 splits (T=%lld, splits=%lld)",
+    st = mlr_error_set(err, MLR_ERANGE,
+                       "the GPU exact kernel's grid takes at most 65535 query tokens and 65535 "
+                       "splits (T=%lld, splits=%lld)",
                        (long long)T, (long long)S);
     goto out;
   }
   if ((double)lg_n * 4 > 1e12 || (double)T * H * S * DV * 4 > 1e12) {
-    st = mlr_error_set(err, MLR_ERANGE, "GPU buffers would exceed 1 TB (T=%lld, H=%lld, splits=%lld)", (long long)T, (long long)H, (long long)S);
+    st = mlr_error_set(err, MLR_ERANGE,
+                       "GPU buffers would exceed 1 TB (T=%lld, H=%lld, splits=%lld)", (long long)T,
+                       (long long)H, (long long)S);
     goto out;
   }
   ob = (size_t)(T * H * DV) * (r->out_format == MLR_OUT_FP32 ? 4 : 2);
@@ -770,18 +862,25 @@ extern "C" mlr_status mlr_gpu_exact(const mlr_recipe *r, const mlr_inputs *in, m
   p.H = (int)H, p.T = T, p.S = S, p.page = in->page, p.blk = r->softmax_block;
   p.kv8 = in->kv_format != MLR_FMT_BF16, p.kvfmt = in->kv_format;
   p.folded = r->kv_scale_at == MLR_KVS_FOLDED, p.fused = r->update_fma;
-  p.qk_op = r->qk_operand, p.pv_op = r->pv_operand, p.qk_dot = r->qk_dot, p.pv_exact = r->pv_dot == MLR_DOT_EXACT;
+  p.qk_op = r->qk_operand, p.pv_op = r->pv_operand, p.qk_dot = r->qk_dot,
+  p.pv_exact = r->pv_dot == MLR_DOT_EXACT;
   p.qk_bf16 = r->qk_result == MLR_R_BF16, p.logit_bf16 = r->logit_format == MLR_R_BF16;
   p.exp_sm = r->softmax_exp;
-  p.exp_lse = r->lse_base == MLR_EXP_2 ? MLR_EXP_2 : (r->softmax_exp == MLR_EXP_E_VIA_2 ? MLR_EXP_E_VIA_2 : MLR_EXP_E);
-  p.p_fmt = r->p_format, p.into = r->pv_accumulate == MLR_PV_INTO_ACC, p.normalized = r->partial_normalized;
-  p.softmax_exp = r->softmax_exp, p.lse_base = r->lse_base, p.merge_rule = r->merge_rule, p.out_fmt = r->out_format;
+  p.exp_lse = r->lse_base == MLR_EXP_2
+                  ? MLR_EXP_2
+                  : (r->softmax_exp == MLR_EXP_E_VIA_2 ? MLR_EXP_E_VIA_2 : MLR_EXP_E);
+  p.p_fmt = r->p_format, p.into = r->pv_accumulate == MLR_PV_INTO_ACC,
+  p.normalized = r->partial_normalized;
+  p.softmax_exp = r->softmax_exp, p.lse_base = r->lse_base, p.merge_rule = r->merge_rule,
+  p.out_fmt = r->out_format;
   p.qfmt = !qfp8 ? -1 : r->q_format == MLR_Q_E4M3 ? MLR_FMT_E4M3 : MLR_FMT_E4M3FNUZ;
   p.qscale = r->q_scale, p.qtask = r->q_scale != MLR_QS_STATIC;
   p.kvs = in->kv_scale, p.clamp = (float)r->softmax_clamp;
-  p.c0 = (float)(r->softmax_exp == MLR_EXP_2 ? MLR_EMU_SM_SCALE * MLR_EMU_LOG2E_D : MLR_EMU_SM_SCALE);
+  p.c0 =
+      (float)(r->softmax_exp == MLR_EXP_2 ? MLR_EMU_SM_SCALE * MLR_EMU_LOG2E_D : MLR_EMU_SM_SCALE);
   ngroups = r->q_scale == MLR_QS_PER_HEAD ? H : r->q_scale == MLR_QS_PER_TOKEN ? T : 1;
-  p.klsb = p.vlsb = 1000, p.ktop = p.vtop = -1000; /* as the emulator's vlsb, vtop: every finite operand of a code */
+  p.klsb = p.vlsb = 1000,
+  p.ktop = p.vtop = -1000; /* as the emulator's vlsb, vtop: every finite operand of a code */
   for (uint32_t code = 0; p.kv8 && code < 256; code++) {
     float v = mlr_decode((mlr_format)p.kvfmt, code);
     if (!p.folded) v = v * p.kvs;
@@ -790,7 +889,8 @@ extern "C" mlr_status mlr_gpu_exact(const mlr_recipe *r, const mlr_inputs *in, m
     if (isfinite(vop)) mlr_f32_range_add(vop, &p.vlsb, &p.vtop);
   }
   {
-    float static_scale = qfp8 ? (float)(r->q_absmax / (double)mlr_format_max((mlr_format)p.qfmt)) : 1.0f; /* Python float -> float32 */
+    float static_scale = qfp8 ? (float)(r->q_absmax / (double)mlr_format_max((mlr_format)p.qfmt))
+                              : 1.0f; /* Python float -> float32 */
     const int64_t npages = in->kv_indices ? in->kv_indptr[B] : 0;
     DALLOC(p.q, (size_t)(T * H * QK) * 2, in->q);
     DALLOC(p.kv, kvb, in->kv);
@@ -802,7 +902,8 @@ extern "C" mlr_status mlr_gpu_exact(const mlr_recipe *r, const mlr_inputs *in, m
     DALLOC(p.nsplit, (size_t)B * 8, nsplit);
     DALLOC(p.slen, (size_t)B * 8, slen);
     DALLOC(p.scales, (size_t)ngroups * 4, NULL);
-    if (qfp8 && r->q_scale == MLR_QS_STATIC) GPU_TRY(hipMemcpy(p.scales, &static_scale, 4, hipMemcpyHostToDevice));
+    if (qfp8 && r->q_scale == MLR_QS_STATIC)
+      GPU_TRY(hipMemcpy(p.scales, &static_scale, 4, hipMemcpyHostToDevice));
     DALLOC(p.qT, (size_t)(T * H * QK) * 4, NULL);
     DALLOC(p.c, (size_t)(T * H) * 4, NULL);
     DALLOC(p.qlsb, (size_t)(T * H) * 4, NULL);
@@ -832,15 +933,20 @@ extern "C" mlr_status mlr_gpu_exact(const mlr_recipe *r, const mlr_inputs *in, m
   GPU_TRY(hipEventRecord(ev[1], 0));
   if (Lmax > 0) {
     const dim3 grid((unsigned)((Lmax + QK_ROWS - 1) / QK_ROWS), (unsigned)T);
-    if (p.kv8 && p.qk_dot == MLR_DOT_EXACT) k_qk_x8<<<dim3((unsigned)((Lmax + QKX_ROWS - 1) / QKX_ROWS), (unsigned)T), QKX_THREADS>>>(p);
-    else if (p.kv8) k_qk<1><<<grid, QK_THREADS>>>(p);
-    else k_qk<0><<<grid, QK_THREADS>>>(p);
+    if (p.kv8 && p.qk_dot == MLR_DOT_EXACT)
+      k_qk_x8<<<dim3((unsigned)((Lmax + QKX_ROWS - 1) / QKX_ROWS), (unsigned)T), QKX_THREADS>>>(p);
+    else if (p.kv8)
+      k_qk<1><<<grid, QK_THREADS>>>(p);
+    else
+      k_qk<0><<<grid, QK_THREADS>>>(p);
     GPU_TRY(hipGetLastError());
   }
   GPU_TRY(hipEventRecord(ev[2], 0));
   if (!fault_unwritten) {
-    if (p.pv_exact) k_split<1><<<dim3((unsigned)T, (unsigned)S), SPLIT_THREADS>>>(p);
-    else k_split<0><<<dim3((unsigned)T, (unsigned)S), SPLIT_THREADS>>>(p);
+    if (p.pv_exact)
+      k_split<1><<<dim3((unsigned)T, (unsigned)S), SPLIT_THREADS>>>(p);
+    else
+      k_split<0><<<dim3((unsigned)T, (unsigned)S), SPLIT_THREADS>>>(p);
   }
   GPU_TRY(hipGetLastError());
   GPU_TRY(hipEventRecord(ev[3], 0));
@@ -875,14 +981,15 @@ extern "C" mlr_status mlr_gpu_exact(const mlr_recipe *r, const mlr_inputs *in, m
     for (size_t k = 0; k < n; k++) {
       const uint32_t v = esz == 4 ? ((const uint32_t *)res->o)[k] : ((const uint16_t *)res->o)[k];
       if (v == (esz == 4 ? 0xFFFFFFFFu : 0xFFFFu)) {
-        st = mlr_error_set(err, MLR_EDEVICE, "GPU exact kernel left o[%zu][%zu][%zu] unwritten", k / DV / (size_t)H,
-                           k / DV % (size_t)H, k % DV);
+        st = mlr_error_set(err, MLR_EDEVICE, "GPU exact kernel left o[%zu][%zu][%zu] unwritten",
+                           k / DV / (size_t)H, k / DV % (size_t)H, k % DV);
         goto out;
       }
     }
     for (int64_t k = 0; k < T * H; k++)
       if (mlr_f32_bits(res->lse[k]) == 0xFFFFFFFFu) {
-        st = mlr_error_set(err, MLR_EDEVICE, "GPU exact kernel left lse[%lld][%lld] unwritten", (long long)(k / H), (long long)(k % H));
+        st = mlr_error_set(err, MLR_EDEVICE, "GPU exact kernel left lse[%lld][%lld] unwritten",
+                           (long long)(k / H), (long long)(k % H));
         goto out;
       }
   }
@@ -892,7 +999,9 @@ out:
     if (ev[k]) (void)hipEventDestroy(ev[k]);
   for (int k = 0; k < bufs.n; k++) (void)hipFree(bufs.p[k]);
   free(nsplit), free(slen), free(tok_b), free(tok_L), free(soff);
-  if (st != MLR_OK) mlr_emu_result_free(res);
-  else if (timing) timing->total_ms = now_ms() - t_start;
+  if (st != MLR_OK)
+    mlr_emu_result_free(res);
+  else if (timing)
+    timing->total_ms = now_ms() - t_start;
   return st;
 }

@@ -2,8 +2,8 @@
  * recipe's acc / max(l, clamp) in a lone split's store, fast.cu's div_row), for many n over one d:
  * one IEEE division a divisor, r = 1 / d, then five operations a value and no branch, where the
  * IEEE division is a reciprocal refined by fmas, a range test and a branch to a slow path, a value
- * (y0 below is beyond 1 ulp for about 1.3% of random pairs: the first correction is needed). Plain IEEE
- * operations (fmaf: one rounding), so CUDA and HIP alike. gpu/probes/cvt_probe.cu checks
+ * (y0 below is beyond 1 ulp for about 1.3% of random pairs: the first correction is needed). Plain
+ * IEEE operations (fmaf: one rounding), so CUDA and HIP alike. gpu/probes/cvt_probe.cu checks
  * mlr__div_by against the division on 2^32 pairs (every significand of d), scripts/gpu_run.sh's
  * fast step; a change here is a change there.
  *
@@ -25,7 +25,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "../../ref/base/mlr_base.h"
+#include "mlr_base.h"
 
 /* 1 when mlr__div_by(n, d, 1 / d) is n / d by the argument above: d in [1, 2^32] and n zero or
  * |n| in [2^-64, 2^64) (exponent fields 63 .. 190). The fast kernels' divisors are row sums

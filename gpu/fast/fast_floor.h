@@ -14,8 +14,8 @@
  * are far from the read floor; the fast kernel minus this is what its arithmetic costs, this minus
  * the read floor what the plan's structure costs (session 19's probe measured the first at one
  * shape; this is every shape's own plan, BENCHMARKS.md session 20). The copies are the fast
- * kernel's, so this is the floor of its copies: contiguous 16-byte chunks everywhere made it 4 to 8%
- * faster at the large shapes (session 20), and the attention kernels copy so where it made them
+ * kernel's, so this is the floor of its copies: contiguous 16-byte chunks everywhere made it 4 to
+ * 8% faster at the large shapes (session 20), and the attention kernels copy so where it made them
  * faster (session 21: their loaders are also compute warps).
  * What a block computes, so that the untimed check sees every copy and merge happen: v, a sum of
  * one byte a thread of each tile (the copies are used, as k_attn uses them), goes to the outputs;
@@ -40,11 +40,14 @@ __device__ __forceinline__ void skel_cluster(const fparams &p, float *cl, int t,
   uint32_t rank, nb;
   asm("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
   asm("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(nb));
-  const int n4 = 16 * DV / 4, per = (n4 + (int)nb - 1) / (int)nb, end = min(((int)rank + 1) * per, n4);
-  if (d < 16 * CL_MAX) { /* row h's split k, one round of loads for all (cluster_merge_'s m and l): the rows' counts summed */
+  const int n4 = 16 * DV / 4, per = (n4 + (int)nb - 1) / (int)nb,
+            end = min(((int)rank + 1) * per, n4);
+  if (d < 16 * CL_MAX) { /* row h's split k, one round of loads for all (cluster_merge_'s m and l):
+                            the rows' counts summed */
     const int h = d / CL_MAX, k = d % CL_MAX;
     float rows = k < ns ? ld_dsmem(dsmem(base + 4 * (CL_X + h), k)) : 0.0f;
-    for (int o = CL_MAX / 2; o; o >>= 1) rows += MLR_SHFL_XOR(rows, o); /* integers below 2^24: exact in any order */
+    for (int o = CL_MAX / 2; o; o >>= 1)
+      rows += MLR_SHFL_XOR(rows, o); /* integers below 2^24: exact in any order */
     if (rank == 0 && k == 0 && h < p.H) p.lse[(int64_t)t * p.H + h] = rows;
   }
   for (int i = (int)rank * per + d; i < end; i += NTHR) {
@@ -58,16 +61,21 @@ __device__ __forceinline__ void skel_cluster(const fparams &p, float *cl, int t,
 #pragma unroll
     for (int k = 0; k < CL_MAX; k++)
       if (k < ns) a[0] += v[k].x, a[1] += v[k].y, a[2] += v[k].z, a[3] += v[k].w;
-    *(uint2 *)(p.o + ((int64_t)t * p.H + h) * DV + 4 * c4) = make_uint2(mlr__out_bf16x2(a[0], a[1]), mlr__out_bf16x2(a[2], a[3]));
+    *(uint2 *)(p.o + ((int64_t)t * p.H + h) * DV + 4 * c4) =
+        make_uint2(mlr__out_bf16x2(a[0], a[1]), mlr__out_bf16x2(a[2], a[3]));
   }
   cluster_barrier_exit();
 }
 
 template <int W>
 __global__ void __launch_bounds__(NTHR, 1) k_skel(fparams p) {
-  constexpr int TT = TILE / W, RB = QK * W, TB = TT * RB; /* a tile's tokens and bytes (73,728 either way) */
-  constexpr int TPR = 4 * W, RPP = NTHR / TPR;            /* threads a row, rows a pass: as k_attn's loads (a slot a pass) */
-  static_assert(RPP * 2 == TT && (RB / 16) % TPR == 0 && 3 * TB <= SM_KV, "a tile's rows split evenly over two passes; three tiles fit the ring");
+  constexpr int TT = TILE / W, RB = QK * W,
+                TB = TT * RB; /* a tile's tokens and bytes (73,728 either way) */
+  constexpr int TPR = 4 * W,
+                RPP =
+                    NTHR / TPR; /* threads a row, rows a pass: as k_attn's loads (a slot a pass) */
+  static_assert(RPP * 2 == TT && (RB / 16) % TPR == 0 && 3 * TB <= SM_KV,
+                "a tile's rows split evenly over two passes; three tiles fit the ring");
   extern __shared__ __align__(16) uint8_t sm[];
   float *cl = (float *)sm; /* the partial, after the last tile (as cluster_merge's) */
   const int t = blockIdx.x, s = blockIdx.y;
@@ -79,35 +87,42 @@ __global__ void __launch_bounds__(NTHR, 1) k_skel(fparams p) {
   const int64_t start = (int64_t)s * ti.slen, end = start + ti.slen < ti.L ? start + ti.slen : ti.L;
   const int ntiles = end > start ? (int)((end - start + TT - 1) / TT) : 0;
   const int lr = threadIdx.x / TPR, lk = threadIdx.x % TPR;
-  const int lin = p.kv_indices ? 0 : p.lin; /* copied as the attention kernel copies (k_attn_ws<.., LIN>) */
+  const int lin =
+      p.kv_indices ? 0 : p.lin; /* copied as the attention kernel copies (k_attn_ws<.., LIN>) */
   lin_copy<W, TT, NTHR> lc;
   if (lin == 2) lc.init(threadIdx.x);
-  auto issue = [&](int i) { /* tile i into ring position i % 3; an empty group past the split's end */
-    if (i < ntiles && lin) {
-      const int64_t pos0 = start + (int64_t)i * TT;
-      const uint8_t *src0 = p.kv + (ti.base + pos0) * RB;
-      const uint32_t dst0 = smem_addr(sm) + (uint32_t)((i % 3) * TB);
-      if (lin == 1) copy_lin<W, TT, NTHR>(src0, p.kv, dst0, end - pos0, threadIdx.x);
-      else lc(src0, p.kv, dst0, end - pos0, threadIdx.x);
-    } else if (i < ntiles) {
+  auto issue =
+      [&](int i) { /* tile i into ring position i % 3; an empty group past the split's end */
+                   if (i < ntiles && lin) {
+                     const int64_t pos0 = start + (int64_t)i * TT;
+                     const uint8_t *src0 = p.kv + (ti.base + pos0) * RB;
+                     const uint32_t dst0 = smem_addr(sm) + (uint32_t)((i % 3) * TB);
+                     if (lin == 1)
+                       copy_lin<W, TT, NTHR>(src0, p.kv, dst0, end - pos0, threadIdx.x);
+                     else
+                       lc(src0, p.kv, dst0, end - pos0, threadIdx.x);
+                   } else if (i < ntiles) {
 #pragma unroll
-      for (int r = lr; r < TT; r += RPP) {
-        const int64_t pos = start + (int64_t)i * TT + r;
-        const int64_t row = kv_ref_row(p, kv_ref(p, ti.base, pos, pos < end));
-        const uint32_t dst = smem_addr(sm) + (uint32_t)((i % 3) * TB + r * RB);
+                     for (int r = lr; r < TT; r += RPP) {
+                       const int64_t pos = start + (int64_t)i * TT + r;
+                       const int64_t row = kv_ref_row(p, kv_ref(p, ti.base, pos, pos < end));
+                       const uint32_t dst = smem_addr(sm) + (uint32_t)((i % 3) * TB + r * RB);
 #pragma unroll
-        for (int k = lk; k < RB / 16; k += TPR) cp_async16(dst + 16 * kv_swz<W>(r, k), row >= 0 ? p.kv + row * RB + 16 * k : p.kv, row >= 0 ? 16 : 0);
-      }
-    }
-    cp_commit();
-  };
+                       for (int k = lk; k < RB / 16; k += TPR)
+                         cp_async16(dst + 16 * kv_swz<W>(r, k),
+                                    row >= 0 ? p.kv + row * RB + 16 * k : p.kv, row >= 0 ? 16 : 0);
+                     }
+                   }
+                   cp_commit();
+      };
   issue(0);
   issue(1);
   float v = 0.0f;
   for (int i = 0; i < ntiles; i++) {
-    asm volatile("cp.async.wait_group 1;\n" ::: "memory"); /* tile i (tile i + 1 may be in flight) */
-    __syncthreads();                                        /* tile i landed for all; tile i - 1 read by all */
-    issue(i + 2);                                           /* into tile i - 1's place */
+    asm volatile("cp.async.wait_group 1;\n" ::
+                     : "memory"); /* tile i (tile i + 1 may be in flight) */
+    __syncthreads();              /* tile i landed for all; tile i - 1 read by all */
+    issue(i + 2);                 /* into tile i - 1's place */
     v += (float)sm[(i % 3) * TB + threadIdx.x * (TB / NTHR)];
   }
   asm volatile("cp.async.wait_group 0;\n" ::: "memory");
@@ -117,17 +132,23 @@ __global__ void __launch_bounds__(NTHR, 1) k_skel(fparams p) {
   if (ti.nsplit == 1) { /* a lone split: its outputs and lse */
     for (int i = threadIdx.x; i < 16 * DV / 4; i += NTHR) {
       const int h = i / (DV / 4);
-      if (h < p.H) *(uint2 *)(p.o + ((int64_t)t * p.H + h) * DV + 4 * (i % (DV / 4))) = make_uint2(mlr__out_bf16x2(v, v), mlr__out_bf16x2(v, v));
+      if (h < p.H)
+        *(uint2 *)(p.o + ((int64_t)t * p.H + h) * DV + 4 * (i % (DV / 4))) =
+            make_uint2(mlr__out_bf16x2(v, v), mlr__out_bf16x2(v, v));
     }
     if ((int)threadIdx.x < p.H) p.lse[(int64_t)t * p.H + threadIdx.x] = rows;
-    if (p.cl) skel_cluster(p, cl, t, 1); /* the barriers of its cluster (the plan's other tokens merge) */
+    if (p.cl)
+      skel_cluster(p, cl, t, 1); /* the barriers of its cluster (the plan's other tokens merge) */
   } else if (p.cl) {
-    for (int i = threadIdx.x; i < 16 * DV / 4; i += NTHR) ((float4 *)cl)[i] = make_float4(v, v, v, v);
+    for (int i = threadIdx.x; i < 16 * DV / 4; i += NTHR)
+      ((float4 *)cl)[i] = make_float4(v, v, v, v);
     if (threadIdx.x < 16) cl[CL_X + threadIdx.x] = rows;
     skel_cluster(p, cl, t, ti.nsplit);
-  } else { /* each head row's partial of this split to its slot (row t H + h, split s), for k_skel_merge */
+  } else { /* each head row's partial of this split to its slot (row t H + h, split s), for
+              k_skel_merge */
     for (int i = threadIdx.x; i < p.H * (DV / 4); i += NTHR)
-      ((float4 *)(p.part_o + (((int64_t)t * p.H + i / (DV / 4)) * p.S + s) * DV))[i % (DV / 4)] = make_float4(v, v, v, v);
+      ((float4 *)(p.part_o + (((int64_t)t * p.H + i / (DV / 4)) * p.S + s) * DV))[i % (DV / 4)] =
+          make_float4(v, v, v, v);
     if ((int)threadIdx.x < p.H) p.part_x[((int64_t)t * p.H + threadIdx.x) * p.S + s] = rows;
   }
 }
@@ -146,11 +167,13 @@ __global__ void __launch_bounds__(MERGE_THREADS) k_skel_merge(fparams p) {
   for (int64_t k0 = 0; k0 < ns; k0 += MB) {
     float4 pv[MB];
 #pragma unroll
-    for (int u = 0; u < MB; u++) pv[u] = k0 + u < ns ? part[(k0 + u) * (DV / 4)] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int u = 0; u < MB; u++)
+      pv[u] = k0 + u < ns ? part[(k0 + u) * (DV / 4)] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
     for (int u = 0; u < MB; u++) a[0] += pv[u].x, a[1] += pv[u].y, a[2] += pv[u].z, a[3] += pv[u].w;
   }
-  *(uint2 *)(p.o + row * DV + 4 * d) = make_uint2(mlr__out_bf16x2(a[0], a[1]), mlr__out_bf16x2(a[2], a[3]));
+  *(uint2 *)(p.o + row * DV + 4 * d) =
+      make_uint2(mlr__out_bf16x2(a[0], a[1]), mlr__out_bf16x2(a[2], a[3]));
   if (d == 0) {
     for (int64_t k = 0; k < ns; k++) rows += p.part_x[row * p.S + k];
     p.lse[row] = rows;

@@ -6,28 +6,30 @@
  * (mma:cdna3-bf16) is MMA-Sim's description. NOT RUN: this project has no AMD GPU; nothing here
  * has executed on hardware.
  *
- *   k_qprep      fp8 Q only: Q's operand codes (the recipe's policy by the generic encoders, the fp8
- *                value as a bf16 code: exact), once per element
- *   k_attn_mfma  a block of 4 wavefronts (64 lanes) per (query token, split); 64-token tiles of fp8
- *                KV through LDS (36 KB, plus Q's 18 KB: 62 KB of the 64); no pipelining (a first
- *                version: plain loads into LDS, then compute).
- *     logits  wave w: tokens 16w..16w+15 of the tile, v_mfma_f32_16x16x16_bf16 (M = the 16 heads,
- *             N = 16 tokens, K = 16 columns) chained over the 36 column blocks in order from 0: the
- *             recipe's dot in blocks of 8 (a k = 16 instruction is two of the model's blocks in
- *             order). fp8 codes become bf16 operands through a 256-entry table (exact).
- *     softmax per head, base 2: m' = max(m, block max), alpha = 2^(m - m'), p = 2^(s - m')
- *             (mlr__emu_exp: correctly rounded, the recipe's softmax.exp_unit = exact), the row sum
- *             in token order (softmax.sum = seq), l = l * alpha + sum, P rounded to bf16.
- *     PV      wave w: output columns 128w..128w+127 (8 tiles of 16), C = acc * alpha, then the
- *             tile's 4 token blocks of 16 in order.
- *   Operand layouts (the 16x16x16 bf16 MFMA, wave64; AMD's matrix instruction calculator): lane l,
- *   r = l % 16, q = l / 16: A[r][4q + j] and B[4q + j][r] in element j of the 4-vectors; D[4q + j][r]
- *   in element j of the result. */
+ *   k_qprep      fp8 Q only: Q's operand codes (the recipe's policy by the generic encoders, the
+ * fp8 value as a bf16 code: exact), once per element k_attn_mfma  a block of 4 wavefronts (64
+ * lanes) per (query token, split); 64-token tiles of fp8 KV through LDS (36 KB, plus Q's 18 KB: 62
+ * KB of the 64); no pipelining (a first version: plain loads into LDS, then compute). logits  wave
+ * w: tokens 16w..16w+15 of the tile, v_mfma_f32_16x16x16_bf16 (M = the 16 heads, N = 16 tokens, K =
+ * 16 columns) chained over the 36 column blocks in order from 0: the recipe's dot in blocks of 8 (a
+ * k = 16 instruction is two of the model's blocks in order). fp8 codes become bf16 operands through
+ * a 256-entry table (exact). softmax per head, base 2: m' = max(m, block max), alpha = 2^(m - m'),
+ * p = 2^(s - m') (mlr__emu_exp: correctly rounded, the recipe's softmax.exp_unit = exact), the row
+ * sum in token order (softmax.sum = seq), l = l * alpha + sum, P rounded to bf16. PV      wave w:
+ * output columns 128w..128w+127 (8 tiles of 16), C = acc * alpha, then the tile's 4 token blocks of
+ * 16 in order. Operand layouts (the 16x16x16 bf16 MFMA, wave64; AMD's matrix instruction
+ * calculator): lane l, r = l % 16, q = l / 16: A[r][4q + j] and B[4q + j][r] in element j of the
+ * 4-vectors; D[4q + j][r] in element j of the result. */
 
 typedef short mlr_bf16x4 __attribute__((ext_vector_type(4)));
 typedef float mlr_f32x4 __attribute__((ext_vector_type(4)));
 
-enum { MF_TT = 64, MF_THR = 256, MF_QS = QK + 8 /* Q's row in LDS, halves */, MF_PS = MF_TT + 8 /* P's row */ };
+enum {
+  MF_TT = 64,
+  MF_THR = 256,
+  MF_QS = QK + 8 /* Q's row in LDS, halves */,
+  MF_PS = MF_TT + 8 /* P's row */
+};
 
 /* fp8 Q's operand codes: the recipe's policy (mlr__emu_q_quant, the emulator's), the fp8 value as a
  * bf16 code (exact: 4 significant bits, exponents within bf16's; a NaN stays a NaN); 8 elements a
@@ -49,28 +51,35 @@ __global__ void __launch_bounds__(QPREP_THREADS) k_qprep(fparams p, int64_t n8) 
 /* four bf16 codes (element j in bits 16j..16j+15 of lo, hi) as an MFMA operand */
 __device__ __forceinline__ mlr_bf16x4 mf_bf16x4(uint32_t lo, uint32_t hi) {
   mlr_bf16x4 v;
-  v[0] = (short)(lo & 0xFFFFu), v[1] = (short)(lo >> 16), v[2] = (short)(hi & 0xFFFFu), v[3] = (short)(hi >> 16);
+  v[0] = (short)(lo & 0xFFFFu), v[1] = (short)(lo >> 16), v[2] = (short)(hi & 0xFFFFu),
+  v[3] = (short)(hi >> 16);
   return v;
 }
 
 __global__ void __launch_bounds__(MF_THR) k_attn_mfma(fparams p) {
-  __shared__ __attribute__((aligned(16))) uint8_t kv_sm[MF_TT * QK]; /* the tile's fp8 codes, row by row */
-  __shared__ __attribute__((aligned(16))) uint16_t q_sm[16 * MF_QS]; /* Q's bf16 operand codes, rows past H zero */
-  __shared__ float s_sm[16 * MF_TT];                                  /* a tile's logits, then its p */
+  __shared__ __attribute__((aligned(16)))
+  uint8_t kv_sm[MF_TT * QK]; /* the tile's fp8 codes, row by row */
+  __shared__ __attribute__((aligned(16)))
+  uint16_t q_sm[16 * MF_QS];         /* Q's bf16 operand codes, rows past H zero */
+  __shared__ float s_sm[16 * MF_TT]; /* a tile's logits, then its p */
   __shared__ __attribute__((aligned(16))) uint16_t p_sm[16 * MF_PS]; /* P's bf16 codes */
   __shared__ uint16_t lut[256];                                      /* fp8 code -> bf16 code */
   __shared__ float m_sm[16], l_sm[16], mn_sm[16], al_sm[16];
   const int t = blockIdx.x, s = blockIdx.y;
   const tokinfo ti = tok_of(p, t);
   if (s >= ti.nsplit) return; /* this batch has fewer splits (uniform over the block) */
-  const int tid = threadIdx.x, wave = tid >> 6, lane = tid & 63, lr = lane & 15, lq = lane >> 4, H = p.H;
+  const int tid = threadIdx.x, wave = tid >> 6, lane = tid & 63, lr = lane & 15, lq = lane >> 4,
+            H = p.H;
   const int64_t L = ti.L, start = (int64_t)s * ti.slen;
   const int64_t end = start + ti.slen < L ? start + ti.slen : L;
-  lut[tid] = (uint16_t)(mlr_f32_bits(mlr_decode(p.fnuz ? MLR_FMT_E4M3FNUZ : MLR_FMT_E4M3, (uint32_t)tid)) >> 16);
+  lut[tid] = (uint16_t)(mlr_f32_bits(
+                            mlr_decode(p.fnuz ? MLR_FMT_E4M3FNUZ : MLR_FMT_E4M3, (uint32_t)tid)) >>
+                        16);
   const uint16_t *qsrc = p.qin ? p.q : p.qop; /* bf16 Q: its codes are its operands */
   for (int c = tid; c < 16 * (QK / 4); c += MF_THR) {
     const int h = c / (QK / 4), k4 = c % (QK / 4);
-    const uint2 v = h < H ? *(const uint2 *)(qsrc + ((int64_t)t * H + h) * QK + 4 * k4) : make_uint2(0u, 0u);
+    const uint2 v =
+        h < H ? *(const uint2 *)(qsrc + ((int64_t)t * H + h) * QK + 4 * k4) : make_uint2(0u, 0u);
     *(uint2 *)(q_sm + h * MF_QS + 4 * k4) = v;
   }
   if (tid < 16) m_sm[tid] = -INFINITY, l_sm[tid] = 0.0f;
@@ -88,7 +97,8 @@ __global__ void __launch_bounds__(MF_THR) k_attn_mfma(fparams p) {
       const int r = k / (QK / 16), ch = k % (QK / 16);
       const int64_t pos = j0 + r;
       uint4 v = make_uint4(0u, 0u, 0u, 0u);
-      if (r < n) v = *(const uint4 *)(p.kv + kv_ref_row(p, kv_ref(p, ti.base, pos, true)) * QK + 16 * ch);
+      if (r < n)
+        v = *(const uint4 *)(p.kv + kv_ref_row(p, kv_ref(p, ti.base, pos, true)) * QK + 16 * ch);
       *(uint4 *)(kv_sm + r * QK + 16 * ch) = v;
     }
     __syncthreads();
@@ -101,7 +111,8 @@ __global__ void __launch_bounds__(MF_THR) k_attn_mfma(fparams p) {
         const int col = 16 * kb + 4 * lq;
         const uint2 qa = *(const uint2 *)(qrow + col);
         const uint32_t k4 = *(const uint32_t *)(krow + col);
-        const mlr_bf16x4 b = mf_bf16x4(lut[k4 & 0xFFu] | (uint32_t)lut[k4 >> 8 & 0xFFu] << 16, lut[k4 >> 16 & 0xFFu] | (uint32_t)lut[k4 >> 24] << 16);
+        const mlr_bf16x4 b = mf_bf16x4(lut[k4 & 0xFFu] | (uint32_t)lut[k4 >> 8 & 0xFFu] << 16,
+                                       lut[k4 >> 16 & 0xFFu] | (uint32_t)lut[k4 >> 24] << 16);
         d = __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(mf_bf16x4(qa.x, qa.y), b, d, 0, 0, 0);
       }
       const int tok = 16 * wave + lr;
@@ -112,13 +123,16 @@ __global__ void __launch_bounds__(MF_THR) k_attn_mfma(fparams p) {
     {
       const int h = tid >> 4, q = tid & 15;
       float *srow = s_sm + h * MF_TT;
-      float bm = fmaxf(fmaxf(srow[4 * q], srow[4 * q + 1]), fmaxf(srow[4 * q + 2], srow[4 * q + 3]));
-      for (int m = 8; m; m >>= 1) bm = fmaxf(bm, MLR_SHFL_XOR(bm, m)); /* within the head's 16 lanes */
+      float bm =
+          fmaxf(fmaxf(srow[4 * q], srow[4 * q + 1]), fmaxf(srow[4 * q + 2], srow[4 * q + 3]));
+      for (int m = 8; m; m >>= 1)
+        bm = fmaxf(bm, MLR_SHFL_XOR(bm, m)); /* within the head's 16 lanes */
       const float mo = m_sm[h], mn = fmaxf(mo, bm);
       for (int k = 4 * q; k < 4 * q + 4; k++) {
         const float pk = mlr__emu_sm_exp(MLR_EXP_2, NULL, srow[k] - mn);
         srow[k] = pk;
-        p_sm[h * MF_PS + k] = (uint16_t)mlr__encode_f32_rne(pk, MLR_FMT_BF16, MLR_OVF_NONSAT); /* P's format and operand: bf16 */
+        p_sm[h * MF_PS + k] = (uint16_t)mlr__encode_f32_rne(
+            pk, MLR_FMT_BF16, MLR_OVF_NONSAT); /* P's format and operand: bf16 */
       }
       if (q == 0) mn_sm[h] = mn, al_sm[h] = mlr__emu_sm_exp(MLR_EXP_2, NULL, mo - mn);
     }
@@ -135,8 +149,10 @@ __global__ void __launch_bounds__(MF_THR) k_attn_mfma(fparams p) {
       const uint8_t *vrow = kv_sm + (16 * kb + 4 * lq) * QK + 128 * wave + lr;
       for (int nt = 0; nt < 8; nt++) {
         const uint8_t *v = vrow + 16 * nt;
-        const mlr_bf16x4 b = mf_bf16x4(lut[v[0]] | (uint32_t)lut[v[QK]] << 16, lut[v[2 * QK]] | (uint32_t)lut[v[3 * QK]] << 16);
-        acc[nt] = __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(mf_bf16x4(pa.x, pa.y), b, acc[nt], 0, 0, 0);
+        const mlr_bf16x4 b = mf_bf16x4(lut[v[0]] | (uint32_t)lut[v[QK]] << 16,
+                                       lut[v[2 * QK]] | (uint32_t)lut[v[3 * QK]] << 16);
+        acc[nt] =
+            __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(mf_bf16x4(pa.x, pa.y), b, acc[nt], 0, 0, 0);
       }
     }
     __syncthreads(); /* the tile's LDS is read: the next tile may load; l and m written */
@@ -151,8 +167,10 @@ __global__ void __launch_bounds__(MF_THR) k_attn_mfma(fparams p) {
     for (int nt = 0; nt < 8; nt++) {
       const int col = 128 * wave + 16 * nt + lr;
       const float v = acc[nt][j] / lc * p.kvs;
-      if (direct) p.o[row * DV + col] = mlr__emu_out_code(v, MLR_OUT_BF16);
-      else p.part_o[(row * p.S + s) * DV + col] = v;
+      if (direct)
+        p.o[row * DV + col] = mlr__emu_out_code(v, MLR_OUT_BF16);
+      else
+        p.part_o[(row * p.S + s) * DV + col] = v;
     }
   }
   if (tid < H) store_lse(p, (int64_t)t * H + tid, s, m_sm[tid], fmaxf(l_sm[tid], p.clamp), direct);

@@ -4,45 +4,48 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../ref/formats/mlr_formats.h"
+#include "mlr_formats.h"
 #include "mlr_gpu_fast.h"
 
-/* Shared by the NVIDIA variants: fp16 operands on the sm90 fp16 unit for both products (fp8 KV values are
- * exact in fp16; bf16 KV values round to fp16, exact for |v| in [2^-17, 65504]), kv_scale folded,
- * base-2 softmax over blocks of the kernel's KV tile (128 tokens of fp8 KV, 64 of bf16 KV: the
- * same 72 KiB of shared memory) with the hardware exp2 (ex2.approx.f32: sm90-ex2) and the kernel's
- * row-sum tree (softmax2: warp16), P in fp16, the PV dot from acc*alpha, raw partials (acc *
- * kv_scale, m and l: no division a partial element; the merge divides once), lse in ln units, the
- * global-max merge, bf16 output. Splits: the waves rule (mlr_recipe.h) for the H200's 132 SMs (one
- * block an SM), counting a split's blocks as the kernel's grid does, one a query token (split.per =
- * token), at least 128 tokens a split, aligned to 128, a block's fixed cost 18 tiles. It keeps
- * AITER's metadata-v1 counts (128 "CUs", the rule these recipes had until session 29) at the 8 bench
- * shapes and changes them where those left SMs idle for a wave (H200, fast-wgmma-a8w8, us):
- * bs=67 kv=8192 150.8 -> 113.5 (3 splits, not 2), bs=96 kv=8192 155.0 -> 128.0 (1, not 2), bs=133
- * and 160 at kv=8192 260.2 and 264.0 -> 222.9 and 229.0 (2, not 1), bs=67 kv=1024 39.8 -> 28.1 (1).
- * The cost 18: a block costs 8 to 13 us besides its tiles of about 2 us; of the values that keep
- * the bench shapes' counts, 16 to 19 pick the faster count at every shape measured (12 took 2
- * splits at bs=140 kv=4096, 150.8 us against 142.5 with 1; 20 takes 1 at bs=67 kv=8192); over the
- * 38 shapes of session 30's sweep no cost and no other form tried that keeps the bench counts does
- * better. Counting tokens (session 30): with q_len > 1 counting batches gave each token's block
- * several splits and the GPU several waves: bs=33 q=4 kv=8192 194.4 -> 122.1 (1 split, not 4), bs=16
- * q=4 107.7 -> 70.9 (2, not 8), bs=66 q=2 kv=4096 101.5 -> 69.9 (1, not 2), bs=8 q=4 kv=4096 45.3 ->
- * 31.8 (4, not 16); at each of the 8 q_len > 1 shapes measured it picks the fastest of 1 to 4 splits.
- * BENCHMARKS.md, sessions 29 and 30. */
+/* Shared by the NVIDIA variants: fp16 operands on the sm90 fp16 unit for both products (fp8 KV
+ * values are exact in fp16; bf16 KV values round to fp16, exact for |v| in [2^-17, 65504]),
+ * kv_scale folded, base-2 softmax over blocks of the kernel's KV tile (128 tokens of fp8 KV, 64 of
+ * bf16 KV: the same 72 KiB of shared memory) with the hardware exp2 (ex2.approx.f32: sm90-ex2) and
+ * the kernel's row-sum tree (softmax2: warp16), P in fp16, the PV dot from acc*alpha, raw partials
+ * (acc * kv_scale, m and l: no division a partial element; the merge divides once), lse in ln
+ * units, the global-max merge, bf16 output. Splits: the waves rule (mlr_recipe.h) for the H200's
+ * 132 SMs (one block an SM), counting a split's blocks as the kernel's grid does, one a query token
+ * (split.per = token), at least 128 tokens a split, aligned to 128, a block's fixed cost 18 tiles.
+ * It keeps AITER's metadata-v1 counts (128 "CUs", the rule these recipes had until session 29) at
+ * the 8 bench shapes and changes them where those left SMs idle for a wave (H200, fast-wgmma-a8w8,
+ * us): bs=67 kv=8192 150.8 -> 113.5 (3 splits, not 2), bs=96 kv=8192 155.0 -> 128.0 (1, not 2),
+ * bs=133 and 160 at kv=8192 260.2 and 264.0 -> 222.9 and 229.0 (2, not 1), bs=67 kv=1024 39.8
+ * -> 28.1 (1). The cost 18: a block costs 8 to 13 us besides its tiles of about 2 us; of the values
+ * that keep the bench shapes' counts, 16 to 19 pick the faster count at every shape measured (12
+ * took 2 splits at bs=140 kv=4096, 150.8 us against 142.5 with 1; 20 takes 1 at bs=67 kv=8192);
+ * over the 38 shapes of session 30's sweep no cost and no other form tried that keeps the bench
+ * counts does better. Counting tokens (session 30): with q_len > 1 counting batches gave each
+ * token's block several splits and the GPU several waves: bs=33 q=4 kv=8192 194.4 -> 122.1 (1
+ * split, not 4), bs=16 q=4 107.7 -> 70.9 (2, not 8), bs=66 q=2 kv=4096 101.5 -> 69.9 (1, not 2),
+ * bs=8 q=4 kv=4096 45.3 -> 31.8 (4, not 16); at each of the 8 q_len > 1 shapes measured it picks
+ * the fastest of 1 to 4 splits. BENCHMARKS.md, sessions 29 and 30. */
 #define FAST_COMMON(block) FAST_QK("qk.operand=fp16;qk.dot=mma:sm90-f16;", block)
-#define FAST_QK(qk, block)                                                                                             \
-  "kv.scale_at=folded;" qk "qk.result=fp32;logit.format=fp32;softmax.exp=2;"                                             \
-  "softmax.block=" block ";softmax.clamp=1e-12;softmax.exp_unit=sm90-ex2;softmax.sum=warp16;p.format=fp16;"            \
-  "pv.operand=fp16;pv.dot=mma:sm90-f16;pv.accumulate=into_acc;"                                                        \
-  "update.fma=no;split.rule=waves;split.cus=132;split.max=64;split.min_tokens=128;split.align=128;split.overhead=18;split.per=token;" \
+#define FAST_QK(qk, block)                                                                         \
+  "kv.scale_at=folded;" qk "qk.result=fp32;logit.format=fp32;softmax.exp=2;"                       \
+  "softmax.block=" block                                                                           \
+  ";softmax.clamp=1e-12;softmax.exp_unit=sm90-ex2;softmax.sum=warp16;p.format=fp16;"               \
+  "pv.operand=fp16;pv.dot=mma:sm90-f16;pv.accumulate=into_acc;"                                    \
+  "update.fma=no;split.rule=waves;split.cus=132;split.max=64;split.min_tokens=128;split.align="    \
+  "128;split.overhead=18;split.per=token;"                                                         \
   "partial.normalized=no;lse.base=e;merge.rule=global_max;out.format=bf16"
-#define Q_BF16 "q.format=bf16;q.scale=none;"
-#define Q_E4M3 "q.format=e4m3;q.scale=static;q.absmax=6;"
+#define Q_BF16  "q.format=bf16;q.scale=none;"
+#define Q_E4M3  "q.format=e4m3;q.scale=static;q.absmax=6;"
 /* fp8 Q and OCP e4m3 KV, the logits on wgmma's fp8 unit (k_attn<.., WG = 1>): Q's e4m3 codes and
  * K's codes multiplied as they are (no fp16 operands: no conversions of K), the unit's model
- * mma:sm90-e4m3 (blocks of 32 products in order, 13 fraction bits truncated; gpu/probes/wgmma_probe.cu
- * measured it exact), everything else as fast-a8w8. BENCHMARKS.md (session 12) has its error
- * budget against fast-a8w8's: the accumulation's part grows, the static Q scale's still dominates. */
+ * mma:sm90-e4m3 (blocks of 32 products in order, 13 fraction bits truncated;
+ * gpu/probes/wgmma_probe.cu measured it exact), everything else as fast-a8w8. BENCHMARKS.md
+ * (session 12) has its error budget against fast-a8w8's: the accumulation's part grows, the static
+ * Q scale's still dominates. */
 #define FAST_WG FAST_QK("qk.operand=fp8;qk.dot=mma:sm90-e4m3;", "128")
 
 /* The AMD (MFMA) variant, written for CDNA3 (MI300, gfx942) and compiled for gfx940; not run here
@@ -51,32 +54,35 @@
  * blocks of 64 tokens (a tile in 64 KB of LDS), the correctly rounded exp2 (software: no model of
  * v_exp_f32 yet), the row sum in token order, P in bf16, splits for MI300X's 304 CUs; e4m3fnuz Q
  * (MI300's fp8) with the seeds' static scale. */
-#define MI300_COMMON                                                                                                   \
-  "kv.scale_at=folded;qk.operand=bf16;qk.dot=mma:cdna3-bf16;qk.result=fp32;logit.format=fp32;softmax.exp=2;"          \
-  "softmax.block=64;softmax.clamp=1e-12;softmax.exp_unit=exact;softmax.sum=seq;p.format=bf16;"                         \
-  "pv.operand=bf16;pv.dot=mma:cdna3-bf16;pv.accumulate=into_acc;"                                                      \
-  "update.fma=no;split.rule=aiter_v1;split.cus=304;split.max=64;split.min_tokens=128;split.align=128;"                \
+#define MI300_COMMON                                                                               \
+  "kv.scale_at=folded;qk.operand=bf16;qk.dot=mma:cdna3-bf16;qk.result=fp32;logit.format=fp32;"     \
+  "softmax.exp=2;"                                                                                 \
+  "softmax.block=64;softmax.clamp=1e-12;softmax.exp_unit=exact;softmax.sum=seq;p.format=bf16;"     \
+  "pv.operand=bf16;pv.dot=mma:cdna3-bf16;pv.accumulate=into_acc;"                                  \
+  "update.fma=no;split.rule=aiter_v1;split.cus=304;split.max=64;split.min_tokens=128;split.align=" \
+  "128;"                                                                                           \
   "partial.normalized=yes;lse.base=e;merge.rule=global_max;out.format=bf16"
 
 static const struct {
   const char *name, *settings;
 } FAST[] = {
-  /* fp8 KV (e4m3, e4m3fnuz). bf16 Q (a16w8): Q rounded to fp16 operands */
-  {"fast-a16w8", Q_BF16 FAST_COMMON("128")},
-  /* fp8 Q (a8w8) with the seeds' static scale (absmax 6; --set q.scale=dynamic for the task's) */
-  {"fast-a8w8", Q_E4M3 FAST_COMMON("128")},
-  /* fp8 Q, OCP e4m3 KV: the logits on wgmma's fp8 unit */
-  {"fast-wgmma-a8w8", Q_E4M3 FAST_WG},
-  /* bf16 KV: the same with blocks of 64 tokens */
-  {"fast-a16w16", Q_BF16 FAST_COMMON("64")},
-  {"fast-a8w16", Q_E4M3 FAST_COMMON("64")},
-  /* AMD MFMA, fp8 KV */
-  {"fast-mi300-a16w8", Q_BF16 MI300_COMMON},
-  {"fast-mi300-a8w8", "q.format=e4m3fnuz;q.scale=static;q.absmax=6;" MI300_COMMON},
+    /* fp8 KV (e4m3, e4m3fnuz). bf16 Q (a16w8): Q rounded to fp16 operands */
+    {"fast-a16w8", Q_BF16 FAST_COMMON("128")},
+    /* fp8 Q (a8w8) with the seeds' static scale (absmax 6; --set q.scale=dynamic for the task's) */
+    {"fast-a8w8", Q_E4M3 FAST_COMMON("128")},
+    /* fp8 Q, OCP e4m3 KV: the logits on wgmma's fp8 unit */
+    {"fast-wgmma-a8w8", Q_E4M3 FAST_WG},
+    /* bf16 KV: the same with blocks of 64 tokens */
+    {"fast-a16w16", Q_BF16 FAST_COMMON("64")},
+    {"fast-a8w16", Q_E4M3 FAST_COMMON("64")},
+    /* AMD MFMA, fp8 KV */
+    {"fast-mi300-a16w8", Q_BF16 MI300_COMMON},
+    {"fast-mi300-a8w8", "q.format=e4m3fnuz;q.scale=static;q.absmax=6;" MI300_COMMON},
 };
 
 const char *mlr_gpu_fast_recipe_names(void) {
-  return "fast-a16w8|fast-a8w8|fast-wgmma-a8w8|fast-a16w16|fast-a8w16|fast-mi300-a16w8|fast-mi300-a8w8";
+  return "fast-a16w8|fast-a8w8|fast-wgmma-a8w8|fast-a16w16|fast-a8w16|fast-mi300-a16w8|fast-mi300-"
+         "a8w8";
 }
 
 /* the recipes this build's kernel computes: MLR_FAST_MFMA is defined for the HIP build's library */
@@ -92,7 +98,8 @@ mlr_status mlr_gpu_fast_recipe(const char *name, mlr_recipe *out) {
   for (size_t i = 0; name && i < sizeof FAST / sizeof FAST[0]; i++) {
     if (strcmp(name, FAST[i].name) != 0) continue;
     mlr_recipe_builtin("fp32-seq", out);
-    if (mlr_recipe_set_list(out, FAST[i].settings, NULL) != MLR_OK) return MLR_EINVAL; /* a bug in the table: tests catch it */
+    if (mlr_recipe_set_list(out, FAST[i].settings, NULL) != MLR_OK)
+      return MLR_EINVAL; /* a bug in the table: tests catch it */
     snprintf(out->name, sizeof out->name, "%s", name);
     return MLR_OK;
   }
@@ -116,9 +123,11 @@ static int key_line(const char *text, const char *key, const char **line) {
 /* the first of the keys the kernel fixes whose value in r is not the reference recipe's: its
  * line "key = value" in ref's text form copied into line[256], 1 returned; 0 when all match */
 static int first_mismatch(const mlr_recipe *r, const char *ref_name, char *line) {
-  static const char *const FIXED[] = {"kv.scale_at", "qk.operand", "qk.dot", "qk.result", "logit.format", "softmax.exp",
-                                      "softmax.block", "softmax.exp_unit", "softmax.sum", "p.format", "pv.operand", "pv.dot",
-                                      "pv.accumulate", "update.fma", "partial.normalized", "lse.base", "merge.rule", "out.format"};
+  static const char *const FIXED[] = {
+      "kv.scale_at", "qk.operand",    "qk.dot",           "qk.result",   "logit.format",
+      "softmax.exp", "softmax.block", "softmax.exp_unit", "softmax.sum", "p.format",
+      "pv.operand",  "pv.dot",        "pv.accumulate",    "update.fma",  "partial.normalized",
+      "lse.base",    "merge.rule",    "out.format"};
   mlr_recipe ref;
   char have[4096], want[4096];
   mlr_gpu_fast_recipe(ref_name, &ref);
@@ -135,13 +144,19 @@ static int first_mismatch(const mlr_recipe *r, const char *ref_name, char *line)
   return 0;
 }
 
-/* the checks after the recipe's keys, the same for both variants; kv_bf16: the variant reads bf16 KV */
+/* the checks after the recipe's keys, the same for both variants; kv_bf16: the variant reads bf16
+ * KV */
 static mlr_status fit_rest(const mlr_recipe *r, const mlr_inputs *in, int kv_bf16, mlr_error *err) {
   if (r->q_format != MLR_Q_BF16 && r->q_scale != MLR_QS_STATIC && r->q_scale != MLR_QS_DYNAMIC)
-    return NOFIT("recipe '%s': the fast kernel quantizes Q with one scale (q.scale = static or dynamic), not per head or token", r->name);
+    return NOFIT("recipe '%s': the fast kernel quantizes Q with one scale (q.scale = static or "
+                 "dynamic), not per head or token",
+                 r->name);
   if (!in) return MLR_OK;
-  if (!kv_bf16 && in->kv_format == MLR_FMT_BF16) return NOFIT("the fast kernel's AMD variant reads fp8 KV (e4m3 or e4m3fnuz); these inputs have bf16 KV");
-  if (in->H < 1 || in->H > 16) return NOFIT("the fast kernel runs 1..16 heads; the inputs have %lld", (long long)in->H);
+  if (!kv_bf16 && in->kv_format == MLR_FMT_BF16)
+    return NOFIT(
+        "the fast kernel's AMD variant reads fp8 KV (e4m3 or e4m3fnuz); these inputs have bf16 KV");
+  if (in->H < 1 || in->H > 16)
+    return NOFIT("the fast kernel runs 1..16 heads; the inputs have %lld", (long long)in->H);
   return mlr_emu_check_fit(r, in, err);
 }
 
@@ -150,18 +165,26 @@ mlr_status mlr_gpu_fast_fit(const mlr_recipe *r, const mlr_inputs *in, mlr_error
   /* the AMD variant: fp8 KV only (a bf16 tile of 64 tokens would not fit the 64 KB of LDS) */
   char wm[256];
   if (first_mismatch(r, "fast-mi300-a16w8", wm))
-    return NOFIT("recipe '%s': the fast kernel (AMD MFMA) computes %s only (see `mlaref recipe show fast-mi300-a16w8`)", r->name, wm);
+    return NOFIT("recipe '%s': the fast kernel (AMD MFMA) computes %s only (see `mlaref recipe "
+                 "show fast-mi300-a16w8`)",
+                 r->name, wm);
   return fit_rest(r, in, 0, err);
 #else
-  if (r->qk_dot == MLR_DOT_MMA_SM90_E4M3) { /* the logits on wgmma's fp8 unit: fast-wgmma-a8w8, OCP e4m3 codes only */
+  if (r->qk_dot == MLR_DOT_MMA_SM90_E4M3) { /* the logits on wgmma's fp8 unit: fast-wgmma-a8w8, OCP
+                                               e4m3 codes only */
     char ww[256];
     if (first_mismatch(r, "fast-wgmma-a8w8", ww))
-      return NOFIT("recipe '%s': with qk.dot = mma:sm90-e4m3 the fast kernel computes %s only (see `mlaref recipe show fast-wgmma-a8w8`)", r->name, ww);
+      return NOFIT("recipe '%s': with qk.dot = mma:sm90-e4m3 the fast kernel computes %s only (see "
+                   "`mlaref recipe show fast-wgmma-a8w8`)",
+                   r->name, ww);
     if (r->q_format != MLR_Q_E4M3)
-      return NOFIT("recipe '%s': the fast kernel's wgmma logits multiply OCP e4m3 codes: q.format = e4m3 only", r->name);
+      return NOFIT("recipe '%s': the fast kernel's wgmma logits multiply OCP e4m3 codes: q.format "
+                   "= e4m3 only",
+                   r->name);
     if (in && in->kv_format != MLR_FMT_E4M3)
-      return NOFIT("recipe '%s': the fast kernel's wgmma logits multiply OCP e4m3 codes; these inputs have %s KV (e4m3 only)", r->name,
-                   mlr_format_name((mlr_format)in->kv_format));
+      return NOFIT("recipe '%s': the fast kernel's wgmma logits multiply OCP e4m3 codes; these "
+                   "inputs have %s KV (e4m3 only)",
+                   r->name, mlr_format_name((mlr_format)in->kv_format));
     return fit_rest(r, in, 0, err);
   }
   /* every key the kernel fixes must have the kernel's value for the KV format (fp8: fast-a16w8's,
@@ -170,9 +193,17 @@ mlr_status mlr_gpu_fast_fit(const mlr_recipe *r, const mlr_inputs *in, mlr_error
   const int l8 = in && in->kv_format == MLR_FMT_BF16 ? -1 : first_mismatch(r, "fast-a16w8", w8);
   const int l16 = in && in->kv_format != MLR_FMT_BF16 ? -1 : first_mismatch(r, "fast-a16w16", w16);
   if (l8 != 0 && l16 != 0) {
-    if (l16 < 0) return NOFIT("recipe '%s': with fp8 KV the fast kernel computes %s only (see `mlaref recipe show fast-a16w8`)", r->name, w8);
-    if (l8 < 0) return NOFIT("recipe '%s': with bf16 KV the fast kernel computes %s only (see `mlaref recipe show fast-a16w16`)", r->name, w16);
-    return NOFIT("recipe '%s': the fast kernel computes %s only (fp8 KV; see `mlaref recipe show fast-a16w8`; bf16 KV: fast-a16w16)", r->name, w8);
+    if (l16 < 0)
+      return NOFIT("recipe '%s': with fp8 KV the fast kernel computes %s only (see `mlaref recipe "
+                   "show fast-a16w8`)",
+                   r->name, w8);
+    if (l8 < 0)
+      return NOFIT("recipe '%s': with bf16 KV the fast kernel computes %s only (see `mlaref recipe "
+                   "show fast-a16w16`)",
+                   r->name, w16);
+    return NOFIT("recipe '%s': the fast kernel computes %s only (fp8 KV; see `mlaref recipe show "
+                 "fast-a16w8`; bf16 KV: fast-a16w16)",
+                 r->name, w8);
   }
   return fit_rest(r, in, 1, err);
 #endif

@@ -11,7 +11,8 @@
 
 __global__ void digest_kernel(int fn, uint64_t stride, uint64_t count, unsigned long long *out) {
   uint64_t sum = 0;
-  for (uint64_t k = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; k < count; k += (uint64_t)gridDim.x * blockDim.x)
+  for (uint64_t k = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; k < count;
+       k += (uint64_t)gridDim.x * blockDim.x)
     sum += mlr_digest_item(fn, (uint32_t)(k * stride));
   atomicAdd(out, (unsigned long long)sum); // addition mod 2^64: order-independent
 }
@@ -30,7 +31,8 @@ static uint64_t cpu_digest(int fn, uint64_t stride) {
   const long long count = (long long)(0xFFFFFFFFull / stride) + 1;
   uint64_t sum = 0;
 #pragma omp parallel for reduction(+ : sum) schedule(static)
-  for (long long k = 0; k < count; k++) sum += mlr_digest_item(fn, (uint32_t)((uint64_t)k * stride));
+  for (long long k = 0; k < count; k++)
+    sum += mlr_digest_item(fn, (uint32_t)((uint64_t)k * stride));
   return sum;
 }
 
@@ -39,14 +41,15 @@ int main(int argc, char **argv) {
   unsigned long long *d_sum;
   MLR_GPU_CHECK(hipMalloc((void **)&d_sum, sizeof *d_sum));
   for (int fn = 0; fn < MLR_DIGEST_FNS; fn++)
-    printf("%-26s stride7 %016llx\n", mlr_digest_names[fn], (unsigned long long)gpu_digest(fn, 7, d_sum));
+    printf("%-26s stride7 %016llx\n", mlr_digest_names[fn],
+           (unsigned long long)gpu_digest(fn, 7, d_sum));
   fflush(stdout);
   int bad = 0;
   if (full) {
     for (int fn = 0; fn < MLR_DIGEST_FNS; fn++) {
       const uint64_t g = gpu_digest(fn, 1, d_sum), c = cpu_digest(fn, 1);
-      fprintf(stderr, "%-26s all-2^32 gpu %016llx cpu %016llx %s\n", mlr_digest_names[fn], (unsigned long long)g,
-              (unsigned long long)c, g == c ? "same" : "DIFFERENT");
+      fprintf(stderr, "%-26s all-2^32 gpu %016llx cpu %016llx %s\n", mlr_digest_names[fn],
+              (unsigned long long)g, (unsigned long long)c, g == c ? "same" : "DIFFERENT");
       bad |= g != c;
     }
   }

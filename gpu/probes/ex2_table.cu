@@ -1,13 +1,16 @@
-// ex2_table: the hardware exp2 of NVIDIA GPUs (PTX ex2.approx.f32, SASS MUFU.EX2), tabulated, and its
-// model (ref/sfu/mlr_sfu.h) checked on every float x <= 0.
-//   1. g(r) = ex2(-r 2^-23), r = 0 .. 2^23 - 1, written to OUT.bin as the first differences of g's bit
+// ex2_table: the hardware exp2 of NVIDIA GPUs (PTX ex2.approx.f32, SASS MUFU.EX2), tabulated, and
+// its model (ref/sfu/mlr_sfu.h) checked on every float x <= 0.
+//   1. g(r) = ex2(-r 2^-23), r = 0 .. 2^23 - 1, written to OUT.bin as the first differences of g's
+//   bit
 //      patterns, one int8 each (g(0) = 1.0 = 0x3F800000 first, then bits(g(r)) - bits(g(r - 1))):
 //      lossless, no reference function needed; ref/sfu/ holds the H200's, xz-compressed (its README
 //      names the SHA-256 of the uncompressed bytes).
-//   2. mlr__sfu_ex2 with this g against ex2.approx.f32 (not .ftz, as the fast kernel is built) on all
-//      2^31 floats with the sign bit set (-0 .. -Inf and the negative NaNs: NaN only as a class), and
-//      on the positive floats below 128 (not modelled: counted, not required).
-//   3. SAMPLES.txt: x and the hardware's result (hex bit patterns) for special and random x <= 0, the
+//   2. mlr__sfu_ex2 with this g against ex2.approx.f32 (not .ftz, as the fast kernel is built) on
+//   all
+//      2^31 floats with the sign bit set (-0 .. -Inf and the negative NaNs: NaN only as a class),
+//      and on the positive floats below 128 (not modelled: counted, not required).
+//   3. SAMPLES.txt: x and the hardware's result (hex bit patterns) for special and random x <= 0,
+//   the
 //      CPU test's evidence (tests/data/sfu/).
 //   Usage: ex2_table OUT.bin SAMPLES.txt; exit 1 when a float x <= 0 differs.
 // Build: nvcc -O2 -arch=sm_90 -ftz=false -I. gpu/probes/ex2_table.cu -o ex2_table. NVIDIA only.
@@ -16,15 +19,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../ref/sfu/mlr_sfu.h"
+#include "mlr_sfu.h"
 
-#define CUDA_OK(x)                                                                                                     \
-  do {                                                                                                                 \
-    cudaError_t e_ = (x);                                                                                              \
-    if (e_ != cudaSuccess) {                                                                                           \
-      fprintf(stderr, "ex2_table: %s: %s\n", #x, cudaGetErrorString(e_));                                               \
-      return 2;                                                                                                        \
-    }                                                                                                                  \
+#define CUDA_OK(x)                                                                                 \
+  do {                                                                                             \
+    cudaError_t e_ = (x);                                                                          \
+    if (e_ != cudaSuccess) {                                                                       \
+      fprintf(stderr, "ex2_table: %s: %s\n", #x, cudaGetErrorString(e_));                          \
+      return 2;                                                                                    \
+    }                                                                                              \
   } while (0)
 
 __device__ __forceinline__ float ex2(float x) {
@@ -36,7 +39,8 @@ __global__ void tab(uint32_t *g) {
   const uint32_t r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r < (1u << 23)) g[r] = mlr_f32_bits(ex2(-(float)r * 0x1p-23f));
 }
-/* cnt[0]: x <= 0 checked, cnt[1]: differing; cnt[2], cnt[3]: the same for 0 < x < 128; ex: the first 8 */
+/* cnt[0]: x <= 0 checked, cnt[1]: differing; cnt[2], cnt[3]: the same for 0 < x < 128; ex: the
+ * first 8 */
 __global__ void check(const uint32_t *g, uint32_t hi, unsigned long long *cnt, uint32_t *ex) {
   const uint32_t b = hi | (blockIdx.x * blockDim.x + threadIdx.x);
   const float x = mlr_bits_f32(b), hw = ex2(x), m = mlr__sfu_ex2(g, x);
@@ -46,7 +50,8 @@ __global__ void check(const uint32_t *g, uint32_t hi, unsigned long long *cnt, u
   atomicAdd(&cnt[2 * pos], 1ull);
   if (!same) {
     const unsigned long long k = atomicAdd(&cnt[2 * pos + 1], 1ull);
-    if (!pos && k < 8) ex[3 * k] = b, ex[3 * k + 1] = mlr_f32_bits(hw), ex[3 * k + 2] = mlr_f32_bits(m);
+    if (!pos && k < 8)
+      ex[3 * k] = b, ex[3 * k + 1] = mlr_f32_bits(hw), ex[3 * k + 2] = mlr_f32_bits(m);
   }
 }
 __global__ void sample(const uint32_t *x, uint32_t *y, int n) {
@@ -85,7 +90,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "ex2_table: cannot write %s\n", argv[1]);
     return 2;
   }
-  printf("g(0) = %08x, g(1) = %08x, g(2^23-1) = %08x; differences out of int8: %d\n", h[0], h[1], h[n - 1], bad);
+  printf("g(0) = %08x, g(1) = %08x, g(2^23-1) = %08x; differences out of int8: %d\n", h[0], h[1],
+         h[n - 1], bad);
 
   /* 2. the model, on every x <= 0 (2^31 patterns) and 0 < x < 128 */
   CUDA_OK(cudaMemset(cnt, 0, 4 * sizeof *cnt));
@@ -97,17 +103,25 @@ int main(int argc, char **argv) {
   uint32_t e[24];
   CUDA_OK(cudaMemcpy(c, cnt, sizeof c, cudaMemcpyDeviceToHost));
   CUDA_OK(cudaMemcpy(e, ex, sizeof e, cudaMemcpyDeviceToHost));
-  printf("model (ref/sfu) vs ex2.approx.f32: x <= 0 (and negative NaNs): %llu floats, %llu differ\n", c[0], c[1]);
-  for (unsigned long long k = 0; k < c[1] && k < 8; k++) printf("  x %08x: hardware %08x, model %08x\n", e[3 * k], e[3 * k + 1], e[3 * k + 2]);
-  printf("not modelled: 0 < x < 128: %llu floats, %llu differ from the correctly rounded 2^x the model puts there\n", c[2], c[3]);
+  printf(
+      "model (ref/sfu) vs ex2.approx.f32: x <= 0 (and negative NaNs): %llu floats, %llu differ\n",
+      c[0], c[1]);
+  for (unsigned long long k = 0; k < c[1] && k < 8; k++)
+    printf("  x %08x: hardware %08x, model %08x\n", e[3 * k], e[3 * k + 1], e[3 * k + 2]);
+  printf("not modelled: 0 < x < 128: %llu floats, %llu differ from the correctly rounded 2^x the "
+         "model puts there\n",
+         c[2], c[3]);
 
   /* 3. samples for the CPU test */
   enum { NS = 4096 };
   static uint32_t xs[NS + 64], ys[NS + 64];
   int k = 0;
-  const float special[] = {-0.0f, 0.0f, -0x1p-149f, -0x1p-126f, -0x1p-24f, -0x1.fffffep-1f, -1.0f, -0x1.000002p+0f, -2.0f, -125.0f,
-                           -0x1.f7fffep+6f, -126.0f, -0x1.f80002p+6f, -0x1.fcp+6f, -127.0f, -148.0f, -149.0f, -0x1.2bp+7f,
-                           -0x1.2cp+7f, -0x1.2c0002p+7f, -151.0f, -252.0f, -0x1.f80002p+7f, -253.0f, -1000.0f, -INFINITY};
+  const float special[] = {-0.0f,           0.0f,    -0x1p-149f,      -0x1p-126f,  -0x1p-24f,
+                           -0x1.fffffep-1f, -1.0f,   -0x1.000002p+0f, -2.0f,       -125.0f,
+                           -0x1.f7fffep+6f, -126.0f, -0x1.f80002p+6f, -0x1.fcp+6f, -127.0f,
+                           -148.0f,         -149.0f, -0x1.2bp+7f,     -0x1.2cp+7f, -0x1.2c0002p+7f,
+                           -151.0f,         -252.0f, -0x1.f80002p+7f, -253.0f,     -1000.0f,
+                           -INFINITY};
   for (size_t i = 0; i < sizeof special / sizeof special[0]; i++) xs[k++] = f2b(special[i]);
   xs[k++] = 0xFFC00000u; /* a negative NaN */
   uint64_t s = 0x9E3779B97F4A7C15ull;
@@ -115,10 +129,14 @@ int main(int argc, char **argv) {
     const int q = k & 3;
     float x;
     const uint32_t u = rng(&s);
-    if (q == 0) x = -mlr_bits_f32(u % 0x3F800000u);
-    else if (q == 1) x = -(1.0f + 125.0f * (float)(u >> 8) * 0x1p-24f);
-    else if (q == 2) x = -(126.0f + 34.0f * (float)(u >> 8) * 0x1p-24f);
-    else x = -mlr_bits_f32(u % 0x7F800000u);
+    if (q == 0)
+      x = -mlr_bits_f32(u % 0x3F800000u);
+    else if (q == 1)
+      x = -(1.0f + 125.0f * (float)(u >> 8) * 0x1p-24f);
+    else if (q == 2)
+      x = -(126.0f + 34.0f * (float)(u >> 8) * 0x1p-24f);
+    else
+      x = -mlr_bits_f32(u % 0x7F800000u);
     xs[k++] = f2b(x);
   }
   uint32_t *dx, *dy;
@@ -134,7 +152,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "ex2_table: cannot write %s\n", argv[2]);
     return 2;
   }
-  fprintf(f, "# ex2.approx.f32 (not .ftz) on %s, written by gpu/probes/ex2_table.cu: x and the result, hex bit patterns\n", prop.name);
+  fprintf(f,
+          "# ex2.approx.f32 (not .ftz) on %s, written by gpu/probes/ex2_table.cu: x and the "
+          "result, hex bit patterns\n",
+          prop.name);
   for (int i = 0; i < k; i++) fprintf(f, "%08x %08x\n", xs[i], ys[i]);
   if (fclose(f) != 0) return 2;
   printf("samples: %d written to %s\n", k, argv[2]);

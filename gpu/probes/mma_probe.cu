@@ -1,6 +1,7 @@
 // mma_probe: runs the real matrix instructions of an NVIDIA GPU (mma.sync m16n8k32 with e4m3 and
-// with e5m2 operands, m16n8k16 with bf16 and with fp16 operands; fp32 C and D) on random and targeted
-// inner products, and compares every D with the model of ref/mma (mlr_mma_block) bit for bit.
+// with e5m2 operands, m16n8k16 with bf16 and with fp16 operands; fp32 C and D) on random and
+// targeted inner products, and compares every D with the model of ref/mma (mlr_mma_block) bit for
+// bit.
 //
 // A warp computes one 16x8 tile D = A B + C, so a tile gives 128 inner products (row r of A with
 // column n of B, plus C[r][n]); every one is counted. Classes, each made so that the property holds
@@ -20,9 +21,9 @@
 //
 // Usage: mma_probe [--random N] [--targeted N] [--seed S] [--out DIR]
 //   N: inner products per class (random default 2^20, targeted default 2^14), rounded up to tiles
-//   DIR: writes DIR/summary.txt and DIR/h200_probe_{e4m3,bf16,fp16,e5m2}.txt, every targeted product's
-//   the first 256 of every class, in tests/data/mma's format (C D a.. b..;
-//   D from the hardware, C included) for tests/mma.c.
+//   DIR: writes DIR/summary.txt and DIR/h200_probe_{e4m3,bf16,fp16,e5m2}.txt, every targeted
+//   product's the first 256 of every class, in tests/data/mma's format (C D a.. b..; D from the
+//   hardware, C included) for tests/mma.c.
 // Exit status: 0 every D matches, 1 some differ, 2 bad usage or no device.
 // NVIDIA only (PTX mma.sync needs sm_89 or later); AMD's MFMA would need a probe of its own.
 // Build: scripts/gpu_run.sh (nvcc -arch=sm_90 with ref/mma/mma.c compiled by the host C compiler).
@@ -39,9 +40,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "fixtures/rng/mlr_rng.h"
-#include "ref/formats/mlr_formats.h"
-#include "ref/mma/mlr_mma.h"
+#include "mlr_rng.h"
+#include "mlr_formats.h"
+#include "mlr_mma.h"
 
 namespace {
 
@@ -52,35 +53,58 @@ struct inst {
   mlr_format fmt;
   mlr_mma_unit unit;
 };
-const inst INSTS[NINST] = {{"e4m3", 32, MLR_FMT_E4M3, MLR_MMA_SM90_E4M3_SYNC}, // mma.sync e4m3: lowered to two fp16 HMMAs on sm_90
-                           {"bf16", 16, MLR_FMT_BF16, MLR_MMA_SM90_BF16},
-                           {"fp16", 16, MLR_FMT_FP16, MLR_MMA_SM90_F16},
-                           {"e5m2", 32, MLR_FMT_E5M2, MLR_MMA_SM90_E4M3_SYNC}}; // lowered the same way (F2FP.F16.E5M2: exact)
+const inst INSTS[NINST] = {
+    {"e4m3", 32, MLR_FMT_E4M3,
+     MLR_MMA_SM90_E4M3_SYNC}, // mma.sync e4m3: lowered to two fp16 HMMAs on sm_90
+    {"bf16", 16, MLR_FMT_BF16, MLR_MMA_SM90_BF16},
+    {"fp16", 16, MLR_FMT_FP16, MLR_MMA_SM90_F16},
+    {"e5m2", 32, MLR_FMT_E5M2,
+     MLR_MMA_SM90_E4M3_SYNC}}; // lowered the same way (F2FP.F16.E5M2: exact)
 
-enum { C_LAYOUT = 0, C_RANDOM, C_NORMAL, C_CANCEL, C_SPREAD, C_SUBNORM, C_ZEROS, C_CDOM, C_NONFIN, C_OVERFLOW, NCLASS };
-const char *CLASS_NAMES[NCLASS] = {"layout", "random", "normal", "cancel", "spread", "subnorm", "zeros", "cdom", "nonfin", "overflow"};
+enum {
+  C_LAYOUT = 0,
+  C_RANDOM,
+  C_NORMAL,
+  C_CANCEL,
+  C_SPREAD,
+  C_SUBNORM,
+  C_ZEROS,
+  C_CDOM,
+  C_NONFIN,
+  C_OVERFLOW,
+  NCLASS
+};
+const char *CLASS_NAMES[NCLASS] = {"layout",  "random", "normal", "cancel", "spread",
+                                   "subnorm", "zeros",  "cdom",   "nonfin", "overflow"};
 
-// ---- device: one warp, one tile; A [16][K] row-major, B [8][K] (column n's K values), C, D [16][8]
+// ---- device: one warp, one tile; A [16][K] row-major, B [8][K] (column n's K values), C, D
+// [16][8]
 
-#define MMA_OPERANDS                                                                                                 \
+#define MMA_OPERANDS                                                                               \
   : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])                                                                   \
   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3])
 
 template <int II>
-__device__ void mma_op(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4]) {
+__device__ void mma_op(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
+                       const float (&c)[4]) {
   if constexpr (II == I_E4M3)
-    asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};" MMA_OPERANDS);
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};" MMA_OPERANDS);
   else if constexpr (II == I_E5M2)
-    asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};" MMA_OPERANDS);
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};" MMA_OPERANDS);
   else if constexpr (II == I_BF16)
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};" MMA_OPERANDS);
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};" MMA_OPERANDS);
   else
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};" MMA_OPERANDS);
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+                 "{%8,%9}, {%10,%11,%12,%13};" MMA_OPERANDS);
 }
 
 /* PTX ISA, mma.m16n8k32 fragments for 8-bit types and m16n8k16 for 16-bit ones: E elements a
  * register (K = 8E); A's register r holds row g (r even) or g+8 (r odd), columns tg*E.. (+4E for
- * r >= 2); B's register r holds k rows tg*E.. (+4E for r = 1) of column g; C and D alike for both */
+ * r >= 2); B's register r holds k rows tg*E.. (+4E for r = 1) of column g; C and D alike for both
+ */
 template <typename T, int II>
 __global__ void k_mma(const T *A, const T *B, const float *C, float *D, int ntiles) {
   constexpr int E = 4 / sizeof(T), K = 8 * E, BITS = 8 * sizeof(T);
@@ -98,9 +122,11 @@ __global__ void k_mma(const T *A, const T *B, const float *C, float *D, int ntil
     br[i / E] |= (uint32_t)b[g * K + krow] << (BITS * (i % E));
   }
   float c[4], d[4];
-  for (int i = 0; i < 4; i++) c[i] = C[(size_t)tile * 128 + (g + (i >= 2 ? 8 : 0)) * 8 + tg * 2 + (i & 1)];
+  for (int i = 0; i < 4; i++)
+    c[i] = C[(size_t)tile * 128 + (g + (i >= 2 ? 8 : 0)) * 8 + tg * 2 + (i & 1)];
   mma_op<II>(d, ar, br, c);
-  for (int i = 0; i < 4; i++) D[(size_t)tile * 128 + (g + (i >= 2 ? 8 : 0)) * 8 + tg * 2 + (i & 1)] = d[i];
+  for (int i = 0; i < 4; i++)
+    D[(size_t)tile * 128 + (g + (i >= 2 ? 8 : 0)) * 8 + tg * 2 + (i & 1)] = d[i];
 }
 
 // ---- host: operand generation (philox streams: instance, class, tile, element) ----
@@ -116,8 +142,12 @@ struct gen {
 };
 
 int fmt_exp_bits(mlr_format f) { return f == MLR_FMT_E4M3 ? 4 : f == MLR_FMT_BF16 ? 8 : 5; }
-int fmt_man_bits(mlr_format f) { return f == MLR_FMT_E4M3 ? 3 : f == MLR_FMT_BF16 ? 7 : f == MLR_FMT_E5M2 ? 2 : 10; }
-uint32_t code_of(mlr_format f, double x) { return mlr_encode_f64(x, f, MLR_RND_NEAREST_EVEN, MLR_OVF_SATURATE, 0u); }
+int fmt_man_bits(mlr_format f) {
+  return f == MLR_FMT_E4M3 ? 3 : f == MLR_FMT_BF16 ? 7 : f == MLR_FMT_E5M2 ? 2 : 10;
+}
+uint32_t code_of(mlr_format f, double x) {
+  return mlr_encode_f64(x, f, MLR_RND_NEAREST_EVEN, MLR_OVF_SATURATE, 0u);
+}
 uint32_t random_finite(gen &r, mlr_format f) {
   const int bits = 1 + fmt_exp_bits(f) + fmt_man_bits(f);
   for (;;) {
@@ -125,7 +155,9 @@ uint32_t random_finite(gen &r, mlr_format f) {
     if (isfinite(mlr_decode(f, c))) return c;
   }
 }
-uint32_t neg_code(mlr_format f, uint32_t c) { return c ^ (1u << (fmt_exp_bits(f) + fmt_man_bits(f))); }
+uint32_t neg_code(mlr_format f, uint32_t c) {
+  return c ^ (1u << (fmt_exp_bits(f) + fmt_man_bits(f)));
+}
 uint32_t subnormal(gen &r, mlr_format f) { // a subnormal code (or zero), random sign
   const uint32_t m = (uint32_t)(r.bits() & ((1u << fmt_man_bits(f)) - 1));
   return (r.bits() & 1) ? neg_code(f, m) : m;
@@ -138,44 +170,65 @@ float random_c(gen &r) { // a binary32 with a random exponent near the products'
 void make_tile(const inst &in, int cls, gen &r, uint32_t *A, uint32_t *B, float *C) {
   const int K = in.k;
   const mlr_format f = in.fmt;
-  const uint32_t nan = f == MLR_FMT_E4M3 || f == MLR_FMT_E5M2 ? 0x7Fu : f == MLR_FMT_BF16 ? 0x7FC0u : 0x7E00u;
-  const uint32_t inf = f == MLR_FMT_BF16 ? 0x7F80u : f == MLR_FMT_FP16 ? 0x7C00u : f == MLR_FMT_E5M2 ? 0x7Cu : nan; // e4m3 has no Inf
+  const uint32_t nan = f == MLR_FMT_E4M3 || f == MLR_FMT_E5M2 ? 0x7Fu
+                       : f == MLR_FMT_BF16                    ? 0x7FC0u
+                                                              : 0x7E00u;
+  const uint32_t inf = f == MLR_FMT_BF16   ? 0x7F80u
+                       : f == MLR_FMT_FP16 ? 0x7C00u
+                       : f == MLR_FMT_E5M2 ? 0x7Cu
+                                           : nan; // e4m3 has no Inf
   const int s = r.range(-4, 4);
   for (int v = 0; v < 16 + 8; v++) {
     uint32_t *x = v < 16 ? A + v * K : B + (v - 16) * K;
     for (int e = 0; e < K; e++) {
       uint32_t c = 0;
       switch (cls) {
-        case C_RANDOM: c = random_finite(r, f); break;
-        case C_NORMAL: c = code_of(f, ldexp(r.normal(), s)); break;
-        case C_CANCEL:
-          if (e >= K - 4) c = code_of(f, ldexp(r.normal(), s - 6));
-          else if (e % 2 == 0) c = code_of(f, ldexp(r.normal(), s));
-          else c = v < 16 ? neg_code(f, x[e - 1]) : x[e - 1]; // A: (x, -x); B: (y, y)
-          break;
-        case C_SPREAD: {
-          const int span = f == MLR_FMT_BF16 ? 100 : f == MLR_FMT_FP16 || f == MLR_FMT_E5M2 ? 20 : 12;
-          c = code_of(f, ldexp(1.0 + r.uni(), e == 0 ? s : s - r.range(0, span)) * ((r.bits() & 1) ? -1 : 1));
-          break;
-        }
-        case C_SUBNORM: c = (r.bits() % 4) ? subnormal(r, f) : code_of(f, ldexp(r.normal(), -2)); break;
-        case C_ZEROS: /* A all +-0, B +-0 or not: every product is a signed zero */
-          c = v < 16 || (r.bits() & 1) ? ((r.bits() & 1) ? neg_code(f, 0) : 0u) : code_of(f, r.normal());
-          break;
-        case C_LAYOUT: /* small integers: every sum exact, so D is known without any model */
-          c = code_of(f, v < 16 ? (double)((v + 2 * e) % 5 - 2) : (double)((v + e) % 3 - 1));
-          break;
-        case C_CDOM: c = code_of(f, ldexp(r.normal(), s)); break;
-        case C_NONFIN: {
-          const int u = (int)(r.bits() % 16);
-          c = u == 0 ? nan : u == 1 ? inf : u == 2 ? neg_code(f, inf) : code_of(f, ldexp(r.normal(), s));
-          break;
-        }
-        case C_OVERFLOW: {
-          const double mx = mlr_format_max(f);
-          c = code_of(f, mx * (0.5 + 0.5 * r.uni()) * ((r.bits() & 1) ? -1 : 1));
-          break;
-        }
+      case C_RANDOM:
+        c = random_finite(r, f);
+        break;
+      case C_NORMAL:
+        c = code_of(f, ldexp(r.normal(), s));
+        break;
+      case C_CANCEL:
+        if (e >= K - 4)
+          c = code_of(f, ldexp(r.normal(), s - 6));
+        else if (e % 2 == 0)
+          c = code_of(f, ldexp(r.normal(), s));
+        else
+          c = v < 16 ? neg_code(f, x[e - 1]) : x[e - 1]; // A: (x, -x); B: (y, y)
+        break;
+      case C_SPREAD: {
+        const int span = f == MLR_FMT_BF16 ? 100 : f == MLR_FMT_FP16 || f == MLR_FMT_E5M2 ? 20 : 12;
+        c = code_of(f, ldexp(1.0 + r.uni(), e == 0 ? s : s - r.range(0, span)) *
+                           ((r.bits() & 1) ? -1 : 1));
+        break;
+      }
+      case C_SUBNORM:
+        c = (r.bits() % 4) ? subnormal(r, f) : code_of(f, ldexp(r.normal(), -2));
+        break;
+      case C_ZEROS: /* A all +-0, B +-0 or not: every product is a signed zero */
+        c = v < 16 || (r.bits() & 1) ? ((r.bits() & 1) ? neg_code(f, 0) : 0u)
+                                     : code_of(f, r.normal());
+        break;
+      case C_LAYOUT: /* small integers: every sum exact, so D is known without any model */
+        c = code_of(f, v < 16 ? (double)((v + 2 * e) % 5 - 2) : (double)((v + e) % 3 - 1));
+        break;
+      case C_CDOM:
+        c = code_of(f, ldexp(r.normal(), s));
+        break;
+      case C_NONFIN: {
+        const int u = (int)(r.bits() % 16);
+        c = u == 0   ? nan
+            : u == 1 ? inf
+            : u == 2 ? neg_code(f, inf)
+                     : code_of(f, ldexp(r.normal(), s));
+        break;
+      }
+      case C_OVERFLOW: {
+        const double mx = mlr_format_max(f);
+        c = code_of(f, mx * (0.5 + 0.5 * r.uni()) * ((r.bits() & 1) ? -1 : 1));
+        break;
+      }
       }
       x[e] = c;
     }
@@ -183,19 +236,36 @@ void make_tile(const inst &in, int cls, gen &r, uint32_t *A, uint32_t *B, float 
   for (int k = 0; k < 128; k++) {
     float c = 0.0f;
     switch (cls) {
-      case C_RANDOM: c = (r.bits() % 4) ? random_c(r) : 0.0f; break;
-      case C_NORMAL: case C_CANCEL: c = (r.bits() % 4) ? (float)ldexp(r.normal(), 2 * s + r.range(-8, 4)) : 0.0f; break;
-      case C_SPREAD: c = (r.bits() % 2) ? (float)ldexp(r.normal(), 2 * s - r.range(0, 60)) : 0.0f; break;
-      case C_SUBNORM: c = (r.bits() % 2) ? (float)ldexp(r.uni() - 0.5, -126 - r.range(0, 20)) : 0.0f; break;
-      case C_ZEROS: c = (r.bits() & 1) ? -0.0f : 0.0f; break;
-      case C_LAYOUT: c = 0.0f; break;
-      case C_CDOM: c = (float)ldexp(r.normal(), 2 * s + ((r.bits() & 1) ? r.range(12, 30) : -r.range(12, 40))); break;
-      case C_NONFIN: {
-        const int u = (int)(r.bits() % 8);
-        c = u == 0 ? NAN : u == 1 ? INFINITY : u == 2 ? -INFINITY : (float)r.normal();
-        break;
-      }
-      case C_OVERFLOW: c = (r.bits() % 2) ? (float)ldexp(r.normal(), 100) : 0.0f; break;
+    case C_RANDOM:
+      c = (r.bits() % 4) ? random_c(r) : 0.0f;
+      break;
+    case C_NORMAL:
+    case C_CANCEL:
+      c = (r.bits() % 4) ? (float)ldexp(r.normal(), 2 * s + r.range(-8, 4)) : 0.0f;
+      break;
+    case C_SPREAD:
+      c = (r.bits() % 2) ? (float)ldexp(r.normal(), 2 * s - r.range(0, 60)) : 0.0f;
+      break;
+    case C_SUBNORM:
+      c = (r.bits() % 2) ? (float)ldexp(r.uni() - 0.5, -126 - r.range(0, 20)) : 0.0f;
+      break;
+    case C_ZEROS:
+      c = (r.bits() & 1) ? -0.0f : 0.0f;
+      break;
+    case C_LAYOUT:
+      c = 0.0f;
+      break;
+    case C_CDOM:
+      c = (float)ldexp(r.normal(), 2 * s + ((r.bits() & 1) ? r.range(12, 30) : -r.range(12, 40)));
+      break;
+    case C_NONFIN: {
+      const int u = (int)(r.bits() % 8);
+      c = u == 0 ? NAN : u == 1 ? INFINITY : u == 2 ? -INFINITY : (float)r.normal();
+      break;
+    }
+    case C_OVERFLOW:
+      c = (r.bits() % 2) ? (float)ldexp(r.normal(), 100) : 0.0f;
+      break;
     }
     C[k] = c;
   }
@@ -221,12 +291,15 @@ void die(const char *what) {
   } while (0)
 
 // runs ntiles tiles of one class through the GPU and the model; appends up to `keep` lines to fp
-void run_class(const inst &in, int ii, int cls, long long ntiles, uint64_t seed, FILE *fp, int keep, result *res) {
+void run_class(const inst &in, int ii, int cls, long long ntiles, uint64_t seed, FILE *fp, int keep,
+               result *res) {
   const int K = in.k, bytes = in.fmt == MLR_FMT_E4M3 || in.fmt == MLR_FMT_E5M2 ? 1 : 2;
   const mlr_mma_model *m = mlr_mma_get(in.unit);
   const long long chunk = 8192; // tiles a launch
-  uint32_t *A = (uint32_t *)malloc(sizeof(uint32_t) * 16 * K * chunk), *B = (uint32_t *)malloc(sizeof(uint32_t) * 8 * K * chunk);
-  float *C = (float *)malloc(sizeof(float) * 128 * chunk), *D = (float *)malloc(sizeof(float) * 128 * chunk);
+  uint32_t *A = (uint32_t *)malloc(sizeof(uint32_t) * 16 * K * chunk),
+           *B = (uint32_t *)malloc(sizeof(uint32_t) * 8 * K * chunk);
+  float *C = (float *)malloc(sizeof(float) * 128 * chunk),
+        *D = (float *)malloc(sizeof(float) * 128 * chunk);
   void *hA = malloc((size_t)bytes * 16 * K * chunk), *hB = malloc((size_t)bytes * 8 * K * chunk);
   void *dA, *dB;
   float *dC, *dD;
@@ -243,39 +316,57 @@ void run_class(const inst &in, int ii, int cls, long long ntiles, uint64_t seed,
       r.i = (uint64_t)(t0 + t) << 16;
       make_tile(in, cls, r, A + (size_t)t * 16 * K, B + (size_t)t * 8 * K, C + (size_t)t * 128);
     }
-    for (size_t e = 0; e < (size_t)nt * 16 * K; e++) bytes == 1 ? (void)(((uint8_t *)hA)[e] = (uint8_t)A[e]) : (void)(((uint16_t *)hA)[e] = (uint16_t)A[e]);
-    for (size_t e = 0; e < (size_t)nt * 8 * K; e++) bytes == 1 ? (void)(((uint8_t *)hB)[e] = (uint8_t)B[e]) : (void)(((uint16_t *)hB)[e] = (uint16_t)B[e]);
+    for (size_t e = 0; e < (size_t)nt * 16 * K; e++)
+      bytes == 1 ? (void)(((uint8_t *)hA)[e] = (uint8_t)A[e])
+                 : (void)(((uint16_t *)hA)[e] = (uint16_t)A[e]);
+    for (size_t e = 0; e < (size_t)nt * 8 * K; e++)
+      bytes == 1 ? (void)(((uint8_t *)hB)[e] = (uint8_t)B[e])
+                 : (void)(((uint16_t *)hB)[e] = (uint16_t)B[e]);
     CK(hipMemcpy(dA, hA, (size_t)bytes * 16 * K * nt, hipMemcpyHostToDevice));
     CK(hipMemcpy(dB, hB, (size_t)bytes * 8 * K * nt, hipMemcpyHostToDevice));
     CK(hipMemcpy(dC, C, sizeof(float) * 128 * nt, hipMemcpyHostToDevice));
     CK(hipMemset(dD, 0xFF, sizeof(float) * 128 * nt));
     const int warps = 8, blocks = (nt + warps - 1) / warps;
-    if (ii == I_E4M3) k_mma<uint8_t, I_E4M3><<<blocks, 32 * warps>>>((const uint8_t *)dA, (const uint8_t *)dB, dC, dD, nt);
-    else if (ii == I_E5M2) k_mma<uint8_t, I_E5M2><<<blocks, 32 * warps>>>((const uint8_t *)dA, (const uint8_t *)dB, dC, dD, nt);
-    else if (ii == I_BF16) k_mma<uint16_t, I_BF16><<<blocks, 32 * warps>>>((const uint16_t *)dA, (const uint16_t *)dB, dC, dD, nt);
-    else k_mma<uint16_t, I_FP16><<<blocks, 32 * warps>>>((const uint16_t *)dA, (const uint16_t *)dB, dC, dD, nt);
+    if (ii == I_E4M3)
+      k_mma<uint8_t, I_E4M3>
+          <<<blocks, 32 * warps>>>((const uint8_t *)dA, (const uint8_t *)dB, dC, dD, nt);
+    else if (ii == I_E5M2)
+      k_mma<uint8_t, I_E5M2>
+          <<<blocks, 32 * warps>>>((const uint8_t *)dA, (const uint8_t *)dB, dC, dD, nt);
+    else if (ii == I_BF16)
+      k_mma<uint16_t, I_BF16>
+          <<<blocks, 32 * warps>>>((const uint16_t *)dA, (const uint16_t *)dB, dC, dD, nt);
+    else
+      k_mma<uint16_t, I_FP16>
+          <<<blocks, 32 * warps>>>((const uint16_t *)dA, (const uint16_t *)dB, dC, dD, nt);
     CK(hipGetLastError());
     CK(hipMemcpy(D, dD, sizeof(float) * 128 * nt, hipMemcpyDeviceToHost));
     for (int t = 0; t < nt; t++)
       for (int row = 0; row < 16; row++)
         for (int n = 0; n < 8; n++) {
-          const uint32_t *ac = A + (size_t)t * 16 * K + row * K, *bc = B + (size_t)t * 8 * K + n * K;
+          const uint32_t *ac = A + (size_t)t * 16 * K + row * K,
+                         *bc = B + (size_t)t * 8 * K + n * K;
           float a[32], b[32];
-          for (int e = 0; e < K; e++) a[e] = mlr_decode(in.fmt, ac[e]), b[e] = mlr_decode(in.fmt, bc[e]);
+          for (int e = 0; e < K; e++)
+            a[e] = mlr_decode(in.fmt, ac[e]), b[e] = mlr_decode(in.fmt, bc[e]);
           const float c = C[(size_t)t * 128 + row * 8 + n], hw = D[(size_t)t * 128 + row * 8 + n];
           float md = mlr_mma_block(m, a, b, K, c);
-          if (cls == C_LAYOUT) { /* the exact sum (small integers), so a wrong fragment layout shows here */
+          if (cls == C_LAYOUT) { /* the exact sum (small integers), so a wrong fragment layout shows
+                                    here */
             double x = 0.0;
             for (int e = 0; e < K; e++) x += (double)a[e] * (double)b[e];
             md = (float)x;
           }
           res->n++;
           int same = mlr_f32_bits(md) == mlr_f32_bits(hw);
-          if (isnan(md) && isnan(hw)) same = 1, res->nan_pairs++, res->nan_payload = mlr_f32_bits(hw);
+          if (isnan(md) && isnan(hw))
+            same = 1, res->nan_pairs++, res->nan_payload = mlr_f32_bits(hw);
           if (!same) {
             if (res->bad < 3) {
-              int o = snprintf(res->first[res->bad], 512, "C %08x hw %08x model %08x a", mlr_f32_bits(c), mlr_f32_bits(hw), mlr_f32_bits(md));
-              for (int e = 0; e < K && o < 480; e++) o += snprintf(res->first[res->bad] + o, 512 - o, " %x", ac[e]);
+              int o = snprintf(res->first[res->bad], 512, "C %08x hw %08x model %08x a",
+                               mlr_f32_bits(c), mlr_f32_bits(hw), mlr_f32_bits(md));
+              for (int e = 0; e < K && o < 480; e++)
+                o += snprintf(res->first[res->bad] + o, 512 - o, " %x", ac[e]);
             }
             res->bad++;
           }
@@ -304,12 +395,19 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *v = i + 1 < argc ? argv[i + 1] : nullptr;
     char *end = nullptr;
-    if (!strcmp(argv[i], "--random") && v) nrandom = strtoll(v, &end, 10), i++;
-    else if (!strcmp(argv[i], "--targeted") && v) ntarget = strtoll(v, &end, 10), i++;
-    else if (!strcmp(argv[i], "--seed") && v) seed = strtoull(v, &end, 10), i++;
-    else if (!strcmp(argv[i], "--out") && v) out = v, i++;
+    if (!strcmp(argv[i], "--random") && v)
+      nrandom = strtoll(v, &end, 10), i++;
+    else if (!strcmp(argv[i], "--targeted") && v)
+      ntarget = strtoll(v, &end, 10), i++;
+    else if (!strcmp(argv[i], "--seed") && v)
+      seed = strtoull(v, &end, 10), i++;
+    else if (!strcmp(argv[i], "--out") && v)
+      out = v, i++;
     else {
-      fprintf(stderr, "mma_probe: unknown argument '%s'; usage: mma_probe [--random N] [--targeted N] [--seed S] [--out DIR]\n", argv[i]);
+      fprintf(stderr,
+              "mma_probe: unknown argument '%s'; usage: mma_probe [--random N] [--targeted N] "
+              "[--seed S] [--out DIR]\n",
+              argv[i]);
       return 2;
     }
     if (end && (*end || nrandom < 1 || ntarget < 1)) {
@@ -330,7 +428,9 @@ int main(int argc, char **argv) {
   long long total = 0, bad = 0;
   int layout_bad = 0;
   char line[2048];
-  snprintf(line, sizeof line, "mma_probe on %s (sm_%d%d), seed %llu: random %lld and targeted %lld inner products a class (whole tiles of 128)\n",
+  snprintf(line, sizeof line,
+           "mma_probe on %s (sm_%d%d), seed %llu: random %lld and targeted %lld inner products a "
+           "class (whole tiles of 128)\n",
            prop.name, prop.major, prop.minor, (unsigned long long)seed, nrandom, ntarget);
   fputs(line, sum);
   if (sf) fputs(line, sf);
@@ -342,24 +442,31 @@ int main(int argc, char **argv) {
       snprintf(path, sizeof path, "%s/h200_probe_%s.txt", out, in.name);
       fp = fopen(path, "w");
       if (!fp) die("cannot write a vector file");
-      fprintf(fp, "# H200 tensor-core vectors measured by gpu/probes/mma_probe.cu (mma.sync, %s operands, %d products,\n"
-                  "# fp32 C and D, D = the hardware's A.B + C), seed %llu. Line: C D a_0..a_(k-1) b_0..b_(k-1) (hex).\n",
+      fprintf(fp,
+              "# H200 tensor-core vectors measured by gpu/probes/mma_probe.cu (mma.sync, %s "
+              "operands, %d products,\n"
+              "# fp32 C and D, D = the hardware's A.B + C), seed %llu. Line: C D a_0..a_(k-1) "
+              "b_0..b_(k-1) (hex).\n",
               in.name, in.k, (unsigned long long)seed);
     }
     for (int cls = 0; cls < NCLASS; cls++) {
-      if (cls == C_OVERFLOW && (in.fmt == MLR_FMT_E4M3 || in.fmt == MLR_FMT_E5M2)) continue; // 448^2 * 32, 57344^2 * 32: far inside binary32
+      if (cls == C_OVERFLOW && (in.fmt == MLR_FMT_E4M3 || in.fmt == MLR_FMT_E5M2))
+        continue; // 448^2 * 32, 57344^2 * 32: far inside binary32
       result res;
-      const long long n = cls == C_RANDOM || cls == C_NORMAL ? nrandom : cls == C_LAYOUT ? 1024 : ntarget;
+      const long long n = cls == C_RANDOM || cls == C_NORMAL ? nrandom
+                          : cls == C_LAYOUT                  ? 1024
+                                                             : ntarget;
       if (fp) fprintf(fp, "# class %s\n", CLASS_NAMES[cls]);
       run_class(in, ii, cls, (n + 127) / 128, seed, fp, 256, &res);
       total += res.n, bad += res.bad;
       if (cls == C_LAYOUT && res.bad) layout_bad = 1;
-      snprintf(line, sizeof line, "%-5s %-9s %9lld products %7lld differ%s", in.name, CLASS_NAMES[cls], res.n, res.bad,
-               res.nan_pairs ? "" : "\n");
+      snprintf(line, sizeof line, "%-5s %-9s %9lld products %7lld differ%s", in.name,
+               CLASS_NAMES[cls], res.n, res.bad, res.nan_pairs ? "" : "\n");
       fputs(line, sum);
       if (sf) fputs(line, sf);
       if (res.nan_pairs) {
-        snprintf(line, sizeof line, " (%lld NaN on both sides; the hardware's NaN %08x)\n", res.nan_pairs, res.nan_payload);
+        snprintf(line, sizeof line, " (%lld NaN on both sides; the hardware's NaN %08x)\n",
+                 res.nan_pairs, res.nan_payload);
         fputs(line, sum);
         if (sf) fputs(line, sf);
       }
@@ -371,9 +478,12 @@ int main(int argc, char **argv) {
     }
     if (fp) fclose(fp);
   }
-  snprintf(line, sizeof line, "total: %lld inner products, %lld differ from the model\n", total, bad);
+  snprintf(line, sizeof line, "total: %lld inner products, %lld differ from the model\n", total,
+           bad);
   fputs(line, sum);
   if (sf) fputs(line, sf), fclose(sf);
-  if (layout_bad) fprintf(stderr, "mma_probe: the layout check failed: the fragment layouts are wrong, no other figure means anything\n");
+  if (layout_bad)
+    fprintf(stderr, "mma_probe: the layout check failed: the fragment layouts are wrong, no other "
+                    "figure means anything\n");
   return layout_bad ? 2 : bad ? 1 : 0;
 }

@@ -12,7 +12,8 @@ static void split_range(size_t n, size_t nt, size_t t, size_t *i0, size_t *i1) {
   *i1 = *i0 + per < n ? *i0 + per : n;
 }
 
-void mlr_parallel_ranges(size_t n, size_t serial_below, void (*fn)(void *ctx, size_t i0, size_t i1), void *ctx) {
+void mlr_parallel_ranges(size_t n, size_t serial_below, void (*fn)(void *ctx, size_t i0, size_t i1),
+                         void *ctx) {
   if (n < serial_below) {
     fn(ctx, 0, n);
     return;

@@ -39,12 +39,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../emulate/mlr_emulate.h"
-#include "../formats/mlr_formats.h"
-#include "../mma/mlr_mma.h"
-#include "../oracle/mlr_oracle.h"
-#include "../pmath/mlr_pmath.h"
-#include "../sfu/mlr_sfu.h"
+#include "mlr_emulate.h"
+#include "mlr_formats.h"
+#include "mlr_mma.h"
+#include "mlr_oracle.h"
+#include "mlr_pmath.h"
+#include "mlr_sfu.h"
 #include "budget_internal.h"
 
 #define QK MLR_EMU_QK_DIM
@@ -61,10 +61,14 @@ static void fmt_err(mlr_format f, double *r, double *eta) {
 }
 
 static void operand_err(int op, double *r, double *eta) {
-  if (op == MLR_OP_FP16) fmt_err(MLR_FMT_FP16, r, eta);
-  else if (op == MLR_OP_BF16) fmt_err(MLR_FMT_BF16, r, eta);
-  else if (op == MLR_OP_FP32) *r = U32, *eta = 0x1p-150;
-  else *r = 0, *eta = 0;
+  if (op == MLR_OP_FP16)
+    fmt_err(MLR_FMT_FP16, r, eta);
+  else if (op == MLR_OP_BF16)
+    fmt_err(MLR_FMT_BF16, r, eta);
+  else if (op == MLR_OP_FP32)
+    *r = U32, *eta = 0x1p-150;
+  else
+    *r = 0, *eta = 0;
 }
 
 static double operand_max(int op) {
@@ -75,11 +79,20 @@ static double operand_max(int op) {
 
 static void pfmt_err(int pf, double *r, double *eta) {
   switch (pf) {
-  case MLR_P_FP16: fmt_err(MLR_FMT_FP16, r, eta); break;
-  case MLR_P_BF16: fmt_err(MLR_FMT_BF16, r, eta); break;
-  case MLR_P_E4M3: fmt_err(MLR_FMT_E4M3, r, eta); break;
-  case MLR_P_E4M3FNUZ: fmt_err(MLR_FMT_E4M3FNUZ, r, eta); break;
-  default: *r = 0, *eta = 0;
+  case MLR_P_FP16:
+    fmt_err(MLR_FMT_FP16, r, eta);
+    break;
+  case MLR_P_BF16:
+    fmt_err(MLR_FMT_BF16, r, eta);
+    break;
+  case MLR_P_E4M3:
+    fmt_err(MLR_FMT_E4M3, r, eta);
+    break;
+  case MLR_P_E4M3FNUZ:
+    fmt_err(MLR_FMT_E4M3FNUZ, r, eta);
+    break;
+  default:
+    *r = 0, *eta = 0;
   }
 }
 
@@ -87,30 +100,32 @@ static void pfmt_err(int pf, double *r, double *eta) {
  * n_b + 1 terms (C among them) to units of 2^(E - F) toward zero, each by less than 2^(E - F), and
  * 2^E is at most the largest term's magnitude with subnormal inputs counted as 2^sub_emin (the
  * unnormalised exponent e(a) + e(b) never exceeds log2 of |a| |b| so raised); then the result's cut
- * to R significant bits (2^(1-R) relative) and binary32's rounding (2^-23 relative either way). So a
- * block's D differs from C + its products by at most eps (|C| + sum |a b|~) with
- *   eps = (b + 1) 2^-F + (1 + (b + 1) 2^-F) ((1 + 2^(1-R)) (1 + 2^-23) - 1),
- * and the chain of nb blocks (each D the next C, |C_i| <= (1 + eps)^i times the earlier terms)
- * by at most nb eps (1 + eps)^nb of the whole sum of magnitudes. Like gamma(n), it leaves out
- * binary32 underflow (below 2^-149 a block). */
+ * to R significant bits (2^(1-R) relative) and binary32's rounding (2^-23 relative either way). So
+ * a block's D differs from C + its products by at most eps (|C| + sum |a b|~) with eps = (b + 1)
+ * 2^-F + (1 + (b + 1) 2^-F) ((1 + 2^(1-R)) (1 + 2^-23) - 1), and the chain of nb blocks (each D the
+ * next C, |C_i| <= (1 + eps)^i times the earlier terms) by at most nb eps (1 + eps)^nb of the whole
+ * sum of magnitudes. Like gamma(n), it leaves out binary32 underflow (below 2^-149 a block). */
 static double gam_mma(const mlr_mma_model *m, double nb) {
   /* a lowered unit (two fp16 blocks of b/2 terms, then C + their result): the first block cuts its
    * b/2 + 1 terms (a zero C) to units of 2^(E1 - F), 2^E1 at most the magnitudes' sum M; the second
    * its b/2 terms and the first's result to units of 2^(E2 - F), 2^E2 at most M (1 + 2^-19) (the
-   * first's result is within (b/2 + 1) 2^-F + 2^-23 of its terms); so by less than (b + 2)(1 + 2^-19)
-   * 2^-F M < (b + 3) 2^-F M in all; and three roundings to binary32 (each block, then the add) */
+   * first's result is within (b/2 + 1) 2^-F + 2^-23 of its terms); so by less than (b + 2)(1 +
+   * 2^-19) 2^-F M < (b + 3) 2^-F M in all; and three roundings to binary32 (each block, then the
+   * add) */
   /* a two-stage unit (CDNA3, mlr_mma.h stages a-b): its b products cut by less than a unit of
    * 2^(E_p - F) each, fp8's two halves rounded down by less than one more each, the products' sum
    * by less than 2^-7 unit (to 2^(M - 31)) and C by less than one (to 2^(M - 24); dropped, by less
    * than half), all in units of 2^(M - F) with 2^M at most the largest term: below (b + 4) units */
-  const double cut = (m->block + 1 + 2 * m->lowered + 3 * (m->two_stage > 0)) * ldexp(1.0, -m->frac_bits),
+  const double cut = (m->block + 1 + 2 * m->lowered + 3 * (m->two_stage > 0)) *
+                     ldexp(1.0, -m->frac_bits),
                res = m->result_bits ? ldexp(1.0, 1 - m->result_bits) : 0.0;
   const double rnd = m->lowered ? (1 + 0x1p-23) * (1 + 0x1p-23) * (1 + 0x1p-23) : 1 + 0x1p-23;
   const double eps = cut + (1 + cut) * ((1 + res) * rnd - 1);
   return nb * eps * pow(1 + eps, nb);
 }
 
-/* |x| with a subnormal input counted at the unit's least normal exponent (mlr_mma_model.sub_emin) */
+/* |x| with a subnormal input counted at the unit's least normal exponent (mlr_mma_model.sub_emin)
+ */
 static double mag_mma(double x, double floor) { return fabs(x) > floor ? fabs(x) : floor; }
 
 /* e^x - 1 from above, accurate for small x (e^x - 1 <= x e^x) */
@@ -132,7 +147,8 @@ static void constants(const mlr__shadow *sh, bconst *k) {
   operand_err(r->pv_operand, &k->rV, &k->eV);
   k->omaxQ = k->omaxK = operand_max(r->qk_operand), k->omaxV = operand_max(r->pv_operand);
   if (!sh->folded) /* fp32(value x kv_scale) before the operand conversion */
-    k->rK = (1 + U32) * (1 + k->rK) - 1, k->eK += 0x1p-150, k->rV = (1 + U32) * (1 + k->rV) - 1, k->eV += 0x1p-150;
+    k->rK = (1 + U32) * (1 + k->rK) - 1, k->eK += 0x1p-150, k->rV = (1 + U32) * (1 + k->rV) - 1,
+    k->eV += 0x1p-150;
   double rp, ep, ro, eo;
   pfmt_err(r->p_format, &rp, &ep);
   operand_err(r->pv_operand, &ro, &eo);
@@ -140,7 +156,8 @@ static void constants(const mlr__shadow *sh, bconst *k) {
   double rres = 0, rlog = 0;
   if (r->qk_result == MLR_R_BF16) rres = 0x1p-8;
   if (r->logit_format == MLR_R_BF16) rlog = 0x1p-8;
-  const int nc = 2 + (r->q_format != MLR_Q_BF16) + (sh->folded != 0); /* c0, x q_scale, x kv_scale, s x c */
+  const int nc =
+      2 + (r->q_format != MLR_Q_BF16) + (sh->folded != 0); /* c0, x q_scale, x kv_scale, s x c */
   k->rho = (1 + rres) * pow(1 + U32, nc) * (1 + rlog) * (1 + 0x1p-50) - 1;
   k->nqk = r->qk_dot == MLR_DOT_EXACT ? 1 : QK + 1;
   if (MLR_DOT_IS_MMA(r->qk_dot)) k->mqk = mlr_mma_get((mlr_mma_unit)MLR_DOT_MMA_UNIT(r->qk_dot));
@@ -148,12 +165,19 @@ static void constants(const mlr__shadow *sh, bconst *k) {
   k->fqk = k->mqk && k->mqk->sub_emin ? ldexp(1.0, k->mqk->sub_emin) : 0.0;
   k->fpv = k->mpv && k->mpv->sub_emin ? ldexp(1.0, k->mpv->sub_emin) : 0.0;
   /* e_via_2: fp32(log2 e) * ln 2 - 1 */
-  k->kappa = r->softmax_exp == MLR_EXP_E_VIA_2 || r->lse_base != r->softmax_exp ? fabs((double)0x1.715476p+0f * 0x1.62e42fefa39efp-1 - 1.0) + 0x1p-50 + U32 : 0x1p-50;
+  k->kappa = r->softmax_exp == MLR_EXP_E_VIA_2 || r->lse_base != r->softmax_exp
+                 ? fabs((double)0x1.715476p+0f * 0x1.62e42fefa39efp-1 - 1.0) + 0x1p-50 + U32
+                 : 0x1p-50;
   k->eout_exp = U32 * (1 + 2 * U32) + 0x1p-50; /* -log(1 - u) and pmath's binary64 error */
   switch (r->out_format) {
-  case MLR_OUT_FP16: fmt_err(MLR_FMT_FP16, &k->uout, &k->etaout); break;
-  case MLR_OUT_FP32: k->uout = U32, k->etaout = 0x1p-150; break;
-  default: fmt_err(MLR_FMT_BF16, &k->uout, &k->etaout);
+  case MLR_OUT_FP16:
+    fmt_err(MLR_FMT_FP16, &k->uout, &k->etaout);
+    break;
+  case MLR_OUT_FP32:
+    k->uout = U32, k->etaout = 0x1p-150;
+    break;
+  default:
+    fmt_err(MLR_FMT_BF16, &k->uout, &k->etaout);
   }
   k->eta_exp = 0x1p-149;
   /* the online softmax's exps (p, alpha): correctly rounded as the merge's, or the exp2 unit
@@ -161,21 +185,23 @@ static void constants(const mlr__shadow *sh, bconst *k) {
    * table); below, h^2 with h within MLR_SFU_EX2_REL, then a subnormal rounding (2^-150): under
    * 2^-126 (2.01 MLR_SFU_EX2_REL) + 2^-150 < 2^-146 absolute */
   k->eout_sm = k->eout_exp;
-  if (r->softmax_exp_unit == MLR_EXPU_SM90_EX2) k->eout_sm = MLR_SFU_EX2_REL * (1 + 2 * MLR_SFU_EX2_REL) + 0x1p-50, k->eta_exp = 0x1p-146;
+  if (r->softmax_exp_unit == MLR_EXPU_SM90_EX2)
+    k->eout_sm = MLR_SFU_EX2_REL * (1 + 2 * MLR_SFU_EX2_REL) + 0x1p-50, k->eta_exp = 0x1p-146;
 }
 
 typedef struct bws {
-  double *s, *E;                            /* [Lt] true logits, their perturbation bounds */
-  double *w14, *w2, *w3;                    /* [Lt] per-token weights */
-  double *acc14, *acc2, *acc3;              /* [512] */
-  double *qt;                               /* [576] truth q */
-  double *aq, *qhi, *qm, *qe;               /* [576] the row's Q terms that no KV row changes (bound_row) */
-  double *kc, *kt;                          /* [576] a KV row: the codes' values, the truth's values (real) */
-  const double *lut;                        /* code -> value of the inputs' kv format */
+  double *s, *E;               /* [Lt] true logits, their perturbation bounds */
+  double *w14, *w2, *w3;       /* [Lt] per-token weights */
+  double *acc14, *acc2, *acc3; /* [512] */
+  double *qt;                  /* [576] truth q */
+  double *aq, *qhi, *qm, *qe;  /* [576] the row's Q terms that no KV row changes (bound_row) */
+  double *kc, *kt;             /* [576] a KV row: the codes' values, the truth's values (real) */
+  const double *lut;           /* code -> value of the inputs' kv format */
 } bws;
 
 /* KV row `row`: the codes' values (kc) and the truth's real values (kt), n columns */
-static void load_row(const mlr_inputs *in, mlr_truth_from from, const double *lut, int64_t row, int n, double *kc, double *kt) {
+static void load_row(const mlr_inputs *in, mlr_truth_from from, const double *lut, int64_t row,
+                     int n, double *kc, double *kt) {
   if (in->kv_format != MLR_FMT_BF16) {
     const uint8_t *r = (const uint8_t *)in->kv + row * QK;
     for (int i = 0; i < n; i++) kc[i] = lut[r[i]];
@@ -183,15 +209,18 @@ static void load_row(const mlr_inputs *in, mlr_truth_from from, const double *lu
     const uint16_t *r = (const uint16_t *)in->kv + row * QK;
     for (int i = 0; i < n; i++) kc[i] = lut[r[i]];
   }
-  const double ts = (double)in->kv_scale; /* the codes' values carry kv_scale (bf16 KV inputs too) */
+  const double ts =
+      (double)in->kv_scale; /* the codes' values carry kv_scale (bf16 KV inputs too) */
   if (from == MLR_TRUTH_BF16)
-    for (int i = 0; i < n; i++) kt[i] = (double)mlr_bits_f32((uint32_t)in->kv_bf16[row * QK + i] << 16);
+    for (int i = 0; i < n; i++)
+      kt[i] = (double)mlr_bits_f32((uint32_t)in->kv_bf16[row * QK + i] << 16);
   else
     for (int i = 0; i < n; i++) kt[i] = kc[i] * ts;
 }
 
 /* the largest of m and |x[i] s| (i < n, a multiple of 4); a NaN is passed over (a > m ? a : m, as
- * the loop it replaces), and a maximum is the same in any order: four lanes, so that it vectorises */
+ * the loop it replaces), and a maximum is the same in any order: four lanes, so that it vectorises
+ */
 static inline double amax(const double *restrict x, int n, double s, double m) {
   double l[4] = {m, m, m, m};
   for (int i = 0; i < n; i += 4)
@@ -205,8 +234,10 @@ static inline double amax(const double *restrict x, int n, double s, double m) {
 
 /* a KV token's terms in the PV sums, every column on its own (GCC honours restrict on parameters,
  * not on the block-scope pointers this loop had: it ran one column at a time) */
-static inline void pv_terms(const double *restrict kc, const double *restrict kt, const double *restrict od, double kvs, double rV,
-                            double eV, double w14, double w2, double w3, double *restrict a14, double *restrict a2, double *restrict a3) {
+static inline void pv_terms(const double *restrict kc, const double *restrict kt,
+                            const double *restrict od, double kvs, double rV, double eV, double w14,
+                            double w2, double w3, double *restrict a14, double *restrict a2,
+                            double *restrict a3) {
   const double rV1 = 1 + rV;
   for (int d = 0; d < DV; d++) {
     const double V = kc[d] * kvs, v = kt[d], aV = fabs(V);
@@ -216,8 +247,8 @@ static inline void pv_terms(const double *restrict kc, const double *restrict kt
   }
 }
 
-MLR_FMA_CLONES static void bound_row(const mlr__shadow *sh, const bconst *k, mlr_truth_from from, bws *w, int64_t t, int64_t h,
-                      const double *o, double *bnd) {
+MLR_FMA_CLONES static void bound_row(const mlr__shadow *sh, const bconst *k, mlr_truth_from from,
+                                     bws *w, int64_t t, int64_t h, const double *o, double *bnd) {
   const mlr_inputs *in = sh->in;
   const mlr_recipe *r = sh->r;
   const int64_t H = sh->H, b = sh->tb[t];
@@ -225,7 +256,8 @@ MLR_FMA_CLONES static void bound_row(const mlr__shadow *sh, const bconst *k, mlr
   const int64_t Lt = mlr_inputs_kv_len(in, b) - (n - 1 - i0);
   const double *Qk = sh->qreal + (t * H + h) * QK; /* the kernel's Q values times their scales */
   const double qs = sh->qs[t * H + h], U = qs * (sh->folded ? sh->kvs : 1.0);
-  for (int i = 0; i < QK; i++) w->qt[i] = (double)mlr_bits_f32((uint32_t)in->q[(t * H + h) * QK + i] << 16);
+  for (int i = 0; i < QK; i++)
+    w->qt[i] = (double)mlr_bits_f32((uint32_t)in->q[(t * H + h) * QK + i] << 16);
   int finite = 1;
   for (int d = 0; d < DV; d++) finite &= isfinite(o[d]) != 0;
   if (Lt <= 0 || !finite) {
@@ -237,7 +269,8 @@ MLR_FMA_CLONES static void bound_row(const mlr__shadow *sh, const bconst *k, mlr
   /* the largest operands: a > m ? a : m is fmax here (m starts at 0 and is never NaN; a is a
    * magnitude or NaN, which leaves m as fmax does), without a libm call an element: the calls
    * were most of the bound's time (BENCHMARKS.md, session 11) */
-  for (int i = 0; i < QK; i++) { /* and the Q terms of the loop below, worked out once a row instead of once a KV token */
+  for (int i = 0; i < QK; i++) { /* and the Q terms of the loop below, worked out once a row instead
+                                    of once a KV token */
     const double a = fabs(Qk[i] / qs);
     qmax = a > qmax ? a : qmax;
     w->aq[i] = a;
@@ -248,14 +281,15 @@ MLR_FMA_CLONES static void bound_row(const mlr__shadow *sh, const bconst *k, mlr
   for (int64_t j = 0; j < Lt; j++) {
     const int64_t row = mlr_inputs_kv_row(in, b, j);
     load_row(in, from, w->lut, row, QK, w->kc, w->kt);
-    double st = 0, dd = 0, A = 0, P = 0, op = 0, slack = 0, Pm = 0; /* Pm: P with mma's magnitudes */
+    double st = 0, dd = 0, A = 0, P = 0, op = 0, slack = 0,
+           Pm = 0; /* Pm: P with mma's magnitudes */
     /* the largest K and V operands, for the overflow test below (x 1 is exact: folded) */
     vmax = amax(w->kc, DV, sh->folded ? 1.0 : kvs, vmax);
     kmax = amax(w->kc + DV, QK - DV, sh->folded ? 1.0 : kvs, vmax > kmax ? vmax : kmax);
     for (int i = 0; i < QK; i++) {
-      const double kt = w->kt[i], kc = w->kc[i];                               /* truth K; the kernel's code value */
-      const double Kk = kc * kvs;                                              /* the kernel's K, real */
-      const double Kn = sh->folded ? kc : Kk;                                  /* in the dot's units (Q's: aq) */
+      const double kt = w->kt[i], kc = w->kc[i]; /* truth K; the kernel's code value */
+      const double Kk = kc * kvs;                /* the kernel's K, real */
+      const double Kn = sh->folded ? kc : Kk;    /* in the dot's units (Q's: aq) */
       st += w->qt[i] * kt;
       dd += Qk[i] * Kk - w->qt[i] * kt;
       A += fabs(Qk[i] * Kk);
@@ -269,8 +303,10 @@ MLR_FMA_CLONES static void bound_row(const mlr__shadow *sh, const bconst *k, mlr
     w->s[j] = st / 24.0;
     /* binary64 evaluation error of the sums above: below 2 * 577 * 2^-53 of the magnitudes */
     const double ev = 0x1p-40 * (A + slack) / 24.0;
-    const double gP = k->mqk ? gam_mma(k->mqk, (QK + k->mqk->block - 1) / k->mqk->block) * Pm : gam(k->nqk) * P;
-    const double El = fabs(dd / 24.0) + ev + U / 24.0 * (op + gP) * (1 + k->rho) + A / 24.0 * k->rho;
+    const double gP =
+        k->mqk ? gam_mma(k->mqk, (QK + k->mqk->block - 1) / k->mqk->block) * Pm : gam(k->nqk) * P;
+    const double El =
+        fabs(dd / 24.0) + ev + U / 24.0 * (op + gP) * (1 + k->rho) + A / 24.0 * k->rho;
     w->E[j] = isfinite(El) ? El : INFINITY;
     if (w->s[j] > M) M = w->s[j];
     if (w->s[j] < smin) smin = w->s[j];
@@ -294,17 +330,24 @@ MLR_FMA_CLONES static void bound_row(const mlr__shadow *sh, const bconst *k, mlr
   const int merged = ns > 1 || !r->partial_normalized;
   const double R = M - smin + 2 * Emax, ua = U32 + k->kappa;
   const double Ealpha = R * ua + (double)nb * k->eout_sm;
-  const double Lam = merged ? (3 * U32 + k->kappa) * (fabs(M) + R + 2 * log((double)Lt + 1) + 1) + 2 * k->eout_exp : 0;
+  const double Lam =
+      merged ? (3 * U32 + k->kappa) * (fabs(M) + R + 2 * log((double)Lt + 1) + 1) + 2 * k->eout_exp
+             : 0;
   const double nN = (double)Lt + 3.0 * (double)nb + 2 + (merged ? 2.0 * (double)live + 3 : 0);
   /* the row sums count one rounding a token: a block's n terms summed in any order (softmax.sum's
    * tree too) pass through at most n - 1 roundings on the way to the block's sum */
   const double nD = (double)Lt + 3.0 * (double)nb + 1 + (merged ? 2.0 * (double)live + 3 : 0);
   double gN = gam(nN);
-  const double gD = gam(nD), eE = mlr_exp(Emax) * (1 + 0x1p-50), fpv = k->fpv; /* 0 without a matrix unit */
-  if (k->mpv) /* the PV chain's Lt roundings are the unit's blocks (a partial one per softmax block at most) */
-    gN = (1 + gam(nN - (double)Lt)) * (1 + gam_mma(k->mpv, (double)((Lt + k->mpv->block - 1) / k->mpv->block + nb))) - 1;
+  const double gD = gam(nD), eE = mlr_exp(Emax) * (1 + 0x1p-50),
+               fpv = k->fpv; /* 0 without a matrix unit */
+  if (k->mpv) /* the PV chain's Lt roundings are the unit's blocks (a partial one per softmax block
+                 at most) */
+    gN = (1 + gam(nN - (double)Lt)) *
+             (1 + gam_mma(k->mpv, (double)((Lt + k->mpv->block - 1) / k->mpv->block + nb))) -
+         1;
   const double eta_a = k->ea * eE, eta_x = k->eta_exp * eE;
-  double Dlo = 0, Bhi = 0, floor_n = 0; /* floor_n: the unit's subnormal floor, x every column (bound below) */
+  double Dlo = 0, Bhi = 0,
+         floor_n = 0; /* floor_n: the unit's subnormal floor, x every column (bound below) */
   for (int64_t j = 0; j < Lt; j++) {
     const double x = (M - w->s[j]) + w->E[j] + Emax; /* |the kernel's exp argument| */
     const double E = w->E[j] + x * ua + k->eout_sm + Ealpha + Lam;
@@ -317,15 +360,17 @@ MLR_FMA_CLONES static void bound_row(const mlr__shadow *sh, const bconst *k, mlr
     /* with a matrix unit, a and V' count at least the floor fpv (gam_mma): gN (a + f)(|V'| + f) */
     w->w14[j] = k->ra * bhi + eta_a + gN * (ahi + fpv); /* x |V'_j| */
     floor_n += gN * (ahi + fpv) * fpv;
-    w->w2[j] = bhi;                             /* x (|V_j - v_j| + r_V |V_j| + eta_V) */
+    w->w2[j] = bhi; /* x (|V_j - v_j| + r_V |V_j| + eta_V) */
     w->w3[j] = e * expm1_up(E) * (1 + 0x1p-50) + eta_x + 0x1p-40 * e; /* x |v_j - o| */
   }
   Dlo *= (1 - gD) * (1 - 0x1p-40);
-  memset(w->acc14, 0, DV * sizeof(double)), memset(w->acc2, 0, DV * sizeof(double)), memset(w->acc3, 0, DV * sizeof(double));
+  memset(w->acc14, 0, DV * sizeof(double)), memset(w->acc2, 0, DV * sizeof(double)),
+      memset(w->acc3, 0, DV * sizeof(double));
   const double eV = k->eV * (sh->folded ? kvs : 1.0);
   for (int64_t j = 0; j < Lt; j++) {
     load_row(in, from, w->lut, mlr_inputs_kv_row(in, b, j), DV, w->kc, w->kt);
-    pv_terms(w->kc, w->kt, o, kvs, k->rV, eV, w->w14[j], w->w2[j], w->w3[j], w->acc14, w->acc2, w->acc3);
+    pv_terms(w->kc, w->kt, o, kvs, k->rV, eV, w->w14[j], w->w2[j], w->w3[j], w->acc14, w->acc2,
+             w->acc3);
   }
   for (int d = 0; d < DV; d++) {
     const double num = w->acc14[d] + w->acc2[d] + w->acc3[d] + floor_n + fabs(o[d]) * gD * Bhi;
@@ -335,17 +380,20 @@ MLR_FMA_CLONES static void bound_row(const mlr__shadow *sh, const bconst *k, mlr
   }
 }
 
-mlr_status mlr_budget_bound(const mlr_recipe *r, const mlr_inputs *in, mlr_truth_from from, const double *truth_o, int threads,
-                            double *bound, mlr_error *err) {
+mlr_status mlr_budget_bound(const mlr_recipe *r, const mlr_inputs *in, mlr_truth_from from,
+                            const double *truth_o, int threads, double *bound, mlr_error *err) {
   if (from == MLR_TRUTH_BF16 && !in->kv_bf16)
-    return mlr_error_set(err, MLR_EINVAL, "the bound against the truth from bf16 KV needs kv_bf16 in the inputs (bf16kv=1)");
+    return mlr_error_set(
+        err, MLR_EINVAL,
+        "the bound against the truth from bf16 KV needs kv_bf16 in the inputs (bf16kv=1)");
   mlr__shadow sh;
   mlr_status st = mlr__shadow_init(&sh, r, in, MLR_SRC_ALL, err);
   if (st != MLR_OK) return st;
   bconst k;
   constants(&sh, &k);
   int64_t Lmax = 1;
-  for (int64_t b = 0; b < in->B; b++) Lmax = mlr_inputs_kv_len(in, b) > Lmax ? mlr_inputs_kv_len(in, b) : Lmax;
+  for (int64_t b = 0; b < in->B; b++)
+    Lmax = mlr_inputs_kv_len(in, b) > Lmax ? mlr_inputs_kv_len(in, b) : Lmax;
   const int64_t N = in->T * in->H;
   const size_t nl = in->kv_format != MLR_FMT_BF16 ? 256 : 65536;
   double *lut = malloc(nl * sizeof(double));
@@ -353,7 +401,8 @@ mlr_status mlr_budget_bound(const mlr_recipe *r, const mlr_inputs *in, mlr_truth
     mlr__shadow_free(&sh);
     return mlr_error_set(err, MLR_ENOMEM, "out of memory for the bound");
   }
-  for (size_t c = 0; c < nl; c++) lut[c] = (double)mlr_decode((mlr_format)in->kv_format, (uint32_t)c);
+  for (size_t c = 0; c < nl; c++)
+    lut[c] = (double)mlr_decode((mlr_format)in->kv_format, (uint32_t)c);
   const int nt = mlr_threads(threads);
   int failed = 0;
 #pragma omp parallel num_threads(nt) reduction(| : failed)
@@ -362,16 +411,19 @@ mlr_status mlr_budget_bound(const mlr_recipe *r, const mlr_inputs *in, mlr_truth
     memset(&w, 0, sizeof w);
     const size_t L = (size_t)Lmax;
     double *blk = malloc((5 * L + 3 * DV + 7 * QK) * sizeof(double));
-    if (!blk) failed = 1;
+    if (!blk)
+      failed = 1;
     else {
       w.s = blk, w.E = blk + L, w.w14 = blk + 2 * L, w.w2 = blk + 3 * L, w.w3 = blk + 4 * L;
-      w.acc14 = blk + 5 * L, w.acc2 = w.acc14 + DV, w.acc3 = w.acc2 + DV, w.qt = w.acc3 + DV, w.kc = w.qt + QK, w.kt = w.kc + QK;
+      w.acc14 = blk + 5 * L, w.acc2 = w.acc14 + DV, w.acc3 = w.acc2 + DV, w.qt = w.acc3 + DV,
+      w.kc = w.qt + QK, w.kt = w.kc + QK;
       w.aq = w.kt + QK, w.qhi = w.aq + QK, w.qm = w.qhi + QK, w.qe = w.qm + QK;
       w.lut = lut;
     }
 #pragma omp for schedule(dynamic, 1)
     for (int64_t k2 = 0; k2 < N; k2++)
-      if (blk) bound_row(&sh, &k, from, &w, k2 / in->H, k2 % in->H, truth_o + k2 * DV, bound + k2 * DV);
+      if (blk)
+        bound_row(&sh, &k, from, &w, k2 / in->H, k2 % in->H, truth_o + k2 * DV, bound + k2 * DV);
     free(blk);
   }
   mlr__shadow_free(&sh);

@@ -3,7 +3,7 @@
 #ifndef MLR_BUDGET_INTERNAL_H
 #define MLR_BUDGET_INTERNAL_H
 
-#include "../formats/mlr_formats.h"
+#include "mlr_formats.h"
 #include "mlr_budget.h"
 
 /* x rounded to a format, straight from binary64 (one rounding, no detour through binary32) */
@@ -23,25 +23,26 @@ static inline double mlr__to_operand(int on, double x, int op) {
 typedef struct mlr__shadow {
   const mlr_recipe *r;
   const mlr_inputs *in;
-  unsigned on;           /* sources rounded */
-  int64_t H, S, cap;     /* heads, most splits of a batch, most tokens of a block */
-  int use_bf16;          /* KV values from kv_bf16 (kv_quant off) */
-  int folded;            /* kv.scale_at = folded */
-  int exp_sm, exp_lse;   /* exp bases of the softmax and of the merge of normalized partials */
-  const uint32_t *ex2;   /* the softmax's exp2 unit (softmax.exp_unit), or NULL: correctly rounded */
-  double kvs, clamp;     /* kv_scale; the clamp as binary32 */
-  double *q;             /* [T*H][576] Q operand values */
-  double *qreal;         /* [T*H][576] Q values times their scale (what the kernel's Q stands for) */
-  double *c;             /* [T*H] the logit scale */
-  double *qs;            /* [T*H] the Q scale (1 for bf16 Q or q_quant off) */
-  double *klut, *vlut;   /* K and V operand value of each code (256 fp8 codes, or 65536 bf16 codes) */
-  int kv_range_ok;       /* every finite table value is binary32: klsb.. below are their ranges */
-  int klsb, ktop, vlsb, vtop; /* mlr_f32_range of the finite K and V table values */
+  unsigned on;         /* sources rounded */
+  int64_t H, S, cap;   /* heads, most splits of a batch, most tokens of a block */
+  int use_bf16;        /* KV values from kv_bf16 (kv_quant off) */
+  int folded;          /* kv.scale_at = folded */
+  int exp_sm, exp_lse; /* exp bases of the softmax and of the merge of normalized partials */
+  const uint32_t *ex2; /* the softmax's exp2 unit (softmax.exp_unit), or NULL: correctly rounded */
+  double kvs, clamp;   /* kv_scale; the clamp as binary32 */
+  double *q;           /* [T*H][576] Q operand values */
+  double *qreal;       /* [T*H][576] Q values times their scale (what the kernel's Q stands for) */
+  double *c;           /* [T*H] the logit scale */
+  double *qs;          /* [T*H] the Q scale (1 for bf16 Q or q_quant off) */
+  double *klut, *vlut; /* K and V operand value of each code (256 fp8 codes, or 65536 bf16 codes) */
+  int kv_range_ok;     /* every finite table value is binary32: klsb.. below are their ranges */
+  int klsb, ktop, vlsb, vtop;  /* mlr_f32_range of the finite K and V table values */
   int64_t *nsplit, *slen, *tb; /* [B] splits and split length, [T] batch of each query token */
   int64_t q_clipped;
 } mlr__shadow;
 
-mlr_status mlr__shadow_init(mlr__shadow *sh, const mlr_recipe *r, const mlr_inputs *in, unsigned rounded, mlr_error *err);
+mlr_status mlr__shadow_init(mlr__shadow *sh, const mlr_recipe *r, const mlr_inputs *in,
+                            unsigned rounded, mlr_error *err);
 void mlr__shadow_free(mlr__shadow *sh);
 
 #endif

@@ -5,23 +5,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../emulate/mlr_emulate.h"
-#include "../formats/mlr_formats.h"
-#include "../pmath/mlr_exact.h"
-#include "../sfu/mlr_sfu.h"
+#include "mlr_emulate.h"
+#include "mlr_formats.h"
+#include "mlr_exact.h"
+#include "mlr_sfu.h"
 #include "budget_internal.h"
 
-#define QK MLR_EMU_QK_DIM
+#define QK      MLR_EMU_QK_DIM
 #define LOG2E_D 0x1.71547652b82fep+0
 
 int mlr_source_present(const mlr_recipe *r, const mlr_inputs *in, int s) {
   switch (s) {
-  case MLR_SRC_Q: return r->q_format != MLR_Q_BF16;
-  case MLR_SRC_KV: return in->kv_format != MLR_FMT_BF16;
+  case MLR_SRC_Q:
+    return r->q_format != MLR_Q_BF16;
+  case MLR_SRC_KV:
+    return in->kv_format != MLR_FMT_BF16;
   case MLR_SRC_OPERAND: /* fp32 operands of fp32 products still round value x kv_scale */
-    return r->qk_operand == MLR_OP_FP16 || r->qk_operand == MLR_OP_BF16 || r->pv_operand == MLR_OP_FP16 ||
-           r->pv_operand == MLR_OP_BF16 || r->kv_scale_at == MLR_KVS_OPERAND;
-  case MLR_SRC_P: return r->p_format != MLR_P_FP32;
+    return r->qk_operand == MLR_OP_FP16 || r->qk_operand == MLR_OP_BF16 ||
+           r->pv_operand == MLR_OP_FP16 || r->pv_operand == MLR_OP_BF16 ||
+           r->kv_scale_at == MLR_KVS_OPERAND;
+  case MLR_SRC_P:
+    return r->p_format != MLR_P_FP32;
   case MLR_SRC_MERGE: {
     for (int64_t b = 0; b < in->B; b++) {
       int64_t ns, len;
@@ -30,44 +34,60 @@ int mlr_source_present(const mlr_recipe *r, const mlr_inputs *in, int s) {
     }
     return 0;
   }
-  case MLR_SRC_ACCUM: case MLR_SRC_EXP: case MLR_SRC_OUTPUT: return 1;
-  default: return 0;
+  case MLR_SRC_ACCUM:
+  case MLR_SRC_EXP:
+  case MLR_SRC_OUTPUT:
+    return 1;
+  default:
+    return 0;
   }
 }
 
 void mlr__shadow_free(mlr__shadow *sh) {
-  free(sh->q), free(sh->qreal), free(sh->c), free(sh->qs), free(sh->klut), free(sh->vlut), free(sh->nsplit), free(sh->slen), free(sh->tb);
+  free(sh->q), free(sh->qreal), free(sh->c), free(sh->qs), free(sh->klut), free(sh->vlut),
+      free(sh->nsplit), free(sh->slen), free(sh->tb);
   memset(sh, 0, sizeof *sh);
 }
 
-
-mlr_status mlr__shadow_init(mlr__shadow *sh, const mlr_recipe *r, const mlr_inputs *in, unsigned rounded, mlr_error *err) {
+mlr_status mlr__shadow_init(mlr__shadow *sh, const mlr_recipe *r, const mlr_inputs *in,
+                            unsigned rounded, mlr_error *err) {
   memset(sh, 0, sizeof *sh);
-  mlr_status st = mlr_emu_check_fit(r, in, err); /* the model's own test: the recipe, and whether it fits the inputs */
+  mlr_status st = mlr_emu_check_fit(
+      r, in, err); /* the model's own test: the recipe, and whether it fits the inputs */
   if (st != MLR_OK) return st;
   const int kv8 = in->kv_format != MLR_FMT_BF16;
   if (kv8 && !(rounded & (1u << MLR_SRC_KV)) && !in->kv_bf16)
-    return mlr_error_set(err, MLR_EINVAL, "the inputs have no kv_bf16 (the unquantized KV): the kv_quant source cannot be measured "
-                                          "(generate with bf16kv=1)");
-  const int op = (rounded >> MLR_SRC_OPERAND) & 1u, acc = (rounded >> MLR_SRC_ACCUM) & 1u, qon = (rounded >> MLR_SRC_Q) & 1u;
+    return mlr_error_set(
+        err, MLR_EINVAL,
+        "the inputs have no kv_bf16 (the unquantized KV): the kv_quant source cannot be measured "
+        "(generate with bf16kv=1)");
+  const int op = (rounded >> MLR_SRC_OPERAND) & 1u, acc = (rounded >> MLR_SRC_ACCUM) & 1u,
+            qon = (rounded >> MLR_SRC_Q) & 1u;
   sh->r = r, sh->in = in, sh->on = rounded, sh->H = in->H;
   sh->use_bf16 = kv8 && !(rounded & (1u << MLR_SRC_KV));
   sh->folded = r->kv_scale_at == MLR_KVS_FOLDED;
   sh->exp_sm = r->softmax_exp;
-  sh->exp_lse = r->lse_base == MLR_EXP_2 ? MLR_EXP_2 : (r->softmax_exp == MLR_EXP_E_VIA_2 ? MLR_EXP_E_VIA_2 : MLR_EXP_E);
-  if (r->softmax_exp_unit == MLR_EXPU_SM90_EX2 && (st = mlr_sfu_ex2_table(&sh->ex2, err)) != MLR_OK) return st;
+  sh->exp_lse = r->lse_base == MLR_EXP_2
+                    ? MLR_EXP_2
+                    : (r->softmax_exp == MLR_EXP_E_VIA_2 ? MLR_EXP_E_VIA_2 : MLR_EXP_E);
+  if (r->softmax_exp_unit == MLR_EXPU_SM90_EX2 && (st = mlr_sfu_ex2_table(&sh->ex2, err)) != MLR_OK)
+    return st;
   sh->kvs = (double)in->kv_scale;
   sh->clamp = (double)(float)r->softmax_clamp;
   const int64_t T = in->T, H = in->H, B = in->B, n = T * H;
   sh->nsplit = calloc((size_t)B, sizeof(int64_t)), sh->slen = calloc((size_t)B, sizeof(int64_t));
   sh->tb = calloc((size_t)T, sizeof(int64_t));
-  sh->q = malloc((size_t)n * QK * sizeof(double)), sh->qreal = malloc((size_t)n * QK * sizeof(double));
+  sh->q = malloc((size_t)n * QK * sizeof(double)),
+  sh->qreal = malloc((size_t)n * QK * sizeof(double));
   sh->c = malloc((size_t)n * sizeof(double)), sh->qs = malloc((size_t)n * sizeof(double));
   const size_t nl = (kv8 && !sh->use_bf16) ? 256 : 65536;
   sh->klut = malloc(nl * sizeof(double)), sh->vlut = malloc(nl * sizeof(double));
-  float *qv = malloc((size_t)n * QK * sizeof(float)), *qs = malloc((size_t)n * sizeof(float)), *scales = NULL;
+  float *qv = malloc((size_t)n * QK * sizeof(float)), *qs = malloc((size_t)n * sizeof(float)),
+        *scales = NULL;
   st = MLR_ENOMEM;
-  if (!sh->nsplit || !sh->slen || !sh->tb || !sh->q || !sh->qreal || !sh->c || !sh->qs || !sh->klut || !sh->vlut || !qv || !qs) goto fail;
+  if (!sh->nsplit || !sh->slen || !sh->tb || !sh->q || !sh->qreal || !sh->c || !sh->qs ||
+      !sh->klut || !sh->vlut || !qv || !qs)
+    goto fail;
   /* splits and blocks, as the model cuts them */
   sh->S = 1, sh->cap = 1;
   for (int64_t b = 0; b < B; b++) {
@@ -86,7 +106,8 @@ mlr_status mlr__shadow_init(mlr__shadow *sh, const mlr_recipe *r, const mlr_inpu
   if ((st = mlr_emu_q_values(&rq, in, qv, qs, &scales, &nsc, &sh->q_clipped)) != MLR_OK) goto fail;
   free(scales);
   const int qfp8 = rq.q_format != MLR_Q_BF16;
-  const double c0 = r->softmax_exp == MLR_EXP_2 ? (1.0 / 24.0) * LOG2E_D : 1.0 / 24.0; /* as mlr_emulate */
+  const double c0 =
+      r->softmax_exp == MLR_EXP_2 ? (1.0 / 24.0) * LOG2E_D : 1.0 / 24.0; /* as mlr_emulate */
   for (int64_t k = 0; k < n; k++) {
     double c = acc ? (double)(float)c0 : c0;
     if (qfp8) c = acc ? (double)((float)c * qs[k]) : c * (double)qs[k];
@@ -103,10 +124,11 @@ mlr_status mlr__shadow_init(mlr__shadow *sh, const mlr_recipe *r, const mlr_inpu
     double v;
     if (sh->use_bf16) {
       v = (double)mlr_decode(MLR_FMT_BF16, (uint32_t)k); /* the real value */
-      if (sh->folded) v = v / sh->kvs;                  /* in the units of the codes */
+      if (sh->folded) v = v / sh->kvs;                   /* in the units of the codes */
     } else {
       v = (double)mlr_decode((mlr_format)in->kv_format, (uint32_t)k);
-      if (!sh->folded) v = op ? (double)(float)(v * sh->kvs) : v * sh->kvs; /* fp32(value x kv_scale) */
+      if (!sh->folded)
+        v = op ? (double)(float)(v * sh->kvs) : v * sh->kvs; /* fp32(value x kv_scale) */
     }
     sh->klut[k] = mlr__to_operand(op, v, r->qk_operand);
     sh->vlut[k] = mlr__to_operand(op, v, r->pv_operand);

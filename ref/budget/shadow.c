@@ -18,16 +18,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../emulate/mlr_emu_ops.h"
-#include "../emulate/mlr_emulate.h"
-#include "../formats/mlr_formats.h"
-#include "../pmath/mlr_exact.h"
-#include "../mma/mlr_mma.h"
-#include "../pmath/mlr_pmath.h"
+#include "mlr_emu_ops.h"
+#include "mlr_emulate.h"
+#include "mlr_formats.h"
+#include "mlr_exact.h"
+#include "mlr_mma.h"
+#include "mlr_pmath.h"
 #include "budget_internal.h"
 
-#define QK MLR_EMU_QK_DIM
-#define DV MLR_EMU_V_DIM
+#define QK   MLR_EMU_QK_DIM
+#define DV   MLR_EMU_V_DIM
 #define NOPE MLR_EMU_NOPE
 enum { KCHUNK = 32 }; /* tokens whose K rows are held at once */
 
@@ -52,11 +52,16 @@ static double upd32(int on, int fused, double a, double alpha, double b) {
 static double p_round(int on, double p, int pf) {
   if (!on) return p;
   switch (pf) {
-  case MLR_P_FP16: return mlr__round_fmt(p, MLR_FMT_FP16, MLR_OVF_NONSAT);
-  case MLR_P_BF16: return mlr__round_fmt(p, MLR_FMT_BF16, MLR_OVF_NONSAT);
-  case MLR_P_E4M3: return mlr__round_fmt(p, MLR_FMT_E4M3, MLR_OVF_SATURATE);
-  case MLR_P_E4M3FNUZ: return mlr__round_fmt(p, MLR_FMT_E4M3FNUZ, MLR_OVF_SATURATE);
-  default: return (double)(float)p; /* fp32 p: already binary32 when exp is on */
+  case MLR_P_FP16:
+    return mlr__round_fmt(p, MLR_FMT_FP16, MLR_OVF_NONSAT);
+  case MLR_P_BF16:
+    return mlr__round_fmt(p, MLR_FMT_BF16, MLR_OVF_NONSAT);
+  case MLR_P_E4M3:
+    return mlr__round_fmt(p, MLR_FMT_E4M3, MLR_OVF_SATURATE);
+  case MLR_P_E4M3FNUZ:
+    return mlr__round_fmt(p, MLR_FMT_E4M3FNUZ, MLR_OVF_SATURATE);
+  default:
+    return (double)(float)p; /* fp32 p: already binary32 when exp is on */
   }
 }
 
@@ -102,19 +107,21 @@ static double sh_log(int on, int base, double x) {
   return base == MLR_EXP_2 ? mlr_log2(x) : mlr_log(x);
 }
 
-#define LOG2E_F 0x1.715476p+0f
-#define LN2_F 0x1.62e43p-1f
-#define LOG2E_D 0x1.71547652b82fep+0
-#define LN2_D 0x1.62e42fefa39efp-1
+#define LOG2E_F    0x1.715476p+0f
+#define LN2_F      0x1.62e43p-1f
+#define LOG2E_D    0x1.71547652b82fep+0
+#define LN2_D      0x1.62e42fefa39efp-1
 #define SKIP_BELOW -1e30
 
 /* sum of init and a[i] * b[i], i in order, by the dot model with binary32 roundings: seq, one
  * rounding per step; exact, one rounding at the end (the emulator's IEEE binary64 sum where a
  * value is not finite, or not binary32 because an upstream source is off) */
-MLR_FMA_CLONES static double dot(int model, const double *a, const double *b, int n, double init, mlr_xacc *x) {
+MLR_FMA_CLONES static double dot(int model, const double *a, const double *b, int n, double init,
+                                 mlr_xacc *x) {
   if (model == MLR_DOT_EXACT) {
     int fin = isfinite(init), f32 = is_f32(init);
-    for (int i = 0; i < n && fin; i++) fin = isfinite(a[i]) && isfinite(b[i]), f32 = f32 && is_f32(a[i]) && is_f32(b[i]);
+    for (int i = 0; i < n && fin; i++)
+      fin = isfinite(a[i]) && isfinite(b[i]), f32 = f32 && is_f32(a[i]) && is_f32(b[i]);
     if (!fin || !f32) {
       double s = init;
       for (int i = 0; i < n; i++) s += a[i] * b[i];
@@ -150,12 +157,12 @@ static void range64(const double *a, int64_t n, int *lsb, int *top) {
 }
 
 typedef struct row_ws {
-  double *k, *v;         /* [KCHUNK][576], [cap][512]: K operands of a chunk of tokens, the block's V */
-  double *s, *p, *pp;    /* [cap] */
+  double *k, *v; /* [KCHUNK][576], [cap][512]: K operands of a chunk of tokens, the block's V */
+  double *s, *p, *pp;       /* [cap] */
   double *acc, *col, *part; /* [512], [cap], [S][512] */
-  double *dt;            /* [512] the block's PV dots */
+  double *dt;               /* [512] the block's PV dots */
   float *kf, *qf, *sf, *af; /* binary32 copies: [KCHUNK][576], [576], [cap], [max(cap, 512)] */
-  double *lse, *pm, *pl; /* [S] */
+  double *lse, *pm, *pl;    /* [S] */
   mlr_xacc x;
 } row_ws;
 
@@ -181,7 +188,8 @@ static void load(const mlr__shadow *sh, int is_v, int64_t b, int64_t pos, int n,
 /* the raw QK dots of n tokens (K in w->k, at most KCHUNK of them) into s, each by the dot model
  * in column order; tokens are interleaved (column outer, token inner), which changes no
  * element's order of operations */
-MLR_FMA_CLONES static void qk_block(const mlr__shadow *sh, row_ws *w, const double *q, int64_t n, double *s) {
+MLR_FMA_CLONES static void qk_block(const mlr__shadow *sh, row_ws *w, const double *q, int64_t n,
+                                    double *s) {
   const int model = sh->r->qk_dot;
   const double *k = w->k;
   if (!ON(MLR_SRC_ACCUM)) {
@@ -191,8 +199,9 @@ MLR_FMA_CLONES static void qk_block(const mlr__shadow *sh, row_ws *w, const doub
     return;
   }
   const int f32 = all_f32(q, QK) && all_f32(k, n * QK);
-  if (MLR_DOT_IS_MMA(model)) { /* the unit's model (values not binary32 because an upstream source is
-                                * off are rounded to it first: 2^-24 relative, below any unit's cut) */
+  if (MLR_DOT_IS_MMA(
+          model)) { /* the unit's model (values not binary32 because an upstream source is
+                     * off are rounded to it first: 2^-24 relative, below any unit's cut) */
     const mlr_mma_model *m = mlr_mma_get((mlr_mma_unit)MLR_DOT_MMA_UNIT(model));
     for (int i = 0; i < QK; i++) w->qf[i] = (float)q[i];
     for (int64_t x = 0; x < n * QK; x++) w->kf[x] = (float)k[x];
@@ -205,7 +214,8 @@ MLR_FMA_CLONES static void qk_block(const mlr__shadow *sh, row_ws *w, const doub
     if (f32) range64(q, QK, &ql, &qt);
     /* one test for the block: Q's range against every K table value's range (each finite K, as
      * the emulator does per chunk, is then exact in binary64 in any order) */
-    if (f32 && fin && sh->kv_range_ok && (ql > qt || mlr_f64_fits(ql, qt, sh->klsb, sh->ktop, QK)) && all_finite(k, n * QK)) {
+    if (f32 && fin && sh->kv_range_ok &&
+        (ql > qt || mlr_f64_fits(ql, qt, sh->klsb, sh->ktop, QK)) && all_finite(k, n * QK)) {
       for (int64_t j = 0; j < n; j++) s[j] = 0;
       for (int i = 0; i < QK; i++)
         for (int64_t j = 0; j < n; j++) s[j] = fma(q[i], k[j * QK + i], s[j]);
@@ -224,7 +234,8 @@ MLR_FMA_CLONES static void qk_block(const mlr__shadow *sh, row_ws *w, const doub
       int kl, kt;
       if (fin && all_finite(kj, QK)) {
         range64(kj, QK, &kl, &kt);
-        if (ql > qt || kl > kt || mlr_f64_fits(ql, qt, kl, kt, QK)) { /* every partial sum exact in binary64 */
+        if (ql > qt || kl > kt ||
+            mlr_f64_fits(ql, qt, kl, kt, QK)) { /* every partial sum exact in binary64 */
           double a = 0;
           for (int i = 0; i < QK; i++) a = fma(q[i], kj[i], a);
           s[j] = (double)(float)a;
@@ -238,8 +249,10 @@ MLR_FMA_CLONES static void qk_block(const mlr__shadow *sh, row_ws *w, const doub
   if (!f32) { /* an upstream source is off: values that are not binary32, rounded step by step */
     for (int64_t j = 0; j < n; j++) {
       if (model == MLR_DOT_NOPE_ROPE)
-        s[j] = r32(1, dot(MLR_DOT_SEQ, q, k + j * QK, NOPE, 0, &w->x) + dot(MLR_DOT_SEQ, q + NOPE, k + j * QK + NOPE, QK - NOPE, 0, &w->x));
-      else s[j] = dot(MLR_DOT_SEQ, q, k + j * QK, QK, 0, &w->x);
+        s[j] = r32(1, dot(MLR_DOT_SEQ, q, k + j * QK, NOPE, 0, &w->x) +
+                          dot(MLR_DOT_SEQ, q + NOPE, k + j * QK + NOPE, QK - NOPE, 0, &w->x));
+      else
+        s[j] = dot(MLR_DOT_SEQ, q, k + j * QK, QK, 0, &w->x);
     }
     return;
   }
@@ -279,9 +292,12 @@ MLR_FMA_CLONES static void pv_block(const mlr__shadow *sh, row_ws *w, int64_t n,
     int pl, pt, vl, vt;
     if (f32 && !into && all_finite(pp, n) && all_finite(v, n * DV)) {
       range64(pp, n, &pl, &pt);
-      if (sh->kv_range_ok) vl = sh->vlsb, vt = sh->vtop; /* every V table value's range */
-      else range64(v, n * DV, &vl, &vt);
-      if (pl > pt || vl > vt || mlr_f64_fits(pl, pt, vl, vt, n)) { /* exact in binary64 in any order */
+      if (sh->kv_range_ok)
+        vl = sh->vlsb, vt = sh->vtop; /* every V table value's range */
+      else
+        range64(v, n * DV, &vl, &vt);
+      if (pl > pt || vl > vt ||
+          mlr_f64_fits(pl, pt, vl, vt, n)) { /* exact in binary64 in any order */
         for (int64_t j = 0; j < n; j++)
           for (int d = 0; d < DV; d++) dt[d] = fma(pp[j], v[j * DV + d], dt[d]);
         for (int d = 0; d < DV; d++) dt[d] = (double)(float)dt[d];
@@ -316,8 +332,9 @@ MLR_FMA_CLONES static void pv_block(const mlr__shadow *sh, row_ws *w, int64_t n,
 }
 
 /* one split of row (t, h): KV tokens [lo, hi) of batch b; part (binary64), lse, m, l */
-MLR_FMA_CLONES static void split_row(const mlr__shadow *sh, row_ws *w, int64_t t, int64_t h, int64_t b, int64_t lo, int64_t hi, int single,
-                      double *part, double *lse_out, double *m_out, double *l_out) {
+MLR_FMA_CLONES static void split_row(const mlr__shadow *sh, row_ws *w, int64_t t, int64_t h,
+                                     int64_t b, int64_t lo, int64_t hi, int single, double *part,
+                                     double *lse_out, double *m_out, double *l_out) {
   const mlr_recipe *r = sh->r;
   const int acc_on = ON(MLR_SRC_ACCUM), exp_on = ON(MLR_SRC_EXP);
   const int fused = r->update_fma, into = r->pv_accumulate == MLR_PV_INTO_ACC;
@@ -337,7 +354,8 @@ MLR_FMA_CLONES static void split_row(const mlr__shadow *sh, row_ws *w, int64_t t
       double s = w->s[j];
       if (acc_on && r->qk_result == MLR_R_BF16) s = mlr__round_fmt(s, MLR_FMT_BF16, MLR_OVF_NONSAT);
       s = r32(acc_on, s * c);
-      if (acc_on && r->logit_format == MLR_R_BF16) s = mlr__round_fmt(s, MLR_FMT_BF16, MLR_OVF_NONSAT);
+      if (acc_on && r->logit_format == MLR_R_BF16)
+        s = mlr__round_fmt(s, MLR_FMT_BF16, MLR_OVF_NONSAT);
       w->s[j] = s;
     }
     double bm = -INFINITY;
@@ -346,7 +364,8 @@ MLR_FMA_CLONES static void split_row(const mlr__shadow *sh, row_ws *w, int64_t t
     const double al = sh_sm_exp(sh, exp_on, r32(exp_on, m - mn));
     for (int64_t j = 0; j < n; j++) {
       w->p[j] = sh_sm_exp(sh, exp_on, r32(exp_on, w->s[j] - mn));
-      w->pp[j] = mlr__to_operand(ON(MLR_SRC_P), p_round(ON(MLR_SRC_P), w->p[j], r->p_format), r->pv_operand); /* both P's */
+      w->pp[j] = mlr__to_operand(ON(MLR_SRC_P), p_round(ON(MLR_SRC_P), w->p[j], r->p_format),
+                                 r->pv_operand); /* both P's */
     }
     const double ls = sh_rowsum(acc_on, r->softmax_sum, w->p, n);
     l = upd32(acc_on, fused, l, al, ls);
@@ -354,7 +373,8 @@ MLR_FMA_CLONES static void split_row(const mlr__shadow *sh, row_ws *w, int64_t t
     for (int64_t j = 0; j < n; j++) load(sh, 1, b, j0 + j, DV, w->v + j * DV);
     for (int d = 0; d < DV; d++) w->dt[d] = into ? r32(acc_on, w->acc[d] * al) : 0;
     pv_block(sh, w, n, into);
-    for (int d = 0; d < DV; d++) w->acc[d] = into ? w->dt[d] : upd32(acc_on, fused, w->acc[d], al, w->dt[d]);
+    for (int d = 0; d < DV; d++)
+      w->acc[d] = into ? w->dt[d] : upd32(acc_on, fused, w->acc[d], al, w->dt[d]);
   }
   const int src = single ? MLR_SRC_OUTPUT : MLR_SRC_MERGE, on = ON(src);
   const double lc = fmax(l, sh->clamp);
@@ -366,8 +386,10 @@ MLR_FMA_CLONES static void split_row(const mlr__shadow *sh, row_ws *w, int64_t t
   const int mg = ON(MLR_SRC_MERGE);
   const int lbase = r->softmax_exp == MLR_EXP_2 ? MLR_EXP_2 : MLR_EXP_E;
   double lse = r32(mg, m + sh_log(mg, lbase, lc));
-  if (r->softmax_exp == MLR_EXP_2 && r->lse_base == MLR_EXP_E) lse = r32(mg, lse * (mg ? (double)LN2_F : LN2_D));
-  else if (r->softmax_exp != MLR_EXP_2 && r->lse_base == MLR_EXP_2) lse = r32(mg, lse * (mg ? (double)LOG2E_F : LOG2E_D));
+  if (r->softmax_exp == MLR_EXP_2 && r->lse_base == MLR_EXP_E)
+    lse = r32(mg, lse * (mg ? (double)LN2_F : LN2_D));
+  else if (r->softmax_exp != MLR_EXP_2 && r->lse_base == MLR_EXP_2)
+    lse = r32(mg, lse * (mg ? (double)LOG2E_F : LOG2E_D));
   *lse_out = lse, *m_out = m, *l_out = l;
 }
 
@@ -398,7 +420,8 @@ MLR_FMA_CLONES static void merge(const mlr__shadow *sh, row_ws *w, int64_t ns, d
       M = Mn;
     } else {
       const double wv = sh_exp(on, eb, r32(on, x - M));
-      for (int d = 0; d < DV; d++) o[d] = fused ? fma32(on, part[d], wv, o[d]) : r32(on, o[d] + r32(on, part[d] * wv));
+      for (int d = 0; d < DV; d++)
+        o[d] = fused ? fma32(on, part[d], wv, o[d]) : r32(on, o[d] + r32(on, part[d] * wv));
       sum = fused ? fma32(on, mass, wv, sum) : r32(on, sum + r32(on, mass * wv));
     }
   }
@@ -410,9 +433,12 @@ MLR_FMA_CLONES static void merge(const mlr__shadow *sh, row_ws *w, int64_t ns, d
 static double out_round(const mlr__shadow *sh, double x) {
   if (!ON(MLR_SRC_OUTPUT)) return x;
   switch (sh->r->out_format) {
-  case MLR_OUT_FP16: return mlr__round_fmt(x, MLR_FMT_FP16, MLR_OVF_NONSAT);
-  case MLR_OUT_FP32: return (double)(float)x;
-  default: return mlr__round_fmt(x, MLR_FMT_BF16, MLR_OVF_NONSAT);
+  case MLR_OUT_FP16:
+    return mlr__round_fmt(x, MLR_FMT_FP16, MLR_OVF_NONSAT);
+  case MLR_OUT_FP32:
+    return (double)(float)x;
+  default:
+    return mlr__round_fmt(x, MLR_FMT_BF16, MLR_OVF_NONSAT);
   }
 }
 
@@ -425,15 +451,19 @@ static void one_row(const mlr__shadow *sh, row_ws *w, int64_t row, double *o) {
   for (int64_t s = 0; s < ns; s++) {
     const int64_t lo = s * len;
     const int64_t hi = (s + 1) * len < Lt ? (s + 1) * len : Lt;
-    split_row(sh, w, t, h, b, lo, hi > lo ? hi : lo, direct, w->part + s * DV, &w->lse[s], &w->pm[s], &w->pl[s]);
+    split_row(sh, w, t, h, b, lo, hi > lo ? hi : lo, direct, w->part + s * DV, &w->lse[s],
+              &w->pm[s], &w->pl[s]);
   }
-  if (direct) memcpy(o, w->part, DV * sizeof(double));
-  else merge(sh, w, ns, o);
+  if (direct)
+    memcpy(o, w->part, DV * sizeof(double));
+  else
+    merge(sh, w, ns, o);
   for (int d = 0; d < DV; d++) o[d] = out_round(sh, o[d]);
 }
 
-mlr_status mlr_budget_eval(const mlr_recipe *r, const mlr_inputs *in, unsigned rounded, const int64_t *rows, int64_t nrows,
-                           int threads, double *o, mlr_error *err) {
+mlr_status mlr_budget_eval(const mlr_recipe *r, const mlr_inputs *in, unsigned rounded,
+                           const int64_t *rows, int64_t nrows, int threads, double *o,
+                           mlr_error *err) {
   mlr__shadow sh;
   mlr_status st = mlr__shadow_init(&sh, r, in, rounded, err);
   if (st != MLR_OK) return st;
@@ -447,22 +477,28 @@ mlr_status mlr_budget_eval(const mlr_recipe *r, const mlr_inputs *in, unsigned r
     memset(&w, 0, sizeof w);
     w.k = malloc(KCHUNK * QK * sizeof(double));
     w.v = malloc(cap * DV * sizeof(double));
-    w.s = malloc(cap * sizeof(double)), w.p = malloc(cap * sizeof(double)), w.pp = malloc(cap * sizeof(double));
+    w.s = malloc(cap * sizeof(double)), w.p = malloc(cap * sizeof(double)),
+    w.pp = malloc(cap * sizeof(double));
     w.col = malloc(cap * sizeof(double));
     w.acc = malloc(DV * sizeof(double)), w.dt = malloc(DV * sizeof(double));
-    w.kf = malloc(KCHUNK * QK * sizeof(float)), w.qf = malloc(QK * sizeof(float)), w.sf = malloc(cap * sizeof(float));
+    w.kf = malloc(KCHUNK * QK * sizeof(float)), w.qf = malloc(QK * sizeof(float)),
+    w.sf = malloc(cap * sizeof(float));
     w.af = malloc((cap > DV ? cap : DV) * sizeof(float));
     w.part = malloc((size_t)sh.S * DV * sizeof(double));
-    w.lse = malloc((size_t)sh.S * sizeof(double)), w.pm = malloc((size_t)sh.S * sizeof(double)), w.pl = malloc((size_t)sh.S * sizeof(double));
-    const int ok = w.k && w.v && w.s && w.p && w.pp && w.col && w.acc && w.dt && w.kf && w.qf && w.sf && w.af && w.part && w.lse && w.pm && w.pl;
+    w.lse = malloc((size_t)sh.S * sizeof(double)), w.pm = malloc((size_t)sh.S * sizeof(double)),
+    w.pl = malloc((size_t)sh.S * sizeof(double));
+    const int ok = w.k && w.v && w.s && w.p && w.pp && w.col && w.acc && w.dt && w.kf && w.qf &&
+                   w.sf && w.af && w.part && w.lse && w.pm && w.pl;
     if (!ok) failed = 1;
 #pragma omp for schedule(dynamic, 1)
     for (int64_t k = 0; k < N; k++)
       if (ok) one_row(&sh, &w, rows ? rows[k] : k, o + k * DV);
-    free(w.k), free(w.v), free(w.s), free(w.p), free(w.pp), free(w.col), free(w.acc), free(w.dt), free(w.kf), free(w.qf), free(w.sf), free(w.af);
+    free(w.k), free(w.v), free(w.s), free(w.p), free(w.pp), free(w.col), free(w.acc), free(w.dt),
+        free(w.kf), free(w.qf), free(w.sf), free(w.af);
     free(w.part), free(w.lse), free(w.pm), free(w.pl);
   }
   mlr__shadow_free(&sh);
-  if (failed) return mlr_error_set(err, MLR_ENOMEM, "out of memory for the switchable model's row buffers");
+  if (failed)
+    return mlr_error_set(err, MLR_ENOMEM, "out of memory for the switchable model's row buffers");
   return MLR_OK;
 }

@@ -15,16 +15,16 @@
 #include <omp.h>
 #endif
 
-#include "../formats/mlr_formats.h"
-#include "../pmath/mlr_pmath.h"
+#include "mlr_formats.h"
+#include "mlr_pmath.h"
 #include "mlr_emulate.h"
-#include "../pmath/mlr_exact.h"
+#include "mlr_exact.h"
 #include "mlr_emu_ops.h"
 #include "emu_mma.h"
-#include "../mma/mlr_mma.h"
+#include "mlr_mma.h"
 
-#define QK MLR_EMU_QK_DIM
-#define DV MLR_EMU_V_DIM
+#define QK   MLR_EMU_QK_DIM
+#define DV   MLR_EMU_V_DIM
 #define NOPE MLR_EMU_NOPE
 enum { TOKCHUNK = 4, VCHUNK = 32, DCHUNK = 64 };
 _Static_assert(VCHUNK % 32 == 0, "a V chunk holds whole matrix-unit blocks (16 or 32 tokens)");
@@ -40,14 +40,15 @@ typedef struct emu {
   int kv8;
   float *klut, *vlut; /* KV code -> QK / PV operand value (256 or 65536 entries) */
   float *qT;          /* [T][576][H] Q operand values */
-  int *qlsb, *qtop;   /* [T*H] range of each Q row (exact QK, general), qtop = INT_MAX if not finite */
-  int vlsb, vtop;     /* range of every finite PV operand value of V (exact PV, general) */
-  int klsb, ktop;     /* ... and of K (exact QK, general: the split of Q for two binary64 chains) */
-  float *c;           /* [T*H] logit scale */
+  int *qlsb,
+      *qtop;      /* [T*H] range of each Q row (exact QK, general), qtop = INT_MAX if not finite */
+  int vlsb, vtop; /* range of every finite PV operand value of V (exact PV, general) */
+  int klsb, ktop; /* ... and of K (exact QK, general: the split of Q for two binary64 chains) */
+  float *c;       /* [T*H] logit scale */
   int qk_fast, pv_fast, qk_x, pv_x; /* exact dots: in binary64 (fast) or the long accumulator */
-  int x2;                           /* exact dots may sum in two binary64 chains (not opts->no_x2) */
-  int exp_sm, exp_lse;              /* exp of the softmax's units, and of the lse base */
-  const uint32_t *ex2;              /* the exp2 unit's table (softmax.exp_unit), or NULL: exact */
+  int x2;              /* exact dots may sum in two binary64 chains (not opts->no_x2) */
+  int exp_sm, exp_lse; /* exp of the softmax's units, and of the lse base */
+  const uint32_t *ex2; /* the exp2 unit's table (softmax.exp_unit), or NULL: exact */
   float clamp, kvs;
   int folded, fused, fault;
   int64_t *nsplit, *slen; /* [B] */
@@ -55,29 +56,36 @@ typedef struct emu {
 } emu;
 
 typedef struct scratch {
-  float *s, *p, *pp; /* [H][cap]: logits, fp32 p, P operand */
-  float *kop, *vop;  /* [TOKCHUNK][576], [VCHUNK][512] */
-  float *acc, *pva;  /* [H][512] */
-  double *pvd, *pvl; /* [H][512] (pv_fast; EX_F64X2: pvd the high chain, pvl the low) */
-  mlr_xacc *pvx;     /* [H][512] (exact PV, general: the long accumulator) */
-  mlr_i128 *pvi;     /* [H][512] (exact PV, general: the 128-bit fixed point) */
-  int *pvmode;       /* [H][2]: how head h sums this block (EX_*), and the fixed point's unit */
+  float *s, *p, *pp;  /* [H][cap]: logits, fp32 p, P operand */
+  float *kop, *vop;   /* [TOKCHUNK][576], [VCHUNK][512] */
+  float *acc, *pva;   /* [H][512] */
+  double *pvd, *pvl;  /* [H][512] (pv_fast; EX_F64X2: pvd the high chain, pvl the low) */
+  mlr_xacc *pvx;      /* [H][512] (exact PV, general: the long accumulator) */
+  mlr_i128 *pvi;      /* [H][512] (exact PV, general: the 128-bit fixed point) */
+  int *pvmode;        /* [H][2]: how head h sums this block (EX_*), and the fixed point's unit */
   int64_t *psm, *vsm; /* P [H][cap] and a V chunk [VCHUNK][512] as odd significands ... */
   int *pse, *vse;     /* ... and exponents (mlr_f32_split), for the fixed point */
   float *pph, *ppl;   /* P [H][cap] split at 2^s (EX_F64X2): P = pph + ppl exactly */
-  mlr_xacc *qkx;     /* [TOKCHUNK][H] (exact QK, general) */
-  float *qa, *qr;    /* [TOKCHUNK][H]: QK results, the rope chain of nope_rope */
-  double *qd, *qd2;  /* [TOKCHUNK][H]: exact fp8 QK in binary64; exact QK in two chains, the low one */
-  float *qh, *ql;    /* [576][H] Q split at 2^s a head (exact QK in two binary64 chains: Q = qh + ql exactly) */
-  double *msc, *mS;    /* mma dots: per lane ([max(H, 512)]) 2^(F-E) and the cut sum */
-  int *qme, *vme, *mE; /* [576][H] Q's and [VCHUNK][512] V's unit exponents, [max(H, 512)] the blocks' E */
+  mlr_xacc *qkx;      /* [TOKCHUNK][H] (exact QK, general) */
+  float *qa, *qr;     /* [TOKCHUNK][H]: QK results, the rope chain of nope_rope */
+  double *qd,
+      *qd2;       /* [TOKCHUNK][H]: exact fp8 QK in binary64; exact QK in two chains, the low one */
+  float *qh, *ql; /* [576][H] Q split at 2^s a head (exact QK in two binary64 chains: Q = qh + ql
+                     exactly) */
+  double *msc, *mS; /* mma dots: per lane ([max(H, 512)]) 2^(F-E) and the cut sum */
+  int *qme, *vme,
+      *mE; /* [576][H] Q's and [VCHUNK][512] V's unit exponents, [max(H, 512)] the blocks' E */
   float *m, *l, *alpha, *part, *lse, *pm, *pl; /* [H], part [H][512] */
 } scratch;
 
 static void scratch_free(scratch *w) {
-  free(w->s), free(w->p), free(w->pp), free(w->kop), free(w->vop), free(w->acc), free(w->pva), free(w->pvd), free(w->pvl);
+  free(w->s), free(w->p), free(w->pp), free(w->kop), free(w->vop), free(w->acc), free(w->pva),
+      free(w->pvd), free(w->pvl);
   free(w->pph), free(w->ppl);
-  free(w->pvx), free(w->pvi), free(w->pvmode), free(w->psm), free(w->vsm), free(w->pse), free(w->vse), free(w->qkx), free(w->qa), free(w->qr), free(w->qd), free(w->qd2), free(w->qh), free(w->ql), free(w->m), free(w->l), free(w->alpha), free(w->part), free(w->lse), free(w->pm), free(w->pl);
+  free(w->pvx), free(w->pvi), free(w->pvmode), free(w->psm), free(w->vsm), free(w->pse),
+      free(w->vse), free(w->qkx), free(w->qa), free(w->qr), free(w->qd), free(w->qd2), free(w->qh),
+      free(w->ql), free(w->m), free(w->l), free(w->alpha), free(w->part), free(w->lse), free(w->pm),
+      free(w->pl);
   free(w->msc), free(w->mS), free(w->qme), free(w->vme), free(w->mE);
 }
 
@@ -94,23 +102,30 @@ static int scratch_alloc(scratch *w, const emu *e) {
   w->part = malloc(H * DV * sizeof(float));
   w->qa = malloc(TOKCHUNK * H * sizeof(float)), w->qr = malloc(TOKCHUNK * H * sizeof(float));
   w->qd = malloc(TOKCHUNK * H * sizeof(double));
-  w->m = malloc(H * sizeof(float)), w->l = malloc(H * sizeof(float)), w->alpha = malloc(H * sizeof(float));
-  w->lse = malloc(H * sizeof(float)), w->pm = malloc(H * sizeof(float)), w->pl = malloc(H * sizeof(float));
-  int ok = w->s && w->p && w->pp && w->kop && w->vop && w->acc && w->pva && w->part && w->m && w->l && w->alpha &&
-           w->lse && w->pm && w->pl && w->qa && w->qr && w->qd;
+  w->m = malloc(H * sizeof(float)), w->l = malloc(H * sizeof(float)),
+  w->alpha = malloc(H * sizeof(float));
+  w->lse = malloc(H * sizeof(float)), w->pm = malloc(H * sizeof(float)),
+  w->pl = malloc(H * sizeof(float));
+  int ok = w->s && w->p && w->pp && w->kop && w->vop && w->acc && w->pva && w->part && w->m &&
+           w->l && w->alpha && w->lse && w->pm && w->pl && w->qa && w->qr && w->qd;
   if (e->pv_fast || e->pv_x) ok = ok && (w->pvd = malloc(H * DV * sizeof(double)));
-  if (e->pv_x) ok = ok && (w->pvx = malloc(H * DV * sizeof(mlr_xacc))) && (w->pvi = malloc(H * DV * sizeof(mlr_i128))) &&
-                    (w->pvmode = malloc(2 * H * sizeof(int))) &&
-                    (w->psm = malloc(H * cap * sizeof(int64_t))) && (w->pse = malloc(H * cap * sizeof(int))) &&
-                    (w->vsm = malloc(VCHUNK * DV * sizeof(int64_t))) && (w->vse = malloc(VCHUNK * DV * sizeof(int))) &&
-                    (w->pvl = malloc(H * DV * sizeof(double))) && (w->pph = malloc(H * cap * sizeof(float))) &&
-                    (w->ppl = malloc(H * cap * sizeof(float)));
+  if (e->pv_x)
+    ok = ok && (w->pvx = malloc(H * DV * sizeof(mlr_xacc))) &&
+         (w->pvi = malloc(H * DV * sizeof(mlr_i128))) &&
+         (w->pvmode = malloc(2 * H * sizeof(int))) &&
+         (w->psm = malloc(H * cap * sizeof(int64_t))) && (w->pse = malloc(H * cap * sizeof(int))) &&
+         (w->vsm = malloc(VCHUNK * DV * sizeof(int64_t))) &&
+         (w->vse = malloc(VCHUNK * DV * sizeof(int))) &&
+         (w->pvl = malloc(H * DV * sizeof(double))) && (w->pph = malloc(H * cap * sizeof(float))) &&
+         (w->ppl = malloc(H * cap * sizeof(float)));
   if (e->qk_x)
-    ok = ok && (w->qkx = malloc(TOKCHUNK * H * sizeof(mlr_xacc))) && (w->qd2 = malloc(TOKCHUNK * H * sizeof(double))) &&
+    ok = ok && (w->qkx = malloc(TOKCHUNK * H * sizeof(mlr_xacc))) &&
+         (w->qd2 = malloc(TOKCHUNK * H * sizeof(double))) &&
          (w->qh = malloc(H * QK * sizeof(float))) && (w->ql = malloc(H * QK * sizeof(float)));
   const size_t lanes = H > DV ? H : DV;
   if (MLR_DOT_IS_MMA(e->r->qk_dot) || MLR_DOT_IS_MMA(e->r->pv_dot))
-    ok = ok && (w->msc = malloc(lanes * sizeof(double))) && (w->mS = malloc(lanes * sizeof(double))) && (w->mE = malloc(lanes * sizeof(int)));
+    ok = ok && (w->msc = malloc(lanes * sizeof(double))) &&
+         (w->mS = malloc(lanes * sizeof(double))) && (w->mE = malloc(lanes * sizeof(int)));
   if (MLR_DOT_IS_MMA(e->r->qk_dot)) ok = ok && (w->qme = malloc(H * QK * sizeof(int)));
   if (MLR_DOT_IS_MMA(e->r->pv_dot)) ok = ok && (w->vme = malloc(DV * VCHUNK * sizeof(int)));
   if (!ok) scratch_free(w);
@@ -133,7 +148,8 @@ static void load_row(const emu *e, const float *lut, int64_t b, int64_t pos, int
 
 /* 16 heads (every bench shape): the 64 chains in registers instead of memory (a store and a load
  * a term), each still in column order */
-EMU_CLONES static void qk_seq16(const float *restrict q, const float *restrict kop, int i0, int i1, float *restrict a) {
+EMU_CLONES static void qk_seq16(const float *restrict q, const float *restrict kop, int i0, int i1,
+                                float *restrict a) {
   float ac[TOKCHUNK][16];
   memcpy(ac, a, sizeof ac);
   for (int i = i0; i < i1; i++)
@@ -144,7 +160,8 @@ EMU_CLONES static void qk_seq16(const float *restrict q, const float *restrict k
   memcpy(a, ac, sizeof ac);
 }
 
-EMU_CLONES static void qk_seq(const float *q, const float *kop, int64_t H, int i0, int i1, float *a) {
+EMU_CLONES static void qk_seq(const float *q, const float *kop, int64_t H, int i0, int i1,
+                              float *a) {
   if (H == 16) {
     qk_seq16(q, kop, i0, i1, a);
     return;
@@ -159,7 +176,8 @@ EMU_CLONES static void qk_seq(const float *q, const float *kop, int64_t H, int i
 }
 
 /* 16 heads: two tokens at a time, their 32 chains in registers (all 64 would not fit) */
-EMU_CLONES static void qk_exact_f64_16(const float *restrict q, const float *restrict kop, double *restrict a) {
+EMU_CLONES static void qk_exact_f64_16(const float *restrict q, const float *restrict kop,
+                                       double *restrict a) {
   for (int c0 = 0; c0 < TOKCHUNK; c0 += 2) {
     double ac[2][16];
     memcpy(ac, a + c0 * 16, sizeof ac);
@@ -197,8 +215,8 @@ EMU_CLONES static void qk_exact_f64(const float *q, const float *kop, int64_t H,
  * mlr_f32_range gives them; top = INT_MAX marks a vector with NaN or Inf, whose sum is then the
  * binary64 sum of the products (NaN, or the infinity IEEE arithmetic gives). Otherwise the
  * 128-bit fixed point when the ranges fit it, else the long accumulator. */
-static float exact_dot(const float *a, int64_t sa, const float *b, int64_t sb, int n, int alsb, int atop, int blsb, int btop,
-                       mlr_xacc *x) {
+static float exact_dot(const float *a, int64_t sa, const float *b, int64_t sb, int n, int alsb,
+                       int atop, int blsb, int btop, mlr_xacc *x) {
   if (atop == INT_MAX || btop == INT_MAX) {
     double s = 0;
     for (int i = 0; i < n; i++) s += (double)a[i * sa] * (double)b[i * sb];
@@ -278,11 +296,13 @@ static int qk_f64_all(const emu *e, int64_t t) {
 }
 
 /* x2: qk_split gave token t's split Q (w->qh, w->ql); f64: qk_f64_all(t) */
-static void qk_block(const emu *e, scratch *w, int64_t t, int64_t b, int64_t j0, int64_t j1, int x2, int f64) {
+static void qk_block(const emu *e, scratch *w, int64_t t, int64_t b, int64_t j0, int64_t j1, int x2,
+                     int f64) {
   const mlr_recipe *r = e->r;
   const int64_t H = e->H;
   const float *q = e->qT + t * QK * H;
-  const mlr_mma_model *mq = MLR_DOT_IS_MMA(r->qk_dot) ? mlr_mma_get((mlr_mma_unit)MLR_DOT_MMA_UNIT(r->qk_dot)) : NULL;
+  const mlr_mma_model *mq =
+      MLR_DOT_IS_MMA(r->qk_dot) ? mlr_mma_get((mlr_mma_unit)MLR_DOT_MMA_UNIT(r->qk_dot)) : NULL;
   if (mq) /* Q's unit exponents, [576][H] like Q: the heads are the lanes */
     for (int64_t x = 0; x < QK * H; x++) w->qme[x] = mlr_mma_in_exp(mq, q[x]);
   for (int64_t j = j0; j < j1; j += TOKCHUNK) {
@@ -297,13 +317,15 @@ static void qk_block(const emu *e, scratch *w, int64_t t, int64_t b, int64_t j0,
     }
     float *av = w->qa;
     const size_t nb = TOKCHUNK * (size_t)H;
-    if (r->qk_dot == MLR_DOT_EXACT && e->qk_fast) qk_exact_chunk(w, q, H, 0, av);
+    if (r->qk_dot == MLR_DOT_EXACT && e->qk_fast)
+      qk_exact_chunk(w, q, H, 0, av);
     else if (r->qk_dot == MLR_DOT_EXACT) {
       int kfin = 1; /* the chunk's K rows finite */
       if (f64 || x2)
         for (int c = 0; c < nc; c++)
           for (int i = 0; i < QK; i++) kfin &= isfinite(w->kop[c * QK + i]) != 0;
-      if ((f64 || x2) && kfin) /* the token's choice serves the chunk (scanning each row's range was a quarter of the bf16 recipes' time) */
+      if ((f64 || x2) && kfin) /* the token's choice serves the chunk (scanning each row's range was
+                                  a quarter of the bf16 recipes' time) */
         qk_exact_chunk(w, q, H, !f64, av);
       else { /* a row not finite, or neither choice: each row's range decides */
         int klsb[TOKCHUNK], ktop[TOKCHUNK], all_f64 = 1;
@@ -315,22 +337,28 @@ static void qk_block(const emu *e, scratch *w, int64_t t, int64_t b, int64_t j0,
           if (klsb[c] > ktop[c]) continue; /* zero row (or padding) */
           for (int64_t h = 0; h < H && all_f64; h++)
             all_f64 = e->qtop[t * H + h] != INT_MAX && ktop[c] != INT_MAX &&
-                      (e->qlsb[t * H + h] > e->qtop[t * H + h] || mlr_f64_fits(e->qlsb[t * H + h], e->qtop[t * H + h], klsb[c], ktop[c], QK));
+                      (e->qlsb[t * H + h] > e->qtop[t * H + h] ||
+                       mlr_f64_fits(e->qlsb[t * H + h], e->qtop[t * H + h], klsb[c], ktop[c], QK));
         }
-        for (int c = 0; c < nc; c++) kfin &= ktop[c] != INT_MAX; /* within the range qk_split took */
-        if (all_f64 || (x2 && kfin)) qk_exact_chunk(w, q, H, !all_f64, av); /* every dot of the chunk exact in one chain, or two */
+        for (int c = 0; c < nc; c++)
+          kfin &= ktop[c] != INT_MAX; /* within the range qk_split took */
+        if (all_f64 || (x2 && kfin))
+          qk_exact_chunk(w, q, H, !all_f64,
+                         av); /* every dot of the chunk exact in one chain, or two */
         else
           for (int c = 0; c < nc; c++)
             for (int64_t h = 0; h < H; h++)
-              av[c * H + h] = exact_dot(q + h, H, w->kop + c * QK, 1, QK, e->qlsb[t * H + h], e->qtop[t * H + h], klsb[c], ktop[c],
-                                        &w->qkx[c * H + h]);
+              av[c * H + h] = exact_dot(q + h, H, w->kop + c * QK, 1, QK, e->qlsb[t * H + h],
+                                        e->qtop[t * H + h], klsb[c], ktop[c], &w->qkx[c * H + h]);
       }
-    } else if (mq) { /* the unit's blocks along the 576 columns, chained from C = 0; K row c shared by the heads */
+    } else if (mq) { /* the unit's blocks along the 576 columns, chained from C = 0; K row c shared
+                        by the heads */
       int ke[QK];
       for (int c = 0; c < nc; c++) {
         for (int i = 0; i < QK; i++) ke[i] = mlr_mma_in_exp(mq, w->kop[c * QK + i]);
         for (int64_t h = 0; h < H; h++) av[c * H + h] = 0.0f;
-        mlr__emu_mma_lanes(mq, H, QK, q, w->qme, H, w->kop + c * QK, ke, av + c * H, w->msc, w->mS, w->mE);
+        mlr__emu_mma_lanes(mq, H, QK, q, w->qme, H, w->kop + c * QK, ke, av + c * H, w->msc, w->mS,
+                           w->mE);
       }
     } else if (r->qk_dot == MLR_DOT_NOPE_ROPE) {
       memset(av, 0, nb * sizeof(float));
@@ -397,7 +425,8 @@ static int block_has_nonfinite(const emu *e, int64_t b, int64_t j0, int64_t j1) 
   for (int64_t j = j0; j < j1; j++) {
     const int64_t row = mlr_inputs_kv_row(e->in, b, j);
     for (int d = 0; d < DV; d++) {
-      const uint32_t c = e->kv8 ? ((const uint8_t *)e->in->kv)[row * QK + d] : ((const uint16_t *)e->in->kv)[row * QK + d];
+      const uint32_t c = e->kv8 ? ((const uint8_t *)e->in->kv)[row * QK + d]
+                                : ((const uint16_t *)e->in->kv)[row * QK + d];
       if (!isfinite(e->vlut[c])) return 1;
     }
   }
@@ -406,42 +435,55 @@ static int block_has_nonfinite(const emu *e, int64_t b, int64_t j0, int64_t j1) 
 
 static void pv_block(const emu *e, scratch *w, int64_t b, int64_t j0, int64_t j1) {
   const mlr_recipe *r = e->r;
-  const mlr_mma_model *mv = MLR_DOT_IS_MMA(r->pv_dot) ? mlr_mma_get((mlr_mma_unit)MLR_DOT_MMA_UNIT(r->pv_dot)) : NULL;
+  const mlr_mma_model *mv =
+      MLR_DOT_IS_MMA(r->pv_dot) ? mlr_mma_get((mlr_mma_unit)MLR_DOT_MMA_UNIT(r->pv_dot)) : NULL;
   const int64_t H = e->H;
   const int into = r->pv_accumulate == MLR_PV_INTO_ACC;
   const int64_t n = j1 - j0;
   if (e->pv_x) { /* how each head sums this block: see exact_dot */
-    const int vfin = !block_has_nonfinite(e, b, j0, j1); /* the block's V, the same for every head */
+    const int vfin =
+        !block_has_nonfinite(e, b, j0, j1); /* the block's V, the same for every head */
     for (int64_t h = 0; h < H; h++) {
       int plsb, ptop, fin = vfin;
       const float *pp = w->pp + h * e->cap;
       for (int64_t j = 0; j < n; j++) fin &= isfinite(pp[j]) != 0;
       mlr_f32_range(pp, n, 1, &plsb, &ptop);
-      int mode = !fin ? EX_NAIVE : into ? EX_LONG : mlr_i128_fits(plsb, ptop, e->vlsb, e->vtop, n) ? EX_I128 : EX_LONG, sh = 0;
-      if (mode == EX_I128 && mlr_f64_fits(plsb, ptop, e->vlsb, e->vtop, n)) mode = EX_F64;
-      else if (mode == EX_I128 && e->x2 && mlr_f64x2_fits(plsb, ptop, e->vlsb, e->vtop, n, &sh)) mode = EX_F64X2; /* both ranges non-empty: EX_F64 took empty ones */
+      int mode = !fin                                             ? EX_NAIVE
+                 : into                                           ? EX_LONG
+                 : mlr_i128_fits(plsb, ptop, e->vlsb, e->vtop, n) ? EX_I128
+                                                                  : EX_LONG,
+          sh = 0;
+      if (mode == EX_I128 && mlr_f64_fits(plsb, ptop, e->vlsb, e->vtop, n))
+        mode = EX_F64;
+      else if (mode == EX_I128 && e->x2 && mlr_f64x2_fits(plsb, ptop, e->vlsb, e->vtop, n, &sh))
+        mode = EX_F64X2; /* both ranges non-empty: EX_F64 took empty ones */
       w->pvmode[2 * h] = mode;
       w->pvmode[2 * h + 1] = plsb + e->vlsb; /* the fixed point's unit */
       if (mode == EX_I128)
-        for (int64_t j = 0; j < n; j++) mlr_f32_split(pp[j], &w->psm[h * e->cap + j], &w->pse[h * e->cap + j]);
+        for (int64_t j = 0; j < n; j++)
+          mlr_f32_split(pp[j], &w->psm[h * e->cap + j], &w->pse[h * e->cap + j]);
       if (mode == EX_F64X2) split_f32(pp, n, 1, sh, w->pph + h * e->cap, w->ppl + h * e->cap);
     }
   }
   for (int64_t h = 0; h < H; h++)
     for (int d = 0; d < DV; d++) {
       const float init = into ? w->acc[h * DV + d] * w->alpha[h] : 0.0f;
-      if (e->pv_fast) w->pvd[h * DV + d] = init;
-      else if (e->pv_x) { /* only the accumulators of the head's mode (the long one is 180 bytes a column) */
+      if (e->pv_fast)
+        w->pvd[h * DV + d] = init;
+      else if (e->pv_x) { /* only the accumulators of the head's mode (the long one is 180 bytes a
+                             column) */
         const int mode = w->pvmode[2 * h];
         if (mode == EX_LONG) {
           mlr_xacc_clear(&w->pvx[h * DV + d]);
           mlr_xacc_add(&w->pvx[h * DV + d], (double)init);
-        } else if (mode == EX_I128) w->pvi[h * DV + d] = 0; /* init = 0: into makes EX_LONG */
+        } else if (mode == EX_I128)
+          w->pvi[h * DV + d] = 0; /* init = 0: into makes EX_LONG */
         else {
           w->pvd[h * DV + d] = init;
           if (mode == EX_F64X2) w->pvl[h * DV + d] = 0.0;
         }
-      } else w->pva[h * DV + d] = init;
+      } else
+        w->pva[h * DV + d] = init;
     }
   for (int64_t j = j0; j < j1; j += VCHUNK) {
     const int nj = (int)(j1 - j < VCHUNK ? j1 - j : VCHUNK);
@@ -452,10 +494,12 @@ static void pv_block(const emu *e, scratch *w, int64_t b, int64_t j0, int64_t j1
       for (int k = 0; k < nj * DV; k++) w->vme[k] = mlr_mma_in_exp(mv, w->vop[k]);
     for (int64_t h = 0; h < H; h++) {
       const float *pp = w->pp + h * e->cap + (j - j0);
-      if (e->pv_fast) pv_exact_f64(pp, w->vop, nj, w->pvd + h * DV);
+      if (e->pv_fast)
+        pv_exact_f64(pp, w->vop, nj, w->pvd + h * DV);
       else if (e->pv_x) {
         const int mode = w->pvmode[2 * h], g = w->pvmode[2 * h + 1];
-        if (mode == EX_F64) pv_exact_f64(pp, w->vop, nj, w->pvd + h * DV);
+        if (mode == EX_F64)
+          pv_exact_f64(pp, w->vop, nj, w->pvd + h * DV);
         else if (mode == EX_F64X2) {
           pv_exact_f64(w->pph + h * e->cap + (j - j0), w->vop, nj, w->pvd + h * DV);
           pv_exact_f64(w->ppl + h * e->cap + (j - j0), w->vop, nj, w->pvl + h * DV);
@@ -474,31 +518,41 @@ static void pv_block(const emu *e, scratch *w, int64_t b, int64_t j0, int64_t j1
           for (int d = 0; d < DV; d++)
             for (int jj = 0; jj < nj; jj++) {
               const float pv = pp[jj], v = w->vop[jj * DV + d];
-              if (mode == EX_LONG) mlr_xacc_add(&w->pvx[h * DV + d], (double)pv * (double)v);
-              else w->pvd[h * DV + d] += (double)pv * (double)v;
+              if (mode == EX_LONG)
+                mlr_xacc_add(&w->pvx[h * DV + d], (double)pv * (double)v);
+              else
+                w->pvd[h * DV + d] += (double)pv * (double)v;
             }
-      } else if (mv) { /* blocks of the unit's size in token order (VCHUNK is a multiple); the columns are the lanes */
+      } else if (mv) { /* blocks of the unit's size in token order (VCHUNK is a multiple); the
+                          columns are the lanes */
         int pe[VCHUNK];
         for (int jj = 0; jj < nj; jj++) pe[jj] = mlr_mma_in_exp(mv, pp[jj]);
-        mlr__emu_mma_lanes(mv, DV, nj, w->vop, w->vme, DV, pp, pe, w->pva + h * DV, w->msc, w->mS, w->mE);
-      } else pv_seq(pp, w->vop, nj, w->pva + h * DV);
+        mlr__emu_mma_lanes(mv, DV, nj, w->vop, w->vme, DV, pp, pe, w->pva + h * DV, w->msc, w->mS,
+                           w->mE);
+      } else
+        pv_seq(pp, w->vop, nj, w->pva + h * DV);
     }
   }
   for (int64_t h = 0; h < H; h++)
     for (int d = 0; d < DV; d++) {
       float dot;
-      if (e->pv_fast) dot = (float)w->pvd[h * DV + d];
+      if (e->pv_fast)
+        dot = (float)w->pvd[h * DV + d];
       else if (e->pv_x) {
         const int mode = w->pvmode[2 * h];
         dot = mode == EX_I128    ? mlr_i128_round_f32(w->pvi[h * DV + d], w->pvmode[2 * h + 1])
               : mode == EX_F64X2 ? mlr_f64x2_round_f32(w->pvd[h * DV + d], w->pvl[h * DV + d])
-              : mode == EX_LONG ? mlr_xacc_round_f32(&w->pvx[h * DV + d]) : (float)w->pvd[h * DV + d]; /* F64: exact, NAIVE: IEEE */
-      } else dot = w->pva[h * DV + d];
-      w->acc[h * DV + d] = into ? dot : mlr__emu_upd(w->acc[h * DV + d], w->alpha[h], dot, e->fused);
+              : mode == EX_LONG  ? mlr_xacc_round_f32(&w->pvx[h * DV + d])
+                                 : (float)w->pvd[h * DV + d]; /* F64: exact, NAIVE: IEEE */
+      } else
+        dot = w->pva[h * DV + d];
+      w->acc[h * DV + d] =
+          into ? dot : mlr__emu_upd(w->acc[h * DV + d], w->alpha[h], dot, e->fused);
     }
 }
 
-/* one query token t over KV tokens [lo, hi) of batch b: the split's result in w->part, lse, pm, pl */
+/* one query token t over KV tokens [lo, hi) of batch b: the split's result in w->part, lse, pm, pl
+ */
 static void run_split_row(const emu *e, scratch *w, int64_t t, int64_t b, int64_t lo, int64_t hi) {
   const mlr_recipe *r = e->r;
   const int64_t H = e->H;
@@ -509,7 +563,8 @@ static void run_split_row(const emu *e, scratch *w, int64_t t, int64_t b, int64_
   memset(w->acc, 0, (size_t)H * DV * sizeof(float));
   const int64_t blk = r->softmax_block > 0 ? r->softmax_block : (hi > lo ? hi - lo : 1);
   const int f64 = e->qk_x && qk_f64_all(e, t); /* every head's QK dots in one binary64 chain */
-  const int x2 = !f64 && e->x2 && e->qk_x && hi > lo && qk_split(e, w, t); /* ... else in two (qk_block takes one chain first) */
+  const int x2 = !f64 && e->x2 && e->qk_x && hi > lo &&
+                 qk_split(e, w, t); /* ... else in two (qk_block takes one chain first) */
   for (int64_t j0 = lo; j0 < hi; j0 += blk) {
     const int64_t j1 = j0 + blk < hi ? j0 + blk : hi, n = j1 - j0;
     qk_block(e, w, t, b, j0, j1, x2, f64);
@@ -534,12 +589,17 @@ static void run_split_row(const emu *e, scratch *w, int64_t t, int64_t b, int64_
   for (int64_t h = 0; h < H; h++) {
     const float lc = fmaxf(w->l[h], e->clamp);
     for (int d = 0; d < DV; d++) {
-      float v = r->partial_normalized && e->fault != MLR_FAULT_P_UNNORMALIZED ? w->acc[h * DV + d] / lc : w->acc[h * DV + d];
+      float v = r->partial_normalized && e->fault != MLR_FAULT_P_UNNORMALIZED
+                    ? w->acc[h * DV + d] / lc
+                    : w->acc[h * DV + d];
       if (e->folded) v = v * e->kvs;
       w->part[h * DV + d] = v;
     }
     const int lbase = r->softmax_exp == MLR_EXP_2 ? MLR_EXP_2 : MLR_EXP_E;
-    float lse = w->m[h] + mlr__emu_log(e->fault == MLR_FAULT_LSE_LOG2 ? (lbase == MLR_EXP_2 ? MLR_EXP_E : MLR_EXP_2) : lbase, lc);
+    float lse = w->m[h] + mlr__emu_log(e->fault == MLR_FAULT_LSE_LOG2
+                                           ? (lbase == MLR_EXP_2 ? MLR_EXP_E : MLR_EXP_2)
+                                           : lbase,
+                                       lc);
     w->lse[h] = mlr__emu_lse_convert(lse, r->softmax_exp, r->lse_base);
     w->pm[h] = w->m[h];
     w->pl[h] = w->l[h];
@@ -549,9 +609,11 @@ static void run_split_row(const emu *e, scratch *w, int64_t t, int64_t b, int64_
 static void store_o(const emu *e, int64_t t, int64_t h, const float *v) {
   mlr_emu_result *res = e->res;
   const int64_t at = (t * e->H + h) * DV;
-  if (res->out_format == MLR_OUT_FP32) memcpy((float *)res->o + at, v, DV * sizeof(float));
+  if (res->out_format == MLR_OUT_FP32)
+    memcpy((float *)res->o + at, v, DV * sizeof(float));
   else {
-    for (int d = 0; d < DV; d++) ((uint16_t *)res->o)[at + d] = mlr__emu_out_code(v[d], res->out_format);
+    for (int d = 0; d < DV; d++)
+      ((uint16_t *)res->o)[at + d] = mlr__emu_out_code(v[d], res->out_format);
   }
 }
 
@@ -559,7 +621,8 @@ static void store_o(const emu *e, int64_t t, int64_t h, const float *v) {
 static void run_item(const emu *e, scratch *w, int64_t b, int64_t s) {
   const mlr_inputs *in = e->in;
   mlr_emu_result *res = e->res;
-  const int64_t H = e->H, t0 = in->qo_indptr[b], n = in->qo_indptr[b + 1] - t0, L = mlr_inputs_kv_len(in, b);
+  const int64_t H = e->H, t0 = in->qo_indptr[b], n = in->qo_indptr[b + 1] - t0,
+                L = mlr_inputs_kv_len(in, b);
   const int64_t ns = e->nsplit[b], len = e->slen[b];
   for (int64_t i = 0; i < n; i++) {
     const int64_t t = t0 + i, Lt = L - (n - 1 - i);
@@ -606,28 +669,33 @@ static void merge_one(const emu *e, int64_t t, int64_t h, int64_t ns, float *acc
     const float *part = res->part_o + (base + s) * DV;
     if (rule == MLR_MERGE_RUNNING) {
       const float Mn = fmaxf(M, x);
-      const float a = e->fault == MLR_FAULT_MERGE_NO_RESCALE ? 1.0f : mlr_emu_exp(eb, M - Mn), wv = mlr_emu_exp(eb, x - Mn);
+      const float a = e->fault == MLR_FAULT_MERGE_NO_RESCALE ? 1.0f : mlr_emu_exp(eb, M - Mn),
+                  wv = mlr_emu_exp(eb, x - Mn);
       for (int d = 0; d < DV; d++) acc[d] = mlr__emu_upd(acc[d], a, part[d] * wv, e->fused);
       sum = mlr__emu_upd(sum, a, mass * wv, e->fused);
       M = Mn;
     } else {
       const float wv = mlr_emu_exp(eb, x - M);
-      for (int d = 0; d < DV; d++) acc[d] = e->fused ? fmaf(part[d], wv, acc[d]) : acc[d] + part[d] * wv;
+      for (int d = 0; d < DV; d++)
+        acc[d] = e->fused ? fmaf(part[d], wv, acc[d]) : acc[d] + part[d] * wv;
       sum = e->fused ? fmaf(mass, wv, sum) : sum + mass * wv;
     }
   }
   const float sc = fmaxf(sum, e->clamp);
   for (int d = 0; d < DV; d++) acc[d] = acc[d] / sc;
   store_o(e, t, h, acc);
-  const int ub = norm ? r->lse_base : (r->softmax_exp == MLR_EXP_2 ? MLR_EXP_2 : MLR_EXP_E); /* units of M */
+  const int ub =
+      norm ? r->lse_base : (r->softmax_exp == MLR_EXP_2 ? MLR_EXP_2 : MLR_EXP_E); /* units of M */
   float lse = M + mlr__emu_log(ub, sc);
-  if (!norm) lse = mlr__emu_lse_convert(lse, r->softmax_exp, r->lse_base); /* M in the softmax's units */
+  if (!norm)
+    lse = mlr__emu_lse_convert(lse, r->softmax_exp, r->lse_base); /* M in the softmax's units */
   res->lse[t * e->H + h] = lse;
 }
 
 void mlr_emu_result_free(mlr_emu_result *res) {
   if (!res) return;
-  free(res->o), free(res->lse), free(res->split_count), free(res->split_len), free(res->part_o), free(res->part_lse);
+  free(res->o), free(res->lse), free(res->split_count), free(res->split_len), free(res->part_o),
+      free(res->part_lse);
   free(res->part_max), free(res->part_sum), free(res->q_scales);
   memset(res, 0, sizeof *res);
 }
@@ -645,25 +713,32 @@ mlr_status mlr_emu_check_fit(const mlr_recipe *r, const mlr_inputs *in, mlr_erro
   if (st != MLR_OK) return st;
   const int kv8 = in->kv_format != MLR_FMT_BF16;
   if (in->kv_format != MLR_FMT_E4M3 && in->kv_format != MLR_FMT_E4M3FNUZ && kv8)
-    return mlr_error_set(err, MLR_EINVAL, "kv format %d is not e4m3, e4m3fnuz or bf16", in->kv_format);
+    return mlr_error_set(err, MLR_EINVAL, "kv format %d is not e4m3, e4m3fnuz or bf16",
+                         in->kv_format);
   if (!kv8 && (r->qk_operand == MLR_OP_FP8 || r->pv_operand == MLR_OP_FP8))
-    return mlr_error_set(err, MLR_EINVAL, "recipe '%s' multiplies fp8 KV codes (%s.operand = fp8) but the inputs' kv is bf16",
-                         r->name, r->qk_operand == MLR_OP_FP8 ? "qk" : "pv");
+    return mlr_error_set(
+        err, MLR_EINVAL,
+        "recipe '%s' multiplies fp8 KV codes (%s.operand = fp8) but the inputs' kv is bf16",
+        r->name, r->qk_operand == MLR_OP_FP8 ? "qk" : "pv");
   for (int side = 0; side < 2; side++) { /* an fp8 matrix unit multiplies one fp8 flavour */
     const int d = side ? r->pv_dot : r->qk_dot;
-    if (d != MLR_DOT_MMA_SM90_E4M3 && d != MLR_DOT_MMA_CDNA3_FP8 && d != MLR_DOT_MMA_SM90_E4M3_SYNC) continue;
+    if (d != MLR_DOT_MMA_SM90_E4M3 && d != MLR_DOT_MMA_CDNA3_FP8 && d != MLR_DOT_MMA_SM90_E4M3_SYNC)
+      continue;
     const int want = d == MLR_DOT_MMA_CDNA3_FP8 ? MLR_FMT_E4M3FNUZ : MLR_FMT_E4M3;
     if (in->kv_format != want)
-      return mlr_error_set(err, MLR_EINVAL, "recipe '%s': %s.dot = mma:%s multiplies %s codes, but the inputs' kv is %s", r->name,
-                           side ? "pv" : "qk", mlr_mma_get((mlr_mma_unit)MLR_DOT_MMA_UNIT(d))->name, mlr_format_name((mlr_format)want),
-                           mlr_format_name((mlr_format)in->kv_format));
+      return mlr_error_set(
+          err, MLR_EINVAL,
+          "recipe '%s': %s.dot = mma:%s multiplies %s codes, but the inputs' kv is %s", r->name,
+          side ? "pv" : "qk", mlr_mma_get((mlr_mma_unit)MLR_DOT_MMA_UNIT(d))->name,
+          mlr_format_name((mlr_format)want), mlr_format_name((mlr_format)in->kv_format));
   }
-  if (in->H < 1 || in->T < 1 || in->B < 1) return mlr_error_set(err, MLR_EINVAL, "inputs have no query tokens or heads");
+  if (in->H < 1 || in->T < 1 || in->B < 1)
+    return mlr_error_set(err, MLR_EINVAL, "inputs have no query tokens or heads");
   return MLR_OK;
 }
 
-mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_opts *opts, mlr_emu_result *res,
-                       mlr_error *err) {
+mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_opts *opts,
+                       mlr_emu_result *res, mlr_error *err) {
   memset(res, 0, sizeof *res);
   mlr_status st = mlr_emu_check_fit(r, in, err);
   if (st != MLR_OK) return st;
@@ -681,8 +756,11 @@ mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_
   e.kvs = kvs;
   e.clamp = (float)r->softmax_clamp; /* 1e-12 -> 0x2B8CBCCC, the constant in the seeds' PTX */
   e.exp_sm = r->softmax_exp;
-  e.exp_lse = r->lse_base == MLR_EXP_2 ? MLR_EXP_2 : (r->softmax_exp == MLR_EXP_E_VIA_2 ? MLR_EXP_E_VIA_2 : MLR_EXP_E);
-  if (r->softmax_exp_unit == MLR_EXPU_SM90_EX2 && (st = mlr_sfu_ex2_table(&e.ex2, err)) != MLR_OK) return st;
+  e.exp_lse = r->lse_base == MLR_EXP_2
+                  ? MLR_EXP_2
+                  : (r->softmax_exp == MLR_EXP_E_VIA_2 ? MLR_EXP_E_VIA_2 : MLR_EXP_E);
+  if (r->softmax_exp_unit == MLR_EXPU_SM90_EX2 && (st = mlr_sfu_ex2_table(&e.ex2, err)) != MLR_OK)
+    return st;
   e.nsplit = calloc((size_t)B, sizeof(int64_t));
   e.slen = calloc((size_t)B, sizeof(int64_t));
   res->split_count = calloc((size_t)B, sizeof(int32_t));
@@ -697,8 +775,8 @@ mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_
     const int64_t span = e.slen[b] < L ? e.slen[b] : L;
     if (span > cap) cap = span;
     if (e.nsplit[b] > INT32_MAX || e.slen[b] > INT32_MAX) {
-      st = mlr_error_set(err, MLR_ERANGE, "batch %lld: %lld splits of %lld tokens do not fit int32", (long long)b,
-                         (long long)e.nsplit[b], (long long)e.slen[b]);
+      st = mlr_error_set(err, MLR_ERANGE, "batch %lld: %lld splits of %lld tokens do not fit int32",
+                         (long long)b, (long long)e.nsplit[b], (long long)e.slen[b]);
       goto out;
     }
     res->split_count[b] = (int32_t)e.nsplit[b];
@@ -711,17 +789,20 @@ mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_
   const int qfp8 = r->q_format != MLR_Q_BF16;
   e.qk_fast = r->qk_dot == MLR_DOT_EXACT && qfp8 && e.kv8 && e.folded;
   e.qk_x = r->qk_dot == MLR_DOT_EXACT && !e.qk_fast;
-  e.pv_fast = r->pv_dot == MLR_DOT_EXACT && (r->p_format == MLR_P_E4M3 || r->p_format == MLR_P_E4M3FNUZ) && e.kv8 &&
-              e.folded && r->pv_accumulate == MLR_PV_BLOCK && cap < (1 << 24);
+  e.pv_fast = r->pv_dot == MLR_DOT_EXACT &&
+              (r->p_format == MLR_P_E4M3 || r->p_format == MLR_P_E4M3FNUZ) && e.kv8 && e.folded &&
+              r->pv_accumulate == MLR_PV_BLOCK && cap < (1 << 24);
   e.pv_x = r->pv_dot == MLR_DOT_EXACT && !e.pv_fast;
   e.x2 = !(opts && opts->no_x2);
   /* outputs */
   const size_t osz = r->out_format == MLR_OUT_FP32 ? 4 : 2;
   const size_t ob = nbytes3(T, H, DV, osz), pb = nbytes3(T * H, S, DV, sizeof(float));
-  const int merge_all = !r->partial_normalized; /* raw partials are divided by l only in the merge */
+  const int merge_all =
+      !r->partial_normalized; /* raw partials are divided by l only in the merge */
   const int keep_parts = S > 1 || merge_all || (opts && opts->partials);
   if (!ob || (keep_parts && !pb)) {
-    st = mlr_error_set(err, MLR_ERANGE, "output size overflows (T=%lld, H=%lld, splits=%lld)", (long long)T, (long long)H, (long long)S);
+    st = mlr_error_set(err, MLR_ERANGE, "output size overflows (T=%lld, H=%lld, splits=%lld)",
+                       (long long)T, (long long)H, (long long)S);
     goto out;
   }
   res->o = malloc(ob);
@@ -735,12 +816,14 @@ mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_
     if (!res->part_o || !res->part_lse || !res->part_max || !res->part_sum) goto out;
     const float qnan = mlr_bits_f32(0x7FC00000u); /* slots past a batch's split count */
     for (size_t k = 0; k < pb / sizeof(float); k++) res->part_o[k] = qnan;
-    for (int64_t k = 0; k < T * H * S; k++) res->part_lse[k] = res->part_max[k] = res->part_sum[k] = qnan;
+    for (int64_t k = 0; k < T * H * S; k++)
+      res->part_lse[k] = res->part_max[k] = res->part_sum[k] = qnan;
   }
   /* Q values, operand conversion (transposed to [T][576][H]) and logit scales */
   const size_t qb = nbytes3(T * H, QK, 1, sizeof(float));
   if (!qb) {
-    st = mlr_error_set(err, MLR_ERANGE, "Q size overflows (T=%lld, H=%lld)", (long long)T, (long long)H);
+    st = mlr_error_set(err, MLR_ERANGE, "Q size overflows (T=%lld, H=%lld)", (long long)T,
+                       (long long)H);
     goto out;
   }
   float *qval = malloc(qb), *qs = malloc((size_t)(T * H) * sizeof(float));
@@ -764,7 +847,10 @@ mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_
       if (e.folded) c = c * kvs;
       e.c[t * H + h] = c;
       for (int i = 0; i < QK; i++)
-        e.qT[(t * QK + i) * H + h] = e.fault == MLR_FAULT_DROP_ROPE && i >= NOPE ? 0.0f : mlr__emu_to_operand(qval[(t * H + h) * QK + i], r->qk_operand);
+        e.qT[(t * QK + i) * H + h] =
+            e.fault == MLR_FAULT_DROP_ROPE && i >= NOPE
+                ? 0.0f
+                : mlr__emu_to_operand(qval[(t * H + h) * QK + i], r->qk_operand);
     }
   free(qval), free(qs);
   if (e.qk_x) { /* the range of each Q row, for exact_dot */
@@ -789,7 +875,8 @@ mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_
     e.klut[k] = mlr__emu_to_operand(v, r->qk_operand);
     e.vlut[k] = mlr__emu_to_operand(v, r->pv_operand);
   }
-  e.vlsb = 1000, e.vtop = -1000; /* the range of every finite V operand (exact PV, general), and of K */
+  e.vlsb = 1000,
+  e.vtop = -1000; /* the range of every finite V operand (exact PV, general), and of K */
   e.klsb = 1000, e.ktop = -1000;
   for (size_t k = 0; k < nl; k++) {
     if (isfinite(e.vlut[k])) mlr_f32_range_add(e.vlut[k], &e.vlsb, &e.vtop);
@@ -841,9 +928,11 @@ mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_
   }
   st = MLR_OK;
 out:
-  free(e.nsplit), free(e.slen), free(e.klut), free(e.vlut), free(e.qT), free(e.c), free(e.qlsb), free(e.qtop);
+  free(e.nsplit), free(e.slen), free(e.klut), free(e.vlut), free(e.qT), free(e.c), free(e.qlsb),
+      free(e.qtop);
   if (st != MLR_OK) {
-    if (st == MLR_ENOMEM && err) mlr_error_set(err, MLR_ENOMEM, "out of memory for the model's buffers");
+    if (st == MLR_ENOMEM && err)
+      mlr_error_set(err, MLR_ENOMEM, "out of memory for the model's buffers");
     mlr_emu_result_free(res);
   }
   return st;

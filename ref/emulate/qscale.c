@@ -3,7 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "../formats/mlr_formats.h"
+#include "mlr_formats.h"
 #include "mlr_emulate.h"
 #include "mlr_emu_ops.h"
 
@@ -11,7 +11,8 @@ static float bf16_val(uint16_t c) { return mlr_bits_f32((uint32_t)c << 16); }
 
 /* max |q| over a group of elements (exact in bf16; NaN skipped, as torch's amax would not:
  * inputs with NaN are refused before the model unless --allow-nonfinite) */
-static float group_amax(const uint16_t *q, int64_t H, int64_t t0, int64_t t1, int64_t h0, int64_t h1) {
+static float group_amax(const uint16_t *q, int64_t H, int64_t t0, int64_t t1, int64_t h0,
+                        int64_t h1) {
   float amax = 0.0f;
   for (int64_t t = t0; t < t1; t++)
     for (int64_t h = h0; h < h1; h++) {
@@ -35,8 +36,8 @@ static int64_t quant_row(const uint16_t *src, float *dst, float s, mlr_format f8
   return clipped;
 }
 
-mlr_status mlr_emu_q_values(const mlr_recipe *r, const mlr_inputs *in, float *qval, float *qs, float **scales,
-                               int64_t *nscales, int64_t *clipped) {
+mlr_status mlr_emu_q_values(const mlr_recipe *r, const mlr_inputs *in, float *qval, float *qs,
+                            float **scales, int64_t *nscales, int64_t *clipped) {
   const int64_t T = in->T, H = in->H, n = T * H;
   *scales = NULL;
   *nscales = 0;
@@ -52,10 +53,14 @@ mlr_status mlr_emu_q_values(const mlr_recipe *r, const mlr_inputs *in, float *qv
   float *sc = malloc((size_t)(ns > 0 ? ns : 1) * sizeof *sc);
   if (!sc) return MLR_ENOMEM;
   for (int64_t g = 0; g < ns; g++) {
-    if (r->q_scale == MLR_QS_STATIC) sc[g] = (float)(r->q_absmax / (double)fmax); /* Python float -> float32 tensor */
-    else if (r->q_scale == MLR_QS_DYNAMIC) sc[g] = mlr_task_scale(group_amax(in->q, H, 0, T, 0, H), fmax);
-    else if (r->q_scale == MLR_QS_PER_HEAD) sc[g] = mlr_task_scale(group_amax(in->q, H, 0, T, g, g + 1), fmax);
-    else sc[g] = mlr_task_scale(group_amax(in->q, H, g, g + 1, 0, H), fmax);
+    if (r->q_scale == MLR_QS_STATIC)
+      sc[g] = (float)(r->q_absmax / (double)fmax); /* Python float -> float32 tensor */
+    else if (r->q_scale == MLR_QS_DYNAMIC)
+      sc[g] = mlr_task_scale(group_amax(in->q, H, 0, T, 0, H), fmax);
+    else if (r->q_scale == MLR_QS_PER_HEAD)
+      sc[g] = mlr_task_scale(group_amax(in->q, H, 0, T, g, g + 1), fmax);
+    else
+      sc[g] = mlr_task_scale(group_amax(in->q, H, g, g + 1, 0, H), fmax);
   }
   int64_t clip = 0;
   for (int64_t t = 0; t < T; t++)
@@ -63,7 +68,8 @@ mlr_status mlr_emu_q_values(const mlr_recipe *r, const mlr_inputs *in, float *qv
       const int64_t g = r->q_scale == MLR_QS_PER_HEAD ? h : r->q_scale == MLR_QS_PER_TOKEN ? t : 0;
       const int64_t k = t * H + h;
       qs[k] = sc[g];
-      clip += quant_row(in->q + k * MLR_EMU_QK_DIM, qval + k * MLR_EMU_QK_DIM, sc[g], f8, r->q_scale != MLR_QS_STATIC);
+      clip += quant_row(in->q + k * MLR_EMU_QK_DIM, qval + k * MLR_EMU_QK_DIM, sc[g], f8,
+                        r->q_scale != MLR_QS_STATIC);
     }
   *scales = sc;
   *nscales = ns;

@@ -4,11 +4,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const fmt_names[MLR_FMT_COUNT] = {"e4m3", "e4m3fnuz", "e5m2", "e5m2fnuz", "bf16", "fp16"};
+static const char *const fmt_names[MLR_FMT_COUNT] = {"e4m3",     "e4m3fnuz", "e5m2",
+                                                     "e5m2fnuz", "bf16",     "fp16"};
 static const char *const rnd_names[] = {"rne", "rtz", "sr"};
 static const char *const ovf_names[] = {"sat", "nonsat", "legacy"};
 
-const char *mlr_format_name(mlr_format f) { return (unsigned)f < MLR_FMT_COUNT ? fmt_names[f] : NULL; }
+const char *mlr_format_name(mlr_format f) {
+  return (unsigned)f < MLR_FMT_COUNT ? fmt_names[f] : NULL;
+}
 const char *mlr_rounding_name(mlr_rounding r) { return (unsigned)r < 3 ? rnd_names[r] : NULL; }
 const char *mlr_overflow_name(mlr_overflow o) { return (unsigned)o < 3 ? ovf_names[o] : NULL; }
 const char *mlr_format_names(void) { return "e4m3|e4m3fnuz|e5m2|e5m2fnuz|bf16|fp16"; }
@@ -53,8 +56,8 @@ mlr_status mlr_cvt_opts_check(const mlr_cvt_opts *o) {
   return MLR_OK;
 }
 
-static mlr_status check_array_args(const void *dst, const void *src, size_t n, const mlr_cvt_opts *o,
-                                   const uint32_t *rbits) {
+static mlr_status check_array_args(const void *dst, const void *src, size_t n,
+                                   const mlr_cvt_opts *o, const uint32_t *rbits) {
   mlr_status st = mlr_cvt_opts_check(o);
   if (st != MLR_OK) return st;
   if (n && (!dst || !src)) return MLR_EINVAL;
@@ -75,21 +78,33 @@ typedef struct enc_ctx {
   for (size_t i = i0; i < i1; i++) ((DT *)c->dst)[i] = (DT)mlr__encode_f32_rne(s[i], F, O)
 #define MLR__RNE_OVF(DT, F)                                                                        \
   switch (c->o.overflow) {                                                                         \
-  case MLR_OVF_SATURATE: MLR__RNE_LOOP(DT, F, MLR_OVF_SATURATE); break;                            \
-  case MLR_OVF_NONSAT: MLR__RNE_LOOP(DT, F, MLR_OVF_NONSAT); break;                                \
-  default: MLR__RNE_LOOP(DT, F, MLR_OVF_LEGACY); break;                                            \
+  case MLR_OVF_SATURATE:                                                                           \
+    MLR__RNE_LOOP(DT, F, MLR_OVF_SATURATE);                                                        \
+    break;                                                                                         \
+  case MLR_OVF_NONSAT:                                                                             \
+    MLR__RNE_LOOP(DT, F, MLR_OVF_NONSAT);                                                          \
+    break;                                                                                         \
+  default:                                                                                         \
+    MLR__RNE_LOOP(DT, F, MLR_OVF_LEGACY);                                                          \
+    break;                                                                                         \
   }
 
 MLR_SIMD_CLONES static void enc_f32_rne_range(void *ctx, size_t i0, size_t i1) {
   const enc_ctx *c = (const enc_ctx *)ctx;
   const float *s = (const float *)c->src;
   switch (c->o.format) {
-  case MLR_FMT_E4M3: MLR__RNE_OVF(uint8_t, MLR_FMT_E4M3) break;
-  case MLR_FMT_E4M3FNUZ: MLR__RNE_OVF(uint8_t, MLR_FMT_E4M3FNUZ) break;
-  case MLR_FMT_E5M2: MLR__RNE_OVF(uint8_t, MLR_FMT_E5M2) break;
-  case MLR_FMT_E5M2FNUZ: MLR__RNE_OVF(uint8_t, MLR_FMT_E5M2FNUZ) break;
-  case MLR_FMT_BF16: MLR__RNE_OVF(uint16_t, MLR_FMT_BF16) break;
-  default: MLR__RNE_OVF(uint16_t, MLR_FMT_FP16) break;
+  case MLR_FMT_E4M3:
+    MLR__RNE_OVF(uint8_t, MLR_FMT_E4M3) break;
+  case MLR_FMT_E4M3FNUZ:
+    MLR__RNE_OVF(uint8_t, MLR_FMT_E4M3FNUZ) break;
+  case MLR_FMT_E5M2:
+    MLR__RNE_OVF(uint8_t, MLR_FMT_E5M2) break;
+  case MLR_FMT_E5M2FNUZ:
+    MLR__RNE_OVF(uint8_t, MLR_FMT_E5M2FNUZ) break;
+  case MLR_FMT_BF16:
+    MLR__RNE_OVF(uint16_t, MLR_FMT_BF16) break;
+  default:
+    MLR__RNE_OVF(uint16_t, MLR_FMT_FP16) break;
   }
 }
 
@@ -100,20 +115,29 @@ static void enc_generic_range(void *ctx, size_t i0, size_t i1, int src_is_f64) {
   const int wide = mlr_format_get(f).bits == 16;
   for (size_t i = i0; i < i1; i++) {
     const double x = src_is_f64 ? ((const double *)c->src)[i] : (double)((const float *)c->src)[i];
-    const uint32_t code = mlr_encode_f64(x, f, c->o.rounding, c->o.overflow, c->rbits ? c->rbits[i] : 0u);
-    if (wide) ((uint16_t *)c->dst)[i] = (uint16_t)code;
-    else ((uint8_t *)c->dst)[i] = (uint8_t)code;
+    const uint32_t code =
+        mlr_encode_f64(x, f, c->o.rounding, c->o.overflow, c->rbits ? c->rbits[i] : 0u);
+    if (wide)
+      ((uint16_t *)c->dst)[i] = (uint16_t)code;
+    else
+      ((uint8_t *)c->dst)[i] = (uint8_t)code;
   }
 }
-static void enc_generic_f32_range(void *ctx, size_t i0, size_t i1) { enc_generic_range(ctx, i0, i1, 0); }
-static void enc_generic_f64_range(void *ctx, size_t i0, size_t i1) { enc_generic_range(ctx, i0, i1, 1); }
+static void enc_generic_f32_range(void *ctx, size_t i0, size_t i1) {
+  enc_generic_range(ctx, i0, i1, 0);
+}
+static void enc_generic_f64_range(void *ctx, size_t i0, size_t i1) {
+  enc_generic_range(ctx, i0, i1, 1);
+}
 
 mlr_status mlr_encode_f32_array(void *dst, const float *src, size_t n, const mlr_cvt_opts *o,
                                 const uint32_t *rbits) {
   mlr_status st = check_array_args(dst, src, n, o, rbits);
   if (st != MLR_OK) return st;
   enc_ctx c = {dst, src, *o, o->rounding == MLR_RND_STOCHASTIC ? rbits : NULL};
-  mlr_parallel_ranges(n, 65536, o->rounding == MLR_RND_NEAREST_EVEN ? enc_f32_rne_range : enc_generic_f32_range, &c);
+  mlr_parallel_ranges(
+      n, 65536, o->rounding == MLR_RND_NEAREST_EVEN ? enc_f32_rne_range : enc_generic_f32_range,
+      &c);
   return MLR_OK;
 }
 
@@ -167,7 +191,11 @@ mlr_status mlr_encode_boundaries(mlr_format f, mlr_rounding rnd, mlr_overflow ov
   if (!pats || !codes || !n) return MLR_EINVAL;
   size_t cap = 1024, cnt = 0;
   uint32_t *P = malloc(cap * sizeof *P), *C = malloc(cap * sizeof *C);
-  if (!P || !C) { free(P); free(C); return MLR_ENOMEM; }
+  if (!P || !C) {
+    free(P);
+    free(C);
+    return MLR_ENOMEM;
+  }
   uint64_t p = 0;
   uint32_t c = enc_pattern(0, f, rnd, ovf);
   for (;;) {
@@ -175,15 +203,24 @@ mlr_status mlr_encode_boundaries(mlr_format f, mlr_rounding rnd, mlr_overflow ov
       cap *= 2;
       uint32_t *P2 = realloc(P, cap * sizeof *P), *C2 = P2 ? realloc(C, cap * sizeof *C) : NULL;
       if (P2) P = P2;
-      if (!P2 || !C2) { free(P); free(C); return MLR_ENOMEM; }
+      if (!P2 || !C2) {
+        free(P);
+        free(C);
+        return MLR_ENOMEM;
+      }
       C = C2;
     }
-    P[cnt] = (uint32_t)p; C[cnt] = c; cnt++;
+    P[cnt] = (uint32_t)p;
+    C[cnt] = c;
+    cnt++;
     /* Gallop to an upper bound of the run of c, then bisect: lo has code c, hi does not. */
     uint64_t lo = p, step = 1, hi;
     for (;;) {
       hi = lo + step;
-      if (hi > 0xFFFFFFFFull) { hi = 0x100000000ull; break; }
+      if (hi > 0xFFFFFFFFull) {
+        hi = 0x100000000ull;
+        break;
+      }
       if (enc_pattern((uint32_t)hi, f, rnd, ovf) != c) break;
       lo = hi;
       step *= 2;
@@ -194,12 +231,16 @@ mlr_status mlr_encode_boundaries(mlr_format f, mlr_rounding rnd, mlr_overflow ov
     }
     while (hi - lo > 1) {
       const uint64_t mid = lo + (hi - lo) / 2;
-      if (enc_pattern((uint32_t)mid, f, rnd, ovf) == c) lo = mid;
-      else hi = mid;
+      if (enc_pattern((uint32_t)mid, f, rnd, ovf) == c)
+        lo = mid;
+      else
+        hi = mid;
     }
     p = hi;
     c = enc_pattern((uint32_t)p, f, rnd, ovf);
   }
-  *pats = P; *codes = C; *n = cnt;
+  *pats = P;
+  *codes = C;
+  *n = cnt;
   return MLR_OK;
 }

@@ -1,7 +1,8 @@
 /* The block FMA model of mlr_mma.h. Exactness: a term is sig_a * sig_b * 2^(lsb_a + lsb_b) with
  * |sig| < 2^24; cut to units of 2^(E - F) it is below 2^(F + 2) (a product's value is below
  * 2^(E + 2), C's below 2^(E + 1)), so for F <= 25 and at most 64 terms the block sums exactly in a
- * 64-bit integer; rounding that integer (times a power of two) to binary32 is done on the integer. */
+ * 64-bit integer; rounding that integer (times a power of two) to binary32 is done on the integer.
+ */
 #include "mlr_mma.h"
 
 #include <assert.h>
@@ -10,21 +11,27 @@
 #include <string.h>
 
 static const mlr_mma_model MODELS[MLR_MMA_UNITS] = {
-  /* name        block frac result_bits out_round   verified sub_emin lowered two_stage */
-  {"sm90-e4m3", 32, 13, 14, MLR_MMA_RZ, 1, -6, 0, 0},  /* 13 fraction bits, truncated; a 14-bit result */
-  {"sm90-bf16", 16, 25, 0, MLR_MMA_RZ, 1, -126, 0, 0}, /* 25 fraction bits (2 beyond binary32), truncated */
-  {"sm90-f16", 16, 25, 0, MLR_MMA_RZ, 1, -14, 0, 0},   /* subnormal inputs: exponent -14 (mma_probe) */
-  /* MMA-Sim (mlr_mma.h, stages a-c): 16 products, even and odd apart, 24 fraction bits */
-  {"cdna3-fp8", 16, 24, 0, MLR_MMA_RNE, 0, -7, 0, 2},
-  /* two sm90-f16 blocks (frac, rounding, sub_emin are theirs: an e5m2 subnormal is an fp16 one) */
-  {"sm90-e4m3-sync", 32, 25, 0, MLR_MMA_RZ, 1, -14, 1, 0},
-  /* MMA-Sim: 8 products, 24 fraction bits */
-  {"cdna3-bf16", 8, 24, 0, MLR_MMA_RNE, 0, -126, 0, 1},
-  /* wgmma's fp8 unit with e5m2 operands: sm90-e4m3's block; a subnormal input at e5m2's -14 */
-  {"sm90-e5m2", 32, 13, 14, MLR_MMA_RZ, 1, -14, 0, 0},
+    /* name        block frac result_bits out_round   verified sub_emin lowered two_stage */
+    {"sm90-e4m3", 32, 13, 14, MLR_MMA_RZ, 1, -6, 0,
+     0}, /* 13 fraction bits, truncated; a 14-bit result */
+    {"sm90-bf16", 16, 25, 0, MLR_MMA_RZ, 1, -126, 0,
+     0}, /* 25 fraction bits (2 beyond binary32), truncated */
+    {"sm90-f16", 16, 25, 0, MLR_MMA_RZ, 1, -14, 0,
+     0}, /* subnormal inputs: exponent -14 (mma_probe) */
+    /* MMA-Sim (mlr_mma.h, stages a-c): 16 products, even and odd apart, 24 fraction bits */
+    {"cdna3-fp8", 16, 24, 0, MLR_MMA_RNE, 0, -7, 0, 2},
+    /* two sm90-f16 blocks (frac, rounding, sub_emin are theirs: an e5m2 subnormal is an fp16 one)
+     */
+    {"sm90-e4m3-sync", 32, 25, 0, MLR_MMA_RZ, 1, -14, 1, 0},
+    /* MMA-Sim: 8 products, 24 fraction bits */
+    {"cdna3-bf16", 8, 24, 0, MLR_MMA_RNE, 0, -126, 0, 1},
+    /* wgmma's fp8 unit with e5m2 operands: sm90-e4m3's block; a subnormal input at e5m2's -14 */
+    {"sm90-e5m2", 32, 13, 14, MLR_MMA_RZ, 1, -14, 0, 0},
 };
 
-const mlr_mma_model *mlr_mma_get(mlr_mma_unit u) { return (unsigned)u < MLR_MMA_UNITS ? &MODELS[u] : NULL; }
+const mlr_mma_model *mlr_mma_get(mlr_mma_unit u) {
+  return (unsigned)u < MLR_MMA_UNITS ? &MODELS[u] : NULL;
+}
 
 const mlr_mma_model *mlr_mma_find(const char *name) {
   for (int u = 0; name && u < MLR_MMA_UNITS; u++)
@@ -67,7 +74,7 @@ static float to_f32(int64_t S, int g, int bits, int mode) {
     if (mode == MLR_MMA_RD && neg && rem) r++; /* down: a negative value's magnitude goes up */
     M = r, g += sh;
   }
-  double v = ldexp((double)M, g); /* exact: M <= 2^24 */
+  double v = ldexp((double)M, g);        /* exact: M <= 2^24 */
   if (v > FLT_MAX) v = (double)INFINITY; /* measured (mma_probe): an H200 gives +-Inf, RZ or not */
   return neg ? -(float)v : (float)v;
 }
@@ -95,7 +102,8 @@ static int64_t shift_rd(int64_t v, int sh) {
 /* CDNA3's stages a-c (mlr_mma.h); the operands finite. A product is sig * 2^lsb exactly; cut in
  * stage a it is below 2^(F + 2) units, so n <= 16 of them and stage b's shifts (at most 7 to the
  * left) stay far inside int64. */
-static float block_two_stage(const mlr_mma_model *m, const float *a, const float *b, int n, float c) {
+static float block_two_stage(const mlr_mma_model *m, const float *a, const float *b, int n,
+                             float c) {
   int pinf = 0, ninf = 0;
   for (int i = 0; i < n; i++) { /* stage c: |a b| >= 2^128 (exact in binary64: 48 bits at most) */
     const double p = (double)a[i] * (double)b[i];
@@ -128,10 +136,13 @@ static float block_two_stage(const mlr_mma_model *m, const float *a, const float
   const int anyp = Ep != INT32_MIN; /* a nonzero product (its sum may still be 0) */
   if (!anyp && !cs) return 0.0f;
   const int M = anyp && Ep > ce ? Ep : ce; /* stage b */
-  const int64_t S = s ? shift_rd(s, (Ep - F) - (M - MLR_MMA_CDNA3_SUM_BITS)) : 0; /* units of 2^(M - 31) */
+  const int64_t S =
+      s ? shift_rd(s, (Ep - F) - (M - MLR_MMA_CDNA3_SUM_BITS)) : 0; /* units of 2^(M - 31) */
   int64_t C = 0;
-  if (cs && !(pair && ce < M - MLR_MMA_CDNA3_C_DROP)) C = shift_rd(cs, cl - (M - MLR_MMA_CDNA3_C_BITS)); /* units of 2^(M - 24) */
-  return to_f32(S + C * ((int64_t)1 << (MLR_MMA_CDNA3_SUM_BITS - MLR_MMA_CDNA3_C_BITS)), M - MLR_MMA_CDNA3_SUM_BITS, 24, MLR_MMA_RNE);
+  if (cs && !(pair && ce < M - MLR_MMA_CDNA3_C_DROP))
+    C = shift_rd(cs, cl - (M - MLR_MMA_CDNA3_C_BITS)); /* units of 2^(M - 24) */
+  return to_f32(S + C * ((int64_t)1 << (MLR_MMA_CDNA3_SUM_BITS - MLR_MMA_CDNA3_C_BITS)),
+                M - MLR_MMA_CDNA3_SUM_BITS, 24, MLR_MMA_RNE);
 }
 
 float mlr_mma_block(const mlr_mma_model *m, const float *a, const float *b, int n, float c) {
@@ -140,8 +151,10 @@ float mlr_mma_block(const mlr_mma_model *m, const float *a, const float *b, int 
     float lo[2][32], hi[2][32];
     int nl = 0, nh = 0;
     for (int i = 0; i < n; i++)
-      if ((i & 3) < 2) lo[0][nl] = a[i], lo[1][nl++] = b[i];
-      else hi[0][nh] = a[i], hi[1][nh++] = b[i];
+      if ((i & 3) < 2)
+        lo[0][nl] = a[i], lo[1][nl++] = b[i];
+      else
+        hi[0][nh] = a[i], hi[1][nh++] = b[i];
     const mlr_mma_model *f = &MODELS[MLR_MMA_SM90_F16];
     const float h = mlr_mma_block(f, hi[0], hi[1], nh, mlr_mma_block(f, lo[0], lo[1], nl, 0.0f));
     return c + h;
@@ -181,6 +194,7 @@ float mlr_mma_block(const mlr_mma_model *m, const float *a, const float *b, int 
 }
 
 float mlr_mma_dot(const mlr_mma_model *m, const float *a, const float *b, int64_t k, float c) {
-  for (int64_t i = 0; i < k; i += m->block) c = mlr_mma_block(m, a + i, b + i, (int)(k - i < m->block ? k - i : m->block), c);
+  for (int64_t i = 0; i < k; i += m->block)
+    c = mlr_mma_block(m, a + i, b + i, (int)(k - i < m->block ? k - i : m->block), c);
   return c;
 }

@@ -35,8 +35,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../pmath/mlr_exact.h"
-#include "../formats/mlr_formats.h"
+#include "mlr_exact.h"
+#include "mlr_formats.h"
 #include "mlr_oracle.h"
 #include "oracle_internal.h"
 
@@ -58,8 +58,8 @@ MLR_FMA_CLONES static double dot_f64(const float *q, const float *k) {
 /* the exact dot of q (stride 1) and k: returned as a binary64 when it is exact there (d is then
  * left alone: D_j is set from it when an MPFR path needs it), else NaN with the value in d
  * (DPREC bits, one rounding) */
-static double exact_dot_mpfr(const float *q, const float *k, int qlsb, int qtop, int klsb, int ktop, mlr_xacc *x, mpfr_t d,
-                             mpfr_t tmp) {
+static double exact_dot_mpfr(const float *q, const float *k, int qlsb, int qtop, int klsb, int ktop,
+                             mlr_xacc *x, mpfr_t d, mpfr_t tmp) {
   if (qlsb > qtop || klsb > ktop) { /* a zero vector */
     mpfr_set_zero(d, 1);
     return 0.0;
@@ -74,7 +74,8 @@ static double exact_dot_mpfr(const float *q, const float *k, int qlsb, int qtop,
     const uint64_t lo = (uint64_t)acc;
     mpfr_set_sj(tmp, hi, MPFR_RNDN);
     mpfr_mul_2ui(tmp, tmp, 64, MPFR_RNDN);
-    mpfr_add_ui(tmp, tmp, (unsigned long)lo, MPFR_RNDN); /* unsigned long is 64 bits on the targets (LP64) */
+    mpfr_add_ui(tmp, tmp, (unsigned long)lo,
+                MPFR_RNDN); /* unsigned long is 64 bits on the targets (LP64) */
     mpfr_mul_2si(d, tmp, g, MPFR_RNDN);
     return NAN;
   }
@@ -179,7 +180,7 @@ static void exp_tables_init(exp_tables *e) {
 MLR_FMA_CLONES static dd exp_dd(const exp_tables *e, double th, double tl) {
   if (th < -800.0) return (dd){0.0, 0.0};
   const double k = nearbyint(th * (64.0 / 0x1.62e42fefa39efp-1)); /* |k| <= 2^17: k L1 exact */
-  const double rh = th - k * e->L1;                                 /* exact (Sterbenz) */
+  const double rh = th - k * e->L1;                               /* exact (Sterbenz) */
   dd r = dd_add((dd){rh, 0.0}, (dd){tl, 0.0});
   const double p2 = k * e->L2, p2e = fma(k, e->L2, -p2);
   r = dd_add(r, (dd){-p2, -p2e - k * e->L3});
@@ -201,7 +202,8 @@ void mlr_oracle_exp_dd(const double *th, const double *tl, size_t n, double *h, 
 
 /* hi + lo = sum_j (ph_j + pl_j) v_j[d] in double-double, and A[d] = sum_j ph_j |v_j[d]|, for the
  * 512 columns side by side (each column's sums in token order) */
-MLR_FMA_CLONES static void pv_dd(const double *ph, const double *pl, const double *v, int64_t L, double *hi, double *lo, double *A) {
+MLR_FMA_CLONES static void pv_dd(const double *ph, const double *pl, const double *v, int64_t L,
+                                 double *hi, double *lo, double *A) {
   for (int d = 0; d < DV; d++) hi[d] = lo[d] = A[d] = 0;
   for (int64_t j = 0; j < L; j++) {
     const double h = ph[j], l = pl[j], *vj = v + j * DV;
@@ -218,10 +220,10 @@ typedef struct row_scratch {
   int *klsb, *ktop; /* [L] ranges of the K rows */
   double *Dd;       /* [L] D_j as a binary64 when it is exact there, else NaN */
   const exp_tables *et;
-  int all_d; /* this row's D are all exact binary64 (the MPFR D are then unset until needed) */
+  int all_d;   /* this row's D are all exact binary64 (the MPFR D are then unset until needed) */
   double vmax; /* max |v| over the batch's V values */
-  mpfr_t *D;        /* [L] */
-  double *ph, *pl;  /* [L] */
+  mpfr_t *D;   /* [L] */
+  double *ph, *pl; /* [L] */
   double hi[DV], lo[DV], A[DV];
   mpfr_t tmp, c, prod, t1, p1, t2, p2; /* t1, p1 at WPREC; t2, p2 at FPREC */
   mlr_xacc x;
@@ -254,19 +256,24 @@ static void scratch_free(row_scratch *w) {
     for (int64_t j = 0; j < w->cap; j++) mpfr_clear(w->D[j]);
     mpfr_clears(w->tmp, w->prod, w->c, w->t1, w->p1, w->t2, w->p2, (mpfr_ptr)0);
   }
-  free(w->k), free(w->v), free(w->D), free(w->ph), free(w->pl), free(w->klsb), free(w->ktop), free(w->Dd);
+  free(w->k), free(w->v), free(w->D), free(w->ph), free(w->pl), free(w->klsb), free(w->ktop),
+      free(w->Dd);
 }
 
 /* p_j = e^((D_j - D_max) c) into p (t and p of precision prec; c carries WPREC + 8 bits, so
  * with prec > WPREC the argument keeps c's error: dt counts it), and the bound dt of the
  * argument's absolute error */
-static double p_of(row_scratch *w, int64_t j, int64_t jmax, mpfr_t t, mpfr_t p, int prec, double absc) {
+static double p_of(row_scratch *w, int64_t j, int64_t jmax, mpfr_t t, mpfr_t p, int prec,
+                   double absc) {
   mpfr_sub(t, w->D[j], w->D[jmax], MPFR_RNDN);
   mpfr_mul(t, t, w->c, MPFR_RNDN);
   const double tj = fabs(mpfr_get_d(t, MPFR_RNDN));
   mpfr_exp(p, t, MPFR_RNDN);
   const int cp = prec < WPREC + 8 ? prec : WPREC + 8;
-  return 2 * ldexp(tj, -prec) + ldexp(tj, -cp) + ldexp((fabs(mpfr_get_d(w->D[j], MPFR_RNDN)) + fabs(mpfr_get_d(w->D[jmax], MPFR_RNDN))) * absc, 1 - DPREC);
+  return 2 * ldexp(tj, -prec) + ldexp(tj, -cp) +
+         ldexp((fabs(mpfr_get_d(w->D[j], MPFR_RNDN)) + fabs(mpfr_get_d(w->D[jmax], MPFR_RNDN))) *
+                   absc,
+               1 - DPREC);
 }
 
 /* D_j in MPFR for every token, where the row's fast path left them unset */
@@ -313,8 +320,8 @@ static void kv_values(const mlr_inputs *in, mlr_truth_from from, int64_t row, fl
 }
 
 /* one (token, head) row: o[512], lse */
-static int64_t oracle_row(const mlr_inputs *in, mlr_truth_from from, const uint16_t *qrow, int64_t L, row_scratch *w, double *o,
-                          double *lse) {
+static int64_t oracle_row(const mlr_inputs *in, mlr_truth_from from, const uint16_t *qrow,
+                          int64_t L, row_scratch *w, double *o, double *lse) {
   if (L == 0) {
     for (int d = 0; d < DV; d++) o[d] = 0.0;
     *lse = -INFINITY;
@@ -330,7 +337,8 @@ static int64_t oracle_row(const mlr_inputs *in, mlr_truth_from from, const uint1
   int64_t jmax = 0;
   int all_d = 1;
   for (int64_t j = 0; j < L; j++) {
-    w->Dd[j] = exact_dot_mpfr(w->q, w->k + j * QK, qlsb, qtop, w->klsb[j], w->ktop[j], &w->x, w->D[j], w->tmp);
+    w->Dd[j] = exact_dot_mpfr(w->q, w->k + j * QK, qlsb, qtop, w->klsb[j], w->ktop[j], &w->x,
+                              w->D[j], w->tmp);
     all_d &= !isnan(w->Dd[j]);
   }
   if (all_d) {
@@ -348,7 +356,8 @@ static int64_t oracle_row(const mlr_inputs *in, mlr_truth_from from, const uint1
   const double ch = cval / 24.0, cl = fma(-24.0, ch, cval) / 24.0;
   for (int64_t j = 0; j < L; j++) {
     if (all_d) { /* every D exact in binary64: t = (D_j - D_max) c in double-double, e^t too */
-      const dd t = dd_mul(dd_2sum(w->Dd[j], -w->Dd[jmax]), (dd){ch, cl}); /* the difference exactly */
+      const dd t =
+          dd_mul(dd_2sum(w->Dd[j], -w->Dd[jmax]), (dd){ch, cl}); /* the difference exactly */
       const dd p = exp_dd(w->et, t.h, t.l);
       const double dt = ldexp(fabs(t.h), -101); /* c's 2^-106 and the product's 2^-103, relative */
       dtmax = dt > dtmax ? dt : dtmax;
@@ -371,14 +380,18 @@ static int64_t oracle_row(const mlr_inputs *in, mlr_truth_from from, const uint1
   int64_t uncertified = 0;
   for (int d = 0; d < DV; d++) {
     /* the absolute term covers e^t below t = -650 (exp_dd) */
-    const double N = w->hi[d] + w->lo[d], eN = rs * w->A[d] * (1 + (Ld + 2) * ldexp(1.0, -52)) + Ld * w->vmax * 0x1p-900;
+    const double N = w->hi[d] + w->lo[d],
+                 eN = rs * w->A[d] * (1 + (Ld + 2) * ldexp(1.0, -52)) + Ld * w->vmax * 0x1p-900;
     /* the quotient in double-double: q0 = N/S, corrected by one Newton step (error < 2^-100) */
     const double q0 = w->hi[d] / S_hi;
     const double r = fma(-q0, S_hi, w->hi[d]) + w->lo[d] - q0 * S_lo;
     const double qv = q0 + r / S;
-    if (w->A[d] == 0) o[d] = 0.0;
-    else if (fabs(N) > eN && eN / (fabs(N) - eN) + 1.01 * eS + ldexp(1.0, -100) <= ldexp(1.0, -54)) o[d] = qv;
-    else if (!element_mpfr(w, L, jmax, d, absc, &o[d])) uncertified++;
+    if (w->A[d] == 0)
+      o[d] = 0.0;
+    else if (fabs(N) > eN && eN / (fabs(N) - eN) + 1.01 * eS + ldexp(1.0, -100) <= ldexp(1.0, -54))
+      o[d] = qv;
+    else if (!element_mpfr(w, L, jmax, d, absc, &o[d]))
+      uncertified++;
   }
   /* lse = D_max c + ln S */
   if (w->all_d) mpfr_set_d(w->D[jmax], w->Dd[jmax], MPFR_RNDN); /* only D_max is read: exact */
@@ -389,12 +402,14 @@ static int64_t oracle_row(const mlr_inputs *in, mlr_truth_from from, const uint1
   const double m = fabs(mpfr_get_d(w->t1, MPFR_RNDN)), lg = fabs(mpfr_get_d(w->p1, MPFR_RNDN));
   mpfr_add(w->t1, w->t1, w->p1, MPFR_RNDN);
   *lse = mpfr_get_d(w->t1, MPFR_RNDN);
-  const double else_ = ldexp(m + lg, 1 - WPREC) + eS + ldexp(fabs(mpfr_get_d(w->D[jmax], MPFR_RNDN)) * absc, 1 - DPREC);
+  const double else_ = ldexp(m + lg, 1 - WPREC) + eS +
+                       ldexp(fabs(mpfr_get_d(w->D[jmax], MPFR_RNDN)) * absc, 1 - DPREC);
   if (!(else_ <= ldexp(fabs(*lse), -54))) uncertified++;
   return uncertified;
 }
 
-mlr_status mlr_oracle(const mlr_inputs *in, mlr_truth_from from, double *o, double *lse, mlr_oracle_stats *stats, mlr_error *err) {
+mlr_status mlr_oracle(const mlr_inputs *in, mlr_truth_from from, double *o, double *lse,
+                      mlr_oracle_stats *stats, mlr_error *err) {
   int64_t Lmax;
   const mlr_status st = mlr__truth_begin(in, from, &Lmax, err);
   if (st != MLR_OK) return st;
@@ -415,17 +430,20 @@ mlr_status mlr_oracle(const mlr_inputs *in, mlr_truth_from from, double *o, doub
 #pragma omp for schedule(dynamic, 1)
     for (int64_t b = 0; b < in->B; b++) {
       if (!ok) continue;
-      const int64_t t0 = in->qo_indptr[b], n = in->qo_indptr[b + 1] - t0, L = mlr_inputs_kv_len(in, b);
+      const int64_t t0 = in->qo_indptr[b], n = in->qo_indptr[b + 1] - t0,
+                    L = mlr_inputs_kv_len(in, b);
       w.vmax = 0;
       for (int64_t j = 0; j < L; j++) {
         kv_values(in, from, mlr_inputs_kv_row(in, b, j), w.k + j * QK, w.v + j * DV);
         mlr_f32_range(w.k + j * QK, QK, 1, &w.klsb[j], &w.ktop[j]);
-        for (int d = 0; d < DV; d++) w.vmax = fabs(w.v[j * DV + d]) > w.vmax ? fabs(w.v[j * DV + d]) : w.vmax;
+        for (int d = 0; d < DV; d++)
+          w.vmax = fabs(w.v[j * DV + d]) > w.vmax ? fabs(w.v[j * DV + d]) : w.vmax;
       }
       for (int64_t i = 0; i < n; i++) {
         const int64_t t = t0 + i, Lt = L - (n - 1 - i);
         for (int64_t h = 0; h < H; h++)
-          uncertified += oracle_row(in, from, in->q + (t * H + h) * QK, Lt, &w, o + (t * H + h) * DV, lse + t * H + h);
+          uncertified += oracle_row(in, from, in->q + (t * H + h) * QK, Lt, &w,
+                                    o + (t * H + h) * DV, lse + t * H + h);
       }
     }
     scratch_free(&w);
@@ -440,8 +458,10 @@ mlr_status mlr_oracle_o(const mlr_inputs *in, mlr_truth_from from, double **o, m
   *o = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
   double *lse = malloc((size_t)(rows > 0 ? rows : 1) * sizeof(double));
   mlr_oracle_stats os;
-  mlr_status st = !*o || !lse ? mlr_error_set(err, MLR_ENOMEM, "out of memory for the truth (%lld elements)", (long long)n)
-                              : mlr_oracle(in, from, *o, lse, &os, err);
+  mlr_status st = !*o || !lse
+                      ? mlr_error_set(err, MLR_ENOMEM,
+                                      "out of memory for the truth (%lld elements)", (long long)n)
+                      : mlr_oracle(in, from, *o, lse, &os, err);
   free(lse);
   if (st != MLR_OK) free(*o), *o = NULL;
   return st;

@@ -6,7 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "../formats/mlr_formats.h"
+#include "mlr_formats.h"
 #include "mlr_oracle.h"
 #include "oracle_internal.h"
 
@@ -14,7 +14,8 @@
 #define DV 512
 enum { P = 256 };
 
-mlr_status mlr_oracle_plain256(const mlr_inputs *in, mlr_truth_from from, double *o, double *lse, mlr_error *err) {
+mlr_status mlr_oracle_plain256(const mlr_inputs *in, mlr_truth_from from, double *o, double *lse,
+                               mlr_error *err) {
   int64_t Lmax;
   const mlr_status st = mlr__truth_begin(in, from, &Lmax, err);
   if (st != MLR_OK) return st;
@@ -35,7 +36,8 @@ mlr_status mlr_oracle_plain256(const mlr_inputs *in, mlr_truth_from from, double
 #pragma omp for schedule(dynamic, 1)
     for (int64_t b = 0; b < in->B; b++) {
       if (!s) continue;
-      const int64_t t0 = in->qo_indptr[b], n = in->qo_indptr[b + 1] - t0, L = mlr_inputs_kv_len(in, b);
+      const int64_t t0 = in->qo_indptr[b], n = in->qo_indptr[b + 1] - t0,
+                    L = mlr_inputs_kv_len(in, b);
       for (int64_t i = 0; i < n; i++)
         for (int64_t h = 0; h < H; h++) {
           const int64_t t = t0 + i, Lt = L - (n - 1 - i);
@@ -66,7 +68,8 @@ mlr_status mlr_oracle_plain256(const mlr_inputs *in, mlr_truth_from from, double
           for (int d = 0; d < DV; d++) {
             mpfr_set_zero(N, 1);
             for (int64_t j = 0; j < Lt; j++) {
-              const double v = (double)mlr__kv_value(in, from, mlr_inputs_kv_row(in, b, j), d) * mlr__kv_scale(in, from);
+              const double v = (double)mlr__kv_value(in, from, mlr_inputs_kv_row(in, b, j), d) *
+                               mlr__kv_scale(in, from);
               mpfr_mul_d(x, s[j], v, MPFR_RNDN);
               mpfr_add(N, N, x, MPFR_RNDN);
             }
@@ -84,6 +87,7 @@ mlr_status mlr_oracle_plain256(const mlr_inputs *in, mlr_truth_from from, double
     }
     mpfr_clears(acc, x, m, S, N, c, (mpfr_ptr)0);
   }
-  if (failed) return mlr_error_set(err, MLR_ENOMEM, "out of memory for the plain reference's buffers");
+  if (failed)
+    return mlr_error_set(err, MLR_ENOMEM, "out of memory for the plain reference's buffers");
   return MLR_OK;
 }

@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../formats/mlr_formats.h"
-#include "../pmath/mlr_pmath.h"
+#include "mlr_formats.h"
+#include "mlr_pmath.h"
 #include "mlr_oracle.h"
 #include "oracle_internal.h"
 
@@ -17,17 +17,22 @@ static void kv_row(const mlr_inputs *in, mlr_truth_from from, int64_t row, doubl
   for (int i = 0; i < QK; i++) out[i] = (double)mlr__kv_value(in, from, row, i) * scale;
 }
 
-mlr_status mlr_truth_f64(const mlr_inputs *in, mlr_truth_from from, double *o, double *lse, mlr_error *err) {
+mlr_status mlr_truth_f64(const mlr_inputs *in, mlr_truth_from from, double *o, double *lse,
+                         mlr_error *err) {
   int64_t Lmax;
   const mlr_status st = mlr__truth_begin(in, from, &Lmax, err);
   if (st != MLR_OK) return st;
   const int64_t H = in->H;
-  if (H > 1024) return mlr_error_set(err, MLR_EINVAL, "the truth handles at most 1024 heads (%lld given)", (long long)H);
+  if (H > 1024)
+    return mlr_error_set(err, MLR_EINVAL, "the truth handles at most 1024 heads (%lld given)",
+                         (long long)H);
   int failed = 0;
 #pragma omp parallel
   {
-    double *s = malloc((size_t)(H * (Lmax > 0 ? Lmax : 1)) * sizeof(double)), *row = malloc(QK * sizeof(double));
-    double *q = malloc((size_t)(H * QK) * sizeof(double)), *acc = malloc((size_t)(H * DV) * sizeof(double));
+    double *s = malloc((size_t)(H * (Lmax > 0 ? Lmax : 1)) * sizeof(double)),
+           *row = malloc(QK * sizeof(double));
+    double *q = malloc((size_t)(H * QK) * sizeof(double)),
+           *acc = malloc((size_t)(H * DV) * sizeof(double));
     if (!s || !row || !q || !acc) {
 #pragma omp atomic write
       failed = 1;
@@ -35,12 +40,15 @@ mlr_status mlr_truth_f64(const mlr_inputs *in, mlr_truth_from from, double *o, d
 #pragma omp for schedule(dynamic, 1)
     for (int64_t b = 0; b < in->B; b++) {
       if (!s || !row || !q || !acc) continue;
-      const int64_t t0 = in->qo_indptr[b], n = in->qo_indptr[b + 1] - t0, L = mlr_inputs_kv_len(in, b);
+      const int64_t t0 = in->qo_indptr[b], n = in->qo_indptr[b + 1] - t0,
+                    L = mlr_inputs_kv_len(in, b);
       for (int64_t i = 0; i < n; i++) {
         const int64_t t = t0 + i, Lt = L - (n - 1 - i);
-        /* Q transposed to [column][head], so the heads' sums run side by side (each in column order) */
+        /* Q transposed to [column][head], so the heads' sums run side by side (each in column
+         * order) */
         for (int64_t h = 0; h < H; h++)
-          for (int c = 0; c < QK; c++) q[c * H + h] = (double)mlr_bits_f32((uint32_t)in->q[(t * H + h) * QK + c] << 16);
+          for (int c = 0; c < QK; c++)
+            q[c * H + h] = (double)mlr_bits_f32((uint32_t)in->q[(t * H + h) * QK + c] << 16);
         double *m = acc; /* reuse: the max of each head before acc is needed */
         for (int64_t h = 0; h < H; h++) m[h] = -INFINITY;
         for (int64_t j = 0; j < Lt; j++) {
@@ -71,7 +79,8 @@ mlr_status mlr_truth_f64(const mlr_inputs *in, mlr_truth_from from, double *o, d
           }
         }
         for (int64_t h = 0; h < H; h++) {
-          for (int d = 0; d < DV; d++) o[(t * H + h) * DV + d] = Lt ? acc[h * DV + d] / sum[h] : 0.0;
+          for (int d = 0; d < DV; d++)
+            o[(t * H + h) * DV + d] = Lt ? acc[h * DV + d] / sum[h] : 0.0;
           lse[t * H + h] = Lt ? mx[h] + mlr_log(sum[h]) : -INFINITY;
         }
       }

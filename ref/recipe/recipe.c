@@ -16,46 +16,47 @@ typedef struct key {
   size_t off;
   const char *values; /* K_ENUM: the names of values 0, 1, ... joined by '|' */
   long lo, hi;        /* K_INT range */
-  int later;          /* a key added after recipes were hashed: in the canonical string only when not
-                         at its default (value 0), so every earlier recipe keeps its hash */
+  int later; /* a key added after recipes were hashed: in the canonical string only when not
+                at its default (value 0), so every earlier recipe keeps its hash */
 } key;
 
 #define OFF(f) offsetof(mlr_recipe, f)
 /* value lists two keys share (and mlr_recipe_check names values from) */
-static const char DOT_VALUES[] = "seq|nope_rope|exact|mma:sm90-e4m3|mma:sm90-bf16|mma:sm90-f16|mma:cdna3-fp8|mma:sm90-e4m3-sync|mma:cdna3-bf16";
+static const char DOT_VALUES[] = "seq|nope_rope|exact|mma:sm90-e4m3|mma:sm90-bf16|mma:sm90-f16|mma:"
+                                 "cdna3-fp8|mma:sm90-e4m3-sync|mma:cdna3-bf16";
 static const char OPERAND_VALUES[] = "fp32|fp16|bf16|fp8";
 
 static const key KEYS[] = {
-  {"q.format", K_ENUM, OFF(q_format), "bf16|e4m3|e4m3fnuz", 0, 0, 0},
-  {"q.scale", K_ENUM, OFF(q_scale), "none|static|dynamic|per_head|per_token", 0, 0, 0},
-  {"q.absmax", K_DOUBLE, OFF(q_absmax), NULL, 0, 0, 0},
-  {"kv.scale_at", K_ENUM, OFF(kv_scale_at), "operand|folded", 0, 0, 0},
-  {"qk.operand", K_ENUM, OFF(qk_operand), OPERAND_VALUES, 0, 0, 0},
-  {"qk.dot", K_ENUM, OFF(qk_dot), DOT_VALUES, 0, 0, 0},
-  {"qk.result", K_ENUM, OFF(qk_result), "fp32|bf16", 0, 0, 0},
-  {"logit.format", K_ENUM, OFF(logit_format), "fp32|bf16", 0, 0, 0},
-  {"softmax.exp", K_ENUM, OFF(softmax_exp), "e|2|e_via_2", 0, 0, 0},
-  {"softmax.block", K_INT, OFF(softmax_block), NULL, 0, 1 << 20, 0},
-  {"softmax.clamp", K_DOUBLE, OFF(softmax_clamp), NULL, 0, 0, 0},
-  {"softmax.exp_unit", K_ENUM, OFF(softmax_exp_unit), "exact|sm90-ex2", 0, 0, 1},
-  {"softmax.sum", K_ENUM, OFF(softmax_sum), "seq|warp16", 0, 0, 1},
-  {"p.format", K_ENUM, OFF(p_format), "fp32|fp16|bf16|e4m3|e4m3fnuz", 0, 0, 0},
-  {"pv.operand", K_ENUM, OFF(pv_operand), OPERAND_VALUES, 0, 0, 0},
-  {"pv.dot", K_ENUM, OFF(pv_dot), DOT_VALUES, 0, 0, 0},
-  {"pv.accumulate", K_ENUM, OFF(pv_accumulate), "block|into_acc", 0, 0, 0},
-  {"update.fma", K_ENUM, OFF(update_fma), "no|yes", 0, 0, 0},
-  {"split.rule", K_ENUM, OFF(split_rule), "none|fixed|aiter_v1|waves", 0, 0, 0},
-  {"split.count", K_INT, OFF(split_count), NULL, 1, 1 << 16, 0},
-  {"split.cus", K_INT, OFF(split_cus), NULL, 1, 1 << 16, 0},
-  {"split.max", K_INT, OFF(split_max), NULL, 1, 1 << 16, 0},
-  {"split.min_tokens", K_INT, OFF(split_min_tokens), NULL, 1, 1 << 20, 0},
-  {"split.align", K_INT, OFF(split_align), NULL, 1, 1 << 20, 0},
-  {"split.overhead", K_INT, OFF(split_overhead), NULL, 0, 1 << 16, 1},
-  {"split.per", K_ENUM, OFF(split_per), "batch|token", 0, 0, 1},
-  {"partial.normalized", K_ENUM, OFF(partial_normalized), "no|yes", 0, 0, 0},
-  {"lse.base", K_ENUM, OFF(lse_base), "e|2", 0, 0, 0},
-  {"merge.rule", K_ENUM, OFF(merge_rule), "running_max|global_max|aiter", 0, 0, 0},
-  {"out.format", K_ENUM, OFF(out_format), "bf16|fp16|fp32", 0, 0, 0},
+    {"q.format", K_ENUM, OFF(q_format), "bf16|e4m3|e4m3fnuz", 0, 0, 0},
+    {"q.scale", K_ENUM, OFF(q_scale), "none|static|dynamic|per_head|per_token", 0, 0, 0},
+    {"q.absmax", K_DOUBLE, OFF(q_absmax), NULL, 0, 0, 0},
+    {"kv.scale_at", K_ENUM, OFF(kv_scale_at), "operand|folded", 0, 0, 0},
+    {"qk.operand", K_ENUM, OFF(qk_operand), OPERAND_VALUES, 0, 0, 0},
+    {"qk.dot", K_ENUM, OFF(qk_dot), DOT_VALUES, 0, 0, 0},
+    {"qk.result", K_ENUM, OFF(qk_result), "fp32|bf16", 0, 0, 0},
+    {"logit.format", K_ENUM, OFF(logit_format), "fp32|bf16", 0, 0, 0},
+    {"softmax.exp", K_ENUM, OFF(softmax_exp), "e|2|e_via_2", 0, 0, 0},
+    {"softmax.block", K_INT, OFF(softmax_block), NULL, 0, 1 << 20, 0},
+    {"softmax.clamp", K_DOUBLE, OFF(softmax_clamp), NULL, 0, 0, 0},
+    {"softmax.exp_unit", K_ENUM, OFF(softmax_exp_unit), "exact|sm90-ex2", 0, 0, 1},
+    {"softmax.sum", K_ENUM, OFF(softmax_sum), "seq|warp16", 0, 0, 1},
+    {"p.format", K_ENUM, OFF(p_format), "fp32|fp16|bf16|e4m3|e4m3fnuz", 0, 0, 0},
+    {"pv.operand", K_ENUM, OFF(pv_operand), OPERAND_VALUES, 0, 0, 0},
+    {"pv.dot", K_ENUM, OFF(pv_dot), DOT_VALUES, 0, 0, 0},
+    {"pv.accumulate", K_ENUM, OFF(pv_accumulate), "block|into_acc", 0, 0, 0},
+    {"update.fma", K_ENUM, OFF(update_fma), "no|yes", 0, 0, 0},
+    {"split.rule", K_ENUM, OFF(split_rule), "none|fixed|aiter_v1|waves", 0, 0, 0},
+    {"split.count", K_INT, OFF(split_count), NULL, 1, 1 << 16, 0},
+    {"split.cus", K_INT, OFF(split_cus), NULL, 1, 1 << 16, 0},
+    {"split.max", K_INT, OFF(split_max), NULL, 1, 1 << 16, 0},
+    {"split.min_tokens", K_INT, OFF(split_min_tokens), NULL, 1, 1 << 20, 0},
+    {"split.align", K_INT, OFF(split_align), NULL, 1, 1 << 20, 0},
+    {"split.overhead", K_INT, OFF(split_overhead), NULL, 0, 1 << 16, 1},
+    {"split.per", K_ENUM, OFF(split_per), "batch|token", 0, 0, 1},
+    {"partial.normalized", K_ENUM, OFF(partial_normalized), "no|yes", 0, 0, 0},
+    {"lse.base", K_ENUM, OFF(lse_base), "e|2", 0, 0, 0},
+    {"merge.rule", K_ENUM, OFF(merge_rule), "running_max|global_max|aiter", 0, 0, 0},
+    {"out.format", K_ENUM, OFF(out_format), "bf16|fp16|fp32", 0, 0, 0},
 };
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
 
@@ -102,29 +103,34 @@ static const char *key_names(void) {
 }
 
 /* set key k from value text v; where prefixes messages ("file:line:col: " or "") */
-static mlr_status set_value(mlr_recipe *r, const key *k, const char *v, size_t vl, const char *where,
-                            mlr_error *err) {
+static mlr_status set_value(mlr_recipe *r, const key *k, const char *v, size_t vl,
+                            const char *where, mlr_error *err) {
   char buf[64];
-  if (vl == 0 || vl >= sizeof buf) return rfail(err, MLR_EPARSE, "%s%s needs a value", where, k->name);
+  if (vl == 0 || vl >= sizeof buf)
+    return rfail(err, MLR_EPARSE, "%s%s needs a value", where, k->name);
   memcpy(buf, v, vl);
   buf[vl] = 0;
   char *field = (char *)r + k->off;
   if (k->type == K_ENUM) {
     const int i = enum_index(k->values, v, vl);
-    if (i < 0) return rfail(err, MLR_EPARSE, "%s%s = '%s' is not one of %s", where, k->name, buf, k->values);
+    if (i < 0)
+      return rfail(err, MLR_EPARSE, "%s%s = '%s' is not one of %s", where, k->name, buf, k->values);
     *(int *)field = i;
   } else if (k->type == K_INT) {
     char *end;
     errno = 0;
     const long x = strtol(buf, &end, 10);
     if (*end || errno || x < k->lo || x > k->hi)
-      return rfail(err, MLR_EPARSE, "%s%s = '%s' is not an integer in %ld..%ld", where, k->name, buf, k->lo, k->hi);
+      return rfail(err, MLR_EPARSE, "%s%s = '%s' is not an integer in %ld..%ld", where, k->name,
+                   buf, k->lo, k->hi);
     *(int *)field = (int)x;
   } else {
     char *end;
     const double x = strtod(buf, &end);
     if (*end || !isfinite(x) || x < 0.0)
-      return rfail(err, MLR_EPARSE, "%s%s = '%s' is not a finite number >= 0 (decimal or hex float)", where, k->name, buf);
+      return rfail(err, MLR_EPARSE,
+                   "%s%s = '%s' is not a finite number >= 0 (decimal or hex float)", where, k->name,
+                   buf);
     *(double *)field = x;
   }
   return MLR_OK;
@@ -136,7 +142,8 @@ mlr_status mlr_recipe_set(mlr_recipe *r, const char *a, mlr_error *err) {
   size_t kl = (size_t)(eq - a);
   while (kl && isspace((unsigned char)a[kl - 1])) kl--;
   const key *k = find_key(a, kl);
-  if (!k) return rfail(err, MLR_EPARSE, "unknown recipe key '%.*s' (valid: %s)", (int)kl, a, key_names());
+  if (!k)
+    return rfail(err, MLR_EPARSE, "unknown recipe key '%.*s' (valid: %s)", (int)kl, a, key_names());
   const char *v = eq + 1;
   while (isspace((unsigned char)*v)) v++;
   size_t vl = strlen(v);
@@ -149,56 +156,66 @@ mlr_status mlr_recipe_set(mlr_recipe *r, const char *a, mlr_error *err) {
 static const struct {
   const char *name, *settings;
 } BUILTINS[] = {
-  /* The simplest contract: bf16 Q, KV dequantized into the operands, fp32 operands, sequential
-   * fp32 accumulation, base-e exp, online softmax over 32-token blocks, fp32 P, bf16 output. */
-  {"fp32-seq", ""},
-  /* (a) seeds 000/001 _flash_fp8_single: Q bf16 -> fp16; K,V fp8 -> fp32 x kv_scale -> fp16;
-   * logits = dot(q_nope, k_nope) + dot(q_rope, k_rope) (fp16 operands, fp32 accumulation), x
-   * sm_scale in fp32; BLOCK_N 32; P -> fp16 for the PV dot. From the PTX Triton 3.6 generates on
-   * an H200 (scripts/gpu/seed_triton_outputs.py saves it): the rope product accumulates onto the
-   * nope product's accumulator (one chain over 576 columns: qk.dot = seq, not nope_rope);
-   * `acc*alpha + dot(p, v)` becomes the PV dot's initial accumulator (pv.accumulate = into_acc);
-   * `l*alpha + sum(p)` is an fma (update.fma = yes); tl.exp is ex2.approx(x * 0x3FB8AA3B)
-   * (softmax.exp = e_via_2, with an exact exp2 in place of ex2.approx). Not modelled, so the
-   * known differences: the tensor-core accumulation (sequential fp32 FMA here; issue 9), the
-   * hardware ex2.approx, the row sum's tree order (sequential here) and div.full.f32, the
-   * approximate division of the final acc / l. */
-  {"triton-fp8-single", "qk.operand=fp16;p.format=fp16;pv.operand=fp16;softmax.exp=e_via_2;pv.accumulate=into_acc;"
-                        "update.fma=yes"},
-  /* (b) _flash_fp8_split_s1/_s2: as (a) per split; split length ceil(ceil(L/NS)/32)*32; partials
-   * normalized (acc / max(l, 1e-12)), lse = m + log(max(l, 1e-12)); merge in split order with a
-   * running max, acc = fma(acc, a, part*w), sum = fma(sum, a, w) (PTX). NS defaults to 8
-   * (--set split.count=N). Not modelled: as (a), and the merge's ex2.approx and div.full.f32. */
-  {"triton-fp8-split", "qk.operand=fp16;p.format=fp16;pv.operand=fp16;softmax.exp=e_via_2;pv.accumulate=into_acc;"
-                       "update.fma=yes;split.rule=fixed;split.count=8;split.align=32;partial.normalized=yes;lse.base=e;"
-                       "merge.rule=running_max"},
-  /* (c) AITER mla_a8w8 persistent on gfx950: Q and KV OCP fp8 (Q by the task's dynamic
-   * per-tensor quantization); logits descaled by q_scale*kv_scale*sm_scale (scales folded);
-   * P cast to fp8 unscaled; output descaled by kv_scale/l; metadata-v1 split rule for 256 CUs
-   * (splits = min(L/196, ceil(CUs/bs), 32), multiples of 16 tokens); normalized fp32 partials,
-   * lse in ln; reduce: running max for 2-3 splits, global max for 4 or more. Unverified: the
-   * MFMA accumulation (exact here), the exp base and the softmax block (one pass here). */
-  {"aiter-a8w8-ps", "q.format=e4m3;q.scale=dynamic;kv.scale_at=folded;qk.operand=fp8;qk.dot=exact;softmax.block=0;"
-                    "p.format=e4m3;pv.operand=fp8;pv.dot=exact;split.rule=aiter_v1;split.cus=256;split.max=32;"
-                    "split.min_tokens=196;split.align=16;merge.rule=aiter"},
-  /* (d) AITER a16w8 persistent: bf16 Q with fp8 KV; as (c) otherwise. Unverified: the operand
-   * format of the QK product (bf16 here) and P's format (bf16 here). */
-  {"aiter-a16w8-ps", "kv.scale_at=folded;qk.operand=bf16;qk.dot=exact;softmax.block=0;p.format=bf16;pv.operand=bf16;"
-                     "pv.dot=exact;split.rule=aiter_v1;split.cus=256;split.max=32;split.min_tokens=196;split.align=16;"
-                     "merge.rule=aiter"},
-  /* (d) AITER bf16 non-persistent: bf16 Q and KV, a fixed number of splits (num_kv_splits, 16
-   * here), running-max merge. Unverified: everything inside the kernel. */
-  {"aiter-bf16-np", "qk.operand=bf16;qk.dot=exact;softmax.block=0;p.format=bf16;pv.operand=bf16;pv.dot=exact;"
-                    "split.rule=fixed;split.count=16;split.align=16;merge.rule=running_max"},
-  /* (e) the seeds' _bmm: bmm(q, k^T) in bf16 (fp32 accumulation inside the GEMM, rounded to
-   * bf16), x sm_scale in bf16, softmax in fp32 over the whole row, P -> bf16, bmm(P, V). The
-   * GEMM's accumulation order is modelled as exact: unverified. */
-  {"torch-bmm-bf16", "qk.operand=bf16;qk.dot=exact;qk.result=bf16;logit.format=bf16;softmax.block=0;p.format=bf16;"
-                     "pv.operand=bf16;pv.dot=exact"},
-  /* (f) AITER's test reference: fp32 einsum logits x (sm_scale*q_scale*kv_scale), global max,
-   * exp, P -> fp8 unscaled -> fp32, PV in fp32, / l, x kv_scale. einsum's order: sequential here. */
-  {"aiter-test-ref", "q.format=e4m3;q.scale=dynamic;kv.scale_at=folded;qk.operand=fp32;softmax.block=0;p.format=e4m3;"
-                     "pv.operand=fp32"},
+    /* The simplest contract: bf16 Q, KV dequantized into the operands, fp32 operands, sequential
+     * fp32 accumulation, base-e exp, online softmax over 32-token blocks, fp32 P, bf16 output. */
+    {"fp32-seq", ""},
+    /* (a) seeds 000/001 _flash_fp8_single: Q bf16 -> fp16; K,V fp8 -> fp32 x kv_scale -> fp16;
+     * logits = dot(q_nope, k_nope) + dot(q_rope, k_rope) (fp16 operands, fp32 accumulation), x
+     * sm_scale in fp32; BLOCK_N 32; P -> fp16 for the PV dot. From the PTX Triton 3.6 generates on
+     * an H200 (scripts/gpu/seed_triton_outputs.py saves it): the rope product accumulates onto the
+     * nope product's accumulator (one chain over 576 columns: qk.dot = seq, not nope_rope);
+     * `acc*alpha + dot(p, v)` becomes the PV dot's initial accumulator (pv.accumulate = into_acc);
+     * `l*alpha + sum(p)` is an fma (update.fma = yes); tl.exp is ex2.approx(x * 0x3FB8AA3B)
+     * (softmax.exp = e_via_2, with an exact exp2 in place of ex2.approx). Not modelled, so the
+     * known differences: the tensor-core accumulation (sequential fp32 FMA here; issue 9), the
+     * hardware ex2.approx, the row sum's tree order (sequential here) and div.full.f32, the
+     * approximate division of the final acc / l. */
+    {"triton-fp8-single",
+     "qk.operand=fp16;p.format=fp16;pv.operand=fp16;softmax.exp=e_via_2;pv.accumulate=into_acc;"
+     "update.fma=yes"},
+    /* (b) _flash_fp8_split_s1/_s2: as (a) per split; split length ceil(ceil(L/NS)/32)*32; partials
+     * normalized (acc / max(l, 1e-12)), lse = m + log(max(l, 1e-12)); merge in split order with a
+     * running max, acc = fma(acc, a, part*w), sum = fma(sum, a, w) (PTX). NS defaults to 8
+     * (--set split.count=N). Not modelled: as (a), and the merge's ex2.approx and div.full.f32. */
+    {"triton-fp8-split",
+     "qk.operand=fp16;p.format=fp16;pv.operand=fp16;softmax.exp=e_via_2;pv.accumulate=into_acc;"
+     "update.fma=yes;split.rule=fixed;split.count=8;split.align=32;partial.normalized=yes;lse.base="
+     "e;"
+     "merge.rule=running_max"},
+    /* (c) AITER mla_a8w8 persistent on gfx950: Q and KV OCP fp8 (Q by the task's dynamic
+     * per-tensor quantization); logits descaled by q_scale*kv_scale*sm_scale (scales folded);
+     * P cast to fp8 unscaled; output descaled by kv_scale/l; metadata-v1 split rule for 256 CUs
+     * (splits = min(L/196, ceil(CUs/bs), 32), multiples of 16 tokens); normalized fp32 partials,
+     * lse in ln; reduce: running max for 2-3 splits, global max for 4 or more. Unverified: the
+     * MFMA accumulation (exact here), the exp base and the softmax block (one pass here). */
+    {"aiter-a8w8-ps",
+     "q.format=e4m3;q.scale=dynamic;kv.scale_at=folded;qk.operand=fp8;qk.dot=exact;softmax.block=0;"
+     "p.format=e4m3;pv.operand=fp8;pv.dot=exact;split.rule=aiter_v1;split.cus=256;split.max=32;"
+     "split.min_tokens=196;split.align=16;merge.rule=aiter"},
+    /* (d) AITER a16w8 persistent: bf16 Q with fp8 KV; as (c) otherwise. Unverified: the operand
+     * format of the QK product (bf16 here) and P's format (bf16 here). */
+    {"aiter-a16w8-ps", "kv.scale_at=folded;qk.operand=bf16;qk.dot=exact;softmax.block=0;p.format="
+                       "bf16;pv.operand=bf16;"
+                       "pv.dot=exact;split.rule=aiter_v1;split.cus=256;split.max=32;split.min_"
+                       "tokens=196;split.align=16;"
+                       "merge.rule=aiter"},
+    /* (d) AITER bf16 non-persistent: bf16 Q and KV, a fixed number of splits (num_kv_splits, 16
+     * here), running-max merge. Unverified: everything inside the kernel. */
+    {"aiter-bf16-np",
+     "qk.operand=bf16;qk.dot=exact;softmax.block=0;p.format=bf16;pv.operand=bf16;pv.dot=exact;"
+     "split.rule=fixed;split.count=16;split.align=16;merge.rule=running_max"},
+    /* (e) the seeds' _bmm: bmm(q, k^T) in bf16 (fp32 accumulation inside the GEMM, rounded to
+     * bf16), x sm_scale in bf16, softmax in fp32 over the whole row, P -> bf16, bmm(P, V). The
+     * GEMM's accumulation order is modelled as exact: unverified. */
+    {"torch-bmm-bf16",
+     "qk.operand=bf16;qk.dot=exact;qk.result=bf16;logit.format=bf16;softmax.block=0;p.format=bf16;"
+     "pv.operand=bf16;pv.dot=exact"},
+    /* (f) AITER's test reference: fp32 einsum logits x (sm_scale*q_scale*kv_scale), global max,
+     * exp, P -> fp8 unscaled -> fp32, PV in fp32, / l, x kv_scale. einsum's order: sequential here.
+     */
+    {"aiter-test-ref", "q.format=e4m3;q.scale=dynamic;kv.scale_at=folded;qk.operand=fp32;softmax."
+                       "block=0;p.format=e4m3;"
+                       "pv.operand=fp32"},
 };
 #define NBUILTINS (sizeof BUILTINS / sizeof BUILTINS[0])
 
@@ -234,7 +251,8 @@ static void fp32_seq(mlr_recipe *r) {
 }
 
 const char *mlr_recipe_builtin_names(void) {
-  return "triton-fp8-single|triton-fp8-split|aiter-a8w8-ps|aiter-a16w8-ps|aiter-bf16-np|torch-bmm-bf16|aiter-test-ref|fp32-seq";
+  return "triton-fp8-single|triton-fp8-split|aiter-a8w8-ps|aiter-a16w8-ps|aiter-bf16-np|torch-bmm-"
+         "bf16|aiter-test-ref|fp32-seq";
 }
 
 mlr_status mlr_recipe_builtin(const char *name, mlr_recipe *out) {
@@ -242,7 +260,9 @@ mlr_status mlr_recipe_builtin(const char *name, mlr_recipe *out) {
     if (strcmp(name, BUILTINS[i].name) != 0) continue;
     fp32_seq(out);
     snprintf(out->name, sizeof out->name, "%s", name);
-    return mlr_recipe_set_list(out, BUILTINS[i].settings, NULL) == MLR_OK ? MLR_OK : MLR_EINVAL; /* a bug in the table: tests catch it */
+    return mlr_recipe_set_list(out, BUILTINS[i].settings, NULL) == MLR_OK
+               ? MLR_OK
+               : MLR_EINVAL; /* a bug in the table: tests catch it */
   }
   return MLR_EINVAL;
 }
@@ -267,7 +287,9 @@ mlr_status mlr_recipe_parse(const char *text, const char *source, mlr_recipe *ou
     const size_t ll = eol ? (size_t)(eol - p) : strlen(p);
     line++;
     char l[512];
-    if (ll >= sizeof l) return rfail(err, MLR_EPARSE, "%s:%d:1: line longer than %zu characters", source, line, sizeof l - 1);
+    if (ll >= sizeof l)
+      return rfail(err, MLR_EPARSE, "%s:%d:1: line longer than %zu characters", source, line,
+                   sizeof l - 1);
     memcpy(l, p, ll);
     l[ll] = 0;
     p = eol ? eol + 1 : NULL;
@@ -278,7 +300,8 @@ mlr_status mlr_recipe_parse(const char *text, const char *source, mlr_recipe *ou
     while (e > a && isspace((unsigned char)l[e - 1])) e--;
     if (a == e) continue;
     char *eq = memchr(l + a, '=', e - a);
-    if (!eq) return rfail(err, MLR_EPARSE, "%s:%d:%zu: expected 'key = value'", source, line, a + 1);
+    if (!eq)
+      return rfail(err, MLR_EPARSE, "%s:%d:%zu: expected 'key = value'", source, line, a + 1);
     size_t ke = (size_t)(eq - l);
     while (ke > a && isspace((unsigned char)l[ke - 1])) ke--;
     size_t vs = (size_t)(eq - l) + 1;
@@ -286,18 +309,25 @@ mlr_status mlr_recipe_parse(const char *text, const char *source, mlr_recipe *ou
     char where[128];
     snprintf(where, sizeof where, "%s:%d:%zu: ", source, line, vs + 1);
     if (ke - a == 4 && strncmp(l + a, "base", 4) == 0) {
-      if (any) return rfail(err, MLR_EPARSE, "%s:%d:%zu: 'base' must come before every other key", source, line, a + 1);
+      if (any)
+        return rfail(err, MLR_EPARSE, "%s:%d:%zu: 'base' must come before every other key", source,
+                     line, a + 1);
       char nm[64];
       snprintf(nm, sizeof nm, "%.*s", (int)(e - vs), l + vs);
       if (mlr_recipe_builtin(nm, out) != MLR_OK)
-        return rfail(err, MLR_EPARSE, "%sbase = '%s' is not a built-in recipe (valid: %s)", where, nm, mlr_recipe_builtin_names());
+        return rfail(err, MLR_EPARSE, "%sbase = '%s' is not a built-in recipe (valid: %s)", where,
+                     nm, mlr_recipe_builtin_names());
       snprintf(out->name, sizeof out->name, "%s", source ? source : "recipe");
       any = 1;
       continue;
     }
     const key *k = find_key(l + a, ke - a);
-    if (!k) return rfail(err, MLR_EPARSE, "%s:%d:%zu: unknown key '%.*s' (valid: base, %s)", source, line, a + 1, (int)(ke - a), l + a, key_names());
-    if (seen[k - KEYS]++) return rfail(err, MLR_EPARSE, "%s:%d:%zu: key '%s' given twice", source, line, a + 1, k->name);
+    if (!k)
+      return rfail(err, MLR_EPARSE, "%s:%d:%zu: unknown key '%.*s' (valid: base, %s)", source, line,
+                   a + 1, (int)(ke - a), l + a, key_names());
+    if (seen[k - KEYS]++)
+      return rfail(err, MLR_EPARSE, "%s:%d:%zu: key '%s' given twice", source, line, a + 1,
+                   k->name);
     mlr_status st = set_value(out, k, l + vs, e - vs, where, err);
     if (st != MLR_OK) return st;
     any = 1;
@@ -307,58 +337,89 @@ mlr_status mlr_recipe_parse(const char *text, const char *source, mlr_recipe *ou
 
 mlr_status mlr_recipe_check(const mlr_recipe *r, mlr_error *err) {
   if ((r->q_format == MLR_Q_BF16) != (r->q_scale == MLR_QS_NONE))
-    return rfail(err, MLR_EINVAL, "q.format = bf16 goes with q.scale = none, and an fp8 q.format needs a scale policy");
-  if (r->q_scale == MLR_QS_STATIC && !(r->q_absmax > 0.0)) return rfail(err, MLR_EINVAL, "q.scale = static needs q.absmax > 0");
-  if (r->pv_dot == MLR_DOT_NOPE_ROPE) return rfail(err, MLR_EINVAL, "pv.dot = nope_rope: the nope/rope split exists only for the QK product");
-  if (r->split_rule == MLR_SPLIT_NONE && r->split_count != 1) return rfail(err, MLR_EINVAL, "split.count = %d needs split.rule = fixed", r->split_count);
+    return rfail(
+        err, MLR_EINVAL,
+        "q.format = bf16 goes with q.scale = none, and an fp8 q.format needs a scale policy");
+  if (r->q_scale == MLR_QS_STATIC && !(r->q_absmax > 0.0))
+    return rfail(err, MLR_EINVAL, "q.scale = static needs q.absmax > 0");
+  if (r->pv_dot == MLR_DOT_NOPE_ROPE)
+    return rfail(err, MLR_EINVAL,
+                 "pv.dot = nope_rope: the nope/rope split exists only for the QK product");
+  if (r->split_rule == MLR_SPLIT_NONE && r->split_count != 1)
+    return rfail(err, MLR_EINVAL, "split.count = %d needs split.rule = fixed", r->split_count);
   if (!(r->softmax_clamp >= 0.0)) return rfail(err, MLR_EINVAL, "softmax.clamp must be >= 0");
   if (r->softmax_exp_unit == MLR_EXPU_SM90_EX2 && r->softmax_exp == MLR_EXP_E)
-    return rfail(err, MLR_EINVAL, "softmax.exp_unit = sm90-ex2 computes 2^x: it needs softmax.exp = 2 or e_via_2");
+    return rfail(err, MLR_EINVAL,
+                 "softmax.exp_unit = sm90-ex2 computes 2^x: it needs softmax.exp = 2 or e_via_2");
   if (r->lse_base == MLR_EXP_E_VIA_2) return rfail(err, MLR_EINVAL, "lse.base must be e or 2");
   const int qk8 = r->qk_operand == MLR_OP_FP8, pv8 = r->pv_operand == MLR_OP_FP8;
-  if (qk8 && r->q_format == MLR_Q_BF16) return rfail(err, MLR_EINVAL, "qk.operand = fp8 keeps Q's own codes: it needs an fp8 q.format");
+  if (qk8 && r->q_format == MLR_Q_BF16)
+    return rfail(err, MLR_EINVAL, "qk.operand = fp8 keeps Q's own codes: it needs an fp8 q.format");
   if ((qk8 || pv8) && r->kv_scale_at != MLR_KVS_FOLDED)
-    return rfail(err, MLR_EINVAL, "%s.operand = fp8 keeps the KV codes as they are: it needs kv.scale_at = folded", qk8 ? "qk" : "pv");
+    return rfail(err, MLR_EINVAL,
+                 "%s.operand = fp8 keeps the KV codes as they are: it needs kv.scale_at = folded",
+                 qk8 ? "qk" : "pv");
   if (pv8 && r->p_format != MLR_P_E4M3 && r->p_format != MLR_P_E4M3FNUZ)
-    return rfail(err, MLR_EINVAL, "pv.operand = fp8 keeps P's own codes: it needs p.format = e4m3 or e4m3fnuz");
+    return rfail(err, MLR_EINVAL,
+                 "pv.operand = fp8 keeps P's own codes: it needs p.format = e4m3 or e4m3fnuz");
   /* a matrix unit multiplies its own input format: the operands must be in it */
   for (int side = 0; side < 2; side++) {
     const int d = side ? r->pv_dot : r->qk_dot, op = side ? r->pv_operand : r->qk_operand;
     if (!MLR_DOT_IS_MMA(d)) continue;
     const char *nm = side ? "pv" : "qk";
-    const int fp8 = d == MLR_DOT_MMA_SM90_E4M3 || d == MLR_DOT_MMA_CDNA3_FP8 || d == MLR_DOT_MMA_SM90_E4M3_SYNC, fnuz = d == MLR_DOT_MMA_CDNA3_FP8;
-    const int want = fp8 ? MLR_OP_FP8 : d == MLR_DOT_MMA_SM90_BF16 || d == MLR_DOT_MMA_CDNA3_BF16 ? MLR_OP_BF16 : MLR_OP_FP16;
-    const char *in = fp8 ? (fnuz ? "e4m3fnuz" : "e4m3") : want == MLR_OP_BF16 ? "bf16" : "fp16"; /* the unit's input format */
+    const int fp8 = d == MLR_DOT_MMA_SM90_E4M3 || d == MLR_DOT_MMA_CDNA3_FP8 ||
+                    d == MLR_DOT_MMA_SM90_E4M3_SYNC,
+              fnuz = d == MLR_DOT_MMA_CDNA3_FP8;
+    const int want = fp8                                                         ? MLR_OP_FP8
+                     : d == MLR_DOT_MMA_SM90_BF16 || d == MLR_DOT_MMA_CDNA3_BF16 ? MLR_OP_BF16
+                                                                                 : MLR_OP_FP16;
+    const char *in = fp8                   ? (fnuz ? "e4m3fnuz" : "e4m3")
+                     : want == MLR_OP_BF16 ? "bf16"
+                                           : "fp16"; /* the unit's input format */
     char dn[32], on[8];
     enum_name(DOT_VALUES, d, dn, sizeof dn);
     enum_name(OPERAND_VALUES, want, on, sizeof on);
-    if (op != want) return rfail(err, MLR_EINVAL, "%s.dot = %s multiplies %s operands: it needs %s.operand = %s", nm, dn, in, nm, on);
+    if (op != want)
+      return rfail(err, MLR_EINVAL, "%s.dot = %s multiplies %s operands: it needs %s.operand = %s",
+                   nm, dn, in, nm, on);
     if (fp8 && !side && r->q_format != (fnuz ? MLR_Q_E4M3FNUZ : MLR_Q_E4M3))
-      return rfail(err, MLR_EINVAL, "qk.dot = %s multiplies %s Q: it needs q.format = %s", dn, in, in);
+      return rfail(err, MLR_EINVAL, "qk.dot = %s multiplies %s Q: it needs q.format = %s", dn, in,
+                   in);
     if (fp8 && side && r->p_format != (fnuz ? MLR_P_E4M3FNUZ : MLR_P_E4M3))
-      return rfail(err, MLR_EINVAL, "pv.dot = %s multiplies %s P: it needs p.format = %s", dn, in, in);
+      return rfail(err, MLR_EINVAL, "pv.dot = %s multiplies %s P: it needs p.format = %s", dn, in,
+                   in);
   }
   return MLR_OK;
 }
 
-static size_t emit(const mlr_recipe *r, char *buf, size_t n, const char *sep, const char *eq, int hex) {
+static size_t emit(const mlr_recipe *r, char *buf, size_t n, const char *sep, const char *eq,
+                   int hex) {
   size_t at = 0;
   for (size_t i = 0; i < NKEYS; i++) {
     const key *k = &KEYS[i];
     const char *field = (const char *)r + k->off;
     char v[64];
-    if (k->later && hex && *(const int *)field == 0) continue; /* the canonical string: see key.later */
-    if (k->type == K_ENUM) enum_name(k->values, *(const int *)field, v, sizeof v);
-    else if (k->type == K_INT) snprintf(v, sizeof v, "%d", *(const int *)field);
-    else snprintf(v, sizeof v, hex ? "%a" : "%.17g", *(const double *)field);
-    at += (size_t)snprintf(at < n ? buf + at : NULL, at < n ? n - at : 0, "%s%s%s%s", k->name, eq, v, i + 1 < NKEYS || sep[0] == '\n' ? sep : "");
+    if (k->later && hex && *(const int *)field == 0)
+      continue; /* the canonical string: see key.later */
+    if (k->type == K_ENUM)
+      enum_name(k->values, *(const int *)field, v, sizeof v);
+    else if (k->type == K_INT)
+      snprintf(v, sizeof v, "%d", *(const int *)field);
+    else
+      snprintf(v, sizeof v, hex ? "%a" : "%.17g", *(const double *)field);
+    at += (size_t)snprintf(at < n ? buf + at : NULL, at < n ? n - at : 0, "%s%s%s%s", k->name, eq,
+                           v, i + 1 < NKEYS || sep[0] == '\n' ? sep : "");
   }
   return at;
 }
 
 /* Doubles in hex, so the string is exact: the hash of 1e-12 is the hash of its binary64 bits. */
-size_t mlr_recipe_canonical(const mlr_recipe *r, char *buf, size_t n) { return emit(r, buf, n, ";", "=", 1); }
-size_t mlr_recipe_text(const mlr_recipe *r, char *buf, size_t n) { return emit(r, buf, n, "\n", " = ", 0); }
+size_t mlr_recipe_canonical(const mlr_recipe *r, char *buf, size_t n) {
+  return emit(r, buf, n, ";", "=", 1);
+}
+size_t mlr_recipe_text(const mlr_recipe *r, char *buf, size_t n) {
+  return emit(r, buf, n, "\n", " = ", 0);
+}
 
 mlr_status mlr_recipe_hash(const mlr_recipe *r, char hex[65]) {
   char s[2048];
@@ -367,17 +428,28 @@ mlr_status mlr_recipe_hash(const mlr_recipe *r, char hex[65]) {
   return mlr_sha256_hex(s, len, hex);
 }
 
-static int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0); } /* a >= 0, b >= 1: no overflow */
+static int64_t ceil_div(int64_t a, int64_t b) {
+  return a / b + (a % b != 0);
+} /* a >= 0, b >= 1: no overflow */
 /* a b for a, b >= 0, saturated at INT64_MAX (the waves rule's costs; no batch reaches it) */
-static int64_t mul_sat(int64_t a, int64_t b) { return b != 0 && a > INT64_MAX / b ? INT64_MAX : a * b; }
+static int64_t mul_sat(int64_t a, int64_t b) {
+  return b != 0 && a > INT64_MAX / b ? INT64_MAX : a * b;
+}
 /* a split's length in units of split.align when L tokens go to n splits: the lengths the rules
- * produce, and the tiles the waves rule counts (one formula, so the cost is of the split it picks) */
-static int64_t split_units(const mlr_recipe *r, int64_t L, int64_t n) { return ceil_div(ceil_div(L, n), r->split_align); }
+ * produce, and the tiles the waves rule counts (one formula, so the cost is of the split it picks)
+ */
+static int64_t split_units(const mlr_recipe *r, int64_t L, int64_t n) {
+  return ceil_div(ceil_div(L, n), r->split_align);
+}
 
-void mlr_recipe_splits(const mlr_recipe *r, int64_t bs, int64_t tokens, int64_t L, int64_t *nsplits, int64_t *split_len) {
-  const int64_t b = bs > 0 ? bs : 1, g = r->split_per == MLR_SPLIT_PER_TOKEN && tokens > b ? tokens : b; /* g: a split's blocks */
+void mlr_recipe_splits(const mlr_recipe *r, int64_t bs, int64_t tokens, int64_t L, int64_t *nsplits,
+                       int64_t *split_len) {
+  const int64_t b = bs > 0 ? bs : 1, g = r->split_per == MLR_SPLIT_PER_TOKEN && tokens > b
+                                             ? tokens
+                                             : b; /* g: a split's blocks */
   int64_t n = 1;
-  if (r->split_rule == MLR_SPLIT_FIXED) n = r->split_count;
+  if (r->split_rule == MLR_SPLIT_FIXED)
+    n = r->split_count;
   else if (r->split_rule == MLR_SPLIT_AITER_V1) {
     n = L / r->split_min_tokens;
     const int64_t by_cus = ceil_div(r->split_cus, b);
@@ -390,40 +462,55 @@ void mlr_recipe_splits(const mlr_recipe *r, int64_t bs, int64_t tokens, int64_t 
     int64_t most = L / r->split_min_tokens, best = -1;
     if (r->split_max < most) most = r->split_max;
     for (int64_t k = 1; k <= (most > 1 ? most : 1); k++) {
-      const int64_t cost = mul_sat(ceil_div(mul_sat(g, k), r->split_cus), split_units(r, L, k) + r->split_overhead);
+      const int64_t cost =
+          mul_sat(ceil_div(mul_sat(g, k), r->split_cus), split_units(r, L, k) + r->split_overhead);
       if (best < 0 || cost < best) best = cost, n = k;
     }
   }
   *nsplits = n;
-  *split_len = n == 1 && r->split_rule != MLR_SPLIT_FIXED ? L : split_units(r, L, n) * r->split_align;
+  *split_len =
+      n == 1 && r->split_rule != MLR_SPLIT_FIXED ? L : split_units(r, L, n) * r->split_align;
 }
 
 mlr_status mlr_recipe_set_policy(mlr_recipe *r, const char *policy, mlr_error *err) {
   static const char *const forms = "static:absmax=A (A > 0), dynamic, per_head, per_token";
   int qs;
   double a = r->q_absmax;
-  if (!strcmp(policy, "dynamic")) qs = MLR_QS_DYNAMIC;
-  else if (!strcmp(policy, "per_head")) qs = MLR_QS_PER_HEAD;
-  else if (!strcmp(policy, "per_token")) qs = MLR_QS_PER_TOKEN;
+  if (!strcmp(policy, "dynamic"))
+    qs = MLR_QS_DYNAMIC;
+  else if (!strcmp(policy, "per_head"))
+    qs = MLR_QS_PER_HEAD;
+  else if (!strcmp(policy, "per_token"))
+    qs = MLR_QS_PER_TOKEN;
   else if (!strncmp(policy, "static:absmax=", 14)) {
     char *end;
     a = strtod(policy + 14, &end);
     if (end == policy + 14 || *end || !isfinite(a) || !(a > 0))
-      return mlr_error_set(err, MLR_EPARSE, "policy '%s': absmax must be a number > 0 (valid: %s)", policy, forms);
+      return mlr_error_set(err, MLR_EPARSE, "policy '%s': absmax must be a number > 0 (valid: %s)",
+                           policy, forms);
     qs = MLR_QS_STATIC;
-  } else return mlr_error_set(err, MLR_EPARSE, "policy '%s' is not one of %s", policy, forms);
+  } else
+    return mlr_error_set(err, MLR_EPARSE, "policy '%s' is not one of %s", policy, forms);
   if (r->q_format == MLR_Q_BF16)
-    return mlr_error_set(err, MLR_EINVAL, "policy '%s': recipe '%s' has bf16 Q, which has no scale (--set q.format=e4m3)", policy, r->name);
+    return mlr_error_set(
+        err, MLR_EINVAL,
+        "policy '%s': recipe '%s' has bf16 Q, which has no scale (--set q.format=e4m3)", policy,
+        r->name);
   r->q_scale = qs, r->q_absmax = a;
   return MLR_OK;
 }
 
 size_t mlr_recipe_policy_text(const mlr_recipe *r, char *buf, size_t n) {
   switch (r->q_scale) {
-  case MLR_QS_STATIC: return (size_t)snprintf(buf, n, "static:absmax=%g", r->q_absmax);
-  case MLR_QS_DYNAMIC: return (size_t)snprintf(buf, n, "dynamic");
-  case MLR_QS_PER_HEAD: return (size_t)snprintf(buf, n, "per_head");
-  case MLR_QS_PER_TOKEN: return (size_t)snprintf(buf, n, "per_token");
-  default: return (size_t)snprintf(buf, n, "none");
+  case MLR_QS_STATIC:
+    return (size_t)snprintf(buf, n, "static:absmax=%g", r->q_absmax);
+  case MLR_QS_DYNAMIC:
+    return (size_t)snprintf(buf, n, "dynamic");
+  case MLR_QS_PER_HEAD:
+    return (size_t)snprintf(buf, n, "per_head");
+  case MLR_QS_PER_TOKEN:
+    return (size_t)snprintf(buf, n, "per_token");
+  default:
+    return (size_t)snprintf(buf, n, "none");
   }
 }

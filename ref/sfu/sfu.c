@@ -28,14 +28,19 @@ static void decode(void) {
   size_t in_pos = 0, out_pos = 0;
   if (!d || !g) {
     table_st = MLR_ENOMEM;
-    snprintf(table_msg, sizeof table_msg, "out of memory for the exp2 unit's table (%d MB)", (int)(MLR_SFU_EX2_N * 5 >> 20));
+    snprintf(table_msg, sizeof table_msg, "out of memory for the exp2 unit's table (%d MB)",
+             (int)(MLR_SFU_EX2_N * 5 >> 20));
     goto out;
   }
-  const lzma_ret ret = lzma_stream_buffer_decode(&memlimit, 0, NULL, mlr__sfu_ex2_xz, &in_pos, mlr__sfu_ex2_xz_len, (uint8_t *)d, &out_pos,
-                                                 MLR_SFU_EX2_N);
-  if (ret != LZMA_OK || out_pos != MLR_SFU_EX2_N || mlr_sha256_hex(d, MLR_SFU_EX2_N, hex) != MLR_OK || strcmp(hex, EX2_SHA256) != 0) {
+  const lzma_ret ret =
+      lzma_stream_buffer_decode(&memlimit, 0, NULL, mlr__sfu_ex2_xz, &in_pos, mlr__sfu_ex2_xz_len,
+                                (uint8_t *)d, &out_pos, MLR_SFU_EX2_N);
+  if (ret != LZMA_OK || out_pos != MLR_SFU_EX2_N ||
+      mlr_sha256_hex(d, MLR_SFU_EX2_N, hex) != MLR_OK || strcmp(hex, EX2_SHA256) != 0) {
     table_st = MLR_EIO;
-    snprintf(table_msg, sizeof table_msg, "the exp2 unit's embedded table does not decode to the measured one (xz status %d, %zu bytes)",
+    snprintf(table_msg, sizeof table_msg,
+             "the exp2 unit's embedded table does not decode to the measured one (xz status %d, "
+             "%zu bytes)",
              (int)ret, out_pos);
     goto out;
   }

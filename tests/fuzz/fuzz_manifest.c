@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fixtures/io/mlr_manifest.h"
+#include "mlr_manifest.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

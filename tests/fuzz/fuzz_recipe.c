@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ref/recipe/mlr_recipe.h"
+#include "mlr_recipe.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

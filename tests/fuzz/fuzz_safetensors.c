@@ -6,8 +6,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include <string.h>
 
-#include "fixtures/inputs/mlr_inputs.h"
-#include "fixtures/io/mlr_tensor.h"
+#include "mlr_inputs.h"
+#include "mlr_tensor.h"
 #include "tests/fuzz/fuzz_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -17,7 +17,9 @@ static int same(const mlr_tensor_file *a, const mlr_tensor_file *b) {
   for (size_t k = 0; k < a->n; k++) {
     const mlr_tensor *x = &a->t[k], *y = mlr_tf_find(b, x->name);
     if (!y || x->dtype != y->dtype || x->ndim != y->ndim || x->nbytes != y->nbytes) return 0;
-    if (memcmp(x->shape, y->shape, (size_t)x->ndim * sizeof x->shape[0]) || (x->nbytes && memcmp(x->data, y->data, x->nbytes))) return 0;
+    if (memcmp(x->shape, y->shape, (size_t)x->ndim * sizeof x->shape[0]) ||
+        (x->nbytes && memcmp(x->data, y->data, x->nbytes)))
+      return 0;
   }
   for (size_t k = 0; k < a->nmeta; k++) {
     const char *v = mlr_tf_get_meta(b, a->meta[k].key);

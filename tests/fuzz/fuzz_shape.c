@@ -5,13 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fixtures/gen/mlr_gen.h"
-#include "fixtures/suites/mlr_suites.h"
+#include "mlr_gen.h"
+#include "mlr_suites.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  if (size > 1 << 14) return 0; /* specs are under a hundred bytes; lens= lists a few thousand at most */
+  if (size > 1 << 14)
+    return 0; /* specs are under a hundred bytes; lens= lists a few thousand at most */
   char *s = malloc(size + 1);
   if (!s) return 0;
   memcpy(s, data, size);
@@ -28,7 +29,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     mlr_gen_spec_format(&back, again, sizeof again);
     if (strcmp(canon, again)) abort();
     uint64_t bytes;
-    if (mlr_gen_bytes(&spec, &bytes) == MLR_OK && bytes == 0) abort(); /* every spec has some bytes (Q at least) */
+    if (mlr_gen_bytes(&spec, &bytes) == MLR_OK && bytes == 0)
+      abort(); /* every spec has some bytes (Q at least) */
     mlr_gen_spec_free(&back);
     mlr_gen_spec_free(&spec);
   }

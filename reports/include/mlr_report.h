@@ -1,24 +1,26 @@
 /* mlr_report.h: the nightly accuracy report (issue 10). A run is a matrix of shapes (a suite's
- * cells) x recipes x Q scale policies (fp8-Q recipes) x the GPU kernels where a GPU is: per cell the model's output digest against the golden manifest,
- * its error against the certified truth as budget utilisation |o - truth| / (atol + rtol |truth|)
- * (max, quantiles, histogram), and the a priori bound (ref/budget) checked on every element; plus
- * one static-scale sweep, the error decomposition per recipe and the discrimination table. Written as summary.json (schema reports/summary.schema.json, "mlaref.report/1"),
- * summary.md and a self-contained index.html with gnuplot's SVG plots (reports/render.c). A
- * baseline summary.json turns changes into regressions, listed first. */
+ * cells) x recipes x Q scale policies (fp8-Q recipes) x the GPU kernels where a GPU is: per cell
+ * the model's output digest against the golden manifest, its error against the certified truth as
+ * budget utilisation |o - truth| / (atol + rtol |truth|) (max, quantiles, histogram), and the a
+ * priori bound (ref/budget) checked on every element; plus one static-scale sweep, the error
+ * decomposition per recipe and the discrimination table. Written as summary.json (schema
+ * reports/summary.schema.json, "mlaref.report/1"), summary.md and a self-contained index.html with
+ * gnuplot's SVG plots (reports/render.c). A baseline summary.json turns changes into regressions,
+ * listed first. */
 #ifndef MLR_REPORT_H
 #define MLR_REPORT_H
 
 #include <stdint.h>
 
-#include "compare/mlr_compare.h"
-#include "ref/base/mlr_base.h"
-#include "ref/budget/mlr_budget.h"
+#include "mlr_compare.h"
+#include "mlr_base.h"
+#include "mlr_budget.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define MLR_REPORT_SCHEMA "mlaref.report/1"
+#define MLR_REPORT_SCHEMA       "mlaref.report/1"
 /* the a priori bound costs about as much as the rest of a cell many times over (every element,
  * every recipe: the bench suite's largest cells take most of an hour for the eight built-ins), so
  * the report works it out for cells of at most this many KV tokens (the bs=4, bs=32 and bs=64
@@ -31,28 +33,31 @@ enum { MLR_REPORT_GPU_OFF = 0, MLR_REPORT_GPU_AUTO = 1, MLR_REPORT_GPU_REQUIRE =
 
 typedef struct mlr_report_cell {
   char shape[64], spec[192], recipe[64], recipe_sha[65];
-  char policy[48];           /* the Q scale policy ("none": bf16 Q) */
-  int own_policy;            /* the recipe's own policy (0: a point of the policy axis) */
-  int applicable;            /* the recipe runs on the shape's inputs */
-  char reason[256];          /* why not */
-  char o_sha[65];            /* SHA-256 of the output codes */
-  char golden[8];            /* "match", "differ" or "none" (no manifest row; a policy-axis point has none) */
-  mlr_util util;             /* against the certified truth from the dequantized KV */
+  char policy[48];  /* the Q scale policy ("none": bf16 Q) */
+  int own_policy;   /* the recipe's own policy (0: a point of the policy axis) */
+  int applicable;   /* the recipe runs on the shape's inputs */
+  char reason[256]; /* why not */
+  char o_sha[65];   /* SHA-256 of the output codes */
+  char golden[8]; /* "match", "differ" or "none" (no manifest row; a policy-axis point has none) */
+  mlr_util util;  /* against the certified truth from the dequantized KV */
   double rel_l2;
-  int bound_computed;        /* the a priori bound is worked out for cells of at most MLR_REPORT_BOUND_TOKENS KV tokens in all */
-  int bound_holds;           /* every element within its a priori bound */
+  int bound_computed; /* the a priori bound is worked out for cells of at most
+                         MLR_REPORT_BOUND_TOKENS KV tokens in all */
+  int bound_holds;    /* every element within its a priori bound */
   double bound_max_ratio;
-  int pass;                  /* golden not "differ", the bound (where computed) holds, and the GPU kernel (where run) passes */
+  int pass; /* golden not "differ", the bound (where computed) holds, and the GPU kernel (where run)
+               passes */
   /* the GPU leg: the exact kernel must be bit-identical to the model; the fast kernel (fast-*
    * recipes) within the recipe's bound (where computed) and fa3 against the model */
-  int gpu;                   /* a GPU kernel ran this cell */
-  char gpu_kernel[8];        /* "exact" or "fast" */
-  char gpu_note[256];        /* why no kernel ran (a recipe no GPU kernel computes), or its error */
+  int gpu;            /* a GPU kernel ran this cell */
+  char gpu_kernel[8]; /* "exact" or "fast" */
+  char gpu_note[256]; /* why no kernel ran (a recipe no GPU kernel computes), or its error */
   char gpu_o_sha[65];
-  double gpu_identical;      /* fraction of elements bit-identical to the model */
+  double gpu_identical; /* fraction of elements bit-identical to the model */
   mlr_util gpu_util;
   int gpu_bound_holds;
-  double gpu_us;             /* kernel time: the median of the launches, L2 flushed before each (fast); one run (exact) */
+  double gpu_us; /* kernel time: the median of the launches, L2 flushed before each (fast); one run
+                    (exact) */
   int gpu_pass;
   /* from the baseline (mlr_report_baseline), for the trend plot */
   int has_base;
@@ -66,8 +71,8 @@ typedef struct mlr_report_sweep_point {
 /* the error by source (ref/budget's decomposition) of one recipe on the report's extra shape */
 typedef struct mlr_report_decomp {
   char recipe[64];
-  unsigned present;          /* bits of the sources the recipe has */
-  double rms[MLR_NSRC];      /* only this source rounded, against the truth */
+  unsigned present;     /* bits of the sources the recipe has */
+  double rms[MLR_NSRC]; /* only this source rounded, against the truth */
   double interaction_rms, total_rms, truth_rms;
 } mlr_report_decomp;
 
@@ -76,12 +81,14 @@ enum { MLR_REPORT_SWEEP_MAX = 16, MLR_REPORT_MAX_RECIPES = 32, MLR_REPORT_MAX_PO
 typedef struct mlr_report {
   char suite[32], version[64]; /* version: the caller's (the command sets mlaref's) */
   int quick;
-  int shard_i, shard_n;        /* this run's share of the cells (1-based); 0, 0: all */
-  double rtol, atol, margin;   /* margin: how much higher a utilisation may get before it regresses */
-  double gpu_margin, gpu_noise_us; /* a GPU time regresses when over (1 + gpu_margin) x the baseline's and gpu_noise_us more */
+  int shard_i, shard_n;      /* this run's share of the cells (1-based); 0, 0: all */
+  double rtol, atol, margin; /* margin: how much higher a utilisation may get before it regresses */
+  double gpu_margin, gpu_noise_us; /* a GPU time regresses when over (1 + gpu_margin) x the
+                                      baseline's and gpu_noise_us more */
   mlr_report_cell *cells;
   int ncells;
-  char policies[MLR_REPORT_MAX_POLICIES][48]; /* the policy axis for fp8-Q recipes (besides their own) */
+  char policies[MLR_REPORT_MAX_POLICIES]
+               [48]; /* the policy axis for fp8-Q recipes (besides their own) */
   int npolicies;
   /* the static Q scale's sweep: one recipe on one shape, per Q distribution */
   char sweep_recipe[64], sweep_shape[192];
@@ -95,10 +102,10 @@ typedef struct mlr_report {
   mlr_report_decomp decomp[MLR_REPORT_MAX_RECIPES];
   int disc_done, disc_model_ok;
   char disc_recipe[64];
-  int disc[12][5];             /* [MLR_DISC_WRONG][MLR_DISC_RULES] (reports/mlr_discriminate.h) */
+  int disc[12][5]; /* [MLR_DISC_WRONG][MLR_DISC_RULES] (reports/mlr_discriminate.h) */
   /* the GPU leg */
   int gpu_mode;
-  char gpu_device[256];        /* "": none ran */
+  char gpu_device[256]; /* "": none ran */
   /* against a baseline: regressions, one line each */
   char **regressions;
   int nregressions, nfailures;
@@ -109,22 +116,25 @@ typedef void (*mlr_report_progress)(const char *what, int done, int total, void 
 
 typedef struct mlr_report_opts {
   const char *suite;
-  const char *const *recipes;  /* names; NULL: every built-in (and the fast kernel's recipes when the GPU leg runs) */
+  const char *const *recipes; /* names; NULL: every built-in (and the fast kernel's recipes when the
+                                 GPU leg runs) */
   int nrecipes;
-  const char *const *policies; /* the policy axis; NULL: the default (static:absmax=6, dynamic, per_token; quick: static:absmax=6) */
+  const char *const *policies; /* the policy axis; NULL: the default (static:absmax=6, dynamic,
+                                  per_token; quick: static:absmax=6) */
   int npolicies;
-  int quick;                   /* the suite's first cells of at most 4096 KV tokens in all, at most 6 */
-  const char *digests;         /* the golden manifest (NULL: none) */
+  int quick;           /* the suite's first cells of at most 4096 KV tokens in all, at most 6 */
+  const char *digests; /* the golden manifest (NULL: none) */
   int threads;
-  int gpu;                     /* MLR_REPORT_GPU_* */
-  int shard_i, shard_n;        /* cells k with k mod n = i - 1 (the sweep, decomposition and discrimination in shard 1) */
+  int gpu;              /* MLR_REPORT_GPU_* */
+  int shard_i, shard_n; /* cells k with k mod n = i - 1 (the sweep, decomposition and discrimination
+                           in shard 1) */
   mlr_report_progress progress;
   void *ctx;
 } mlr_report_opts;
 
 /** Run the matrix: the suite's cells x the recipes x (for fp8-Q recipes) the policy axis, then the
- *  sweep, the decomposition and the discrimination table. MLR_EINVAL for an unknown suite, recipe or
- *  policy, a bad shard; MLR_EDEVICE for --gpu require without a GPU; MLR_ENOMEM, the generators'
+ *  sweep, the decomposition and the discrimination table. MLR_EINVAL for an unknown suite, recipe
+ * or policy, a bad shard; MLR_EDEVICE for --gpu require without a GPU; MLR_ENOMEM, the generators'
  *  errors. */
 mlr_status mlr_report_run(const mlr_report_opts *o, mlr_report *rep, mlr_error *err);
 
@@ -134,19 +144,21 @@ mlr_status mlr_report_run(const mlr_report_opts *o, mlr_report *rep, mlr_error *
  *  unreadable or foreign file (named). */
 mlr_status mlr_report_baseline(mlr_report *rep, const char *path, mlr_error *err);
 /** The same against a baseline already read (mlr_report_read; path: its name for the page). */
-mlr_status mlr_report_compare(mlr_report *rep, const mlr_report *base, const char *path, mlr_error *err);
+mlr_status mlr_report_compare(mlr_report *rep, const mlr_report *base, const char *path,
+                              mlr_error *err);
 
 /** Read a summary.json back (every field the writer writes; a file from another run or machine,
  *  so each field is checked). MLR_EIO / MLR_EPARSE naming the file and the field. */
 mlr_status mlr_report_read(const char *path, mlr_report *rep, mlr_error *err);
 
-/** Merge the shards of one run (same suite, version, quick, tolerance, shard count; each shard once)
- *  into *out, the cells in the suite's order. MLR_EINVAL naming what differs or is missing. */
+/** Merge the shards of one run (same suite, version, quick, tolerance, shard count; each shard
+ * once) into *out, the cells in the suite's order. MLR_EINVAL naming what differs or is missing. */
 mlr_status mlr_report_merge(const mlr_report *parts, int n, mlr_report *out, mlr_error *err);
 
 /** Write DIR/summary.json, DIR/summary.md and DIR/index.html (each atomically); gnuplot draws the
  *  plots (gnuplot_cmd: the program, e.g. "gnuplot"). MLR_EIO naming the file or the tool. */
-mlr_status mlr_report_write(const mlr_report *rep, const char *dir, const char *gnuplot_cmd, mlr_error *err);
+mlr_status mlr_report_write(const mlr_report *rep, const char *dir, const char *gnuplot_cmd,
+                            mlr_error *err);
 /* MLR_OK when the plotting tool runs (`GNUPLOT --version` answers); MLR_EIO with the message
  * otherwise, so a report is refused before its cells are computed. */
 mlr_status mlr_report_plotter_check(const char *gnuplot_cmd, mlr_error *err);

@@ -20,14 +20,14 @@
 
 #include <stdint.h>
 
-#include "../base/mlr_base.h"
-#include "../pmath/mlr_pmath.h"
+#include "mlr_base.h"
+#include "mlr_pmath.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-enum { MLR_SFU_EX2_N = 1 << 23 }; /* the table's entries */
+enum { MLR_SFU_EX2_N = 1 << 23 };       /* the table's entries */
 #define MLR_SFU_EX2_REL (2.5 * 0x1p-24) /* bound on |unit / 2^x - 1| for results >= 2^-126 */
 
 /** The H200's g table (MLR_SFU_EX2_N binary32 bit patterns), decoded on first use from the data
@@ -40,17 +40,17 @@ float mlr_sfu_ex2(const uint32_t *g, float x);
 
 /* MUFU.EX2 for x <= 0 (the flush to zero included) */
 MLR_HD static inline float mlr__sfu_mufu_ex2(const uint32_t *g, float x) {
-  if (!(x >= -126.0f)) return 0.0f;                    /* below -126 (and -Inf): a subnormal result, flushed */
-  const uint32_t R = (uint32_t)(-x * 0x1p23f);          /* exact product; truncation toward zero */
+  if (!(x >= -126.0f)) return 0.0f; /* below -126 (and -Inf): a subnormal result, flushed */
+  const uint32_t R = (uint32_t)(-x * 0x1p23f); /* exact product; truncation toward zero */
   const uint32_t k = R >> 23, bits = g[R & (MLR_SFU_EX2_N - 1)];
-  return mlr_bits_f32(bits - (k << 23));                /* times 2^-k: the result is >= 2^-126, normal */
+  return mlr_bits_f32(bits - (k << 23)); /* times 2^-k: the result is >= 2^-126, normal */
 }
 
 MLR_HD static inline float mlr__sfu_ex2(const uint32_t *g, float x) {
   if (x != x) return x;
-  if (x > 0.0f) return mlr_exp2f(x);                    /* not modelled (see above) */
+  if (x > 0.0f) return mlr_exp2f(x); /* not modelled (see above) */
   if (x >= -126.0f) return mlr__sfu_mufu_ex2(g, x);
-  const float h = mlr__sfu_mufu_ex2(g, x * 0.5f);       /* exact halving */
+  const float h = mlr__sfu_mufu_ex2(g, x * 0.5f); /* exact halving */
   return h * h;
 }
 

@@ -5,13 +5,14 @@
  * subnormal: (-1)^S * M * 2^(emin - t); otherwise (-1)^S * (2^t + M) * 2^(E - bias - t), where t is
  * the number of fraction bits and emin = 1 - bias.
  *
- *   format     layout         bias  max (code)        min normal  min subnormal  NaN            Inf    -0
- *   e4m3       S EEEE MMM       7   448    (0x7E)     2^-6        2^-9           0x7F, 0xFF     none   0x80
- *   e4m3fnuz   S EEEE MMM       8   240    (0x7F)     2^-7        2^-10          0x80 only      none   none
- *   e5m2       S EEEEE MM      15   57344  (0x7B)     2^-14       2^-16          E=31, M!=0     0x7C   0x80
- *   e5m2fnuz   S EEEEE MM      16   57344  (0x7F)     2^-15       2^-17          0x80 only      none   none
- *   bf16       S E*8 M*7      127   0x1.fep127 (0x7F7F) 2^-126    2^-133         E=255, M!=0    0x7F80 0x8000
- *   fp16       S E*5 M*10      15   65504  (0x7BFF)   2^-14       2^-24          E=31, M!=0     0x7C00 0x8000
+ *   format     layout         bias  max (code)        min normal  min subnormal  NaN            Inf
+ * -0 e4m3       S EEEE MMM       7   448    (0x7E)     2^-6        2^-9           0x7F, 0xFF none
+ * 0x80 e4m3fnuz   S EEEE MMM       8   240    (0x7F)     2^-7        2^-10          0x80 only none
+ * none e5m2       S EEEEE MM      15   57344  (0x7B)     2^-14       2^-16          E=31, M!=0 0x7C
+ * 0x80 e5m2fnuz   S EEEEE MM      16   57344  (0x7F)     2^-15       2^-17          0x80 only none
+ * none bf16       S E*8 M*7      127   0x1.fep127 (0x7F7F) 2^-126    2^-133         E=255, M!=0
+ * 0x7F80 0x8000 fp16       S E*5 M*10      15   65504  (0x7BFF)   2^-14       2^-24          E=31,
+ * M!=0     0x7C00 0x8000
  *
  * e4m3 is OCP 8-bit floating point E4M3 (NVIDIA sm_89+, AMD gfx950): E=15, M=7 is NaN, so
  * E=15 carries finite values up to 448. The FNUZ variants (AMD gfx940/941/942) have no
@@ -38,7 +39,7 @@
 #define MLR_FORMATS_H
 
 #include <stddef.h>
-#include "../base/mlr_base.h"
+#include "mlr_base.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -85,13 +86,61 @@ typedef struct mlr_format_params {
 MLR_HD static inline mlr_format_params mlr_format_get(mlr_format f) {
   mlr_format_params p;
   switch (f) {
-  case MLR_FMT_E4M3FNUZ: p.bits = 8; p.t = 3; p.bias = 8; p.fnuz = 1; p.max_code = 0x7F; p.inf_code = 0; p.nan_code = 0x80; break;
-  case MLR_FMT_E5M2: p.bits = 8; p.t = 2; p.bias = 15; p.fnuz = 0; p.max_code = 0x7B; p.inf_code = 0x7C; p.nan_code = 0x7E; break;
-  case MLR_FMT_E5M2FNUZ: p.bits = 8; p.t = 2; p.bias = 16; p.fnuz = 1; p.max_code = 0x7F; p.inf_code = 0; p.nan_code = 0x80; break;
-  case MLR_FMT_BF16: p.bits = 16; p.t = 7; p.bias = 127; p.fnuz = 0; p.max_code = 0x7F7F; p.inf_code = 0x7F80; p.nan_code = 0x7FC0; break;
-  case MLR_FMT_FP16: p.bits = 16; p.t = 10; p.bias = 15; p.fnuz = 0; p.max_code = 0x7BFF; p.inf_code = 0x7C00; p.nan_code = 0x7E00; break;
+  case MLR_FMT_E4M3FNUZ:
+    p.bits = 8;
+    p.t = 3;
+    p.bias = 8;
+    p.fnuz = 1;
+    p.max_code = 0x7F;
+    p.inf_code = 0;
+    p.nan_code = 0x80;
+    break;
+  case MLR_FMT_E5M2:
+    p.bits = 8;
+    p.t = 2;
+    p.bias = 15;
+    p.fnuz = 0;
+    p.max_code = 0x7B;
+    p.inf_code = 0x7C;
+    p.nan_code = 0x7E;
+    break;
+  case MLR_FMT_E5M2FNUZ:
+    p.bits = 8;
+    p.t = 2;
+    p.bias = 16;
+    p.fnuz = 1;
+    p.max_code = 0x7F;
+    p.inf_code = 0;
+    p.nan_code = 0x80;
+    break;
+  case MLR_FMT_BF16:
+    p.bits = 16;
+    p.t = 7;
+    p.bias = 127;
+    p.fnuz = 0;
+    p.max_code = 0x7F7F;
+    p.inf_code = 0x7F80;
+    p.nan_code = 0x7FC0;
+    break;
+  case MLR_FMT_FP16:
+    p.bits = 16;
+    p.t = 10;
+    p.bias = 15;
+    p.fnuz = 0;
+    p.max_code = 0x7BFF;
+    p.inf_code = 0x7C00;
+    p.nan_code = 0x7E00;
+    break;
   case MLR_FMT_E4M3:
-  default: p.bits = 8; p.t = 3; p.bias = 7; p.fnuz = 0; p.max_code = 0x7E; p.inf_code = 0; p.nan_code = 0x7F; break;
+  default:
+    p.bits = 8;
+    p.t = 3;
+    p.bias = 7;
+    p.fnuz = 0;
+    p.max_code = 0x7E;
+    p.inf_code = 0;
+    p.nan_code = 0x7F;
+    break;
   }
   p.emin = 1 - p.bias;
   p.sign_bit = p.bits == 8 ? 0x80u : 0x8000u;
@@ -130,13 +179,16 @@ MLR_HD static inline float mlr_decode(mlr_format f, uint32_t code) {
 }
 
 /** The largest finite value of a format as binary32. */
-MLR_HD static inline float mlr_format_max(mlr_format f) { return mlr_decode(f, mlr_format_get(f).max_code); }
+MLR_HD static inline float mlr_format_max(mlr_format f) {
+  return mlr_decode(f, mlr_format_get(f).max_code);
+}
 
 MLR_HD static inline uint32_t mlr__nan_result(const mlr_format_params p, uint32_t sgn) {
   return p.fnuz ? p.nan_code : (p.nan_code | sgn);
 }
 
-MLR_HD static inline uint32_t mlr__overflow_result(const mlr_format_params p, uint32_t sgn, mlr_overflow ovf) {
+MLR_HD static inline uint32_t mlr__overflow_result(const mlr_format_params p, uint32_t sgn,
+                                                   mlr_overflow ovf) {
   if (ovf == MLR_OVF_SATURATE) return p.max_code | sgn;
   if (p.inf_code) return p.inf_code | sgn;
   return mlr__nan_result(p, sgn);
@@ -144,8 +196,8 @@ MLR_HD static inline uint32_t mlr__overflow_result(const mlr_format_params p, ui
 
 /* The generic encoder from binary64 (every format, mode and input); mlr_encode_f64 below adds
  * a fast path and is otherwise this function. */
-MLR_HD static inline uint32_t mlr__encode_f64_generic(double x, mlr_format f, mlr_rounding rnd, mlr_overflow ovf,
-                                                      uint32_t rbits) {
+MLR_HD static inline uint32_t mlr__encode_f64_generic(double x, mlr_format f, mlr_rounding rnd,
+                                                      mlr_overflow ovf, uint32_t rbits) {
   const mlr_format_params p = mlr_format_get(f);
   const uint64_t b = mlr_f64_bits(x);
   const uint32_t sgn = (b >> 63) ? p.sign_bit : 0u;
@@ -157,8 +209,14 @@ MLR_HD static inline uint32_t mlr__encode_f64_generic(double x, mlr_format f, ml
     return mlr__overflow_result(p, sgn, ovf);
   /* |x| = sig * 2^q with 2^ex <= |x| < 2^(ex+1). */
   int ex, q;
-  if (E == 0) { ex = 63 - MLR__CLZ64(sig) - 1074; q = -1074; }
-  else { sig |= 1ull << 52; ex = E - 1023; q = E - 1075; }
+  if (E == 0) {
+    ex = 63 - MLR__CLZ64(sig) - 1074;
+    q = -1074;
+  } else {
+    sig |= 1ull << 52;
+    ex = E - 1023;
+    q = E - 1075;
+  }
   /* The result is a multiple of 2^(eq - t), eq = max(ex, emin). shift >= 1 for every format
    * here because binary64 carries more fraction bits than any of them and reaches lower. */
   const int eq = ex > p.emin ? ex : p.emin;
@@ -172,9 +230,12 @@ MLR_HD static inline uint32_t mlr__encode_f64_generic(double x, mlr_format f, ml
     }
   } else if (rnd == MLR_RND_STOCHASTIC) {
     uint64_t frac32; /* the first 32 bits of the discarded fraction */
-    if (shift <= 32) frac32 = (sig << (32 - shift)) & 0xFFFFFFFFull;
-    else if (shift - 32 < 64) frac32 = (sig >> (shift - 32)) & 0xFFFFFFFFull;
-    else frac32 = 0;
+    if (shift <= 32)
+      frac32 = (sig << (32 - shift)) & 0xFFFFFFFFull;
+    else if (shift - 32 < 64)
+      frac32 = (sig >> (shift - 32)) & 0xFFFFFFFFull;
+    else
+      frac32 = 0;
     up = (frac32 + rbits) >> 32;
   }
   kept += up;
@@ -195,17 +256,20 @@ MLR_HD static inline uint32_t mlr__encode_f64_generic(double x, mlr_format f, ml
  * tests/formats.c compares it with the generic path on random binary64 inputs. */
 MLR_HD static inline int mlr__encode_f64_bf16_fast(double x, uint32_t *code) {
   const uint64_t b = mlr_f64_bits(x), a = b & ~(1ull << 63);
-  const uint64_t c = ((a + ((1ull << 44) - 1u) + ((a >> 45) & 1u)) >> 45) - ((uint64_t)(1023 - 127) << 7);
+  const uint64_t c =
+      ((a + ((1ull << 44) - 1u) + ((a >> 45) & 1u)) >> 45) - ((uint64_t)(1023 - 127) << 7);
   *code = (uint32_t)c | ((b >> 63) ? 0x8000u : 0u);
-  return (a >= (uint64_t)(1023 - 126) << 52) & (a < (uint64_t)(1023 + 128) << 52) & (c <= 0x7F7Fu); /* no short circuit */
+  return (a >= (uint64_t)(1023 - 126) << 52) & (a < (uint64_t)(1023 + 128) << 52) &
+         (c <= 0x7F7Fu); /* no short circuit */
 }
 
 /** Encode a binary64 value: one rounding from binary64 straight to the format (no detour
  *  through binary32, so no double rounding). rbits is read only by MLR_RND_STOCHASTIC. */
-MLR_HD static inline uint32_t mlr_encode_f64(double x, mlr_format f, mlr_rounding rnd, mlr_overflow ovf,
-                                             uint32_t rbits) {
+MLR_HD static inline uint32_t mlr_encode_f64(double x, mlr_format f, mlr_rounding rnd,
+                                             mlr_overflow ovf, uint32_t rbits) {
   uint32_t code; /* legacy mode tests |x| > max before rounding: only the generic path does that */
-  if (f == MLR_FMT_BF16 && rnd == MLR_RND_NEAREST_EVEN && ovf != MLR_OVF_LEGACY && mlr__encode_f64_bf16_fast(x, &code))
+  if (f == MLR_FMT_BF16 && rnd == MLR_RND_NEAREST_EVEN && ovf != MLR_OVF_LEGACY &&
+      mlr__encode_f64_bf16_fast(x, &code))
     return code;
   return mlr__encode_f64_generic(x, f, rnd, ovf, rbits);
 }
@@ -227,13 +291,14 @@ MLR_HD static inline uint32_t mlr__encode_f32_rne(float x, mlr_format f, mlr_ove
   const uint32_t code_s = mlr_f32_bits(mlr_bits_f32(a) + M) - mlr_f32_bits(M);
   const uint32_t code = a < ((uint32_t)(p.emin + 127) << 23) ? code_s : code_n;
   const int over = ovf == MLR_OVF_LEGACY ? a > mlr_f32_bits(mlr_format_max(f)) : code > p.max_code;
-  uint32_t r = over ? mlr__overflow_result(p, sgn, ovf) : ((code == 0 && p.fnuz) ? 0u : (code | sgn));
+  uint32_t r =
+      over ? mlr__overflow_result(p, sgn, ovf) : ((code == 0 && p.fnuz) ? 0u : (code | sgn));
   return a > 0x7F800000u ? mlr__nan_result(p, sgn) : r;
 }
 
 /** Encode a binary32 value. */
-MLR_HD static inline uint32_t mlr_encode_f32(float x, mlr_format f, mlr_rounding rnd, mlr_overflow ovf,
-                                             uint32_t rbits) {
+MLR_HD static inline uint32_t mlr_encode_f32(float x, mlr_format f, mlr_rounding rnd,
+                                             mlr_overflow ovf, uint32_t rbits) {
   if (rnd == MLR_RND_NEAREST_EVEN) return mlr__encode_f32_rne(x, f, ovf);
   return mlr_encode_f64((double)x, f, rnd, ovf, rbits); /* binary32 -> binary64 is exact */
 }
@@ -261,7 +326,9 @@ MLR_HD static inline float mlr_task_scale(float amax, float fmax) {
 /** One element of the task's quantization before the clamp: bf16(x / scale), a bf16 tensor
  *  divided by a one-element tensor (binary32 quotient rounded to bf16). */
 MLR_HD static inline float mlr_task_quant_unclamped(uint16_t bf16, float scale) {
-  return mlr_bits_f32(mlr__encode_f32_rne(mlr_bits_f32((uint32_t)bf16 << 16) / scale, MLR_FMT_BF16, MLR_OVF_NONSAT) << 16);
+  return mlr_bits_f32(
+      mlr__encode_f32_rne(mlr_bits_f32((uint32_t)bf16 << 16) / scale, MLR_FMT_BF16, MLR_OVF_NONSAT)
+      << 16);
 }
 
 /** ... then clamped to [-fmax, fmax] (exact: 448 and 240 are bf16 values); NaN passes, as

@@ -19,7 +19,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "../base/mlr_base.h"
+#include "mlr_base.h"
 
 enum {
   MLR_XACC_EBASE = -352, /* below 2^-298 (the least product) and a multiple of 32 */
@@ -54,7 +54,11 @@ MLR_HD static inline void mlr_xacc_add(mlr_xacc *a, double x) {
   uint64_t m = b & 0xFFFFFFFFFFFFFull;
   if (be == 0 && m == 0) return;
   int e; /* x = m * 2^e */
-  if (be) { m |= 1ull << 52; e = be - 1075; } else e = -1074;
+  if (be) {
+    m |= 1ull << 52;
+    e = be - 1075;
+  } else
+    e = -1074;
   const int p = e - MLR_XACC_EBASE, k = p >> 5, sh = p & 31;
   const uint64_t lo = (m & 0xFFFFFFFFu) << sh, hi = (m >> 32) << sh; /* < 2^63 and < 2^52 */
   const int64_t s = (b >> 63) ? -1 : 1;
@@ -67,8 +71,8 @@ MLR_HD static inline void mlr_xacc_add(mlr_xacc *a, double x) {
 /* |value| = w * 2^lsb_exp (w with its top bit set) plus a sticky bit below it, to binary32 by
  * round-to-odd at 53 bits then nearest even (exact: see the top of this file) */
 MLR_HD static inline float mlr__round_window_f32(uint64_t w, int sticky, int lsb_exp, int neg) {
-  uint64_t r = w >> 11;                            /* 53 bits */
-  if ((w & 0x7FFu) || sticky) r |= 1;              /* round to odd */
+  uint64_t r = w >> 11;                                  /* 53 bits */
+  if ((w & 0x7FFu) || sticky) r |= 1;                    /* round to odd */
   const float f = (float)ldexp((double)r, lsb_exp + 11); /* ldexp exact: r < 2^53, normal range */
   return neg ? -f : f;
 }
@@ -85,7 +89,8 @@ MLR_HD static inline float mlr_xacc_round_f32(mlr_xacc *a) {
       const uint64_t t = ((uint64_t)1 << 32) - v - borrow;
       g[k] = (uint32_t)t;
       borrow = (v + borrow) != 0 ? 1 : 0;
-    } else g[k] = (uint32_t)v;
+    } else
+      g[k] = (uint32_t)v;
   }
   int h = MLR_XACC_DIGITS - 1;
   while (h >= 0 && g[h] == 0) h--;
@@ -93,7 +98,10 @@ MLR_HD static inline float mlr_xacc_round_f32(mlr_xacc *a) {
   /* 64-bit window w with its top bit set, and sticky for the bits below it */
   uint64_t w = (uint64_t)g[h] << 32 | (h >= 1 ? g[h - 1] : 0u);
   int lz = 0;
-  while (!(w >> 63)) { w <<= 1; lz++; }
+  while (!(w >> 63)) {
+    w <<= 1;
+    lz++;
+  }
   int sticky = 0;
   if (h >= 2) {
     w |= lz ? (uint64_t)g[h - 2] >> (32 - lz) : 0u;
@@ -116,8 +124,15 @@ MLR_HD static inline void mlr_f32_split(float x, int64_t *m, int *e) {
   const int be = (int)((b >> 23) & 0xFF);
   uint32_t mm = b & 0x7FFFFFu;
   int ee = -149;
-  if (be) { mm |= 1u << 23; ee = be - 150; }
-  if (!mm) { *m = 0; *e = 0; return; }
+  if (be) {
+    mm |= 1u << 23;
+    ee = be - 150;
+  }
+  if (!mm) {
+    *m = 0;
+    *e = 0;
+    return;
+  }
   const int tz = MLR__CTZ32(mm);
   *m = (b >> 31) ? -(int64_t)(mm >> tz) : (int64_t)(mm >> tz);
   *e = ee + tz;
@@ -137,7 +152,8 @@ MLR_HD static inline void mlr_f32_range_add(float x, int *lsb, int *top) {
 
 /** The range of a vector of finite binary32 values: smallest lsb exponent (of the odd
  *  significands) and the exponent T with every |x| < 2^T; an all-zero vector gives lsb > T. */
-MLR_HD static inline void mlr_f32_range(const float *x, int64_t n, int64_t stride, int *lsb, int *top) {
+MLR_HD static inline void mlr_f32_range(const float *x, int64_t n, int64_t stride, int *lsb,
+                                        int *top) {
   int lo = 1000, hi = -1000;
   for (int64_t i = 0; i < n; i++) mlr_f32_range_add(x[i * stride], &lo, &hi);
   *lsb = lo, *top = hi;
@@ -152,7 +168,8 @@ MLR_HD static inline int mlr__sum_bits(int lsb1, int top1, int lsb2, int top2, i
   return top1 + top2 + lg - (lsb1 + lsb2);
 }
 
-/** n products of vectors with ranges (lsb1, top1), (lsb2, top2) sum exactly in units of 2^(lsb1 + lsb2) */
+/** n products of vectors with ranges (lsb1, top1), (lsb2, top2) sum exactly in units of 2^(lsb1 +
+ * lsb2) */
 MLR_HD static inline int mlr_i128_fits(int lsb1, int top1, int lsb2, int top2, int64_t n) {
   return mlr__sum_bits(lsb1, top1, lsb2, top2, n) <= 126;
 }
@@ -169,17 +186,17 @@ MLR_HD static inline int mlr_f64_fits(int lsb1, int top1, int lsb2, int top2, in
  * (mlr_f64_split). With n products:
  *   hi = sum xh*y: multiples of 2^(s + lsby); |xh| <= 2^topx (a multiple of 2^s when s <= topx,
  *        so rounding x cannot pass it), so every partial sum is below 2^(topx + topy + lg);
- *   lo = sum xl*y: multiples of 2^(lsbx + lsby); |xl| <= 2^(s-1), partial sums below 2^(s-1+topy+lg);
- * lg = ceil(log2 (n + 1)) as in mlr__sum_bits. Each chain is exact in binary64, in any order, when
- * its partial sums stay below 2^53 of its units: s >= topx + topy + lg - lsby - 53 (hi) and
- * s <= 54 + lsbx + lsby - topy - lg (lo). mlr_f64x2_fits takes the least such s; together they
- * need (topx - lsbx) + 2 (topy - lsby) + 2 lg <= 107: twice the bits one chain holds, for two fma
- * a product. The sum hi + lo is then rounded once (mlr_f64x2_round_f32). */
+ *   lo = sum xl*y: multiples of 2^(lsbx + lsby); |xl| <= 2^(s-1), partial sums below
+ * 2^(s-1+topy+lg); lg = ceil(log2 (n + 1)) as in mlr__sum_bits. Each chain is exact in binary64, in
+ * any order, when its partial sums stay below 2^53 of its units: s >= topx + topy + lg - lsby - 53
+ * (hi) and s <= 54 + lsbx + lsby - topy - lg (lo). mlr_f64x2_fits takes the least such s; together
+ * they need (topx - lsbx) + 2 (topy - lsby) + 2 lg <= 107: twice the bits one chain holds, for two
+ * fma a product. The sum hi + lo is then rounded once (mlr_f64x2_round_f32). */
 
 /** n products of x (lsbx, topx) and y (lsby, topy), both with a non-zero element, sum exactly in
  *  two binary64 chains with x split at 2^*s. *s is the least s that serves, or lsbx where one chain
- *  holds them all (then xh = x and xl = 0). Every s given has topx <= s + 51, as mlr_f64_split needs:
- *  s >= the least, which is topx + (topy - lsby) + lg - 53 with topy > lsby and lg >= 1. */
+ *  holds them all (then xh = x and xl = 0). Every s given has topx <= s + 51, as mlr_f64_split
+ * needs: s >= the least, which is topx + (topy - lsby) + lg - 53 with topy > lsby and lg >= 1. */
 MLR_HD static inline int mlr_f64x2_fits(int lsbx, int topx, int lsby, int topy, int64_t n, int *s) {
   const int lg = mlr__sum_bits(0, 0, 0, 0, n); /* ceil(log2 (n + 1)) */
   const int smin = topx + topy + lg - lsby - 53, smax = 54 + lsbx + lsby - topy - lg;
@@ -195,9 +212,9 @@ MLR_HD static inline int mlr_f64x2_fits(int lsbx, int topx, int lsby, int topy, 
 /** the constant that splits at 2^s: 1.5 * 2^(s + 52) (ldexp: exact, and normal for s >= -1074) */
 MLR_HD static inline double mlr_f64_split_const(int s) { return ldexp(1.5, s + 52); }
 
-/** x = *xh + *xl with *xh a multiple of 2^s (x rounded to nearest) and |*xl| <= 2^(s-1), both exact:
- *  for |x| <= 2^(s+51), x + K lies in [2^(s+52), 2^(s+53)), where the spacing is 2^s, so the one
- *  rounding of x + K is x rounded to a multiple of 2^s; subtracting K back is exact (Sterbenz's
+/** x = *xh + *xl with *xh a multiple of 2^s (x rounded to nearest) and |*xl| <= 2^(s-1), both
+ * exact: for |x| <= 2^(s+51), x + K lies in [2^(s+52), 2^(s+53)), where the spacing is 2^s, so the
+ * one rounding of x + K is x rounded to a multiple of 2^s; subtracting K back is exact (Sterbenz's
  *  lemma: both in one binade), and so is x - xh (a multiple of x's own lsb, below 2^(s-1)).
  *  K = mlr_f64_split_const(s). Needs the IEEE binary64 operations as written (no contraction, no
  *  reassociation: the project's build flags). */
@@ -208,10 +225,10 @@ MLR_HD static inline void mlr_f64_split(double x, double k, double *xh, double *
 }
 
 /** hi + lo (finite multiples of 2^-1022 with |hi + lo| < 2^1023: binary64's normal range, where
- *  round-to-odd at 53 bits is exact) rounded once to binary32, nearest even: the sum rounded to odd at 53 bits, then to
- *  24 bits (Boldo & Melquiond's rule, as in mlr__round_window_f32). s + e = hi + lo exactly
- *  (Knuth's TwoSum); when e != 0 the exact sum lies strictly between s and its neighbour toward e,
- *  and round-to-odd takes whichever of the two has an odd last bit. */
+ *  round-to-odd at 53 bits is exact) rounded once to binary32, nearest even: the sum rounded to odd
+ * at 53 bits, then to 24 bits (Boldo & Melquiond's rule, as in mlr__round_window_f32). s + e = hi +
+ * lo exactly (Knuth's TwoSum); when e != 0 the exact sum lies strictly between s and its neighbour
+ * toward e, and round-to-odd takes whichever of the two has an odd last bit. */
 MLR_HD static inline float mlr_f64x2_round_f32(double hi, double lo) {
   const double s = hi + lo, bb = s - hi, e = (hi - (s - bb)) + (lo - bb);
   if (e == 0.0 || (mlr_f64_bits(s) & 1u)) return (float)s;
@@ -251,7 +268,8 @@ MLR_HD static inline float mlr_i128_round_f32(mlr_i128 v, int g) {
   if (p >= 63) {
     w = (uint64_t)(u >> (p - 63));
     sticky = p > 63 && (u & (((unsigned __int128)1 << (p - 63)) - 1)) != 0;
-  } else w = lo << (63 - p);
+  } else
+    w = lo << (63 - p);
   return mlr__round_window_f32(w, sticky, g + p - 63, neg);
 }
 #endif

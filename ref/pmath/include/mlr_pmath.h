@@ -15,20 +15,20 @@
 #define MLR_PMATH_H
 
 #include <math.h> /* fma only */
-#include "../base/mlr_base.h"
+#include "mlr_base.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define MLR__LN2_HI 0x1.62e42feep-1            /* ln 2 to 32 bits: k*LN2_HI exact for |k| < 2^21 */
-#define MLR__LN2_LO 0x1.a39ef35793c76p-33      /* ln 2 - LN2_HI */
-#define MLR__INVLN2 0x1.71547652b82fep+0       /* 1/ln 2 */
-#define MLR__LN2 0x1.62e42fefa39efp-1          /* ln 2 rounded to nearest */
-#define MLR__LN2_TAIL 0x1.abc9e3b39803fp-56    /* ln 2 - MLR__LN2 (checked against MPFR) */
-#define MLR__IVLN2_HI 0x1.71547652p+0          /* 1/ln 2 to 33 bits */
-#define MLR__IVLN2_LO 0x1.705fc2eefa2p-33      /* 1/ln 2 - IVLN2_HI */
-#define MLR__ROUND_MAGIC 0x1.8p52              /* x + 1.5*2^52 - 1.5*2^52 rounds |x| < 2^51 to an integer */
+#define MLR__LN2_HI      0x1.62e42feep-1       /* ln 2 to 32 bits: k*LN2_HI exact for |k| < 2^21 */
+#define MLR__LN2_LO      0x1.a39ef35793c76p-33 /* ln 2 - LN2_HI */
+#define MLR__INVLN2      0x1.71547652b82fep+0  /* 1/ln 2 */
+#define MLR__LN2         0x1.62e42fefa39efp-1  /* ln 2 rounded to nearest */
+#define MLR__LN2_TAIL    0x1.abc9e3b39803fp-56 /* ln 2 - MLR__LN2 (checked against MPFR) */
+#define MLR__IVLN2_HI    0x1.71547652p+0       /* 1/ln 2 to 33 bits */
+#define MLR__IVLN2_LO    0x1.705fc2eefa2p-33   /* 1/ln 2 - IVLN2_HI */
+#define MLR__ROUND_MAGIC 0x1.8p52 /* x + 1.5*2^52 - 1.5*2^52 rounds |x| < 2^51 to an integer */
 
 MLR_HD static inline double mlr__nan(void) { return mlr_bits_f64(0x7FF8000000000000ull); }
 MLR_HD static inline double mlr__inf(void) { return mlr_bits_f64(0x7FF0000000000000ull); }
@@ -47,7 +47,8 @@ MLR_HD static inline double mlr__exp_core(double hi, double lo, int k) {
   const double r = hi - lo, z = r * r;
   const double c = r - z * (0x1.555555555553ep-3 +
                             z * (-0x1.6c16c16bebd93p-9 +
-                                 z * (0x1.1566aaf25de2cp-14 + z * (-0x1.bbd41c5d26bf1p-20 + z * 0x1.6376972bea4dp-25))));
+                                 z * (0x1.1566aaf25de2cp-14 +
+                                      z * (-0x1.bbd41c5d26bf1p-20 + z * 0x1.6376972bea4dp-25))));
   const double y = 1.0 - ((lo - (r * c) / (2.0 - c)) - hi);
   return mlr__scale2(y, k);
 }
@@ -68,7 +69,7 @@ MLR_HD static inline double mlr_exp(double x) {
 MLR_HD static inline double mlr_exp2(double x) {
   if (x != x) return x + x;
   if (x >= 1024.0) return mlr__inf();
-  if (x <= -1076.0) return 0.0;                    /* 2^x < 2^-1075: below half the least subnormal */
+  if (x <= -1076.0) return 0.0; /* 2^x < 2^-1075: below half the least subnormal */
   if (x > -0x1p-60 && x < 0x1p-60) return 1.0 + x; /* 2^x - 1 < 2^-60 rounds to 1 */
   const double kd = (x + MLR__ROUND_MAGIC) - MLR__ROUND_MAGIC;
   const double r = x - kd; /* exact: |r| <= 1/2 and both are multiples of ulp(x) */
@@ -100,8 +101,11 @@ MLR_HD static inline double mlr__log_reduce(double x, int *k, uint32_t *hx_out) 
 /* fdlibm's R(s^2) for log(1+f) = 2s + s*R, s = f/(2+f); Remez on [0, 0.1716], error < 2^-58.45 */
 MLR_HD static inline double mlr__log_R(double z) {
   const double w = z * z;
-  const double t1 = w * (0x1.999999997fa04p-2 + w * (0x1.c71c51d8e78afp-3 + w * 0x1.39a09d078c69fp-3));
-  const double t2 = z * (0x1.5555555555593p-1 + w * (0x1.2492494229359p-2 + w * (0x1.7466496cb03dep-3 + w * 0x1.2f112df3e5244p-3)));
+  const double t1 =
+      w * (0x1.999999997fa04p-2 + w * (0x1.c71c51d8e78afp-3 + w * 0x1.39a09d078c69fp-3));
+  const double t2 =
+      z * (0x1.5555555555593p-1 +
+           w * (0x1.2492494229359p-2 + w * (0x1.7466496cb03dep-3 + w * 0x1.2f112df3e5244p-3)));
   return t2 + t1;
 }
 

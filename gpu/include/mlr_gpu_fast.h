@@ -2,9 +2,10 @@
  * with matrix units for both products, online softmax, split-K and a log-sum-exp merge. Unlike the
  * exact kernel (gpu/exact) it does not run arbitrary recipes: it computes its own, bit for bit
  * (mlr_gpu_fast_recipe: fp8 KV fast-a16w8 for bf16 Q, fast-a8w8 for fp8 Q, fast-wgmma-a8w8 for fp8
- * Q and OCP e4m3 KV with the logits on wgmma's fp8 unit; bf16 KV fast-a16w16, fast-a8w16), with the matrix unit's, the hardware exp2's and its row sum's rounding in the
- * recipe (mma:sm90-f16, softmax.exp_unit = sm90-ex2, softmax.sum = warp16), and `mlaref check`
- * holds it to that recipe and the truth.
+ * Q and OCP e4m3 KV with the logits on wgmma's fp8 unit; bf16 KV fast-a16w16, fast-a8w16), with the
+ * matrix unit's, the hardware exp2's and its row sum's rounding in the recipe (mma:sm90-f16,
+ * softmax.exp_unit = sm90-ex2, softmax.sum = warp16), and `mlaref check` holds it to that recipe
+ * and the truth.
  *
  * What it computes, per query token and split (a block of 8 warps; 16 heads = the 16 rows of the
  * unit's tile):
@@ -12,17 +13,17 @@
  *      fp8 values; bf16 values round to fp16: exact for |q| in [2^-17, 65504]).
  *   K, V: fp8 codes (OCP e4m3, or e4m3fnuz read as twice its value with 1/2 folded into the scales,
  *      both exact) or bf16 codes (rounded to nearest even: exact for |v| in [2^-17, 65504])
- *      converted to fp16 operands in registers; kv_scale folded into the logit scale and the output.
- *   QK: mma.sync m16n8k16 (fp16 in, fp32 accumulate) over the 576 columns in blocks of 16 in order
- *      from 0 (the recipe's mma:sm90-f16). logits = dot * c, c = fp32(log2 e / 24) [* q_scale] * kv_scale.
- *   softmax: blocks of 128 tokens (bf16 KV: 64) from the split's start: m' = max(m, max s), alpha = 2^(m - m'),
- *      p = 2^(s - m') (ex2.approx.f32), l = l*alpha + sum p (a warp-shuffle tree, then the warps
- *      in order), P rounded to fp16.
- *   PV: mma.sync m16n8k16 over the block's tokens in blocks of 16 in order from acc*alpha.
- *   split result (partial.normalized = no): the raw partial acc * kv_scale with the split's m and
- *      l; the emulator's global-max merge (k_merge) divides once: o = sum(part * w) / max(sum(l * w),
- *      clamp), w = 2^(m - M), lse = (M + log2 of the divisor) * ln 2; a token with one split is that
- *      merge done by the attention kernel itself. (The AMD recipes keep normalized partials.)
+ *      converted to fp16 operands in registers; kv_scale folded into the logit scale and the
+ * output. QK: mma.sync m16n8k16 (fp16 in, fp32 accumulate) over the 576 columns in blocks of 16 in
+ * order from 0 (the recipe's mma:sm90-f16). logits = dot * c, c = fp32(log2 e / 24) [* q_scale] *
+ * kv_scale. softmax: blocks of 128 tokens (bf16 KV: 64) from the split's start: m' = max(m, max s),
+ * alpha = 2^(m - m'), p = 2^(s - m') (ex2.approx.f32), l = l*alpha + sum p (a warp-shuffle tree,
+ * then the warps in order), P rounded to fp16. PV: mma.sync m16n8k16 over the block's tokens in
+ * blocks of 16 in order from acc*alpha. split result (partial.normalized = no): the raw partial acc
+ * * kv_scale with the split's m and l; the emulator's global-max merge (k_merge) divides once: o =
+ * sum(part * w) / max(sum(l * w), clamp), w = 2^(m - M), lse = (M + log2 of the divisor) * ln 2; a
+ * token with one split is that merge done by the attention kernel itself. (The AMD recipes keep
+ * normalized partials.)
  *
  * fast-wgmma-a8w8 (NVIDIA sm_90a, a build with MLAREF_GPU_ARCHS 90a, the default): the same but for
  * QK, which multiplies Q's and K's e4m3 codes as they are on wgmma's fp8 unit (wgmma.mma_async
@@ -49,10 +50,10 @@
 
 #include <stddef.h>
 
-#include "../../ref/base/mlr_base.h"
-#include "../../ref/base/mlr_inputs_view.h"
-#include "../../ref/emulate/mlr_emulate.h"
-#include "../../ref/recipe/mlr_recipe.h"
+#include "mlr_base.h"
+#include "mlr_inputs_view.h"
+#include "mlr_emulate.h"
+#include "mlr_recipe.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -80,7 +81,8 @@ typedef struct mlr_gpu_fast mlr_gpu_fast;
  *  (fit), MLR_ERANGE (grid limits, size overflow), MLR_ENOMEM, MLR_EDEVICE (no GPU, HIP or CPU-only
  *  build, fast-wgmma-a8w8 in a build without sm_90a code, a runtime call failed). *f is NULL on
  *  failure. */
-mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs *in, mlr_gpu_fast **f, mlr_error *err);
+mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs *in, mlr_gpu_fast **f,
+                                mlr_error *err);
 
 /** One run of the kernels (Q scale, attention, merge). flush_l2: first overwrite a buffer larger
  *  than the L2 cache with the byte flush_l2 & 0xFF (not timed; the L2 left dirty, or clean after
@@ -103,7 +105,8 @@ mlr_status mlr_gpu_fast_clean_flush(mlr_gpu_fast *f, mlr_error *err);
  *  they differ). A kernel that must read those bytes, timed this way, is not expected to be faster:
  *  a measured bound, not a proven one (it leaves out Q, O and a merge's launch; plain loads, which
  *  evict the flush's dirty lines as any load does). MLR_OK, MLR_ENOMEM, MLR_EDEVICE. */
-mlr_status mlr_gpu_fast_read_floor(mlr_gpu_fast *f, int reps, double *us, int *blocks_per_sm, int *unroll, mlr_error *err);
+mlr_status mlr_gpu_fast_read_floor(mlr_gpu_fast *f, int reps, double *us, int *blocks_per_sm,
+                                   int *unroll, mlr_error *err);
 
 /** The plan floor, in microseconds: the time of the fast kernel's plan with none of the
  *  attention's arithmetic (fast_floor.h: the plan's grid of a block a query token and split, its

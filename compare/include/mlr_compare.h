@@ -17,35 +17,25 @@
 
 #include <stdint.h>
 
-#include "../ref/base/mlr_base.h"
+#include "mlr_base.h"
+#include "mlr_values.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef enum mlr_ctype { MLR_CT_BF16 = 0, MLR_CT_F16 = 1, MLR_CT_F32 = 2, MLR_CT_F64 = 3 } mlr_ctype;
 
-typedef struct mlr_cmp_tensor {
-  mlr_ctype type;
-  const void *data; /* n codes (uint16_t), binary32 or binary64 values */
-  int64_t n;
-} mlr_cmp_tensor;
-
-/** The unwritten-element pattern of a type (all ones; binary64 has none: 0). */
-uint32_t mlr_cmp_unwritten(mlr_ctype t);
-/** Element i as binary64 (exact) and as its code. */
-double mlr_cmp_value(const mlr_cmp_tensor *t, int64_t i);
-/** ||a - t|| / ||t|| over the pairs where both are finite, summed in element order (0 when t is 0). */
+/** ||a - t|| / ||t|| over the pairs where both are finite, summed in element order (0 when t is 0).
+ */
 double mlr_compare_rel_l2(const mlr_cmp_tensor *a, const mlr_cmp_tensor *t);
-uint32_t mlr_cmp_code(const mlr_cmp_tensor *t, int64_t i);
 
 enum { MLR_CMP_WORST = 8 };
 
 typedef struct mlr_cmp_elem {
   int64_t index;
-  uint32_t a, b;   /* codes */
-  double va, vb;   /* values */
-  int64_t ulp;     /* -1 when not defined (NaN, class mismatch) */
+  uint32_t a, b; /* codes */
+  double va, vb; /* values */
+  int64_t ulp;   /* -1 when not defined (NaN, class mismatch) */
 } mlr_cmp_elem;
 
 typedef struct mlr_metrics {
@@ -56,50 +46,36 @@ typedef struct mlr_metrics {
   int64_t finite;         /* pairs with both finite: the ones the numeric metrics use */
   int64_t ulp_max;
   double ulp_p50, ulp_p99, ulp_p999;
-  double max_abs, max_rel; /* max |a-b|, max |a-b| / |b| over b != 0 */
-  double rmse, rel_l2;     /* sqrt(mean (a-b)^2), ||a-b|| / ||b|| */
-  double nmse;             /* sum (a-b)^2 / sum b^2 (ggml) */
-  double cos_diff;         /* 1 - 2 sum ab / sum (a^2 + b^2) (FlashMLA) */
+  double max_abs, max_rel;           /* max |a-b|, max |a-b| / |b| over b != 0 */
+  double rmse, rel_l2;               /* sqrt(mean (a-b)^2), ||a-b|| / ||b|| */
+  double nmse;                       /* sum (a-b)^2 / sum b^2 (ggml) */
+  double cos_diff;                   /* 1 - 2 sum ab / sum (a^2 + b^2) (FlashMLA) */
   mlr_cmp_elem worst[MLR_CMP_WORST]; /* largest ulp distance first (class mismatches and
                                         unwritten elements before everything) */
   int nworst;
 } mlr_metrics;
 
-/** Metrics of A against B (same length; B of A's type or wider): MLR_EINVAL otherwise, MLR_ENOMEM. */
-mlr_status mlr_compare_metrics(const mlr_cmp_tensor *a, const mlr_cmp_tensor *b, mlr_metrics *m, mlr_error *err);
+/** Metrics of A against B (same length; B of A's type or wider): MLR_EINVAL otherwise, MLR_ENOMEM.
+ */
+mlr_status mlr_compare_metrics(const mlr_cmp_tensor *a, const mlr_cmp_tensor *b, mlr_metrics *m,
+                               mlr_error *err);
 
 /** Fraction of finite pairs with |a - b| > atol + rtol |b| (torch.allclose's test, per element);
  *  NaN/Inf pairs count as mismatches unless they are the same class. */
-double mlr_compare_mismatch(const mlr_cmp_tensor *a, const mlr_cmp_tensor *b, double rtol, double atol);
+double mlr_compare_mismatch(const mlr_cmp_tensor *a, const mlr_cmp_tensor *b, double rtol,
+                            double atol);
 
-/** Sort n values ascending (for mlr_sorted_quantile). */
-void mlr_sort_values(double *v, int64_t n);
-/** The q-th quantile (0..1, nearest rank) of n sorted values; 0 when n = 0. */
-double mlr_sorted_quantile(const double *v, int64_t n, double q);
-
-/** Budget utilisation |a - t| / (atol + rtol |t|) per element (finite pairs): its max, quantiles
- *  and a histogram; over = elements above 1 (outside the tolerance). */
-enum { MLR_UTIL_BINS = 8 };
-typedef struct mlr_util {
-  int64_t n, over;
-  double max, p50, p99, p999;
-  int64_t hist[MLR_UTIL_BINS]; /* [0,1/64) [1/64,1/16) [1/16,1/4) [1/4,1/2) [1/2,1) [1,2) [2,4) [4,inf) */
-} mlr_util;
-/** The histogram's bin edges (MLR_UTIL_BINS + 1 of them, the last +Inf). */
-extern const double mlr_util_edges[MLR_UTIL_BINS + 1];
-mlr_status mlr_compare_utilisation(const mlr_cmp_tensor *a, const mlr_cmp_tensor *t, double rtol, double atol, mlr_util *u,
-                                   mlr_error *err);
 
 /** Against a per-element bound (ref/budget's a priori bound): |a - t| <= factor x bound[i] for
  *  every finite pair. Reports the largest ratio |a - t| / bound (the bound's utilisation), the
  *  elements beyond it and the worst one. */
 typedef struct mlr_bound_use {
-  int64_t n, over, worst;  /* worst: index of the largest ratio (-1 if none) */
-  double max_ratio;        /* max |a - t| / bound */
-  double tight_p50;        /* median of bound / |a - t| over elements with a - t != 0 (tightness) */
+  int64_t n, over, worst; /* worst: index of the largest ratio (-1 if none) */
+  double max_ratio;       /* max |a - t| / bound */
+  double tight_p50;       /* median of bound / |a - t| over elements with a - t != 0 (tightness) */
 } mlr_bound_use;
-mlr_status mlr_compare_bound(const mlr_cmp_tensor *a, const mlr_cmp_tensor *t, const double *bound, double factor,
-                             mlr_bound_use *bu, mlr_error *err);
+mlr_status mlr_compare_bound(const mlr_cmp_tensor *a, const mlr_cmp_tensor *t, const double *bound,
+                             double factor, mlr_bound_use *bu, mlr_error *err);
 
 /* ---- rules ---- */
 
@@ -139,13 +115,13 @@ typedef struct mlr_verdict {
 /** Apply a rule. m: A against B. For fa3, mt (A against the truth) and mr (B against the truth)
  *  are needed (NULL otherwise: the verdict is NA with the reason); for allclose, a and b. budget
  *  needs the bound: use mlr_rule_apply_budget (here it is NA, saying so). */
-mlr_verdict mlr_rule_apply(const mlr_rule *r, const mlr_metrics *m, const mlr_cmp_tensor *a, const mlr_cmp_tensor *b,
-                           const mlr_metrics *mt, const mlr_metrics *mr);
+mlr_verdict mlr_rule_apply(const mlr_rule *r, const mlr_metrics *m, const mlr_cmp_tensor *a,
+                           const mlr_cmp_tensor *b, const mlr_metrics *mt, const mlr_metrics *mr);
 
 /** The budget rule: A against the truth t within factor x bound (mlr_compare_bound); fails on
  *  unwritten elements or NaN/Inf class differences (m: A against the truth) like every rule. */
-mlr_verdict mlr_rule_apply_budget(const mlr_rule *r, const mlr_metrics *mt, const mlr_cmp_tensor *a, const mlr_cmp_tensor *t,
-                                  const double *bound);
+mlr_verdict mlr_rule_apply_budget(const mlr_rule *r, const mlr_metrics *mt, const mlr_cmp_tensor *a,
+                                  const mlr_cmp_tensor *t, const double *bound);
 
 #ifdef __cplusplus
 }

@@ -19,7 +19,8 @@
  * time. The clones run the same IEEE operations in the same order per element (contraction
  * is off, so no FMA is formed), so they give the same bits; the tests compare every
  * bulk kernel with its scalar twin. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__CUDACC__) && !defined(__HIPCC__)
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__CUDACC__) &&     \
+    !defined(__HIPCC__)
 #define MLR_SIMD_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define MLR_SIMD_CLONES
@@ -29,7 +30,8 @@
  * dispatched on the CPU's features; "avx2" alone leaves fma a library call, and "arch=haswell" is
  * dispatched on the CPU model, so AMD CPUs got the baseline clone) and the baseline one. fma is
  * exactly rounded, so both clones give the same bits. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__CUDACC__) && !defined(__HIPCC__)
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__CUDACC__) &&     \
+    !defined(__HIPCC__)
 #define MLR_FMA_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define MLR_FMA_CLONES
@@ -49,15 +51,32 @@
 extern "C" {
 #endif
 
-MLR_HD static inline uint32_t mlr_f32_bits(float x) { uint32_t u; memcpy(&u, &x, 4); return u; }
-MLR_HD static inline float mlr_bits_f32(uint32_t u) { float x; memcpy(&x, &u, 4); return x; }
-MLR_HD static inline uint64_t mlr_f64_bits(double x) { uint64_t u; memcpy(&u, &x, 8); return u; }
-MLR_HD static inline double mlr_bits_f64(uint64_t u) { double x; memcpy(&x, &u, 8); return x; }
+MLR_HD static inline uint32_t mlr_f32_bits(float x) {
+  uint32_t u;
+  memcpy(&u, &x, 4);
+  return u;
+}
+MLR_HD static inline float mlr_bits_f32(uint32_t u) {
+  float x;
+  memcpy(&x, &u, 4);
+  return x;
+}
+MLR_HD static inline uint64_t mlr_f64_bits(double x) {
+  uint64_t u;
+  memcpy(&u, &x, 8);
+  return u;
+}
+MLR_HD static inline double mlr_bits_f64(uint64_t u) {
+  double x;
+  memcpy(&x, &u, 8);
+  return x;
+}
 
 /* fn(ctx, i0, i1) on contiguous static parts of [0, n), one per OpenMP thread, or on all of
  * it when n < serial_below. For loops whose elements are independent: the result does not
  * depend on the thread count. */
-void mlr_parallel_ranges(size_t n, size_t serial_below, void (*fn)(void *ctx, size_t i0, size_t i1), void *ctx);
+void mlr_parallel_ranges(size_t n, size_t serial_below, void (*fn)(void *ctx, size_t i0, size_t i1),
+                         void *ctx);
 
 /** The OpenMP team size for a requested thread count: `requested` when > 0, else OpenMP's default
  *  (1 without OpenMP). */
@@ -75,8 +94,8 @@ typedef enum mlr_status {
   MLR_ERANGE = 6,         /* a size or index computation would overflow */
   MLR_EIO = 7,            /* a file could not be read or written */
   MLR_EPARSE = 8,         /* malformed input: text, or a file's structure */
-  MLR_ECONTRACT = 9,      /* well-formed input that breaks the input contract (names, shapes, values) */
-  MLR_EDEVICE = 10        /* no usable GPU, a build without GPU support, or a GPU call that failed */
+  MLR_ECONTRACT = 9, /* well-formed input that breaks the input contract (names, shapes, values) */
+  MLR_EDEVICE = 10   /* no usable GPU, a build without GPU support, or a GPU call that failed */
 } mlr_status;
 
 /* A short English description of a status; never NULL. */
@@ -92,7 +111,8 @@ typedef struct mlr_error {
 
 /* Fill err (may be NULL) with a printf-formatted line and return st: the one way the libraries
  * report a problem. */
-mlr_status mlr_error_set(mlr_error *err, mlr_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+mlr_status mlr_error_set(mlr_error *err, mlr_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #ifdef __cplusplus
 }

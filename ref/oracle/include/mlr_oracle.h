@@ -13,8 +13,8 @@
 #ifndef MLR_ORACLE_H
 #define MLR_ORACLE_H
 
-#include "../base/mlr_base.h"
-#include "../base/mlr_inputs_view.h"
+#include "mlr_base.h"
+#include "mlr_inputs_view.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -29,7 +29,8 @@ typedef struct mlr_oracle_stats {
 /** The certified oracle (ref/oracle/oracle.c says how): o [T, H, 512] and lse [T, H], each a
  *  binary64 within 1 ulp of the exact real value, computed from the same values as
  *  mlr_truth_f64. MLR_EINVAL, MLR_ENOMEM as mlr_truth_f64. */
-mlr_status mlr_oracle(const mlr_inputs *in, mlr_truth_from from, double *o, double *lse, mlr_oracle_stats *stats, mlr_error *err);
+mlr_status mlr_oracle(const mlr_inputs *in, mlr_truth_from from, double *o, double *lse,
+                      mlr_oracle_stats *stats, mlr_error *err);
 
 /** The certified o alone, in a new array *o of T x H x 512 binary64 (the caller frees it; NULL on
  *  failure): for the callers that compare against the truth and never read its lse. mlr_oracle's
@@ -42,12 +43,14 @@ void mlr_oracle_exp_dd(const double *th, const double *tl, size_t n, double *h, 
 
 /** The plain reference: every operation in MPFR at 256 bits (ref/oracle/plain256.c), rounded to
  *  binary64 at the end. Slow; for checking mlr_oracle and timing it. */
-mlr_status mlr_oracle_plain256(const mlr_inputs *in, mlr_truth_from from, double *o, double *lse, mlr_error *err);
+mlr_status mlr_oracle_plain256(const mlr_inputs *in, mlr_truth_from from, double *o, double *lse,
+                               mlr_error *err);
 
 /** o [T, H, 512] and lse [T, H] in binary64 (caller's buffers). MLR_EINVAL when from = bf16 and
  *  the inputs have no kv_bf16; MLR_ENOMEM. OpenMP over query tokens; the result does not depend
  *  on the thread count. */
-mlr_status mlr_truth_f64(const mlr_inputs *in, mlr_truth_from from, double *o, double *lse, mlr_error *err);
+mlr_status mlr_truth_f64(const mlr_inputs *in, mlr_truth_from from, double *o, double *lse,
+                         mlr_error *err);
 
 #ifdef __cplusplus
 }

@@ -46,9 +46,9 @@
 
 #include <stdint.h>
 
-#include "../base/mlr_base.h"
-#include "../base/mlr_inputs_view.h"
-#include "../recipe/mlr_recipe.h"
+#include "mlr_base.h"
+#include "mlr_inputs_view.h"
+#include "mlr_recipe.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -98,8 +98,8 @@ typedef struct mlr_emu_result {
  *  non-finite values flow through the arithmetic). MLR_EINVAL with err naming the problem for a
  *  recipe that fails mlr_recipe_check or does not fit the inputs (fp8 operands with bf16 KV, Q
  *  heads other than 16 are fine), MLR_ENOMEM, MLR_ERANGE when sizes overflow. */
-mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_opts *opts, mlr_emu_result *res,
-                       mlr_error *err);
+mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_opts *opts,
+                       mlr_emu_result *res, mlr_error *err);
 
 void mlr_emu_result_free(mlr_emu_result *res);
 
@@ -117,8 +117,8 @@ static inline size_t mlr_emu_o_bytes(const mlr_emu_result *res) {
  *  the Q values the kernel multiplies (bf16 values, or decoded fp8 codes) and qs [T*H] the scale of
  *  each (token, head) (1 for bf16 Q); *scales (malloc'd, *nscales of them) the distinct scales and
  *  *clipped the elements the clamp changed. Shared with ref/budget. MLR_ENOMEM. */
-mlr_status mlr_emu_q_values(const mlr_recipe *r, const mlr_inputs *in, float *qval, float *qs, float **scales,
-                            int64_t *nscales, int64_t *clipped);
+mlr_status mlr_emu_q_values(const mlr_recipe *r, const mlr_inputs *in, float *qval, float *qs,
+                            float **scales, int64_t *nscales, int64_t *clipped);
 
 /** The model's binary32 exp functions, by mlr_expbase (exposed for tests and the GPU kernel). */
 float mlr_emu_exp(int base, float x);

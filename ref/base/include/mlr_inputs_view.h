@@ -14,11 +14,12 @@ typedef struct mlr_inputs {
   int64_t T, H, N, B, page, P; /* query tokens, heads, KV rows, batches, page size, pages */
   const uint16_t *q;
   const void *kv;
-  int kv_format;               /* an mlr_format: MLR_FMT_E4M3, MLR_FMT_E4M3FNUZ or MLR_FMT_BF16 */
+  int kv_format; /* an mlr_format: MLR_FMT_E4M3, MLR_FMT_E4M3FNUZ or MLR_FMT_BF16 */
   float kv_scale, q_scale;
   int has_q_scale;
-  const int32_t *qo_indptr, *kv_indptr, *kv_indices, *kv_last_page_len; /* page table NULL if absent */
-  const uint16_t *kv_bf16;     /* NULL if absent */
+  const int32_t *qo_indptr, *kv_indptr, *kv_indices,
+      *kv_last_page_len;   /* page table NULL if absent */
+  const uint16_t *kv_bf16; /* NULL if absent */
 } mlr_inputs;
 
 /** KV length (tokens) of batch b. */

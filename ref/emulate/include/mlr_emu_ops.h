@@ -1,22 +1,23 @@
 /* mlr_emu_ops.h: the scalar steps of the model (mlr_emulate.h) that the CPU emulator and the GPU
  * exact kernel (gpu/exact) share: one source, compiled for both (MLR_HD), so a step cannot drift
- * between them. Each is a fixed sequence of IEEE binary32 operations, or a pmath function (binary64,
- * correctly rounded on both), so it gives the same bits on the host and the device. */
+ * between them. Each is a fixed sequence of IEEE binary32 operations, or a pmath function
+ * (binary64, correctly rounded on both), so it gives the same bits on the host and the device. */
 #ifndef MLR_EMU_OPS_H
 #define MLR_EMU_OPS_H
 
 #include <math.h>
 
-#include "../formats/mlr_formats.h"
-#include "../pmath/mlr_pmath.h"
-#include "../recipe/mlr_recipe.h"
-#include "../sfu/mlr_sfu.h"
+#include "mlr_formats.h"
+#include "mlr_pmath.h"
+#include "mlr_recipe.h"
+#include "mlr_sfu.h"
 
-#define MLR_EMU_SM_SCALE (1.0 / 24.0)         /* 1/sqrt(576); sqrt(576) = 24 exactly */
-#define MLR_EMU_LOG2E_F 0x1.715476p+0f        /* fp32(log2 e) = 0x3FB8AA3B, the constant in Triton's PTX */
-#define MLR_EMU_LN2_F 0x1.62e43p-1f           /* fp32(ln 2) = 0x3F317218 */
-#define MLR_EMU_LOG2E_D 0x1.71547652b82fep+0  /* binary64 log2 e */
-#define MLR_EMU_SKIP_BELOW -1e30f             /* the seeds' stage 2 skips lse <= -1e30 (empty splits) */
+#define MLR_EMU_SM_SCALE   (1.0 / 24.0)   /* 1/sqrt(576); sqrt(576) = 24 exactly */
+#define MLR_EMU_LOG2E_F    0x1.715476p+0f /* fp32(log2 e) = 0x3FB8AA3B, the constant in Triton's PTX \
+                                           */
+#define MLR_EMU_LN2_F      0x1.62e43p-1f        /* fp32(ln 2) = 0x3F317218 */
+#define MLR_EMU_LOG2E_D    0x1.71547652b82fep+0 /* binary64 log2 e */
+#define MLR_EMU_SKIP_BELOW -1e30f /* the seeds' stage 2 skips lse <= -1e30 (empty splits) */
 
 /* exp by mlr_expbase: e^x, 2^x, or 2^(fp32(x * fp32(log2 e))); each the binary64 pmath result
  * rounded once to binary32 */
@@ -35,10 +36,13 @@ MLR_HD static inline float mlr__emu_sm_exp(int base, const uint32_t *ex2, float 
 
 /* warp16's token k = 0..3 of lane j = 0..3 in the group of 16 from g0: 2j, 2j+1, 2j+8, 2j+9 (the
  * fast kernel's m16n8 fragments: two n-tiles of 8 tokens, two columns a lane) */
-MLR_HD static inline int64_t mlr__emu_warp16_token(int64_t g0, int j, int k) { return g0 + 2 * j + (k & 1) + 8 * (k >> 1); }
+MLR_HD static inline int64_t mlr__emu_warp16_token(int64_t g0, int j, int k) {
+  return g0 + 2 * j + (k & 1) + 8 * (k >> 1);
+}
 
 /* a block's row sum of p[0..n) in the recipe's order (softmax.sum, mlr_rowsum). warp16 is the fast
- * kernel's: tokens past n are its masked ones, p = 0 (adding +0 to a sum of p >= 0 changes no bit) */
+ * kernel's: tokens past n are its masked ones, p = 0 (adding +0 to a sum of p >= 0 changes no bit)
+ */
 MLR_HD static inline float mlr__emu_rowsum(int order, const float *p, int64_t n) {
   float ls = 0.0f;
   if (order != MLR_SUM_WARP16) {
@@ -60,7 +64,9 @@ MLR_HD static inline float mlr__emu_rowsum(int order, const float *p, int64_t n)
   return ls;
 }
 
-MLR_HD static inline float mlr__emu_log(int base, float x) { return base == MLR_EXP_2 ? mlr_log2f(x) : mlr_logf(x); }
+MLR_HD static inline float mlr__emu_log(int base, float x) {
+  return base == MLR_EXP_2 ? mlr_log2f(x) : mlr_logf(x);
+}
 
 /* a running update a*alpha + b: one fused multiply-add, or a rounded product then a rounded sum */
 MLR_HD static inline float mlr__emu_upd(float a, float alpha, float b, int fused) {
@@ -83,17 +89,23 @@ MLR_HD static inline float mlr__emu_to_operand(float x, int op) {
  * never overflows, saturation only matters for a NaN-free contract) */
 MLR_HD static inline float mlr__emu_p_round(float p, int pf) {
   switch (pf) {
-  case MLR_P_FP16: return mlr__emu_round_to(p, MLR_FMT_FP16);
-  case MLR_P_BF16: return mlr__emu_round_to(p, MLR_FMT_BF16);
-  case MLR_P_E4M3: return mlr_decode(MLR_FMT_E4M3, mlr__encode_f32_rne(p, MLR_FMT_E4M3, MLR_OVF_SATURATE));
-  case MLR_P_E4M3FNUZ: return mlr_decode(MLR_FMT_E4M3FNUZ, mlr__encode_f32_rne(p, MLR_FMT_E4M3FNUZ, MLR_OVF_SATURATE));
-  default: return p;
+  case MLR_P_FP16:
+    return mlr__emu_round_to(p, MLR_FMT_FP16);
+  case MLR_P_BF16:
+    return mlr__emu_round_to(p, MLR_FMT_BF16);
+  case MLR_P_E4M3:
+    return mlr_decode(MLR_FMT_E4M3, mlr__encode_f32_rne(p, MLR_FMT_E4M3, MLR_OVF_SATURATE));
+  case MLR_P_E4M3FNUZ:
+    return mlr_decode(MLR_FMT_E4M3FNUZ, mlr__encode_f32_rne(p, MLR_FMT_E4M3FNUZ, MLR_OVF_SATURATE));
+  default:
+    return p;
   }
 }
 
 /* the output code of one o value (bf16 / fp16 code; binary32 outputs are stored as they are) */
 MLR_HD static inline uint16_t mlr__emu_out_code(float v, int out_format) {
-  return (uint16_t)mlr__encode_f32_rne(v, out_format == MLR_OUT_FP16 ? MLR_FMT_FP16 : MLR_FMT_BF16, MLR_OVF_NONSAT);
+  return (uint16_t)mlr__encode_f32_rne(v, out_format == MLR_OUT_FP16 ? MLR_FMT_FP16 : MLR_FMT_BF16,
+                                       MLR_OVF_NONSAT);
 }
 
 /* one Q element's last steps, on its unclamped quotient x: clamped to the format's max (*clipped
@@ -109,18 +121,23 @@ MLR_HD static inline uint8_t mlr__emu_q_code_of(float x, mlr_format f8, int *cli
  * bf16 arithmetic (mlr_task_quant_unclamped); the static one divides in binary32, as (q / scale)
  * does for a bf16 tensor and a float32 tensor (type promotion), then clamps to the format's max
  * (*clipped set to 1 when the clamp changed it) and casts (nearest even): the code */
-MLR_HD static inline uint8_t mlr__emu_q_code(uint16_t q, float s, mlr_format f8, int task_arith, int *clipped) {
-  return mlr__emu_q_code_of(task_arith ? mlr_task_quant_unclamped(q, s) : mlr_bits_f32((uint32_t)q << 16) / s, f8, clipped);
+MLR_HD static inline uint8_t mlr__emu_q_code(uint16_t q, float s, mlr_format f8, int task_arith,
+                                             int *clipped) {
+  return mlr__emu_q_code_of(task_arith ? mlr_task_quant_unclamped(q, s)
+                                       : mlr_bits_f32((uint32_t)q << 16) / s,
+                            f8, clipped);
 }
 /* the same as a value */
-MLR_HD static inline float mlr__emu_q_quant(uint16_t q, float s, mlr_format f8, int task_arith, int *clipped) {
+MLR_HD static inline float mlr__emu_q_quant(uint16_t q, float s, mlr_format f8, int task_arith,
+                                            int *clipped) {
   return mlr_decode(f8, mlr__emu_q_code(q, s, f8, task_arith, clipped));
 }
 
 /* one split's term under the global-max rule, weight wv = exp(x[s] - max): acc += pt * wv and
  * sum += ms * wv, fused or not (the fast kernel's k_merge runs it with weights worked out once a
  * block) */
-MLR_HD static inline void mlr__emu_merge_term(float pt, float ms, float wv, int fused, float *acc, float *sum) {
+MLR_HD static inline void mlr__emu_merge_term(float pt, float ms, float wv, int fused, float *acc,
+                                              float *sum) {
   *acc = fused ? fmaf(pt, wv, *acc) : *acc + pt * wv;
   *sum = fused ? fmaf(ms, wv, *sum) : *sum + ms * wv;
 }
@@ -130,8 +147,10 @@ MLR_HD static inline void mlr__emu_merge_term(float pt, float ms, float wv, int 
  * mass[s] its sum l), part[s * stride] its partial; rule running_max, global_max or aiter (running
  * for 2-3 splits), exp in base eb, updates fused or not. Returns acc / max(sum, clamp); *M gets the
  * merged max and *sc max(sum, clamp), for the lse. */
-MLR_HD static inline float mlr__emu_merge_column(const float *x, const float *mass, const float *part, int64_t stride,
-                                                int64_t ns, int rule, int eb, int fused, float clamp, float *M, float *sc) {
+MLR_HD static inline float mlr__emu_merge_column(const float *x, const float *mass,
+                                                 const float *part, int64_t stride, int64_t ns,
+                                                 int rule, int eb, int fused, float clamp, float *M,
+                                                 float *sc) {
   if (rule == MLR_MERGE_AITER) rule = ns <= 3 ? MLR_MERGE_RUNNING : MLR_MERGE_GLOBAL;
   float m = -INFINITY, sum = 0.0f, acc = 0.0f;
   if (rule == MLR_MERGE_GLOBAL)
@@ -141,11 +160,13 @@ MLR_HD static inline float mlr__emu_merge_column(const float *x, const float *ma
     if (!(x[s] > MLR_EMU_SKIP_BELOW)) continue;
     const float ms = mass ? mass[s] : 1.0f, pt = part[s * stride];
     if (rule == MLR_MERGE_RUNNING) {
-      const float mn = fmaxf(m, x[s]), a = mlr__emu_exp(eb, m - mn), wv = mlr__emu_exp(eb, x[s] - mn);
+      const float mn = fmaxf(m, x[s]), a = mlr__emu_exp(eb, m - mn),
+                  wv = mlr__emu_exp(eb, x[s] - mn);
       acc = mlr__emu_upd(acc, a, pt * wv, fused);
       sum = mlr__emu_upd(sum, a, ms * wv, fused);
       m = mn;
-    } else mlr__emu_merge_term(pt, ms, mlr__emu_exp(eb, x[s] - m), fused, &acc, &sum);
+    } else
+      mlr__emu_merge_term(pt, ms, mlr__emu_exp(eb, x[s] - m), fused, &acc, &sum);
   }
   *M = m, *sc = fmaxf(sum, clamp);
   return acc / *sc;

@@ -24,10 +24,10 @@
 
 #include <stdint.h>
 
-#include "../base/mlr_base.h"
-#include "../base/mlr_inputs_view.h"
-#include "../oracle/mlr_oracle.h"
-#include "../recipe/mlr_recipe.h"
+#include "mlr_base.h"
+#include "mlr_inputs_view.h"
+#include "mlr_oracle.h"
+#include "mlr_recipe.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -61,8 +61,9 @@ int mlr_source_present(const mlr_recipe *r, const mlr_inputs *in, int s);
  *  (mlr_emulate, decoded) bit for bit; with 0 they are attention on the bf16 inputs in binary64
  *  (mlr_truth_f64 from bf16 to about 1e-15). MLR_EINVAL when kv_quant is off and the inputs
  *  have fp8 KV without kv_bf16, or the recipe does not fit; MLR_ENOMEM. */
-mlr_status mlr_budget_eval(const mlr_recipe *r, const mlr_inputs *in, unsigned rounded, const int64_t *rows, int64_t nrows,
-                           int threads, double *o, mlr_error *err);
+mlr_status mlr_budget_eval(const mlr_recipe *r, const mlr_inputs *in, unsigned rounded,
+                           const int64_t *rows, int64_t nrows, int threads, double *o,
+                           mlr_error *err);
 
 /** Error statistics of a set of differences: RMS, max |e| and the 99.9th percentile of |e|. */
 typedef struct mlr_err_stats {
@@ -70,14 +71,14 @@ typedef struct mlr_err_stats {
 } mlr_err_stats;
 
 typedef struct mlr_decomp {
-  int64_t n, rows;                   /* elements and rows (t, h) measured */
-  unsigned present;                  /* bits of the sources the recipe has */
-  mlr_truth_from from;               /* the truth: from bf16 KV or from the dequantized KV */
-  double truth_rms;                  /* RMS of the truth, for relative figures */
-  mlr_err_stats total;               /* model - truth */
-  mlr_err_stats alone[MLR_NSRC];     /* only this source rounded, minus the truth */
-  mlr_err_stats without[MLR_NSRC];   /* model minus the model with this source exact: what it adds */
-  mlr_err_stats interaction;         /* total - sum of alone: what the sources do together */
+  int64_t n, rows;                 /* elements and rows (t, h) measured */
+  unsigned present;                /* bits of the sources the recipe has */
+  mlr_truth_from from;             /* the truth: from bf16 KV or from the dequantized KV */
+  double truth_rms;                /* RMS of the truth, for relative figures */
+  mlr_err_stats total;             /* model - truth */
+  mlr_err_stats alone[MLR_NSRC];   /* only this source rounded, minus the truth */
+  mlr_err_stats without[MLR_NSRC]; /* model minus the model with this source exact: what it adds */
+  mlr_err_stats interaction;       /* total - sum of alone: what the sources do together */
   double rel_l2_total, rel_l2_alone[MLR_NSRC]; /* ||e|| / ||truth|| */
   /* closure: the switchable model with every source on against mlr_emulate (elements whose bits
    * differ: 0), and with every source off against the truth (max |difference|, binary64 noise) */
@@ -90,13 +91,14 @@ typedef struct mlr_decomp {
  *  KV (MLR_EINVAL without kv_bf16) or the dequantized KV (kv_quant then counts as absent: it is in
  *  the truth too); truth_o is that truth and model_o the model's output (mlr_budget_model) for
  *  every element [T, H, 512] when the caller has them (NULL: computed here). */
-mlr_status mlr_budget_decompose(const mlr_recipe *r, const mlr_inputs *in, mlr_truth_from from, const double *truth_o,
-                                const double *model_o, const int64_t *rows, int64_t nrows, int threads, mlr_decomp *d,
-                                mlr_error *err);
+mlr_status mlr_budget_decompose(const mlr_recipe *r, const mlr_inputs *in, mlr_truth_from from,
+                                const double *truth_o, const double *model_o, const int64_t *rows,
+                                int64_t nrows, int threads, mlr_decomp *d, mlr_error *err);
 
 /** The model's output (mlr_emulate) for every element, decoded to binary64 into o [T, H, 512];
  *  *clipped (may be NULL) the Q elements the clamp changed. mlr_emulate's status codes. */
-mlr_status mlr_budget_model(const mlr_recipe *r, const mlr_inputs *in, int threads, double *o, int64_t *clipped, mlr_error *err);
+mlr_status mlr_budget_model(const mlr_recipe *r, const mlr_inputs *in, int threads, double *o,
+                            int64_t *clipped, mlr_error *err);
 
 /** Statistics of n differences a[i] - b[i] (NaN pairs skipped; both non-finite of one class:
  *  skipped). */
@@ -110,14 +112,14 @@ mlr_err_stats mlr_err_stats_of(const double *a, const double *b, int64_t n);
  *  the arithmetic enters as a worst case (unit roundoff x sums of magnitudes). Elements whose
  *  truth is not finite get +Inf (the compare rules then require the NaN/Inf classes to match).
  *  MLR_EINVAL as mlr_budget_eval, MLR_ENOMEM. */
-mlr_status mlr_budget_bound(const mlr_recipe *r, const mlr_inputs *in, mlr_truth_from from, const double *truth_o, int threads,
-                            double *bound, mlr_error *err);
+mlr_status mlr_budget_bound(const mlr_recipe *r, const mlr_inputs *in, mlr_truth_from from,
+                            const double *truth_o, int threads, double *bound, mlr_error *err);
 
 /* ---- the static Q scale ---- */
 
 typedef struct mlr_policy_point {
-  double absmax;        /* static: the absmax; dynamic policies: 0 */
-  double clipped_frac;  /* fraction of the Q elements the clamp changed */
+  double absmax;               /* static: the absmax; dynamic policies: 0 */
+  double clipped_frac;         /* fraction of the Q elements the clamp changed */
   double rms, max_abs, rel_l2; /* model - truth */
   double util_max, util_p999;  /* budget utilisation |out - truth| / (atol + rtol |truth|) */
 } mlr_policy_point;
@@ -125,13 +127,15 @@ typedef struct mlr_policy_point {
 /** The model's error against truth_o ([T, H, 512], the truth the caller chose) under the recipe
  *  as given (its q.format / q.scale / q.absmax), and its clipped fraction; utilisation for
  *  rtol, atol. MLR_EINVAL (bf16 Q has no scale), MLR_ENOMEM. */
-mlr_status mlr_budget_policy_point(const mlr_recipe *r, const mlr_inputs *in, const double *truth_o, double rtol, double atol,
-                                   int threads, mlr_policy_point *pt, mlr_error *err);
+mlr_status mlr_budget_policy_point(const mlr_recipe *r, const mlr_inputs *in, const double *truth_o,
+                                   double rtol, double atol, int threads, mlr_policy_point *pt,
+                                   mlr_error *err);
 
 /** The same figures for an output already at hand: o ([T, H, 512], its values in binary64) of a
  *  kernel computing recipe r, which clipped `clipped` Q elements (a GPU kernel's, say). */
-mlr_status mlr_budget_point_of(const mlr_recipe *r, const mlr_inputs *in, const double *o, int64_t clipped, const double *truth_o, double rtol,
-                               double atol, mlr_policy_point *pt, mlr_error *err);
+mlr_status mlr_budget_point_of(const mlr_recipe *r, const mlr_inputs *in, const double *o,
+                               int64_t clipped, const double *truth_o, double rtol, double atol,
+                               mlr_policy_point *pt, mlr_error *err);
 
 /** The sweep grid: n absmax values log-spaced from lo to hi (both included). */
 void mlr_budget_absmax_grid(double lo, double hi, int n, double *out);

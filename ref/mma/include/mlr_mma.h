@@ -19,11 +19,12 @@
  * fp8 unit) settled the rest: C is a term of the block's alignment, and a subnormal fp8 input takes
  * its format's least normal exponent (e4m3 -6, e5m2 -14: `sm90-e5m2`), which the published vectors
  * (C = 0) do not tell from its true one. mma.sync m16n8k32 with e4m3
- * operands is another matter on sm_90: ptxas lowers it (SASS read on the H200) to F2FP.F16.E4M3.UNPACK_B
- * (exact: every e4m3 value is an fp16 one) and two HMMA.16816.F32, the first over the low byte pair
- * of each operand register (k with (k & 3) < 2) from a zero accumulator, the second over the high
- * pair from the first's result, then FADD C: `sm90-e4m3-sync` (lowered = 1), bit-identical on every
- * e4m3 and e5m2 vector mma_probe ran (tests/data/mma/h200_probe_e4m3.txt, _e5m2.txt).
+ * operands is another matter on sm_90: ptxas lowers it (SASS read on the H200) to
+ * F2FP.F16.E4M3.UNPACK_B (exact: every e4m3 value is an fp16 one) and two HMMA.16816.F32, the first
+ * over the low byte pair of each operand register (k with (k & 3) < 2) from a zero accumulator, the
+ * second over the high pair from the first's result, then FADD C: `sm90-e4m3-sync` (lowered = 1),
+ * bit-identical on every e4m3 and e5m2 vector mma_probe ran (tests/data/mma/h200_probe_e4m3.txt,
+ * _e5m2.txt).
  *
  * AMD CDNA3 (MI300) MFMA, from MMA-Sim's published description (Xie et al., arXiv 2511.10909, and
  * its simulator, github.com/microsoft/MMA-Sim, mmasim/simulator/amd.py and functions.py, read as a
@@ -39,14 +40,15 @@
  *   c. a product of 2^128 or more in magnitude: +-Inf (NaN with both signs); NaN or Inf operands:
  *      the IEEE sum, as for every unit here.
  * Blocks: 8 products for bf16 (cdna3-bf16: a k = 16 instruction is two blocks in order, the first's
- * D the second's C), 16 for fp8 (cdna3-fp8); a subnormal input at its format's least normal exponent
- * (bf16 -126; e4m3fnuz -7). The rounding down makes the unit's error asymmetric (MMA-Sim's point). */
+ * D the second's C), 16 for fp8 (cdna3-fp8); a subnormal input at its format's least normal
+ * exponent (bf16 -126; e4m3fnuz -7). The rounding down makes the unit's error asymmetric (MMA-Sim's
+ * point). */
 #ifndef MLR_MMA_H
 #define MLR_MMA_H
 
 #include <math.h>
 
-#include "../base/mlr_base.h"
+#include "mlr_base.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -55,37 +57,44 @@ extern "C" {
 typedef enum { MLR_MMA_RZ = 0, MLR_MMA_RNE = 1, MLR_MMA_RD = 2 } mlr_mma_round;
 
 typedef enum {
-  MLR_MMA_SM90_E4M3 = 0, /* the published e4m3 vectors' unit (most likely wgmma; not mma.sync: below), fp32 accumulator */
-  MLR_MMA_SM90_BF16,     /* mma.sync m16n8k16 / wgmma, bf16 operands */
-  MLR_MMA_SM90_F16,      /* mma.sync m16n8k16 / wgmma, fp16 operands */
-  MLR_MMA_CDNA3_FP8,     /* MI300 v_mfma_f32_*_fp8 (unverified) */
-  MLR_MMA_SM90_E4M3_SYNC, /* mma.sync m16n8k32 e4m3 or e5m2 as sm_90 runs it: two fp16 HMMAs (lowered) */
-  MLR_MMA_CDNA3_BF16,    /* MI300 v_mfma_f32_*_bf16 (unverified) */
-  MLR_MMA_SM90_E5M2,     /* wgmma m64nNk32 with e5m2 operands (sm90-e4m3's unit; e5m2's least normal exponent) */
+  MLR_MMA_SM90_E4M3 = 0,  /* the published e4m3 vectors' unit (most likely wgmma; not mma.sync:
+                             below), fp32 accumulator */
+  MLR_MMA_SM90_BF16,      /* mma.sync m16n8k16 / wgmma, bf16 operands */
+  MLR_MMA_SM90_F16,       /* mma.sync m16n8k16 / wgmma, fp16 operands */
+  MLR_MMA_CDNA3_FP8,      /* MI300 v_mfma_f32_*_fp8 (unverified) */
+  MLR_MMA_SM90_E4M3_SYNC, /* mma.sync m16n8k32 e4m3 or e5m2 as sm_90 runs it: two fp16 HMMAs
+                             (lowered) */
+  MLR_MMA_CDNA3_BF16,     /* MI300 v_mfma_f32_*_bf16 (unverified) */
+  MLR_MMA_SM90_E5M2, /* wgmma m64nNk32 with e5m2 operands (sm90-e4m3's unit; e5m2's least normal
+                        exponent) */
   MLR_MMA_UNITS
 } mlr_mma_unit;
 
 typedef struct mlr_mma_model {
-  const char *name;   /* "sm90-e4m3", ... (the recipe dot model's suffix) */
-  int block;          /* products per block */
-  int frac_bits;      /* fraction bits kept below 2^E (step 3) */
-  int result_bits;    /* step 5; 0: none */
-  int out_round;      /* mlr_mma_round, step 6 */
-  int verified;       /* reproduces hardware measurements (tests/mma.c) */
-  int sub_emin;       /* step 1 for inputs subnormal in their format: 0, their true exponent;
-                         else this exponent (the format's least normal one: the exponent field's) */
-  int lowered;        /* 1: the instruction is not a unit of its own but two blocks of the fp16 unit
-                         (MLR_MMA_SM90_F16): the block's products with (i & 3) < 2 summed from 0, the
-                         others from that result, then C + it rounded to binary32 (nearest even) */
-  int two_stage;      /* 0: steps 2-6; 1: CDNA3's stages a-c; 2: the same with fp8's even/odd split */
+  const char *name; /* "sm90-e4m3", ... (the recipe dot model's suffix) */
+  int block;        /* products per block */
+  int frac_bits;    /* fraction bits kept below 2^E (step 3) */
+  int result_bits;  /* step 5; 0: none */
+  int out_round;    /* mlr_mma_round, step 6 */
+  int verified;     /* reproduces hardware measurements (tests/mma.c) */
+  int sub_emin;     /* step 1 for inputs subnormal in their format: 0, their true exponent;
+                       else this exponent (the format's least normal one: the exponent field's) */
+  int lowered;      /* 1: the instruction is not a unit of its own but two blocks of the fp16 unit
+                       (MLR_MMA_SM90_F16): the block's products with (i & 3) < 2 summed from 0, the
+                       others from that result, then C + it rounded to binary32 (nearest even) */
+  int two_stage;    /* 0: steps 2-6; 1: CDNA3's stages a-c; 2: the same with fp8's even/odd split */
 } mlr_mma_model;
 
-enum { MLR_MMA_CDNA3_SUM_BITS = 31, MLR_MMA_CDNA3_C_BITS = 24, MLR_MMA_CDNA3_C_DROP = 25 }; /* stage b */
+enum {
+  MLR_MMA_CDNA3_SUM_BITS = 31,
+  MLR_MMA_CDNA3_C_BITS = 24,
+  MLR_MMA_CDNA3_C_DROP = 25
+}; /* stage b */
 
 /** The model of a unit, or NULL for an unknown one. */
 const mlr_mma_model *mlr_mma_get(mlr_mma_unit u);
-/** The model by name ("sm90-e4m3", "sm90-bf16", "sm90-f16", "cdna3-fp8", "sm90-e4m3-sync", "cdna3-bf16",
- *  "sm90-e5m2"), or NULL. */
+/** The model by name ("sm90-e4m3", "sm90-bf16", "sm90-f16", "cdna3-fp8", "sm90-e4m3-sync",
+ * "cdna3-bf16", "sm90-e5m2"), or NULL. */
 const mlr_mma_model *mlr_mma_find(const char *name);
 
 /** One block: D = the unit's sum of a[i] * b[i] for i < n (n <= m->block) and c. The operands are
@@ -107,7 +116,7 @@ float mlr_mma_dot(const mlr_mma_model *m, const float *a, const float *b, int64_
  * MLR_MMA_ENONFIN / 2, and then D is the model's IEEE sum, C + a_0 b_0 + ... in binary64 in order,
  * rounded to binary32. mlr_mma_finish does steps 5 and 6 on the sum. tests/mma.c checks this form
  * against mlr_mma_block on every measured vector and on random blocks. */
-#define MLR_MMA_EZERO (-100000)   /* the exponent of a zero */
+#define MLR_MMA_EZERO   (-100000) /* the exponent of a zero */
 #define MLR_MMA_ENONFIN (1000000) /* of a NaN or Inf: wins over anything, zeros included */
 
 static inline int mlr__mma_exp(uint32_t b) { /* b: |x|'s bits; subnormal: (63 - clz) - 149 */
@@ -141,8 +150,10 @@ static inline float mlr_mma_finish(const mlr_mma_model *m, double S, int E) {
   const float f = (float)v;
   const uint32_t fb = mlr_f32_bits(f);
   uint32_t r = fb;
-  if (m->out_round == MLR_MMA_RZ) r = fb - (fabs((double)f) > av);
-  else if (m->out_round == MLR_MMA_RD) r = (double)f > v ? (v < 0 ? fb + 1 : fb - 1) : fb;
+  if (m->out_round == MLR_MMA_RZ)
+    r = fb - (fabs((double)f) > av);
+  else if (m->out_round == MLR_MMA_RD)
+    r = (double)f > v ? (v < 0 ? fb + 1 : fb - 1) : fb;
   r = av >= 0x1p128 ? (v < 0 ? 0xFF800000u : 0x7F800000u) : r;
   return S == 0.0 ? 0.0f : mlr_bits_f32(r);
 }

@@ -17,10 +17,10 @@
 
 #include <stddef.h>
 
-#include "../../ref/base/mlr_base.h"
-#include "../../ref/base/mlr_inputs_view.h"
-#include "../../ref/emulate/mlr_emulate.h"
-#include "../../ref/recipe/mlr_recipe.h"
+#include "mlr_base.h"
+#include "mlr_inputs_view.h"
+#include "mlr_emulate.h"
+#include "mlr_recipe.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -30,11 +30,14 @@ enum { MLR_GPU_MAX_HEADS = 16 };
 
 typedef struct mlr_gpu_timing {
   double kernel_ms; /* device events around the kernels (Q preparation to the merge), the sum of: */
-  double q_ms, qk_ms, split_ms, merge_ms; /* Q (max |q|, quantization), logits, the splits, the merge */
-  double total_ms;  /* host clock: allocation, copies both ways, kernels, the unwritten-element scan */
+  double q_ms, qk_ms, split_ms,
+      merge_ms; /* Q (max |q|, quantization), logits, the splits, the merge */
+  double
+      total_ms; /* host clock: allocation, copies both ways, kernels, the unwritten-element scan */
 } mlr_gpu_timing;
 
-/** "CUDA" or "HIP": the runtime this build's GPU code targets; NULL in a build without GPU support. */
+/** "CUDA" or "HIP": the runtime this build's GPU code targets; NULL in a build without GPU support.
+ */
 const char *mlr_gpu_backend(void);
 
 /** The first GPU's name (e.g. "NVIDIA H200") into name: MLR_OK, or MLR_EDEVICE (no GPU support in
@@ -47,8 +50,8 @@ mlr_status mlr_gpu_device(char *name, size_t n, mlr_error *err);
  *  MLR_EDEVICE (a runtime call or launch failed, or an output element was left unwritten: the
  *  outputs are pre-filled with an all-ones NaN pattern that no step of the model writes). timing
  *  may be NULL. */
-mlr_status mlr_gpu_exact(const mlr_recipe *r, const mlr_inputs *in, mlr_emu_result *res, mlr_gpu_timing *timing,
-                         mlr_error *err);
+mlr_status mlr_gpu_exact(const mlr_recipe *r, const mlr_inputs *in, mlr_emu_result *res,
+                         mlr_gpu_timing *timing, mlr_error *err);
 
 #ifdef __cplusplus
 }

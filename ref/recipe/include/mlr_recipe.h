@@ -1,0 +1,167 @@
+/* mlr_recipe.h: the numerics contract of a kernel (DESIGN.md, "The recipe"): every choice that
+ * decides its output bits, as a struct, a text form and a canonical string with a SHA-256 hash.
+ *
+ * Text form: one `key = value` per line; '#' starts a comment; blank lines are ignored; keys may
+ * come in any order and each at most once; keys not given keep the value of the base recipe
+ * (`base = NAME` on the first line, default fp32-seq). Errors name file:line:column and list
+ * the valid values. The canonical string lists every numerics key in the fixed order of the key
+ * table, `key=value` joined by ';' (keys added later, softmax.exp_unit, softmax.sum, split.overhead
+ * and split.per, only when not at their default, so the recipes hashed before them keep their
+ * hashes); the recipe's name is not part of it, so the hash identifies the numerics, not the label.
+ */
+#ifndef MLR_RECIPE_H
+#define MLR_RECIPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mlr_base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { MLR_Q_BF16, MLR_Q_E4M3, MLR_Q_E4M3FNUZ } mlr_qfmt; /* Q's format */
+typedef enum {
+  MLR_QS_NONE,
+  MLR_QS_STATIC,
+  MLR_QS_DYNAMIC,
+  MLR_QS_PER_HEAD,
+  MLR_QS_PER_TOKEN
+} mlr_qscale;
+typedef enum { MLR_KVS_OPERAND, MLR_KVS_FOLDED } mlr_kvscale_at; /* into K/V, or folded */
+typedef enum {
+  MLR_OP_FP32,
+  MLR_OP_FP16,
+  MLR_OP_BF16,
+  MLR_OP_FP8
+} mlr_operand; /* fp8: the input's own */
+/* accumulation model. mma:UNIT: a matrix unit (ref/mma, mlr_mma_unit in the same order from
+ * MLR_DOT_MMA_SM90_E4M3): blocks of the unit's size along the summed dimension in order, each
+ * block's D the next block's C (the fragments of mma.sync / wgmma / MFMA as a kernel steps k) */
+typedef enum {
+  MLR_DOT_SEQ,
+  MLR_DOT_NOPE_ROPE,
+  MLR_DOT_EXACT,
+  MLR_DOT_MMA_SM90_E4M3,
+  MLR_DOT_MMA_SM90_BF16,
+  MLR_DOT_MMA_SM90_F16,
+  MLR_DOT_MMA_CDNA3_FP8,
+  MLR_DOT_MMA_SM90_E4M3_SYNC,
+  MLR_DOT_MMA_CDNA3_BF16
+} mlr_dot;
+#define MLR_DOT_IS_MMA(d)   ((d) >= MLR_DOT_MMA_SM90_E4M3)
+#define MLR_DOT_MMA_UNIT(d) ((d)-MLR_DOT_MMA_SM90_E4M3) /* its mlr_mma_unit */
+typedef enum { MLR_R_FP32, MLR_R_BF16 } mlr_rfmt;       /* a rounded intermediate */
+typedef enum {
+  MLR_EXP_E,
+  MLR_EXP_2,
+  MLR_EXP_E_VIA_2
+} mlr_expbase; /* e_via_2: e^x as 2^(x*log2e), an exp only */
+/* how the online softmax's exps (p and alpha) are computed: correctly rounded, or by a hardware
+ * unit (ref/sfu: sm90-ex2 is Hopper's ex2.approx.f32, for softmax.exp = 2 or e_via_2) */
+typedef enum { MLR_EXPU_EXACT, MLR_EXPU_SM90_EX2 } mlr_expunit;
+/* the order of a block's row sum of p: in token order (seq), or the fast kernel's tree (warp16:
+ * groups of 16 tokens, one a warp; in a group the four lanes j = 0..3 each add
+ * (p[2j] + p[2j+1]) + (p[2j+8] + p[2j+9]), then (l0 + l1) + (l2 + l3); the groups in order) */
+typedef enum { MLR_SUM_SEQ, MLR_SUM_WARP16 } mlr_rowsum;
+typedef enum { MLR_PV_BLOCK, MLR_PV_INTO_ACC } mlr_pvacc;
+typedef enum { MLR_P_FP32, MLR_P_FP16, MLR_P_BF16, MLR_P_E4M3, MLR_P_E4M3FNUZ } mlr_pfmt;
+typedef enum { MLR_SPLIT_NONE, MLR_SPLIT_FIXED, MLR_SPLIT_AITER_V1, MLR_SPLIT_WAVES } mlr_split;
+/* what the waves rule counts as a split's blocks: one a batch (AITER's grid), or one a query token
+ * (the fast kernel's grid: tokens x splits) */
+typedef enum { MLR_SPLIT_PER_BATCH, MLR_SPLIT_PER_TOKEN } mlr_splitper;
+typedef enum { MLR_MERGE_RUNNING, MLR_MERGE_GLOBAL, MLR_MERGE_AITER } mlr_merge;
+typedef enum { MLR_OUT_BF16, MLR_OUT_FP16, MLR_OUT_FP32 } mlr_outfmt;
+
+typedef struct mlr_recipe {
+  char name[64];
+  int q_format;         /* mlr_qfmt */
+  int q_scale;          /* mlr_qscale */
+  double q_absmax;      /* static policy: scale = absmax / format max */
+  int kv_scale_at;      /* mlr_kvscale_at */
+  int qk_operand;       /* mlr_operand: Q and K are converted to it before the QK product */
+  int qk_dot;           /* mlr_dot */
+  int qk_result;        /* mlr_rfmt: the dot's result format (bf16: a bf16 GEMM output) */
+  int logit_format;     /* mlr_rfmt: where the logit scale is applied */
+  int softmax_exp;      /* mlr_expbase: 2 means log2(e) folded into the logit scale; e_via_2
+                           means e^x computed as 2^(x * fp32(log2 e)) (Triton's tl.exp on NVIDIA) */
+  int softmax_block;    /* tokens per online-softmax block; 0: one pass with the global max */
+  double softmax_clamp; /* l and sums are clamped below at this (1e-12) */
+  int softmax_exp_unit; /* mlr_expunit */
+  int softmax_sum;      /* mlr_rowsum */
+  int p_format;         /* mlr_pfmt: P's format before the PV product (fp8: unscaled) */
+  int pv_operand;       /* mlr_operand */
+  int pv_dot;           /* mlr_dot (nope_rope is not valid here) */
+  int pv_accumulate;    /* mlr_pvacc: a block's PV dot starts at 0 and is then combined with
+                           acc*alpha (block), or starts at acc*alpha (into_acc: Triton folds
+                           `acc*alpha + dot(p, v)` into the dot's accumulator) */
+  int update_fma;       /* 1: the running updates l*alpha + sum, acc*alpha + dot and the merge's
+                           acc*a + part*w, sum*a + w are fused multiply-adds (Triton's default
+                           contraction); 0: separate multiply and add */
+  int split_rule;       /* mlr_split */
+  int split_count;      /* fixed rule: splits per batch */
+  int split_cus;        /* aiter_v1, waves: compute units (waves: blocks that run at once) */
+  int split_max;        /* aiter_v1, waves: most splits per batch */
+  int split_min_tokens; /* aiter_v1, waves: tokens per split at least (196) */
+  int split_align;      /* split lengths are multiples of this many tokens */
+  int split_overhead;   /* waves: a block's fixed cost, in the time of split_align tokens */
+  int split_per; /* mlr_splitper: waves: a split's blocks, one per batch or one per query token */
+  int partial_normalized; /* split partials stored as acc/l (1) or raw acc (0) */
+  int lse_base;           /* mlr_expbase of the stored log-sum-exp */
+  int merge_rule;         /* mlr_merge: running max, global max, or AITER's (running for 2-3) */
+  int out_format;         /* mlr_outfmt, rounded to nearest even */
+} mlr_recipe;
+
+/* Problems are reported in an mlr_error (mlr_base.h; may be NULL) as one line. */
+
+/** The built-in recipe of that name (a copy into *out): MLR_OK or MLR_EINVAL. */
+mlr_status mlr_recipe_builtin(const char *name, mlr_recipe *out);
+/** "triton-fp8-single|triton-fp8-split|aiter-a8w8-ps|aiter-a16w8-ps|aiter-bf16-np|torch-bmm-bf16|aiter-test-ref|fp32-seq" */
+const char *mlr_recipe_builtin_names(void);
+
+/** Parse the text form. source names it in messages (a file name). MLR_EPARSE on error. */
+mlr_status mlr_recipe_parse(const char *text, const char *source, mlr_recipe *out, mlr_error *err);
+/** Apply one "key=value" override (as --set does). */
+mlr_status mlr_recipe_set(mlr_recipe *r, const char *assignment, mlr_error *err);
+/** Apply "key=value;key=value;..." overrides in order (at most 1023 characters); stops at the first
+ *  that fails, with mlr_recipe_set's status and message (MLR_ERANGE: the list is too long). */
+mlr_status mlr_recipe_set_list(mlr_recipe *r, const char *settings, mlr_error *err);
+/** Apply a Q scale policy: "static:absmax=A" (A > 0, finite), "dynamic", "per_head" or
+ *  "per_token" (q.scale and q.absmax). The recipe must have an fp8 q.format: MLR_EINVAL (saying
+ *  so) for bf16 Q, MLR_EPARSE with the valid forms for anything else. */
+mlr_status mlr_recipe_set_policy(mlr_recipe *r, const char *policy, mlr_error *err);
+/** The policy's text in the form above (e.g. "static:absmax=6"). */
+size_t mlr_recipe_policy_text(const mlr_recipe *r, char *buf, size_t n);
+
+/** Check the combination of values (e.g. nope_rope is a QK model only). MLR_EINVAL with a reason.
+ */
+mlr_status mlr_recipe_check(const mlr_recipe *r, mlr_error *err);
+
+/** The canonical string; returns its length (like snprintf). */
+size_t mlr_recipe_canonical(const mlr_recipe *r, char *buf, size_t n);
+/** The recipe's text form, one `key = value` per line, parseable by mlr_recipe_parse. */
+size_t mlr_recipe_text(const mlr_recipe *r, char *buf, size_t n);
+/** How a recipe splits one batch's L KV tokens (bs batches and tokens query tokens in all, tokens
+ * >= bs for batches of one query token or more): *nsplits splits of *split_len tokens each (the
+ * last ones may be shorter or empty). none:     1 split of L tokens. fixed:    split.count splits
+ * of ceil(ceil(L / count) / align) * align tokens (the seeds' Triton rule, align = BLOCK_N);
+ * trailing splits may be empty, as in the kernel. aiter_v1: min(floor(L / min_tokens), ceil(cus /
+ * bs), max) splits, at least 1, of ceil(ceil(L / splits) / align) * align tokens (AITER metadata
+ * v1, intra-batch mode; the counts are NUMERICS.md section 4c's, the exact boundaries are
+ * unverified). waves:    the fewest splits n in 1 .. min(max, floor(L / min_tokens)) (at least 1)
+ * that minimize ceil(g n / cus) (ceil(len_n / align) + overhead), len_n = ceil(ceil(L / n) / align)
+ * * align, g = bs (split.per = batch) or max(tokens, bs) (split.per = token): the waves of blocks
+ * times a block's time (its tiles of align tokens and a fixed cost), for a GPU that runs cus blocks
+ * at once (the fast kernel: one an SM) and a grid of g blocks a split. Splits of len_n tokens (L
+ * when n = 1), as aiter_v1. */
+void mlr_recipe_splits(const mlr_recipe *r, int64_t bs, int64_t tokens, int64_t L, int64_t *nsplits,
+                       int64_t *split_len);
+
+/** SHA-256 of the canonical string, as 64 lowercase hex digits and a NUL. */
+mlr_status mlr_recipe_hash(const mlr_recipe *r, char hex[65]);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
