@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# The README's bad-input table, row by row: every row of the table (its id in the first column)
+# The bad-input table of docs/checking.md, row by row: every row (its id in the first column)
 # has at least one case in tests/bad_input.tsv, every case names a row that exists, and each case
 # gives the documented exit code and message. For exit 2: exactly one line on stderr, starting
 # "mlaref ", containing the expected text; nothing written to a path named never*.
 # Cases marked gpu run only where `mlaref gpu info` finds a GPU (scripts/gpu_run.sh runs this
 # script there); cases marked nogpu only where it does not.
-#   usage: tests/bad_input.sh MLAREF [README] [CASES]
+#   usage: tests/bad_input.sh MLAREF [TABLE_MD] [CASES]
 set -u
 M=$(realpath "$1")
 here=$(cd "$(dirname "$0")" && pwd)
-README=${2:-$here/../README.md}
+README=${2:-$here/../docs/checking.md}
 CASES=${3:-$here/bad_input.tsv}
 D=$(mktemp -d "${TMPDIR:-/tmp}/mlr_bad_input.XXXXXX")
 trap 'rm -rf "$D"' EXIT
@@ -22,10 +22,14 @@ rows=$(awk '/^### Bad input/{f=1;next} /^## /{f=0} f && /^\| `[a-z0-9-]+` \|/' "
   sed -E 's/^\| `([a-z0-9-]+)` \|.*/\1/')
 [ -n "$rows" ] || { say "no rows found in $README's Bad input table"; exit 1; }
 ids=$(grep -v '^#' "$CASES" | grep -v '^$' | cut -f1 | sort -u)
-for r in $rows; do grep -qx "$r" <<<"$ids" || { say "README row '$r' has no case in $CASES"; fail=1; }; done
-for i in $ids; do grep -qx "$i" <<<"$rows" || { say "case id '$i' is not a row of the README table"; fail=1; }; done
+for r in $rows; do
+  grep -qx "$r" <<<"$ids" || { say "table row '$r' has no case in $CASES"; fail=1; }
+done
+for i in $ids; do
+  grep -qx "$i" <<<"$rows" || { say "case id '$i' is not a row of the table"; fail=1; }
+done
 dups=$(sort <<<"$rows" | uniq -d)
-[ -z "$dups" ] || { say "README rows named twice: $dups"; fail=1; }
+[ -z "$dups" ] || { say "table rows named twice: $dups"; fail=1; }
 
 # --- fixtures the cases read ---
 "$M" gen --shape bs=1,kv=40,seed=3 --out "$D/in.safetensors" >/dev/null || exit 1
@@ -33,7 +37,8 @@ dups=$(sort <<<"$rows" | uniq -d)
 "$M" gen --shape bs=1,kv=40,seed=3,fmt=e4m3fnuz --out "$D/fnuz.safetensors" >/dev/null || exit 1
 "$M" gen --shape bs=2,kv=40,seed=3,page=16 --out "$D/paged.safetensors" >/dev/null || exit 1
 "$M" gen --shape bs=1,kv=40,seed=3,bf16kv=1 --out "$D/with_bf16.safetensors" >/dev/null || exit 1
-"$M" run --recipe fp32-seq --inputs "$D/in.safetensors" --out "$D/out.safetensors" >/dev/null || exit 1
+"$M" run --recipe fp32-seq --inputs "$D/in.safetensors" --out "$D/out.safetensors" >/dev/null \
+  || exit 1
 mkdir -p "$D/u" "$D/p"
 "$M" inputs unpack "$D/in.safetensors" --dir "$D/u" >/dev/null || exit 1
 "$M" inputs unpack "$D/paged.safetensors" --dir "$D/p" >/dev/null || exit 1
@@ -47,12 +52,14 @@ def npy_read(p):
 def npy_write(p, descr, shape, data):
     h = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, repr(tuple(shape)))
     h += ' ' * (63 - (10 + len(h)) % 64) + '\n'
-    open(p, 'wb').write(b'\x93NUMPY\x01\x00' + struct.pack('<H', len(h)) + h.encode('latin1') + data)
+    open(p, 'wb').write(b'\x93NUMPY\x01\x00' + struct.pack('<H', len(h)) + h.encode('latin1')
+                        + data)
 # 32 heads: each token's 16 heads twice
 h, q = npy_read(D + '/u/q.npy')
 T, H, C = h['shape']
 row = H * C * 2
-npy_write(D + '/u/q32.npy', '<u2', (T, 2 * H, C), b''.join(q[t * row:(t + 1) * row] * 2 for t in range(T)))
+npy_write(D + '/u/q32.npy', '<u2', (T, 2 * H, C),
+          b''.join(q[t * row:(t + 1) * row] * 2 for t in range(T)))
 # a page index past the pages of kv
 h, idx = npy_read(D + '/p/kv_indices.npy')
 npy_write(D + '/p/bad_indices.npy', '<i4', h['shape'], struct.pack('<i', 999) + idx[4:])
@@ -64,22 +71,34 @@ open(D + '/truncated.safetensors', 'wb').write(b[:len(b) // 2])
 open(D + '/longheader.safetensors', 'wb').write(struct.pack('<Q', 1 << 20) + b[8:200])
 open(D + '/foreign.json', 'w').write(json.dumps({"schema": "something/else"}))
 EOF
-"$M" inputs pack --out "$D/h32.safetensors" q="$D/u/q32.npy:bf16" kv="$D/u/kv.npy:e4m3" kv_scale="$D/u/kv_scale.npy:f32" \
-  qo_indptr="$D/u/qo_indptr.npy:i32" kv_indptr="$D/u/kv_indptr.npy:i32" >/dev/null 2>&1 || { say "cannot make the 32-head inputs"; exit 1; }
-"$M" inputs pack --out "$D/badpages.safetensors" q="$D/p/q.npy:bf16" kv="$D/p/kv.npy:e4m3" kv_scale="$D/p/kv_scale.npy:f32" \
-  qo_indptr="$D/p/qo_indptr.npy:i32" kv_indptr="$D/p/kv_indptr.npy:i32" kv_indices="$D/p/bad_indices.npy:i32" \
-  kv_last_page_len="$D/p/kv_last_page_len.npy:i32" >/dev/null 2>&1 || { say "cannot make the bad page table"; exit 1; }
-"$M" run --recipe fp32-seq --inputs "$D/paged.safetensors" --out "$D/out2.safetensors" >/dev/null || exit 1
-"$M" run --recipe aiter-a8w8-ps --inputs "$D/in.safetensors" --out "$D/wrong.safetensors" >/dev/null || exit 1
+"$M" inputs pack --out "$D/h32.safetensors" q="$D/u/q32.npy:bf16" kv="$D/u/kv.npy:e4m3" \
+  kv_scale="$D/u/kv_scale.npy:f32" qo_indptr="$D/u/qo_indptr.npy:i32" \
+  kv_indptr="$D/u/kv_indptr.npy:i32" >/dev/null 2>&1 ||
+  { say "cannot make the 32-head inputs"; exit 1; }
+"$M" inputs pack --out "$D/badpages.safetensors" q="$D/p/q.npy:bf16" kv="$D/p/kv.npy:e4m3" \
+  kv_scale="$D/p/kv_scale.npy:f32" qo_indptr="$D/p/qo_indptr.npy:i32" \
+  kv_indptr="$D/p/kv_indptr.npy:i32" kv_indices="$D/p/bad_indices.npy:i32" \
+  kv_last_page_len="$D/p/kv_last_page_len.npy:i32" >/dev/null 2>&1 ||
+  { say "cannot make the bad page table"; exit 1; }
+"$M" run --recipe fp32-seq --inputs "$D/paged.safetensors" --out "$D/out2.safetensors" >/dev/null \
+  || exit 1
+"$M" run --recipe aiter-a8w8-ps --inputs "$D/in.safetensors" --out "$D/wrong.safetensors" \
+  >/dev/null || exit 1
 "$M" golden --suite edge --recipe fp32-seq --digests "$D/digests.tsv" >/dev/null || exit 1
 # one changed digest: the first data row's last hex digit
-awk -F'\t' 'BEGIN{OFS="\t"} !/^#/ && !done {d=$NF; c=substr(d,64,1); $NF=substr(d,1,63) (c=="0"?"1":"0"); done=1} {print}' "$D/digests.tsv" >"$D/changed.tsv"
+awk -F'\t' 'BEGIN{OFS="\t"}
+  !/^#/ && !done {d=$NF; c=substr(d,64,1); $NF=substr(d,1,63) (c=="0"?"1":"0"); done=1}
+  {print}' "$D/digests.tsv" >"$D/changed.tsv"
 
-# report shards: 1/2 and 2/2 of one quick run, a 2/2 of another (other recipes' policy axis), a damaged one
+# report shards: 1/2 and 2/2 of one quick run, a 2/2 of another (other recipes' policy axis),
+# a damaged one
 mkdir -p "$D/sh1" "$D/sh2other" "$D/shbad"
-"$M" report --suite edge --quick --recipe fp32-seq --gpu off --shard 1/2 --out "$D/sh1" >/dev/null || exit 1
-"$M" report --suite edge --quick --recipe fp32-seq --gpu off --policy dynamic --shard 2/2 --out "$D/sh2other" >/dev/null || exit 1
-python3 -c "import json, sys; d = json.load(open(sys.argv[1] + '/sh1/summary.json')); d['cells'][0]['utilisation']['max'] = 'high'; \
+"$M" report --suite edge --quick --recipe fp32-seq --gpu off --shard 1/2 --out "$D/sh1" \
+  >/dev/null || exit 1
+"$M" report --suite edge --quick --recipe fp32-seq --gpu off --policy dynamic --shard 2/2 \
+  --out "$D/sh2other" >/dev/null || exit 1
+python3 -c "import json, sys; d = json.load(open(sys.argv[1] + '/sh1/summary.json')); \
+d['cells'][0]['utilisation']['max'] = 'high'; \
 json.dump(d, open(sys.argv[1] + '/shbad/summary.json', 'w'))" "$D" || exit 1
 
 gpu=0
@@ -97,17 +116,24 @@ while IFS=$'\t' read -r id want text cmd; do
   (cd "$D" && eval "$cmd") >"$D/stdout" 2>"$D/stderr" </dev/null
   rc=$?
   err=$(cat "$D/stderr")
-  if ls "$D"/never* >/dev/null 2>&1; then say "[$id] $cmd: wrote a file named never*"; fail=1; rm -f "$D"/never*; fi
+  if ls "$D"/never* >/dev/null 2>&1; then
+    say "[$id] $cmd: wrote a file named never*"; fail=1; rm -f "$D"/never*
+  fi
   if [ "$rc" != "$want" ]; then
     say "[$id] $cmd: exit $rc, want $want; stderr: $err"; fail=1; continue
   fi
   if [ "$want" = 2 ]; then
     lines=$(wc -l <"$D/stderr")
     [ "$lines" = 1 ] || { say "[$id] $cmd: $lines lines on stderr, want 1: $err"; fail=1; }
-    case "$err" in "mlaref "* | "mlaref: "*) ;; *) say "[$id] $cmd: stderr does not start with 'mlaref': $err"; fail=1 ;; esac
+    case "$err" in
+      "mlaref "* | "mlaref: "*) ;;
+      *) say "[$id] $cmd: stderr does not start with 'mlaref': $err"; fail=1 ;;
+    esac
   fi
-  grep -qF -- "$text" "$D/stdout" "$D/stderr" || { say "[$id] $cmd: no '$text' in: $err $(head -c 400 "$D/stdout")"; fail=1; }
+  grep -qF -- "$text" "$D/stdout" "$D/stderr" ||
+    { say "[$id] $cmd: no '$text' in: $err $(head -c 400 "$D/stdout")"; fail=1; }
 done <"$CASES"
-say "$n cases run ($skipped for the other GPU state), $(wc -w <<<"$rows") README rows covered, gpu=$gpu"
+nrows=$(wc -w <<<"$rows")
+say "$n cases run ($skipped for the other GPU state), $nrows table rows covered, gpu=$gpu"
 [ $n -gt 0 ] || fail=1
 exit $fail
