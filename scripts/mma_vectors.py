@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Convert the H200 tensor-core validation vectors (../shared/data/tensor-core-h200, from Khattak and
-Mikaitis, "Accurate Models of NVIDIA Tensor Cores", github.com/north-numerical-computing/
+"""Convert the H200 tensor-core validation vectors (../shared/data/tensor-core-h200, from Khattak
+and Mikaitis, "Accurate Models of NVIDIA Tensor Cores", github.com/north-numerical-computing/
 MATLAB-tensor-core, model_validation/H200, commit b12b5a7, BSD 2-Clause, Copyright (c) 2025 Faizan
 A. Khattak and Mantas Mikaitis) into tests/data/mma/h200_<fmt>.txt, the project's format:
 one inner product per line, `C D a_0 .. a_(k-1) b_0 .. b_(k-1)`, C and D binary32 bit patterns in
@@ -41,11 +41,16 @@ def convert(src, dst):
         D = [l.strip() for l in open(f'{d}/d_H200_fp32.txt')]
         assert len(A) == len(B) == len(C) == len(D) == 5000
         with open(f'{dst}/h200_{out}.txt', 'w') as f:
-            f.write(f'# H200 tensor-core vectors, {out} operands, {k} products an inner product, fp32 C and D (D = the\n'
-                    '# hardware result). Measured by F. A. Khattak and M. Mikaitis, "Accurate Models of NVIDIA Tensor\n'
-                    '# Cores"; github.com/north-numerical-computing/MATLAB-tensor-core, model_validation/H200, commit\n'
-                    '# b12b5a7, BSD 2-Clause licence, Copyright (c) 2025 Faizan A. Khattak and Mantas Mikaitis.\n'
-                    '# Converted by scripts/mma_vectors.py. Line: C D a_0..a_(k-1) b_0..b_(k-1) (hex).\n')
+            f.write(f'# H200 tensor-core vectors, {out} operands, {k} products an inner product, '
+                    'fp32 C and D (D = the\n'
+                    '# hardware result). Measured by F. A. Khattak and M. Mikaitis, '
+                    '"Accurate Models of NVIDIA Tensor\n'
+                    '# Cores"; github.com/north-numerical-computing/MATLAB-tensor-core, '
+                    'model_validation/H200, commit\n'
+                    '# b12b5a7, BSD 2-Clause licence, '
+                    'Copyright (c) 2025 Faizan A. Khattak and Mantas Mikaitis.\n'
+                    '# Converted by scripts/mma_vectors.py. '
+                    'Line: C D a_0..a_(k-1) b_0..b_(k-1) (hex).\n')
             for a, b, c, dd in zip(A, B, C, D):
                 assert len(a) == len(b) == k and len(c) == len(dd) == 32
                 if out == 'e4m3':

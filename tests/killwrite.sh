@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Nothing lost on a crash (issue 11): every writer of mlaref (gen's inputs, run's outputs, oracle's
+# Nothing lost on a crash: every writer of mlaref (gen's inputs, run's outputs, oracle's
 # truth, golden's digest manifest) is killed with SIGKILL at random points while
 # it replaces an existing file. Each time the file must be the old one, intact, or the new one,
 # complete (SHA-256 of the whole file); never a mix, never missing. The writers go through a
@@ -23,7 +23,10 @@ writer() {
   local us=$(( (t1 - t0) / 1000 ))
   eval "$old" >/dev/null 2>&1 || { echo "killwrite: $name: the old write failed"; exit 2; }
   local do_; do_=$(digest "$f")
-  [ "$do_" != "$dn" ] || { echo "killwrite: $name: old and new contents are the same; the test would prove nothing"; exit 2; }
+  [ "$do_" != "$dn" ] || {
+    echo "killwrite: $name: old and new contents are the same; the test would prove nothing"
+    exit 2
+  }
   for _ in $(seq 1 "$K"); do
     eval "$old" >/dev/null 2>&1
     ( eval "exec $new" >/dev/null 2>&1 ) & local pid=$!
@@ -33,17 +36,27 @@ writer() {
     total=$((total + 1))
     if [ "$d" = "$do_" ]; then olds=$((olds + 1))
     elif [ "$d" = "$dn" ]; then news=$((news + 1))
-    else echo "killwrite: $name: $f is neither the old nor the new file after a kill (${d:-missing})"; fail=1; fi
+    else
+      echo "killwrite: $name: $f is neither the old nor the new file after a kill (${d:-missing})"
+      fail=1
+    fi
     for tmp in "$f".tmp.*; do [ -e "$tmp" ] && { left=$((left + 1)); rm -f "$tmp"; }; done
   done
   echo "killwrite: $name: $K kills, the writer taking $((us / 1000)) ms"
 }
 S1="bs=16,kv=4096,seed=1,bf16kv=1" S2="bs=16,kv=4096,seed=2,bf16kv=1"
-"$M" gen --shape "$S1" --out "$D/in1.safetensors" >/dev/null && "$M" gen --shape "$S2" --out "$D/in2.safetensors" >/dev/null || exit 2
-writer gen "'$M' gen --shape '$S1' --out '$D/g.safetensors'" "'$M' gen --shape '$S2' --out '$D/g.safetensors'" "$D/g.safetensors"
-writer run "'$M' run --recipe fp32-seq --inputs '$D/in1.safetensors' --out '$D/o.safetensors' --partials" \
-           "'$M' run --recipe fp32-seq --inputs '$D/in2.safetensors' --out '$D/o.safetensors' --partials" "$D/o.safetensors"
-writer oracle "'$M' oracle --inputs '$D/in1.safetensors' --out '$D/t.safetensors'" "'$M' oracle --inputs '$D/in2.safetensors' --out '$D/t.safetensors'" "$D/t.safetensors"
-writer "golden --digests" "'$M' golden --suite edge --recipe fp32-seq --digests '$D/d.tsv'" "'$M' golden --suite edge --recipe aiter-a8w8-ps --digests '$D/d.tsv'" "$D/d.tsv"
-echo "killwrite: $total kills: $olds left the old file, $news the new one, $((total - olds - news)) neither; $left temporary files left behind (removed)"
+"$M" gen --shape "$S1" --out "$D/in1.safetensors" >/dev/null &&
+  "$M" gen --shape "$S2" --out "$D/in2.safetensors" >/dev/null || exit 2
+writer gen "'$M' gen --shape '$S1' --out '$D/g.safetensors'" \
+           "'$M' gen --shape '$S2' --out '$D/g.safetensors'" "$D/g.safetensors"
+writer run \
+  "'$M' run --recipe fp32-seq --inputs '$D/in1.safetensors' --out '$D/o.safetensors' --partials" \
+  "'$M' run --recipe fp32-seq --inputs '$D/in2.safetensors' --out '$D/o.safetensors' --partials" \
+  "$D/o.safetensors"
+writer oracle "'$M' oracle --inputs '$D/in1.safetensors' --out '$D/t.safetensors'" \
+  "'$M' oracle --inputs '$D/in2.safetensors' --out '$D/t.safetensors'" "$D/t.safetensors"
+writer "golden --digests" "'$M' golden --suite edge --recipe fp32-seq --digests '$D/d.tsv'" \
+  "'$M' golden --suite edge --recipe aiter-a8w8-ps --digests '$D/d.tsv'" "$D/d.tsv"
+echo "killwrite: $total kills: $olds left the old file, $news the new one," \
+  "$((total - olds - news)) neither; $left temporary files left behind (removed)"
 exit $fail

@@ -11,7 +11,8 @@ import torch
 from safetensors.torch import load_file, save_file
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", ".peers"))
-from seed_triton_kernels import _flash_fp8_single, _flash_fp8_split_s1, _flash_fp8_split_s2  # noqa: E402
+from seed_triton_kernels import (  # noqa: E402
+    _flash_fp8_single, _flash_fp8_split_s1, _flash_fp8_split_s2)
 
 H, DQK, DV = 16, 576, 512
 SM = 1.0 / math.sqrt(DQK)
@@ -23,13 +24,16 @@ def run(path, outdir):
     ind = t["kv_indptr"].cpu().tolist()
     bs = len(ind) - 1
     kv = ind[1] - ind[0]
-    assert all(ind[i + 1] - ind[i] == kv for i in range(bs)) and q.shape[0] == bs and kv8.dtype == torch.float8_e4m3fn
+    assert (all(ind[i + 1] - ind[i] == kv for i in range(bs)) and q.shape[0] == bs
+            and kv8.dtype == torch.float8_e4m3fn)
     kvf = kv8.view(bs * kv, DQK)
     base = os.path.join(outdir, os.path.basename(path).replace(".safetensors", ""))
     out = torch.full((bs, H, DV), float("nan"), dtype=torch.bfloat16, device="cuda")
-    k1 = _flash_fp8_single[(bs,)](q, kvf, ks, out, q.stride(0), q.stride(1), kvf.stride(0), out.stride(0), out.stride(1), SM,
-                                  KV_LEN=kv, BLOCK_N=32, BLOCK_H=16, BLOCK_NOPE=512, BLOCK_ROPE=64, BLOCK_DV=512,
-                                  Lnope=512, Lrope=64, Lv=512, num_warps=4, num_stages=1)
+    k1 = _flash_fp8_single[(bs,)](q, kvf, ks, out, q.stride(0), q.stride(1), kvf.stride(0),
+                                  out.stride(0), out.stride(1), SM,
+                                  KV_LEN=kv, BLOCK_N=32, BLOCK_H=16, BLOCK_NOPE=512, BLOCK_ROPE=64,
+                                  BLOCK_DV=512, Lnope=512, Lrope=64, Lv=512, num_warps=4,
+                                  num_stages=1)
     torch.cuda.synchronize()
     save_file({"o": out.cpu()}, base + ".single.safetensors")
     ptx = {"single": k1.asm["ptx"]}
@@ -37,14 +41,17 @@ def run(path, outdir):
         ao = torch.full((bs, H, ns, DV), float("nan"), dtype=torch.float32, device="cuda")
         al = torch.full((bs, H, ns), float("nan"), dtype=torch.float32, device="cuda")
         o2 = torch.full((bs, H, DV), float("nan"), dtype=torch.bfloat16, device="cuda")
-        k2 = _flash_fp8_split_s1[(bs, 1, ns)](q, kvf, ks, SM, ao, al, q.stride(0), q.stride(1), kvf.stride(0),
-                                             ao.stride(0), ao.stride(1), ao.stride(2), al.stride(0), al.stride(1),
-                                             KV_LEN=kv, BLOCK_N=32, BLOCK_H=16, NUM_SPLITS=ns, BLOCK_NOPE=512, BLOCK_ROPE=64,
-                                             BLOCK_DV=512, Lnope=512, Lrope=64, Lv=512, num_warps=4, num_stages=1)
-        k3 = _flash_fp8_split_s2[(bs, H)](ao, al, o2, ao.stride(0), ao.stride(1), ao.stride(2), al.stride(0), al.stride(1),
-                                         o2.stride(0), o2.stride(1), NS=ns, BDV=512, Lv=512, num_warps=4, num_stages=1)
+        k2 = _flash_fp8_split_s1[(bs, 1, ns)](
+            q, kvf, ks, SM, ao, al, q.stride(0), q.stride(1), kvf.stride(0),
+            ao.stride(0), ao.stride(1), ao.stride(2), al.stride(0), al.stride(1),
+            KV_LEN=kv, BLOCK_N=32, BLOCK_H=16, NUM_SPLITS=ns, BLOCK_NOPE=512, BLOCK_ROPE=64,
+            BLOCK_DV=512, Lnope=512, Lrope=64, Lv=512, num_warps=4, num_stages=1)
+        k3 = _flash_fp8_split_s2[(bs, H)](
+            ao, al, o2, ao.stride(0), ao.stride(1), ao.stride(2), al.stride(0), al.stride(1),
+            o2.stride(0), o2.stride(1), NS=ns, BDV=512, Lv=512, num_warps=4, num_stages=1)
         torch.cuda.synchronize()
-        save_file({"o": o2.cpu(), "partial_o": ao.cpu(), "partial_lse": al.cpu()}, f"{base}.split{ns}.safetensors")
+        save_file({"o": o2.cpu(), "partial_o": ao.cpu(), "partial_lse": al.cpu()},
+                  f"{base}.split{ns}.safetensors")
         ptx["split_s1"], ptx["split_s2"] = k2.asm["ptx"], k3.asm["ptx"]
     for k, v in ptx.items():
         with open(os.path.join(outdir, f"{k}.ptx"), "w") as fh:

@@ -17,7 +17,7 @@ from safetensors import safe_open
 from safetensors.torch import load_file
 
 
-def quantize_fp8(tensor, dtype):  # the task's reference.py, as NUMERICS.md section 2 describes it
+def quantize_fp8(tensor, dtype):  # the task's reference.py, as docs/numerics.md describes it
     finfo = torch.finfo(dtype)
     amax = tensor.abs().amax().clamp(min=1e-12)
     scale = amax / finfo.max
@@ -36,11 +36,13 @@ def main():
         with safe_open(path, "pt") as f:
             meta = f.metadata()
         fmt = meta.get("mlaref.format.kv", "e4m3")
-        want_kv = {"e4m3": torch.float8_e4m3fn, "e4m3fnuz": torch.uint8, "bf16": torch.bfloat16}[fmt]
-        ok = t["q"].dtype == torch.bfloat16 and t["q"].shape[-1] == 576 and t["kv"].dtype == want_kv
+        want_kv = {"e4m3": torch.float8_e4m3fn, "e4m3fnuz": torch.uint8,
+                   "bf16": torch.bfloat16}[fmt]
+        ok = (t["q"].dtype == torch.bfloat16 and t["q"].shape[-1] == 576
+              and t["kv"].dtype == want_kv)
         ok = ok and t["kv_scale"].dtype == torch.float32 and t["qo_indptr"].dtype == torch.int32
-        line = "%s: loads (q %s %s, kv %s %s)" % (os.path.basename(path), tuple(t["q"].shape), t["q"].dtype,
-                                                  tuple(t["kv"].shape), t["kv"].dtype)
+        line = "%s: loads (q %s %s, kv %s %s)" % (os.path.basename(path), tuple(t["q"].shape),
+                                                  t["q"].dtype, tuple(t["kv"].shape), t["kv"].dtype)
         if "kv_bf16" in t and meta.get("mlaref.page_size", "1") == "1" and fmt != "bf16":
             dt = torch.float8_e4m3fn if fmt == "e4m3" else torch.float8_e4m3fnuz
             fp8, scale = quantize_fp8(t["kv_bf16"].cuda(), dt)
@@ -48,7 +50,8 @@ def main():
             same_scale = torch.equal(scale.cpu().view(torch.int32), t["kv_scale"].view(torch.int32))
             ok = ok and same_codes and same_scale
             line += "; task quantize_fp8 on CUDA: codes %s, kv_scale %s (%r)" % (
-                "identical" if same_codes else "DIFFER", "identical" if same_scale else "DIFFERS", float(scale))
+                "identical" if same_codes else "DIFFER", "identical" if same_scale else "DIFFERS",
+                float(scale))
         print(line if ok else line + "  MISMATCH")
         bad += not ok
     for path in sorted(glob.glob(os.path.join(folder, "*.npy"))):
@@ -59,12 +62,14 @@ def main():
     for fmax in (448.0, 240.0):
         gpu = (a.cuda() / fmax).cpu().view(torch.int16)
 
-        recip = (a.float() * (torch.tensor(1.0, dtype=torch.float32) / torch.tensor(fmax, dtype=torch.float32))).to(torch.bfloat16).view(torch.int16)
-        div = (a.float() / torch.tensor(fmax, dtype=torch.float32)).to(torch.bfloat16).view(torch.int16)
+        inv = torch.tensor(1.0, dtype=torch.float32) / torch.tensor(fmax, dtype=torch.float32)
+        recip = (a.float() * inv).to(torch.bfloat16).view(torch.int16)
+        div = (a.float() / torch.tensor(fmax, dtype=torch.float32)).to(torch.bfloat16)
+        div = div.view(torch.int16)
         n_recip = int((gpu != recip).sum())
         n_div = int((gpu != div).sum())
-        print("scale a/%g on CUDA, %d bf16 values: differs from the reciprocal rule in %d, from true division in %d"
-              % (fmax, a.numel(), n_recip, n_div))
+        print("scale a/%g on CUDA, %d bf16 values: differs from the reciprocal rule in %d, "
+              "from true division in %d" % (fmax, a.numel(), n_recip, n_div))
         bad += n_recip != 0
     print("torch fixtures: %s" % ("all agree" if bad == 0 else "%d DIFFERENCES" % bad))
     return 1 if bad else 0

@@ -94,26 +94,33 @@ def logf(base, x):
 OPND = {"fp32": lambda v: v, "fp16": fp16, "bf16": bf16, "fp8": lambda v: v}
 PFMT = {"fp32": lambda v: v, "fp16": fp16, "bf16": bf16, "e4m3": e4m3, "e4m3fnuz": e4m3fnuz}
 
-BASE = dict(q_format="bf16", q_scale="none", kv_scale_at="operand", qk_operand="fp32", qk_dot="seq", qk_result="fp32",
-            logit_format="fp32", softmax_exp="e", softmax_block=32, clamp=1e-12, p_format="fp32", pv_operand="fp32",
-            pv_dot="seq", pv_accumulate="block", update_fma=False, split_rule="none", split_count=1, split_cus=256,
-            split_max=32, split_min_tokens=196, split_align=16, partial_normalized=True, lse_base="e", merge_rule="running_max")
+BASE = dict(q_format="bf16", q_scale="none", kv_scale_at="operand", qk_operand="fp32", qk_dot="seq",
+            qk_result="fp32", logit_format="fp32", softmax_exp="e", softmax_block=32, clamp=1e-12,
+            p_format="fp32", pv_operand="fp32", pv_dot="seq", pv_accumulate="block",
+            update_fma=False, split_rule="none", split_count=1, split_cus=256, split_max=32,
+            split_min_tokens=196,
+            split_align=16, partial_normalized=True, lse_base="e", merge_rule="running_max")
 BUILTINS = {
     "fp32-seq": {},
-    "triton-fp8-single": dict(qk_operand="fp16", p_format="fp16", pv_operand="fp16", softmax_exp="e_via_2",
-                              pv_accumulate="into_acc", update_fma=True),
-    "triton-fp8-split": dict(qk_operand="fp16", p_format="fp16", pv_operand="fp16", softmax_exp="e_via_2",
-                             pv_accumulate="into_acc", update_fma=True, split_rule="fixed", split_count=8, split_align=32),
-    "aiter-a8w8-ps": dict(q_format="e4m3", q_scale="dynamic", kv_scale_at="folded", qk_operand="fp8", qk_dot="exact",
-                          softmax_block=0, p_format="e4m3", pv_operand="fp8", pv_dot="exact", split_rule="aiter_v1",
-                          merge_rule="aiter"),
-    "aiter-a16w8-ps": dict(kv_scale_at="folded", qk_operand="bf16", qk_dot="exact", softmax_block=0, p_format="bf16",
-                           pv_operand="bf16", pv_dot="exact", split_rule="aiter_v1", merge_rule="aiter"),
-    "aiter-bf16-np": dict(qk_operand="bf16", qk_dot="exact", softmax_block=0, p_format="bf16", pv_operand="bf16",
-                          pv_dot="exact", split_rule="fixed", split_count=16, merge_rule="running_max"),
-    "torch-bmm-bf16": dict(qk_operand="bf16", qk_dot="exact", qk_result="bf16", logit_format="bf16", softmax_block=0,
-                           p_format="bf16", pv_operand="bf16", pv_dot="exact"),
-    "aiter-test-ref": dict(q_format="e4m3", q_scale="dynamic", kv_scale_at="folded", softmax_block=0, p_format="e4m3"),
+    "triton-fp8-single": dict(qk_operand="fp16", p_format="fp16", pv_operand="fp16",
+                              softmax_exp="e_via_2", pv_accumulate="into_acc", update_fma=True),
+    "triton-fp8-split": dict(qk_operand="fp16", p_format="fp16", pv_operand="fp16",
+                             softmax_exp="e_via_2", pv_accumulate="into_acc", update_fma=True,
+                             split_rule="fixed", split_count=8, split_align=32),
+    "aiter-a8w8-ps": dict(q_format="e4m3", q_scale="dynamic", kv_scale_at="folded",
+                          qk_operand="fp8", qk_dot="exact", softmax_block=0, p_format="e4m3",
+                          pv_operand="fp8",
+                          pv_dot="exact", split_rule="aiter_v1", merge_rule="aiter"),
+    "aiter-a16w8-ps": dict(kv_scale_at="folded", qk_operand="bf16", qk_dot="exact",
+                           softmax_block=0, p_format="bf16", pv_operand="bf16", pv_dot="exact",
+                           split_rule="aiter_v1", merge_rule="aiter"),
+    "aiter-bf16-np": dict(qk_operand="bf16", qk_dot="exact", softmax_block=0, p_format="bf16",
+                          pv_operand="bf16", pv_dot="exact", split_rule="fixed", split_count=16,
+                          merge_rule="running_max"),
+    "torch-bmm-bf16": dict(qk_operand="bf16", qk_dot="exact", qk_result="bf16", logit_format="bf16",
+                           softmax_block=0, p_format="bf16", pv_operand="bf16", pv_dot="exact"),
+    "aiter-test-ref": dict(q_format="e4m3", q_scale="dynamic", kv_scale_at="folded",
+                           softmax_block=0, p_format="e4m3"),
 }
 
 
@@ -255,7 +262,8 @@ def run(r, L, wide):
                     M = Mn
                 else:
                     w = expf(ebase, sub(x, M))
-                    acc = [fma(pt[d], w, acc[d]) if fu else add(acc[d], mul(pt[d], w)) for d in range(DV)]
+                    acc = [fma(pt[d], w, acc[d]) if fu else add(acc[d], mul(pt[d], w))
+                           for d in range(DV)]
                     sm = fma(1, w, sm) if fu else add(sm, w)
             sc = fmax(sm, clamp)
             o = [div(a, sc) for a in acc]
@@ -272,8 +280,8 @@ CASES = [(name, "", "base", L) for name in BUILTINS for L in (1, 2, 33, 40)] + [
     ("fp32-seq", "softmax.block=8;update.fma=yes", "base", 40),
 ] + [(name, "", v, 8) for v in ("mid", "wide") for name in BUILTINS]
 
-KEYMAP = {"split.count": "split_count", "split.min_tokens": "split_min_tokens", "softmax.block": "softmax_block",
-          "update.fma": "update_fma"}
+KEYMAP = {"split.count": "split_count", "split.min_tokens": "split_min_tokens",
+          "softmax.block": "softmax_block", "update.fma": "update_fma"}
 
 if __name__ == "__main__":
     for name, sets, variant, L in CASES:
@@ -282,4 +290,5 @@ if __name__ == "__main__":
             k, v = a.split("=")
             r[KEYMAP[k]] = (v == "yes") if k == "update.fma" else int(v)
         o, lse = run(r, L, None if variant == "base" else variant)
-        print(name, sets or "-", variant, L, " ".join("%04x,%04x,%04x,%04x,%04x,%08x" % (*o[h], lse[h]) for h in range(H)))
+        print(name, sets or "-", variant, L,
+              " ".join("%04x,%04x,%04x,%04x,%04x,%08x" % (*o[h], lse[h]) for h in range(H)))
