@@ -11,6 +11,10 @@ enum { MLR_EXIT_OK = 0, MLR_EXIT_FAIL = 1, MLR_EXIT_USAGE = 2 };
 /* Print "mlaref <cmd>: <message>" on stderr; returns MLR_EXIT_USAGE. */
 int mlr_cli_usage_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* The same line for a failure that is not bad input; returns MLR_EXIT_FAIL. */
+int mlr_cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The usage error "unknown option 'OPTION' (valid: VALID)"; returns MLR_EXIT_USAGE. */
+int mlr_cli_unknown_option(const char *cmd, const char *option, const char *valid);
 
 /* Option scanning: at argv[*i], match "--name value" or "--name=value"; on a match store the
  * value, advance *i past it and return 1; a match without a value returns -1. */
@@ -20,8 +24,8 @@ int mlr_cli_opt(int argc, char **argv, int *i, const char *name, const char **va
 int mlr_cli_parse_u64(const char *s, uint64_t *out);
 int mlr_cli_parse_double(const char *s, double *out);
 
-/* A recipe by built-in name, else from a recipe file; returns an exit code (the message printed).
- */
+/* A recipe by built-in name, else from a recipe file; returns an exit code (the message
+ * printed). */
 struct mlr_recipe;
 int mlr_cli_recipe(const char *cmd, const char *what, struct mlr_recipe *r);
 
@@ -34,13 +38,29 @@ int mlr_cli_recipes(const char *cmd, const char **names, int n, struct mlr_recip
 int mlr_cli_str(const char *cmd, int argc, char **argv, int *i, const char *name, const char *what,
                 const char **dst, int *rc);
 
-/* A recipe (built-in name or file), then its --set overrides, then mlr_recipe_check; an exit code.
+/* A repeated option: when argv[*i] is --name, append its value to list[*n] and return 1 (a missing
+ * value, or max values already, sets *rc to the usage error "--name needs WHAT (at most MAX)");
+ * otherwise return 0. */
+int mlr_cli_list(const char *cmd, int argc, char **argv, int *i, const char *name, const char *what,
+                 const char **list, int *n, int max, int *rc);
+
+/* A count: when argv[*i] is --name, store its value in *out and return 1 (a missing value or one
+ * outside lo..hi sets *rc to the usage error "--name: an integer in LO..HI"); otherwise return 0.
  */
+int mlr_cli_count(const char *cmd, int argc, char **argv, int *i, const char *name, uint64_t lo,
+                  uint64_t hi, uint64_t *out, int *rc);
+
+/* --threads N (1..1024): when argv[*i] is that option, store N in *threads (a bad value sets *rc to
+ * the usage error "--threads 'VALUE': an integer in 1..1024") and return 1; otherwise return 0. */
+int mlr_cli_threads_opt(const char *cmd, int argc, char **argv, int *i, int *threads, int *rc);
+
+/* A recipe (built-in name or file), then its --set overrides, then mlr_recipe_check; an exit
+ * code. */
 int mlr_cli_recipe_sets(const char *cmd, const char *what, const char *const *sets, int nsets,
                         struct mlr_recipe *r);
 
-/* The CPU's model name from /proc/cpuinfo ("unknown" where there is none), for benchmark headers.
- */
+/* The CPU's model name from /proc/cpuinfo ("unknown" where there is none), for benchmark
+ * headers. */
 void mlr_cli_cpu_model(char *buf, size_t n);
 
 /* Inputs generated in memory from a shape spec and checked against the contract: an exit code

@@ -11,14 +11,31 @@
 #include <time.h>
 #include <unistd.h>
 
-int mlr_cli_usage_error(const char *cmd, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
+/* "mlaref <cmd>: <message>" on stderr */
+static void report(const char *cmd, const char *fmt, va_list ap) {
   fprintf(stderr, "mlaref %s: ", cmd);
   vfprintf(stderr, fmt, ap);
   fputc('\n', stderr);
+}
+
+int mlr_cli_usage_error(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  report(cmd, fmt, ap);
   va_end(ap);
   return MLR_EXIT_USAGE;
+}
+
+int mlr_cli_fail(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  report(cmd, fmt, ap);
+  va_end(ap);
+  return MLR_EXIT_FAIL;
+}
+
+int mlr_cli_unknown_option(const char *cmd, const char *option, const char *valid) {
+  return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: %s)", option, valid);
 }
 
 int mlr_cli_opt(int argc, char **argv, int *i, const char *name, const char **value) {
@@ -58,8 +75,12 @@ int mlr_cli_parse_double(const char *s, double *out) {
 int mlr_cli_parse_tolerance(const char *cmd, const char *v, double *rtol, double *atol) {
   char *end = NULL;
   *rtol = v ? strtod(v, &end) : -1;
-  if (!v || *end != ',' || !(*rtol >= 0) || (*atol = strtod(end + 1, &end), *end) ||
-      !(*atol >= 0) || !(*rtol + *atol > 0) || !isfinite(*rtol + *atol))
+  int ok = v && *end == ',' && *rtol >= 0;
+  if (ok) {
+    *atol = strtod(end + 1, &end);
+    ok = !*end && *atol >= 0 && *rtol + *atol > 0 && isfinite(*rtol + *atol);
+  }
+  if (!ok)
     return mlr_cli_usage_error(
         cmd, "--tolerance '%s' is not RTOL,ATOL (two numbers >= 0, not both 0)", v ? v : "");
   return MLR_EXIT_OK;
@@ -130,6 +151,40 @@ int mlr_cli_str(const char *cmd, int argc, char **argv, int *i, const char *name
   else if (m > 0)
     *dst = v;
   return m != 0;
+}
+
+int mlr_cli_list(const char *cmd, int argc, char **argv, int *i, const char *name, const char *what,
+                 const char **list, int *n, int max, int *rc) {
+  const char *v;
+  const int m = mlr_cli_opt(argc, argv, i, name, &v);
+  if (m < 0 || (m > 0 && *n == max))
+    *rc = mlr_cli_usage_error(cmd, "--%s needs %s (at most %d)", name, what, max);
+  else if (m > 0)
+    list[(*n)++] = v;
+  return m != 0;
+}
+
+int mlr_cli_threads_opt(const char *cmd, int argc, char **argv, int *i, int *threads, int *rc) {
+  const char *v;
+  const int m = mlr_cli_opt(argc, argv, i, "threads", &v);
+  if (m == 0) return 0;
+  uint64_t n;
+  if (m < 0 || mlr_cli_parse_u64(v, &n) || n < 1 || n > 1024)
+    *rc = mlr_cli_usage_error(cmd, "--threads '%s': an integer in 1..1024", m < 0 ? "" : v);
+  else
+    *threads = (int)n;
+  return 1;
+}
+
+int mlr_cli_count(const char *cmd, int argc, char **argv, int *i, const char *name, uint64_t lo,
+                  uint64_t hi, uint64_t *out, int *rc) {
+  const char *v;
+  const int m = mlr_cli_opt(argc, argv, i, name, &v);
+  if (m == 0) return 0;
+  if (m < 0 || mlr_cli_parse_u64(v, out) || *out < lo || *out > hi)
+    *rc = mlr_cli_usage_error(cmd, "--%s: an integer in %llu..%llu", name, (unsigned long long)lo,
+                              (unsigned long long)hi);
+  return 1;
 }
 
 void mlr_cli_cpu_model(char *buf, size_t n) {

@@ -16,25 +16,6 @@ static void print_machine(void) {
   printf("machine: %s, %d cores available to OpenMP\n", model, omp_get_num_procs());
 }
 
-typedef enum {
-  B_ENC_E4M3,
-  B_ENC_BF16,
-  B_ENC64_E4M3,
-  B_ENC_RTZ_E4M3,
-  B_DEC_E4M3,
-  B_DEC_FP16,
-  B_NORMAL,
-  B_COUNT
-} bench_id;
-static const char *const names[B_COUNT] = {"encode binary32 -> e4m3 (rne, sat)",
-                                           "encode binary32 -> bf16 (rne, sat)",
-                                           "encode binary64 -> e4m3 (rne, sat)",
-                                           "encode binary32 -> e4m3 (rtz, sat)",
-                                           "decode e4m3 -> binary32",
-                                           "decode fp16 -> binary32",
-                                           "normal variates (Philox + AS241)"};
-static const double target_1core[B_COUNT] = {500e6, 0, 0, 0, 1e9, 0, 100e6};
-
 typedef struct bufs {
   size_t n;
   float *f32;
@@ -43,44 +24,52 @@ typedef struct bufs {
   uint16_t *u16;
 } bufs;
 
-static void run_one(bench_id id, bufs *b) {
-  mlr_cvt_opts o = {MLR_FMT_E4M3, MLR_RND_NEAREST_EVEN, MLR_OVF_SATURATE};
-  switch (id) {
-  case B_ENC_E4M3:
-    mlr_encode_f32_array(b->u8, b->f32, b->n, &o, NULL);
+/* the operations timed: a conversion of the format (with the rounding; overflow saturates) or the
+ * normal variates, and the target of one core in elements per second (0: none) */
+typedef enum { OP_ENC32, OP_ENC64, OP_DEC, OP_NORMAL } bench_op;
+static const struct bench {
+  const char *name;
+  bench_op op;
+  mlr_format format;
+  mlr_rounding rounding;
+  double target_1core;
+} BENCHES[] = {
+    {"encode binary32 -> e4m3 (rne, sat)", OP_ENC32, MLR_FMT_E4M3, MLR_RND_NEAREST_EVEN, 500e6},
+    {"encode binary32 -> bf16 (rne, sat)", OP_ENC32, MLR_FMT_BF16, MLR_RND_NEAREST_EVEN, 0},
+    {"encode binary64 -> e4m3 (rne, sat)", OP_ENC64, MLR_FMT_E4M3, MLR_RND_NEAREST_EVEN, 0},
+    {"encode binary32 -> e4m3 (rtz, sat)", OP_ENC32, MLR_FMT_E4M3, MLR_RND_TOWARD_ZERO, 0},
+    {"decode e4m3 -> binary32", OP_DEC, MLR_FMT_E4M3, MLR_RND_NEAREST_EVEN, 1e9},
+    {"decode fp16 -> binary32", OP_DEC, MLR_FMT_FP16, MLR_RND_NEAREST_EVEN, 0},
+    {"normal variates (Philox + AS241)", OP_NORMAL, MLR_FMT_E4M3, MLR_RND_NEAREST_EVEN, 100e6},
+};
+enum { NBENCH = sizeof BENCHES / sizeof BENCHES[0] };
+
+static void run_one(const struct bench *bn, bufs *b) {
+  const mlr_cvt_opts o = {bn->format, bn->rounding, MLR_OVF_SATURATE};
+  void *codes = mlr_format_get(bn->format).bits == 8 ? (void *)b->u8 : (void *)b->u16;
+  switch (bn->op) {
+  case OP_ENC32:
+    mlr_encode_f32_array(codes, b->f32, b->n, &o, NULL);
     break;
-  case B_ENC_BF16:
-    o.format = MLR_FMT_BF16;
-    mlr_encode_f32_array(b->u16, b->f32, b->n, &o, NULL);
+  case OP_ENC64:
+    mlr_encode_f64_array(codes, b->f64, b->n, &o, NULL);
     break;
-  case B_ENC64_E4M3:
-    mlr_encode_f64_array(b->u8, b->f64, b->n, &o, NULL);
+  case OP_DEC:
+    mlr_decode_array(b->f32 + b->n, codes, b->n, bn->format);
     break;
-  case B_ENC_RTZ_E4M3:
-    o.rounding = MLR_RND_TOWARD_ZERO;
-    mlr_encode_f32_array(b->u8, b->f32, b->n, &o, NULL);
-    break;
-  case B_DEC_E4M3:
-    mlr_decode_array(b->f32 + b->n, b->u8, b->n, MLR_FMT_E4M3);
-    break;
-  case B_DEC_FP16:
-    mlr_decode_array(b->f32 + b->n, b->u16, b->n, MLR_FMT_FP16);
-    break;
-  case B_NORMAL:
+  case OP_NORMAL:
     mlr_rng_normal_array(b->f64 + b->n, b->n, 42, 7, 0, 0);
-    break;
-  default:
     break;
   }
 }
 
 /* Best of several repetitions: the least disturbed run. */
-static double rate(bench_id id, bufs *b, int threads, int reps) {
+static double rate(const struct bench *bn, bufs *b, int threads, int reps) {
   omp_set_num_threads(threads);
   double best = 1e30;
   for (int r = 0; r < reps; r++) {
     const double t0 = mlr_cli_now();
-    run_one(id, b);
+    run_one(bn, b);
     const double dt = mlr_cli_now() - t0;
     if (dt < best) best = dt;
   }
@@ -112,7 +101,7 @@ int mlr_cmd_bench(int argc, char **argv) {
         return mlr_cli_usage_error("bench formats", "--n must be an integer in 1024..268435456");
       continue;
     }
-    return mlr_cli_usage_error("bench formats", "unknown option '%s' (valid: --n)", argv[i]);
+    return mlr_cli_unknown_option("bench formats", argv[i], "--n");
   }
   bufs b = {(size_t)n, malloc(2 * n * sizeof(float)), malloc(2 * n * sizeof(double)), malloc(n),
             malloc(2 * n)};
@@ -138,13 +127,14 @@ int mlr_cmd_bench(int argc, char **argv) {
   printf("elements per run: %zu, best of %d runs\n\n", b.n, reps);
   const int all = omp_get_num_procs();
   printf("%-40s %14s %14s   %s\n", "operation", "1 core /s", "all cores /s", "target (1 core)");
-  for (int id = 0; id < B_COUNT; id++) {
-    const double r1 = rate((bench_id)id, &b, 1, reps), ra = rate((bench_id)id, &b, all, reps);
+  for (int k = 0; k < NBENCH; k++) {
+    const struct bench *bn = &BENCHES[k];
+    const double r1 = rate(bn, &b, 1, reps), ra = rate(bn, &b, all, reps);
     char tgt[64] = "";
-    if (target_1core[id] > 0)
-      snprintf(tgt, sizeof tgt, ">= %.0f M/s: %s", target_1core[id] / 1e6,
-               r1 >= target_1core[id] ? "met" : "NOT met");
-    printf("%-40s %12.1f M %12.1f M   %s\n", names[id], r1 / 1e6, ra / 1e6, tgt);
+    if (bn->target_1core > 0)
+      snprintf(tgt, sizeof tgt, ">= %.0f M/s: %s", bn->target_1core / 1e6,
+               r1 >= bn->target_1core ? "met" : "NOT met");
+    printf("%-40s %12.1f M %12.1f M   %s\n", bn->name, r1 / 1e6, ra / 1e6, tgt);
   }
   free(b.f32);
   free(b.f64);

@@ -24,36 +24,23 @@ static double peak_rss_gb(void) {
 
 int mlr_bench_emulate(int argc, char **argv) {
   const char *cmd = "bench emulate", *shape = "bs=256,kv=8192,seed=9826", *recipes[16];
-  int nrec = 0, threads = 0;
-  uint64_t reps = 2;
-  for (int i = 0; i < argc; i++) {
-    const char *v;
-    int m;
-    if ((m = mlr_cli_opt(argc, argv, &i, "shape", &v))) {
-      if (m < 0) return mlr_cli_usage_error(cmd, "--shape needs a SPEC");
-      shape = v;
-    } else if ((m = mlr_cli_opt(argc, argv, &i, "recipe", &v))) {
-      if (m < 0 || nrec == 16)
-        return mlr_cli_usage_error(cmd, "--recipe needs a name or file (at most 16)");
-      recipes[nrec++] = v;
-    } else if ((m = mlr_cli_opt(argc, argv, &i, "threads", &v))) {
-      uint64_t n;
-      if (m < 0 || mlr_cli_parse_u64(v, &n) || n < 1 || n > 1024)
-        return mlr_cli_usage_error(cmd, "--threads: an integer in 1..1024");
-      threads = (int)n;
-    } else if ((m = mlr_cli_opt(argc, argv, &i, "reps", &v))) {
-      if (m < 0 || mlr_cli_parse_u64(v, &reps) || reps < 1 || reps > 100)
-        return mlr_cli_usage_error(cmd, "--reps: an integer in 1..100");
-    } else
-      return mlr_cli_usage_error(
-          cmd, "unknown option '%s' (valid: --shape --recipe --threads --reps)", argv[i]);
+  int nrec = 0, rc = MLR_EXIT_OK;
+  uint64_t reps = 2, nthreads = 0;
+  for (int i = 0; i < argc && rc == MLR_EXIT_OK; i++)
+    if (!mlr_cli_str(cmd, argc, argv, &i, "shape", "a SPEC", &shape, &rc) &&
+        !mlr_cli_list(cmd, argc, argv, &i, "recipe", "a name or file", recipes, &nrec, 16, &rc) &&
+        !mlr_cli_count(cmd, argc, argv, &i, "threads", 1, 1024, &nthreads, &rc) &&
+        !mlr_cli_count(cmd, argc, argv, &i, "reps", 1, 100, &reps, &rc))
+      rc = mlr_cli_unknown_option(cmd, argv[i], "--shape --recipe --threads --reps");
+  if (rc != MLR_EXIT_OK) return rc;
+  const int threads = (int)nthreads;
+  if (!nrec) {
+    recipes[nrec++] = "aiter-a8w8-ps";
+    recipes[nrec++] = "triton-fp8-split";
   }
-  if (!nrec) recipes[nrec++] = "aiter-a8w8-ps", recipes[nrec++] = "triton-fp8-split";
   mlr_recipe rs[16];
-  for (int k = 0; k < nrec; k++) {
-    const int rc = mlr_cli_recipe(cmd, recipes[k], &rs[k]);
-    if (rc != MLR_EXIT_OK) return rc;
-  }
+  for (int k = 0; k < nrec; k++)
+    if ((rc = mlr_cli_recipe(cmd, recipes[k], &rs[k])) != MLR_EXIT_OK) return rc;
   mlr_tensor_file tf;
   mlr_inputs in;
   double tgen;
@@ -74,7 +61,6 @@ int mlr_bench_emulate(int argc, char **argv) {
          "per run; inputs generated in %.2f s\n",
          model, nt, shape, (long long)in.T, (long long)in.H, macs / 1e9, tgen);
   printf("%-20s %10s %12s %10s\n", "recipe", "best s", "G MAC/s", "peak RSS");
-  int rc = MLR_EXIT_OK;
   for (int k = 0; k < nrec; k++) {
     double best = 1e30;
     for (uint64_t r = 0; r < reps; r++) {
@@ -110,7 +96,7 @@ int mlr_bench_oracle(int argc, char **argv) {
     if (mlr_cli_str(cmd, argc, argv, &i, "shape", "a SPEC", &shape, &rc) ||
         mlr_cli_str(cmd, argc, argv, &i, "small", "a SPEC", &small, &rc))
       continue;
-    rc = mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --shape --small)", argv[i]);
+    rc = mlr_cli_unknown_option(cmd, argv[i], "--shape --small");
   }
   if (rc != MLR_EXIT_OK) return rc;
   const char *specs[2] = {small, shape};
@@ -139,7 +125,8 @@ int mlr_bench_oracle(int argc, char **argv) {
       st = mlr_oracle_plain256(&in, MLR_TRUTH_DEQUANTIZED, o, l, &err);
       t_plain = mlr_cli_now() - t0;
     }
-    free(o), free(l);
+    free(o);
+    free(l);
     mlr_tf_free(&tf);
     if (st != MLR_OK) {
       fprintf(stderr, "mlaref %s: %s\n", cmd, err.msg);

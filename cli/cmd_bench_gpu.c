@@ -22,24 +22,13 @@ int mlr_bench_gpu_exact(int argc, char **argv) {
   const char *cmd = "bench gpu-exact", *shapes[16], *recipes[16];
   int nshape = 0, nrec = 0;
   uint64_t reps = 5;
-  for (int i = 0; i < argc; i++) {
-    const char *v;
-    int m;
-    if ((m = mlr_cli_opt(argc, argv, &i, "shape", &v))) {
-      if (m < 0 || nshape == 16)
-        return mlr_cli_usage_error(cmd, "--shape needs a SPEC (at most 16)");
-      shapes[nshape++] = v;
-    } else if ((m = mlr_cli_opt(argc, argv, &i, "recipe", &v))) {
-      if (m < 0 || nrec == 16)
-        return mlr_cli_usage_error(cmd, "--recipe needs a name or file (at most 16)");
-      recipes[nrec++] = v;
-    } else if ((m = mlr_cli_opt(argc, argv, &i, "reps", &v))) {
-      if (m < 0 || mlr_cli_parse_u64(v, &reps) || reps < 1 || reps > MAXREPS)
-        return mlr_cli_usage_error(cmd, "--reps: an integer in 1..%d", MAXREPS);
-    } else
-      return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --shape --recipe --reps)",
-                                 argv[i]);
-  }
+  int rc = MLR_EXIT_OK;
+  for (int i = 0; i < argc && rc == MLR_EXIT_OK; i++)
+    if (!mlr_cli_list(cmd, argc, argv, &i, "shape", "a SPEC", shapes, &nshape, 16, &rc) &&
+        !mlr_cli_list(cmd, argc, argv, &i, "recipe", "a name or file", recipes, &nrec, 16, &rc) &&
+        !mlr_cli_count(cmd, argc, argv, &i, "reps", 1, MAXREPS, &reps, &rc))
+      rc = mlr_cli_unknown_option(cmd, argv[i], "--shape --recipe --reps");
+  if (rc != MLR_EXIT_OK) return rc;
   const mlr_suite *bench = mlr_suite_find("bench");
   if (!nshape)
     for (size_t k = 0; k < bench->n && k < 16; k++) shapes[nshape++] = bench->cells[k].spec;
@@ -75,8 +64,11 @@ int mlr_bench_gpu_exact(int argc, char **argv) {
           mlr_tf_free(&tf);
           return MLR_EXIT_FAIL;
         }
-        kern[r] = tm.kernel_ms, call[r] = tm.total_ms;
-        part[0][r] = tm.q_ms, part[1][r] = tm.qk_ms, part[2][r] = tm.split_ms,
+        kern[r] = tm.kernel_ms;
+        call[r] = tm.total_ms;
+        part[0][r] = tm.q_ms;
+        part[1][r] = tm.qk_ms;
+        part[2][r] = tm.split_ms;
         part[3][r] = tm.merge_ms;
         mlr_emu_result_free(&res);
       }

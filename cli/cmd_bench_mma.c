@@ -24,25 +24,19 @@ static float chain(const float *a, const float *b) {
 int mlr_bench_mma(int argc, char **argv) {
   const char *cmd = "bench mma";
   uint64_t dots = 100000, reps = 3;
-  for (int i = 0; i < argc; i++) {
-    const char *v;
-    int m;
-    if ((m = mlr_cli_opt(argc, argv, &i, "dots", &v))) {
-      if (m < 0 || mlr_cli_parse_u64(v, &dots) || dots < 1 || dots > 10000000)
-        return mlr_cli_usage_error(cmd, "--dots: an integer in 1..10000000");
-    } else if ((m = mlr_cli_opt(argc, argv, &i, "reps", &v))) {
-      if (m < 0 || mlr_cli_parse_u64(v, &reps) || reps < 1 || reps > 100)
-        return mlr_cli_usage_error(cmd, "--reps: an integer in 1..100");
-    } else
-      return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --dots --reps)", argv[i]);
-  }
-  const size_t n =
-      2 * (size_t)K *
-      64; /* 64 distinct operand pairs, reused (they stay in cache, as a row of Q does) */
+  int rc = MLR_EXIT_OK;
+  for (int i = 0; i < argc && rc == MLR_EXIT_OK; i++)
+    if (!mlr_cli_count(cmd, argc, argv, &i, "dots", 1, 10000000, &dots, &rc) &&
+        !mlr_cli_count(cmd, argc, argv, &i, "reps", 1, 100, &reps, &rc))
+      rc = mlr_cli_unknown_option(cmd, argv[i], "--dots --reps");
+  if (rc != MLR_EXIT_OK) return rc;
+  /* 64 distinct operand pairs, reused (they stay in cache, as a row of Q does) */
+  const size_t n = 2 * (size_t)K * 64;
   double *g = malloc(n * sizeof *g);
   float *x = malloc(n * sizeof *x);
   if (!g || !x) {
-    free(g), free(x);
+    free(g);
+    free(x);
     return mlr_cli_usage_error(cmd, "cannot allocate the operands");
   }
   mlr_rng_normal_array(g, n, 7, 1, 0, 0);
@@ -80,6 +74,7 @@ int mlr_bench_mma(int argc, char **argv) {
     const double per = 1e9 / ((double)dots * K);
     printf("%-15s %12.2f %12.2f %8.1f\n", m->name, best[0] * per, best[1] * per, best[0] / best[1]);
   }
-  free(g), free(x);
+  free(g);
+  free(x);
   return MLR_EXIT_OK;
 }

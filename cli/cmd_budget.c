@@ -33,8 +33,8 @@ typedef struct opts {
   double rtol, atol, threshold;
 } opts;
 
-static char
-    header[512]; /* printed once the inputs are in, so bad input prints only its error line */
+/* printed once the inputs are in, so bad input prints only its error line */
+static char header[512];
 
 static void print_header(const opts *o) {
   if (!o->json && header[0]) fputs(header, stdout);
@@ -115,122 +115,158 @@ static json_t *stats_json(mlr_err_stats s) {
   return json_pack("{s:f,s:f,s:f}", "rms", s.rms, "max", s.max, "p999", s.p999);
 }
 
-static int report(const char *cmd, const opts *o, const mlr_recipe *r, mlr_inputs *in,
-                  json_t *root) {
+/* the figures report prints: the decomposition, the bound's use and the utilisation */
+typedef struct figures {
+  mlr_decomp d;
+  mlr_bound_use bu;
+  mlr_util u;
+  double bmax, bsum;              /* the finite bounds' largest and sum */
+  double t_truth, t_dec, t_bound; /* seconds */
+  int64_t N, n;                   /* rows (query tokens x heads) and elements */
+} figures;
+
+/* the certified truth once, the model once, then the decomposition, the bound and the
+ * utilisation against them; --out: every element's truth, model, error and bound, side by side */
+static int compute(const char *cmd, const opts *o, const mlr_recipe *r, mlr_inputs *in,
+                   figures *f) {
   mlr_error err = {""};
   const int64_t N = in->T * in->H, n = N * DV;
+  f->N = N;
+  f->n = n;
   mlr_truth_from from_kind = in->kv_bf16 ? MLR_TRUTH_BF16 : MLR_TRUTH_DEQUANTIZED;
   if (o->truth) from_kind = strcmp(o->truth, "bf16") ? MLR_TRUTH_DEQUANTIZED : MLR_TRUTH_BF16;
-  /* the certified truth once, for the decomposition, the bound and the utilisation */
   double *truth = malloc((size_t)n * sizeof(double)), *lse = malloc((size_t)N * sizeof(double)),
          *bound = malloc((size_t)n * sizeof(double));
   double *model = malloc((size_t)n * sizeof(double));
   int64_t nrows = N;
   int64_t *rows = pick_rows(N, o->rows, &nrows);
   if (!truth || !lse || !bound || !model) {
-    free(truth), free(lse), free(bound), free(model), free(rows);
-    fprintf(stderr, "mlaref %s: out of memory for the truth and the bound\n", cmd);
-    return MLR_EXIT_FAIL;
+    free(truth);
+    free(lse);
+    free(bound);
+    free(model);
+    free(rows);
+    return mlr_cli_fail(cmd, "out of memory for the truth and the bound");
   }
   mlr_oracle_stats os;
-  mlr_decomp d;
   double t0 = mlr_cli_now();
   mlr_status st = mlr_oracle(in, from_kind, truth, lse, &os, &err);
-  const double t_truth = mlr_cli_now() - t0;
+  f->t_truth = mlr_cli_now() - t0;
   t0 = mlr_cli_now(); /* the model once too: the decomposition's total and the utilisation */
   if (st == MLR_OK) st = mlr_budget_model(r, in, o->threads, model, NULL, &err);
   if (st == MLR_OK)
-    st = mlr_budget_decompose(r, in, from_kind, truth, model, rows, nrows, o->threads, &d, &err);
-  const double t_dec = mlr_cli_now() - t0;
+    st = mlr_budget_decompose(r, in, from_kind, truth, model, rows, nrows, o->threads, &f->d, &err);
+  f->t_dec = mlr_cli_now() - t0;
   free(rows);
   t0 = mlr_cli_now();
-  if (st == MLR_OK) st = mlr_budget_bound(r, in, d.from, truth, o->threads, bound, &err);
-  const double t_bound = mlr_cli_now() - t0;
-  mlr_bound_use bu;
-  mlr_util u;
+  if (st == MLR_OK) st = mlr_budget_bound(r, in, f->d.from, truth, o->threads, bound, &err);
+  f->t_bound = mlr_cli_now() - t0;
   mlr_cmp_tensor ta = {MLR_CT_F64, model, n}, tt = {MLR_CT_F64, truth, n};
-  if (st == MLR_OK) st = mlr_compare_bound(&ta, &tt, bound, 1.0, &bu, &err);
-  if (st == MLR_OK) st = mlr_compare_utilisation(&ta, &tt, o->rtol, o->atol, &u, &err);
-  double bmax = 0, bsum = 0;
+  if (st == MLR_OK) st = mlr_compare_bound(&ta, &tt, bound, 1.0, &f->bu, &err);
+  if (st == MLR_OK) st = mlr_compare_utilisation(&ta, &tt, o->rtol, o->atol, &f->u, &err);
+  f->bmax = 0;
+  f->bsum = 0;
   for (int64_t i = 0; st == MLR_OK && i < n; i++)
-    if (isfinite(bound[i])) bmax = fmax(bmax, bound[i]), bsum += bound[i];
-  if (st == MLR_OK && o->out) { /* every element's truth, model, error and bound, side by side */
-    const int rc = write_elements(cmd, o, r, in, from_kind, truth, model, bound);
-    if (rc != MLR_EXIT_OK) {
-      free(truth), free(lse), free(bound), free(model);
-      return rc;
+    if (isfinite(bound[i])) {
+      f->bmax = fmax(f->bmax, bound[i]);
+      f->bsum += bound[i];
     }
+  int rc = MLR_EXIT_OK;
+  if (st == MLR_OK && o->out) rc = write_elements(cmd, o, r, in, from_kind, truth, model, bound);
+  free(truth);
+  free(lse);
+  free(bound);
+  free(model);
+  if (rc != MLR_EXIT_OK || st == MLR_OK) return rc;
+  return st == MLR_EINVAL ? mlr_cli_usage_error(cmd, "%s", err.msg)
+                          : mlr_cli_fail(cmd, "%s", err.msg);
+}
+
+static void report_json(const opts *o, const figures *f, json_t *root) {
+  const mlr_decomp *d = &f->d;
+  const char *from = d->from == MLR_TRUTH_BF16 ? "bf16" : "dequantized";
+  json_t *src = json_object();
+  for (int s = 0; s < MLR_NSRC; s++) {
+    json_t *x = json_pack("{s:b,s:o,s:o,s:f}", "present", (int)(d->present >> s & 1u), "alone",
+                          stats_json(d->alone[s]), "without", stats_json(d->without[s]), "rel_l2",
+                          d->rel_l2_alone[s]);
+    json_object_set_new(src, mlr_source_name(s), x);
   }
-  free(truth), free(lse), free(bound), free(model);
-  if (st != MLR_OK)
-    return st == MLR_EINVAL ? mlr_cli_usage_error(cmd, "%s", err.msg)
-                            : (fprintf(stderr, "mlaref %s: %s\n", cmd, err.msg), MLR_EXIT_FAIL);
-  const char *from = d.from == MLR_TRUTH_BF16 ? "bf16" : "dequantized";
-  if (root) {
-    json_t *src = json_object();
-    for (int s = 0; s < MLR_NSRC; s++) {
-      json_t *x = json_pack("{s:b,s:o,s:o,s:f}", "present", (int)(d.present >> s & 1u), "alone",
-                            stats_json(d.alone[s]), "without", stats_json(d.without[s]), "rel_l2",
-                            d.rel_l2_alone[s]);
-      json_object_set_new(src, mlr_source_name(s), x);
-    }
-    json_object_set_new(root, "decomposition",
-                        json_pack("{s:s,s:I,s:I,s:f,s:o,s:f,s:o,s:o,s:I,s:f,s:f}", "truth_from",
-                                  from, "rows", (json_int_t)d.rows, "elements", (json_int_t)d.n,
-                                  "truth_rms", d.truth_rms, "total", stats_json(d.total),
-                                  "rel_l2_total", d.rel_l2_total, "interaction",
-                                  stats_json(d.interaction), "sources", src, "closure_model_diff",
-                                  (json_int_t)d.closure_model_diff, "closure_truth_max",
-                                  d.closure_truth_max, "seconds", t_dec));
-    json_object_set_new(root, "truth_seconds", json_real(t_truth));
-    json_object_set_new(root, "bound",
-                        json_pack("{s:s,s:I,s:I,s:f,s:f,s:f,s:f,s:f}", "truth_from", from,
-                                  "elements", (json_int_t)bu.n, "violations", (json_int_t)bu.over,
-                                  "max_error_over_bound", bu.max_ratio, "median_tightness",
-                                  bu.tight_p50, "max_bound", bmax, "mean_bound",
-                                  bsum / (double)(n ? n : 1), "seconds", t_bound));
-    json_t *h = json_array();
-    for (int k = 0; k < MLR_UTIL_BINS; k++) json_array_append_new(h, json_integer(u.hist[k]));
-    json_object_set_new(root, "utilisation",
-                        json_pack("{s:f,s:f,s:I,s:f,s:f,s:f,s:f,s:o}", "rtol", o->rtol, "atol",
-                                  o->atol, "over", (json_int_t)u.over, "max", u.max, "p50", u.p50,
-                                  "p99", u.p99, "p999", u.p999, "histogram", h));
-    return bu.over ? MLR_EXIT_FAIL : MLR_EXIT_OK;
-  }
+  json_object_set_new(root, "decomposition",
+                      json_pack("{s:s,s:I,s:I,s:f,s:o,s:f,s:o,s:o,s:I,s:f,s:f}", "truth_from", from,
+                                "rows", (json_int_t)d->rows, "elements", (json_int_t)d->n,
+                                "truth_rms", d->truth_rms, "total", stats_json(d->total),
+                                "rel_l2_total", d->rel_l2_total, "interaction",
+                                stats_json(d->interaction), "sources", src, "closure_model_diff",
+                                (json_int_t)d->closure_model_diff, "closure_truth_max",
+                                d->closure_truth_max, "seconds", f->t_dec));
+  json_object_set_new(root, "truth_seconds", json_real(f->t_truth));
+  json_object_set_new(root, "bound",
+                      json_pack("{s:s,s:I,s:I,s:f,s:f,s:f,s:f,s:f}", "truth_from", from, "elements",
+                                (json_int_t)f->bu.n, "violations", (json_int_t)f->bu.over,
+                                "max_error_over_bound", f->bu.max_ratio, "median_tightness",
+                                f->bu.tight_p50, "max_bound", f->bmax, "mean_bound",
+                                f->bsum / (double)(f->n ? f->n : 1), "seconds", f->t_bound));
+  json_t *h = json_array();
+  for (int k = 0; k < MLR_UTIL_BINS; k++) json_array_append_new(h, json_integer(f->u.hist[k]));
+  json_object_set_new(root, "utilisation",
+                      json_pack("{s:f,s:f,s:I,s:f,s:f,s:f,s:f,s:o}", "rtol", o->rtol, "atol",
+                                o->atol, "over", (json_int_t)f->u.over, "max", f->u.max, "p50",
+                                f->u.p50, "p99", f->u.p99, "p999", f->u.p999, "histogram", h));
+}
+
+static void report_text(const opts *o, const figures *f) {
+  const mlr_decomp *d = &f->d;
+  const mlr_bound_use *bu = &f->bu;
+  const mlr_util *u = &f->u;
+  const char *from = d->from == MLR_TRUTH_BF16 ? "bf16" : "dequantized";
   printf("error decomposition: %lld rows of %lld, %lld elements, against the certified truth from "
          "%s KV (RMS %.4g; %.2f s)\n",
-         (long long)d.rows, (long long)N, (long long)d.n, from, d.truth_rms, t_truth);
+         (long long)d->rows, (long long)f->N, (long long)d->n, from, d->truth_rms, f->t_truth);
   printf("  %-13s %-8s %-11s %-11s %-11s %-9s %s\n", "source", "present", "rms", "max", "p99.9",
          "rel L2", "model - model without it: rms");
   for (int s = 0; s < MLR_NSRC; s++) {
-    if (!(d.present >> s & 1u)) {
+    if (!(d->present >> s & 1u)) {
       printf("  %-13s %-8s\n", mlr_source_name(s), "no");
       continue;
     }
     printf("  %-13s %-8s %-11.4g %-11.4g %-11.4g %-9.3g%% %.4g\n", mlr_source_name(s), "yes",
-           d.alone[s].rms, d.alone[s].max, d.alone[s].p999, 100 * d.rel_l2_alone[s],
-           d.without[s].rms);
+           d->alone[s].rms, d->alone[s].max, d->alone[s].p999, 100 * d->rel_l2_alone[s],
+           d->without[s].rms);
   }
-  printf("  %-13s %-8s %-11.4g %-11.4g %-11.4g\n", "interaction", "", d.interaction.rms,
-         d.interaction.max, d.interaction.p999);
-  printf("  %-13s %-8s %-11.4g %-11.4g %-11.4g %-9.3g%%\n", "total", "", d.total.rms, d.total.max,
-         d.total.p999, 100 * d.rel_l2_total);
+  printf("  %-13s %-8s %-11.4g %-11.4g %-11.4g\n", "interaction", "", d->interaction.rms,
+         d->interaction.max, d->interaction.p999);
+  printf("  %-13s %-8s %-11.4g %-11.4g %-11.4g %-9.3g%%\n", "total", "", d->total.rms, d->total.max,
+         d->total.p999, 100 * d->rel_l2_total);
   printf("  closure: all sources on vs the model: %lld elements differ; all off vs the truth: max "
          "%.3g (%.2f s)\n",
-         (long long)d.closure_model_diff, d.closure_truth_max, t_dec);
+         (long long)d->closure_model_diff, d->closure_truth_max, f->t_dec);
   printf("a priori bound (truth from %s KV): %s on %lld elements (%lld violations); max |error| / "
          "bound %.3g; median bound / |error| %.3g; "
          "max bound %.4g (%.2f s)\n",
-         from, bu.over ? "VIOLATED" : "holds", (long long)bu.n, (long long)bu.over, bu.max_ratio,
-         bu.tight_p50, bmax, t_bound);
+         from, bu->over ? "VIOLATED" : "holds", (long long)bu->n, (long long)bu->over,
+         bu->max_ratio, bu->tight_p50, f->bmax, f->t_bound);
   printf("budget utilisation |out - truth| / (%g + %g |truth|): max %.4g, p99.9 %.4g, p99 %.4g, "
          "p50 %.4g; %lld elements over 1\n",
-         o->atol, o->rtol, u.max, u.p999, u.p99, u.p50, (long long)u.over);
+         o->atol, o->rtol, u->max, u->p999, u->p99, u->p50, (long long)u->over);
   printf("  histogram:");
   for (int k = 0; k < MLR_UTIL_BINS; k++)
-    printf(" [%g,%g) %lld", mlr_util_edges[k], mlr_util_edges[k + 1], (long long)u.hist[k]);
+    printf(" [%g,%g) %lld", mlr_util_edges[k], mlr_util_edges[k + 1], (long long)u->hist[k]);
   printf("\n");
-  return bu.over ? MLR_EXIT_FAIL : MLR_EXIT_OK;
+}
+
+/* the decomposition, bound and utilisation of recipe r on the inputs: into root (--json) or
+ * printed; exit 1 when the bound is violated */
+static int report(const char *cmd, const opts *o, const mlr_recipe *r, mlr_inputs *in,
+                  json_t *root) {
+  figures f;
+  const int rc = compute(cmd, o, r, in, &f);
+  if (rc != MLR_EXIT_OK) return rc;
+  if (root)
+    report_json(o, &f, root);
+  else
+    report_text(o, &f);
+  return f.bu.over ? MLR_EXIT_FAIL : MLR_EXIT_OK;
 }
 
 /* one distribution of the sweep: the grid, then the dynamic policies */
@@ -264,7 +300,9 @@ static int sweep_one(const char *cmd, const opts *o, const mlr_recipe *base, con
     const int seeds = i < np && grid[i] == MLR_BUDGET_SEEDS_ABSMAX;
     if (i < np && pt.util_max < o->threshold) {
       if (isnan(lo)) lo = grid[i];
-      hi = grid[i], gaps += pending, pending = 0;
+      hi = grid[i];
+      gaps += pending;
+      pending = 0;
     } else if (i < np && !isnan(lo))
       pending++; /* a gap only if a later point passes */
     if (arr)
@@ -281,9 +319,8 @@ static int sweep_one(const char *cmd, const opts *o, const mlr_recipe *base, con
   free(truth);
   if (st != MLR_OK) {
     json_decref(pts);
-    return st == MLR_EINVAL || st == MLR_EPARSE
-               ? mlr_cli_usage_error(cmd, "%s", err.msg)
-               : (fprintf(stderr, "mlaref %s: %s\n", cmd, err.msg), MLR_EXIT_FAIL);
+    return st == MLR_EINVAL || st == MLR_EPARSE ? mlr_cli_usage_error(cmd, "%s", err.msg)
+                                                : mlr_cli_fail(cmd, "%s", err.msg);
   }
   if (arr) {
     json_array_append_new(arr, json_pack("{s:s,s:o,s:o,s:o,s:i}", "distribution", label, "points",
@@ -337,82 +374,118 @@ static int sweep(const char *cmd, const opts *o, const mlr_recipe *r, json_t *ro
   return rc;
 }
 
-int mlr_cmd_budget(int argc, char **argv) {
-  const char *cmd = "budget";
-  opts o;
-  memset(&o, 0, sizeof o);
-  o.rtol = o.atol = 1e-2, o.threshold = 1.0, o.points = 19, o.dists = DEFAULT_DISTS, o.rows = 512;
+/* budget's command line into o: an exit code */
+static int budget_args(const char *cmd, int argc, char **argv, opts *o) {
   int rc = MLR_EXIT_OK;
   for (int i = 0; i < argc; i++) {
     const char *v;
     int m;
-    if (mlr_cli_str(cmd, argc, argv, &i, "inputs", "a file", &o.inputs, &rc) ||
-        mlr_cli_str(cmd, argc, argv, &i, "shape", "a shape, e.g. bs=4,kv=1024", &o.shape, &rc) ||
-        mlr_cli_str(cmd, argc, argv, &i, "recipe", "a built-in name or a recipe file", &o.recipe,
+    if (mlr_cli_str(cmd, argc, argv, &i, "inputs", "a file", &o->inputs, &rc) ||
+        mlr_cli_str(cmd, argc, argv, &i, "shape", "a shape, e.g. bs=4,kv=1024", &o->shape, &rc) ||
+        mlr_cli_str(cmd, argc, argv, &i, "recipe", "a built-in name or a recipe file", &o->recipe,
                     &rc) ||
         mlr_cli_str(cmd, argc, argv, &i, "policy", "static:absmax=A|dynamic|per_head|per_token",
-                    &o.policy, &rc) ||
-        mlr_cli_str(cmd, argc, argv, &i, "sweep", "what to sweep (absmax)", &o.sweep, &rc) ||
-        mlr_cli_str(cmd, argc, argv, &i, "dists", "Q distributions separated by ';'", &o.dists,
+                    &o->policy, &rc) ||
+        mlr_cli_str(cmd, argc, argv, &i, "sweep", "what to sweep (absmax)", &o->sweep, &rc) ||
+        mlr_cli_str(cmd, argc, argv, &i, "dists", "Q distributions separated by ';'", &o->dists,
                     &rc) ||
-        mlr_cli_str(cmd, argc, argv, &i, "truth", "bf16|dequantized", &o.truth, &rc) ||
-        mlr_cli_str(cmd, argc, argv, &i, "out", "a .safetensors file", &o.out, &rc) ||
-        mlr_cli_max_memory_opt(cmd, argc, argv, &i, &rc)) {
+        mlr_cli_str(cmd, argc, argv, &i, "truth", "bf16|dequantized", &o->truth, &rc) ||
+        mlr_cli_str(cmd, argc, argv, &i, "out", "a .safetensors file", &o->out, &rc) ||
+        mlr_cli_max_memory_opt(cmd, argc, argv, &i, &rc) ||
+        mlr_cli_list(cmd, argc, argv, &i, "set", "key=value", o->sets, &o->nsets, 64, &rc) ||
+        mlr_cli_threads_opt(cmd, argc, argv, &i, &o->threads, &rc)) {
       if (rc) return rc;
-      if (o.truth && strcmp(o.truth, "bf16") && strcmp(o.truth, "dequantized"))
-        return mlr_cli_usage_error(cmd, "--truth '%s' is not one of bf16|dequantized", o.truth);
-    } else if ((m = mlr_cli_opt(argc, argv, &i, "set", &v))) {
-      if (m < 0 || o.nsets == 64)
-        return mlr_cli_usage_error(cmd, "--set needs key=value (at most 64)");
-      o.sets[o.nsets++] = v;
+      if (o->truth && strcmp(o->truth, "bf16") && strcmp(o->truth, "dequantized"))
+        return mlr_cli_usage_error(cmd, "--truth '%s' is not one of bf16|dequantized", o->truth);
     } else if ((m = mlr_cli_opt(argc, argv, &i, "tolerance", &v))) {
-      if ((rc = mlr_cli_parse_tolerance(cmd, m > 0 ? v : NULL, &o.rtol, &o.atol)) != MLR_EXIT_OK)
+      if ((rc = mlr_cli_parse_tolerance(cmd, m > 0 ? v : NULL, &o->rtol, &o->atol)) != MLR_EXIT_OK)
         return rc;
     } else if ((m = mlr_cli_opt(argc, argv, &i, "threshold", &v))) {
-      if (m < 0 || mlr_cli_parse_double(v, &o.threshold) || !(o.threshold > 0))
+      if (m < 0 || mlr_cli_parse_double(v, &o->threshold) || !(o->threshold > 0))
         return mlr_cli_usage_error(cmd, "--threshold needs a number > 0");
     } else if ((m = mlr_cli_opt(argc, argv, &i, "points", &v))) {
       uint64_t p;
       if (m < 0 || mlr_cli_parse_u64(v, &p) || p < 2 || p > MAX_POINTS)
         return mlr_cli_usage_error(cmd, "--points needs a count from 2 to %d", MAX_POINTS);
-      o.points = (int)p;
+      o->points = (int)p;
     } else if ((m = mlr_cli_opt(argc, argv, &i, "rows", &v))) {
       uint64_t p;
       if (m < 0 || mlr_cli_parse_u64(v, &p) || p > (1u << 30))
         return mlr_cli_usage_error(cmd, "--rows needs a count (0: every row)");
-      o.rows = (int64_t)p;
-    } else if ((m = mlr_cli_opt(argc, argv, &i, "threads", &v))) {
-      uint64_t p;
-      if (m < 0 || mlr_cli_parse_u64(v, &p) || p < 1 || p > 1024)
-        return mlr_cli_usage_error(cmd, "--threads '%s': an integer in 1..1024", m < 0 ? "" : v);
-      o.threads = (int)p;
+      o->rows = (int64_t)p;
     } else if (!strcmp(argv[i], "--json"))
-      o.json = 1;
+      o->json = 1;
     else
-      return mlr_cli_usage_error(
-          cmd,
-          "unknown option '%s' (valid: --inputs --shape --recipe --set --policy --truth --out "
-          "--sweep --points --dists --tolerance --threshold --rows --threads --max-memory --json)",
-          argv[i]);
+      return mlr_cli_unknown_option(
+          cmd, argv[i],
+          "--inputs --shape --recipe --set --policy --truth --out --sweep "
+          "--points --dists --tolerance --threshold --rows --threads "
+          "--max-memory --json");
   }
-  if (!o.recipe || (!o.inputs == !o.shape))
+  return MLR_EXIT_OK;
+}
+
+/* the options together, and --out's folder writable: refused before the work, not after */
+static int budget_check(const char *cmd, const opts *o) {
+  if (!o->recipe || (!o->inputs == !o->shape))
     return mlr_cli_usage_error(cmd, "usage: budget --inputs IN | --shape SPEC --recipe NAME|FILE "
                                     "[--set k=v]... [--policy P] [--sweep absmax] [--json]");
-  if (o.sweep && strcmp(o.sweep, "absmax"))
-    return mlr_cli_usage_error(cmd, "--sweep '%s': only absmax can be swept", o.sweep);
-  if (o.sweep && o.out)
+  if (o->sweep && strcmp(o->sweep, "absmax"))
+    return mlr_cli_usage_error(cmd, "--sweep '%s': only absmax can be swept", o->sweep);
+  if (o->sweep && o->out)
     return mlr_cli_usage_error(cmd,
                                "--out writes the elements of a report; with --sweep use --json");
-  if (o.out) { /* refuse an unwritable place before the work, not after */
+  if (o->out) {
     char dir[1024];
-    snprintf(dir, sizeof dir, "%s", o.out);
+    snprintf(dir, sizeof dir, "%s", o->out);
     char *slash = strrchr(dir, '/');
     if (slash) *slash = 0;
     if (access(slash ? (dir[0] ? dir : "/") : ".", W_OK) != 0)
       return mlr_cli_usage_error(cmd,
                                  "--out %s: the folder '%s' is not an existing writable folder",
-                                 o.out, slash ? (dir[0] ? dir : "/") : ".");
+                                 o->out, slash ? (dir[0] ? dir : "/") : ".");
   }
+  return MLR_EXIT_OK;
+}
+
+/* the report on one set of inputs, once they are in and fit the memory */
+static int report_inputs(const char *cmd, const opts *o, const mlr_recipe *r, json_t *root) {
+  mlr_tensor_file tf;
+  mlr_inputs in;
+  int rc = load_inputs(cmd, o, o->shape, &tf, &in);
+  if (rc != MLR_EXIT_OK) return rc;
+  if (o->truth && !strcmp(o->truth, "bf16") && !in.kv_bf16)
+    rc = mlr_cli_usage_error(
+        cmd,
+        "--truth bf16: the inputs have no kv_bf16 (the unquantized KV; mlaref gen ... bf16kv=1)");
+  else
+    /* with the figure: truth, model and bound in F64, the bound's Q tables (two F64 copies of Q:
+     * 2 x 576/512 of o), and the element file of --out (four F64 tensors) */
+    rc = mlr_cli_memory_fits(cmd,
+                             (double)in.T * (double)in.H * DV * 8 * (3 + 2.25 + (o->out ? 4 : 0)),
+                             "the budget of %s (%lld query tokens x %lld heads, F64%s)",
+                             o->inputs ? o->inputs : o->shape, (long long)in.T, (long long)in.H,
+                             o->out ? ", with --out" : "");
+  if (rc == MLR_EXIT_OK) {
+    print_header(o);
+    rc = report(cmd, o, r, &in, root);
+  }
+  mlr_tf_free(&tf);
+  return rc;
+}
+
+int mlr_cmd_budget(int argc, char **argv) {
+  const char *cmd = "budget";
+  opts o;
+  memset(&o, 0, sizeof o);
+  o.rtol = o.atol = 1e-2;
+  o.threshold = 1.0;
+  o.points = 19;
+  o.dists = DEFAULT_DISTS;
+  o.rows = 512;
+  int rc = budget_args(cmd, argc, argv, &o);
+  if (rc == MLR_EXIT_OK) rc = budget_check(cmd, &o);
+  if (rc != MLR_EXIT_OK) return rc;
   mlr_recipe r;
   if ((rc = mlr_cli_recipe_sets(cmd, o.recipe, o.sets, o.nsets, &r)) != MLR_EXIT_OK) return rc;
   mlr_error err = {""};
@@ -432,33 +505,7 @@ int mlr_cmd_budget(int argc, char **argv) {
   snprintf(header, sizeof header,
            "mlaref budget: recipe %s (sha256 %.16s, Q policy %s), inputs %s\n", r.name, hash, pol,
            o.inputs ? o.inputs : o.shape);
-  if (o.sweep)
-    rc = sweep(cmd, &o, &r, root);
-  else {
-    mlr_tensor_file tf;
-    mlr_inputs in;
-    if ((rc = load_inputs(cmd, &o, o.shape, &tf, &in)) == MLR_EXIT_OK && o.truth &&
-        !strcmp(o.truth, "bf16") && !in.kv_bf16) {
-      mlr_tf_free(&tf);
-      rc = mlr_cli_usage_error(
-          cmd,
-          "--truth bf16: the inputs have no kv_bf16 (the unquantized KV; mlaref gen ... bf16kv=1)");
-    } else if (rc == MLR_EXIT_OK &&
-               /* refused before the work, with the figure: truth, model and bound in F64, the
-                * bound's Q tables (two F64 copies of Q: 2 x 576/512 of o), and the element file of
-                * --out (four F64 tensors) */
-               (rc = mlr_cli_memory_fits(
-                    cmd, (double)in.T * (double)in.H * DV * 8 * (3 + 2.25 + (o.out ? 4 : 0)),
-                    "the budget of %s (%lld query tokens x %lld heads, F64%s)",
-                    o.inputs ? o.inputs : o.shape, (long long)in.T, (long long)in.H,
-                    o.out ? ", with --out" : "")) != MLR_EXIT_OK) {
-      mlr_tf_free(&tf);
-    } else if (rc == MLR_EXIT_OK) {
-      print_header(&o);
-      rc = report(cmd, &o, &r, &in, root);
-      mlr_tf_free(&tf);
-    }
-  }
+  rc = o.sweep ? sweep(cmd, &o, &r, root) : report_inputs(cmd, &o, &r, root);
   if (root) {
     if (rc != MLR_EXIT_USAGE) {
       char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(17));

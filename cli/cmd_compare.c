@@ -1,8 +1,7 @@
 /* mlaref compare A B [--tensor o] [--rule R]... [--truth T] [--inputs IN] [--json], and mlaref
  * check (at the end). compare: A (candidate) against B (reference) under tolerance rules
- * (compare/mlr_compare.h); exit 0 when
- * every evaluated rule passes, 1 when one fails, 2 on bad input or when no rule could be
- * evaluated. The worst elements are printed as reproducer lines. */
+ * (compare/mlr_compare.h); exit 0 when every evaluated rule passes, 1 when one fails, 2 on bad
+ * input or when no rule could be evaluated. The worst elements are printed as reproducer lines. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -176,8 +175,7 @@ int mlr_cmd_compare(int argc, char **argv) {
     } else if (strcmp(argv[i], "--json") == 0)
       json = 1;
     else if (argv[i][0] == '-' && argv[i][1] == '-')
-      return mlr_cli_usage_error(
-          cmd, "unknown option '%s' (valid: --tensor --rule --truth --inputs --json)", argv[i]);
+      return mlr_cli_unknown_option(cmd, argv[i], "--tensor --rule --truth --inputs --json");
     else if (nf < 2)
       files[nf++] = argv[i];
     else
@@ -194,7 +192,10 @@ int mlr_cmd_compare(int argc, char **argv) {
                                mlr_rule_forms());
   if (!nrules) mlr_rule_parse("exact", &rules[nrules++], NULL);
   mlr_tensor_file ta, tb, tt, ti;
-  mlr_tf_init(&ta), mlr_tf_init(&tb), mlr_tf_init(&tt), mlr_tf_init(&ti);
+  mlr_tf_init(&ta);
+  mlr_tf_init(&tb);
+  mlr_tf_init(&tt);
+  mlr_tf_init(&ti);
   mlr_cmp_tensor a, b, t;
   const mlr_tensor *xa, *xb, *xt = NULL;
   rc = load_view(cmd, files[0], tensor, &ta, &a, &xa);
@@ -222,8 +223,125 @@ int mlr_cmd_compare(int argc, char **argv) {
   rc = evaluate(cmd, files[0], files[1], tensor, truth, xa, &a, &b, &m, &mt, &mr, rules, nrules,
                 json, inp, rhash, shape, NULL, NULL);
 done:
-  mlr_tf_free(&ta), mlr_tf_free(&tb), mlr_tf_free(&tt), mlr_tf_free(&ti);
+  mlr_tf_free(&ta);
+  mlr_tf_free(&tb);
+  mlr_tf_free(&tt);
+  mlr_tf_free(&ti);
   return rc;
+}
+
+typedef struct check_opts {
+  const char *inputs, *output, *recipe, *tensor, *sets[64];
+  mlr_rule rules[16];
+  int nrules, nsets, json, threads;
+  mlr_truth_from from;
+} check_opts;
+
+/* check's command line into o (default rule fa3): an exit code */
+static int check_args(const char *cmd, int argc, char **argv, check_opts *o) {
+  int rc = MLR_EXIT_OK;
+  for (int i = 0; i < argc && rc == MLR_EXIT_OK; i++) {
+    const char *v;
+    int m;
+    if (mlr_cli_str(cmd, argc, argv, &i, "inputs", "a file", &o->inputs, &rc) ||
+        mlr_cli_str(cmd, argc, argv, &i, "output", "a file", &o->output, &rc) ||
+        mlr_cli_str(cmd, argc, argv, &i, "recipe", "a name or file", &o->recipe, &rc) ||
+        mlr_cli_str(cmd, argc, argv, &i, "tensor", "a name", &o->tensor, &rc) ||
+        mlr_cli_list(cmd, argc, argv, &i, "set", "key=value", o->sets, &o->nsets, 64, &rc))
+      continue;
+    if ((m = mlr_cli_opt(argc, argv, &i, "truth", &v))) {
+      if (m < 0 || (strcmp(v, "dequantized") && strcmp(v, "bf16")))
+        return mlr_cli_usage_error(cmd, "--truth '%s' is not one of dequantized|bf16",
+                                   m < 0 ? "" : v);
+      o->from = strcmp(v, "bf16") == 0 ? MLR_TRUTH_BF16 : MLR_TRUTH_DEQUANTIZED;
+    } else if ((m = mlr_cli_opt(argc, argv, &i, "threads", &v))) {
+      uint64_t n;
+      if (m < 0 || mlr_cli_parse_u64(v, &n) || n < 1 || n > 1024)
+        return mlr_cli_usage_error(cmd, "--threads: an integer in 1..1024");
+      o->threads = (int)n;
+    } else if ((m = mlr_cli_opt(argc, argv, &i, "rule", &v))) {
+      mlr_error err = {""};
+      if (m < 0 || o->nrules == 16)
+        return mlr_cli_usage_error(cmd, "--rule needs one of %s (at most 16)", mlr_rule_forms());
+      if (mlr_rule_parse(v, &o->rules[o->nrules++], &err) != MLR_OK)
+        return mlr_cli_usage_error(cmd, "%s", err.msg);
+    } else if (strcmp(argv[i], "--json") == 0)
+      o->json = 1;
+    else
+      return mlr_cli_unknown_option(
+          cmd, argv[i],
+          "--inputs --output --recipe --set --rule --tensor --truth --threads --json");
+  }
+  if (rc != MLR_EXIT_OK) return rc;
+  if (!o->inputs || !o->output || !o->recipe)
+    return mlr_cli_usage_error(cmd,
+                               "usage: check --inputs IN --output KERNEL_OUT --recipe NAME|FILE "
+                               "[--set k=v]... [--rule R]... [--truth dequantized|bf16]");
+  if (strcmp(o->tensor, "o"))
+    return mlr_cli_usage_error(
+        cmd, "--tensor '%s': check compares the output o (compare handles any tensor)", o->tensor);
+  if (!o->nrules) mlr_rule_parse("fa3", &o->rules[o->nrules++], NULL);
+  return MLR_EXIT_OK;
+}
+
+/* the model of recipe r on the inputs (res, its o as b), after the kernel's output (xa, viewed as
+ * a) is found to have o's shape; a and b must have one type: an exit code */
+static int check_model(const char *cmd, const check_opts *o, const mlr_recipe *r,
+                       const mlr_inputs *in, const mlr_tensor *xa, const mlr_cmp_tensor *a,
+                       mlr_emu_result *res, mlr_cmp_tensor *b) {
+  if (xa->ndim != 3 || xa->shape[0] != in->T || xa->shape[1] != in->H || xa->shape[2] != 512)
+    return mlr_cli_usage_error(cmd, "%s: tensor 'o' must be [%lld, %lld, 512] for these inputs",
+                               o->output, (long long)in->T, (long long)in->H);
+  mlr_error err = {""};
+  mlr_emu_opts eo = {o->threads, 0, MLR_FAULT_NONE, 0};
+  mlr_status st = mlr_emulate(r, in, &eo, res, &err);
+  if (st != MLR_OK)
+    return st == MLR_EINVAL
+               ? mlr_cli_usage_error(cmd, "%s with %s: %s", o->recipe, o->inputs, err.msg)
+               : mlr_cli_fail(cmd, "%s", err.msg);
+  b->type = res->out_format == MLR_OUT_FP32   ? MLR_CT_F32
+            : res->out_format == MLR_OUT_FP16 ? MLR_CT_F16
+                                              : MLR_CT_BF16;
+  b->data = res->o;
+  b->n = in->T * in->H * 512;
+  if (a->type != b->type)
+    return mlr_cli_usage_error(cmd, "%s: tensor 'o' is %s but recipe %s writes %s", o->output,
+                               mlr_dtype_name(xa->dtype), r->name,
+                               b->type == MLR_CT_F32   ? "F32"
+                               : b->type == MLR_CT_F16 ? "F16"
+                                                       : "BF16");
+  return MLR_EXIT_OK;
+}
+
+/* the certified truth of the inputs (o into *truth, lse into *tlse): an exit code */
+static int check_truth(const char *cmd, const check_opts *o, const mlr_inputs *in, double **truth,
+                       double **tlse, mlr_oracle_stats *ost) {
+  *truth = malloc((size_t)(in->T * in->H * 512) * sizeof(double));
+  *tlse = malloc((size_t)(in->T * in->H) * sizeof(double));
+  if (!*truth || !*tlse) return mlr_cli_fail(cmd, "out of memory for the truth");
+  mlr_error err = {""};
+  const mlr_status st = mlr_oracle(in, o->from, *truth, *tlse, ost, &err);
+  if (st != MLR_OK)
+    return st == MLR_EINVAL ? mlr_cli_usage_error(cmd, "%s: %s", o->inputs, err.msg)
+                            : mlr_cli_fail(cmd, "%s", err.msg);
+  return MLR_EXIT_OK;
+}
+
+/* where a rule needs it, the recipe's a priori bound against the same truth (ref/budget) into
+ * *bound: an exit code */
+static int check_bound(const char *cmd, const check_opts *o, const mlr_recipe *r,
+                       const mlr_inputs *in, const double *truth, double **bound) {
+  int want_bound = 0;
+  for (int k = 0; k < o->nrules; k++) want_bound |= o->rules[k].kind == MLR_RULE_BUDGET;
+  if (!want_bound) return MLR_EXIT_OK;
+  if (!(*bound = malloc((size_t)(in->T * in->H * 512) * sizeof(double))))
+    return mlr_cli_fail(cmd, "out of memory for the bound");
+  mlr_error err = {""};
+  const mlr_status st = mlr_budget_bound(r, in, o->from, truth, o->threads, *bound, &err);
+  if (st != MLR_OK)
+    return st == MLR_EINVAL ? mlr_cli_usage_error(cmd, "%s: %s", o->inputs, err.msg)
+                            : mlr_cli_fail(cmd, "%s", err.msg);
+  return MLR_EXIT_OK;
 }
 
 /* mlaref check --inputs IN --output KERNEL_OUT --recipe NAME|FILE [--set k=v]... [--rule R]...
@@ -231,147 +349,59 @@ done:
  * A kernel's output against the model of its recipe (B) and the certified truth (mlr_oracle);
  * default rule fa3 (max|out - truth| <= 2 max|model - truth| + 1e-5). */
 int mlr_cmd_check(int argc, char **argv) {
-  const char *cmd = "check", *inputs = NULL, *output = NULL, *recipe = NULL, *tensor = "o",
-             *sets[64];
-  mlr_rule rules[16];
-  int nrules = 0, nsets = 0, json = 0, threads = 0;
-  mlr_truth_from from = MLR_TRUTH_DEQUANTIZED;
-  int rc = MLR_EXIT_OK;
-  for (int i = 0; i < argc && rc == MLR_EXIT_OK; i++) {
-    const char *v;
-    int m;
-    if (mlr_cli_str(cmd, argc, argv, &i, "inputs", "a file", &inputs, &rc) ||
-        mlr_cli_str(cmd, argc, argv, &i, "output", "a file", &output, &rc) ||
-        mlr_cli_str(cmd, argc, argv, &i, "recipe", "a name or file", &recipe, &rc) ||
-        mlr_cli_str(cmd, argc, argv, &i, "tensor", "a name", &tensor, &rc))
-      continue;
-    if ((m = mlr_cli_opt(argc, argv, &i, "set", &v))) {
-      if (m < 0 || nsets == 64)
-        return mlr_cli_usage_error(cmd, "--set needs key=value (at most 64)");
-      sets[nsets++] = v;
-    } else if ((m = mlr_cli_opt(argc, argv, &i, "truth", &v))) {
-      if (m < 0 || (strcmp(v, "dequantized") && strcmp(v, "bf16")))
-        return mlr_cli_usage_error(cmd, "--truth '%s' is not one of dequantized|bf16",
-                                   m < 0 ? "" : v);
-      from = strcmp(v, "bf16") == 0 ? MLR_TRUTH_BF16 : MLR_TRUTH_DEQUANTIZED;
-    } else if ((m = mlr_cli_opt(argc, argv, &i, "threads", &v))) {
-      uint64_t n;
-      if (m < 0 || mlr_cli_parse_u64(v, &n) || n < 1 || n > 1024)
-        return mlr_cli_usage_error(cmd, "--threads: an integer in 1..1024");
-      threads = (int)n;
-    } else if ((m = mlr_cli_opt(argc, argv, &i, "rule", &v))) {
-      mlr_error err = {""};
-      if (m < 0 || nrules == 16)
-        return mlr_cli_usage_error(cmd, "--rule needs one of %s (at most 16)", mlr_rule_forms());
-      if (mlr_rule_parse(v, &rules[nrules++], &err) != MLR_OK)
-        return mlr_cli_usage_error(cmd, "%s", err.msg);
-    } else if (strcmp(argv[i], "--json") == 0)
-      json = 1;
-    else
-      return mlr_cli_usage_error(cmd,
-                                 "unknown option '%s' (valid: --inputs --output --recipe --set "
-                                 "--rule --tensor --truth --threads --json)",
-                                 argv[i]);
-  }
+  const char *cmd = "check";
+  check_opts o = {.tensor = "o", .from = MLR_TRUTH_DEQUANTIZED};
+  int rc = check_args(cmd, argc, argv, &o);
   if (rc != MLR_EXIT_OK) return rc;
-  if (!inputs || !output || !recipe)
-    return mlr_cli_usage_error(cmd,
-                               "usage: check --inputs IN --output KERNEL_OUT --recipe NAME|FILE "
-                               "[--set k=v]... [--rule R]... [--truth dequantized|bf16]");
-  if (strcmp(tensor, "o"))
-    return mlr_cli_usage_error(
-        cmd, "--tensor '%s': check compares the output o (compare handles any tensor)", tensor);
-  if (!nrules) mlr_rule_parse("fa3", &rules[nrules++], NULL);
   mlr_recipe r;
-  if ((rc = mlr_cli_recipe_sets(cmd, recipe, sets, nsets, &r)) != MLR_EXIT_OK) return rc;
+  if ((rc = mlr_cli_recipe_sets(cmd, o.recipe, o.sets, o.nsets, &r)) != MLR_EXIT_OK) return rc;
   mlr_error err = {""};
   mlr_tensor_file ti, tk;
-  mlr_tf_init(&ti), mlr_tf_init(&tk);
+  mlr_tf_init(&ti);
+  mlr_tf_init(&tk);
   mlr_inputs in;
   mlr_cmp_tensor a, b, t;
-  const mlr_tensor *xa;
+  const mlr_tensor *xa = NULL;
   mlr_emu_result res = {0};
   double *truth = NULL, *tlse = NULL, *bound = NULL;
-  if (mlr_safetensors_read(inputs, &ti, &err) != MLR_OK ||
-      mlr_inputs_check(&ti, inputs, 0, &in, &err) != MLR_OK) {
-    rc = mlr_cli_usage_error(cmd, "%s", err.msg);
-    goto done;
-  }
-  if ((rc = load_view(cmd, output, tensor, &tk, &a, &xa)) != MLR_EXIT_OK) goto done;
-  if (xa->ndim != 3 || xa->shape[0] != in.T || xa->shape[1] != in.H || xa->shape[2] != 512) {
-    rc = mlr_cli_usage_error(cmd, "%s: tensor 'o' must be [%lld, %lld, 512] for these inputs",
-                             output, (long long)in.T, (long long)in.H);
-    goto done;
-  }
-  mlr_emu_opts o = {threads, 0, MLR_FAULT_NONE, 0};
-  mlr_status st = mlr_emulate(&r, &in, &o, &res, &err);
-  if (st != MLR_OK) {
-    rc = st == MLR_EINVAL ? mlr_cli_usage_error(cmd, "%s with %s: %s", recipe, inputs, err.msg)
-                          : (fprintf(stderr, "mlaref check: %s\n", err.msg), MLR_EXIT_FAIL);
-    goto done;
-  }
-  const int64_t n = in.T * in.H * 512;
-  b.type = res.out_format == MLR_OUT_FP32   ? MLR_CT_F32
-           : res.out_format == MLR_OUT_FP16 ? MLR_CT_F16
-                                            : MLR_CT_BF16;
-  b.data = res.o, b.n = n;
-  if (a.type != b.type) {
-    rc = mlr_cli_usage_error(cmd, "%s: tensor 'o' is %s but recipe %s writes %s", output,
-                             mlr_dtype_name(xa->dtype), r.name,
-                             b.type == MLR_CT_F32   ? "F32"
-                             : b.type == MLR_CT_F16 ? "F16"
-                                                    : "BF16");
-    goto done;
-  }
-  truth = malloc((size_t)n * sizeof(double)), tlse = malloc((size_t)(in.T * in.H) * sizeof(double));
-  if (!truth || !tlse) {
-    fprintf(stderr, "mlaref check: out of memory for the truth\n");
-    rc = MLR_EXIT_FAIL;
-    goto done;
-  }
   mlr_oracle_stats ost = {0};
-  if ((st = mlr_oracle(&in, from, truth, tlse, &ost, &err)) != MLR_OK) {
-    rc = st == MLR_EINVAL ? mlr_cli_usage_error(cmd, "%s: %s", inputs, err.msg)
-                          : (fprintf(stderr, "mlaref check: %s\n", err.msg), MLR_EXIT_FAIL);
-    goto done;
-  }
-  t.type = MLR_CT_F64, t.data = truth, t.n = n;
   mlr_metrics m, mt, mr;
-  if (mlr_compare_metrics(&a, &b, &m, &err) != MLR_OK ||
-      mlr_compare_metrics(&a, &t, &mt, &err) != MLR_OK ||
-      mlr_compare_metrics(&b, &t, &mr, &err) != MLR_OK) {
-    fprintf(stderr, "mlaref check: %s\n", err.msg);
-    rc = MLR_EXIT_FAIL;
-    goto done;
+  if (mlr_safetensors_read(o.inputs, &ti, &err) != MLR_OK ||
+      mlr_inputs_check(&ti, o.inputs, 0, &in, &err) != MLR_OK)
+    rc = mlr_cli_usage_error(cmd, "%s", err.msg);
+  if (rc == MLR_EXIT_OK) rc = load_view(cmd, o.output, o.tensor, &tk, &a, &xa);
+  if (rc == MLR_EXIT_OK) rc = check_model(cmd, &o, &r, &in, xa, &a, &res, &b);
+  if (rc == MLR_EXIT_OK) rc = check_truth(cmd, &o, &in, &truth, &tlse, &ost);
+  if (rc == MLR_EXIT_OK) {
+    t.type = MLR_CT_F64;
+    t.data = truth;
+    t.n = b.n;
+    if (mlr_compare_metrics(&a, &b, &m, &err) != MLR_OK ||
+        mlr_compare_metrics(&a, &t, &mt, &err) != MLR_OK ||
+        mlr_compare_metrics(&b, &t, &mr, &err) != MLR_OK)
+      rc = mlr_cli_fail(cmd, "%s", err.msg);
   }
-  char model[160], hash[65];
-  snprintf(model, sizeof model, "model(%s)", r.name);
-  mlr_recipe_hash(&r, hash);
-  if (ost.uncertified && !json)
-    printf("note: %lld truth elements could not be certified within 1 ulp\n",
-           (long long)ost.uncertified);
-  int want_bound = 0;
-  for (int k = 0; k < nrules; k++) want_bound |= rules[k].kind == MLR_RULE_BUDGET;
-  if (want_bound) { /* the recipe's a priori bound against the same truth (ref/budget) */
-    if (!(bound = malloc((size_t)n * sizeof(double)))) {
-      fprintf(stderr, "mlaref check: out of memory for the bound\n");
-      rc = MLR_EXIT_FAIL;
-      goto done;
-    }
-    if ((st = mlr_budget_bound(&r, &in, from, truth, threads, bound, &err)) != MLR_OK) {
-      rc = st == MLR_EINVAL ? mlr_cli_usage_error(cmd, "%s: %s", inputs, err.msg)
-                            : (fprintf(stderr, "mlaref check: %s\n", err.msg), MLR_EXIT_FAIL);
-      goto done;
-    }
+  if (rc == MLR_EXIT_OK) {
+    if (ost.uncertified && !o.json)
+      printf("note: %lld truth elements could not be certified within 1 ulp\n",
+             (long long)ost.uncertified);
+    rc = check_bound(cmd, &o, &r, &in, truth, &bound);
   }
-  rc = evaluate(cmd, output, model, tensor,
-                from == MLR_TRUTH_BF16 ? "truth(bf16 KV)" : "truth(dequantized KV)", xa, &a, &b, &m,
-                &mt, &mr, rules, nrules, json, &in, hash, mlr_tf_get_meta(&ti, "mlaref.shape"), &t,
-                bound);
-done:
-  free(truth), free(tlse), free(bound);
+  if (rc == MLR_EXIT_OK) {
+    char model[160], hash[65];
+    snprintf(model, sizeof model, "model(%s)", r.name);
+    mlr_recipe_hash(&r, hash);
+    rc = evaluate(cmd, o.output, model, o.tensor,
+                  o.from == MLR_TRUTH_BF16 ? "truth(bf16 KV)" : "truth(dequantized KV)", xa, &a, &b,
+                  &m, &mt, &mr, o.rules, o.nrules, o.json, &in, hash,
+                  mlr_tf_get_meta(&ti, "mlaref.shape"), &t, bound);
+  }
+  free(truth);
+  free(tlse);
+  free(bound);
   mlr_emu_result_free(&res);
-  mlr_tf_free(&ti), mlr_tf_free(&tk);
+  mlr_tf_free(&ti);
+  mlr_tf_free(&tk);
   return rc;
 }
 
@@ -390,9 +420,8 @@ int mlr_cmd_oracle(int argc, char **argv) {
     if (strcmp(argv[i], "--allow-nonfinite") == 0)
       allow = 1;
     else
-      rc = mlr_cli_usage_error(
-          cmd, "unknown option '%s' (valid: --inputs --out --from --max-memory --allow-nonfinite)",
-          argv[i]);
+      rc = mlr_cli_unknown_option(cmd, argv[i],
+                                  "--inputs --out --from --max-memory --allow-nonfinite");
   }
   if (rc != MLR_EXIT_OK) return rc;
   if (!inputs || !out)
@@ -404,7 +433,8 @@ int mlr_cmd_oracle(int argc, char **argv) {
   double in_bytes;
   if ((rc = mlr_cli_file_fits(cmd, inputs, &in_bytes)) != MLR_EXIT_OK) return rc;
   mlr_tensor_file ti, to;
-  mlr_tf_init(&ti), mlr_tf_init(&to);
+  mlr_tf_init(&ti);
+  mlr_tf_init(&to);
   mlr_inputs in;
   mlr_error err = {""};
   if (mlr_safetensors_read(inputs, &ti, &err) != MLR_OK ||
@@ -433,7 +463,7 @@ int mlr_cmd_oracle(int argc, char **argv) {
   if (st == MLR_EINVAL)
     rc = mlr_cli_usage_error(cmd, "%s: %s", inputs, err.msg);
   else if (st != MLR_OK)
-    rc = (fprintf(stderr, "mlaref oracle: %s\n", err.msg), MLR_EXIT_FAIL);
+    rc = mlr_cli_fail(cmd, "%s", err.msg);
   if (rc == MLR_EXIT_OK) {
     char unc[32];
     snprintf(unc, sizeof unc, "%lld", (long long)stats.uncertified);
@@ -454,6 +484,7 @@ int mlr_cmd_oracle(int argc, char **argv) {
       rc = stats.uncertified ? MLR_EXIT_FAIL : MLR_EXIT_OK;
     }
   }
-  mlr_tf_free(&ti), mlr_tf_free(&to);
+  mlr_tf_free(&ti);
+  mlr_tf_free(&to);
   return rc;
 }

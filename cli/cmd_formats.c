@@ -47,9 +47,9 @@ static int parse_fmt_args(const char *cmd, int argc, char **argv, fmt_args *a, i
                                    m < 0 ? "" : v);
       a->rbits = (uint32_t)r;
     } else if (argv[i][0] == '-' && argv[i][1] == '-') {
-      return mlr_cli_usage_error(cmd,
-                                 "unknown option '%s' (valid: --format, --overflow, --rounding%s)",
-                                 argv[i], allow_rbits ? ", --rbits" : "");
+      return mlr_cli_unknown_option(cmd, argv[i],
+                                    allow_rbits ? "--format, --overflow, --rounding, --rbits"
+                                                : "--format, --overflow, --rounding");
     } else {
       if (!allow_positional)
         return mlr_cli_usage_error(
@@ -137,8 +137,8 @@ static int cmd_decode(int argc, char **argv) {
   if (npos == 0) return mlr_cli_usage_error(cmd, "no codes given (integers such as 0x7e)");
   const mlr_format_params p = mlr_format_get(a.format);
   const uint64_t top = (1ull << p.bits) - 1u;
-  uint64_t *codes =
-      malloc((size_t)npos * sizeof *codes); /* all checked before anything is printed */
+  /* all checked before anything is printed */
+  uint64_t *codes = malloc((size_t)npos * sizeof *codes);
   if (!codes) return mlr_cli_usage_error(cmd, "out of memory");
   for (int i = 0; i < npos; i++)
     if (mlr_cli_parse_u64(argv[i], &codes[i]) || codes[i] > top) {

@@ -54,12 +54,12 @@ int mlr_cli_spec_fits(const char *cmd, const char *what, const char *spec_text,
   if (mlr_gen_spec_parse(spec_text, spec, &err) != MLR_OK)
     return mlr_cli_usage_error(cmd, "%s '%s': %s", what, spec_text, err.msg);
   uint64_t need;
+  /* the inputs' size, refused up front (with the figure) where it does not fit */
   const int rc =
       mlr_gen_bytes(spec, &need) != MLR_OK /* the size arithmetic overflowed 64 bits */
           ? mlr_cli_usage_error(cmd, "%s '%s': its inputs' size in bytes does not fit in 64 bits",
                                 what, spec_text)
-          : mlr_cli_memory_fits(cmd, (double)need, "%s '%s' (its inputs)", what,
-                                spec_text); /* refused up front, with the figure */
+          : mlr_cli_memory_fits(cmd, (double)need, "%s '%s' (its inputs)", what, spec_text);
   if (rc != MLR_EXIT_OK) mlr_gen_spec_free(spec);
   return rc;
 }
@@ -105,8 +105,7 @@ int mlr_cmd_gen(int argc, char **argv) {
     } else if (mlr_cli_max_memory_opt(cmd, argc, argv, &i, &rc))
       continue;
     else
-      return mlr_cli_usage_error(
-          cmd, "unknown option '%s' (valid: --shape, --suite, --out, --max-memory)", argv[i]);
+      return mlr_cli_unknown_option(cmd, argv[i], "--shape, --suite, --out, --max-memory");
   }
   if (rc != MLR_EXIT_OK) return rc;
   if (!out)
@@ -172,7 +171,7 @@ static int inputs_check(int argc, char **argv) {
     if (strcmp(argv[i], "--allow-nonfinite") == 0)
       allow = 1;
     else if (argv[i][0] == '-' && argv[i][1] == '-')
-      return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --allow-nonfinite)", argv[i]);
+      return mlr_cli_unknown_option(cmd, argv[i], "--allow-nonfinite");
     else if (path)
       return mlr_cli_usage_error(cmd, "one file at a time ('%s' and '%s')", path, argv[i]);
     else
@@ -248,7 +247,7 @@ static int inputs_pack(int argc, char **argv) {
       continue;
     }
     if (argv[i][0] == '-' && argv[i][1] == '-') {
-      rc = mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --out, --meta)", argv[i]);
+      rc = mlr_cli_unknown_option(cmd, argv[i], "--out, --meta");
       break;
     }
     /* NAME=FILE.npy:DTYPE */
@@ -293,7 +292,7 @@ static int inputs_unpack(int argc, char **argv) {
       if (m < 0) return mlr_cli_usage_error(cmd, "--dir needs a folder");
       dir = v;
     } else if (argv[i][0] == '-' && argv[i][1] == '-')
-      return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --dir)", argv[i]);
+      return mlr_cli_unknown_option(cmd, argv[i], "--dir");
     else
       in = argv[i];
   }

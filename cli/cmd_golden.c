@@ -1,14 +1,17 @@
 /* mlaref golden: golden outputs of the model and their digest manifest.
- *   golden --suite NAME --recipe NAME|FILE|all --out DIR      write
- * DIR/SUITE.CELL.RECIPE.safetensors golden --digests FILE --suite NAME... [--recipe ...|all]  write
- * the digest manifest golden --verify [--digests FILE] [--goldens DIR] [--suite NAME]... regenerate
- * every manifest row (of the named suites) and check the digests, and every golden file present in
- * DIR against the regenerated outputs. A golden file holds o and lse, and in __metadata__ the
- * mlaref version, the recipe (name, canonical string, SHA-256), the cell (suite, name, generator
- * spec, seed, generator version) and the SHA-256 of the input tensors q and kv. Files are written
- * atomically (temporary name, fsync, rename). The manifest (tab-separated, '#' comments): suite,
- * cell, recipe, recipe SHA-256, SHA-256 of o's bytes, SHA-256 of lse's bytes. A recipe that does
- * not fit a cell (fp8 operands on bf16 KV) has no row. */
+ *   golden --suite NAME --recipe NAME|FILE|all --out DIR
+ *          write DIR/SUITE.CELL.RECIPE.safetensors
+ *   golden --digests FILE --suite NAME... [--recipe ...|all]
+ *          write the digest manifest
+ *   golden --verify [--digests FILE] [--goldens DIR] [--suite NAME]...
+ *          regenerate every manifest row (of the named suites) and check the digests, and every
+ *          golden file present in DIR against the regenerated outputs.
+ * A golden file holds o and lse, and in __metadata__ the mlaref version, the recipe (name,
+ * canonical string, SHA-256), the cell (suite, name, generator spec, seed, generator version)
+ * and the SHA-256 of the input tensors q and kv. Files are written atomically (temporary name,
+ * fsync, rename). The manifest (tab-separated, '#' comments): suite, cell, recipe, recipe
+ * SHA-256, SHA-256 of o's bytes, SHA-256 of lse's bytes. A recipe that does not fit a cell (fp8
+ * operands on bf16 KV) has no row. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,17 +134,21 @@ static int check_file(const char *path, const outcome *oc, char *why, size_t n) 
   const mlr_tensor *o = mlr_tf_find(&tf, "o"), *l = mlr_tf_find(&tf, "lse");
   const char *rh = mlr_tf_get_meta(&tf, "mlaref.recipe.sha256");
   int bad = 0;
-  if (!o || !l)
-    snprintf(why, n, "%s: no tensor 'o' or 'lse'", path), bad = 1;
-  else if (o->nbytes != mlr_emu_o_bytes(&oc->res) || memcmp(o->data, oc->res.o, o->nbytes))
-    snprintf(why, n, "%s: o differs from the model's", path), bad = 1;
-  else if (l->nbytes != (size_t)(oc->res.T * oc->res.H) * 4 ||
-           memcmp(l->data, oc->res.lse, l->nbytes))
-    snprintf(why, n, "%s: lse differs from the model's", path), bad = 1;
-  else if (!rh || strcmp(rh, oc->recipe_sha))
+  if (!o || !l) {
+    snprintf(why, n, "%s: no tensor 'o' or 'lse'", path);
+    bad = 1;
+  } else if (o->nbytes != mlr_emu_o_bytes(&oc->res) || memcmp(o->data, oc->res.o, o->nbytes)) {
+    snprintf(why, n, "%s: o differs from the model's", path);
+    bad = 1;
+  } else if (l->nbytes != (size_t)(oc->res.T * oc->res.H) * 4 ||
+             memcmp(l->data, oc->res.lse, l->nbytes)) {
+    snprintf(why, n, "%s: lse differs from the model's", path);
+    bad = 1;
+  } else if (!rh || strcmp(rh, oc->recipe_sha)) {
     snprintf(why, n, "%s: recipe hash %s, the recipe's is %s", path, rh ? rh : "(none)",
-             oc->recipe_sha),
-        bad = 1;
+             oc->recipe_sha);
+    bad = 1;
+  }
   mlr_tf_free(&tf);
   return bad;
 }
@@ -175,7 +182,8 @@ static int verify(const char *cmd, const char *digests, const char *goldens, con
     if (!cell || mlr_recipe_builtin(rname, &r) != MLR_OK) {
       printf("golden %s/%s/%s: FAIL: the suite, cell or recipe no longer exists\n", suite, cellname,
              rname);
-      bad++, rows++;
+      bad++;
+      rows++;
       continue;
     }
     char key[256];
@@ -191,22 +199,27 @@ static int verify(const char *cmd, const char *digests, const char *goldens, con
     if ((rc = run_cell(cmd, &r, &c, &oc)) != MLR_EXIT_OK) break;
     rows++;
     progress(tty, key, rows, rows);
-    if (!oc.fits)
-      printf("golden %s/%s: FAIL: the recipe no longer fits the cell\n", key, rname), bad++;
-    else if (strcmp(oc.recipe_sha, rsha))
-      printf("golden %s/%s: FAIL: recipe hash %s, manifest %s\n", key, rname, oc.recipe_sha, rsha),
-          bad++;
-    else if (strcmp(oc.o_sha, osha))
-      printf("golden %s/%s: FAIL: o digest %s, manifest %s\n", key, rname, oc.o_sha, osha), bad++;
-    else if (strcmp(oc.lse_sha, lsha))
-      printf("golden %s/%s: FAIL: lse digest %s, manifest %s\n", key, rname, oc.lse_sha, lsha),
-          bad++;
+    if (!oc.fits) {
+      printf("golden %s/%s: FAIL: the recipe no longer fits the cell\n", key, rname);
+      bad++;
+    } else if (strcmp(oc.recipe_sha, rsha)) {
+      printf("golden %s/%s: FAIL: recipe hash %s, manifest %s\n", key, rname, oc.recipe_sha, rsha);
+      bad++;
+    } else if (strcmp(oc.o_sha, osha)) {
+      printf("golden %s/%s: FAIL: o digest %s, manifest %s\n", key, rname, oc.o_sha, osha);
+      bad++;
+    } else if (strcmp(oc.lse_sha, lsha)) {
+      printf("golden %s/%s: FAIL: lse digest %s, manifest %s\n", key, rname, oc.lse_sha, lsha);
+      bad++;
+    }
     char path[4096], why[4800];
     snprintf(path, sizeof path, "%s/%s.%s.%s.safetensors", goldens, suite, cellname, rname);
     if (oc.fits && access(path, F_OK) == 0) {
       files++;
-      if (check_file(path, &oc, why, sizeof why))
-        printf("golden %s/%s: FAIL: %s\n", key, rname, why), bad++;
+      if (check_file(path, &oc, why, sizeof why)) {
+        printf("golden %s/%s: FAIL: %s\n", key, rname, why);
+        bad++;
+      }
     }
     mlr_emu_result_free(&oc.res);
   }
@@ -236,11 +249,9 @@ int mlr_cmd_golden(int argc, char **argv) {
       if (!mlr_suite_find(v))
         return mlr_cli_usage_error(cmd, "unknown suite '%s' (valid: %s)", v, mlr_suite_names());
       suites[nsuites++] = v;
-    } else if ((m = mlr_cli_opt(argc, argv, &i, "recipe", &v))) {
-      if (m < 0 || nr == 16)
-        return mlr_cli_usage_error(cmd, "--recipe needs a name, a file or 'all' (at most 16)");
-      rnames[nr++] = v;
-    } else if (mlr_cli_str(cmd, argc, argv, &i, "out", "a folder", &out, &rc) ||
+    } else if (mlr_cli_list(cmd, argc, argv, &i, "recipe", "a name, a file or 'all'", rnames, &nr,
+                            16, &rc) ||
+               mlr_cli_str(cmd, argc, argv, &i, "out", "a folder", &out, &rc) ||
                mlr_cli_str(cmd, argc, argv, &i, "digests", "a file", &digests, &rc) ||
                mlr_cli_str(cmd, argc, argv, &i, "goldens", "a folder", &goldens, &rc))
       continue;
@@ -252,10 +263,8 @@ int mlr_cmd_golden(int argc, char **argv) {
     else if (strcmp(argv[i], "--gpu") == 0)
       use_gpu = 1;
     else
-      return mlr_cli_usage_error(cmd,
-                                 "unknown option '%s' (valid: --suite --recipe --out --digests "
-                                 "--goldens --max-bs --verify --gpu)",
-                                 argv[i]);
+      return mlr_cli_unknown_option(
+          cmd, argv[i], "--suite --recipe --out --digests --goldens --max-bs --verify --gpu");
   }
   if (rc != MLR_EXIT_OK) return rc;
   mlr_error derr = {""};
@@ -295,7 +304,7 @@ int mlr_cmd_golden(int argc, char **argv) {
       if ((rc = cell_inputs(cmd, s->cells[ci].spec, &c)) != MLR_EXIT_OK) break;
       for (int ri = 0; ri < n && rc == MLR_EXIT_OK; ri++) {
         outcome oc;
-        char what[3200];
+        char what[3400]; /* suite and cell names are short; the recipe name up to 3200 */
         snprintf(what, sizeof what, "%s/%s/%s", s->name, s->cells[ci].name, rs[ri].name);
         progress(tty, what, ++done, total);
         if ((rc = run_cell(cmd, &rs[ri], &c, &oc)) != MLR_EXIT_OK) break;
@@ -303,12 +312,12 @@ int mlr_cmd_golden(int argc, char **argv) {
         if (mf) {
           mlr_manifest_row mr;
           char row[MLR_MANIFEST_LINE_MAX + 2];
-          snprintf(mr.suite, sizeof mr.suite, "%s", s->name),
-              snprintf(mr.cell, sizeof mr.cell, "%s", s->cells[ci].name);
-          snprintf(mr.recipe, sizeof mr.recipe, "%.63s", rs[ri].name),
-              snprintf(mr.recipe_sha, sizeof mr.recipe_sha, "%s", oc.recipe_sha);
-          snprintf(mr.o_sha, sizeof mr.o_sha, "%s", oc.o_sha),
-              snprintf(mr.lse_sha, sizeof mr.lse_sha, "%s", oc.lse_sha);
+          snprintf(mr.suite, sizeof mr.suite, "%s", s->name);
+          snprintf(mr.cell, sizeof mr.cell, "%s", s->cells[ci].name);
+          snprintf(mr.recipe, sizeof mr.recipe, "%.63s", rs[ri].name);
+          snprintf(mr.recipe_sha, sizeof mr.recipe_sha, "%s", oc.recipe_sha);
+          snprintf(mr.o_sha, sizeof mr.o_sha, "%s", oc.o_sha);
+          snprintf(mr.lse_sha, sizeof mr.lse_sha, "%s", oc.lse_sha);
           mlr_manifest_format_row(&mr, row, sizeof row);
           fputs(row, mf);
         }

@@ -1,6 +1,6 @@
-/* mlaref policy-check --policy P [--against P0] [--suite NAME | --shape SPEC...] [--recipe
- * NAME|FILE]...
- *                     [--tolerance RTOL,ATOL] [--threshold X] [--threads N] [--json]
+/* mlaref policy-check --policy P [--against P0] [--suite NAME | --shape SPEC...]
+ *                     [--recipe NAME|FILE]... [--tolerance RTOL,ATOL] [--threshold X]
+ *                     [--margin M] [--threads N] [--gpu auto|off|require] [--json]
  * What a change of the fp8 Q scale policy does to every kernel, run whenever the policy changes.
  * For every recipe with fp8 Q (default: the built-ins' and the fast GPU kernel's; bf16-Q recipes
  * have no scale and are listed as unaffected) and every shape (default the nightly suite: the
@@ -113,7 +113,7 @@ static mlr_status gpu_point(const mlr_recipe *r, const mlr_inputs *in, const dou
   memset(&res, 0, sizeof res);
   double us;
   mlr_status st = mlr_gpu_fast_fit(r, in, err);
-  if (st == MLR_OK) st = mlr_gpu_fast_prepare(r, in, &f, err);
+  if (st == MLR_OK) st = mlr_gpu_fast_prepare(r, in, NULL, &f, err);
   if (st == MLR_OK) st = mlr_gpu_fast_launch(f, 0, &us, err);
   if (st == MLR_OK) st = mlr_gpu_fast_result(f, &res, err);
   mlr_gpu_fast_free(f);
@@ -170,7 +170,7 @@ static int run_shape(const char *cmd, const shape *sh, const mlr_recipe *rs, con
                                         &err)) != MLR_OK)
         break;
     }
-    c->pass_before = c->before.util_max <= threshold,
+    c->pass_before = c->before.util_max <= threshold;
     c->pass_after = c->after.util_max <= threshold;
     c->verdict = c->pass_after ? V_PASS
                  : !c->pass_before && c->after.util_max <= (1 + margin) * c->before.util_max
@@ -194,7 +194,8 @@ static int recommend(const mlr_recipe *r, const cell *cells, int k, int nr, cons
     const cell *c = &cells[s * nr + k];
     if (!c->applicable) continue;
     na++;
-    nfail += c->verdict == V_FAIL, nsame += c->verdict == V_SAME;
+    nfail += c->verdict == V_FAIL;
+    nsame += c->verdict == V_SAME;
     if (worst < 0 || c->after.util_max > cells[worst * nr + k].after.util_max) worst = s;
     if (c->verdict == V_FAIL &&
         (worst_fail < 0 ||
@@ -233,212 +234,268 @@ static int recommend(const mlr_recipe *r, const cell *cells, int k, int nr, cons
   return nfail > 0;
 }
 
-int mlr_cmd_policy_check(int argc, char **argv) {
-  const char *cmd = "policy-check", *policy = NULL, *against = NULL, *suite = NULL,
-             *recipes[MAXREC], *gpu = "auto";
+typedef struct pc_opts {
+  const char *policy, *against, *suite, *gpu;
+  const char *recipes[MAXREC];
   shape shapes[MAXSHAPES];
-  int nshape = 0, nrec = 0, threads = 0, json = 0, rc = MLR_EXIT_OK;
-  double rtol = 1e-2, atol = 1e-2, threshold = 1.0, margin = 0.1;
+  int nshape, nrec, threads, json;
+  double rtol, atol, threshold, margin;
+} pc_opts;
+
+/* the command line into o: MLR_EXIT_OK, or a usage error's exit code */
+static int parse_args(const char *cmd, int argc, char **argv, pc_opts *o) {
+  int rc = MLR_EXIT_OK;
   for (int i = 0; i < argc; i++) {
     const char *v;
     int m;
     if (mlr_cli_str(cmd, argc, argv, &i, "policy", "static:absmax=A|dynamic|per_head|per_token",
-                    &policy, &rc) ||
+                    &o->policy, &rc) ||
         mlr_cli_str(cmd, argc, argv, &i, "against", "static:absmax=A|dynamic|per_head|per_token",
-                    &against, &rc) ||
-        mlr_cli_str(cmd, argc, argv, &i, "suite", mlr_suite_names(), &suite, &rc) ||
+                    &o->against, &rc) ||
+        mlr_cli_str(cmd, argc, argv, &i, "suite", mlr_suite_names(), &o->suite, &rc) ||
         mlr_cli_max_memory_opt(cmd, argc, argv, &i, &rc) ||
-        mlr_cli_str(cmd, argc, argv, &i, "gpu", "auto, off or require", &gpu, &rc)) {
+        mlr_cli_str(cmd, argc, argv, &i, "gpu", "auto, off or require", &o->gpu, &rc) ||
+        mlr_cli_list(cmd, argc, argv, &i, "recipe", "a name or file", o->recipes, &o->nrec, MAXREC,
+                     &rc) ||
+        mlr_cli_threads_opt(cmd, argc, argv, &i, &o->threads, &rc)) {
       if (rc) return rc;
     } else if ((m = mlr_cli_opt(argc, argv, &i, "shape", &v))) {
-      if (m < 0 || nshape == MAXSHAPES)
+      if (m < 0 || o->nshape == MAXSHAPES)
         return mlr_cli_usage_error(cmd, "--shape needs a SPEC, e.g. bs=4,kv=1024 (at most %d)",
                                    MAXSHAPES);
-      shapes[nshape].name = v, shapes[nshape++].spec = v;
-    } else if ((m = mlr_cli_opt(argc, argv, &i, "recipe", &v))) {
-      if (m < 0 || nrec == MAXREC)
-        return mlr_cli_usage_error(cmd, "--recipe needs a name or file (at most %d)", MAXREC);
-      recipes[nrec++] = v;
+      o->shapes[o->nshape].name = v;
+      o->shapes[o->nshape++].spec = v;
     } else if ((m = mlr_cli_opt(argc, argv, &i, "tolerance", &v))) {
-      if ((rc = mlr_cli_parse_tolerance(cmd, m > 0 ? v : NULL, &rtol, &atol)) != MLR_EXIT_OK)
+      if ((rc = mlr_cli_parse_tolerance(cmd, m > 0 ? v : NULL, &o->rtol, &o->atol)) != MLR_EXIT_OK)
         return rc;
     } else if ((m = mlr_cli_opt(argc, argv, &i, "threshold", &v))) {
-      if (m < 0 || mlr_cli_parse_double(v, &threshold) || !(threshold > 0) || !isfinite(threshold))
+      if (m < 0 || mlr_cli_parse_double(v, &o->threshold) || !(o->threshold > 0) ||
+          !isfinite(o->threshold))
         return mlr_cli_usage_error(
             cmd, "--threshold needs a number > 0 (the largest utilisation that passes)");
     } else if ((m = mlr_cli_opt(argc, argv, &i, "margin", &v))) {
-      if (m < 0 || mlr_cli_parse_double(v, &margin) || !(margin >= 0) || !isfinite(margin))
+      if (m < 0 || mlr_cli_parse_double(v, &o->margin) || !(o->margin >= 0) || !isfinite(o->margin))
         return mlr_cli_usage_error(cmd,
                                    "--margin needs a number >= 0 (how much higher a utilisation "
                                    "already over the threshold may get, 0.1 = 10%%)");
-    } else if ((m = mlr_cli_opt(argc, argv, &i, "threads", &v))) {
-      uint64_t p;
-      if (m < 0 || mlr_cli_parse_u64(v, &p) || p < 1 || p > 1024)
-        return mlr_cli_usage_error(cmd, "--threads '%s': an integer in 1..1024", m < 0 ? "" : v);
-      threads = (int)p;
     } else if (!strcmp(argv[i], "--json"))
-      json = 1;
+      o->json = 1;
     else
-      return mlr_cli_usage_error(
-          cmd,
-          "unknown option '%s' (valid: --policy --against --suite --shape --recipe --tolerance "
-          "--threshold --margin --threads --gpu --max-memory --json)",
-          argv[i]);
+      return mlr_cli_unknown_option(cmd, argv[i],
+                                    "--policy --against --suite --shape --recipe --tolerance "
+                                    "--threshold --margin --threads --gpu --max-memory --json");
   }
-  if (!policy)
+  return MLR_EXIT_OK;
+}
+
+/* every check before any work or output (bad input prints one line only): the options together,
+ * both policies, every shape's spec; the suite's shapes (default nightly) where no --shape is */
+static int check_inputs(const char *cmd, pc_opts *o) {
+  if (!o->policy)
     return mlr_cli_usage_error(
         cmd, "usage: policy-check --policy static:absmax=A|dynamic|per_head|per_token [--against "
              "P] [--suite NAME | --shape SPEC...] "
              "[--recipe R]... [--tolerance RTOL,ATOL] [--threshold X] [--margin M] [--json]");
-  if (suite && nshape) return mlr_cli_usage_error(cmd, "--suite and --shape: give one of them");
-  if (strcmp(gpu, "auto") && strcmp(gpu, "off") && strcmp(gpu, "require"))
-    return mlr_cli_usage_error(cmd, "--gpu '%s' is not one of auto|off|require", gpu);
-  /* both policies parsed before any work (a recipe with fp8 Q to parse them against) */
+  if (o->suite && o->nshape)
+    return mlr_cli_usage_error(cmd, "--suite and --shape: give one of them");
+  if (strcmp(o->gpu, "auto") && strcmp(o->gpu, "off") && strcmp(o->gpu, "require"))
+    return mlr_cli_usage_error(cmd, "--gpu '%s' is not one of auto|off|require", o->gpu);
+  /* both policies parsed against a recipe with fp8 Q */
   mlr_recipe probe;
   mlr_recipe_builtin("fp32-seq", &probe);
-  probe.q_format = MLR_Q_E4M3, probe.q_scale = MLR_QS_DYNAMIC;
+  probe.q_format = MLR_Q_E4M3;
+  probe.q_scale = MLR_QS_DYNAMIC;
   mlr_error err = {""};
-  if (mlr_recipe_set_policy(&probe, policy, &err) != MLR_OK)
+  if (mlr_recipe_set_policy(&probe, o->policy, &err) != MLR_OK)
     return mlr_cli_usage_error(cmd, "--policy: %s", err.msg);
-  if (against && mlr_recipe_set_policy(&probe, against, &err) != MLR_OK)
+  if (o->against && mlr_recipe_set_policy(&probe, o->against, &err) != MLR_OK)
     return mlr_cli_usage_error(cmd, "--against: %s", err.msg);
-  if (!nshape) {
-    const mlr_suite *su = mlr_suite_find(suite ? suite : "nightly");
+  if (!o->nshape) {
+    const mlr_suite *su = mlr_suite_find(o->suite ? o->suite : "nightly");
     if (!su)
-      return mlr_cli_usage_error(cmd, "--suite '%s' is not a suite (valid: %s)", suite,
+      return mlr_cli_usage_error(cmd, "--suite '%s' is not a suite (valid: %s)", o->suite,
                                  mlr_suite_names());
-    for (size_t k = 0; k < su->n && nshape < MAXSHAPES; k++)
-      shapes[nshape].name = su->cells[k].name, shapes[nshape++].spec = su->cells[k].spec;
+    for (size_t k = 0; k < su->n && o->nshape < MAXSHAPES; k++) {
+      o->shapes[o->nshape].name = su->cells[k].name;
+      o->shapes[o->nshape++].spec = su->cells[k].spec;
+    }
   }
-  for (int k = 0; k < nshape;
-       k++) { /* every spec checked before any output (bad input prints one line only) */
+  for (int k = 0; k < o->nshape; k++) {
     mlr_gen_spec gs;
-    if ((rc = mlr_cli_spec_fits(cmd, "shape", shapes[k].spec, &gs)) != MLR_EXIT_OK) return rc;
+    const int rc = mlr_cli_spec_fits(cmd, "shape", o->shapes[k].spec, &gs);
+    if (rc != MLR_EXIT_OK) return rc;
     mlr_gen_spec_free(&gs);
   }
-  static mlr_recipe rs[MAXREC];
-  char unaffected[512];
-  if ((rc = pick_recipes(cmd, recipes, nrec, rs, &nrec, unaffected, sizeof unaffected)) !=
-      MLR_EXIT_OK)
-    return rc;
-  /* the GPU kernels: each fast-kernel recipe again, run on the GPU */
-  int on_gpu[MAXREC] = {0};
-  char device[256] = "";
-  if (strcmp(gpu, "off")) {
-    mlr_error ge = {""};
-    if (mlr_gpu_device(device, sizeof device, &ge) != MLR_OK) {
-      if (!strcmp(gpu, "require")) return mlr_cli_usage_error(cmd, "--gpu require: %s", ge.msg);
-      device[0] = 0;
+  return MLR_EXIT_OK;
+}
+
+/* the GPU kernels (gpu not "off" and a GPU found: its name into device, else ""): each fast-kernel
+ * recipe of rs again, run on the GPU (on_gpu) */
+static int add_gpu_kernels(const char *cmd, const char *gpu, mlr_recipe *rs, int *nrec, int *on_gpu,
+                           char *device, size_t dn) {
+  if (!strcmp(gpu, "off")) return MLR_EXIT_OK;
+  mlr_error ge = {""};
+  if (mlr_gpu_device(device, dn, &ge) != MLR_OK) {
+    if (!strcmp(gpu, "require")) return mlr_cli_usage_error(cmd, "--gpu require: %s", ge.msg);
+    device[0] = 0;
+  }
+  mlr_recipe fast;
+  for (int k = 0, n0 = *nrec; device[0] && k < n0 && *nrec < MAXREC; k++)
+    if (mlr_gpu_fast_fit(&rs[k], NULL, &ge) == MLR_OK ||
+        mlr_gpu_fast_recipe(rs[k].name, &fast) == MLR_OK) {
+      rs[*nrec] = rs[k];
+      on_gpu[*nrec] = 1;
+      snprintf(rs[*nrec].name, sizeof rs[*nrec].name, "%.56s (GPU)", rs[k].name);
+      (*nrec)++;
     }
-    for (int k = 0, n0 = nrec; device[0] && k < n0 && nrec < MAXREC; k++)
-      if (mlr_gpu_fast_fit(&rs[k], NULL, &ge) == MLR_OK ||
-          mlr_gpu_fast_recipe(rs[k].name, &probe) == MLR_OK) {
-        rs[nrec] = rs[k], on_gpu[nrec] = 1;
-        snprintf(rs[nrec].name, sizeof rs[nrec].name, "%.56s (GPU)", rs[k].name);
-        nrec++;
-      }
-  }
-  cell *cells = calloc((size_t)nshape * (size_t)nrec, sizeof *cells);
-  if (!cells) {
-    fprintf(stderr, "mlaref %s: out of memory\n", cmd);
-    return MLR_EXIT_FAIL;
-  }
-  const int progress = !json && isatty(2);
-  int sw = 12; /* the shape column: as wide as the longest name */
-  for (int s = 0; s < nshape; s++)
-    sw = (int)strlen(shapes[s].name) > sw ? (int)strlen(shapes[s].name) : sw;
-  if (!json) {
-    printf("mlaref policy-check: Q policy %s against %s; %d kernels x %d shapes; truth: certified, "
-           "dequantized KV; utilisation |out - truth| / (%g + %g "
-           "|truth|), pass at most %g (or, over it before too, at most %g%% higher)\n",
-           policy, against ? against : "each recipe's own", nrec, nshape, atol, rtol, threshold,
-           100 * margin);
-    if (unaffected[0]) printf("unaffected (bf16 Q, no scale): %s\n", unaffected);
-    printf("GPU kernels: %s%s\n", device[0] ? "the fast kernel's own outputs on " : "none (",
-           device[0]             ? device
-           : !strcmp(gpu, "off") ? "--gpu off)"
-                                 : "no GPU found)");
-    printf("%-22s %-*s %-18s %9s %9s %9s  -> %9s %9s %9s  %s\n", "kernel", sw, "shape",
-           "policy before", "util max", "p99.9", "clipped%", "util max", "p99.9", "clipped%",
-           "verdict");
-  }
-  const double t0 = mlr_cli_now();
-  for (int s = 0; s < nshape && rc == MLR_EXIT_OK; s++) {
+  return MLR_EXIT_OK;
+}
+
+static void print_header(const pc_opts *o, int nrec, const char *unaffected, const char *device,
+                         int sw) {
+  printf("mlaref policy-check: Q policy %s against %s; %d kernels x %d shapes; truth: certified, "
+         "dequantized KV; utilisation |out - truth| / (%g + %g "
+         "|truth|), pass at most %g (or, over it before too, at most %g%% higher)\n",
+         o->policy, o->against ? o->against : "each recipe's own", nrec, o->nshape, o->atol,
+         o->rtol, o->threshold, 100 * o->margin);
+  if (unaffected[0]) printf("unaffected (bf16 Q, no scale): %s\n", unaffected);
+  printf("GPU kernels: %s%s\n", device[0] ? "the fast kernel's own outputs on " : "none (",
+         device[0]                ? device
+         : !strcmp(o->gpu, "off") ? "--gpu off)"
+                                  : "no GPU found)");
+  printf("%-22s %-*s %-18s %9s %9s %9s  -> %9s %9s %9s  %s\n", "kernel", sw, "shape",
+         "policy before", "util max", "p99.9", "clipped%", "util max", "p99.9", "clipped%",
+         "verdict");
+}
+
+/* every shape, its row a kernel printed as it comes (not with --json); sw: the shape column's
+ * width */
+static int run_shapes(const char *cmd, const pc_opts *o, const mlr_recipe *rs, const int *on_gpu,
+                      int nrec, int sw, double t0, cell *cells) {
+  const int progress = !o->json && isatty(2);
+  int rc = MLR_EXIT_OK;
+  for (int s = 0; s < o->nshape && rc == MLR_EXIT_OK; s++) {
+    const shape *sh = &o->shapes[s];
     if (progress)
-      fprintf(stderr, "\rpolicy-check: shape %d of %d (%s), %.0f s   ", s + 1, nshape,
-              shapes[s].name, mlr_cli_now() - t0);
-    rc = run_shape(cmd, &shapes[s], rs, on_gpu, nrec, policy, against, rtol, atol, threshold,
-                   margin, threads, &cells[s * nrec]);
-    for (int k = 0; !json && rc == MLR_EXIT_OK && k < nrec; k++) {
+      fprintf(stderr, "\rpolicy-check: shape %d of %d (%s), %.0f s   ", s + 1, o->nshape, sh->name,
+              mlr_cli_now() - t0);
+    rc = run_shape(cmd, sh, rs, on_gpu, nrec, o->policy, o->against, o->rtol, o->atol, o->threshold,
+                   o->margin, o->threads, &cells[s * nrec]);
+    for (int k = 0; !o->json && rc == MLR_EXIT_OK && k < nrec; k++) {
       const cell *c = &cells[s * nrec + k];
       if (progress) fprintf(stderr, "\r%60s\r", "");
       if (!c->applicable) {
-        printf("%-22s %-*s n/a: %s\n", rs[k].name, sw, shapes[s].name, c->reason);
+        printf("%-22s %-*s n/a: %s\n", rs[k].name, sw, sh->name, c->reason);
         continue;
       }
       printf("%-22s %-*s %-18s %9.4g %9.4g %9.3g  -> %9.4g %9.4g %9.3g  %s\n", rs[k].name, sw,
-             shapes[s].name, c->before_policy, c->before.util_max, c->before.util_p999,
+             sh->name, c->before_policy, c->before.util_max, c->before.util_p999,
              100 * c->before.clipped_frac, c->after.util_max, c->after.util_p999,
              100 * c->after.clipped_frac, VERDICT[c->verdict]);
     }
     fflush(stdout);
   }
   if (progress) fprintf(stderr, "\r%60s\r", "");
-  if (rc != MLR_EXIT_OK) {
-    free(cells);
-    return rc;
+  return rc;
+}
+
+/* the cells as JSON objects into jc */
+static void cells_json(const pc_opts *o, const mlr_recipe *r, const cell *cells, int k, int nrec,
+                       json_t *jc) {
+  for (int s = 0; s < o->nshape; s++) {
+    const cell *c = &cells[s * nrec + k];
+    json_t *j = json_pack("{s:s,s:s,s:s,s:b}", "recipe", r->name, "shape", o->shapes[s].name,
+                          "spec", o->shapes[s].spec, "applicable", c->applicable);
+    if (c->applicable) {
+      json_object_set_new(j, "before", point_json(c->before_policy, &c->before, c->pass_before));
+      json_object_set_new(j, "after", point_json(o->policy, &c->after, c->pass_after));
+      json_object_set_new(j, "verdict", json_string(VERDICT[c->verdict]));
+    } else
+      json_object_set_new(j, "reason", json_string(c->reason));
+    json_array_append_new(jc, j);
   }
+}
+
+/* the recommendations, one a kernel, and the change's verdict: printed, or the whole result as
+ * JSON; returns the number of kernels that fail */
+static int report(const pc_opts *o, const mlr_recipe *rs, int nrec, const cell *cells,
+                  const char *unaffected, const char *device, double t0) {
   int failing = 0, ncells = 0, nfail = 0;
-  json_t *root =
-      json ? json_pack("{s:s,s:s,s:s,s:f,s:f,s:f,s:f,s:s}", "mlaref_version", MLAREF_VERSION,
-                       "policy", policy, "against", against ? against : "own", "rtol", rtol, "atol",
-                       atol, "threshold", threshold, "margin", margin, "truth", "dequantized")
-           : NULL;
   json_t *jk = json_array(), *jc = json_array();
-  if (!json) printf("recommendations:\n");
+  if (!o->json) printf("recommendations:\n");
   for (int k = 0; k < nrec; k++) {
     char line[1024];
-    const int f =
-        recommend(&rs[k], cells, k, nrec, shapes, nshape, policy, threshold, line, sizeof line);
+    const int f = recommend(&rs[k], cells, k, nrec, o->shapes, o->nshape, o->policy, o->threshold,
+                            line, sizeof line);
     failing += f;
-    if (json)
+    if (o->json)
       json_array_append_new(
           jk, json_pack("{s:s,s:b,s:s}", "recipe", rs[k].name, "fails", f, "recommendation", line));
     else
       printf("  %s\n", line);
-    for (int s = 0; s < nshape; s++) {
+    for (int s = 0; s < o->nshape; s++) {
       const cell *c = &cells[s * nrec + k];
-      if (c->applicable) ncells++, nfail += c->verdict == V_FAIL;
-      if (!json) continue;
-      json_t *o = json_pack("{s:s,s:s,s:s,s:b}", "recipe", rs[k].name, "shape", shapes[s].name,
-                            "spec", shapes[s].spec, "applicable", c->applicable);
       if (c->applicable) {
-        json_object_set_new(o, "before", point_json(c->before_policy, &c->before, c->pass_before));
-        json_object_set_new(o, "after", point_json(policy, &c->after, c->pass_after));
-        json_object_set_new(o, "verdict", json_string(VERDICT[c->verdict]));
-      } else
-        json_object_set_new(o, "reason", json_string(c->reason));
-      json_array_append_new(jc, o);
+        ncells++;
+        nfail += c->verdict == V_FAIL;
+      }
     }
+    if (o->json) cells_json(o, &rs[k], cells, k, nrec, jc);
   }
   char verdict[256];
   snprintf(verdict, sizeof verdict, "%.64s: %d of %d kernels fail on %d of %d kernel x shape cells",
-           policy, failing, nrec, nfail, ncells);
-  if (json) {
-    json_object_set_new(root, "kernels", jk);
-    json_object_set_new(root, "cells", jc);
-    json_object_set_new(root, "unaffected", json_string(unaffected));
-    json_object_set_new(root, "gpu_device",
-                        json_string(device)); /* "": the GPU kernels were not run */
-    json_object_set_new(root, "verdict", json_string(verdict));
-    char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
-    if (s) printf("%s\n", s);
-    free(s);
-    json_decref(root);
-  } else {
-    json_decref(jk), json_decref(jc);
+           o->policy, failing, nrec, nfail, ncells);
+  if (!o->json) {
+    json_decref(jk);
+    json_decref(jc);
     printf("policy-check: %s (%.1f s)\n", verdict, mlr_cli_now() - t0);
+    return failing;
   }
+  json_t *root =
+      json_pack("{s:s,s:s,s:s,s:f,s:f,s:f,s:f,s:s}", "mlaref_version", MLAREF_VERSION, "policy",
+                o->policy, "against", o->against ? o->against : "own", "rtol", o->rtol, "atol",
+                o->atol, "threshold", o->threshold, "margin", o->margin, "truth", "dequantized");
+  json_object_set_new(root, "kernels", jk);
+  json_object_set_new(root, "cells", jc);
+  json_object_set_new(root, "unaffected", json_string(unaffected));
+  json_object_set_new(root, "gpu_device", json_string(device)); /* "": the GPU kernels not run */
+  json_object_set_new(root, "verdict", json_string(verdict));
+  char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+  if (s) printf("%s\n", s);
+  free(s);
+  json_decref(root);
+  return failing;
+}
+
+int mlr_cmd_policy_check(int argc, char **argv) {
+  const char *cmd = "policy-check";
+  pc_opts o = {.gpu = "auto", .rtol = 1e-2, .atol = 1e-2, .threshold = 1.0, .margin = 0.1};
+  int rc = parse_args(cmd, argc, argv, &o);
+  if (rc == MLR_EXIT_OK) rc = check_inputs(cmd, &o);
+  if (rc != MLR_EXIT_OK) return rc;
+  static mlr_recipe rs[MAXREC];
+  char unaffected[512];
+  int nrec = 0;
+  if ((rc = pick_recipes(cmd, o.recipes, o.nrec, rs, &nrec, unaffected, sizeof unaffected)) !=
+      MLR_EXIT_OK)
+    return rc;
+  int on_gpu[MAXREC] = {0};
+  char device[256] = "";
+  if ((rc = add_gpu_kernels(cmd, o.gpu, rs, &nrec, on_gpu, device, sizeof device)) != MLR_EXIT_OK)
+    return rc;
+  cell *cells = calloc((size_t)o.nshape * (size_t)nrec, sizeof *cells);
+  if (!cells) {
+    fprintf(stderr, "mlaref %s: out of memory\n", cmd);
+    return MLR_EXIT_FAIL;
+  }
+  int sw = 12; /* the shape column: as wide as the longest name */
+  for (int s = 0; s < o.nshape; s++)
+    sw = (int)strlen(o.shapes[s].name) > sw ? (int)strlen(o.shapes[s].name) : sw;
+  if (!o.json) print_header(&o, nrec, unaffected, device, sw);
+  const double t0 = mlr_cli_now();
+  rc = run_shapes(cmd, &o, rs, on_gpu, nrec, sw, t0, cells);
+  const int failing = rc == MLR_EXIT_OK ? report(&o, rs, nrec, cells, unaffected, device, t0) : 0;
   free(cells);
+  if (rc != MLR_EXIT_OK) return rc;
   return failing ? MLR_EXIT_FAIL : MLR_EXIT_OK;
 }

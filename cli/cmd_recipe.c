@@ -91,8 +91,7 @@ int mlr_cmd_recipe(int argc, char **argv) {
   for (int i = 2; i < argc; i++) {
     const char *v;
     const int m = mlr_cli_opt(argc, argv, &i, "set", &v);
-    if (m == 0)
-      return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --set key=value)", argv[i]);
+    if (m == 0) return mlr_cli_unknown_option(cmd, argv[i], "--set key=value");
     if (m < 0) return mlr_cli_usage_error(cmd, "--set needs key=value");
     mlr_error err;
     if (mlr_recipe_set(&r, v, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "--set %s", err.msg);

@@ -1,12 +1,12 @@
-/* mlaref report --suite NAME --out DIR [--recipe NAME]... [--policy P]... [--baseline
- * OLD/summary.json]
- *               [--quick] [--gpu auto|off|require] [--shard i/n] [--digests FILE] [--threads N]
+/* mlaref report --suite NAME --out DIR [--recipe NAME]... [--policy P]...
+ *               [--baseline OLD/summary.json] [--quick] [--gpu auto|off|require] [--shard i/n]
+ *               [--digests FILE] [--threads N]
  * mlaref report merge --out DIR [--baseline OLD/summary.json] SHARD_DIR...
- * The nightly accuracy report (reports/, issue 10): the suite's cells x the recipes x the Q policy
- * axis (x the GPU kernels where a GPU is) against the certified truth and the golden manifest, the
- * static-scale sweep, the decomposition and the discrimination table, written as DIR/summary.json,
- * DIR/summary.md and DIR/index.html; shards merge into the same report. Exit 0 clean, 1 a failure
- * or a regression against the baseline, 2 bad input (nothing written then). */
+ * The nightly accuracy report (reports/): the suite's cells x the recipes x the Q policy axis (x
+ * the GPU kernels where a GPU is) against the certified truth and the golden manifest, the
+ * static-scale sweep, the decomposition and the discrimination table, written as
+ * DIR/summary.json, DIR/summary.md and DIR/index.html; shards merge into the same report. Exit 0
+ * clean, 1 a failure or a regression against the baseline, 2 bad input (nothing written then). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <string.h>
@@ -89,7 +89,7 @@ static int merge_main(int argc, char **argv) {
         mlr_cli_str(cmd, argc, argv, &i, "baseline", "a summary.json", &baseline, &rc)) {
       if (rc) return rc;
     } else if (argv[i][0] == '-' && argv[i][1] == '-')
-      return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: --out --baseline)", argv[i]);
+      return mlr_cli_unknown_option(cmd, argv[i], "--out --baseline");
     else if (nd == 64)
       return mlr_cli_usage_error(cmd, "at most 64 shard folders");
     else
@@ -121,7 +121,8 @@ static int merge_main(int argc, char **argv) {
     return mlr_cli_usage_error(cmd, "%s", err.msg);
   }
   if (mlr_report_plotter_check("gnuplot", &err) != MLR_OK) {
-    mlr_report_free(&rep), mlr_report_free(&base);
+    mlr_report_free(&rep);
+    mlr_report_free(&base);
     return mlr_cli_usage_error(cmd, "%s", err.msg);
   }
   return conclude(cmd, &rep, &base, baseline, out, t0);
@@ -134,42 +135,28 @@ int mlr_cmd_report(int argc, char **argv) {
              *policies[MLR_REPORT_MAX_POLICIES], *gpu = "auto", *shard = NULL;
   int nrec = 0, npol = 0, quick = 0, threads = 0, rc = MLR_EXIT_OK, digests_given = 0;
   for (int i = 0; i < argc; i++) {
-    const char *v;
-    int m;
     if (mlr_cli_str(cmd, argc, argv, &i, "suite", mlr_suite_names(), &suite, &rc) ||
         mlr_cli_str(cmd, argc, argv, &i, "out", "a folder", &out, &rc) ||
         mlr_cli_str(cmd, argc, argv, &i, "baseline", "a summary.json", &baseline, &rc) ||
         mlr_cli_max_memory_opt(cmd, argc, argv, &i, &rc) ||
         mlr_cli_str(cmd, argc, argv, &i, "gpu", "auto, off or require", &gpu, &rc) ||
-        mlr_cli_str(cmd, argc, argv, &i, "shard", "i/n", &shard, &rc)) {
+        mlr_cli_str(cmd, argc, argv, &i, "shard", "i/n", &shard, &rc) ||
+        mlr_cli_list(cmd, argc, argv, &i, "recipe", "a built-in name", recipes, &nrec, MAXREC,
+                     &rc) ||
+        mlr_cli_list(cmd, argc, argv, &i, "policy", "static:absmax=A|dynamic|per_head|per_token",
+                     policies, &npol, MLR_REPORT_MAX_POLICIES, &rc) ||
+        mlr_cli_threads_opt(cmd, argc, argv, &i, &threads, &rc)) {
       if (rc) return rc;
     } else if (mlr_cli_str(cmd, argc, argv, &i, "digests", "a golden manifest (digests.tsv)",
                            &digests, &rc)) {
       if (rc) return rc;
       digests_given = 1;
-    } else if ((m = mlr_cli_opt(argc, argv, &i, "recipe", &v))) {
-      if (m < 0 || nrec == MAXREC)
-        return mlr_cli_usage_error(cmd, "--recipe needs a built-in name (at most %d)", MAXREC);
-      recipes[nrec++] = v;
-    } else if ((m = mlr_cli_opt(argc, argv, &i, "policy", &v))) {
-      if (m < 0 || npol == MLR_REPORT_MAX_POLICIES)
-        return mlr_cli_usage_error(
-            cmd, "--policy needs static:absmax=A|dynamic|per_head|per_token (at most %d)",
-            MLR_REPORT_MAX_POLICIES);
-      policies[npol++] = v;
-    } else if ((m = mlr_cli_opt(argc, argv, &i, "threads", &v))) {
-      uint64_t p;
-      if (m < 0 || mlr_cli_parse_u64(v, &p) || p < 1 || p > 1024)
-        return mlr_cli_usage_error(cmd, "--threads '%s': an integer in 1..1024", m < 0 ? "" : v);
-      threads = (int)p;
     } else if (!strcmp(argv[i], "--quick"))
       quick = 1;
     else
-      return mlr_cli_usage_error(
-          cmd,
-          "unknown option '%s' (valid: --suite --out --recipe --policy --baseline --quick --gpu "
-          "--shard --digests --threads --max-memory)",
-          argv[i]);
+      return mlr_cli_unknown_option(cmd, argv[i],
+                                    "--suite --out --recipe --policy --baseline --quick --gpu "
+                                    "--shard --digests --threads --max-memory");
   }
   if (!suite || !out)
     return mlr_cli_usage_error(cmd, "usage: report --suite NAME --out DIR [--recipe NAME]... "
@@ -220,7 +207,8 @@ int mlr_cmd_report(int argc, char **argv) {
   mlr_status st = mlr_report_run(&o, &rep, &err);
   snprintf(rep.version, sizeof rep.version, "%s", MLAREF_VERSION);
   if (st != MLR_OK) {
-    mlr_report_free(&rep), mlr_report_free(&base);
+    mlr_report_free(&rep);
+    mlr_report_free(&base);
     if (st == MLR_EINVAL || st == MLR_EDEVICE) return mlr_cli_usage_error(cmd, "%s", err.msg);
     fprintf(stderr, "mlaref %s: %s\n", cmd, err.msg);
     return MLR_EXIT_FAIL;

@@ -1,10 +1,10 @@
-/* mlaref selfcheck: the main job for now. Checks on this machine and build that the formats,
+/* mlaref selfcheck: checks on this machine and build that the formats,
  * pmath and rng modules behave as their contracts say, and prints a summary:
  *   - every non-NaN code of every format encodes back to itself (binary32 and binary64 paths,
  *     every overflow mode, nearest-even and toward-zero);
  *   - the midpoint of every pair of neighbouring codes rounds to the even one, and the
  *     binary64 neighbours of the midpoint round down and up;
- *   - the overflow thresholds of each mode (NUMERICS.md section 3);
+ *   - the overflow thresholds of each mode (docs/numerics.md, number formats);
  *   - pmath on values with known correctly rounded results;
  *   - Philox4x32-10 on Random123's known-answer vectors.
  * The exhaustive proofs live in the test suite; this is a fast check of the build in hand. */
@@ -85,8 +85,8 @@ static void check_midpoints(tally *t, mlr_format f) {
   }
 }
 
-/* Overflow rules around max + ulp/2 (NUMERICS.md section 3): for e4m3, 464 rounds to 448 in
- * nonsat mode (PyTorch), is NaN in legacy mode (old amd_hip_fp8.h), and anything above 464
+/* Overflow rules around max + ulp/2 (docs/numerics.md, number formats): for e4m3, 464 rounds to 448
+ * in nonsat mode (PyTorch), is NaN in legacy mode (old amd_hip_fp8.h), and anything above 464
  * overflows. */
 static void check_overflow(tally *t, mlr_format f) {
   const mlr_format_params p = mlr_format_get(f);

@@ -31,13 +31,15 @@ static void usage(FILE *out) {
       "[--partials]\n"
       "      [--allow-nonfinite] [--max-memory GB]   the bit-accurate model of a kernel: o, lse "
       "(and partials)\n"
-      "  gpu run --kernel exact|fast --recipe NAME|FILE [--set key=value]... --inputs IN --out "
-      "OUT\n"
+      "  gpu run --kernel exact|fast [--variant KEY=V[,KEY=V]...] --recipe NAME|FILE\n"
+      "      [--set key=value]... --inputs IN --out OUT\n"
       "                          exact: the same model on the GPU, bit for bit (gpu/exact); fast: "
       "the\n"
       "                          fast kernel (gpu/fast) on its recipes fast-a16w8, fast-a8w8, "
       "fast-wgmma-a8w8\n"
-      "                          (bf16 KV: fast-a16w16, fast-a8w16)\n"
+      "                          (bf16 KV: fast-a16w16, fast-a8w16); --variant forces its "
+      "variants,\n"
+      "                          keys ws, cluster, toktable, qdiv (0|1) and lin (0|1|2)\n"
       "  gpu info                the build's GPU runtime and the GPU found\n"
       "  compare A B [--tensor o] [--rule R]... [--truth T] [--inputs IN] [--json]\n"
       "                          metrics and tolerance rules "
@@ -80,8 +82,8 @@ static void usage(FILE *out) {
       "  bench oracle [--shape SPEC] [--small SPEC]   the oracle's speed, and against plain MPFR\n"
       "  bench gpu-exact [--shape SPEC]... [--recipe NAME]... [--reps N]   the GPU exact kernel's "
       "speed\n"
-      "  bench gpu [--shape SPEC]... [--recipe NAME]... [--reps N] [--peers FILE]   the fast "
-      "kernel's speed\n"
+      "  bench gpu [--shape SPEC]... [--recipe NAME]... [--reps N] [--peers FILE] [--variant ...]\n"
+      "                          the fast kernel's speed\n"
       "  bench mma [--dots N] [--reps N]   the matrix-unit models' cost against an fma chain\n"
       "  version\n"
       "exit status: 0 success, 1 a check failed, 2 bad input\n",
@@ -109,28 +111,37 @@ static int main_job(void) {
   return rc;
 }
 
+/* the commands by name (besides version and help) */
+static const struct command {
+  const char *name;
+  int (*run)(int argc, char **argv);
+} COMMANDS[] = {
+    {"selfcheck", mlr_cmd_selfcheck},
+    {"formats", mlr_cmd_formats},
+    {"bench", mlr_cmd_bench},
+/* scripts/gpu_run.sh builds a CLI without the fixtures (no jansson there) */
+#ifndef MLAREF_FORMATS_ONLY
+    {"gen", mlr_cmd_gen},
+    {"suite", mlr_cmd_suite},
+    {"inputs", mlr_cmd_inputs},
+    {"recipe", mlr_cmd_recipe},
+    {"run", mlr_cmd_run},
+    {"gpu", mlr_cmd_gpu},
+    {"compare", mlr_cmd_compare},
+    {"check", mlr_cmd_check},
+    {"golden", mlr_cmd_golden},
+    {"oracle", mlr_cmd_oracle},
+    {"budget", mlr_cmd_budget},
+    {"policy-check", mlr_cmd_policy_check},
+    {"report", mlr_cmd_report},
+#endif
+};
+
 int main(int argc, char **argv) {
   if (argc < 2) return main_job();
   const char *cmd = argv[1];
-  if (strcmp(cmd, "selfcheck") == 0) return mlr_cmd_selfcheck(argc - 2, argv + 2);
-  if (strcmp(cmd, "formats") == 0) return mlr_cmd_formats(argc - 2, argv + 2);
-  if (strcmp(cmd, "bench") == 0) return mlr_cmd_bench(argc - 2, argv + 2);
-#ifndef MLAREF_FORMATS_ONLY /* scripts/gpu_run.sh builds a CLI without the fixtures (no jansson    \
-                               there) */
-  if (strcmp(cmd, "gen") == 0) return mlr_cmd_gen(argc - 2, argv + 2);
-  if (strcmp(cmd, "suite") == 0) return mlr_cmd_suite(argc - 2, argv + 2);
-  if (strcmp(cmd, "inputs") == 0) return mlr_cmd_inputs(argc - 2, argv + 2);
-  if (strcmp(cmd, "recipe") == 0) return mlr_cmd_recipe(argc - 2, argv + 2);
-  if (strcmp(cmd, "run") == 0) return mlr_cmd_run(argc - 2, argv + 2);
-  if (strcmp(cmd, "gpu") == 0) return mlr_cmd_gpu(argc - 2, argv + 2);
-  if (strcmp(cmd, "compare") == 0) return mlr_cmd_compare(argc - 2, argv + 2);
-  if (strcmp(cmd, "check") == 0) return mlr_cmd_check(argc - 2, argv + 2);
-  if (strcmp(cmd, "golden") == 0) return mlr_cmd_golden(argc - 2, argv + 2);
-  if (strcmp(cmd, "oracle") == 0) return mlr_cmd_oracle(argc - 2, argv + 2);
-  if (strcmp(cmd, "budget") == 0) return mlr_cmd_budget(argc - 2, argv + 2);
-  if (strcmp(cmd, "policy-check") == 0) return mlr_cmd_policy_check(argc - 2, argv + 2);
-  if (strcmp(cmd, "report") == 0) return mlr_cmd_report(argc - 2, argv + 2);
-#endif
+  for (size_t k = 0; k < sizeof COMMANDS / sizeof COMMANDS[0]; k++)
+    if (strcmp(cmd, COMMANDS[k].name) == 0) return COMMANDS[k].run(argc - 2, argv + 2);
   if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
     printf("mlaref %s\n", MLAREF_VERSION);
     return MLR_EXIT_OK;

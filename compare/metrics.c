@@ -7,7 +7,6 @@
 #include "mlr_formats.h"
 #include "mlr_compare.h"
 
-
 static int type_rank(mlr_ctype t) { return t == MLR_CT_F64 ? 3 : t == MLR_CT_F32 ? 2 : 1; }
 
 /* code of a binary64 value in type t (nearest even; binary32 through one rounding) */
@@ -17,12 +16,14 @@ static uint32_t encode_as(mlr_ctype t, double v) {
                         MLR_OVF_NONSAT, 0);
 }
 
-
 double mlr_compare_rel_l2(const mlr_cmp_tensor *a, const mlr_cmp_tensor *t) {
   double se = 0, st = 0;
   for (int64_t i = 0; i < a->n && i < t->n; i++) {
     const double x = mlr_cmp_value(a, i), y = mlr_cmp_value(t, i);
-    if (isfinite(x) && isfinite(y)) se += (x - y) * (x - y), st += y * y;
+    if (isfinite(x) && isfinite(y)) {
+      se += (x - y) * (x - y);
+      st += y * y;
+    }
   }
   return st > 0 ? sqrt(se / st) : 0;
 }
@@ -110,8 +111,8 @@ mlr_status mlr_compare_metrics(const mlr_cmp_tensor *a, const mlr_cmp_tensor *b,
   for (int64_t i = 0; i < a->n; i++) {
     const uint32_t ca = mlr_cmp_code(a, i);
     const double va = mlr_cmp_code_value(a->type, ca), vb = mlr_cmp_value(b, i);
-    const uint32_t cb =
-        a->type == b->type ? mlr_cmp_code(b, i) : encode_as(a->type, vb); /* B in A's format */
+    /* B in A's format */
+    const uint32_t cb = a->type == b->type ? mlr_cmp_code(b, i) : encode_as(a->type, vb);
     mlr_cmp_elem e = {i, ca, cb, va, vb, -1};
     const int unwritten = ca == unw, ka = vclass(va), kb = vclass(vb);
     if ((ca == cb && (a->type == b->type || va == vb)) || (ka == 0 && kb == 0)) m->identical++;
@@ -132,7 +133,10 @@ mlr_status mlr_compare_metrics(const mlr_cmp_tensor *a, const mlr_cmp_tensor *b,
     const double d = fabs(va - vb);
     if (d > m->max_abs) m->max_abs = d;
     if (vb != 0 && d / fabs(vb) > m->max_rel) m->max_rel = d / fabs(vb);
-    se += d * d, sb += vb * vb, sab += va * vb, saa += va * va;
+    se += d * d;
+    sb += vb * vb;
+    sab += va * vb;
+    saa += va * va;
     if (e.ulp > 0) keep_worst(m, sev, &e, severity(&e, 0, 0));
   }
   if (nu) {
@@ -141,7 +145,9 @@ mlr_status mlr_compare_metrics(const mlr_cmp_tensor *a, const mlr_cmp_tensor *b,
                           (int64_t)ceil(0.999 * (double)nu), nu};
     int64_t v[4];
     ulp_ranks(ulps, nu, k, 4, v);
-    m->ulp_p50 = (double)v[0], m->ulp_p99 = (double)v[1], m->ulp_p999 = (double)v[2],
+    m->ulp_p50 = (double)v[0];
+    m->ulp_p99 = (double)v[1];
+    m->ulp_p999 = (double)v[2];
     m->ulp_max = v[3];
     m->rmse = sqrt(se / (double)nu);
   }
@@ -167,7 +173,6 @@ double mlr_compare_mismatch(const mlr_cmp_tensor *a, const mlr_cmp_tensor *b, do
   return (double)miss / (double)a->n;
 }
 
-
 mlr_status mlr_compare_bound(const mlr_cmp_tensor *a, const mlr_cmp_tensor *t, const double *bound,
                              double factor, mlr_bound_use *bu, mlr_error *err) {
   memset(bu, 0, sizeof *bu);
@@ -185,7 +190,10 @@ mlr_status mlr_compare_bound(const mlr_cmp_tensor *a, const mlr_cmp_tensor *t, c
     const double e = fabs(va - vt), b = bound[i];
     const double ratio = e == 0 ? 0 : b > 0 ? e / b : INFINITY;
     if (!(e <= factor * b)) bu->over++;
-    if (bu->worst < 0 || ratio > bu->max_ratio) bu->max_ratio = ratio, bu->worst = i;
+    if (bu->worst < 0 || ratio > bu->max_ratio) {
+      bu->max_ratio = ratio;
+      bu->worst = i;
+    }
     if (e > 0) tight[nt++] = b / e;
   }
   mlr_sort_values(tight, nt);

@@ -38,19 +38,28 @@ mlr_status mlr_rule_parse(const char *s, mlr_rule *r, mlr_error *err) {
 #define IS(name) (kl == strlen(name) && strncmp(s, name, kl) == 0)
   if (IS("exact") && n == 0)
     r->kind = MLR_RULE_EXACT;
-  else if (IS("ulp") && n == 1 && v[0] == floor(v[0]))
-    r->kind = MLR_RULE_ULP, r->x = v[0];
-  else if (IS("allclose") && (n == 2 || n == 3) && v[2] <= 1)
-    r->kind = MLR_RULE_ALLCLOSE, r->x = v[0], r->y = v[1], r->z = v[2];
-  else if (IS("fa3") && n <= 2)
-    r->kind = MLR_RULE_FA3, r->x = n >= 1 ? v[0] : 2.0, r->y = n == 2 ? v[1] : 1e-5;
-  else if (IS("nmse") && n == 1)
-    r->kind = MLR_RULE_NMSE, r->x = v[0];
-  else if (IS("cos") && n == 1)
-    r->kind = MLR_RULE_COS, r->x = v[0];
-  else if (IS("budget") && n <= 1 && (n == 0 || v[0] > 0))
-    r->kind = MLR_RULE_BUDGET, r->x = n ? v[0] : 1.0;
-  else
+  else if (IS("ulp") && n == 1 && v[0] == floor(v[0])) {
+    r->kind = MLR_RULE_ULP;
+    r->x = v[0];
+  } else if (IS("allclose") && (n == 2 || n == 3) && v[2] <= 1) {
+    r->kind = MLR_RULE_ALLCLOSE;
+    r->x = v[0];
+    r->y = v[1];
+    r->z = v[2];
+  } else if (IS("fa3") && n <= 2) {
+    r->kind = MLR_RULE_FA3;
+    r->x = n >= 1 ? v[0] : 2.0;
+    r->y = n == 2 ? v[1] : 1e-5;
+  } else if (IS("nmse") && n == 1) {
+    r->kind = MLR_RULE_NMSE;
+    r->x = v[0];
+  } else if (IS("cos") && n == 1) {
+    r->kind = MLR_RULE_COS;
+    r->x = v[0];
+  } else if (IS("budget") && n <= 1 && (n == 0 || v[0] > 0)) {
+    r->kind = MLR_RULE_BUDGET;
+    r->x = n ? v[0] : 1.0;
+  } else
     goto bad;
 #undef IS
   return MLR_OK;

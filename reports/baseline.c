@@ -109,9 +109,11 @@ static void get_util(rd *r, json_t *u, const char *where, mlr_util *out) {
   }
   char w[120];
   snprintf(w, sizeof w, "%.110s.", where);
-  out->max = get_num(r, u, "max", w, 1), out->p999 = get_num(r, u, "p999", w, 1),
+  out->max = get_num(r, u, "max", w, 1);
+  out->p999 = get_num(r, u, "p999", w, 1);
   out->p99 = get_num(r, u, "p99", w, 1);
-  out->p50 = get_num(r, u, "p50", w, 1), out->n = (int64_t)get_num(r, u, "n", w, 1),
+  out->p50 = get_num(r, u, "p50", w, 1);
+  out->n = (int64_t)get_num(r, u, "n", w, 1);
   out->over = (int64_t)get_num(r, u, "over", w, 1);
   json_t *h = json_object_get(u, "hist");
   if (!json_is_array(h) || json_array_size(h) != MLR_UTIL_BINS) {
@@ -145,8 +147,8 @@ static void get_cell(rd *r, json_t *b, int k, mlr_report_cell *c) {
   get_str(r, b, "spec", w, c->spec, sizeof c->spec, 0);
   get_str(r, b, "recipe", w, c->recipe, sizeof c->recipe, 1);
   get_str(r, b, "recipe_sha256", w, c->recipe_sha, sizeof c->recipe_sha, 0);
-  get_str(r, b, "policy", w, c->policy, sizeof c->policy,
-          0); /* absent in first-version files: the recipe's own */
+  /* absent in first-version files: the recipe's own */
+  get_str(r, b, "policy", w, c->policy, sizeof c->policy, 0);
   c->own_policy = get_bool(r, b, "own_policy", w, 0, 1);
   c->applicable = get_bool(r, b, "applicable", w, 1, 0);
   c->pass = get_bool(r, b, "pass", w, 1, 0);
@@ -164,9 +166,10 @@ static void get_cell(rd *r, json_t *b, int k, mlr_report_cell *c) {
   if (json_is_object(bo)) {
     snprintf(f, sizeof f, "%sbound.", w);
     c->bound_computed = get_bool(r, bo, "computed", f, 1, 0);
-    if (c->bound_computed)
-      c->bound_holds = get_bool(r, bo, "holds", f, 1, 0),
+    if (c->bound_computed) {
+      c->bound_holds = get_bool(r, bo, "holds", f, 1, 0);
       c->bound_max_ratio = get_num(r, bo, "max_ratio", f, 1);
+    }
   }
   json_t *g = json_object_get(b, "gpu");
   if (g) {
@@ -180,8 +183,9 @@ static void get_cell(rd *r, json_t *b, int k, mlr_report_cell *c) {
     get_str(r, g, "note", f, c->gpu_note, sizeof c->gpu_note, 0);
     if (c->gpu) {
       get_str(r, g, "o_sha256", f, c->gpu_o_sha, sizeof c->gpu_o_sha, 0);
-      c->gpu_identical = get_num(r, g, "identical", f, 1), c->gpu_us = get_num(r, g, "us", f, 1);
-      c->gpu_bound_holds = get_bool(r, g, "bound_holds", f, 0, 0),
+      c->gpu_identical = get_num(r, g, "identical", f, 1);
+      c->gpu_us = get_num(r, g, "us", f, 1);
+      c->gpu_bound_holds = get_bool(r, g, "bound_holds", f, 0, 0);
       c->gpu_pass = get_bool(r, g, "pass", f, 1, 0);
       char uf[128];
       snprintf(uf, sizeof uf, "%sutilisation", f);
@@ -191,12 +195,12 @@ static void get_cell(rd *r, json_t *b, int k, mlr_report_cell *c) {
   }
 }
 
-static void get_extras(rd *r, json_t *root, mlr_report *rep) {
+static void get_extras(rd *r, json_t *root, mlr_report_studies *s) {
   json_t *sw = json_object_get(root, "sweep");
   if (json_is_object(sw)) {
-    get_str(r, sw, "recipe", "sweep.", rep->sweep_recipe, sizeof rep->sweep_recipe, 0);
-    get_str(r, sw, "shape", "sweep.", rep->sweep_shape, sizeof rep->sweep_shape, 0);
-    rep->seeds_absmax = get_num(r, sw, "seeds_absmax", "sweep.", 0);
+    get_str(r, sw, "recipe", "sweep.", s->sweep_recipe, sizeof s->sweep_recipe, 0);
+    get_str(r, sw, "shape", "sweep.", s->sweep_shape, sizeof s->sweep_shape, 0);
+    s->seeds_absmax = get_num(r, sw, "seeds_absmax", "sweep.", 0);
     json_t *ds = json_object_get(sw, "distributions");
     if (ds && (!json_is_array(ds) || json_array_size(ds) > 4))
       bad(r, "sweep.distributions", "not an array of at most 4");
@@ -204,27 +208,28 @@ static void get_extras(rd *r, json_t *root, mlr_report *rep) {
       char w[64];
       snprintf(w, sizeof w, "sweep.distributions[%zu].", d);
       json_t *dj = json_array_get(ds, d), *pts = json_object_get(dj, "points");
-      get_str(r, dj, "distribution", w, rep->sweep_dist[d], sizeof rep->sweep_dist[d], 1);
+      get_str(r, dj, "distribution", w, s->sweep_dist[d], sizeof s->sweep_dist[d], 1);
       if (!json_is_array(pts) || json_array_size(pts) > MLR_REPORT_SWEEP_MAX ||
-          (d && (int)json_array_size(pts) != rep->nsweep_points)) {
+          (d && (int)json_array_size(pts) != s->nsweep_points)) {
         bad(r, w, "points: not an array of at most 16, as long as the first distribution's");
         break;
       }
-      rep->nsweep_points = (int)json_array_size(pts), rep->nsweep_dists = (int)d + 1;
-      for (int i = 0; i < rep->nsweep_points; i++) {
+      s->nsweep_points = (int)json_array_size(pts);
+      s->nsweep_dists = (int)d + 1;
+      for (int i = 0; i < s->nsweep_points; i++) {
         char pw[96];
         snprintf(pw, sizeof pw, "%spoints[%d].", w, i);
         json_t *p = json_array_get(pts, (size_t)i);
-        mlr_report_sweep_point *sp = &rep->sweep[d][i];
-        sp->absmax = get_num(r, p, "absmax", pw, 1),
+        mlr_report_sweep_point *sp = &s->sweep[d][i];
+        sp->absmax = get_num(r, p, "absmax", pw, 1);
         sp->clipped_frac = get_num(r, p, "clipped_fraction", pw, 1);
-        sp->util_max = get_num(r, p, "util_max", pw, 1),
-        sp->util_p999 = get_num(r, p, "util_p999", pw, 1),
+        sp->util_max = get_num(r, p, "util_max", pw, 1);
+        sp->util_p999 = get_num(r, p, "util_p999", pw, 1);
         sp->rel_l2 = get_num(r, p, "rel_l2", pw, 1);
       }
     }
   }
-  get_str(r, root, "extra_shape", "", rep->extra_shape, sizeof rep->extra_shape, 0);
+  get_str(r, root, "extra_shape", "", s->extra_shape, sizeof s->extra_shape, 0);
   json_t *dec = json_object_get(root, "decomposition");
   if (dec && (!json_is_array(dec) || json_array_size(dec) > MLR_REPORT_MAX_RECIPES))
     bad(r, "decomposition", "not an array of at most 32");
@@ -232,10 +237,10 @@ static void get_extras(rd *r, json_t *root, mlr_report *rep) {
     char w[64];
     snprintf(w, sizeof w, "decomposition[%zu].", k);
     json_t *d = json_array_get(dec, k), *src = json_object_get(d, "sources");
-    mlr_report_decomp *o = &rep->decomp[rep->ndecomp++];
+    mlr_report_decomp *o = &s->decomp[s->ndecomp++];
     get_str(r, d, "recipe", w, o->recipe, sizeof o->recipe, 1);
-    o->total_rms = get_num(r, d, "total_rms", w, 1),
-    o->interaction_rms = get_num(r, d, "interaction_rms", w, 1),
+    o->total_rms = get_num(r, d, "total_rms", w, 1);
+    o->interaction_rms = get_num(r, d, "interaction_rms", w, 1);
     o->truth_rms = get_num(r, d, "truth_rms", w, 1);
     if (!json_is_object(src)) {
       bad(r, w, "sources: not an object");
@@ -246,15 +251,17 @@ static void get_extras(rd *r, json_t *root, mlr_report *rep) {
       if (!x) continue; /* absent: the recipe does not have it */
       if (!json_is_number(x) || !isfinite(json_number_value(x)))
         bad(r, w, "sources: a value that is not a finite number");
-      else
-        o->present |= 1u << s, o->rms[s] = json_number_value(x);
+      else {
+        o->present |= 1u << s;
+        o->rms[s] = json_number_value(x);
+      }
     }
   }
   json_t *dj = json_object_get(root, "discrimination");
   if (dj) {
     json_t *rows = json_object_get(dj, "caught");
-    get_str(r, dj, "recipe", "discrimination.", rep->disc_recipe, sizeof rep->disc_recipe, 1);
-    rep->disc_model_ok = get_bool(r, dj, "model_passes", "discrimination.", 1, 0);
+    get_str(r, dj, "recipe", "discrimination.", s->disc_recipe, sizeof s->disc_recipe, 1);
+    s->disc_model_ok = get_bool(r, dj, "model_passes", "discrimination.", 1, 0);
     if (!json_is_array(rows) || json_array_size(rows) != 12)
       bad(r, "discrimination.caught", "not 12 rows");
     for (size_t k = 0; r->st == MLR_OK && k < 12; k++) {
@@ -267,10 +274,10 @@ static void get_extras(rd *r, json_t *root, mlr_report *rep) {
         json_t *x = json_array_get(row, q);
         if (!json_is_boolean(x) && !json_is_null(x))
           bad(r, "discrimination.caught", "a value that is not true, false or null");
-        rep->disc[k][q] = json_is_null(x) ? -1 : json_is_true(x);
+        s->disc[k][q] = json_is_null(x) ? -1 : json_is_true(x);
       }
     }
-    rep->disc_done = r->st == MLR_OK;
+    s->disc_done = r->st == MLR_OK;
   }
 }
 
@@ -295,13 +302,14 @@ mlr_status mlr_report_read(const char *path, mlr_report *rep, mlr_error *err) {
   get_str(&r, root, "mlaref_version", "", rep->version, sizeof rep->version, 0);
   rep->quick = get_bool(&r, root, "quick", "", 0, 0);
   json_t *tol = json_object_get(root, "tolerance");
-  rep->rtol = get_num(&r, tol, "rtol", "tolerance.", 1),
+  rep->rtol = get_num(&r, tol, "rtol", "tolerance.", 1);
   rep->atol = get_num(&r, tol, "atol", "tolerance.", 1);
   rep->margin = get_num(&r, root, "margin", "", 0);
   json_t *sh = json_object_get(root, "shard");
-  if (sh)
-    rep->shard_i = get_int(&r, sh, "i", "shard.", 1, 64),
+  if (sh) {
+    rep->shard_i = get_int(&r, sh, "i", "shard.", 1, 64);
     rep->shard_n = get_int(&r, sh, "n", "shard.", 1, 64);
+  }
   json_t *pol = json_object_get(root, "policies");
   for (size_t k = 0; r.st == MLR_OK && json_is_array(pol) && k < json_array_size(pol) &&
                      k < MLR_REPORT_MAX_POLICIES;
@@ -316,7 +324,7 @@ mlr_status mlr_report_read(const char *path, mlr_report *rep, mlr_error *err) {
   if (json_is_object(g)) {
     rep->gpu_mode = get_int(&r, g, "mode", "gpu.", 0, 2);
     get_str(&r, g, "device", "gpu.", rep->gpu_device, sizeof rep->gpu_device, 0);
-    rep->gpu_margin = get_num(&r, g, "margin", "gpu.", 0),
+    rep->gpu_margin = get_num(&r, g, "margin", "gpu.", 0);
     rep->gpu_noise_us = get_num(&r, g, "noise_us", "gpu.", 0);
   }
   const size_t n = json_array_size(cells);
@@ -328,7 +336,7 @@ mlr_status mlr_report_read(const char *path, mlr_report *rep, mlr_error *err) {
     get_cell(&r, json_array_get(cells, k), (int)k, &rep->cells[k]);
     rep->ncells = (int)k + 1;
   }
-  if (r.st == MLR_OK) get_extras(&r, root, rep);
+  if (r.st == MLR_OK) get_extras(&r, root, &rep->studies);
   for (int k = 0; k < rep->ncells; k++) rep->nfailures += !rep->cells[k].pass;
   json_decref(root);
   if (r.st != MLR_OK) mlr_report_free(rep);
@@ -353,7 +361,9 @@ mlr_status mlr_report_compare(mlr_report *rep, const mlr_report *base, const cha
     for (int i = 0; i < base->ncells && !old; i++)
       if (same_column(&base->cells[i], c)) old = &base->cells[i];
     if (!old || !old->applicable || !c->applicable) continue;
-    c->has_base = 1, c->base_util_max = old->util.max, c->base_gpu_us = old->gpu ? old->gpu_us : 0;
+    c->has_base = 1;
+    c->base_util_max = old->util.max;
+    c->base_gpu_us = old->gpu ? old->gpu_us : 0;
     const char *col = c->own_policy ? "" : " @ ", *pol = c->own_policy ? "" : c->policy;
     if (old->pass && !c->pass)
       st = add_regression(rep, err,
@@ -427,26 +437,15 @@ mlr_status mlr_report_merge(const mlr_report *parts, int n, mlr_report *out, mlr
       return mlr_error_set(err, MLR_EINVAL, "shard %d/%d is missing (%d of %d given)", i, sn, n,
                            sn);
   *out = *p0; /* the run's settings and shard 1's extras below */
-  out->cells = NULL, out->ncells = 0, out->regressions = NULL, out->nregressions = 0,
-  out->nfailures = 0, out->baseline[0] = 0;
+  out->cells = NULL;
+  out->ncells = 0;
+  out->regressions = NULL;
+  out->nregressions = 0;
+  out->nfailures = 0;
+  out->baseline[0] = 0;
   out->shard_i = out->shard_n = 0;
-  for (int k = 0; k < n; k++)
-    if ((parts[k].shard_n ? parts[k].shard_i : 1) ==
-        1) { /* the sweep, decomposition and discrimination come from shard 1 */
-      const mlr_report *e = &parts[k];
-      memcpy(out->sweep, e->sweep, sizeof out->sweep),
-          memcpy(out->sweep_dist, e->sweep_dist, sizeof out->sweep_dist);
-      out->nsweep_dists = e->nsweep_dists, out->nsweep_points = e->nsweep_points,
-      out->seeds_absmax = e->seeds_absmax;
-      memcpy(out->sweep_recipe, e->sweep_recipe, sizeof out->sweep_recipe),
-          memcpy(out->sweep_shape, e->sweep_shape, sizeof out->sweep_shape);
-      memcpy(out->extra_shape, e->extra_shape, sizeof out->extra_shape),
-          memcpy(out->decomp, e->decomp, sizeof out->decomp);
-      out->ndecomp = e->ndecomp, out->disc_done = e->disc_done,
-      out->disc_model_ok = e->disc_model_ok;
-      memcpy(out->disc, e->disc, sizeof out->disc),
-          memcpy(out->disc_recipe, e->disc_recipe, sizeof out->disc_recipe);
-    }
+  for (int k = 0; k < n; k++) /* the sweep, decomposition and discrimination come from shard 1 */
+    if ((parts[k].shard_n ? parts[k].shard_i : 1) == 1) out->studies = parts[k].studies;
   out->cells = calloc((size_t)(total ? total : 1), sizeof *out->cells);
   if (!out->cells) return mlr_error_set(err, MLR_ENOMEM, "out of memory for the merged cells");
   /* the suite's order: a shape's cells come from one shard, in that shard's column order */
@@ -456,8 +455,10 @@ mlr_status mlr_report_merge(const mlr_report *parts, int n, mlr_report *out, mlr
       for (int c = 0; c < parts[k].ncells; c++)
         if (suite_pos(su, parts[k].cells[c].shape) == pos)
           out->cells[out->ncells++] = parts[k].cells[c];
-  for (int k = 0; k < out->ncells; k++)
-    out->nfailures += !out->cells[k].pass, out->cells[k].has_base = 0;
+  for (int k = 0; k < out->ncells; k++) {
+    out->nfailures += !out->cells[k].pass;
+    out->cells[k].has_base = 0;
+  }
   return MLR_OK;
 }
 

@@ -43,7 +43,8 @@ static void bprintf(buf *b, const char *fmt, ...) {
       b->oom = 1;
       return;
     }
-    b->s = ns, b->cap = cap;
+    b->s = ns;
+    b->cap = cap;
   }
 }
 
@@ -88,8 +89,8 @@ static json_t *util_json(const mlr_util *u) {
 /* the decomposition, the discrimination table, the shard, the policy axis and the GPU leg */
 static void extras_json(const mlr_report *r, json_t *root) {
   json_t *dec = json_array(), *pol = json_array();
-  for (int k = 0; k < r->ndecomp; k++) {
-    const mlr_report_decomp *d = &r->decomp[k];
+  for (int k = 0; k < r->studies.ndecomp; k++) {
+    const mlr_report_decomp *d = &r->studies.decomp[k];
     json_t *src = json_object();
     for (int s = 0; s < MLR_NSRC; s++)
       if (d->present >> s & 1u) json_object_set_new(src, mlr_source_name(s), json_real(d->rms[s]));
@@ -97,23 +98,24 @@ static void extras_json(const mlr_report *r, json_t *root) {
                                          d->total_rms, "interaction_rms", d->interaction_rms,
                                          "truth_rms", d->truth_rms, "sources", src));
   }
-  json_object_set_new(root, "extra_shape", json_string(r->extra_shape));
+  json_object_set_new(root, "extra_shape", json_string(r->studies.extra_shape));
   json_object_set_new(root, "decomposition", dec);
-  if (r->disc_done) {
+  if (r->studies.disc_done) {
     json_t *rows = json_array(), *wrong = json_array(), *rules = json_array();
     for (int k = 0; k < MLR_DISC_WRONG; k++) {
       json_t *row = json_array();
       for (int q = 0; q < MLR_DISC_RULES; q++)
-        json_array_append_new(row, r->disc[k][q] < 0 ? json_null() : json_boolean(r->disc[k][q]));
+        json_array_append_new(row, r->studies.disc[k][q] < 0 ? json_null()
+                                                             : json_boolean(r->studies.disc[k][q]));
       json_array_append_new(rows, row);
       json_array_append_new(wrong, json_string(mlr_disc_wrong[k]));
     }
     for (int q = 0; q < MLR_DISC_RULES; q++)
       json_array_append_new(rules, json_string(mlr_disc_rules[q]));
     json_object_set_new(root, "discrimination",
-                        json_pack("{s:s,s:b,s:o,s:o,s:o}", "recipe", r->disc_recipe, "model_passes",
-                                  r->disc_model_ok, "wrong_kernels", wrong, "rules", rules,
-                                  "caught", rows));
+                        json_pack("{s:s,s:b,s:o,s:o,s:o}", "recipe", r->studies.disc_recipe,
+                                  "model_passes", r->studies.disc_model_ok, "wrong_kernels", wrong,
+                                  "rules", rules, "caught", rows));
   }
   for (int k = 0; k < r->npolicies; k++) json_array_append_new(pol, json_string(r->policies[k]));
   json_object_set_new(root, "policies", pol);
@@ -164,25 +166,25 @@ static char *summary_json(const mlr_report *r) {
                           isinf(mlr_util_edges[k]) ? json_null() : json_real(mlr_util_edges[k]));
   for (int k = 0; k < r->nregressions; k++)
     json_array_append_new(regs, json_string(r->regressions[k]));
-  for (int d = 0; d < r->nsweep_dists; d++) {
+  for (int d = 0; d < r->studies.nsweep_dists; d++) {
     json_t *pts = json_array();
-    for (int i = 0; i < r->nsweep_points; i++) {
-      const mlr_report_sweep_point *p = &r->sweep[d][i];
+    for (int i = 0; i < r->studies.nsweep_points; i++) {
+      const mlr_report_sweep_point *p = &r->studies.sweep[d][i];
       json_array_append_new(pts,
                             json_pack("{s:f,s:f,s:f,s:f,s:f}", "absmax", p->absmax,
                                       "clipped_fraction", p->clipped_frac, "util_max", p->util_max,
                                       "util_p999", p->util_p999, "rel_l2", p->rel_l2));
     }
-    json_array_append_new(sweep,
-                          json_pack("{s:s,s:o}", "distribution", r->sweep_dist[d], "points", pts));
+    json_array_append_new(
+        sweep, json_pack("{s:s,s:o}", "distribution", r->studies.sweep_dist[d], "points", pts));
   }
-  json_t *root =
-      json_pack("{s:s,s:s,s:s,s:b,s:{s:f,s:f},s:f,s:o,s:o,s:{s:s,s:s,s:f,s:o},s:o,s:i,s:s}",
-                "schema", MLR_REPORT_SCHEMA, "mlaref_version", r->version, "suite", r->suite,
-                "quick", r->quick, "tolerance", "rtol", r->rtol, "atol", r->atol, "margin",
-                r->margin, "hist_edges", edges, "cells", cells, "sweep", "recipe", r->sweep_recipe,
-                "shape", r->sweep_shape, "seeds_absmax", r->seeds_absmax, "distributions", sweep,
-                "regressions", regs, "failures", r->nfailures, "baseline", r->baseline);
+  json_t *root = json_pack(
+      "{s:s,s:s,s:s,s:b,s:{s:f,s:f},s:f,s:o,s:o,s:{s:s,s:s,s:f,s:o},s:o,s:i,s:s}", "schema",
+      MLR_REPORT_SCHEMA, "mlaref_version", r->version, "suite", r->suite, "quick", r->quick,
+      "tolerance", "rtol", r->rtol, "atol", r->atol, "margin", r->margin, "hist_edges", edges,
+      "cells", cells, "sweep", "recipe", r->studies.sweep_recipe, "shape", r->studies.sweep_shape,
+      "seeds_absmax", r->studies.seeds_absmax, "distributions", sweep, "regressions", regs,
+      "failures", r->nfailures, "baseline", r->baseline);
   if (root) extras_json(r, root);
   char *s = root ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : NULL;
   json_decref(root);
@@ -318,11 +320,11 @@ static mlr_status heatmap(const mlr_report *r, const char *gp, buf *out, mlr_err
 /* the static-scale sweep: utilisation max against absmax per distribution, clipped % on y2 */
 static mlr_status sweep_plot(const mlr_report *r, const char *gp, buf *out, mlr_error *err) {
   buf s = {0};
-  for (int d = 0; d < r->nsweep_dists; d++) {
+  for (int d = 0; d < r->studies.nsweep_dists; d++) {
     bprintf(&s, "$s%d << EOD\n", d);
-    for (int i = 0; i < r->nsweep_points; i++)
-      bprintf(&s, "%.9g %.6g %.6g\n", r->sweep[d][i].absmax, r->sweep[d][i].util_max,
-              100 * r->sweep[d][i].clipped_frac);
+    for (int i = 0; i < r->studies.nsweep_points; i++)
+      bprintf(&s, "%.9g %.6g %.6g\n", r->studies.sweep[d][i].absmax,
+              r->studies.sweep[d][i].util_max, 100 * r->studies.sweep[d][i].clipped_frac);
     bprintf(&s, "EOD\n");
   }
   bprintf(&s,
@@ -332,12 +334,13 @@ static mlr_status sweep_plot(const mlr_report *r, const char *gp, buf *out, mlr_
           "nomirror\nset y2range [0:*]\nset key outside bottom center horizontal\n"
           "set arrow from %g, graph 0 to %g, graph 1 nohead dt 2 lc rgb '#555555'\nset label "
           "\"seeds' %g\" at %g, graph 0.95 offset 0.5,0\nplot ",
-          r->sweep_recipe, r->seeds_absmax, r->seeds_absmax, r->seeds_absmax, r->seeds_absmax);
-  for (int d = 0; d < r->nsweep_dists; d++)
+          r->studies.sweep_recipe, r->studies.seeds_absmax, r->studies.seeds_absmax,
+          r->studies.seeds_absmax, r->studies.seeds_absmax);
+  for (int d = 0; d < r->studies.nsweep_dists; d++)
     bprintf(&s,
             "%s$s%d using 1:2 with linespoints lw 2 lc %d title '%s', $s%d using 1:3 axes x1y2 "
             "with lines dt 3 lc %d notitle",
-            d ? ", " : "", d, d + 1, r->sweep_dist[d], d, d + 1);
+            d ? ", " : "", d, d + 1, r->studies.sweep_dist[d], d, d + 1);
   bprintf(&s, "\n");
   return run_plot(&s, gp, 720, 420, out, err);
 }
@@ -345,13 +348,13 @@ static mlr_status sweep_plot(const mlr_report *r, const char *gp, buf *out, mlr_
 /* the error by source per recipe as 100% stacked bars: each source's share of the sum of the
  * sources' mean squares (alone: only that source rounded), the interaction beside them */
 static mlr_status decomp_plot(const mlr_report *r, const char *gp, buf *out, mlr_error *err) {
-  if (!r->ndecomp) return MLR_OK;
+  if (!r->studies.ndecomp) return MLR_OK;
   buf s = {0};
   bprintf(&s, "$d << EOD\nrecipe");
   for (int k = 0; k < MLR_NSRC; k++) bprintf(&s, " %s", mlr_source_name(k));
   bprintf(&s, " interaction\n");
-  for (int i = 0; i < r->ndecomp; i++) {
-    const mlr_report_decomp *d = &r->decomp[i];
+  for (int i = 0; i < r->studies.ndecomp; i++) {
+    const mlr_report_decomp *d = &r->studies.decomp[i];
     double sum = d->interaction_rms * d->interaction_rms;
     for (int k = 0; k < MLR_NSRC; k++) sum += d->rms[k] * d->rms[k];
     bprintf(&s, "%s", d->recipe);
@@ -367,7 +370,7 @@ static mlr_status decomp_plot(const mlr_report *r, const char *gp, buf *out, mlr
           "set style histogram rowstacked\nset style fill solid 0.9 border -1\nset boxwidth "
           "0.7\nset yrange [0:100]\nset ylabel '%% of the sum'\n"
           "set xtics rotate by 30 right\nset key outside right top vertical\nplot ",
-          r->extra_shape);
+          r->studies.extra_shape);
   for (int k = 0; k <= MLR_NSRC; k++)
     bprintf(&s, "%s$d using %d%s title columnheader", k ? ", " : "", k + 2, k ? "" : ":xtic(1)");
   bprintf(&s, "\n");
@@ -420,8 +423,10 @@ static mlr_status trend_plot(const mlr_report *r, const char *gp, buf *out, mlr_
               r->cells[k].util.max > (1 + r->margin) * r->cells[k].base_util_max);
   bprintf(&s, "EOD\n$g << EOD\n");
   for (int k = 0; k < r->ncells; k++)
-    if (r->cells[k].has_base && r->cells[k].gpu && r->cells[k].base_gpu_us > 0)
-      bprintf(&s, "%.6g %.6g\n", r->cells[k].base_gpu_us, r->cells[k].gpu_us), ngpu++;
+    if (r->cells[k].has_base && r->cells[k].gpu && r->cells[k].base_gpu_us > 0) {
+      bprintf(&s, "%.6g %.6g\n", r->cells[k].base_gpu_us, r->cells[k].gpu_us);
+      ngpu++;
+    }
   bprintf(&s,
           "EOD\nset multiplot layout 1,%d\nset logscale xy\nset key top left\nset title "
           "'utilisation max: baseline (x) and now (y)'\n"
@@ -479,11 +484,11 @@ static void markdown(const mlr_report *r, buf *b) {
       gpu_text(c, b, 0);
       bprintf(b, " | %s |\n", c->pass ? "pass" : "FAIL");
     }
-  if (r->disc_done) {
+  if (r->studies.disc_done) {
     bprintf(b,
             "\n## Discrimination (%s on %s; FAIL: the rule catches the wrong kernel)\n\n| wrong "
             "kernel |",
-            r->disc_recipe, r->extra_shape);
+            r->studies.disc_recipe, r->studies.extra_shape);
     for (int q = 0; q < MLR_DISC_RULES; q++) bprintf(b, " %s |", mlr_disc_rules[q]);
     bprintf(b, "\n| --- |");
     for (int q = 0; q < MLR_DISC_RULES; q++) bprintf(b, " --- |");
@@ -491,7 +496,10 @@ static void markdown(const mlr_report *r, buf *b) {
     for (int k = 0; k < MLR_DISC_WRONG; k++) {
       bprintf(b, "| %s |", mlr_disc_wrong[k]);
       for (int q = 0; q < MLR_DISC_RULES; q++)
-        bprintf(b, " %s |", r->disc[k][q] < 0 ? "no effect" : r->disc[k][q] ? "FAIL" : "passes");
+        bprintf(b, " %s |",
+                r->studies.disc[k][q] < 0 ? "no effect"
+                : r->studies.disc[k][q]   ? "FAIL"
+                                          : "passes");
       bprintf(b, "\n");
     }
   }
@@ -525,9 +533,9 @@ static void gpu_text(const mlr_report_cell *c, buf *b, int html) {
 /* the decomposition, the discrimination table and the GPU leg's summary */
 static mlr_status extras_html(const mlr_report *r, const char *gp, buf *b, mlr_error *err) {
   mlr_status st = MLR_OK;
-  if (r->ndecomp) {
+  if (r->studies.ndecomp) {
     bprintf(b, "<h2>Error by source</h2>\n<p>Each recipe on ");
-    bhtml(b, r->extra_shape);
+    bhtml(b, r->studies.extra_shape);
     bprintf(b, " against the certified truth: the RMS error with only one source of rounding "
                "switched on (ref/budget's decomposition); the bars "
                "show each source's share of the sum of their mean squares.</p>\n");
@@ -535,8 +543,8 @@ static mlr_status extras_html(const mlr_report *r, const char *gp, buf *b, mlr_e
     bprintf(b, "<table><tr><th>recipe</th>");
     for (int k = 0; k < MLR_NSRC; k++) bprintf(b, "<th>%s</th>", mlr_source_name(k));
     bprintf(b, "<th>interaction</th><th>total</th><th>truth RMS</th></tr>\n");
-    for (int i = 0; i < r->ndecomp; i++) {
-      const mlr_report_decomp *d = &r->decomp[i];
+    for (int i = 0; i < r->studies.ndecomp; i++) {
+      const mlr_report_decomp *d = &r->studies.decomp[i];
       bprintf(b, "<tr><td>");
       bhtml(b, d->recipe);
       bprintf(b, "</td>");
@@ -550,18 +558,19 @@ static mlr_status extras_html(const mlr_report *r, const char *gp, buf *b, mlr_e
     }
     bprintf(b, "</table>\n");
   }
-  if (r->disc_done) {
+  if (r->studies.disc_done) {
     bprintf(b, "<h2>Discrimination</h2>\n<p>Wrong kernels made from ");
-    bhtml(b, r->disc_recipe);
+    bhtml(b, r->studies.disc_recipe);
     bprintf(b, " on ");
-    bhtml(b, r->extra_shape);
+    bhtml(b, r->studies.extra_shape);
     bprintf(
         b,
         ", judged by each rule against the recipe's model and the certified truth (FAIL: the rule "
         "catches it; no effect: the "
         "mutation leaves this kernel's output unchanged on this shape). The model itself %s.</p>\n"
         "<table><tr><th>wrong kernel</th>",
-        r->disc_model_ok ? "passes fa3 and its bound" : "<b>does not pass fa3 and its bound</b>");
+        r->studies.disc_model_ok ? "passes fa3 and its bound"
+                                 : "<b>does not pass fa3 and its bound</b>");
     for (int q = 0; q < MLR_DISC_RULES; q++) bprintf(b, "<th>%s</th>", mlr_disc_rules[q]);
     bprintf(b, "</tr>\n");
     for (int k = 0; k < MLR_DISC_WRONG; k++) {
@@ -569,10 +578,10 @@ static mlr_status extras_html(const mlr_report *r, const char *gp, buf *b, mlr_e
       bhtml(b, mlr_disc_wrong[k]);
       bprintf(b, "</td>");
       for (int q = 0; q < MLR_DISC_RULES; q++)
-        bprintf(b, "<td%s>%s</td>", r->disc[k][q] ? "" : " class=\"fail\"",
-                r->disc[k][q] < 0 ? "no effect"
-                : r->disc[k][q]   ? "FAIL"
-                                  : "passes");
+        bprintf(b, "<td%s>%s</td>", r->studies.disc[k][q] ? "" : " class=\"fail\"",
+                r->studies.disc[k][q] < 0 ? "no effect"
+                : r->studies.disc[k][q]   ? "FAIL"
+                                          : "passes");
       bprintf(b, "</tr>\n");
     }
     bprintf(b, "</table>\n");
@@ -584,8 +593,10 @@ static mlr_status extras_html(const mlr_report *r, const char *gp, buf *b, mlr_e
     bprintf(b, "No GPU found (--gpu auto): the report is the CPU's alone.");
   else {
     int ran = 0, pass = 0;
-    for (int k = 0; k < r->ncells; k++)
-      ran += r->cells[k].gpu, pass += r->cells[k].gpu && r->cells[k].gpu_pass;
+    for (int k = 0; k < r->ncells; k++) {
+      ran += r->cells[k].gpu;
+      pass += r->cells[k].gpu && r->cells[k].gpu_pass;
+    }
     bprintf(b, "On ");
     bhtml(b, r->gpu_device);
     bprintf(b,
@@ -600,7 +611,8 @@ static mlr_status extras_html(const mlr_report *r, const char *gp, buf *b, mlr_e
 }
 
 /* ---- index.html ---- */
-static mlr_status html(const mlr_report *r, const char *gp, buf *b, mlr_error *err) {
+/* the page's head, title and the regressions against the baseline */
+static void html_head(const mlr_report *r, buf *b) {
   bprintf(
       b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>mlaref report: ");
   bhtml(b, r->suite);
@@ -631,46 +643,33 @@ static mlr_status html(const mlr_report *r, const char *gp, buf *b, mlr_error *e
     }
     bprintf(b, "</ul>\n");
   }
-  int nbase = 0;
-  for (int k = 0; k < r->ncells; k++)
-    nbase += r->cells[k].has_base && r->cells[k].base_util_max > 0 && r->cells[k].util.max > 0;
-  mlr_status st = MLR_OK;
-  if (nbase) {
-    bprintf(b, "<h2>Trend against the baseline</h2>\n");
-    st = trend_plot(r, gp, b, err);
-  }
-  bprintf(b, "<h2>Budget utilisation, shapes x recipes (x Q policies)</h2>\n<p>A column named "
-             "<i>recipe @ policy</i> is the recipe with its Q "
-             "scale policy replaced (the policy axis:");
-  for (int k = 0; k < r->npolicies; k++) bprintf(b, " %s", r->policies[k]);
-  bprintf(b, ").</p>\n");
-  if (st == MLR_OK) st = heatmap(r, gp, b, err);
-  if (st == MLR_OK && r->nsweep_dists) {
-    bprintf(b, "<h2>The static Q scale</h2>\n<p>");
-    bhtml(b, r->sweep_recipe);
-    bprintf(b, " on ");
-    bhtml(b, r->sweep_shape);
-    bprintf(b, ", each Q distribution; the seeds' absmax %g marked.</p>\n", r->seeds_absmax);
-    st = sweep_plot(r, gp, b, err);
-    bprintf(b, "<table><tr><th>distribution</th><th>absmax</th><th>clipped %%</th><th>util "
-               "max</th><th>util p99.9</th><th>rel L2 %%</th></tr>\n");
-    for (int d = 0; d < r->nsweep_dists; d++)
-      for (int i = 0; i < r->nsweep_points; i++) {
-        const mlr_report_sweep_point *p = &r->sweep[d][i];
-        bprintf(b,
-                "<tr><td>%s</td><td>%.4g</td><td>%.4g</td><td>%.4g</td><td>%.4g</td><td>%.4g</td></"
-                "tr>\n",
-                r->sweep_dist[d], p->absmax, 100 * p->clipped_frac, p->util_max, p->util_p999,
-                100 * p->rel_l2);
-      }
-    bprintf(b, "</table>\n");
-  }
-  if (st == MLR_OK) st = extras_html(r, gp, b, err);
-  bprintf(b, "<h2>Cells</h2>\n<p>Utilisation histogram: elements per bin of |o - truth| / "
-             "tolerance, edges");
-  for (int k = 0; k <= MLR_UTIL_BINS; k++) bprintf(b, " %g", mlr_util_edges[k]);
-  bprintf(b, ".</p>\n");
-  if (st == MLR_OK) st = hist_plot(r, gp, b, err);
+}
+
+/* the static Q scale's section: its plot and its table */
+static mlr_status html_sweep(const mlr_report *r, const char *gp, buf *b, mlr_error *err) {
+  bprintf(b, "<h2>The static Q scale</h2>\n<p>");
+  bhtml(b, r->studies.sweep_recipe);
+  bprintf(b, " on ");
+  bhtml(b, r->studies.sweep_shape);
+  bprintf(b, ", each Q distribution; the seeds' absmax %g marked.</p>\n", r->studies.seeds_absmax);
+  const mlr_status st = sweep_plot(r, gp, b, err);
+  bprintf(b, "<table><tr><th>distribution</th><th>absmax</th><th>clipped %%</th><th>util "
+             "max</th><th>util p99.9</th><th>rel L2 %%</th></tr>\n");
+  for (int d = 0; d < r->studies.nsweep_dists; d++)
+    for (int i = 0; i < r->studies.nsweep_points; i++) {
+      const mlr_report_sweep_point *p = &r->studies.sweep[d][i];
+      bprintf(b,
+              "<tr><td>%s</td><td>%.4g</td><td>%.4g</td><td>%.4g</td><td>%.4g</td><td>%.4g</td></"
+              "tr>\n",
+              r->studies.sweep_dist[d], p->absmax, 100 * p->clipped_frac, p->util_max, p->util_p999,
+              100 * p->rel_l2);
+    }
+  bprintf(b, "</table>\n");
+  return st;
+}
+
+/* the cells' table: the failures first */
+static void html_cells(const mlr_report *r, buf *b) {
   bprintf(b, "<table><tr><th>shape</th><th>recipe</th><th>golden</th><th>util "
              "max</th><th>p99.9</th><th>rel L2 %%</th><th>bound</th><th>histogram</th>"
              "<th>GPU kernel</th><th>verdict</th></tr>\n");
@@ -703,7 +702,34 @@ static mlr_status html(const mlr_report *r, const char *gp, buf *b, mlr_error *e
       gpu_text(c, b, 1);
       bprintf(b, "</td><td>%s</td></tr>\n", c->pass ? "pass" : "FAIL");
     }
-  bprintf(b, "</table>\n</body></html>\n");
+  bprintf(b, "</table>\n");
+}
+
+static mlr_status html(const mlr_report *r, const char *gp, buf *b, mlr_error *err) {
+  html_head(r, b);
+  int nbase = 0;
+  for (int k = 0; k < r->ncells; k++)
+    nbase += r->cells[k].has_base && r->cells[k].base_util_max > 0 && r->cells[k].util.max > 0;
+  mlr_status st = MLR_OK;
+  if (nbase) {
+    bprintf(b, "<h2>Trend against the baseline</h2>\n");
+    st = trend_plot(r, gp, b, err);
+  }
+  bprintf(b, "<h2>Budget utilisation, shapes x recipes (x Q policies)</h2>\n<p>A column named "
+             "<i>recipe @ policy</i> is the recipe with its Q "
+             "scale policy replaced (the policy axis:");
+  for (int k = 0; k < r->npolicies; k++) bprintf(b, " %s", r->policies[k]);
+  bprintf(b, ").</p>\n");
+  if (st == MLR_OK) st = heatmap(r, gp, b, err);
+  if (st == MLR_OK && r->studies.nsweep_dists) st = html_sweep(r, gp, b, err);
+  if (st == MLR_OK) st = extras_html(r, gp, b, err);
+  bprintf(b, "<h2>Cells</h2>\n<p>Utilisation histogram: elements per bin of |o - truth| / "
+             "tolerance, edges");
+  for (int k = 0; k <= MLR_UTIL_BINS; k++) bprintf(b, " %g", mlr_util_edges[k]);
+  bprintf(b, ".</p>\n");
+  if (st == MLR_OK) st = hist_plot(r, gp, b, err);
+  html_cells(r, b);
+  bprintf(b, "</body></html>\n");
   return st == MLR_OK && b->oom ? mlr_error_set(err, MLR_ENOMEM, "out of memory for the page") : st;
 }
 
@@ -719,6 +745,8 @@ mlr_status mlr_report_write(const mlr_report *r, const char *dir, const char *gn
   if (st == MLR_OK) st = write_file(dir, "summary.json", js, strlen(js), err);
   if (st == MLR_OK) st = write_file(dir, "summary.md", md.s, md.n, err);
   if (st == MLR_OK) st = write_file(dir, "index.html", page.s, page.n, err);
-  free(js), free(md.s), free(page.s);
+  free(js);
+  free(md.s);
+  free(page.s);
   return st;
 }

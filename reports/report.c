@@ -40,7 +40,8 @@ typedef struct manifest {
 } manifest;
 
 static mlr_status read_manifest(const char *path, manifest *m, mlr_error *err) {
-  m->rows = NULL, m->n = 0;
+  m->rows = NULL;
+  m->n = 0;
   return path ? mlr_manifest_read(path, &m->rows, &m->n, err) : MLR_OK;
 }
 
@@ -99,7 +100,7 @@ static void gpu_cell(const gpu_leg *g, const mlr_recipe *r, const mlr_inputs *in
     mlr_gpu_fast *f = NULL;
     double us[64];
     const int reps = g->reps < 64 ? g->reps : 64;
-    st = mlr_gpu_fast_prepare(r, in, &f, &e);
+    st = mlr_gpu_fast_prepare(r, in, NULL, &f, &e);
     for (int k = 0; st == MLR_OK && k < reps; k++) st = mlr_gpu_fast_launch(f, 1, &us[k], &e);
     if (st == MLR_OK) st = mlr_gpu_fast_result(f, &res, &e);
     mlr_gpu_fast_free(f);
@@ -198,8 +199,10 @@ static mlr_status run_shape(const mlr_suite_cell *sc, const char *suite, const v
         (st = mlr_budget_bound(r, &in, MLR_TRUTH_DEQUANTIZED, truth, threads, bound, err)) ==
             MLR_OK) {
       mlr_bound_use bu;
-      if ((st = mlr_compare_bound(&o, &t, bound, 1.0, &bu, err)) == MLR_OK)
-        c->bound_holds = bu.over == 0, c->bound_max_ratio = bu.max_ratio;
+      if ((st = mlr_compare_bound(&o, &t, bound, 1.0, &bu, err)) == MLR_OK) {
+        c->bound_holds = bu.over == 0;
+        c->bound_max_ratio = bu.max_ratio;
+      }
     }
     if (st == MLR_OK) c->rel_l2 = mlr_compare_rel_l2(&o, &t);
     if (st == MLR_OK && g->on)
@@ -208,7 +211,8 @@ static mlr_status run_shape(const mlr_suite_cell *sc, const char *suite, const v
               (!c->gpu || c->gpu_pass);
     mlr_emu_result_free(&res);
   }
-  free(truth), free(bound);
+  free(truth);
+  free(bound);
   mlr_tf_free(&tf);
   return st;
 }
@@ -219,14 +223,16 @@ static mlr_status run_sweep(mlr_report *rep, const mlr_recipe *base, const char 
                             const char *const *dists, int nd, int np, int threads, mlr_error *err) {
   double grid[MLR_REPORT_SWEEP_MAX];
   np = mlr_budget_sweep_grid(1.0, 448.0, np, grid);
-  snprintf(rep->sweep_recipe, sizeof rep->sweep_recipe, "%s", base->name);
-  snprintf(rep->sweep_shape, sizeof rep->sweep_shape, "%s", spec0);
-  rep->nsweep_points = np, rep->nsweep_dists = nd, rep->seeds_absmax = MLR_BUDGET_SEEDS_ABSMAX;
+  snprintf(rep->studies.sweep_recipe, sizeof rep->studies.sweep_recipe, "%s", base->name);
+  snprintf(rep->studies.sweep_shape, sizeof rep->studies.sweep_shape, "%s", spec0);
+  rep->studies.nsweep_points = np;
+  rep->studies.nsweep_dists = nd;
+  rep->studies.seeds_absmax = MLR_BUDGET_SEEDS_ABSMAX;
   mlr_status st = MLR_OK;
   for (int d = 0; st == MLR_OK && d < nd; d++) {
     char spec[256];
     snprintf(spec, sizeof spec, "%s,dist=%s", spec0, dists[d]);
-    snprintf(rep->sweep_dist[d], sizeof rep->sweep_dist[d], "%s", dists[d]);
+    snprintf(rep->studies.sweep_dist[d], sizeof rep->studies.sweep_dist[d], "%s", dists[d]);
     mlr_tensor_file tf;
     mlr_inputs in;
     if ((st = inputs_of(spec, &tf, &in, err)) != MLR_OK) break;
@@ -234,12 +240,13 @@ static mlr_status run_sweep(mlr_report *rep, const mlr_recipe *base, const char 
     st = mlr_oracle_o(&in, MLR_TRUTH_DEQUANTIZED, &truth, err);
     for (int i = 0; st == MLR_OK && i < np; i++) {
       mlr_recipe r = *base;
-      r.q_scale = MLR_QS_STATIC, r.q_absmax = grid[i];
+      r.q_scale = MLR_QS_STATIC;
+      r.q_absmax = grid[i];
       mlr_policy_point pt;
       if ((st = mlr_budget_policy_point(&r, &in, truth, rep->rtol, rep->atol, threads, &pt, err)) !=
           MLR_OK)
         break;
-      rep->sweep[d][i] =
+      rep->studies.sweep[d][i] =
           (mlr_report_sweep_point){grid[i], pt.clipped_frac, pt.util_max, pt.util_p999, pt.rel_l2};
     }
     free(truth);
@@ -251,7 +258,7 @@ static mlr_status run_sweep(mlr_report *rep, const mlr_recipe *base, const char 
 /* the decomposition of every recipe (own policy) and the discrimination table, on one shape */
 static mlr_status run_extras(mlr_report *rep, const variant *vs, int nv, const char *spec,
                              int threads, mlr_error *err) {
-  snprintf(rep->extra_shape, sizeof rep->extra_shape, "%s", spec);
+  snprintf(rep->studies.extra_shape, sizeof rep->studies.extra_shape, "%s", spec);
   mlr_tensor_file tf;
   mlr_inputs in;
   mlr_status st = inputs_of(spec, &tf, &in, err);
@@ -262,18 +269,20 @@ static mlr_status run_extras(mlr_report *rep, const variant *vs, int nv, const c
     st = mlr_error_set(err, MLR_ENOMEM, "out of memory for the decomposition");
   else
     st = mlr_oracle_o(&in, MLR_TRUTH_DEQUANTIZED, &truth, err);
-  for (int k = 0; st == MLR_OK && k < nv && rep->ndecomp < MLR_REPORT_MAX_RECIPES; k++) {
+  for (int k = 0; st == MLR_OK && k < nv && rep->studies.ndecomp < MLR_REPORT_MAX_RECIPES; k++) {
     if (!vs[k].own || mlr_emu_check_fit(&vs[k].r, &in, NULL) != MLR_OK) continue;
     mlr_decomp d;
     if ((st = mlr_budget_model(&vs[k].r, &in, threads, model, NULL, err)) != MLR_OK ||
         (st = mlr_budget_decompose(&vs[k].r, &in, MLR_TRUTH_DEQUANTIZED, truth, model, NULL, 0,
                                    threads, &d, err)) != MLR_OK)
       break;
-    mlr_report_decomp *o = &rep->decomp[rep->ndecomp++];
+    mlr_report_decomp *o = &rep->studies.decomp[rep->studies.ndecomp++];
     snprintf(o->recipe, sizeof o->recipe, "%.63s", vs[k].r.name);
     o->present = d.present;
     for (int s = 0; s < MLR_NSRC; s++) o->rms[s] = d.alone[s].rms;
-    o->interaction_rms = d.interaction.rms, o->total_rms = d.total.rms, o->truth_rms = d.truth_rms;
+    o->interaction_rms = d.interaction.rms;
+    o->total_rms = d.total.rms;
+    o->truth_rms = d.truth_rms;
   }
   /* the discrimination table: the first recipe of the list with a bf16 output and more than one
    * split (the merge faults act only there), else the first with a bf16 output */
@@ -285,11 +294,13 @@ static mlr_status run_extras(mlr_report *rep, const variant *vs, int nv, const c
           mlr_emu_check_fit(&vs[k].r, &in, NULL) == MLR_OK)
         pick = k;
   if (st == MLR_OK && pick >= 0) {
-    snprintf(rep->disc_recipe, sizeof rep->disc_recipe, "%s", vs[pick].r.name);
-    st = mlr_disc_table(&vs[pick].r, &in, truth, threads, rep->disc, &rep->disc_model_ok, err);
-    rep->disc_done = st == MLR_OK;
+    snprintf(rep->studies.disc_recipe, sizeof rep->studies.disc_recipe, "%s", vs[pick].r.name);
+    st = mlr_disc_table(&vs[pick].r, &in, truth, threads, rep->studies.disc,
+                        &rep->studies.disc_model_ok, err);
+    rep->studies.disc_done = st == MLR_OK;
   }
-  free(truth), free(model);
+  free(truth);
+  free(model);
   mlr_tf_free(&tf);
   return st;
 }
@@ -303,7 +314,8 @@ static mlr_status variants_of(const mlr_recipe *rs, int nr, mlr_report *rep, var
     if (*nv == MAX_VARIANTS)
       return mlr_error_set(err, MLR_EINVAL, "more than %d recipe and policy columns", MAX_VARIANTS);
     variant *v = &vs[(*nv)++];
-    v->r = rs[k], v->own = 1;
+    v->r = rs[k];
+    v->own = 1;
     if (rs[k].q_format == MLR_Q_BF16)
       snprintf(v->policy, sizeof v->policy, "none");
     else
@@ -324,11 +336,79 @@ static mlr_status variants_of(const mlr_recipe *rs, int nr, mlr_report *rep, var
   return MLR_OK;
 }
 
+/* the rows: the recipes named, or every built-in (and with a GPU every fast-kernel recipe) */
+static mlr_status pick_recipes(const mlr_report_opts *o, int gpu, mlr_recipe *rs, int *nr,
+                               mlr_error *err) {
+  if (o->nrecipes == 0) {
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s%s%s", mlr_recipe_builtin_names(), gpu ? "|" : "",
+             gpu ? mlr_gpu_fast_recipe_names() : "");
+    for (char *save = NULL, *tok = strtok_r(buf, "|", &save); tok && *nr < MLR_REPORT_MAX_RECIPES;
+         tok = strtok_r(NULL, "|", &save))
+      if (mlr_recipe_builtin(tok, &rs[*nr]) == MLR_OK ||
+          mlr_gpu_fast_recipe(tok, &rs[*nr]) == MLR_OK)
+        (*nr)++;
+    return MLR_OK;
+  }
+  for (int k = 0; k < o->nrecipes && *nr < MLR_REPORT_MAX_RECIPES; k++) {
+    if (mlr_recipe_builtin(o->recipes[k], &rs[*nr]) != MLR_OK &&
+        mlr_gpu_fast_recipe(o->recipes[k], &rs[*nr]) != MLR_OK)
+      return mlr_error_set(err, MLR_EINVAL, "unknown recipe '%s' (valid: %s|%s)", o->recipes[k],
+                           mlr_recipe_builtin_names(), mlr_gpu_fast_recipe_names());
+    (*nr)++;
+  }
+  return MLR_OK;
+}
+
+/* the policy axis into rep->policies: the policies named, or the default (quick) ones, each
+ * checked on an fp8-Q recipe, whatever the recipe list holds */
+static mlr_status policy_axis(const mlr_report_opts *o, mlr_report *rep, mlr_error *err) {
+  static const char *const DEFAULT_POLICIES[] = {"static:absmax=6", "dynamic", "per_token"},
+                           *const QUICK_POLICIES[] = {"static:absmax=6"};
+  const char *const *pol = o->policies ? o->policies : o->quick ? QUICK_POLICIES : DEFAULT_POLICIES;
+  const int np = o->policies ? o->npolicies : o->quick ? 1 : 3;
+  for (int p = 0; p < np && p < MLR_REPORT_MAX_POLICIES; p++) {
+    mlr_recipe probe;
+    mlr_recipe_builtin("aiter-a8w8-ps", &probe);
+    mlr_error pe = {""};
+    if (mlr_recipe_set_policy(&probe, pol[p], &pe) != MLR_OK)
+      return mlr_error_set(err, MLR_EINVAL, "--policy: %s", pe.msg);
+    snprintf(rep->policies[rep->npolicies++], sizeof rep->policies[0], "%.47s", pol[p]);
+  }
+  return MLR_OK;
+}
+
+/* the cells (at most 256): all, or the quick ones (small: up to QUICK_TOKENS KV tokens in all);
+ * this shard's share */
+static mlr_status pick_cells(const mlr_report_opts *o, const mlr_suite *su,
+                             const mlr_suite_cell **cells, int *ns, mlr_error *err) {
+  int seen = 0;
+  for (size_t k = 0; k < su->n && *ns < 256; k++) {
+    if (o->quick) {
+      mlr_gen_spec gs;
+      if (mlr_gen_spec_parse(su->cells[k].spec, &gs, err) != MLR_OK) return MLR_EINVAL;
+      int64_t tokens = 0;
+      for (int64_t b = 0; b < gs.bs; b++) tokens += gs.lens[b];
+      mlr_gen_spec_free(&gs);
+      if (tokens > QUICK_TOKENS || seen == QUICK_CELLS) continue;
+    }
+    const int mine = !o->shard_n || seen % o->shard_n == o->shard_i - 1;
+    seen++;
+    if (mine) cells[(*ns)++] = &su->cells[k];
+  }
+  return MLR_OK;
+}
+
 mlr_status mlr_report_run(const mlr_report_opts *o, mlr_report *rep, mlr_error *err) {
   memset(rep, 0, sizeof *rep);
-  rep->rtol = rep->atol = 1e-2, rep->margin = 0.1, rep->quick = o->quick, rep->gpu_margin = 0.15,
+  rep->rtol = rep->atol = 1e-2;
+  rep->margin = 0.1;
+  rep->quick = o->quick;
+  rep->gpu_margin = 0.15;
   rep->gpu_noise_us = 3.0;
-  rep->shard_i = o->shard_i, rep->shard_n = o->shard_n, rep->gpu_mode = o->gpu;
+  rep->shard_i = o->shard_i;
+  rep->shard_n = o->shard_n;
+  rep->gpu_mode = o->gpu;
   snprintf(rep->suite, sizeof rep->suite, "%s", o->suite);
   const mlr_suite *su = mlr_suite_find(o->suite);
   if (!su)
@@ -350,56 +430,15 @@ mlr_status mlr_report_run(const mlr_report_opts *o, mlr_report *rep, mlr_error *
   }
   static mlr_recipe rs[MLR_REPORT_MAX_RECIPES];
   int nr = 0;
-  if (o->nrecipes == 0) {
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s%s%s", mlr_recipe_builtin_names(), g.on ? "|" : "",
-             g.on ? mlr_gpu_fast_recipe_names() : "");
-    for (char *save = NULL, *tok = strtok_r(buf, "|", &save); tok && nr < MLR_REPORT_MAX_RECIPES;
-         tok = strtok_r(NULL, "|", &save))
-      if (mlr_recipe_builtin(tok, &rs[nr]) == MLR_OK || mlr_gpu_fast_recipe(tok, &rs[nr]) == MLR_OK)
-        nr++;
-  } else
-    for (int k = 0; k < o->nrecipes && nr < MLR_REPORT_MAX_RECIPES; k++)
-      if (mlr_recipe_builtin(o->recipes[k], &rs[nr]) != MLR_OK &&
-          mlr_gpu_fast_recipe(o->recipes[k], &rs[nr]) != MLR_OK)
-        return mlr_error_set(err, MLR_EINVAL, "unknown recipe '%s' (valid: %s|%s)", o->recipes[k],
-                             mlr_recipe_builtin_names(), mlr_gpu_fast_recipe_names());
-      else
-        nr++;
-  /* the policy axis */
-  static const char *const DEFAULT_POLICIES[] = {"static:absmax=6", "dynamic", "per_token"},
-                           *const QUICK_POLICIES[] = {"static:absmax=6"};
-  const char *const *pol = o->policies ? o->policies : o->quick ? QUICK_POLICIES : DEFAULT_POLICIES;
-  const int np = o->policies ? o->npolicies : o->quick ? 1 : 3;
-  for (int p = 0; p < np && p < MLR_REPORT_MAX_POLICIES; p++) {
-    mlr_recipe probe; /* each policy checked on an fp8-Q recipe, whatever the list holds */
-    mlr_recipe_builtin("aiter-a8w8-ps", &probe);
-    mlr_error pe = {""};
-    if (mlr_recipe_set_policy(&probe, pol[p], &pe) != MLR_OK)
-      return mlr_error_set(err, MLR_EINVAL, "--policy: %s", pe.msg);
-    snprintf(rep->policies[rep->npolicies++], sizeof rep->policies[0], "%.47s", pol[p]);
-  }
+  mlr_status st = pick_recipes(o, g.on, rs, &nr, err);
+  if (st == MLR_OK) st = policy_axis(o, rep, err);
+  if (st != MLR_OK) return st;
   static variant vs[MAX_VARIANTS];
   int nv;
-  mlr_status st = variants_of(rs, nr, rep, vs, &nv, err);
-  if (st != MLR_OK) return st;
-  /* the cells: all, or the quick ones (small: up to QUICK_TOKENS KV tokens in all); this shard's
-   * share */
+  if ((st = variants_of(rs, nr, rep, vs, &nv, err)) != MLR_OK) return st;
   const mlr_suite_cell *cells[256];
-  int ns = 0, seen = 0;
-  for (size_t k = 0; k < su->n && ns < 256; k++) {
-    if (o->quick) {
-      mlr_gen_spec gs;
-      if (mlr_gen_spec_parse(su->cells[k].spec, &gs, err) != MLR_OK) return MLR_EINVAL;
-      int64_t tokens = 0;
-      for (int64_t b = 0; b < gs.bs; b++) tokens += gs.lens[b];
-      mlr_gen_spec_free(&gs);
-      if (tokens > QUICK_TOKENS || seen == QUICK_CELLS) continue;
-    }
-    const int mine = !o->shard_n || seen % o->shard_n == o->shard_i - 1;
-    seen++;
-    if (mine) cells[ns++] = &su->cells[k];
-  }
+  int ns = 0;
+  if ((st = pick_cells(o, su, cells, &ns, err)) != MLR_OK) return st;
   manifest man;
   if ((st = read_manifest(o->digests, &man, err)) != MLR_OK) return st;
   rep->cells = calloc((size_t)(ns * nv > 0 ? ns * nv : 1), sizeof *rep->cells);

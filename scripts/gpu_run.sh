@@ -9,21 +9,23 @@
 #      racecheck on the edge suite (sanitize); the benchmark (bench, $OUT/bench_gpu_exact.txt).
 #   0b. the fast kernel (gpu/fast), steps fast and fastbench: its hardware conversions against the
 #      encoders (gpu/probes/cvt_probe.cu, $OUT/cvt_probe.txt); gpu run --kernel fast, then check
-#      --rule exact --rule budget --rule fa3 and the lse against mlaref run's (compare --rule exact), on every cell of the edge, test and bench suites
-#      (fp8 KV: fast-a16w8 and fast-a8w8; bf16 KV: fast-a16w16 and fast-a8w16) and a bf16-KV set of five
-#      shapes ($OUT/fast_check.txt), the edge and bf16 cells also with MLAREF_FAST_WS=1 (k_attn_ws, which
-#      the launch picks for long splits only), MLAREF_FAST_CLUSTER=0 (k_merge, which it skips where 2..8
-#      splits merge in their cluster) and MLAREF_FAST_TOKTABLE=1 MLAREF_FAST_QDIV=1 (the token table
-#      read and static e4m3 Q divided by k_qprep, where the plan would work out the one and multiply
-#      by the reciprocal for the other), MLAREF_FAST_LIN=1 (fast-wgmma-a8w8: copy_lin) and
-#      MLAREF_FAST_WS=1 MLAREF_FAST_LIN=2 (lin_copy), k_attn_ws's contiguous copies at every unpaged
-#      split length; compute-sanitizer memcheck and racecheck on seven cells, each kernel variant;
-#      .peers/seed_peers.py (when copied from ../shared/peers) and bench gpu --peers beside it
-#      ($OUT/bench_gpu.txt, $OUT/peers.json; with the read floor, whose readers check their sums:
-#      a reader that skips or repeats a word fails the step, and the plan floor, the plan's skeleton
-#      with no attention arithmetic, whose row counts are checked); the largest shape again after 3 s
-#      of warm-up, the time under sustained load ($OUT/bench_gpu_sustained.txt); the plan floor on a
-#      ragged paged batch and with k_merge forced ($OUT/bench_gpu_plans.txt).
+#      --rule exact --rule budget --rule fa3 and the lse against mlaref run's (compare --rule
+#      exact), on every cell of the edge, test and bench suites (fp8 KV: fast-a16w8 and fast-a8w8;
+#      bf16 KV: fast-a16w16 and fast-a8w16) and a bf16-KV set of five shapes ($OUT/fast_check.txt);
+#      the edge and bf16 cells also with each variant the plan would not take forced by gpu run's
+#      --variant (mlr_gpu_fast_opts): ws=1 (k_attn_ws, which the plan takes for long splits only;
+#      ws=0, k_attn, for fast-wgmma-a8w8), cluster=0 (k_merge, which the plan skips where 2..8
+#      splits merge in their cluster), toktable=1,qdiv=1 (the token table read and static e4m3 Q
+#      divided by k_qprep, where the plan would work out the one and multiply by the reciprocal for
+#      the other), lin=1 (fast-wgmma-a8w8: copy_lin) and ws=1,lin=2 (lin_copy), k_attn_ws's
+#      contiguous copies at every unpaged split length; compute-sanitizer memcheck and racecheck on
+#      seven cells, each kernel variant; .peers/seed_peers.py (when copied from ../shared/peers)
+#      and bench gpu --peers beside it ($OUT/bench_gpu.txt, $OUT/peers.json; with the read floor,
+#      whose readers check their sums: a reader that skips or repeats a word fails the step, and
+#      the plan floor, the plan's skeleton with no attention arithmetic, whose row counts are
+#      checked); the largest shape again after 3 s of warm-up, the time under sustained load
+#      ($OUT/bench_gpu_sustained.txt); the plan floor on a ragged paged batch and with k_merge
+#      forced, bench gpu --variant cluster=0 ($OUT/bench_gpu_plans.txt).
 #   1. bit identity: digests of formats, pmath and rng over binary32 inputs on the GPU, against
 #      tests/data/bits_digests.txt (made on the CPU) and against this machine's CPU (all 2^32);
 #   2. PyTorch agreement of every conversion over all 2^32 binary32 inputs;
@@ -34,15 +36,17 @@
 #      in $MLAREF_GPU_DATA/emu; their outputs ($OUT/peer.tgz) are compared with the emulator by
 #      scripts/peer_compare.sh on a machine with the full CLI.
 #   5. the matrix-unit probes (gpu/probes/mma_probe.cu: mma.sync on 2^20 random and 2^14 targeted
-#      inner products a class and operand format; gpu/probes/wgmma_probe.cu: wgmma with e4m3 and e5m2
-#      operands, 2^20 a class) against ref/mma's models ($OUT/mma, $OUT/wgmma: the summaries and the
-#      vectors kept as test data).
+#      inner products a class and operand format; gpu/probes/wgmma_probe.cu: wgmma with e4m3 and
+#      e5m2 operands, 2^20 a class) against ref/mma's models ($OUT/mma, $OUT/wgmma: the summaries
+#      and the vectors kept as test data).
 #   6. the hardware exp2 (gpu/probes/ex2_table.cu): its table rebuilt and compared with ref/sfu's
 #      (SHA-256), the model checked on every float x <= 0, 4096 samples ($OUT/ex2_samples.txt, the
 #      source of tests/data/sfu/).
-# MLAREF_GPU_STEPS (default "exact badinput sanitize bench fast fastbench bits torch peers mma sfu") picks the steps
-# (0 = exact, badinput (tests/bad_input.sh: the gpu cases of the README's bad-input table), sanitize and bench, 0b = fast and fastbench, 1 = bits, 2 and 3 = torch, 4 = peers, 5 = mma, 6 = sfu); MLAREF_GPU_REPS the benchmark's runs. Without a GPU it exits 77 (CTest's "skipped"), unless MLAREF_REQUIRE_GPU=1 makes
-# that a failure.
+# MLAREF_GPU_STEPS (default "exact badinput sanitize bench fast fastbench bits torch peers mma sfu")
+# picks the steps (0 = exact, badinput (tests/bad_input.sh: the gpu cases of the bad-input table
+# in docs/checking.md), sanitize and bench, 0b = fast and fastbench, 1 = bits, 2 and 3 = torch, 4 = peers, 5 =
+# mma, 6 = sfu); MLAREF_GPU_REPS the benchmark's runs. Without a GPU it exits 77 (CTest's
+# "skipped"), unless MLAREF_REQUIRE_GPU=1 makes that a failure.
 # `gpu_run.sh --build-only` builds the programs it runs (the GPU machine has no jansson, so the CLI
 # there is the MLAREF_FORMATS_ONLY variant) and stops: CTest's gpu_run_build runs it on every
 # machine, so a change that breaks that build fails before it reaches the GPU.
@@ -56,22 +60,38 @@ mkdir -p "$BIN" || { echo "gpu_run: cannot make $BIN" >&2; exit 1; }
 INC="-I. $(printf -- '-I%s ' */include */*/include)"
 build() {
   gcc -O3 -std=c11 $FP -fopenmp $INC -DMLAREF_VERSION='"gpu-run"' -DMLAREF_FORMATS_ONLY \
-      cli/main.c cli/cli_util.c cli/cmd_formats.c cli/cmd_selfcheck.c cli/cmd_bench.c ref/base/status.c ref/base/parallel.c ref/formats/formats.c \
-      fixtures/rng/rng.c -fno-trapping-math -lm -o "$BIN/mlaref" || return 1
+      cli/main.c cli/cli_util.c cli/cmd_formats.c cli/cmd_selfcheck.c cli/cmd_bench.c \
+      ref/base/status.c ref/base/parallel.c ref/formats/formats.c fixtures/rng/rng.c \
+      -fno-trapping-math -lm -o "$BIN/mlaref" || return 1
   "$NVCC" -O3 -std=c++17 -arch=sm_90 -fmad=false -prec-div=true -prec-sqrt=true -ftz=false \
-      -Xcompiler -ffp-contract=off,-fno-fast-math,-fno-math-errno,-fopenmp $INC gpu/probes/bits_digest.cu -o "$BIN/bits_digest" -lgomp || return 1
+      -Xcompiler -ffp-contract=off,-fno-fast-math,-fno-math-errno,-fopenmp $INC \
+      gpu/probes/bits_digest.cu -o "$BIN/bits_digest" -lgomp || return 1
   gcc -O2 -std=c11 $FP $INC -c ref/mma/mma.c -o "$BIN/mma.o" || return 1
-  "$NVCC" -O2 -std=c++17 -arch=sm_90 -fmad=false -ftz=false -Werror=all-warnings $INC gpu/probes/mma_probe.cu "$BIN/mma.o" \
-      -o "$BIN/mma_probe" || return 1
-  "$NVCC" -O2 -std=c++17 -gencode arch=compute_90a,code=sm_90a -fmad=false -ftz=false -Werror=all-warnings $INC gpu/probes/wgmma_probe.cu \
-      "$BIN/mma.o" -o "$BIN/wgmma_probe" || return 1
-  "$NVCC" -O2 -std=c++17 -arch=sm_90 -fmad=false -ftz=false -prec-div=true -Werror=all-warnings $INC gpu/probes/cvt_probe.cu -o "$BIN/cvt_probe" || return 1
-  "$NVCC" -O2 -std=c++17 -arch=sm_90 -ftz=false -Werror=all-warnings $INC gpu/probes/ex2_table.cu -o "$BIN/ex2_table" || return 1 # ref/sfu's table and the model's check
+  "$NVCC" -O2 -std=c++17 -arch=sm_90 -fmad=false -ftz=false -Werror=all-warnings $INC \
+      gpu/probes/mma_probe.cu "$BIN/mma.o" -o "$BIN/mma_probe" || return 1
+  "$NVCC" -O2 -std=c++17 -gencode arch=compute_90a,code=sm_90a -fmad=false -ftz=false \
+      -Werror=all-warnings $INC gpu/probes/wgmma_probe.cu "$BIN/mma.o" -o "$BIN/wgmma_probe" ||
+    return 1
+  build_cvt_probe || return 1
+  # ref/sfu's table and the model's check
+  "$NVCC" -O2 -std=c++17 -arch=sm_90 -ftz=false -Werror=all-warnings $INC gpu/probes/ex2_table.cu \
+      -o "$BIN/ex2_table" || return 1
 }
-if [ "${1:-}" = --build-only ]; then build && echo "gpu_run: build only: $BIN/mlaref and $BIN/bits_digest built"; exit $?; fi
+build_cvt_probe() {
+  "$NVCC" -O2 -std=c++17 -arch=sm_90 -fmad=false -ftz=false -prec-div=true -Werror=all-warnings \
+      $INC gpu/probes/cvt_probe.cu -o "$BIN/cvt_probe"
+}
+if [ "${1:-}" = --build-only ]; then
+  build && echo "gpu_run: build only: $BIN/mlaref and $BIN/bits_digest built"
+  exit $?
+fi
 if ! nvidia-smi -L >/dev/null 2>&1; then
-  if [ "${MLAREF_REQUIRE_GPU:-0}" = 1 ]; then echo "gpu_run: no NVIDIA GPU found and MLAREF_REQUIRE_GPU=1" >&2; exit 1; fi
-  echo "gpu_run: skipped: no NVIDIA GPU on this machine (nvidia-smi -L failed); set MLAREF_REQUIRE_GPU=1 to make this an error"
+  if [ "${MLAREF_REQUIRE_GPU:-0}" = 1 ]; then
+    echo "gpu_run: no NVIDIA GPU found and MLAREF_REQUIRE_GPU=1" >&2
+    exit 1
+  fi
+  echo "gpu_run: skipped: no NVIDIA GPU on this machine (nvidia-smi -L failed);" \
+    "set MLAREF_REQUIRE_GPU=1 to make this an error"
   exit 77
 fi
 OUT=${OUT:-$PWD/gpu-out}
@@ -79,82 +99,121 @@ mkdir -p "$OUT"
 status=0
 DATA=${MLAREF_GPU_DATA:-.gpu-data}
 STEPS=" ${MLAREF_GPU_STEPS:-exact badinput sanitize bench fast fastbench bits torch peers mma sfu} "
-step() { case "$STEPS" in *" $1 "*) return 0 ;; esac; echo "== $1: not asked for (MLAREF_GPU_STEPS)"; return 1; }
+step() {
+  case "$STEPS" in *" $1 "*) return 0 ;; esac
+  echo "== $1: not asked for (MLAREF_GPU_STEPS)"
+  return 1
+}
 {
-  echo "== machine"; date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; "$NVCC" --version | tail -1
+  echo "== machine"; date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  "$NVCC" --version | tail -1
   CLI=${MLAREF_GPU_CLI:-}
-  if { step exact || step badinput || step sanitize || step bench || step fast || step fastbench; } >/dev/null && [ -z "$CLI" ]; then
+  if { step exact || step badinput || step sanitize || step bench || step fast || step fastbench
+  } >/dev/null && [ -z "$CLI" ]; then
     echo "== exact kernel: build"
-    cmake -S . -B build/gpu -DCMAKE_BUILD_TYPE=Release -DMLAREF_TESTS=OFF -DMLAREF_GPU=CUDA -DMLAREF_GPU_ENFORCE=ON >/dev/null &&
-      cmake --build build/gpu -j "$(nproc)" --target mlaref >/dev/null && CLI=build/gpu/mlaref || { echo "exact kernel: build failed"; exit 1; }
+    cmake -S . -B build/gpu -DCMAKE_BUILD_TYPE=Release -DMLAREF_TESTS=OFF -DMLAREF_GPU=CUDA \
+      -DMLAREF_GPU_ENFORCE=ON >/dev/null &&
+      cmake --build build/gpu -j "$(nproc)" --target mlaref >/dev/null && CLI=build/gpu/mlaref ||
+      { echo "exact kernel: build failed"; exit 1; }
   fi
   if step exact; then
     "$CLI" gpu info || status=1
-    echo "== exact kernel: bit identity with fixtures/goldens/digests.tsv (edge, test, bench; every built-in)"
-    for s in edge test bench; do "$CLI" golden --verify --gpu --suite "$s" 2>&1 | grep -v "^golden: [0-9]" || status=1; done
+    echo "== exact kernel: bit identity with fixtures/goldens/digests.tsv" \
+      "(edge, test, bench; every built-in)"
+    for s in edge test bench; do
+      "$CLI" golden --verify --gpu --suite "$s" 2>&1 | grep -v "^golden: [0-9]" || status=1
+    done
   fi
   if step badinput; then
-    echo "== the README's bad-input table with a GPU present (its gpu cases: fault hooks, head and grid limits)"
-    bash tests/bad_input.sh "$CLI" | tee "$OUT/bad_input.txt"; [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    echo "== the bad-input table (docs/checking.md) with a GPU present" \
+      "(its gpu cases: fault hooks, head and grid limits)"
+    bash tests/bad_input.sh "$CLI" | tee "$OUT/bad_input.txt"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   fi
   if step sanitize; then
     echo "== exact kernel: compute-sanitizer memcheck and racecheck on the edge suite"
     for tool in memcheck racecheck; do
-      compute-sanitizer --tool $tool --error-exitcode 9 "$CLI" golden --verify --gpu --suite edge > "$OUT/sanitizer_$tool.txt" 2>&1
-      rc=$?; grep -E "golden verify|SUMMARY" "$OUT/sanitizer_$tool.txt"; echo "$tool: exit $rc"; [ $rc -eq 0 ] || status=1
+      compute-sanitizer --tool $tool --error-exitcode 9 "$CLI" golden --verify --gpu --suite edge \
+        > "$OUT/sanitizer_$tool.txt" 2>&1
+      rc=$?
+      grep -E "golden verify|SUMMARY" "$OUT/sanitizer_$tool.txt"
+      echo "$tool: exit $rc"; [ $rc -eq 0 ] || status=1
     done
   fi
   if step bench; then
     echo "== exact kernel: benchmark"
-    "$CLI" bench gpu-exact --reps "${MLAREF_GPU_REPS:-5}" | tee "$OUT/bench_gpu_exact.txt" || status=1
+    "$CLI" bench gpu-exact --reps "${MLAREF_GPU_REPS:-5}" | tee "$OUT/bench_gpu_exact.txt" ||
+      status=1
   fi
   if step fast; then
-    echo "== fast kernel: its hardware conversions against the generic encoders (gpu/probes/cvt_probe.cu)"
-    "$NVCC" -O2 -std=c++17 -arch=sm_90 -fmad=false -ftz=false -prec-div=true -Werror=all-warnings $INC gpu/probes/cvt_probe.cu -o "$BIN/cvt_probe" &&
-      "$BIN/cvt_probe" | tee "$OUT/cvt_probe.txt" || status=1
-    echo "== fast kernel (gpu/fast): check --rule exact --rule budget --rule fa3 on every cell of the edge, test and bench suites and the bf16-KV set"
+    echo "== fast kernel: its hardware conversions against the generic encoders" \
+      "(gpu/probes/cvt_probe.cu)"
+    build_cvt_probe && "$BIN/cvt_probe" | tee "$OUT/cvt_probe.txt" || status=1
+    echo "== fast kernel (gpu/fast): check --rule exact --rule budget --rule fa3 on every cell" \
+      "of the edge, test and bench suites and the bf16-KV set"
     FD=${MLAREF_FAST_DATA:-/tmp/mlaref-fast}
     rm -rf "$FD" && mkdir -p "$FD"
-    # bf16 KV beyond the edge suite's one cell: one and several splits, ragged and paged with q_len 2,
-    # kv_len 0/1/33, and many splits
+    # bf16 KV beyond the edge suite's one cell: one and several splits, ragged and paged with
+    # q_len 2, kv_len 0/1/33, and many splits
     mkdir -p "$FD/bf16" && k=0
-    for spec in bs=4,kv=1024,fmt=bf16,seed=41 bs=32,kv=1024,fmt=bf16,seed=42 lens=1:70:300:33:129,q=2,page=16,fmt=bf16,seed=43 \
-                bs=2,kv=8192,fmt=bf16,seed=44 lens=0:1:33,fmt=bf16,seed=45; do
-      k=$((k + 1)); "$CLI" gen --shape "$spec" --out "$FD/bf16/bf16_$k.safetensors" >/dev/null || { echo "gen $spec failed"; status=1; }
+    for spec in bs=4,kv=1024,fmt=bf16,seed=41 bs=32,kv=1024,fmt=bf16,seed=42 \
+                lens=1:70:300:33:129,q=2,page=16,fmt=bf16,seed=43 bs=2,kv=8192,fmt=bf16,seed=44 \
+                lens=0:1:33,fmt=bf16,seed=45; do
+      k=$((k + 1))
+      "$CLI" gen --shape "$spec" --out "$FD/bf16/bf16_$k.safetensors" >/dev/null ||
+        { echo "gen $spec failed"; status=1; }
     done
     { nok=0; nfail=0
     for s in edge test bench bf16; do
-      [ "$s" = bf16 ] || { mkdir -p "$FD/$s" && "$CLI" gen --suite "$s" --out "$FD/$s" >/dev/null || status=1; }
+      [ "$s" = bf16 ] ||
+        { mkdir -p "$FD/$s" && "$CLI" gen --suite "$s" --out "$FD/$s" >/dev/null || status=1; }
       for f in "$FD/$s"/*.safetensors; do
         c=$(basename "$f" .safetensors)
         # the recipes for the cell's KV format (the wgmma one multiplies OCP e4m3 codes only)
-        case "$s/$c" in bf16/* | */*bf16*) rs="fast-a16w16 fast-a8w16" ;; */*fnuz*) rs="fast-a16w8 fast-a8w8" ;; *) rs="fast-a16w8 fast-a8w8 fast-wgmma-a8w8" ;; esac
-        # the edge and bf16 cells also with k_attn_ws forced (the launch picks it for long splits only;
-        # for fast-wgmma-a8w8 always, so "ws" forces k_attn there) and with k_merge forced (the launch
-        # merges 2..8 splits in the cluster where they fit)
-        # and with the fallbacks forced: the token table read (MLAREF_FAST_TOKTABLE=1, where tok_uniform
-        # fits) and static e4m3 Q divided by k_qprep (MLAREF_FAST_QDIV=1, where the reciprocal fits)
-        # and k_attn_ws's contiguous copies at every split length (the launch takes them for unpaged
-        # splits only, by length): copy_lin (MLAREF_FAST_LIN=1, the wgmma kernel's) and lin_copy
-        # (MLAREF_FAST_LIN=2, with k_attn_ws forced)
+        case "$s/$c" in
+          bf16/* | */*bf16*) rs="fast-a16w16 fast-a8w16" ;;
+          */*fnuz*) rs="fast-a16w8 fast-a8w8" ;;
+          *) rs="fast-a16w8 fast-a8w8 fast-wgmma-a8w8" ;;
+        esac
+        # the edge and bf16 cells also with each variant the plan would not take, forced by
+        # --variant: k_attn_ws (the plan takes it for long splits only; for fast-wgmma-a8w8
+        # always, so "ws" forces k_attn there), k_merge (the plan merges 2..8 splits in the
+        # cluster where they fit),
+        # the fallbacks (the token table read where tok_uniform fits, static e4m3 Q divided by
+        # k_qprep where the reciprocal fits) and k_attn_ws's contiguous copies at every split length
+        # (the plan takes them for unpaged splits only, by length): copy_lin (lin=1, the wgmma
+        # kernel's) and lin_copy (lin=2, with k_attn_ws forced)
         vs=auto; case $s in edge | bf16) vs="auto ws merge table lin lin2" ;; esac
         for v in $vs; do for r in $rs; do
           [ $v = lin ] && [ $r != fast-wgmma-a8w8 ] && continue
-          o="$FD/out.$s.$c.$r.safetensors"; lab="$s/$c $r"; [ $v = merge ] && lab="$lab (k_merge)"
-          [ $v = ws ] && { lab="$lab (k_attn_ws)"; [ $r = fast-wgmma-a8w8 ] && lab="$s/$c $r (k_attn)"; }
-          env=; [ $v = ws ] && env=MLAREF_FAST_WS=1; [ $v = ws ] && [ $r = fast-wgmma-a8w8 ] && env=MLAREF_FAST_WS=0
-          [ $v = merge ] && env=MLAREF_FAST_CLUSTER=0
-          [ $v = table ] && { env="MLAREF_FAST_TOKTABLE=1 MLAREF_FAST_QDIV=1"; lab="$lab (table, k_qprep)"; }
-          [ $v = lin ] && { env=MLAREF_FAST_LIN=1; lab="$lab (copy_lin)"; }
-          [ $v = lin2 ] && { env="MLAREF_FAST_WS=1 MLAREF_FAST_LIN=2"; lab="$lab (k_attn_ws, lin_copy)"; }
-          env $env "$CLI" gpu run --kernel fast --recipe $r --inputs "$f" --out "$o" > "$FD/run.log" 2>&1; rc=$?
-          if [ $rc -ne 0 ]; then nfail=$((nfail + 1)); status=1; echo "$lab: FAIL: $(tail -1 "$FD/run.log")"; continue; fi
-          "$CLI" check --inputs "$f" --output "$o" --recipe $r --rule exact --rule budget --rule fa3 > "$FD/check.log" 2>&1; rc=$?
+          o="$FD/out.$s.$c.$r.safetensors"; lab="$s/$c $r"; fv=
+          case $v in
+            ws) fv=ws=1; lab="$lab (k_attn_ws)"
+                [ $r = fast-wgmma-a8w8 ] && { fv=ws=0; lab="$s/$c $r (k_attn)"; } ;;
+            merge) fv=cluster=0; lab="$lab (k_merge)" ;;
+            table) fv=toktable=1,qdiv=1; lab="$lab (table, k_qprep)" ;;
+            lin) fv=lin=1; lab="$lab (copy_lin)" ;;
+            lin2) fv=ws=1,lin=2; lab="$lab (k_attn_ws, lin_copy)" ;;
+          esac
+          "$CLI" gpu run --kernel fast ${fv:+--variant "$fv"} --recipe $r --inputs "$f" --out "$o" \
+            > "$FD/run.log" 2>&1
+          rc=$?
+          if [ $rc -ne 0 ]; then
+            nfail=$((nfail + 1)); status=1; echo "$lab: FAIL: $(tail -1 "$FD/run.log")"; continue
+          fi
+          "$CLI" check --inputs "$f" --output "$o" --recipe $r --rule exact --rule budget \
+            --rule fa3 > "$FD/check.log" 2>&1
+          rc=$?
           # the lse too: the model's file (mlaref run) against the kernel's, bit for bit
           "$CLI" run --recipe $r --inputs "$f" --out "$FD/model.safetensors" > /dev/null 2>&1 &&
-            "$CLI" compare "$o" "$FD/model.safetensors" --tensor lse --rule exact >> "$FD/check.log" 2>&1 || rc=1
+            "$CLI" compare "$o" "$FD/model.safetensors" --tensor lse --rule exact \
+              >> "$FD/check.log" 2>&1 || rc=1
           vv=$(grep -E "^rule|bit-identical" "$FD/check.log" | sed -E 's/ +/ /g' | tr '\n' ';')
-          if [ $rc -eq 0 ]; then nok=$((nok + 1)); else nfail=$((nfail + 1)); status=1; cat "$FD/check.log"; fi
+          if [ $rc -eq 0 ]; then
+            nok=$((nok + 1))
+          else
+            nfail=$((nfail + 1)); status=1; cat "$FD/check.log"
+          fi
           echo "$lab: exit $rc: $vv"
         done; done
       done
@@ -162,20 +221,27 @@ step() { case "$STEPS" in *" $1 "*) return 0 ;; esac; echo "== $1: not asked for
     echo "fast kernel checks: $nok passed, $nfail failed"; } | tee "$OUT/fast_check.txt"
     grep -q ": exit [^0]\|FAIL" "$OUT/fast_check.txt" && status=1
     echo "== fast kernel: compute-sanitizer memcheck and racecheck on the edge suite"
-    { for tool in memcheck racecheck; do for v in MLAREF_FAST_WS=0 MLAREF_FAST_WS=1 MLAREF_FAST_CLUSTER=0 MLAREF_FAST_WS=1,MLAREF_FAST_LIN=2; do
-      for c in edge/bs1_kv0 edge/bs2_kv33 edge/q4_kv100 edge/ragged edge/page16 edge/fnuz_page16 bf16/bf16_3; do
+    # sanitize TOOL RECIPE VARIANT CELL: gpu run under compute-sanitizer, the dynamic Q scale
+    sanitize() {
+      compute-sanitizer --tool "$1" --error-exitcode 9 "$CLI" gpu run --kernel fast --variant "$3" \
+        --recipe "$2" --set q.scale=dynamic --inputs "$FD/$4.safetensors" \
+        --out "$FD/san.safetensors" > "$FD/san.log" 2>&1
+      rc=$?
+      echo "$1 $4 ($2, $3): exit $rc $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$FD/san.log")"
+      [ $rc -eq 0 ] || { status=1; tail -20 "$FD/san.log"; }
+    }
+    { for tool in memcheck racecheck; do for v in ws=0 ws=1 cluster=0 ws=1,lin=2; do
+      for c in edge/bs1_kv0 edge/bs2_kv33 edge/q4_kv100 edge/ragged edge/page16 edge/fnuz_page16 \
+               bf16/bf16_3; do
         r=fast-a8w8; case $c in bf16/*) r=fast-a8w16 ;; esac
-        env ${v//,/ } compute-sanitizer --tool $tool --error-exitcode 9 "$CLI" gpu run --kernel fast --recipe $r --set q.scale=dynamic \
-          --inputs "$FD/$c.safetensors" --out "$FD/san.safetensors" > "$FD/san.log" 2>&1
-        rc=$?; echo "$tool $c ($v): exit $rc $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$FD/san.log")"; [ $rc -eq 0 ] || { status=1; tail -20 "$FD/san.log"; }
+        sanitize $tool $r $v $c
       done
     done; done
-    # the wgmma recipe's kernels (k_attn_ws_wg, k_attn_wg): the OCP edge cells with splits, paging and ragged batches
-    for tool in memcheck racecheck; do for v in MLAREF_FAST_WS=1 MLAREF_FAST_WS=0 MLAREF_FAST_CLUSTER=0 MLAREF_FAST_LIN=1 MLAREF_FAST_LIN=2; do
+    # the wgmma recipe's kernels (k_attn_ws_wg, k_attn_wg): the OCP edge cells with splits, paging
+    # and ragged batches
+    for tool in memcheck racecheck; do for v in ws=1 ws=0 cluster=0 lin=1 lin=2; do
       for c in edge/bs1_kv0 edge/bs2_kv33 edge/q4_kv100 edge/ragged edge/page16; do
-        env $v compute-sanitizer --tool $tool --error-exitcode 9 "$CLI" gpu run --kernel fast --recipe fast-wgmma-a8w8 --set q.scale=dynamic \
-          --inputs "$FD/$c.safetensors" --out "$FD/san.safetensors" > "$FD/san.log" 2>&1
-        rc=$?; echo "$tool $c (fast-wgmma-a8w8, $v): exit $rc $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$FD/san.log")"; [ $rc -eq 0 ] || { status=1; tail -20 "$FD/san.log"; }
+        sanitize $tool fast-wgmma-a8w8 $v $c
       done
     done; done; } | tee "$OUT/fast_sanitize.txt"
     grep -q "exit [^0]" "$OUT/fast_sanitize.txt" && status=1
@@ -183,51 +249,65 @@ step() { case "$STEPS" in *" $1 "*) return 0 ;; esac; echo "== $1: not asked for
   if step fastbench; then
     echo "== fast kernel: benchmark, the seeds' Triton kernels beside it (.peers/seed_peers.py)"
     if [ -f .peers/seed_peers.py ]; then
-      (cd .peers && OUT="$OUT" python3 seed_peers.py > "$OUT/peers.log" 2>&1) || { echo "seed_peers.py failed:"; tail -5 "$OUT/peers.log"; }
+      (cd .peers && OUT="$OUT" python3 seed_peers.py > "$OUT/peers.log" 2>&1) ||
+        { echo "seed_peers.py failed:"; tail -5 "$OUT/peers.log"; }
     else echo "no .peers/seed_peers.py (copy ../shared/peers/): no side-by-side column"; fi
     P=; [ -f "$OUT/peers.json" ] && P="--peers $OUT/peers.json"
     "$CLI" bench gpu $P --reps "${MLAREF_FAST_REPS:-200}" | tee "$OUT/bench_gpu.txt" || status=1
-    # the largest shape under sustained load (3 s of launches first: on the H200 the board then runs
-    # at its power limit, and the clock drops; BENCHMARKS.md, session 11)
-    "$CLI" bench gpu --shape bs=256,kv=8192,seed=9826 --warmup 3000 --reps "${MLAREF_FAST_REPS:-200}" | tee "$OUT/bench_gpu_sustained.txt" || status=1
+    # the largest shape under sustained load (3 s of launches first: the board then runs at its
+    # power limit, and the clock drops)
+    "$CLI" bench gpu --shape bs=256,kv=8192,seed=9826 --warmup 3000 \
+      --reps "${MLAREF_FAST_REPS:-200}" | tee "$OUT/bench_gpu_sustained.txt" || status=1
     # the plan floor's other paths: a ragged paged batch in clusters (a token of one split among
     # merging ones), and k_merge forced (its skeleton's second kernel)
-    { "$CLI" bench gpu --shape lens=1:64:65:300,page=64,seed=10 --shape bs=3,kv=1000,page=16,seed=9 --reps 100 &&
-      MLAREF_FAST_CLUSTER=0 "$CLI" bench gpu --shape bs=4,kv=1024,seed=4217 --shape bs=64,kv=1024,seed=1357 --reps 100; } |
-      tee "$OUT/bench_gpu_plans.txt"; [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    { "$CLI" bench gpu --shape lens=1:64:65:300,page=64,seed=10 \
+        --shape bs=3,kv=1000,page=16,seed=9 --reps 100 &&
+      "$CLI" bench gpu --variant cluster=0 --shape bs=4,kv=1024,seed=4217 \
+        --shape bs=64,kv=1024,seed=1357 --reps 100; } | tee "$OUT/bench_gpu_plans.txt"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   fi
-  step bits || step torch || step peers || step mma || step sfu || { echo "== status $status"; exit $status; }
+  step bits || step torch || step peers || step mma || step sfu ||
+    { echo "== status $status"; exit $status; }
   echo "== build"
   build || exit 1
   step bits && {
   echo "== bit identity (GPU vs tests/data/bits_digests.txt, GPU vs CPU on all 2^32)"
   "$BIN/bits_digest" > "$OUT/digests_gpu.txt" 2> "$OUT/digests_full.txt"; rc=$?
   cat "$OUT/digests_full.txt"
-  if diff "$OUT/digests_gpu.txt" tests/data/bits_digests.txt; then echo "stride-7 digests: GPU = committed CPU digests"
-  else echo "stride-7 digests DIFFER from tests/data/bits_digests.txt"; status=1; fi
-  [ $rc -eq 0 ] && echo "all-2^32 digests: GPU = CPU" || { echo "all-2^32 digests DIFFER"; status=1; }
+  if diff "$OUT/digests_gpu.txt" tests/data/bits_digests.txt; then
+    echo "stride-7 digests: GPU = committed CPU digests"
+  else
+    echo "stride-7 digests DIFFER from tests/data/bits_digests.txt"; status=1
+  fi
+  [ $rc -eq 0 ] && echo "all-2^32 digests: GPU = CPU" ||
+    { echo "all-2^32 digests DIFFER"; status=1; }
   }
   step torch && {
   echo "== PyTorch conversions (all 2^32 inputs on cuda, every 16th on cpu)"
   python3 scripts/gpu/torch_formats_check.py "$BIN/mlaref" || status=1
-  echo "== mlaref files in PyTorch and numpy; the task's quantize_fp8 on CUDA (inputs from \$MLAREF_GPU_DATA)"
-  if [ ! -d "$DATA" ] && [ -x build/default/mlaref ]; then  # the full CLI needs jansson: built by CMake
+  echo "== mlaref files in PyTorch and numpy; the task's quantize_fp8 on CUDA" \
+    "(inputs from \$MLAREF_GPU_DATA)"
+  # the full CLI needs jansson: built by CMake
+  if [ ! -d "$DATA" ] && [ -x build/default/mlaref ]; then
     mkdir -p "$DATA"
     for spec in bs=4,kv=1024,seed=4217,bf16kv=1 bs=2,kv=500,fmt=e4m3fnuz,seed=11,bf16kv=1 \
                 lens=5:1:1000,q=2,seed=8,bf16kv=1 lens=1:64:65:300,page=64,seed=10; do
-      build/default/mlaref gen --shape "$spec" --out "$DATA/$(echo "$spec" | tr ',=:' '_-.').safetensors" || status=1
+      build/default/mlaref gen --shape "$spec" \
+        --out "$DATA/$(echo "$spec" | tr ',=:' '_-.').safetensors" || status=1
     done
   fi
   python3 scripts/gpu/torch_fixtures_check.py "$DATA" || status=1  # fails when $DATA holds no files
   python3 scripts/gpu/make_torch_testdata.py "$OUT/torch_written.safetensors" || status=1
   }
   step peers && {
-  echo "== the seeds' Triton kernels on mlaref inputs (\$MLAREF_GPU_DATA/emu), outputs for scripts/peer_compare.sh"
+  echo "== the seeds' Triton kernels on mlaref inputs (\$MLAREF_GPU_DATA/emu)," \
+    "outputs for scripts/peer_compare.sh"
   if [ -f .peers/seed_triton_kernels.py ] && ls "$DATA"/emu/*.safetensors >/dev/null 2>&1; then
     python3 scripts/gpu/seed_triton_outputs.py "$OUT/peer" "$DATA"/emu/*.safetensors || status=1
     tar czf "$OUT/peer.tgz" -C "$OUT" peer && rm -rf "$OUT/peer"
   else
-    echo "skipped: needs .peers/seed_triton_kernels.py (copy ../shared/peers/) and inputs in $DATA/emu (mlaref gen)"
+    echo "skipped: needs .peers/seed_triton_kernels.py (copy ../shared/peers/)" \
+      "and inputs in $DATA/emu (mlaref gen)"
   fi
   }
   step mma && {
@@ -237,11 +317,16 @@ step() { case "$STEPS" in *" $1 "*) return 0 ;; esac; echo "== $1: not asked for
   "$BIN/wgmma_probe" --out "$OUT/wgmma" || status=1
   }
   step sfu && {
-  echo "== the hardware exp2: the table against ref/sfu's, the model on every x <= 0 (gpu/probes/ex2_table.cu)"
+  echo "== the hardware exp2: the table against ref/sfu's, the model on every x <= 0" \
+    "(gpu/probes/ex2_table.cu)"
   "$BIN/ex2_table" "$OUT/ex2_diff.bin" "$OUT/ex2_samples.txt" || status=1
   want=$(grep -o "uncompressed bytes: [0-9a-f]*" ref/sfu/README.md | cut -d' ' -f3)
   got=$(sha256sum "$OUT/ex2_diff.bin" | cut -d' ' -f1); rm -f "$OUT/ex2_diff.bin"
-  if [ "$got" = "$want" ]; then echo "table: the same as ref/sfu's (SHA-256 $got)"; else echo "table DIFFERS from ref/sfu's: $got, not $want"; status=1; fi
+  if [ "$got" = "$want" ]; then
+    echo "table: the same as ref/sfu's (SHA-256 $got)"
+  else
+    echo "table DIFFERS from ref/sfu's: $got, not $want"; status=1
+  fi
   }
   echo "== status $status"
   exit $status

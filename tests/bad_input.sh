@@ -16,6 +16,11 @@ trap 'rm -rf "$D"' EXIT
 export M D
 fail=0
 say() { echo "bad_input: $*"; }
+# fixture CMD...: runs mlaref to make a file the cases read; on failure says which and why, exit 1
+fixture() {
+  "$M" "$@" >/dev/null 2>"$D/fixture.err" ||
+    { say "cannot make a fixture: mlaref $*: $(tail -1 "$D/fixture.err")"; exit 1; }
+}
 
 # --- the rows of the table and the cases: each covers the other ---
 rows=$(awk '/^### Bad input/{f=1;next} /^## /{f=0} f && /^\| `[a-z0-9-]+` \|/' "$README" |
@@ -32,16 +37,15 @@ dups=$(sort <<<"$rows" | uniq -d)
 [ -z "$dups" ] || { say "table rows named twice: $dups"; fail=1; }
 
 # --- fixtures the cases read ---
-"$M" gen --shape bs=1,kv=40,seed=3 --out "$D/in.safetensors" >/dev/null || exit 1
-"$M" gen --shape bs=1,kv=40,seed=3,fmt=bf16 --out "$D/bf16.safetensors" >/dev/null || exit 1
-"$M" gen --shape bs=1,kv=40,seed=3,fmt=e4m3fnuz --out "$D/fnuz.safetensors" >/dev/null || exit 1
-"$M" gen --shape bs=2,kv=40,seed=3,page=16 --out "$D/paged.safetensors" >/dev/null || exit 1
-"$M" gen --shape bs=1,kv=40,seed=3,bf16kv=1 --out "$D/with_bf16.safetensors" >/dev/null || exit 1
-"$M" run --recipe fp32-seq --inputs "$D/in.safetensors" --out "$D/out.safetensors" >/dev/null \
-  || exit 1
+fixture gen --shape bs=1,kv=40,seed=3 --out "$D/in.safetensors"
+fixture gen --shape bs=1,kv=40,seed=3,fmt=bf16 --out "$D/bf16.safetensors"
+fixture gen --shape bs=1,kv=40,seed=3,fmt=e4m3fnuz --out "$D/fnuz.safetensors"
+fixture gen --shape bs=2,kv=40,seed=3,page=16 --out "$D/paged.safetensors"
+fixture gen --shape bs=1,kv=40,seed=3,bf16kv=1 --out "$D/with_bf16.safetensors"
+fixture run --recipe fp32-seq --inputs "$D/in.safetensors" --out "$D/out.safetensors"
 mkdir -p "$D/u" "$D/p"
-"$M" inputs unpack "$D/in.safetensors" --dir "$D/u" >/dev/null || exit 1
-"$M" inputs unpack "$D/paged.safetensors" --dir "$D/p" >/dev/null || exit 1
+fixture inputs unpack "$D/in.safetensors" --dir "$D/u"
+fixture inputs unpack "$D/paged.safetensors" --dir "$D/p"
 python3 - "$D" <<'EOF' || exit 1
 import json, struct, sys
 D = sys.argv[1]
@@ -80,11 +84,9 @@ EOF
   kv_indptr="$D/p/kv_indptr.npy:i32" kv_indices="$D/p/bad_indices.npy:i32" \
   kv_last_page_len="$D/p/kv_last_page_len.npy:i32" >/dev/null 2>&1 ||
   { say "cannot make the bad page table"; exit 1; }
-"$M" run --recipe fp32-seq --inputs "$D/paged.safetensors" --out "$D/out2.safetensors" >/dev/null \
-  || exit 1
-"$M" run --recipe aiter-a8w8-ps --inputs "$D/in.safetensors" --out "$D/wrong.safetensors" \
-  >/dev/null || exit 1
-"$M" golden --suite edge --recipe fp32-seq --digests "$D/digests.tsv" >/dev/null || exit 1
+fixture run --recipe fp32-seq --inputs "$D/paged.safetensors" --out "$D/out2.safetensors"
+fixture run --recipe aiter-a8w8-ps --inputs "$D/in.safetensors" --out "$D/wrong.safetensors"
+fixture golden --suite edge --recipe fp32-seq --digests "$D/digests.tsv"
 # one changed digest: the first data row's last hex digit
 awk -F'\t' 'BEGIN{OFS="\t"}
   !/^#/ && !done {d=$NF; c=substr(d,64,1); $NF=substr(d,1,63) (c=="0"?"1":"0"); done=1}
@@ -93,10 +95,9 @@ awk -F'\t' 'BEGIN{OFS="\t"}
 # report shards: 1/2 and 2/2 of one quick run, a 2/2 of another (other recipes' policy axis),
 # a damaged one
 mkdir -p "$D/sh1" "$D/sh2other" "$D/shbad"
-"$M" report --suite edge --quick --recipe fp32-seq --gpu off --shard 1/2 --out "$D/sh1" \
-  >/dev/null || exit 1
-"$M" report --suite edge --quick --recipe fp32-seq --gpu off --policy dynamic --shard 2/2 \
-  --out "$D/sh2other" >/dev/null || exit 1
+fixture report --suite edge --quick --recipe fp32-seq --gpu off --shard 1/2 --out "$D/sh1"
+fixture report --suite edge --quick --recipe fp32-seq --gpu off --policy dynamic --shard 2/2 \
+  --out "$D/sh2other"
 python3 -c "import json, sys; d = json.load(open(sys.argv[1] + '/sh1/summary.json')); \
 d['cells'][0]['utilisation']['max'] = 'high'; \
 json.dump(d, open(sys.argv[1] + '/shbad/summary.json', 'w'))" "$D" || exit 1

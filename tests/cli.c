@@ -108,7 +108,8 @@ Test(cli, matrix_unit_dots) {
       "qk.dot = mma:sm90-bf16 multiplies bf16 operands: it needs qk.operand = bf16");
   bad("recipe show aiter-a8w8-ps --set pv.dot=mma:sm90-f16",
       "pv.dot = mma:sm90-f16 multiplies fp16 operands: it needs pv.operand = fp16");
-  remove("mlr_cli_mma.safetensors"), remove("mlr_cli_mma_o.safetensors");
+  remove("mlr_cli_mma.safetensors");
+  remove("mlr_cli_mma_o.safetensors");
 }
 
 /* `recipe show NAME` prints every line of want ("\n"-separated); then the CPU model runs the
@@ -141,7 +142,8 @@ static void fast_recipe_runs(const char *name, const char *want, const char *sha
   cr_assert_eq(run(cmd, &o, &e), 0, "%s%s", o, e);
   free(o);
   free(e);
-  remove("mlr_cli_fast_in.safetensors"), remove("mlr_cli_fast_out.safetensors");
+  remove("mlr_cli_fast_in.safetensors");
+  remove("mlr_cli_fast_out.safetensors");
 }
 
 /* the fast GPU kernel's recipes: listed apart from the built-ins, shown, and run by the CPU model
@@ -226,8 +228,8 @@ Test(cli, bad_input_exits_2_with_one_line) {
   bad("bench gpu --reps 5", "--reps: an integer in 100..10000");
   bad("bench gpu --peers /nonexistent/peers.json",
       "--peers /nonexistent/peers.json: not a peers.json");
-  bad("bench gpu --frob",
-      "unknown option '--frob' (valid: --shape --recipe --reps --peers --flush --warmup)");
+  bad("bench gpu --frob", "unknown option '--frob' (valid: --shape --recipe --reps --peers --flush "
+                          "--warmup --variant)");
   bad("bench gpu --warmup -5", "--warmup: milliseconds of untimed launches before each shape's "
                                "timed ones, an integer in 0..60000");
   bad("bench gpu --warmup 60001", "--warmup: milliseconds of untimed launches before each shape's "
@@ -394,7 +396,8 @@ Test(cli, budget_report_sweep_and_rule, .timeout = 300) {
   cr_assert(strstr(o, "a priori bound (truth from bf16 KV): holds"), "%s", o);
   cr_assert(strstr(o, "q_quant       yes"), "%s", o);
   cr_assert(strstr(o, "operand       no"), "%s", o);
-  free(o), free(e);
+  free(o);
+  free(e);
   cr_assert_eq(
       run("budget --shape bs=1,kv=100,seed=3 --recipe triton-fp8-split --json > "
           "mlr_cli_budget.json; "
@@ -404,7 +407,8 @@ Test(cli, budget_report_sweep_and_rule, .timeout = 300) {
           &o, &e),
       0, "stderr: %s", e);
   cr_assert(strstr(o, "ok"), "%s", o);
-  free(o), free(e);
+  free(o);
+  free(e);
   /* --out: every element's truth, model, error and bound; read back with the standard library */
   cr_assert_eq(run("budget --shape bs=1,kv=40,seed=3 --recipe aiter-a16w8-ps --out "
                    "mlr_cli_belems.safetensors >/dev/null && python3 -c \""
@@ -421,7 +425,8 @@ Test(cli, budget_report_sweep_and_rule, .timeout = 300) {
                    &o, &e),
                0, "stderr: %s", e);
   cr_assert(strstr(o, "elements ok"), "%s", o);
-  free(o), free(e);
+  free(o);
+  free(e);
   remove("mlr_cli_belems.safetensors");
   cr_assert_eq(run("budget --shape bs=1,kv=64,seed=3 --recipe aiter-a8w8-ps --sweep absmax "
                    "--points 4 --dists 'normal;t3'",
@@ -431,7 +436,8 @@ Test(cli, budget_report_sweep_and_rule, .timeout = 300) {
   cr_assert(strstr(o, "<- the seeds' 6.0"), "%s", o);
   cr_assert(strstr(o, "Q distribution t3"), "%s", o);
   cr_assert(strstr(o, "per_head"), "%s", o);
-  free(o), free(e);
+  free(o);
+  free(e);
   cr_assert_eq(run("budget --shape bs=1,kv=64,seed=3 --recipe aiter-a8w8-ps --sweep absmax "
                    "--points 3 --dists normal --json | python3 -c \""
                    "import json, sys; d = json.load(sys.stdin)['sweep']['distributions'][0]; p = "
@@ -445,13 +451,15 @@ Test(cli, budget_report_sweep_and_rule, .timeout = 300) {
                    &o, &e),
                0, "stderr: %s", e);
   cr_assert(strstr(o, "sweep json ok"), "%s", o);
-  free(o), free(e);
+  free(o);
+  free(e);
   cr_assert_eq(run("gen --shape bs=2,kv=70,seed=4 --out mlr_cli_bin.safetensors && " MLAREF_BIN
                    " run --recipe triton-fp8-split --inputs mlr_cli_bin.safetensors --out "
                    "mlr_cli_bout.safetensors",
                    &o, &e),
                0, "%s", e);
-  free(o), free(e);
+  free(o);
+  free(e);
   bad("budget --inputs mlr_cli_bin.safetensors --recipe fp32-seq --truth bf16",
       "--truth bf16: the inputs have no kv_bf16");
   cr_assert_eq(run("check --inputs mlr_cli_bin.safetensors --output mlr_cli_bout.safetensors "
@@ -460,16 +468,19 @@ Test(cli, budget_report_sweep_and_rule, .timeout = 300) {
                0, "%s %s", o, e);
   cr_assert(strstr(o, "rule budget                   pass every element within 1 x its bound"),
             "%s", o);
-  free(o), free(e);
+  free(o);
+  free(e);
   /* a bound scaled down below the model's own error fails, naming the worst element */
   cr_assert_eq(run("check --inputs mlr_cli_bin.safetensors --output mlr_cli_bout.safetensors "
                    "--recipe triton-fp8-split --rule budget:0.01",
                    &o, &e),
                1, "%s %s", o, e);
   cr_assert(strstr(o, "FAIL") && strstr(o, "beyond 0.01 x their bound; worst element"), "%s", o);
-  free(o), free(e);
-  remove("mlr_cli_bin.safetensors"), remove("mlr_cli_bout.safetensors"),
-      remove("mlr_cli_budget.json");
+  free(o);
+  free(e);
+  remove("mlr_cli_bin.safetensors");
+  remove("mlr_cli_bout.safetensors");
+  remove("mlr_cli_budget.json");
 }
 
 /* policy-check: the verdicts follow the numbers; the same policy on both sides changes nothing */
@@ -489,7 +500,8 @@ Test(cli, policy_check, .timeout = 120) {
           &o, &e),
       0, "stderr: %s", e);
   cr_assert(strstr(o, "same ok"), "%s", o);
-  free(o), free(e);
+  free(o);
+  free(e);
   /* a scale far too small clips Q: every verdict follows its numbers, and the exit code says it */
   cr_assert_eq(
       run("policy-check --policy static:absmax=0.25 --against dynamic --recipe aiter-a8w8-ps "
@@ -505,7 +517,8 @@ Test(cli, policy_check, .timeout = 120) {
           &o, &e),
       0, "stderr: %s", e);
   cr_assert(strstr(o, "policy-check exit 1\nfail ok"), "%s", o);
-  free(o), free(e);
+  free(o);
+  free(e);
   remove("mlr_cli_pc.json");
   /* the default kernels: every fp8-Q recipe, the bf16-Q ones named as unaffected; bf16 KV is n/a
    * for fp8-KV recipes */
@@ -525,7 +538,8 @@ Test(cli, policy_check, .timeout = 120) {
   cr_assert_eq(rc, strstr(o, "policy-check: dynamic: 0 of 3 kernels fail") ? 0 : 1,
                "exit %d: %s %s", rc, o, e);
   cr_assert_eq(rc, strstr(o, "  FAIL\n") ? 1 : 0, "exit %d: %s", rc, o);
-  free(o), free(e);
+  free(o);
+  free(e);
   bad("policy-check", "usage: policy-check --policy");
   bad("policy-check --policy 5",
       "--policy: policy '5' is not one of static:absmax=A (A > 0), dynamic, per_head, per_token");
@@ -561,7 +575,8 @@ Test(cli, report_quick_and_baseline, .timeout = 300) {
   /* 6 shapes x (fp32-seq, aiter-a8w8-ps under its own dynamic policy and under static:absmax=6, the
    * quick policy axis) */
   cr_assert(strstr(o, "report: suite edge (quick): 18 cells, 0 failed, 0 regressions"), "%s", o);
-  free(o), free(e);
+  free(o);
+  free(e);
   /* the schema, with whichever python has jsonschema (pyenv's or Debian's python3-jsonschema) */
   cr_assert_eq(
       run("x 2>/dev/null; (for py in python3 /usr/bin/python3; do $py -c 'import jsonschema' "
@@ -581,7 +596,8 @@ Test(cli, report_quick_and_baseline, .timeout = 300) {
           &o, &e),
       0, "%s %s", o, e);
   cr_assert(strstr(o, "schema ok"), "%s", o);
-  free(o), free(e);
+  free(o);
+  free(e);
   /* the page: four inline SVG plots by gnuplot (heatmap, sweep, decomposition, histograms), the
    * discrimination table, nothing fetched from elsewhere */
   cr_assert_eq(system("test $(grep -c '<svg' mlr_cli_rep/a/index.html) -eq 4 && grep -q 'Produced "
@@ -599,12 +615,14 @@ Test(cli, report_quick_and_baseline, .timeout = 300) {
              k, k);
     cr_assert_eq(run(args, &o, &e), 0, "%s %s", o, e);
     cr_assert(strstr(o, "9 cells"), "%s", o);
-    free(o), free(e);
+    free(o);
+    free(e);
   }
   cr_assert_eq(run("report merge --out mlr_cli_rep/m mlr_cli_rep/s2 mlr_cli_rep/s1", &o, &e), 0,
                "%s %s", o, e);
   cr_assert(strstr(o, "report: suite edge (quick): 18 cells, 0 failed, 0 regressions"), "%s", o);
-  free(o), free(e);
+  free(o);
+  free(e);
   cr_assert_eq(system("python3 -c \"import json; a, b = "
                       "(json.load(open('mlr_cli_rep/%s/summary.json' % x)) for x in 'am'); "
                       "assert a['cells'] == b['cells'] and all(a[k] == b[k] for k in ('sweep', "
@@ -637,7 +655,8 @@ Test(cli, report_quick_and_baseline, .timeout = 300) {
                       "the baseline"),
             "%s", o);
   cr_assert(strstr(o, "regression: bs1_kv1 / aiter-a8w8-ps: utilisation max up from"), "%s", o);
-  free(o), free(e);
+  free(o);
+  free(e);
   cr_assert_eq(system("grep -n '^## ' mlr_cli_rep/b/summary.md | head -1 | grep -q 'Regressions' "
                       "&& grep -q 'output digest changed' mlr_cli_rep/b/summary.md && "
                       "grep -q 'class=\"reg\"' mlr_cli_rep/b/index.html"),
@@ -842,10 +861,10 @@ Test(cli, golden_write_and_verify_catch_corruption, .timeout = 300) {
                0);
   cr_assert_eq(run("golden --verify --digests mlr_cli_gold/d.tsv --goldens mlr_cli_gold/g", &o, &e),
                1, "%s%s", o, e);
-  cr_assert(
-      strstr(o, "golden edge/bs2_kv33/fp32-seq: FAIL: "
-                "mlr_cli_gold/g/edge.bs2_kv33.fp32-seq.safetensors: o differs from the model's"),
-      "%s", o);
+  cr_assert(strstr(o,
+                   "golden edge/bs2_kv33/fp32-seq: FAIL: "
+                   "mlr_cli_gold/g/edge.bs2_kv33.fp32-seq.safetensors: o differs from the model's"),
+            "%s", o);
   cr_assert(strstr(o, "golden edge/page16/triton-fp8-split: FAIL: "
                       "mlr_cli_gold/g/edge.page16.triton-fp8-split.safetensors:"),
             "%s", o);

@@ -41,10 +41,13 @@ Test(compare, ulp_percentiles_agree_with_a_sort) {
   uint64_t x = 88172645463325252ull;
   for (int big = 0; big < 4; big++) { /* 0: all small; 1: 1 in 50 large; 2: 1 in 2; 3: all large */
     for (int i = 0; i < N; i++) {
-      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
       const int large = big == 3 || (big == 1 && x % 50 == 0) || (big == 2 && (x >> 8) % 2);
       const uint32_t d = large ? 4094u + (uint32_t)(x >> 40) % 100000u : (uint32_t)(x >> 33) % 40u;
-      a[i] = 0x3F800000u, b[i] = 0x3F800000u + d; /* positive and finite: ulp distance d */
+      a[i] = 0x3F800000u;
+      b[i] = 0x3F800000u + d; /* positive and finite: ulp distance d */
       u[i] = d;
     }
     mlr_cmp_tensor ta = {MLR_CT_F32, a, N}, tb = {MLR_CT_F32, b, N};
@@ -56,7 +59,9 @@ Test(compare, ulp_percentiles_agree_with_a_sort) {
     cr_assert_eq(m.ulp_p999, (double)u[(int)ceil(0.999 * N) - 1], "case %d", big);
     cr_assert_eq(m.ulp_max, u[N - 1], "case %d", big);
   }
-  free(a), free(b), free(u);
+  free(a);
+  free(b);
+  free(u);
 }
 
 Test(compare, norms_of_a_small_case) {
@@ -173,7 +178,7 @@ Test(compare, command_exit_codes_and_reproducers) {
   cr_assert_eq(system("rm -rf mlr_cmp && mkdir -p mlr_cmp && " MLAREF_BIN
                       " gen --shape bs=2,kv=50,seed=3 --out mlr_cmp/in.safetensors >/dev/null"
                       " && " MLAREF_BIN " run --recipe fp32-seq --inputs mlr_cmp/in.safetensors "
-                                        "--out mlr_cmp/a.safetensors >/dev/null"
+                      "--out mlr_cmp/a.safetensors >/dev/null"
                       " && " MLAREF_BIN
                       " run --recipe triton-fp8-single --inputs mlr_cmp/in.safetensors --out "
                       "mlr_cmp/b.safetensors >/dev/null"),

@@ -38,7 +38,8 @@ static void cell_make(cell *c, const char *spec) {
   mlr_error err = {""};
   gen g;
   gen_make(&g, spec);
-  c->tf = g.tf, c->in = g.in;
+  c->tf = g.tf;
+  c->in = g.in;
   c->n = c->in.T * c->in.H * DV;
   c->truth = malloc((size_t)c->n * sizeof(double));
   c->tlse = malloc((size_t)(c->in.T * c->in.H) * sizeof(double));
@@ -47,7 +48,8 @@ static void cell_make(cell *c, const char *spec) {
 }
 
 static void cell_free(cell *c) {
-  free(c->truth), free(c->tlse);
+  free(c->truth);
+  free(c->tlse);
   mlr_tf_free(&c->tf);
 }
 
@@ -83,9 +85,10 @@ Test(discriminate, every_wrong_kernel_fails_at_every_bench_shape, .timeout = 120
     cr_assert(model_ok, "%s: the model itself fails fa3 or its bound", bench->cells[s].name);
     for (int k = 0; k < MLR_DISC_WRONG; k++) {
       for (int q = 0; q < MLR_DISC_RULES; q++) caught[k][q] += table[k][q] == 1;
+      /* rule 1: fa3 */
       cr_assert(table[k][1] == 1,
                 "%s: '%s' passes the default rule (or leaves the output unchanged)",
-                bench->cells[s].name, mlr_disc_wrong[k]); /* rule 1: fa3 */
+                bench->cells[s].name, mlr_disc_wrong[k]);
     }
     cell_free(&c);
   }
@@ -135,7 +138,8 @@ static void no_false_alarm(const char *spec_fmt, uint64_t seed0, int seeds) {
                    names[i]);
       cr_assert_eq(judge("fa3", &c, a.o, b.o, NULL), MLR_VERDICT_PASS,
                    "%s %s: a correct twin fails the default rule", spec, names[i]);
-      mlr_emu_result_free(&a), mlr_emu_result_free(&b);
+      mlr_emu_result_free(&a);
+      mlr_emu_result_free(&b);
     }
     cell_free(&c);
   }

@@ -157,7 +157,10 @@ Test(exact, two_binary64_chains_match_mpfr) {
       a[i] = kind == 2 ? u : mlr_round_f32(u, MLR_FMT_BF16, MLR_OVF_NONSAT);
       b[i] = kind == 2 ? v : mlr_round_f32(v, kind ? MLR_FMT_BF16 : MLR_FMT_E4M3, MLR_OVF_SATURATE);
       if ((r[3] >> 5) & 1) b[i] = -b[i];
-      if (c % 7 == 0 && i % 2 == 1) a[i] = a[i - 1], b[i] = -b[i - 1]; /* exact cancellation */
+      if (c % 7 == 0 && i % 2 == 1) { /* exact cancellation */
+        a[i] = a[i - 1];
+        b[i] = -b[i - 1];
+      }
       x[i] = (double)a[i] * (double)b[i];
     }
     int la, ta, lb, tb, sh;
@@ -238,21 +241,38 @@ static void tiny_make(tiny *t, int L, int wide) {
     t->q[h * QK + 0] = bf16(24.0f);
     t->q[h * QK + 1] = bf16((float)h / 8.0f);
     t->q[h * QK + 575] = bf16(2.0f);
-    if (wide) t->q[h * QK + 3] = bf16(24.0f), t->q[h * QK + 4] = bf16(Q4[wide]);
+    if (wide) {
+      t->q[h * QK + 3] = bf16(24.0f);
+      t->q[h * QK + 4] = bf16(Q4[wide]);
+    }
   }
   for (int j = 0; j < L; j++) {
     t->kv[j * QK + 0] = e4m3(K0[j % 4]);
     t->kv[j * QK + 1] = e4m3(K1[j % 4]);
     t->kv[j * QK + 2] = e4m3(1.0f);
     t->kv[j * QK + 575] = e4m3(R[j % 4]);
-    if (wide) t->kv[j * QK + 3] = e4m3(K3[wide][j % 4]), t->kv[j * QK + 4] = e4m3(1.0f);
+    if (wide) {
+      t->kv[j * QK + 3] = e4m3(K3[wide][j % 4]);
+      t->kv[j * QK + 4] = e4m3(1.0f);
+    }
   }
   t->kv_scale = 0.5f;
-  t->qo[0] = 0, t->qo[1] = 1, t->kvi[0] = 0, t->kvi[1] = L;
+  t->qo[0] = 0;
+  t->qo[1] = 1;
+  t->kvi[0] = 0;
+  t->kvi[1] = L;
   mlr_inputs *in = &t->in;
-  in->T = 1, in->H = 16, in->N = L, in->B = 1, in->page = 1;
-  in->q = t->q, in->kv = t->kv, in->kv_format = MLR_FMT_E4M3, in->kv_scale = t->kv_scale;
-  in->qo_indptr = t->qo, in->kv_indptr = t->kvi;
+  in->T = 1;
+  in->H = 16;
+  in->N = L;
+  in->B = 1;
+  in->page = 1;
+  in->q = t->q;
+  in->kv = t->kv;
+  in->kv_format = MLR_FMT_E4M3;
+  in->kv_scale = t->kv_scale;
+  in->qo_indptr = t->qo;
+  in->kv_indptr = t->kvi;
 }
 
 static void recipe_of(const char *name, const char *sets, mlr_recipe *r) {
@@ -273,7 +293,7 @@ static void recipe_of(const char *name, const char *sets, mlr_recipe *r) {
  * "wide" variants (8 tokens) whose logits spread over 20 and 80 and whose Q rows span 2^-40 or
  * 2^-120 .. 24, so that the exact dots use two binary64 chains (mid) and the long accumulator
  * (wide) rather than one chain, and with no_x2 the 128-bit fixed point instead of two chains
- * (checked once with a trace, session 16: every path is taken, each of QK's and PV's). */
+ * (a trace of the model shows every path taken, each of QK's and PV's). */
 Test(emulate, builtins_match_the_independent_derivation) {
   FILE *f = fopen(MLAREF_SOURCE_DIR "/tests/data/emulate_kats.txt", "r");
   cr_assert(f != NULL);
@@ -309,7 +329,8 @@ Test(emulate, builtins_match_the_independent_derivation) {
                      nx, h, (double)res[nx].lse[h], (double)mlr_bits_f32(want[5]));
       }
     }
-    mlr_emu_result_free(&res[0]), mlr_emu_result_free(&res[1]);
+    mlr_emu_result_free(&res[0]);
+    mlr_emu_result_free(&res[1]);
     cases++;
   }
   fclose(f);
@@ -325,8 +346,8 @@ Test(emulate, one_token_by_hand) {
   mlr_emu_result res;
   cr_assert_eq(mlr_emulate(&r, &t.in, NULL, &res, NULL), MLR_OK);
   const uint16_t *o = res.o;
-  /* token 0: K0 = 0, K1 = 0.5, col 2 = 1; V x 0.5 in fp16 = 0, 0.25, 0.5; bf16 0x0000 0x3E80 0x3F00
-   */
+  /* token 0: K0 = 0, K1 = 0.5, col 2 = 1; V x 0.5 in fp16 = 0, 0.25, 0.5; bf16 0x0000 0x3E80
+   * 0x3F00 */
   cr_assert_eq(o[0], 0x0000);
   cr_assert_eq(o[1], 0x3E80);
   cr_assert_eq(o[2], 0x3F00);
@@ -365,14 +386,14 @@ static const char *const BUILTINS[] = {"triton-fp8-single", "triton-fp8-split", 
 /* The exact dots' two-binary64-chain sums (qk_split, EX_F64X2) give the bits of the 128-bit fixed
  * point and the long accumulator they replace (mlr_emu_opts.no_x2 turns them off): every built-in
  * and fp32-seq with both dots exact, on fp8 (OCP and FNUZ) and bf16 KV (the recipes that fit it),
- * ragged, paged, q_len 2.
- * Checked once with a trace (session 16): the bf16 recipes and the exact fp32-seq take both
- * two-chain paths on the fp8 cells. */
+ * ragged, paged, q_len 2. A trace of the model shows the bf16 recipes and the exact fp32-seq
+ * taking both two-chain paths on the fp8 cells. */
 /* the built-ins, then fp32-seq with both dots exact: k < NBUILT_EXACT */
 enum { NBUILT_EXACT = sizeof BUILTINS / sizeof *BUILTINS + 1 };
 static void builtin_or_exact(size_t k, const char **name, const char **sets) {
   const int b = k < sizeof BUILTINS / sizeof *BUILTINS;
-  *name = b ? BUILTINS[k] : "fp32-seq", *sets = b ? "-" : "qk.dot=exact;pv.dot=exact";
+  *name = b ? BUILTINS[k] : "fp32-seq";
+  *sets = b ? "-" : "qk.dot=exact;pv.dot=exact";
 }
 
 Test(emulate, two_chain_sums_change_no_bit, .timeout = 300) {
@@ -396,7 +417,8 @@ Test(emulate, two_chain_sums_change_no_bit, .timeout = 300) {
       cr_assert(same_o_lse(&a, &b), "%s %s on %s: o or lse differs with no_x2", name, sets,
                 specs[i]);
       cr_assert(same_partials(&a, &b), "%s %s on %s: partials differ", name, sets, specs[i]);
-      mlr_emu_result_free(&a), mlr_emu_result_free(&b);
+      mlr_emu_result_free(&a);
+      mlr_emu_result_free(&b);
     }
     mlr_tf_free(&g.tf);
   }
@@ -418,7 +440,8 @@ Test(emulate, sixteen_heads_as_the_general_loops_give_them, .timeout = 300) {
       for (int h = 0; h < 17; h++)
         memcpy(q17 + (t * 17 + h) * 576, g.in.q + (t * 16 + (h < 16 ? h : 0)) * 576, 576 * 2);
     mlr_inputs in17 = g.in;
-    in17.H = 17, in17.q = q17;
+    in17.H = 17;
+    in17.q = q17;
     for (size_t k = 0; k < NBUILT_EXACT; k++) {
       const char *name, *sets;
       builtin_or_exact(k, &name, &sets);
@@ -442,7 +465,8 @@ Test(emulate, sixteen_heads_as_the_general_loops_give_them, .timeout = 300) {
           cr_assert(memcmp(&b.lse[t * 17 + h], &a.lse[t * 16 + ha], 4) == 0,
                     "%s on %s: lse of token %lld head %d", name, specs[i], (long long)t, h);
         }
-      mlr_emu_result_free(&a), mlr_emu_result_free(&b);
+      mlr_emu_result_free(&a);
+      mlr_emu_result_free(&b);
     }
     free(q17);
     mlr_tf_free(&g.tf);
@@ -460,13 +484,15 @@ Test(emulate, same_bits_with_1_2_and_16_threads, .timeout = 300) {
     cr_assert(same_o_lse(&a, &b) && same_o_lse(&a, &c), "%s: o or lse depends on threads",
               BUILTINS[k]);
     cr_assert(same_partials(&a, &c), "%s: partials depend on threads", BUILTINS[k]);
-    mlr_emu_result_free(&a), mlr_emu_result_free(&b), mlr_emu_result_free(&c);
+    mlr_emu_result_free(&a);
+    mlr_emu_result_free(&b);
+    mlr_emu_result_free(&c);
   }
   mlr_tf_free(&g.tf);
 }
 
-/* The page table is honoured: a paged file and the same rows laid out in order give the same bits.
- */
+/* The page table is honoured: a paged file and the same rows laid out in order give the same
+ * bits. */
 Test(emulate, paged_equals_contiguous, .timeout = 120) {
   static gen g;
   gen_make(&g, "lens=5:130:64,page=16,seed=12");
@@ -481,14 +507,20 @@ Test(emulate, paged_equals_contiguous, .timeout = 120) {
     kvi[b + 1] = (int32_t)(kvi[b] + mlr_inputs_kv_len(p, b));
   }
   mlr_inputs c = *p;
-  c.kv = kv, c.N = N, c.page = 1, c.kv_indptr = kvi, c.kv_indices = NULL, c.kv_last_page_len = NULL;
+  c.kv = kv;
+  c.N = N;
+  c.page = 1;
+  c.kv_indptr = kvi;
+  c.kv_indices = NULL;
+  c.kv_last_page_len = NULL;
   for (size_t k = 0; k < sizeof BUILTINS / sizeof *BUILTINS; k++) {
     mlr_emu_result a, b;
     run_ok(BUILTINS[k], "-", p, 0, 0, &a);
     run_ok(BUILTINS[k], "-", &c, 0, 0, &b);
     cr_assert(memcmp(a.o, b.o, mlr_emu_o_bytes(&a)) == 0, "%s: paged and contiguous differ",
               BUILTINS[k]);
-    mlr_emu_result_free(&a), mlr_emu_result_free(&b);
+    mlr_emu_result_free(&a);
+    mlr_emu_result_free(&b);
   }
   free(kv);
   mlr_tf_free(&g.tf);
@@ -501,7 +533,9 @@ Test(emulate, query_token_i_of_n_sees_L_minus_n_minus_1_minus_i, .timeout = 120)
   gen_make(&g, "bs=1,kv=77,q=2,seed=3");
   mlr_inputs one = g.in;
   int32_t qo[2] = {0, 1}, kvi[2] = {0, 76};
-  one.T = 1, one.qo_indptr = qo, one.kv_indptr = kvi;
+  one.T = 1;
+  one.qo_indptr = qo;
+  one.kv_indptr = kvi;
   for (size_t k = 0; k < sizeof BUILTINS / sizeof *BUILTINS; k++) {
     if (strstr(BUILTINS[k], "a8w8") || strstr(BUILTINS[k], "test-ref"))
       continue; /* dynamic Q scale spans all tokens */
@@ -511,7 +545,8 @@ Test(emulate, query_token_i_of_n_sees_L_minus_n_minus_1_minus_i, .timeout = 120)
     cr_assert(memcmp(a.o, b.o, 16 * DV * 2) == 0, "%s: token 0 of 2", BUILTINS[k]);
     cr_assert(memcmp(a.o, (const uint16_t *)a.o + 16 * DV, 16 * DV * 2) != 0,
               "%s: token 1 sees one more row", BUILTINS[k]);
-    mlr_emu_result_free(&a), mlr_emu_result_free(&b);
+    mlr_emu_result_free(&a);
+    mlr_emu_result_free(&b);
   }
   mlr_tf_free(&g.tf);
 }
@@ -545,7 +580,8 @@ Test(emulate, one_split_is_the_single_pass, .timeout = 120) {
   run_ok("triton-fp8-single", "-", &g.in, 0, 0, &a);
   run_ok("triton-fp8-split", "split.count=1", &g.in, 0, 0, &b);
   cr_assert(same_o_lse(&a, &b), "one split of triton-fp8-split differs from triton-fp8-single");
-  mlr_emu_result_free(&a), mlr_emu_result_free(&b);
+  mlr_emu_result_free(&a);
+  mlr_emu_result_free(&b);
   mlr_tf_free(&g.tf);
 }
 
@@ -599,7 +635,9 @@ Test(emulate, fnuz_codes_with_twice_the_scale_are_the_same_values, .timeout = 12
     kv[i] = kz[i] = ((const uint8_t *)g.in.kv)[i] == 0x80 ? 0x00 : ((const uint8_t *)g.in.kv)[i];
   mlr_inputs ocp = g.in, fnuz = g.in;
   ocp.kv = kv;
-  fnuz.kv = kz, fnuz.kv_format = MLR_FMT_E4M3FNUZ, fnuz.kv_scale = 2.0f * g.in.kv_scale;
+  fnuz.kv = kz;
+  fnuz.kv_format = MLR_FMT_E4M3FNUZ;
+  fnuz.kv_scale = 2.0f * g.in.kv_scale;
   for (size_t k = 0; k < sizeof BUILTINS / sizeof *BUILTINS; k++) {
     if (strstr(BUILTINS[k], "a8w8") || strstr(BUILTINS[k], "test-ref"))
       continue; /* fp8 operands: see below */
@@ -608,18 +646,21 @@ Test(emulate, fnuz_codes_with_twice_the_scale_are_the_same_values, .timeout = 12
     run_ok(BUILTINS[k], "-", &fnuz, 0, 0, &b);
     cr_assert(memcmp(a.o, b.o, mlr_emu_o_bytes(&a)) == 0,
               "%s: OCP and FNUZ codes of the same values differ", BUILTINS[k]);
-    mlr_emu_result_free(&a), mlr_emu_result_free(&b);
+    mlr_emu_result_free(&a);
+    mlr_emu_result_free(&b);
   }
   /* fp8 operands with folded scales: the halved products are exact, the doubled scale undoes it */
   mlr_emu_result a, b;
   run_ok("aiter-a8w8-ps", "-", &ocp, 0, 0, &a);
   run_ok("aiter-a8w8-ps", "-", &fnuz, 0, 0, &b);
   cr_assert(memcmp(a.o, b.o, mlr_emu_o_bytes(&a)) == 0, "aiter-a8w8-ps: OCP and FNUZ differ");
-  mlr_emu_result_free(&a), mlr_emu_result_free(&b);
+  mlr_emu_result_free(&a);
+  mlr_emu_result_free(&b);
   run_ok("aiter-a8w8-ps", "q.format=e4m3fnuz", &fnuz, 0, 0, &a);
   cr_assert_eq(a.n_q_scales, 1);
   mlr_emu_result_free(&a);
-  free(kv), free(kz);
+  free(kv);
+  free(kz);
   mlr_tf_free(&g.tf);
 }
 
@@ -690,7 +731,8 @@ static double identical_fraction(const char *inputs, const char *peer, const cha
   for (size_t i = 0; i < n; i++)
     same += ((const uint16_t *)po->data)[i] == ((const uint16_t *)a.o)[i];
   mlr_emu_result_free(&a);
-  mlr_tf_free(&ti), mlr_tf_free(&tp);
+  mlr_tf_free(&ti);
+  mlr_tf_free(&tp);
   return (double)same / (double)n;
 }
 
@@ -765,12 +807,12 @@ Test(emulate, fast_fit_per_kv_format) {
             err.msg);
 }
 
-/* the NVIDIA fast recipes' splits (the waves rule since session 29): at the 8 bench shapes the
- * counts and lengths of AITER's metadata-v1 rule for 128 CUs, the rule they had; where that rule
- * left the H200 part idle (bs=96: 192 blocks on 132 SMs; bs=133, 160: a second wave of 1 and 28
- * blocks), the counts measured faster, and where they were best (bs=140, kv=4096: 1 split, 142.5 us
- * against 150.8 with 2) the same (BENCHMARKS.md, session 29); with q_len > 1 the counts of a grid
- * of a block per query token, each measured the fastest of 1 to 4 splits (session 30) */
+/* the NVIDIA fast recipes' splits (the waves rule): at the 8 bench shapes the counts and lengths
+ * of AITER's metadata-v1 rule for 128 CUs; where that rule left the H200 part idle (bs=96: 192
+ * blocks on 132 SMs; bs=133, 160: a second wave of 1 and 28 blocks), the counts measured faster,
+ * and where they were best (bs=140, kv=4096: 1 split) the same; with q_len > 1 the counts of a grid
+ * of a block per query token, each the fastest of 1 to 4 splits (timed with `mlaref bench gpu` on
+ * an H200) */
 Test(emulate, fast_recipes_split_waves) {
   static const char *const names[] = {"fast-a16w8", "fast-a8w8", "fast-wgmma-a8w8", "fast-a16w16",
                                       "fast-a8w16"};
@@ -778,8 +820,7 @@ Test(emulate, fast_recipes_split_waves) {
                                      {64, 1024}, {64, 8192}, {256, 1024}, {256, 8192}};
   static const int64_t moved[][3] = {{67, 1024, 1},  {96, 8192, 1},  {133, 8192, 2},
                                      {160, 8192, 2}, {140, 4096, 1}, {67, 8192, 3}};
-  /* q_len > 1: the blocks of a split are the query tokens (split.per = token; session 30): bs,
-   * tokens, L, n */
+  /* q_len > 1: the blocks of a split are the query tokens (split.per = token): bs, tokens, L, n */
   static const int64_t moved_q[][4] = {{33, 132, 8192, 1},
                                        {16, 64, 8192, 2},
                                        {20, 80, 8192, 3},

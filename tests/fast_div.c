@@ -19,8 +19,10 @@ Test(fast_div, every_divisor_significand) {
       const float n = mlr__div_probe_n((uint32_t)si, k, d);
       const int in = mlr__div_d_ok(d) && mlr__div_n_ok(n);
       const unsigned long long at = (unsigned long long)si << 2 | k;
-      if (!in || mlr_f32_bits(mlr__div_by(n, d, r)) != mlr_f32_bits(n / d))
-        bad++, first = at < first ? at : first;
+      if (!in || mlr_f32_bits(mlr__div_by(n, d, r)) != mlr_f32_bits(n / d)) {
+        bad++;
+        first = at < first ? at : first;
+      }
       tested++;
     }
   }
@@ -69,7 +71,9 @@ Test(fast_div, the_arguments_steps) {
                   y1 = fmaf(-fmaf(d, y0, -n), r, y0);
       const double q = (double)n / (double)d, ulp = ldexp(1.0, ilogb(q) - 23);
       const double e0 = fabs((double)y0 - q) / ulp, e1 = fabs((double)y1 - q) / ulp;
-      beyond1 += e0 > 1.0, bad0 += e0 > 1.5, bad1 += e1 >= 1.0;
+      beyond1 += e0 > 1.0;
+      bad0 += e0 > 1.5;
+      bad1 += e1 >= 1.0;
     }
   }
   cr_assert_eq(bad0, 0, "%llu pairs with y0 beyond 1.5 ulps", bad0);

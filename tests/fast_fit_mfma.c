@@ -33,16 +33,25 @@ Test(fast_fit_mfma, amd_recipes_only) {
   const int32_t qo[2] = {0, 1}, kvi[2] = {0, 4};
   mlr_inputs in;
   memset(&in, 0, sizeof in);
-  in.T = 1, in.H = 16, in.N = 4, in.B = 1, in.page = 1, in.q = q, in.kv = kv,
-  in.kv_format = MLR_FMT_E4M3FNUZ, in.kv_scale = 1.0f;
-  in.qo_indptr = qo, in.kv_indptr = kvi;
+  in.T = 1;
+  in.H = 16;
+  in.N = 4;
+  in.B = 1;
+  in.page = 1;
+  in.q = q;
+  in.kv = kv;
+  in.kv_format = MLR_FMT_E4M3FNUZ;
+  in.kv_scale = 1.0f;
+  in.qo_indptr = qo;
+  in.kv_indptr = kvi;
   cr_assert_eq(mlr_gpu_fast_fit(&a16, &in, &err), MLR_OK, "%s", err.msg);
   in.kv_format = MLR_FMT_BF16;
   cr_assert_eq(mlr_gpu_fast_fit(&a16, &in, &err), MLR_EINVAL);
   cr_assert(strstr(err.msg, "the fast kernel's AMD variant reads fp8 KV (e4m3 or e4m3fnuz); these "
                             "inputs have bf16 KV"),
             "%s", err.msg);
-  in.kv_format = MLR_FMT_E4M3, in.H = 17;
+  in.kv_format = MLR_FMT_E4M3;
+  in.H = 17;
   cr_assert_eq(mlr_gpu_fast_fit(&a16, &in, &err), MLR_EINVAL);
   cr_assert(strstr(err.msg, "runs 1..16 heads"), "%s", err.msg);
 }

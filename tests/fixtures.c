@@ -103,8 +103,8 @@ Test(fixtures, paging_keeps_logical_values) {
       cr_assert(!memcmp(ia.kv_bf16 + ra * 576, ip.kv_bf16 + rp * 576, 576 * 2));
     }
   }
-  const int64_t unused_row =
-      (int64_t)ip.kv_indices[0] * 16 + 5; /* batch 0 has 5 tokens in its page */
+  /* batch 0 has 5 tokens in its page */
+  const int64_t unused_row = (int64_t)ip.kv_indices[0] * 16 + 5;
   cr_assert(mlr_is_nan(MLR_FMT_E4M3, ((const uint8_t *)ip.kv)[unused_row * 576]));
   mlr_tf_free(&a);
   mlr_tf_free(&p);
@@ -253,8 +253,8 @@ Test(fixtures, hostile_safetensors, .init = make_tmpdir, .fini = rm_tmpdir) {
   write_st(p, "{\"a\": 3", 0);
   expect_bad(p, MLR_EPARSE, "header is not a JSON object");
   write_st(p, "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},\"a\":{}}", 8);
-  expect_bad(p, MLR_EPARSE,
-             "header is not a JSON object"); /* duplicate keys are refused by jansson */
+  /* duplicate keys are refused by jansson */
+  expect_bad(p, MLR_EPARSE, "header is not a JSON object");
   write_st(p, "{\"a\":{\"dtype\":\"F33\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8);
   expect_bad(p, MLR_EPARSE, "field dtype 'F33'");
   write_st(p, "{\"a\":{\"dtype\":\"F32\",\"shape\":[-2],\"data_offsets\":[0,8]}}", 8);
@@ -525,7 +525,8 @@ Test(fixtures, golden_manifest_lines) {
     mlr_manifest_format_row(&r, back, sizeof back);
     cr_assert(strlen(back) == (size_t)len + 1 && strncmp(back, line, (size_t)len) == 0, "%s", line);
   }
-  free(line), fclose(f);
+  free(line);
+  fclose(f);
   cr_assert(rows > 0 && rows == lines, "%zu rows of %zu lines", rows, lines);
   const char *D = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
   char ok[512];

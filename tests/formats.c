@@ -53,7 +53,7 @@ Test(formats, decode_every_code_matches_mpfr) {
 }
 
 Test(formats, contract_table) {
-  /* The figures of the contract in mlr_formats.h and NUMERICS.md section 3. */
+  /* The figures of the contract in mlr_formats.h. */
   cr_assert_eq(mlr_format_max(MLR_FMT_E4M3), 448.0f);
   cr_assert_eq(mlr_format_max(MLR_FMT_E4M3FNUZ), 240.0f);
   cr_assert_eq(mlr_format_max(MLR_FMT_E5M2), 57344.0f);
@@ -83,7 +83,7 @@ static uint32_t enc32(float x, mlr_format f, mlr_rounding r, mlr_overflow o) {
   return mlr_encode_f32(x, f, r, o, 0);
 }
 
-/* NUMERICS.md section 3: the overflow behaviour of the known converters. */
+/* The overflow behaviour of the known converters (mlr_formats.h). */
 Test(formats, overflow_rules_e4m3) {
   /* NVIDIA cvt.rn.satfinite: |x| > max (Inf included) gives +-448, NaN stays NaN */
   cr_assert_eq(enc32(1e6f, MLR_FMT_E4M3, MLR_RND_NEAREST_EVEN, MLR_OVF_SATURATE), 0x7E);
@@ -115,8 +115,8 @@ Test(formats, overflow_rules_other_formats) {
   cr_assert_eq(enc32(3.4e38f, MLR_FMT_BF16, MLR_RND_NEAREST_EVEN, MLR_OVF_NONSAT), 0x7F80);
   /* FNUZ: no Inf, so non-saturating overflow is the single NaN 0x80, whatever the sign */
   cr_assert_eq(enc(-1e9, MLR_FMT_E4M3FNUZ, MLR_RND_NEAREST_EVEN, MLR_OVF_NONSAT), 0x80);
-  cr_assert_eq(enc(248.0, MLR_FMT_E4M3FNUZ, MLR_RND_NEAREST_EVEN, MLR_OVF_NONSAT),
-               0x80); /* tie -> 256 */
+  /* tie -> 256 */
+  cr_assert_eq(enc(248.0, MLR_FMT_E4M3FNUZ, MLR_RND_NEAREST_EVEN, MLR_OVF_NONSAT), 0x80);
   cr_assert_eq(enc(247.9, MLR_FMT_E4M3FNUZ, MLR_RND_NEAREST_EVEN, MLR_OVF_NONSAT), 0x7F);
   cr_assert_eq(enc(-INFINITY, MLR_FMT_E5M2FNUZ, MLR_RND_NEAREST_EVEN, MLR_OVF_SATURATE), 0xFF);
 }
@@ -149,18 +149,18 @@ Test(formats, zeros_and_nans) {
 Test(formats, binary64_has_no_double_rounding) {
   const double x = 1.0625 + 0x1p-30;
   cr_assert_eq(enc(x, MLR_FMT_E4M3, MLR_RND_NEAREST_EVEN, MLR_OVF_SATURATE), 0x39); /* 1.125 */
-  cr_assert_eq(enc32((float)x, MLR_FMT_E4M3, MLR_RND_NEAREST_EVEN, MLR_OVF_SATURATE),
-               0x38); /* 1.0 */
+  /* 1.0 */
+  cr_assert_eq(enc32((float)x, MLR_FMT_E4M3, MLR_RND_NEAREST_EVEN, MLR_OVF_SATURATE), 0x38);
   /* the same for bf16: 1 + 2^-8 is the midpoint of 1 and 1 + 2^-7 */
   const double y = 1.0 + 0x1p-8 + 0x1p-40;
   cr_assert_eq(enc(y, MLR_FMT_BF16, MLR_RND_NEAREST_EVEN, MLR_OVF_SATURATE), 0x3F81);
   cr_assert_eq(enc32((float)y, MLR_FMT_BF16, MLR_RND_NEAREST_EVEN, MLR_OVF_SATURATE), 0x3F80);
   /* binary64 subnormals and values far below every format's range */
   cr_assert_eq(enc(0x1p-1074, MLR_FMT_FP16, MLR_RND_NEAREST_EVEN, MLR_OVF_SATURATE), 0);
-  cr_assert_eq(enc(0x1.8p-25, MLR_FMT_FP16, MLR_RND_NEAREST_EVEN, MLR_OVF_SATURATE),
-               1); /* above half of 2^-24 */
-  cr_assert_eq(enc(0x1p-25, MLR_FMT_FP16, MLR_RND_NEAREST_EVEN, MLR_OVF_SATURATE),
-               0); /* the tie goes to 0 */
+  /* above half of 2^-24 */
+  cr_assert_eq(enc(0x1.8p-25, MLR_FMT_FP16, MLR_RND_NEAREST_EVEN, MLR_OVF_SATURATE), 1);
+  /* the tie goes to 0 */
+  cr_assert_eq(enc(0x1p-25, MLR_FMT_FP16, MLR_RND_NEAREST_EVEN, MLR_OVF_SATURATE), 0);
 }
 
 Test(formats, toward_zero) {

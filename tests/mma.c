@@ -105,7 +105,8 @@ Test(mma, h200_probe_e4m3_mma_sync_bit_identical) {
    * is 3/4 of binary32's unit there), where a block with C in its alignment cuts the product away
    */
   float a[32] = {0}, b[32] = {0};
-  a[0] = 0.375f, b[0] = 0.25f;
+  a[0] = 0.375f;
+  b[0] = 0.25f;
   cr_assert_eq(mlr_mma_block(mlr_mma_get(MLR_MMA_SM90_E4M3_SYNC), a, b, 32, 0x1p20f),
                0x1p20f + 0.125f);
   cr_assert_eq(mlr_mma_block(mlr_mma_get(MLR_MMA_SM90_E4M3), a, b, 32, 0x1p20f), 0x1p20f);
@@ -148,12 +149,8 @@ Test(mma, h200_wgmma_fp8_bit_identical) {
 static float block_f64(const mlr_mma_model *m, const float *a, const float *b, int n, float c) {
   if (m->lowered) {
     float lo[2][32], hi[2][32];
-    int nl = 0, nh = 0;
-    for (int i = 0; i < n; i++)
-      if ((i & 3) < 2)
-        lo[0][nl] = a[i], lo[1][nl++] = b[i];
-      else
-        hi[0][nh] = a[i], hi[1][nh++] = b[i];
+    int nl, nh;
+    mlr_mma_lowered_split(a, b, n, lo, hi, &nl, &nh);
     const mlr_mma_model *f = mlr_mma_get(MLR_MMA_SM90_F16);
     return c + block_f64(f, hi[0], hi[1], nh, block_f64(f, lo[0], lo[1], nl, 0.0f));
   }
@@ -182,14 +179,19 @@ static float block_f64(const mlr_mma_model *m, const float *a, const float *b, i
  * (ref/emulate/emu_mma.c), run here on one lane. */
 static void sig_exp(double x, int emin, double *s, int *e) {
   if (x == 0.0) {
-    *s = 0.0, *e = -999;
+    *s = 0.0;
+    *e = -999;
     return;
   }
   int ex;
   double m = 2.0 * frexp(x, &ex);
   ex -= 1;
-  if (ex < emin) m = ldexp(m, ex - emin), ex = emin;
-  *s = m, *e = ex;
+  if (ex < emin) {
+    m = ldexp(m, ex - emin);
+    ex = emin;
+  }
+  *s = m;
+  *e = ex;
 }
 
 static void fused(const double *s, const int *e, int n, int step, int F, double *out, int *E) {
@@ -197,7 +199,8 @@ static void fused(const double *s, const int *e, int n, int step, int F, double 
   for (int i = 0; i < n; i += step) mx = e[i] > mx ? e[i] : mx;
   double acc = 0.0;
   for (int i = 0; i < n; i += step) acc += trunc(ldexp(s[i], F + e[i] - mx)) * ldexp(1.0, -F);
-  *out = acc, *E = mx;
+  *out = acc;
+  *E = mx;
 }
 
 static float cdna3_ref(const mlr_mma_model *m, const float *a, const float *b, int n, float c) {
@@ -205,7 +208,9 @@ static float cdna3_ref(const mlr_mma_model *m, const float *a, const float *b, i
   int pinf = 0, ninf = 0;
   for (int i = 0; i < n; i++) {
     const double p = (double)a[i] * (double)b[i];
-    fsum += p, pinf |= p >= 0x1p128, ninf |= p <= -0x1p128;
+    fsum += p;
+    pinf |= p >= 0x1p128;
+    ninf |= p <= -0x1p128;
   }
   if (isnan(fsum) || isinf(fsum)) return (float)fsum;
   if (pinf || ninf) return pinf && ninf ? NAN : pinf ? INFINITY : -INFINITY;
@@ -214,18 +219,21 @@ static float cdna3_ref(const mlr_mma_model *m, const float *a, const float *b, i
   for (int i = 0; i < n; i++) {
     double sa, sb;
     int ea, eb;
-    sig_exp(a[i], m->sub_emin, &sa, &ea), sig_exp(b[i], m->sub_emin, &sb, &eb);
-    sg[i] = sa * sb, eg[i] = ea + eb;
+    sig_exp(a[i], m->sub_emin, &sa, &ea);
+    sig_exp(b[i], m->sub_emin, &sb, &eb);
+    sg[i] = sa * sb;
+    eg[i] = ea + eb;
   }
   sig_exp(c, -126, &sc, &ec);
   const int F = m->frac_bits;
   if (m->two_stage == 2) {
     double s0, s1;
     int e0, e1;
-    fused(sg, eg, n, 2, F, &s0, &e0), fused(sg + 1, eg + 1, n - 1, 2, F, &s1, &e1);
+    fused(sg, eg, n, 2, F, &s0, &e0);
+    fused(sg + 1, eg + 1, n - 1, 2, F, &s1, &e1);
     const int mx = e0 > e1 ? e0 : e1;
     s = floor(ldexp(s0, F + e0 - mx)) * ldexp(1.0, -F) +
-        floor(ldexp(s1, F + e1 - mx)) * ldexp(1.0, -F),
+        floor(ldexp(s1, F + e1 - mx)) * ldexp(1.0, -F);
     e = mx;
   } else
     fused(sg, eg, n, 1, F, &s, &e);
@@ -238,7 +246,10 @@ static float cdna3_ref(const mlr_mma_model *m, const float *a, const float *b, i
 static float lane_f64(const mlr_mma_model *m, const float *a, const float *b, int n, float c) {
   int ea[64], eb[64], E[1];
   double sc[1], S[1];
-  for (int i = 0; i < n; i++) ea[i] = mlr_mma_in_exp(m, a[i]), eb[i] = mlr_mma_in_exp(m, b[i]);
+  for (int i = 0; i < n; i++) {
+    ea[i] = mlr_mma_in_exp(m, a[i]);
+    eb[i] = mlr_mma_in_exp(m, b[i]);
+  }
   mlr__emu_mma_lanes(m, 1, n, a, ea, 1, b, eb, &c, sc, S, E);
   return c;
 }
@@ -327,7 +338,8 @@ Test(mma, binary64_form_is_the_block) {
           y = mlr_decode(f, (uint32_t)(st >> 17) &
                                 (f == MLR_FMT_BF16 || f == MLR_FMT_FP16 ? 0xFFFFu : 0xFFu));
         } while (!isfinite(x) || !isfinite(y));
-        a[i] = (t % 5 == 0 && i % 3) ? 0.0f : x, b[i] = y;
+        a[i] = (t % 5 == 0 && i % 3) ? 0.0f : x;
+        b[i] = y;
       }
       st = st * 6364136223846793005ull + 1442695040888963407ull;
       const float c = (t % 4) ? ldexpf((float)(int32_t)(st >> 40), (int)(st % 80) - 60) : 0.0f;
@@ -345,38 +357,57 @@ Test(mma, steps_by_hand) {
                       *amd = mlr_mma_get(MLR_MMA_CDNA3_FP8);
   float a[32] = {0}, b[32] = {0};
   /* 1 + 2^-14: E = 0, units of 2^-13: 2^-14 is cut to 0 (and -2^-14 too: toward zero) */
-  a[0] = 1.0f, b[0] = 1.0f, a[1] = 0x1p-7f, b[1] = 0x1p-7f;
+  a[0] = 1.0f;
+  b[0] = 1.0f;
+  a[1] = 0x1p-7f;
+  b[1] = 0x1p-7f;
   cr_assert_eq(mlr_mma_block(e4, a, b, 32, 0.0f), 1.0f);
   b[1] = -0x1p-7f;
   cr_assert_eq(mlr_mma_block(e4, a, b, 32, 0.0f), 1.0f,
                "-2^-14 truncates toward zero, not to -2^-13");
   /* 1 + 2^-13 is kept exactly */
-  a[1] = 0x1p-6f, b[1] = 0x1p-7f;
+  a[1] = 0x1p-6f;
+  b[1] = 0x1p-7f;
   cr_assert_eq(mlr_mma_block(e4, a, b, 32, 0.0f), 1.0f + 0x1p-13f);
   /* the unnormalised exponent: 1.5 * 1.5 = 2.25 has e = 0 + 0, so its units are 2^-13, and a 2^-13
    * term survives; the result 2.25 + 2^-13 needs 15 significant bits: cut to 14, it is 2.25 */
-  a[0] = 1.5f, b[0] = 1.5f;
+  a[0] = 1.5f;
+  b[0] = 1.5f;
   cr_assert_eq(mlr_mma_block(e4, a, b, 32, 0.0f), 2.25f);
   /* bf16: 25 fraction bits: 1 + 2^-25 survives the cut, then binary32 truncates it to 1 */
-  memset(a, 0, sizeof a), memset(b, 0, sizeof b);
-  a[0] = 1.0f, b[0] = 1.0f, a[1] = 0x1p-12f, b[1] = 0x1p-13f;
+  memset(a, 0, sizeof a);
+  memset(b, 0, sizeof b);
+  a[0] = 1.0f;
+  b[0] = 1.0f;
+  a[1] = 0x1p-12f;
+  b[1] = 0x1p-13f;
   cr_assert_eq(mlr_mma_block(bf, a, b, 16, 0.0f), 1.0f);
   cr_assert_eq(mlr_mma_block(bf, a, b, 16, 0x1.8p-24f), 1.0f + 0x1p-23f,
                "2^-25 + 3 * 2^-25 = 2^-23, exact");
   cr_assert_eq(mlr_mma_block(bf, a, b, 16, -0x1p-25f), 1.0f,
                "C joins the alignment: 1 + 2^-25 - 2^-25");
   /* CDNA3 fp8 (unverified model): 24 fraction bits, then nearest even: 1 + 2^-24 is a tie -> 1 */
-  memset(a, 0, sizeof a), memset(b, 0, sizeof b);
-  a[0] = 1.0f, b[0] = 1.0f, a[1] = 0x1p-12f, b[1] = 0x1p-12f;
+  memset(a, 0, sizeof a);
+  memset(b, 0, sizeof b);
+  a[0] = 1.0f;
+  b[0] = 1.0f;
+  a[1] = 0x1p-12f;
+  b[1] = 0x1p-12f;
   cr_assert_eq(mlr_mma_block(amd, a, b, 16, 0.0f), 1.0f);
-  a[2] = 0x1p-12f, b[2] = 0x1p-12f; /* 1 + 2^-23: exact */
+  a[2] = 0x1p-12f;
+  b[2] = 0x1p-12f; /* 1 + 2^-23: exact */
   cr_assert_eq(mlr_mma_block(amd, a, b, 16, 0.0f), 1.0f + 0x1p-23f);
-  a[2] = 0x1p-13f, b[2] = 0x1p-12f; /* + 2^-25: cut to 0 (below the unit 2^-24) before rounding */
+  a[2] = 0x1p-13f;
+  b[2] = 0x1p-12f; /* + 2^-25: cut to 0 (below the unit 2^-24) before rounding */
   cr_assert_eq(mlr_mma_block(amd, a, b, 16, 0.0f), 1.0f, "the tie again, not above it");
   /* the even/odd split: 2^-25 at index 1 (odd) is its own group's E, kept there, then rounded
    * down to units of 2^-24 against the even group's E = 0: 2^-25 -> 0, and -2^-25 -> -2^-24 */
-  memset(a, 0, sizeof a), memset(b, 0, sizeof b);
-  a[0] = 1.0f, b[0] = 1.0f, a[1] = 0x1p-13f, b[1] = 0x1p-12f;
+  memset(a, 0, sizeof a);
+  memset(b, 0, sizeof b);
+  a[0] = 1.0f;
+  b[0] = 1.0f;
+  a[1] = 0x1p-13f;
+  b[1] = 0x1p-12f;
   cr_assert_eq(mlr_mma_block(amd, a, b, 16, 0.0f), 1.0f);
   b[1] = -0x1p-12f;
   cr_assert_eq(mlr_mma_block(amd, a, b, 16, 0.0f), 1.0f - 0x1p-24f,
@@ -395,15 +426,18 @@ Test(mma, steps_by_hand) {
   cr_assert_eq(mlr_mma_block(abf, a, b, 8, -0x1p-60f), 1.0f - 0x1p-24f);
   /* the products' sum is rounded down to units of 2^(M - 31): with C = 2^10 dominant, M = 10 and
    * the products' 1 + 2^-24 lands on a whole unit (2^-21) cut: 1024 + 1 exactly */
-  a[1] = 0x1p-12f, b[1] = 0x1p-12f;
+  a[1] = 0x1p-12f;
+  b[1] = 0x1p-12f;
   cr_assert_eq(mlr_mma_block(abf, a, b, 8, 1024.0f), 1025.0f);
   cr_assert_eq(mlr_mma_block(abf, a, b, 8, 0.0f), 1.0f,
                "1 + 2^-24 then nearest even: the tie -> 1");
   cr_assert_eq(mlr_mma_find("cdna3-bf16"), abf);
   /* a K = 64 dot is two e4m3 blocks, the first's D the second's C */
   float x[64], y[64];
-  for (int i = 0; i < 64; i++)
-    x[i] = (float)((i % 7) - 3) * 0.25f, y[i] = (float)((i % 5) + 1) * 0.125f;
+  for (int i = 0; i < 64; i++) {
+    x[i] = (float)((i % 7) - 3) * 0.25f;
+    y[i] = (float)((i % 5) + 1) * 0.125f;
+  }
   const float d1 = mlr_mma_block(e4, x, y, 32, 0.5f);
   cr_assert_eq(mlr_f32_bits(mlr_mma_dot(e4, x, y, 64, 0.5f)),
                mlr_f32_bits(mlr_mma_block(e4, x + 32, y + 32, 32, d1)));

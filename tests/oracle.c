@@ -42,7 +42,12 @@ static void check_against_plain(const mlr_inputs *in, mlr_truth_from from, const
   for (size_t i = 0; i < nl; i++)
     cr_assert(within_1ulp(l[i], rl[i]), "%s: lse[%zu] = %a, the 256-bit computation gives %a", what,
               i, l[i], rl[i]);
-  free(o), free(l), free(ro), free(rl), free(to), free(tl);
+  free(o);
+  free(l);
+  free(ro);
+  free(rl);
+  free(to);
+  free(tl);
 }
 
 Test(oracle, within_1_ulp_of_256_bit_mpfr_on_small_shapes, .timeout = 600) {
@@ -79,7 +84,12 @@ static void sampled_row(const char *spec, int64_t b, int64_t h) {
   int32_t qo[2] = {0, 1}, kvi[2] = {g.in.kv_indptr[b], g.in.kv_indptr[b + 1]};
   uint16_t *q = malloc(QK * 2);
   memcpy(q, g.in.q + (g.in.qo_indptr[b] * g.in.H + h) * QK, QK * 2);
-  one.T = 1, one.H = 1, one.B = 1, one.q = q, one.qo_indptr = qo, one.kv_indptr = kvi;
+  one.T = 1;
+  one.H = 1;
+  one.B = 1;
+  one.q = q;
+  one.qo_indptr = qo;
+  one.kv_indptr = kvi;
   char what[160];
   snprintf(what, sizeof what, "%s batch %lld head %lld", spec, (long long)b, (long long)h);
   check_against_plain(&one, MLR_TRUTH_DEQUANTIZED, what);
@@ -121,5 +131,8 @@ Test(oracle, double_double_exp_within_its_bound) {
   }
   cr_assert_leq(worst, 0x1p-97, "max relative error %a", worst);
   mpfr_clears(x, y, z, (mpfr_ptr)0);
-  free(th), free(tl), free(h), free(l);
+  free(th);
+  free(tl);
+  free(h);
+  free(l);
 }

@@ -172,7 +172,7 @@ Test(recipe, matrix_unit_dots) {
   cr_assert_eq(r.qk_dot, MLR_DOT_EXACT);
 }
 
-/* AITER metadata v1 on 256 CUs (NUMERICS.md section 4c): bs4/kv1k 5 splits, bs4/kv8k 32,
+/* AITER metadata v1 on 256 CUs (ROCm/aiter at f3be04a1): bs4/kv1k 5 splits, bs4/kv8k 32,
  * bs32/kv1k 5, bs32/kv8k 8, bs64 4, bs256 1; split lengths in multiples of 16. The seeds'
  * Triton rule: split length ceil(ceil(L/NS)/32)*32. */
 typedef struct {

@@ -60,8 +60,8 @@ Test(sfu, model_reproduces_the_h200_samples) {
   fclose(f);
   cr_assert_eq(n, 4096);
   cr_assert_eq(bad, 0, "%d of %d samples differ", bad, n);
-  cr_assert_gt(sub, 100, "the samples reach the subnormal results (%d)",
-               sub); /* the squaring path is exercised */
+  /* the squaring path is exercised */
+  cr_assert_gt(sub, 100, "the samples reach the subnormal results (%d)", sub);
   cr_assert_gt(squared, 1000);
 }
 
@@ -110,20 +110,28 @@ Test(sfu, rowsum_warp16) {
   float p[40] = {0};
   /* lane 0 holds tokens 0, 1, 8, 9: (1 + 0) + (2^-24 + 2^-24) = 1 + 2^-23; in token order each
    * 2^-24 is lost to the tie-to-even */
-  p[0] = 1.0f, p[8] = 0x1p-24f, p[9] = 0x1p-24f;
+  p[0] = 1.0f;
+  p[8] = 0x1p-24f;
+  p[9] = 0x1p-24f;
   cr_assert_eq(mlr__emu_rowsum(MLR_SUM_WARP16, p, 16), 1.0f + 0x1p-23f);
   cr_assert_eq(mlr__emu_rowsum(MLR_SUM_SEQ, p, 16), 1.0f);
   /* lanes pair (0, 1) and (2, 3) before the four meet: lane 2 (tokens 4, 5) and lane 3 (6, 7) */
   memset(p, 0, sizeof p);
-  p[0] = 1.0f, p[4] = 0x1p-24f, p[6] = 0x1p-24f;
+  p[0] = 1.0f;
+  p[4] = 0x1p-24f;
+  p[6] = 0x1p-24f;
   cr_assert_eq(mlr__emu_rowsum(MLR_SUM_WARP16, p, 16), 1.0f + 0x1p-23f);
-  p[6] = 0, p[2] = 0x1p-24f; /* lanes 1 and 2: (1 + 2^-24) + 2^-24 = 1 */
+  p[6] = 0;
+  p[2] = 0x1p-24f; /* lanes 1 and 2: (1 + 2^-24) + 2^-24 = 1 */
   cr_assert_eq(mlr__emu_rowsum(MLR_SUM_WARP16, p, 16), 1.0f);
   /* groups of 16 in order, and a short last group (n = 35: its tokens past n are zeros) */
   memset(p, 0, sizeof p);
-  p[0] = 1.0f, p[16] = 0x1p-24f, p[32] = 0x1p-24f, p[34] = 0x1p-24f;
-  cr_assert_eq(mlr__emu_rowsum(MLR_SUM_WARP16, p, 35),
-               1.0f + 0x1p-23f);                              /* (2^-24 + 2^-24) within group 2 */
+  p[0] = 1.0f;
+  p[16] = 0x1p-24f;
+  p[32] = 0x1p-24f;
+  p[34] = 0x1p-24f;
+  /* (2^-24 + 2^-24) within group 2 */
+  cr_assert_eq(mlr__emu_rowsum(MLR_SUM_WARP16, p, 35), 1.0f + 0x1p-23f);
   cr_assert_eq(mlr__emu_rowsum(MLR_SUM_WARP16, p, 34), 1.0f); /* p[34] past n */
   cr_assert_eq(mlr__emu_rowsum(MLR_SUM_SEQ, p, 35), 1.0f);
 }

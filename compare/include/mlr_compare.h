@@ -24,9 +24,8 @@
 extern "C" {
 #endif
 
-
-/** ||a - t|| / ||t|| over the pairs where both are finite, summed in element order (0 when t is 0).
- */
+/** ||a - t|| / ||t|| over the pairs where both are finite, summed in element order (0 when t is
+ *  0). */
 double mlr_compare_rel_l2(const mlr_cmp_tensor *a, const mlr_cmp_tensor *t);
 
 enum { MLR_CMP_WORST = 8 };
@@ -55,8 +54,8 @@ typedef struct mlr_metrics {
   int nworst;
 } mlr_metrics;
 
-/** Metrics of A against B (same length; B of A's type or wider): MLR_EINVAL otherwise, MLR_ENOMEM.
- */
+/** Metrics of A against B (same length; B of A's type or wider): MLR_EINVAL otherwise,
+ *  MLR_ENOMEM. */
 mlr_status mlr_compare_metrics(const mlr_cmp_tensor *a, const mlr_cmp_tensor *b, mlr_metrics *m,
                                mlr_error *err);
 
@@ -64,7 +63,6 @@ mlr_status mlr_compare_metrics(const mlr_cmp_tensor *a, const mlr_cmp_tensor *b,
  *  NaN/Inf pairs count as mismatches unless they are the same class. */
 double mlr_compare_mismatch(const mlr_cmp_tensor *a, const mlr_cmp_tensor *b, double rtol,
                             double atol);
-
 
 /** Against a per-element bound (ref/budget's a priori bound): |a - t| <= factor x bound[i] for
  *  every finite pair. Reports the largest ratio |a - t| / bound (the bound's utilisation), the

@@ -5,16 +5,19 @@
  * operation whose result does not depend on the order (a max, an exact sum):
  *
  *   k_amax   max |q| per group (dynamic, per head, per token), then the task's scale (one block
- * each) k_qprep  Q values, the QK operand, the logit scale c and each Q row's range (one block per
- * row) k_qk     logits: a thread per (2 KV tokens, head), the chain over 576 columns in order; a
- * block holds 32 tokens of one query token and its 16 heads' Q (k_qk_x8: exact dots over fp8 KV,
- * the block's K rows decoded once into binary64, 32 columns at a time) k_split  a block per (query
- * token, split), 16 warps: warp h does head h's softmax per softmax block (the max, fmaxf,
- * order-free; the p's, a token per lane; their sum in token order), and lane l of warp w runs
- * output column 32w + l of every head, each head's PV chain in token order, V read and decoded once
- * per block (exact dots: one binary64 chain, two with P split, or the 128-bit / long accumulator,
- * as the ranges allow); the split's result (output, or a partial) k_merge  one block per (query
- * token, head): thread d merges column d over the splits
+ *            each)
+ *   k_qprep  Q values, the QK operand, the logit scale c and each Q row's range (one block per
+ *            row)
+ *   k_qk     logits: a thread per (2 KV tokens, head), the chain over 576 columns in order; a
+ *            block holds 32 tokens of one query token and its 16 heads' Q (k_qk_x8: exact dots
+ *            over fp8 KV, the block's K rows decoded once into binary64, 32 columns at a time)
+ *   k_split  a block per (query token, split), 16 warps: warp h does head h's softmax per softmax
+ *            block (the max, fmaxf, order-free; the p's, a token per lane; their sum in token
+ *            order), and lane l of warp w runs output column 32w + l of every head, each head's PV
+ *            chain in token order, V read and decoded once per block (exact dots: one binary64
+ *            chain, two with P split, or the 128-bit / long accumulator, as the ranges allow); the
+ *            split's result (output, or a partial)
+ *   k_merge  one block per (query token, head): thread d merges column d over the splits
  *
  * Written against HIP names; gpu/hip_compat.h maps them onto CUDA. Build flags keep the arithmetic
  * IEEE: no contraction (-fmad=false / -ffp-contract=off), no flush to zero, IEEE division. */
@@ -104,10 +107,13 @@ __device__ float kv_operand(const gp &p, uint32_t code, int op) {
 __global__ void k_amax(gp p) {
   const int64_t g = blockIdx.x;
   int64_t t0 = 0, t1 = p.T, h0 = 0, h1 = p.H;
-  if (p.qscale == MLR_QS_PER_HEAD)
-    h0 = g, h1 = g + 1;
-  else if (p.qscale == MLR_QS_PER_TOKEN)
-    t0 = g, t1 = g + 1;
+  if (p.qscale == MLR_QS_PER_HEAD) {
+    h0 = g;
+    h1 = g + 1;
+  } else if (p.qscale == MLR_QS_PER_TOKEN) {
+    t0 = g;
+    t1 = g + 1;
+  }
   const int64_t nh = h1 - h0, nrows = (t1 - t0) * nh;
   float amax = 0.0f; /* NaN is skipped by the comparison, as in the emulator's group_amax */
   for (int64_t rr = threadIdx.x >> 5; rr < nrows; rr += blockDim.x >> 5) { /* a row per 32 lanes */
@@ -149,7 +155,11 @@ __global__ void k_qprep(gp p) {
   }
   if (p.qk_dot != MLR_DOT_EXACT) return;
   __shared__ int lo, hi, nonfinite;
-  if (i == 0) lo = 1000, hi = -1000, nonfinite = 0;
+  if (i == 0) {
+    lo = 1000;
+    hi = -1000;
+    nonfinite = 0;
+  }
   __syncthreads();
   int l = 1000, top = -1000;
   if (!isfinite(op))
@@ -159,7 +169,10 @@ __global__ void k_qprep(gp p) {
   atomicMin(&lo, l);
   atomicMax(&hi, top);
   __syncthreads();
-  if (i == 0) p.qlsb[row] = lo, p.qtop[row] = nonfinite ? INT_MAX : hi;
+  if (i == 0) {
+    p.qlsb[row] = lo;
+    p.qtop[row] = nonfinite ? INT_MAX : hi;
+  }
 }
 
 /* ---- logits ---- */
@@ -337,14 +350,17 @@ __global__ void __launch_bounds__(QKX_THREADS) k_qk_x8(gp p) {
   const int64_t t = blockIdx.y, L = p.tok_L[t], j0 = (int64_t)blockIdx.x * QKX_ROWS;
   if (j0 >= L) return;
   const int64_t b = p.tok_b[t];
-  for (int k = tid; k < 256; k += QKX_THREADS)
-    klut[k] = kv_operand(p, (uint32_t)k, p.qk_op), klutd[k] = klut[k];
+  for (int k = tid; k < 256; k += QKX_THREADS) {
+    klut[k] = kv_operand(p, (uint32_t)k, p.qk_op);
+    klutd[k] = klut[k];
+  }
   int qlo[2], qhi[2], fits1[2], fits2[2] = {0, 0}, plain[2],
                                 need = 0; /* plain: one chain, never split */
 #pragma unroll
   for (int e = 0; e < 2; e++) {
     const int h = 2 * hp + e;
-    qlo[e] = h < H ? p.qlsb[t * H + h] : 1000, qhi[e] = h < H ? p.qtop[t * H + h] : -1000;
+    qlo[e] = h < H ? p.qlsb[t * H + h] : 1000;
+    qhi[e] = h < H ? p.qtop[t * H + h] : -1000;
     plain[e] = qhi[e] == INT_MAX || qlo[e] > qhi[e];
     fits1[e] = plain[e] || mlr_f64_fits(qlo[e], qhi[e], p.klsb, p.ktop, QK);
     int sh = 0;
@@ -381,7 +397,8 @@ __global__ void __launch_bounds__(QKX_THREADS) k_qk_x8(gp p) {
         mlr_f64_split(x, kc[hh], &xh, &xl);
       else
         xh = x;
-      ((double *)qh)[c * MAXH + hh] = xh, ((double *)ql)[c * MAXH + hh] = xl;
+      ((double *)qh)[c * MAXH + hh] = xh;
+      ((double *)ql)[c * MAXH + hh] = xl;
     }
     __syncthreads();
     if (!split_blk) {
@@ -390,8 +407,10 @@ __global__ void __launch_bounds__(QKX_THREADS) k_qk_x8(gp p) {
         const double2 q = qh[c][hp], k01 = kd[c][2 * g], k23 = kd[c][2 * g + 1];
         const double k[4] = {k01.x, k01.y, k23.x, k23.y};
 #pragma unroll
-        for (int r = 0; r < 4; r++)
-          a[r][0] = fma(q.x, k[r], a[r][0]), a[r][1] = fma(q.y, k[r], a[r][1]);
+        for (int r = 0; r < 4; r++) {
+          a[r][0] = fma(q.x, k[r], a[r][0]);
+          a[r][1] = fma(q.y, k[r], a[r][1]);
+        }
       }
     } else {
 #pragma unroll 4
@@ -400,8 +419,10 @@ __global__ void __launch_bounds__(QKX_THREADS) k_qk_x8(gp p) {
         const double k[4] = {k01.x, k01.y, k23.x, k23.y};
 #pragma unroll
         for (int r = 0; r < 4; r++) {
-          a[r][0] = fma(q.x, k[r], a[r][0]), a[r][1] = fma(q.y, k[r], a[r][1]);
-          al[r][0] = fma(qw.x, k[r], al[r][0]), al[r][1] = fma(qw.y, k[r], al[r][1]);
+          a[r][0] = fma(q.x, k[r], a[r][0]);
+          a[r][1] = fma(q.y, k[r], a[r][1]);
+          al[r][0] = fma(qw.x, k[r], al[r][0]);
+          al[r][1] = fma(qw.y, k[r], al[r][1]);
         }
       }
     }
@@ -491,192 +512,312 @@ __device__ float exact_column(const gp &p, const float *vlut, const float *prow,
  * (a non-finite product never leaves a sum), and the block's tokens are then run again with that
  * head on one chain. The tables hold binary64 operands: a binary32-to-binary64 conversion runs
  * at a quarter of the fma's rate. */
+/* k_split's shared memory, the kernel's own __shared__ arrays (a struct of references to them, so
+ * that each stays an object of its own) */
+struct split_sm {
+  float (&vlut)[256];
+  double (&vlutd)[256];
+  double2 (&pd)[32][MAXH]; /* EXACT: a chunk's P parts (hi, lo) per token and head */
+  float (&pf)[32][MAXH];   /* not EXACT: a chunk's P operands */
+  int64_t (&krs)[32];      /* the chunk's KV rows */
+  float (&al_s)[MAXH], (&l_s)[MAXH];
+  int (&mode_s)[MAXH], (&g_s)[MAXH], &vlo_s, &vhi_s, &vnf_s;
+};
+
+/* one softmax block of a split: tokens [j0, j1), n of them; this warp's head's new max mn, alpha
+ * al, row sum ls; EXACT: how it sums its PV (mode), the split point of P (sh) and P's range */
+struct split_step {
+  int64_t j0, j1, n;
+  float mn, al, ls;
+  int mode, sh, plo, phi, pnf;
+};
+
+/* one block of k_split: its state and phases, each inlined into the kernel; the per-head arrays
+ * are the kernel's locals (indexed by loop counters until the loops are unrolled) */
 template <int EXACT>
-__global__ void __launch_bounds__(SPLIT_THREADS) k_split(gp p) {
-  __shared__ float vlut[256];
-  __shared__ double vlutd[256];
-  __shared__ double2 pd[32][MAXH]; /* EXACT: a chunk's P parts (hi, lo) per token and head */
-  __shared__ float pf[32][MAXH];   /* not EXACT: a chunk's P operands */
-  __shared__ int64_t krs[32];      /* the chunk's KV rows */
-  __shared__ float al_s[MAXH], l_s[MAXH];
-  __shared__ int mode_s[MAXH], g_s[MAXH], vlo_s, vhi_s, vnf_s;
-  const int w = threadIdx.x >> 5, lane = threadIdx.x & 31, col = 32 * w + lane;
-  const int64_t t = blockIdx.x, s = blockIdx.y, b = p.tok_b[t], ns = p.nsplit[b];
-  if (s >= ns) return;
+struct split_blk {
+  const gp &p;
+  split_sm sm;
+  int w, lane, col, H, own; /* own: this warp does head w's softmax */
+  int64_t t, s, b, ns, len, Lt, lo, hi, blk;
+  float *row; /* head w's logits, then P operands (own only) */
+  float m, l;
+  float (&acc)[MAXH];
+
+  __device__ __forceinline__ split_blk(const gp &p_, const split_sm &sm_, float (&acc_)[MAXH])
+      : p(p_), sm(sm_), acc(acc_) {}
+  __device__ __forceinline__ bool begin();
+  __device__ __forceinline__ void setup();
+  __device__ __forceinline__ void softmax(split_step &k);
+  __device__ __forceinline__ void p_operands(split_step &k);
+  __device__ __forceinline__ void v_range(split_step &k);
+  __device__ __forceinline__ void pv_chunk(const split_step &k, int64_t jc, double (&xh)[MAXH],
+                                           double (&xl)[MAXH], float (&pva)[MAXH], float &ls,
+                                           double kc);
+  __device__ __forceinline__ void pv(split_step &k, double (&xh)[MAXH], double (&xl)[MAXH],
+                                     float (&pva)[MAXH]);
+  __device__ __forceinline__ void exact_sums(const split_step &k, double (&xh)[MAXH],
+                                             double (&xl)[MAXH], float (&pva)[MAXH]);
+  __device__ __forceinline__ void step(int64_t j0);
+  __device__ __forceinline__ void store();
+};
+
+/* false: the token's batch has fewer splits */
+template <int EXACT>
+__device__ __forceinline__ bool split_blk<EXACT>::begin() {
+  w = threadIdx.x >> 5;
+  lane = threadIdx.x & 31;
+  col = 32 * w + lane;
+  t = blockIdx.x;
+  s = blockIdx.y;
+  b = p.tok_b[t];
+  ns = p.nsplit[b];
+  return s < ns;
+}
+
+/* the V table, the split's tokens [lo, hi), the accumulators */
+template <int EXACT>
+__device__ __forceinline__ void split_blk<EXACT>::setup() {
   if (p.kv8)
-    for (int k = threadIdx.x; k < 256; k += SPLIT_THREADS)
-      vlut[k] = kv_operand(p, (uint32_t)k, p.pv_op), vlutd[k] = vlut[k];
+    for (int k = threadIdx.x; k < 256; k += SPLIT_THREADS) {
+      sm.vlut[k] = kv_operand(p, (uint32_t)k, p.pv_op);
+      sm.vlutd[k] = sm.vlut[k];
+    }
   __syncthreads();
-  const int H = p.H, own = w < H; /* this warp does head w's softmax */
-  const int64_t len = p.slen[b], Lt = p.tok_L[t], lo = s * len;
-  int64_t hi = (s + 1) * len < Lt ? (s + 1) * len : Lt;
+  H = p.H;
+  own = w < H;
+  len = p.slen[b];
+  Lt = p.tok_L[t];
+  lo = s * len;
+  hi = (s + 1) * len < Lt ? (s + 1) * len : Lt;
   if (hi < lo) hi = lo;
-  float *row = p.lg + p.soff[t] + (int64_t)w * Lt; /* head w's logits, then P operands (own only) */
-  float m = -INFINITY, l = 0.0f, acc[MAXH];
+  row = p.lg + p.soff[t] + (int64_t)w * Lt;
+  m = -INFINITY;
+  l = 0.0f;
 #pragma unroll
   for (int h = 0; h < MAXH; h++) acc[h] = 0.0f;
-  const int64_t blk = p.blk > 0 ? p.blk : (hi > lo ? hi - lo : 1);
-  for (int64_t j0 = lo; j0 < hi; j0 += blk) {
-    const int64_t j1 = j0 + blk < hi ? j0 + blk : hi, n = j1 - j0;
-    float mn = 0.0f, al = 0.0f, ls = 0.0f;
-    int mode = PV_CHAIN, sh = 0, plo = 1000, phi = -1000, pnf = 0;
-    if (own) {
-      float bm = -INFINITY;
-      for (int64_t j = j0 + lane; j < j1; j += 32) bm = fmaxf(bm, row[j]);
-      bm = warp_max(bm);
-      mn = fmaxf(m, bm), al = mlr__emu_exp(p.exp_sm, m - mn);
-      if (lane == 0) al_s[w] = al;
-      if (EXACT) {
-        for (int64_t jb = j0; jb < j1; jb += 32) { /* P operands into lg; l's sum; P's range */
-          const int64_t j = jb + lane;
-          float pj = 0.0f;
-          if (j < j1) {
-            pj = mlr__emu_exp(p.exp_sm, row[j] - mn);
-            const float pp = mlr__emu_to_operand(mlr__emu_p_round(pj, p.p_fmt), p.pv_op);
-            row[j] = pp;
-            if (!isfinite(pp))
-              pnf = 1;
-            else
-              mlr_f32_range_add(pp, &plo, &phi);
-          }
-          const int nv = (int)(j1 - jb < 32 ? j1 - jb : 32);
-          for (int u = 0; u < nv; u++) ls = ls + MLR_SHFL(pj, u);
-        }
-        warp_range(&plo, &phi, &pnf);
-        mode = -1;
-        if (pnf)
-          mode = PV_CHAIN;           /* NaN or Inf: the binary64 chain in token order */
-        else if (p.kv8 && !p.into) { /* fp8 V: every finite code's range, where it decides */
-          if (plo > phi || mlr_f64_fits(plo, phi, p.vlsb, p.vtop, n))
-            mode = PV_CHAIN;
-          else if (mlr_f64x2_fits(plo, phi, p.vlsb, p.vtop, n, &sh))
-            mode = PV_SPLIT;
-        }
-      }
+  blk = p.blk > 0 ? p.blk : (hi > lo ? hi - lo : 1);
+}
+
+/* head w's softmax of the block (own): its max and alpha */
+template <int EXACT>
+__device__ __forceinline__ void split_blk<EXACT>::softmax(split_step &k) {
+  float bm = -INFINITY;
+  for (int64_t j = k.j0 + lane; j < k.j1; j += 32) bm = fmaxf(bm, row[j]);
+  bm = warp_max(bm);
+  k.mn = fmaxf(m, bm);
+  k.al = mlr__emu_exp(p.exp_sm, m - k.mn);
+  if (lane == 0) sm.al_s[w] = k.al;
+}
+
+/* EXACT, own: head w's P operands into lg, their sum in token order and their range, and, for fp8
+ * V where every finite code's range decides, the mode */
+template <int EXACT>
+__device__ __forceinline__ void split_blk<EXACT>::p_operands(split_step &k) {
+  for (int64_t jb = k.j0; jb < k.j1; jb += 32) { /* P operands into lg; l's sum; P's range */
+    const int64_t j = jb + lane;
+    float pj = 0.0f;
+    if (j < k.j1) {
+      pj = mlr__emu_exp(p.exp_sm, row[j] - k.mn);
+      const float pp = mlr__emu_to_operand(mlr__emu_p_round(pj, p.p_fmt), p.pv_op);
+      row[j] = pp;
+      if (!isfinite(pp))
+        k.pnf = 1;
+      else
+        mlr_f32_range_add(pp, &k.plo, &k.phi);
     }
-    if (EXACT) {
-      if (threadIdx.x == 0) vlo_s = 1000, vhi_s = -1000, vnf_s = 0;
-      if (__syncthreads_or(own && mode < 0)) { /* V's range over the block's 512 columns */
-        int vlo = 1000, vhi = -1000, vnf = 0;
-        for (int64_t j = j0; j < j1; j++) {
-          const float v = kv_operand_v(p, vlut, kv_code(p, kv_row(p, b, j), col));
-          if (!isfinite(v))
-            vnf = 1;
-          else
-            mlr_f32_range_add(v, &vlo, &vhi);
-        }
-        atomicMin(&vlo_s, vlo);
-        atomicMax(&vhi_s, vhi);
-        atomicMax(&vnf_s, vnf);
-        __syncthreads();
-        if (own && mode < 0) {
-          const int vl = vlo_s, vh = vhi_s;
-          if (vnf_s)
-            mode = PV_CHAIN;
-          else if (p.into)
-            mode = PV_LONG; /* the initial acc*alpha joins the exact sum */
-          else if (plo > phi || vl > vh || mlr_f64_fits(plo, phi, vl, vh, n))
-            mode = PV_CHAIN; /* exact in binary64 */
-          else if (mlr_f64x2_fits(plo, phi, vl, vh, n, &sh))
-            mode = PV_SPLIT;
-          else
-            mode = mlr_i128_fits(plo, phi, vl, vh, n) ? PV_I128 : PV_LONG;
-          if (lane == 0) g_s[w] = plo + vl;
-        }
-      }
-      if (own && lane == 0) mode_s[w] = mode;
+    const int nv = (int)(k.j1 - jb < 32 ? k.j1 - jb : 32);
+    for (int u = 0; u < nv; u++) k.ls = k.ls + MLR_SHFL(pj, u);
+  }
+  warp_range(&k.plo, &k.phi, &k.pnf);
+  k.mode = -1;
+  if (k.pnf)
+    k.mode = PV_CHAIN;         /* NaN or Inf: the binary64 chain in token order */
+  else if (p.kv8 && !p.into) { /* fp8 V: every finite code's range, where it decides */
+    if (k.plo > k.phi || mlr_f64_fits(k.plo, k.phi, p.vlsb, p.vtop, k.n))
+      k.mode = PV_CHAIN;
+    else if (mlr_f64x2_fits(k.plo, k.phi, p.vlsb, p.vtop, k.n, &k.sh))
+      k.mode = PV_SPLIT;
+  }
+}
+
+/* EXACT: V's range over the block's 512 columns where a head's mode needs it, then its mode */
+template <int EXACT>
+__device__ __forceinline__ void split_blk<EXACT>::v_range(split_step &k) {
+  if (threadIdx.x == 0) {
+    sm.vlo_s = 1000;
+    sm.vhi_s = -1000;
+    sm.vnf_s = 0;
+  }
+  if (__syncthreads_or(own && k.mode < 0)) {
+    int vlo = 1000, vhi = -1000, vnf = 0;
+    for (int64_t j = k.j0; j < k.j1; j++) {
+      const float v = kv_operand_v(p, sm.vlut, kv_code(p, kv_row(p, b, j), col));
+      if (!isfinite(v))
+        vnf = 1;
+      else
+        mlr_f32_range_add(v, &vlo, &vhi);
     }
+    atomicMin(&sm.vlo_s, vlo);
+    atomicMax(&sm.vhi_s, vhi);
+    atomicMax(&sm.vnf_s, vnf);
     __syncthreads();
-    const double kc = mlr_f64_split_const(sh);
-    double xh[MAXH], xl[MAXH];
-    float pva[MAXH];
-    for (;;) { /* the block's tokens; again (EXACT) when a split head met a NaN or Inf */
-#pragma unroll
-      for (int h = 0; h < MAXH; h++) {
-        const float init = p.into && h < H ? acc[h] * al_s[h] : 0.0f;
-        xh[h] = init, xl[h] = 0.0, pva[h] = init;
-      }
-      for (int64_t jc = j0; jc < j1; jc += 32) {
-        const int nv = (int)(j1 - jc < 32 ? j1 - jc : 32);
-        if (own) {
-          const int64_t j = jc + lane;
-          if (EXACT) {
-            double ph = 0.0, pl = 0.0; /* 128-bit and long heads: none, they sum on their own */
-            if (lane < nv && mode == PV_CHAIN)
-              ph = row[j];
-            else if (lane < nv && mode == PV_SPLIT)
-              mlr_f64_split((double)row[j], kc, &ph, &pl);
-            pd[lane][w] = make_double2(ph, pl);
-          } else {
-            float pj = 0.0f, pp = 0.0f;
-            if (lane < nv) {
-              pj = mlr__emu_exp(p.exp_sm, row[j] - mn);
-              pp = mlr__emu_to_operand(mlr__emu_p_round(pj, p.p_fmt), p.pv_op);
-            }
-            pf[lane][w] = pp;
-            for (int u = 0; u < nv; u++) ls = ls + MLR_SHFL(pj, u);
-          }
-        }
-        if (w == MAXH - 1)
-          krs[lane] = lane < nv ? kv_row(p, b, jc + lane)
-                                : 0; /* the last warp owns no head unless H = 16 */
-        __syncthreads();
-        MLR_UNROLL4
-        for (int u = 0; u < 32; u++) {
-          if (u >= nv) break;
-          const uint32_t code = kv_code(p, krs[u], col);
-          if (EXACT) {
-            const double v = p.kv8 ? vlutd[code] : (double)kv_operand(p, code, p.pv_op);
-#pragma unroll
-            for (int h = 0; h < MAXH; h++)
-              if (h < H) {
-                const double2 q = pd[u][h];
-                xh[h] = fma(q.x, v, xh[h]);
-                xl[h] = fma(q.y, v, xl[h]);
-              }
-          } else {
-            const float v = kv_operand_v(p, vlut, code);
-#pragma unroll
-            for (int h = 0; h < MAXH; h++)
-              if (h < H) pva[h] = fmaf(pf[u][h], v, pva[h]);
-          }
-        }
-        __syncthreads();
-      }
-      if (!EXACT) break;
-      int bad = 0;
-#pragma unroll
-      for (int h = 0; h < MAXH; h++)
-        bad |= h < H && mode_s[h] == PV_SPLIT && (!isfinite(xh[h]) || !isfinite(xl[h]));
-      if (!__syncthreads_or(bad)) break;
-      if (own && mode == PV_SPLIT) mode = PV_CHAIN; /* a NaN or Inf in V: the naive chain */
-      if (own && lane == 0) mode_s[w] = mode;
-      __syncthreads();
+    if (own && k.mode < 0) {
+      const int vl = sm.vlo_s, vh = sm.vhi_s;
+      if (sm.vnf_s)
+        k.mode = PV_CHAIN;
+      else if (p.into)
+        k.mode = PV_LONG; /* the initial acc*alpha joins the exact sum */
+      else if (k.plo > k.phi || vl > vh || mlr_f64_fits(k.plo, k.phi, vl, vh, k.n))
+        k.mode = PV_CHAIN; /* exact in binary64 */
+      else if (mlr_f64x2_fits(k.plo, k.phi, vl, vh, k.n, &k.sh))
+        k.mode = PV_SPLIT;
+      else
+        k.mode = mlr_i128_fits(k.plo, k.phi, vl, vh, k.n) ? PV_I128 : PV_LONG;
+      if (lane == 0) sm.g_s[w] = k.plo + vl;
     }
-    if (EXACT) { /* the chains' results first, so their registers are free for the accumulators */
-#pragma unroll
-      for (int h = 0; h < MAXH; h++)
-        pva[h] = mode_s[h] == PV_SPLIT ? mlr_f64x2_round_f32(xh[h], xl[h]) : (float)xh[h];
-#pragma unroll
-      for (int h = 0; h < MAXH; h++)
-        if (h < H && (mode_s[h] == PV_I128 || mode_s[h] == PV_LONG))
-          pva[h] = exact_column(p, vlut, p.lg + p.soff[t] + (int64_t)h * Lt, b, j0, j1, col,
-                                mode_s[h], g_s[h], p.into ? acc[h] * al_s[h] : 0.0f);
+  }
+  if (own && lane == 0) sm.mode_s[w] = k.mode;
+}
+
+/* the tokens jc .. jc + 31 of the block: the head warps' P operands (EXACT: their parts) into
+ * shared memory, the chunk's KV rows, then every head's chain over them, the lane's column */
+template <int EXACT>
+__device__ __forceinline__ void
+split_blk<EXACT>::pv_chunk(const split_step &k, int64_t jc, double (&xh)[MAXH], double (&xl)[MAXH],
+                           float (&pva)[MAXH], float &ls, double kc) {
+  const int nv = (int)(k.j1 - jc < 32 ? k.j1 - jc : 32);
+  if (own) {
+    const int64_t j = jc + lane;
+    if (EXACT) {
+      double ph = 0.0, pl = 0.0; /* 128-bit and long heads: none, they sum on their own */
+      if (lane < nv && k.mode == PV_CHAIN)
+        ph = row[j];
+      else if (lane < nv && k.mode == PV_SPLIT)
+        mlr_f64_split((double)row[j], kc, &ph, &pl);
+      sm.pd[lane][w] = make_double2(ph, pl);
+    } else {
+      float pj = 0.0f, pp = 0.0f;
+      if (lane < nv) {
+        pj = mlr__emu_exp(p.exp_sm, row[j] - k.mn);
+        pp = mlr__emu_to_operand(mlr__emu_p_round(pj, p.p_fmt), p.pv_op);
+      }
+      sm.pf[lane][w] = pp;
+      for (int u = 0; u < nv; u++) ls = ls + MLR_SHFL(pj, u);
     }
+  }
+  /* the last warp owns no head unless H = 16 */
+  if (w == MAXH - 1) sm.krs[lane] = lane < nv ? kv_row(p, b, jc + lane) : 0;
+  __syncthreads();
+  MLR_UNROLL4
+  for (int u = 0; u < 32; u++) {
+    if (u >= nv) break;
+    const uint32_t code = kv_code(p, sm.krs[u], col);
+    if (EXACT) {
+      const double v = p.kv8 ? sm.vlutd[code] : (double)kv_operand(p, code, p.pv_op);
+#pragma unroll
+      for (int h = 0; h < MAXH; h++)
+        if (h < H) {
+          const double2 q = sm.pd[u][h];
+          xh[h] = fma(q.x, v, xh[h]);
+          xl[h] = fma(q.y, v, xl[h]);
+        }
+    } else {
+      const float v = kv_operand_v(p, sm.vlut, code);
+#pragma unroll
+      for (int h = 0; h < MAXH; h++)
+        if (h < H) pva[h] = fmaf(sm.pf[u][h], v, pva[h]);
+    }
+  }
+  __syncthreads();
+}
+
+/* the block's tokens; again (EXACT) when a split head met a NaN or Inf */
+template <int EXACT>
+__device__ __forceinline__ void split_blk<EXACT>::pv(split_step &k, double (&xh)[MAXH],
+                                                     double (&xl)[MAXH], float (&pva)[MAXH]) {
+  const double kc = mlr_f64_split_const(k.sh);
+  for (;;) {
+#pragma unroll
+    for (int h = 0; h < MAXH; h++) {
+      const float init = p.into && h < H ? acc[h] * sm.al_s[h] : 0.0f;
+      xh[h] = init;
+      xl[h] = 0.0;
+      pva[h] = init;
+    }
+    for (int64_t jc = k.j0; jc < k.j1; jc += 32) pv_chunk(k, jc, xh, xl, pva, k.ls, kc);
+    if (!EXACT) break;
+    int bad = 0;
 #pragma unroll
     for (int h = 0; h < MAXH; h++)
-      if (h < H) acc[h] = p.into ? pva[h] : mlr__emu_upd(acc[h], al_s[h], pva[h], p.fused);
-    if (own) l = mlr__emu_upd(l, al, ls, p.fused), m = mn;
-    __syncthreads(); /* al_s, mode_s and g_s are the next block's */
+      bad |= h < H && sm.mode_s[h] == PV_SPLIT && (!isfinite(xh[h]) || !isfinite(xl[h]));
+    if (!__syncthreads_or(bad)) break;
+    if (own && k.mode == PV_SPLIT) k.mode = PV_CHAIN; /* a NaN or Inf in V: the naive chain */
+    if (own && lane == 0) sm.mode_s[w] = k.mode;
+    __syncthreads();
   }
-  /* the split's result */
-  if (own && lane == 0) l_s[w] = l;
+}
+
+/* EXACT: the chains' results first, so their registers are free for the accumulators */
+template <int EXACT>
+__device__ __forceinline__ void split_blk<EXACT>::exact_sums(const split_step &k,
+                                                             double (&xh)[MAXH], double (&xl)[MAXH],
+                                                             float (&pva)[MAXH]) {
+#pragma unroll
+  for (int h = 0; h < MAXH; h++)
+    pva[h] = sm.mode_s[h] == PV_SPLIT ? mlr_f64x2_round_f32(xh[h], xl[h]) : (float)xh[h];
+#pragma unroll
+  for (int h = 0; h < MAXH; h++)
+    if (h < H && (sm.mode_s[h] == PV_I128 || sm.mode_s[h] == PV_LONG))
+      pva[h] = exact_column(p, sm.vlut, p.lg + p.soff[t] + (int64_t)h * Lt, b, k.j0, k.j1, col,
+                            sm.mode_s[h], sm.g_s[h], p.into ? acc[h] * sm.al_s[h] : 0.0f);
+}
+
+/* one softmax block, tokens j0 .. */
+template <int EXACT>
+__device__ __forceinline__ void split_blk<EXACT>::step(int64_t j0) {
+  split_step k;
+  k.j0 = j0;
+  k.j1 = j0 + blk < hi ? j0 + blk : hi;
+  k.n = k.j1 - j0;
+  k.mn = 0.0f;
+  k.al = 0.0f;
+  k.ls = 0.0f;
+  k.mode = PV_CHAIN;
+  k.sh = 0;
+  k.plo = 1000;
+  k.phi = -1000;
+  k.pnf = 0;
+  if (own) {
+    softmax(k);
+    if (EXACT) p_operands(k);
+  }
+  if (EXACT) v_range(k);
+  __syncthreads();
+  double xh[MAXH], xl[MAXH];
+  float pva[MAXH];
+  pv(k, xh, xl, pva);
+  if (EXACT) exact_sums(k, xh, xl, pva);
+#pragma unroll
+  for (int h = 0; h < MAXH; h++)
+    if (h < H) acc[h] = p.into ? pva[h] : mlr__emu_upd(acc[h], sm.al_s[h], pva[h], p.fused);
+  if (own) {
+    l = mlr__emu_upd(l, k.al, k.ls, p.fused);
+    m = k.mn;
+  }
+  __syncthreads(); /* al_s, mode_s and g_s are the next block's */
+}
+
+/* the split's result: the output (a lone split of normalized partials) or the partial */
+template <int EXACT>
+__device__ __forceinline__ void split_blk<EXACT>::store() {
+  if (own && lane == 0) sm.l_s[w] = l;
   __syncthreads();
   const int direct = ns == 1 && p.normalized;
 #pragma unroll
   for (int h = 0; h < MAXH; h++) {
     if (h >= H) continue;
-    const float lc = fmaxf(l_s[h], p.clamp);
+    const float lc = fmaxf(sm.l_s[h], p.clamp);
     float v = p.normalized ? acc[h] / lc : acc[h];
     if (p.folded) v = v * p.kvs;
     if (direct)
@@ -692,9 +833,29 @@ __global__ void __launch_bounds__(SPLIT_THREADS) k_split(gp p) {
       p.lse[t * H + w] = lse;
     else {
       const int64_t slot = (t * H + w) * p.S + s;
-      p.part_lse[slot] = lse, p.part_max[slot] = m, p.part_sum[slot] = l;
+      p.part_lse[slot] = lse;
+      p.part_max[slot] = m;
+      p.part_sum[slot] = l;
     }
   }
+}
+
+template <int EXACT>
+__global__ void __launch_bounds__(SPLIT_THREADS) k_split(gp p) {
+  __shared__ float vlut[256];
+  __shared__ double vlutd[256];
+  __shared__ double2 pd[32][MAXH];
+  __shared__ float pf[32][MAXH];
+  __shared__ int64_t krs[32];
+  __shared__ float al_s[MAXH], l_s[MAXH];
+  __shared__ int mode_s[MAXH], g_s[MAXH], vlo_s, vhi_s, vnf_s;
+  float acc[MAXH];
+  split_blk<EXACT> k(p, {vlut, vlutd, pd, pf, krs, al_s, l_s, mode_s, g_s, vlo_s, vhi_s, vnf_s},
+                     acc);
+  if (!k.begin()) return;
+  k.setup();
+  for (int64_t j0 = k.lo; j0 < k.hi; j0 += k.blk) k.step(j0);
+  k.store();
 }
 
 /* ---- the merge of a query token's splits (the emulator's merge_one, column d per thread) ---- */
@@ -732,18 +893,308 @@ struct dbufs {
   int n;
 };
 
-} // namespace
+/* one run of the exact kernel, on the host: the kernels' parameters, the host tables they are made
+ * from, the device buffers and the events */
+struct run {
+  gp p;
+  dbufs bufs;
+  hipEvent_t ev[5]; /* start, after Q, after QK, after the splits, end */
+  int64_t *nsplit, *slen, *tok_L, *soff;
+  int32_t *tok_b;
+  int64_t T, H, B, S, lg_n, Lmax, ngroups;
+  size_t ob, kvb; /* bytes of o and of the KV codes */
+  int qfp8;
+};
 
-/* a device buffer of n bytes (n > 0), recorded in bufs; optionally filled from host src */
+/* a device buffer of n bytes (n > 0), recorded in x.bufs; optionally filled from host src */
 #define DALLOC(ptr, nbytes, src)                                                                   \
   do {                                                                                             \
     void *d_ = NULL;                                                                               \
     const size_t nb_ = (size_t)(nbytes) > 0 ? (size_t)(nbytes) : 1;                                \
     GPU_TRY(hipMalloc(&d_, nb_));                                                                  \
-    bufs.p[bufs.n++] = d_;                                                                         \
+    x.bufs.p[x.bufs.n++] = d_;                                                                     \
     if (src) GPU_TRY(hipMemcpy(d_, (src), (nbytes), hipMemcpyHostToDevice));                       \
     *(void **)&(ptr) = d_;                                                                         \
   } while (0)
+
+/* what the exact kernel runs: mlr_emu_check_fit's recipes and inputs, up to 16 heads, no
+ * matrix-unit dots or hardware exp2 */
+mlr_status check_fit(const mlr_recipe *r, const mlr_inputs *in, mlr_error *err) {
+  mlr_status st = mlr_emu_check_fit(r, in, err);
+  if (st != MLR_OK) return st;
+  if (in->H > MAXH)
+    return mlr_error_set(err, MLR_EINVAL,
+                         "the GPU exact kernel runs 1..%d heads; the inputs have %lld", MAXH,
+                         (long long)in->H);
+  if (MLR_DOT_IS_MMA(r->qk_dot) || MLR_DOT_IS_MMA(r->pv_dot))
+    return mlr_error_set(err, MLR_EINVAL,
+                         "recipe '%s': the GPU exact kernel does not run matrix-unit dots (mma:*); "
+                         "`mlaref run` does",
+                         r->name);
+  if (r->softmax_exp_unit != MLR_EXPU_EXACT || r->softmax_sum != MLR_SUM_SEQ)
+    return mlr_error_set(err, MLR_EINVAL,
+                         "recipe '%s': the GPU exact kernel does not run softmax.exp_unit = "
+                         "sm90-ex2 or softmax.sum = warp16; `mlaref run` does",
+                         r->name);
+  return MLR_OK;
+}
+
+/* the host tables (each batch's splits; each query token's batch, KV length and logits' offset),
+ * the grid's limits, the output's size; res's tables and outputs allocated */
+mlr_status plan(run &x, const mlr_recipe *r, const mlr_inputs *in, mlr_emu_result *res,
+                mlr_error *err) {
+  const int64_t T = x.T, H = x.H, B = x.B;
+  x.nsplit = (int64_t *)calloc((size_t)B, sizeof(int64_t));
+  x.slen = (int64_t *)calloc((size_t)B, sizeof(int64_t));
+  x.tok_b = (int32_t *)malloc((size_t)T * sizeof(int32_t));
+  x.tok_L = (int64_t *)malloc((size_t)T * sizeof(int64_t));
+  x.soff = (int64_t *)malloc((size_t)T * sizeof(int64_t));
+  res->split_count = (int32_t *)calloc((size_t)B, sizeof(int32_t));
+  res->split_len = (int32_t *)calloc((size_t)B, sizeof(int32_t));
+  if (!x.nsplit || !x.slen || !x.tok_b || !x.tok_L || !x.soff || !res->split_count ||
+      !res->split_len)
+    return mlr_error_set(err, MLR_ENOMEM, "out of host memory for the GPU kernel's tables");
+  for (int64_t b = 0; b < B; b++) {
+    const int64_t L = mlr_inputs_kv_len(in, b), t0 = in->qo_indptr[b],
+                  nq = in->qo_indptr[b + 1] - t0;
+    mlr_recipe_splits(r, B, in->T, L, &x.nsplit[b], &x.slen[b]);
+    if (x.nsplit[b] > x.S) x.S = x.nsplit[b];
+    if (x.nsplit[b] > INT32_MAX || x.slen[b] > INT32_MAX)
+      return mlr_error_set(err, MLR_ERANGE,
+                           "batch %lld: %lld splits of %lld tokens do not fit int32", (long long)b,
+                           (long long)x.nsplit[b], (long long)x.slen[b]);
+    res->split_count[b] = (int32_t)x.nsplit[b];
+    res->split_len[b] = (int32_t)x.slen[b];
+    for (int64_t i = 0; i < nq; i++) {
+      const int64_t t = t0 + i, Lt = L - (nq - 1 - i);
+      x.tok_b[t] = (int32_t)b;
+      x.tok_L[t] = Lt > 0 ? Lt : 0;
+      x.soff[t] = x.lg_n;
+      x.lg_n += H * x.tok_L[t];
+      if (x.tok_L[t] > x.Lmax) x.Lmax = x.tok_L[t];
+    }
+  }
+  if (T > 65535 || x.S > 65535)
+    return mlr_error_set(err, MLR_ERANGE,
+                         "the GPU exact kernel's grid takes at most 65535 query tokens and 65535 "
+                         "splits (T=%lld, splits=%lld)",
+                         (long long)T, (long long)x.S);
+  if ((double)x.lg_n * 4 > 1e12 || (double)T * H * x.S * DV * 4 > 1e12)
+    return mlr_error_set(err, MLR_ERANGE,
+                         "GPU buffers would exceed 1 TB (T=%lld, H=%lld, splits=%lld)",
+                         (long long)T, (long long)H, (long long)x.S);
+  x.ob = (size_t)(T * H * DV) * (r->out_format == MLR_OUT_FP32 ? 4 : 2);
+  x.kvb = (size_t)in->N * QK * (in->kv_format == MLR_FMT_BF16 ? 2 : 1);
+  res->T = T;
+  res->H = H;
+  res->B = B;
+  res->S = x.S;
+  res->out_format = r->out_format;
+  res->o = malloc(x.ob);
+  res->lse = (float *)malloc((size_t)(T * H) * sizeof(float));
+  if (!res->o || !res->lse)
+    return mlr_error_set(err, MLR_ENOMEM, "out of host memory for the outputs");
+  return MLR_OK;
+}
+
+/* the recipe's switches into x.p, and fp8 KV's operand ranges */
+void switches(run &x, const mlr_recipe *r, const mlr_inputs *in) {
+  gp &p = x.p;
+  p.H = (int)x.H;
+  p.T = x.T;
+  p.S = x.S;
+  p.page = in->page;
+  p.blk = r->softmax_block;
+  p.kv8 = in->kv_format != MLR_FMT_BF16;
+  p.kvfmt = in->kv_format;
+  p.folded = r->kv_scale_at == MLR_KVS_FOLDED;
+  p.fused = r->update_fma;
+  p.qk_op = r->qk_operand;
+  p.pv_op = r->pv_operand;
+  p.qk_dot = r->qk_dot;
+  p.pv_exact = r->pv_dot == MLR_DOT_EXACT;
+  p.qk_bf16 = r->qk_result == MLR_R_BF16;
+  p.logit_bf16 = r->logit_format == MLR_R_BF16;
+  p.exp_sm = r->softmax_exp;
+  p.exp_lse = r->lse_base == MLR_EXP_2
+                  ? MLR_EXP_2
+                  : (r->softmax_exp == MLR_EXP_E_VIA_2 ? MLR_EXP_E_VIA_2 : MLR_EXP_E);
+  p.p_fmt = r->p_format;
+  p.into = r->pv_accumulate == MLR_PV_INTO_ACC;
+  p.normalized = r->partial_normalized;
+  p.softmax_exp = r->softmax_exp;
+  p.lse_base = r->lse_base;
+  p.merge_rule = r->merge_rule;
+  p.out_fmt = r->out_format;
+  p.qfmt = !x.qfp8 ? -1 : r->q_format == MLR_Q_E4M3 ? MLR_FMT_E4M3 : MLR_FMT_E4M3FNUZ;
+  p.qscale = r->q_scale;
+  p.qtask = r->q_scale != MLR_QS_STATIC;
+  p.kvs = in->kv_scale;
+  p.clamp = (float)r->softmax_clamp;
+  p.c0 =
+      (float)(r->softmax_exp == MLR_EXP_2 ? MLR_EMU_SM_SCALE * MLR_EMU_LOG2E_D : MLR_EMU_SM_SCALE);
+  x.ngroups = r->q_scale == MLR_QS_PER_HEAD ? x.H : r->q_scale == MLR_QS_PER_TOKEN ? x.T : 1;
+  /* as the emulator's vlsb, vtop: every finite operand of a code */
+  p.klsb = p.vlsb = 1000;
+  p.ktop = p.vtop = -1000;
+  for (uint32_t code = 0; p.kv8 && code < 256; code++) {
+    float v = mlr_decode((mlr_format)p.kvfmt, code);
+    if (!p.folded) v = v * p.kvs;
+    const float kop = mlr__emu_to_operand(v, p.qk_op), vop = mlr__emu_to_operand(v, p.pv_op);
+    if (isfinite(kop)) mlr_f32_range_add(kop, &p.klsb, &p.ktop);
+    if (isfinite(vop)) mlr_f32_range_add(vop, &p.vlsb, &p.vtop);
+  }
+}
+
+/* the device buffers: the inputs and tables uploaded, the outputs pre-filled with the NaN pattern
+ * no step writes (checked by read_back) */
+mlr_status upload(run &x, const mlr_recipe *r, const mlr_inputs *in, mlr_error *err) {
+  mlr_status st = MLR_OK;
+  gp &p = x.p;
+  const int64_t T = x.T, H = x.H, B = x.B, S = x.S;
+  /* Python float -> float32 */
+  const float static_scale =
+      x.qfp8 ? (float)(r->q_absmax / (double)mlr_format_max((mlr_format)p.qfmt)) : 1.0f;
+  const int64_t npages = in->kv_indices ? in->kv_indptr[B] : 0;
+  DALLOC(p.q, (size_t)(T * H * QK) * 2, in->q);
+  DALLOC(p.kv, x.kvb, in->kv);
+  DALLOC(p.kv_indptr, (size_t)(B + 1) * 4, in->kv_indptr);
+  if (in->kv_indices) DALLOC(p.kv_indices, (size_t)npages * 4, in->kv_indices);
+  DALLOC(p.tok_b, (size_t)T * 4, x.tok_b);
+  DALLOC(p.tok_L, (size_t)T * 8, x.tok_L);
+  DALLOC(p.soff, (size_t)T * 8, x.soff);
+  DALLOC(p.nsplit, (size_t)B * 8, x.nsplit);
+  DALLOC(p.slen, (size_t)B * 8, x.slen);
+  DALLOC(p.scales, (size_t)x.ngroups * 4, NULL);
+  if (x.qfp8 && r->q_scale == MLR_QS_STATIC)
+    GPU_TRY(hipMemcpy(p.scales, &static_scale, 4, hipMemcpyHostToDevice));
+  DALLOC(p.qT, (size_t)(T * H * QK) * 4, NULL);
+  DALLOC(p.c, (size_t)(T * H) * 4, NULL);
+  DALLOC(p.qlsb, (size_t)(T * H) * 4, NULL);
+  DALLOC(p.qtop, (size_t)(T * H) * 4, NULL);
+  DALLOC(p.clipped, 8, NULL);
+  GPU_TRY(hipMemset(p.clipped, 0, 8));
+  DALLOC(p.lg, (size_t)x.lg_n * 4, NULL);
+  if (S > 1 || !p.normalized) {
+    DALLOC(p.part_o, (size_t)(T * H * S * DV) * 4, NULL);
+    DALLOC(p.part_lse, (size_t)(T * H * S) * 4, NULL);
+    DALLOC(p.part_max, (size_t)(T * H * S) * 4, NULL);
+    DALLOC(p.part_sum, (size_t)(T * H * S) * 4, NULL);
+  }
+  DALLOC(p.o, x.ob, NULL);
+  DALLOC(p.lse, (size_t)(T * H) * 4, NULL);
+  GPU_TRY(hipMemset(p.o, 0xFF, x.ob)); /* the NaN pattern no step writes (checked below) */
+  GPU_TRY(hipMemset(p.lse, 0xFF, (size_t)(T * H) * 4));
+out:
+  return st;
+}
+
+/* The kernels, between events (timing: their times). The error paths' test hook
+ * (tests/bad_input.sh, on a GPU): MLAREF_GPU_FAULT=launch launches the Q kernel with 2048 threads
+ * a block, a configuration every runtime refuses; =unwritten skips the kernels that write o, so
+ * the unwritten-element check must fire. */
+mlr_status launch(run &x, const mlr_recipe *r, mlr_gpu_timing *timing, mlr_error *err) {
+  mlr_status st = MLR_OK;
+  const gp &p = x.p;
+  const int64_t T = x.T, H = x.H, S = x.S;
+  const char *fault = getenv("MLAREF_GPU_FAULT");
+  const int fault_launch = fault && !strcmp(fault, "launch");
+  const int fault_unwritten = fault && !strcmp(fault, "unwritten");
+  for (int k = 0; k < 5; k++) GPU_TRY(hipEventCreate(&x.ev[k]));
+  GPU_TRY(hipEventRecord(x.ev[0], 0));
+  if (x.qfp8 && r->q_scale != MLR_QS_STATIC) {
+    k_amax<<<(unsigned)x.ngroups, AMAX_THREADS>>>(p);
+    GPU_TRY(hipGetLastError());
+  }
+  k_qprep<<<(unsigned)(T * H), fault_launch ? 2048 : QK>>>(p);
+  GPU_TRY(hipGetLastError());
+  GPU_TRY(hipEventRecord(x.ev[1], 0));
+  if (x.Lmax > 0) {
+    const dim3 grid((unsigned)((x.Lmax + QK_ROWS - 1) / QK_ROWS), (unsigned)T);
+    if (p.kv8 && p.qk_dot == MLR_DOT_EXACT)
+      k_qk_x8<<<dim3((unsigned)((x.Lmax + QKX_ROWS - 1) / QKX_ROWS), (unsigned)T), QKX_THREADS>>>(
+          p);
+    else if (p.kv8)
+      k_qk<1><<<grid, QK_THREADS>>>(p);
+    else
+      k_qk<0><<<grid, QK_THREADS>>>(p);
+    GPU_TRY(hipGetLastError());
+  }
+  GPU_TRY(hipEventRecord(x.ev[2], 0));
+  if (!fault_unwritten) {
+    if (p.pv_exact)
+      k_split<1><<<dim3((unsigned)T, (unsigned)S), SPLIT_THREADS>>>(p);
+    else
+      k_split<0><<<dim3((unsigned)T, (unsigned)S), SPLIT_THREADS>>>(p);
+  }
+  GPU_TRY(hipGetLastError());
+  GPU_TRY(hipEventRecord(x.ev[3], 0));
+  if ((S > 1 || !p.normalized) && !fault_unwritten) {
+    k_merge<<<(unsigned)(T * H), MERGE_THREADS>>>(p);
+    GPU_TRY(hipGetLastError());
+  }
+  GPU_TRY(hipEventRecord(x.ev[4], 0));
+  GPU_TRY(hipEventSynchronize(x.ev[4]));
+  if (timing) {
+    float ms[5] = {0, 0, 0, 0, 0};
+    for (int k = 1; k < 5; k++) GPU_TRY(hipEventElapsedTime(&ms[k], x.ev[k - 1], x.ev[k]));
+    timing->q_ms = ms[1];
+    timing->qk_ms = ms[2];
+    timing->split_ms = ms[3];
+    timing->merge_ms = ms[4];
+    timing->kernel_ms = (double)ms[1] + ms[2] + ms[3] + ms[4];
+  }
+out:
+  return st;
+}
+
+/* the outputs, the Q scales and the clamp's count into res, and every element checked written:
+ * the all-ones pattern is a NaN no encoder and no GPU operation makes */
+mlr_status read_back(run &x, const mlr_recipe *r, mlr_emu_result *res, mlr_error *err) {
+  mlr_status st = MLR_OK;
+  const gp &p = x.p;
+  const int64_t T = x.T, H = x.H;
+  GPU_TRY(hipMemcpy(res->o, p.o, x.ob, hipMemcpyDeviceToHost));
+  GPU_TRY(hipMemcpy(res->lse, p.lse, (size_t)(T * H) * 4, hipMemcpyDeviceToHost));
+  if (x.qfp8) {
+    unsigned long long clipped = 0;
+    res->n_q_scales = x.ngroups;
+    res->q_scales = (float *)malloc((size_t)x.ngroups * sizeof(float));
+    if (!res->q_scales)
+      return mlr_error_set(err, MLR_ENOMEM, "out of host memory for the Q scales");
+    GPU_TRY(hipMemcpy(res->q_scales, p.scales, (size_t)x.ngroups * 4, hipMemcpyDeviceToHost));
+    GPU_TRY(hipMemcpy(&clipped, p.clipped, 8, hipMemcpyDeviceToHost));
+    res->q_clipped = (int64_t)clipped;
+  }
+  {
+    const size_t esz = r->out_format == MLR_OUT_FP32 ? 4 : 2, n = x.ob / esz;
+    for (size_t k = 0; k < n; k++) {
+      const uint32_t v = esz == 4 ? ((const uint32_t *)res->o)[k] : ((const uint16_t *)res->o)[k];
+      if (v == (esz == 4 ? 0xFFFFFFFFu : 0xFFFFu))
+        return mlr_error_set(err, MLR_EDEVICE, "GPU exact kernel left o[%zu][%zu][%zu] unwritten",
+                             k / DV / (size_t)H, k / DV % (size_t)H, k % DV);
+    }
+    for (int64_t k = 0; k < T * H; k++)
+      if (mlr_f32_bits(res->lse[k]) == 0xFFFFFFFFu)
+        return mlr_error_set(err, MLR_EDEVICE, "GPU exact kernel left lse[%lld][%lld] unwritten",
+                             (long long)(k / H), (long long)(k % H));
+  }
+out:
+  return st;
+}
+
+void run_free(run &x) {
+  for (int k = 0; k < 5; k++)
+    if (x.ev[k]) (void)hipEventDestroy(x.ev[k]);
+  for (int k = 0; k < x.bufs.n; k++) (void)hipFree(x.bufs.p[k]);
+  free(x.nsplit);
+  free(x.slen);
+  free(x.tok_b);
+  free(x.tok_L);
+  free(x.soff);
+}
+
+} // namespace
 
 extern "C" const char *mlr_gpu_backend(void) {
 #if defined(__HIPCC__) || defined(__HIP_PLATFORM_AMD__)
@@ -775,230 +1226,22 @@ extern "C" mlr_status mlr_gpu_exact(const mlr_recipe *r, const mlr_inputs *in, m
                                     mlr_gpu_timing *timing, mlr_error *err) {
   memset(res, 0, sizeof *res);
   const double t_start = now_ms();
-  mlr_status st = mlr_emu_check_fit(r, in, err);
+  mlr_status st = check_fit(r, in, err);
   if (st != MLR_OK) return st;
-  const int64_t T = in->T, H = in->H, B = in->B;
-  if (H > MAXH)
-    return mlr_error_set(err, MLR_EINVAL,
-                         "the GPU exact kernel runs 1..%d heads; the inputs have %lld", MAXH,
-                         (long long)H);
-  if (MLR_DOT_IS_MMA(r->qk_dot) || MLR_DOT_IS_MMA(r->pv_dot))
-    return mlr_error_set(err, MLR_EINVAL,
-                         "recipe '%s': the GPU exact kernel does not run matrix-unit dots (mma:*); "
-                         "`mlaref run` does",
-                         r->name);
-  if (r->softmax_exp_unit != MLR_EXPU_EXACT || r->softmax_sum != MLR_SUM_SEQ)
-    return mlr_error_set(err, MLR_EINVAL,
-                         "recipe '%s': the GPU exact kernel does not run softmax.exp_unit = "
-                         "sm90-ex2 or softmax.sum = warp16; `mlaref run` does",
-                         r->name);
-  /* The error paths' test hook (tests/bad_input.sh, on a GPU): MLAREF_GPU_FAULT=launch launches the
-   * Q kernel with 2048 threads a block, a configuration every runtime refuses; =unwritten skips the
-   * kernels that write o, so the unwritten-element check must fire. */
-  const char *fault = getenv("MLAREF_GPU_FAULT");
-  const int fault_launch = fault && !strcmp(fault, "launch"),
-            fault_unwritten = fault && !strcmp(fault, "unwritten");
-  dbufs bufs;
-  bufs.n = 0;
-  hipEvent_t ev[5] = {NULL, NULL, NULL, NULL,
-                      NULL}; /* start, after Q, after QK, after the splits, end */
-  gp p;
-  memset(&p, 0, sizeof p);
-  int64_t *nsplit = (int64_t *)calloc((size_t)B, sizeof(int64_t)),
-          *slen = (int64_t *)calloc((size_t)B, sizeof(int64_t));
-  int32_t *tok_b = (int32_t *)malloc((size_t)T * sizeof(int32_t));
-  int64_t *tok_L = (int64_t *)malloc((size_t)T * sizeof(int64_t)),
-          *soff = (int64_t *)malloc((size_t)T * sizeof(int64_t));
-  res->split_count = (int32_t *)calloc((size_t)B, sizeof(int32_t));
-  res->split_len = (int32_t *)calloc((size_t)B, sizeof(int32_t));
-  int64_t S = 1, lg_n = 0, Lmax = 0, ngroups = 1;
-  size_t ob = 0, kvb = 0;
-  const int qfp8 = r->q_format != MLR_Q_BF16;
-  if (!nsplit || !slen || !tok_b || !tok_L || !soff || !res->split_count || !res->split_len) {
-    st = mlr_error_set(err, MLR_ENOMEM, "out of host memory for the GPU kernel's tables");
-    goto out;
+  run x;
+  memset(&x, 0, sizeof x);
+  x.T = in->T;
+  x.H = in->H;
+  x.B = in->B;
+  x.S = 1;
+  x.qfp8 = r->q_format != MLR_Q_BF16;
+  if ((st = plan(x, r, in, res, err)) == MLR_OK) {
+    switches(x, r, in);
+    st = upload(x, r, in, err);
   }
-  for (int64_t b = 0; b < B; b++) {
-    const int64_t L = mlr_inputs_kv_len(in, b), t0 = in->qo_indptr[b],
-                  nq = in->qo_indptr[b + 1] - t0;
-    mlr_recipe_splits(r, B, in->T, L, &nsplit[b], &slen[b]);
-    if (nsplit[b] > S) S = nsplit[b];
-    if (nsplit[b] > INT32_MAX || slen[b] > INT32_MAX) {
-      st = mlr_error_set(err, MLR_ERANGE, "batch %lld: %lld splits of %lld tokens do not fit int32",
-                         (long long)b, (long long)nsplit[b], (long long)slen[b]);
-      goto out;
-    }
-    res->split_count[b] = (int32_t)nsplit[b], res->split_len[b] = (int32_t)slen[b];
-    for (int64_t i = 0; i < nq; i++) {
-      const int64_t t = t0 + i, Lt = L - (nq - 1 - i);
-      tok_b[t] = (int32_t)b, tok_L[t] = Lt > 0 ? Lt : 0, soff[t] = lg_n;
-      lg_n += H * tok_L[t];
-      if (tok_L[t] > Lmax) Lmax = tok_L[t];
-    }
-  }
-  if (T > 65535 || S > 65535) {
-    st = mlr_error_set(err, MLR_ERANGE,
-                       "the GPU exact kernel's grid takes at most 65535 query tokens and 65535 "
-                       "splits (T=%lld, splits=%lld)",
-                       (long long)T, (long long)S);
-    goto out;
-  }
-  if ((double)lg_n * 4 > 1e12 || (double)T * H * S * DV * 4 > 1e12) {
-    st = mlr_error_set(err, MLR_ERANGE,
-                       "GPU buffers would exceed 1 TB (T=%lld, H=%lld, splits=%lld)", (long long)T,
-                       (long long)H, (long long)S);
-    goto out;
-  }
-  ob = (size_t)(T * H * DV) * (r->out_format == MLR_OUT_FP32 ? 4 : 2);
-  kvb = (size_t)in->N * QK * (in->kv_format == MLR_FMT_BF16 ? 2 : 1);
-  res->T = T, res->H = H, res->B = B, res->S = S, res->out_format = r->out_format;
-  res->o = malloc(ob);
-  res->lse = (float *)malloc((size_t)(T * H) * sizeof(float));
-  if (!res->o || !res->lse) {
-    st = mlr_error_set(err, MLR_ENOMEM, "out of host memory for the outputs");
-    goto out;
-  }
-  /* the recipe's switches */
-  p.H = (int)H, p.T = T, p.S = S, p.page = in->page, p.blk = r->softmax_block;
-  p.kv8 = in->kv_format != MLR_FMT_BF16, p.kvfmt = in->kv_format;
-  p.folded = r->kv_scale_at == MLR_KVS_FOLDED, p.fused = r->update_fma;
-  p.qk_op = r->qk_operand, p.pv_op = r->pv_operand, p.qk_dot = r->qk_dot,
-  p.pv_exact = r->pv_dot == MLR_DOT_EXACT;
-  p.qk_bf16 = r->qk_result == MLR_R_BF16, p.logit_bf16 = r->logit_format == MLR_R_BF16;
-  p.exp_sm = r->softmax_exp;
-  p.exp_lse = r->lse_base == MLR_EXP_2
-                  ? MLR_EXP_2
-                  : (r->softmax_exp == MLR_EXP_E_VIA_2 ? MLR_EXP_E_VIA_2 : MLR_EXP_E);
-  p.p_fmt = r->p_format, p.into = r->pv_accumulate == MLR_PV_INTO_ACC,
-  p.normalized = r->partial_normalized;
-  p.softmax_exp = r->softmax_exp, p.lse_base = r->lse_base, p.merge_rule = r->merge_rule,
-  p.out_fmt = r->out_format;
-  p.qfmt = !qfp8 ? -1 : r->q_format == MLR_Q_E4M3 ? MLR_FMT_E4M3 : MLR_FMT_E4M3FNUZ;
-  p.qscale = r->q_scale, p.qtask = r->q_scale != MLR_QS_STATIC;
-  p.kvs = in->kv_scale, p.clamp = (float)r->softmax_clamp;
-  p.c0 =
-      (float)(r->softmax_exp == MLR_EXP_2 ? MLR_EMU_SM_SCALE * MLR_EMU_LOG2E_D : MLR_EMU_SM_SCALE);
-  ngroups = r->q_scale == MLR_QS_PER_HEAD ? H : r->q_scale == MLR_QS_PER_TOKEN ? T : 1;
-  p.klsb = p.vlsb = 1000,
-  p.ktop = p.vtop = -1000; /* as the emulator's vlsb, vtop: every finite operand of a code */
-  for (uint32_t code = 0; p.kv8 && code < 256; code++) {
-    float v = mlr_decode((mlr_format)p.kvfmt, code);
-    if (!p.folded) v = v * p.kvs;
-    const float kop = mlr__emu_to_operand(v, p.qk_op), vop = mlr__emu_to_operand(v, p.pv_op);
-    if (isfinite(kop)) mlr_f32_range_add(kop, &p.klsb, &p.ktop);
-    if (isfinite(vop)) mlr_f32_range_add(vop, &p.vlsb, &p.vtop);
-  }
-  {
-    float static_scale = qfp8 ? (float)(r->q_absmax / (double)mlr_format_max((mlr_format)p.qfmt))
-                              : 1.0f; /* Python float -> float32 */
-    const int64_t npages = in->kv_indices ? in->kv_indptr[B] : 0;
-    DALLOC(p.q, (size_t)(T * H * QK) * 2, in->q);
-    DALLOC(p.kv, kvb, in->kv);
-    DALLOC(p.kv_indptr, (size_t)(B + 1) * 4, in->kv_indptr);
-    if (in->kv_indices) DALLOC(p.kv_indices, (size_t)npages * 4, in->kv_indices);
-    DALLOC(p.tok_b, (size_t)T * 4, tok_b);
-    DALLOC(p.tok_L, (size_t)T * 8, tok_L);
-    DALLOC(p.soff, (size_t)T * 8, soff);
-    DALLOC(p.nsplit, (size_t)B * 8, nsplit);
-    DALLOC(p.slen, (size_t)B * 8, slen);
-    DALLOC(p.scales, (size_t)ngroups * 4, NULL);
-    if (qfp8 && r->q_scale == MLR_QS_STATIC)
-      GPU_TRY(hipMemcpy(p.scales, &static_scale, 4, hipMemcpyHostToDevice));
-    DALLOC(p.qT, (size_t)(T * H * QK) * 4, NULL);
-    DALLOC(p.c, (size_t)(T * H) * 4, NULL);
-    DALLOC(p.qlsb, (size_t)(T * H) * 4, NULL);
-    DALLOC(p.qtop, (size_t)(T * H) * 4, NULL);
-    DALLOC(p.clipped, 8, NULL);
-    GPU_TRY(hipMemset(p.clipped, 0, 8));
-    DALLOC(p.lg, (size_t)lg_n * 4, NULL);
-    if (S > 1 || !p.normalized) {
-      DALLOC(p.part_o, (size_t)(T * H * S * DV) * 4, NULL);
-      DALLOC(p.part_lse, (size_t)(T * H * S) * 4, NULL);
-      DALLOC(p.part_max, (size_t)(T * H * S) * 4, NULL);
-      DALLOC(p.part_sum, (size_t)(T * H * S) * 4, NULL);
-    }
-    DALLOC(p.o, ob, NULL);
-    DALLOC(p.lse, (size_t)(T * H) * 4, NULL);
-    GPU_TRY(hipMemset(p.o, 0xFF, ob)); /* the NaN pattern no step writes (checked below) */
-    GPU_TRY(hipMemset(p.lse, 0xFF, (size_t)(T * H) * 4));
-  }
-  for (int k = 0; k < 5; k++) GPU_TRY(hipEventCreate(&ev[k]));
-  GPU_TRY(hipEventRecord(ev[0], 0));
-  if (qfp8 && r->q_scale != MLR_QS_STATIC) {
-    k_amax<<<(unsigned)ngroups, AMAX_THREADS>>>(p);
-    GPU_TRY(hipGetLastError());
-  }
-  k_qprep<<<(unsigned)(T * H), fault_launch ? 2048 : QK>>>(p);
-  GPU_TRY(hipGetLastError());
-  GPU_TRY(hipEventRecord(ev[1], 0));
-  if (Lmax > 0) {
-    const dim3 grid((unsigned)((Lmax + QK_ROWS - 1) / QK_ROWS), (unsigned)T);
-    if (p.kv8 && p.qk_dot == MLR_DOT_EXACT)
-      k_qk_x8<<<dim3((unsigned)((Lmax + QKX_ROWS - 1) / QKX_ROWS), (unsigned)T), QKX_THREADS>>>(p);
-    else if (p.kv8)
-      k_qk<1><<<grid, QK_THREADS>>>(p);
-    else
-      k_qk<0><<<grid, QK_THREADS>>>(p);
-    GPU_TRY(hipGetLastError());
-  }
-  GPU_TRY(hipEventRecord(ev[2], 0));
-  if (!fault_unwritten) {
-    if (p.pv_exact)
-      k_split<1><<<dim3((unsigned)T, (unsigned)S), SPLIT_THREADS>>>(p);
-    else
-      k_split<0><<<dim3((unsigned)T, (unsigned)S), SPLIT_THREADS>>>(p);
-  }
-  GPU_TRY(hipGetLastError());
-  GPU_TRY(hipEventRecord(ev[3], 0));
-  if ((S > 1 || !p.normalized) && !fault_unwritten) {
-    k_merge<<<(unsigned)(T * H), MERGE_THREADS>>>(p);
-    GPU_TRY(hipGetLastError());
-  }
-  GPU_TRY(hipEventRecord(ev[4], 0));
-  GPU_TRY(hipEventSynchronize(ev[4]));
-  if (timing) {
-    float ms[5] = {0, 0, 0, 0, 0};
-    for (int k = 1; k < 5; k++) GPU_TRY(hipEventElapsedTime(&ms[k], ev[k - 1], ev[k]));
-    timing->q_ms = ms[1], timing->qk_ms = ms[2], timing->split_ms = ms[3], timing->merge_ms = ms[4];
-    timing->kernel_ms = (double)ms[1] + ms[2] + ms[3] + ms[4];
-  }
-  GPU_TRY(hipMemcpy(res->o, p.o, ob, hipMemcpyDeviceToHost));
-  GPU_TRY(hipMemcpy(res->lse, p.lse, (size_t)(T * H) * 4, hipMemcpyDeviceToHost));
-  if (qfp8) {
-    unsigned long long clipped = 0;
-    res->n_q_scales = ngroups;
-    res->q_scales = (float *)malloc((size_t)ngroups * sizeof(float));
-    if (!res->q_scales) {
-      st = mlr_error_set(err, MLR_ENOMEM, "out of host memory for the Q scales");
-      goto out;
-    }
-    GPU_TRY(hipMemcpy(res->q_scales, p.scales, (size_t)ngroups * 4, hipMemcpyDeviceToHost));
-    GPU_TRY(hipMemcpy(&clipped, p.clipped, 8, hipMemcpyDeviceToHost));
-    res->q_clipped = (int64_t)clipped;
-  }
-  { /* every element written: the all-ones pattern is a NaN no encoder and no GPU operation makes */
-    const size_t esz = r->out_format == MLR_OUT_FP32 ? 4 : 2, n = ob / esz;
-    for (size_t k = 0; k < n; k++) {
-      const uint32_t v = esz == 4 ? ((const uint32_t *)res->o)[k] : ((const uint16_t *)res->o)[k];
-      if (v == (esz == 4 ? 0xFFFFFFFFu : 0xFFFFu)) {
-        st = mlr_error_set(err, MLR_EDEVICE, "GPU exact kernel left o[%zu][%zu][%zu] unwritten",
-                           k / DV / (size_t)H, k / DV % (size_t)H, k % DV);
-        goto out;
-      }
-    }
-    for (int64_t k = 0; k < T * H; k++)
-      if (mlr_f32_bits(res->lse[k]) == 0xFFFFFFFFu) {
-        st = mlr_error_set(err, MLR_EDEVICE, "GPU exact kernel left lse[%lld][%lld] unwritten",
-                           (long long)(k / H), (long long)(k % H));
-        goto out;
-      }
-  }
-  st = MLR_OK;
-out:
-  for (int k = 0; k < 5; k++)
-    if (ev[k]) (void)hipEventDestroy(ev[k]);
-  for (int k = 0; k < bufs.n; k++) (void)hipFree(bufs.p[k]);
-  free(nsplit), free(slen), free(tok_b), free(tok_L), free(soff);
+  if (st == MLR_OK) st = launch(x, r, timing, err);
+  if (st == MLR_OK) st = read_back(x, r, res, err);
+  run_free(x);
   if (st != MLR_OK)
     mlr_emu_result_free(res);
   else if (timing)

@@ -1,9 +1,9 @@
 /* fast_div.h: the fast kernels' output division, o = n / d in binary32 rounded to nearest even (the
- * recipe's acc / max(l, clamp) in a lone split's store, fast.cu's div_row), for many n over one d:
- * one IEEE division a divisor, r = 1 / d, then five operations a value and no branch, where the
- * IEEE division is a reciprocal refined by fmas, a range test and a branch to a slow path, a value
- * (y0 below is beyond 1 ulp for about 1.3% of random pairs: the first correction is needed). Plain
- * IEEE operations (fmaf: one rounding), so CUDA and HIP alike. gpu/probes/cvt_probe.cu checks
+ * recipe's acc / max(l, clamp) in a lone split's store, fast_common.cuh's div_row), for many n over
+ * one d: one IEEE division a divisor, r = 1 / d, then five operations a value and no branch, where
+ * the IEEE division is a reciprocal refined by fmas, a range test and a branch to a slow path, a
+ * value (y0 below is beyond 1 ulp for about 1.3% of random pairs: the first correction is needed).
+ * Plain IEEE operations (fmaf: one rounding), so CUDA and HIP alike. gpu/probes/cvt_probe.cu checks
  * mlr__div_by against the division on 2^32 pairs (every significand of d), scripts/gpu_run.sh's
  * fast step; a change here is a change there.
  *

@@ -1,6 +1,6 @@
 /* fast_recipe.c: the fast kernel's recipes and the test of whether it computes a given recipe
  * (mlr_gpu_fast.h). Pure C, in every build: `mlaref recipe show fast-a16w8` and the fit test need
- * no GPU. Each setting below is what gpu/fast/fast.cu does; change both together. */
+ * no GPU. Each setting below is what the kernels in gpu/fast do; change both together. */
 #include <stdio.h>
 #include <string.h>
 
@@ -11,24 +11,16 @@
  * values are exact in fp16; bf16 KV values round to fp16, exact for |v| in [2^-17, 65504]),
  * kv_scale folded, base-2 softmax over blocks of the kernel's KV tile (128 tokens of fp8 KV, 64 of
  * bf16 KV: the same 72 KiB of shared memory) with the hardware exp2 (ex2.approx.f32: sm90-ex2) and
- * the kernel's row-sum tree (softmax2: warp16), P in fp16, the PV dot from acc*alpha, raw partials
- * (acc * kv_scale, m and l: no division a partial element; the merge divides once), lse in ln
- * units, the global-max merge, bf16 output. Splits: the waves rule (mlr_recipe.h) for the H200's
- * 132 SMs (one block an SM), counting a split's blocks as the kernel's grid does, one a query token
- * (split.per = token), at least 128 tokens a split, aligned to 128, a block's fixed cost 18 tiles.
- * It keeps AITER's metadata-v1 counts (128 "CUs", the rule these recipes had until session 29) at
- * the 8 bench shapes and changes them where those left SMs idle for a wave (H200, fast-wgmma-a8w8,
- * us): bs=67 kv=8192 150.8 -> 113.5 (3 splits, not 2), bs=96 kv=8192 155.0 -> 128.0 (1, not 2),
- * bs=133 and 160 at kv=8192 260.2 and 264.0 -> 222.9 and 229.0 (2, not 1), bs=67 kv=1024 39.8
- * -> 28.1 (1). The cost 18: a block costs 8 to 13 us besides its tiles of about 2 us; of the values
- * that keep the bench shapes' counts, 16 to 19 pick the faster count at every shape measured (12
- * took 2 splits at bs=140 kv=4096, 150.8 us against 142.5 with 1; 20 takes 1 at bs=67 kv=8192);
- * over the 38 shapes of session 30's sweep no cost and no other form tried that keeps the bench
- * counts does better. Counting tokens (session 30): with q_len > 1 counting batches gave each
- * token's block several splits and the GPU several waves: bs=33 q=4 kv=8192 194.4 -> 122.1 (1
- * split, not 4), bs=16 q=4 107.7 -> 70.9 (2, not 8), bs=66 q=2 kv=4096 101.5 -> 69.9 (1, not 2),
- * bs=8 q=4 kv=4096 45.3 -> 31.8 (4, not 16); at each of the 8 q_len > 1 shapes measured it picks
- * the fastest of 1 to 4 splits. BENCHMARKS.md, sessions 29 and 30. */
+ * the kernel's row-sum tree (warp16), P in fp16, the PV dot from acc*alpha, raw partials (acc *
+ * kv_scale, m and l: no division a partial element; the merge divides once), lse in ln units, the
+ * global-max merge, bf16 output. Splits: the waves rule (mlr_recipe.h) for the H200's 132 SMs (one
+ * block an SM), counting a split's blocks as the kernel's grid does, one a query token (split.per
+ * = token), at least 128 tokens a split, aligned to 128, a block's fixed cost 18 tiles (its start
+ * and end against a tile's time). The rule, its cost and its counting of query tokens were chosen
+ * by timing `mlaref bench gpu` on an H200 with recipe files that set other split.rule,
+ * split.overhead and split.per values, over the bench shapes and shapes between them (q_len 1 to
+ * 4): 18 keeps the 8 bench shapes' counts and picks the fastest count at every shape timed;
+ * docs/perf/2026-12-04-fast-kernel.md has the figures. */
 #define FAST_COMMON(block) FAST_QK("qk.operand=fp16;qk.dot=mma:sm90-f16;", block)
 #define FAST_QK(qk, block)                                                                         \
   "kv.scale_at=folded;" qk "qk.result=fp32;logit.format=fp32;softmax.exp=2;"                       \
@@ -43,9 +35,9 @@
 /* fp8 Q and OCP e4m3 KV, the logits on wgmma's fp8 unit (k_attn<.., WG = 1>): Q's e4m3 codes and
  * K's codes multiplied as they are (no fp16 operands: no conversions of K), the unit's model
  * mma:sm90-e4m3 (blocks of 32 products in order, 13 fraction bits truncated;
- * gpu/probes/wgmma_probe.cu measured it exact), everything else as fast-a8w8. BENCHMARKS.md
- * (session 12) has its error budget against fast-a8w8's: the accumulation's part grows, the static
- * Q scale's still dominates. */
+ * gpu/probes/wgmma_probe.cu checks it against the hardware), everything else as fast-a8w8. Its
+ * error budget against fast-a8w8's (`mlaref budget --shape SPEC --recipe fast-wgmma-a8w8`, then
+ * `--recipe fast-a8w8`): the accumulation's part grows, the static Q scale's still dominates. */
 #define FAST_WG FAST_QK("qk.operand=fp8;qk.dot=mma:sm90-e4m3;", "128")
 
 /* The AMD (MFMA) variant, written for CDNA3 (MI300, gfx942) and compiled for gfx940; not run here

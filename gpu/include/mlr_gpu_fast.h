@@ -9,21 +9,24 @@
  *
  * What it computes, per query token and split (a block of 8 warps; 16 heads = the 16 rows of the
  * unit's tile):
- *   Q: bf16, or fp8 by a static or dynamic scale (the recipe's policy), as fp16 operands (exact for
- *      fp8 values; bf16 values round to fp16: exact for |q| in [2^-17, 65504]).
- *   K, V: fp8 codes (OCP e4m3, or e4m3fnuz read as twice its value with 1/2 folded into the scales,
- *      both exact) or bf16 codes (rounded to nearest even: exact for |v| in [2^-17, 65504])
- *      converted to fp16 operands in registers; kv_scale folded into the logit scale and the
- * output. QK: mma.sync m16n8k16 (fp16 in, fp32 accumulate) over the 576 columns in blocks of 16 in
- * order from 0 (the recipe's mma:sm90-f16). logits = dot * c, c = fp32(log2 e / 24) [* q_scale] *
- * kv_scale. softmax: blocks of 128 tokens (bf16 KV: 64) from the split's start: m' = max(m, max s),
- * alpha = 2^(m - m'), p = 2^(s - m') (ex2.approx.f32), l = l*alpha + sum p (a warp-shuffle tree,
- * then the warps in order), P rounded to fp16. PV: mma.sync m16n8k16 over the block's tokens in
- * blocks of 16 in order from acc*alpha. split result (partial.normalized = no): the raw partial acc
- * * kv_scale with the split's m and l; the emulator's global-max merge (k_merge) divides once: o =
- * sum(part * w) / max(sum(l * w), clamp), w = 2^(m - M), lse = (M + log2 of the divisor) * ln 2; a
- * token with one split is that merge done by the attention kernel itself. (The AMD recipes keep
- * normalized partials.)
+ *   Q        bf16, or fp8 by a static or dynamic scale (the recipe's policy), as fp16 operands
+ *            (exact for fp8 values; bf16 values round to fp16: exact for |q| in [2^-17, 65504]).
+ *   K, V     fp8 codes (OCP e4m3, or e4m3fnuz read as twice its value with 1/2 folded into the
+ *            scales, both exact) or bf16 codes (rounded to nearest even: exact for |v| in
+ *            [2^-17, 65504]) converted to fp16 operands in registers; kv_scale folded into the
+ *            logit scale and the output.
+ *   QK       mma.sync m16n8k16 (fp16 in, fp32 accumulate) over the 576 columns in blocks of 16 in
+ *            order from 0 (the recipe's mma:sm90-f16). logits = dot * c, c = fp32(log2 e / 24)
+ *            [* q_scale] * kv_scale.
+ *   softmax  blocks of 128 tokens (bf16 KV: 64) from the split's start: m' = max(m, max s),
+ *            alpha = 2^(m - m'), p = 2^(s - m') (ex2.approx.f32), l = l*alpha + sum p (a
+ *            warp-shuffle tree, then the warps in order), P rounded to fp16.
+ *   PV       mma.sync m16n8k16 over the block's tokens in blocks of 16 in order from acc*alpha.
+ *   result   (partial.normalized = no) the raw partial, acc times kv_scale, with the split's m
+ *            and l; the emulator's global-max merge (k_merge) divides once: o = sum(part * w) /
+ *            max(sum(l * w), clamp), w = 2^(m - M), lse = (M + log2 of the divisor) * ln 2; a
+ *            token with one split is that merge done by the attention kernel itself. (The AMD
+ *            recipes keep normalized partials.)
  *
  * fast-wgmma-a8w8 (NVIDIA sm_90a, a build with MLAREF_GPU_ARCHS 90a, the default): the same but for
  * QK, which multiplies Q's and K's e4m3 codes as they are on wgmma's fp8 unit (wgmma.mma_async
@@ -32,19 +35,20 @@
  * the transposed logits across lanes in the warp16 order, and P is kept in the tile's rope columns
  * (dead once its logits are done) to leave shared memory for Q's codes. Kernels k_attn_ws<0, 1, 1>
  * (k_attn_ws_wg: 4 logit warps, 8 PV warps; at every split length) and k_attn<0, 1, 1>
- * (k_attn_wg, MLAREF_FAST_WS=0).
+ * (k_attn_wg, variant ws = 0).
  *
  * NVIDIA sm_90 (mma.sync, ldmatrix, cp.async, cvt from e4m3), two variants of the same operations
- * in the same order (so the same recipe, bit for bit): k_attn (8 warps doing logits and PV) and,
- * when the longest split has 32 tiles or more, k_attn_ws (fast_ws.h: 4 logit warps and 4 PV warps
- * on different tiles at once); the environment variable MLAREF_FAST_WS=0 or 1 forces either (the
- * tests run both). The merge of a token's splits: inside the attention kernel when there are 2 to
- * 8 splits and the grid's thread-block clusters of them fit the GPU at once (the partials read
- * across the cluster from shared memory), else the kernel k_merge; the same arithmetic either way,
- * and MLAREF_FAST_CLUSTER=0 or 1 forces either (the tests run both). A HIP build has the AMD (MFMA)
- * variant instead (gpu/fast/fast_mfma.h, recipes fast-mi300-a16w8 / fast-mi300-a8w8: bf16
- * operands on v_mfma_f32_16x16x16_bf16, fp8 KV only; written for CDNA3, compiled for gfx940, never
- * run: no AMD GPU here). Builds without GPU code answer MLR_EDEVICE. */
+ * in the same order (so the same recipe, bit for bit): k_attn (gpu/fast/attn.cu: 8 warps doing
+ * logits and PV) and, when the longest split has 32 tiles or more, k_attn_ws (attn_ws.cu: 4 logit
+ * warps and 4 PV warps on different tiles at once). The merge of a token's splits: inside the
+ * attention kernel when there are 2 to 8 splits and the grid's thread-block clusters of them fit
+ * the GPU at once (the partials read across the cluster from shared memory), else the kernel
+ * k_merge (merge.cu); the same arithmetic either way. mlr_gpu_fast_opts forces any of these
+ * choices (the tests run each). A HIP build has the AMD (MFMA) variant instead (gpu/fast/mfma.cu,
+ * recipes fast-mi300-a16w8 / fast-mi300-a8w8: bf16 operands on v_mfma_f32_16x16x16_bf16, fp8 KV
+ * only; written for CDNA3, compiled for gfx940, never run: no AMD GPU here). Builds without GPU
+ * code answer MLR_EDEVICE. The benchmark probes beside the kernel (read floor, plan floor, read
+ * bandwidth, launch floor) are gpu/bench's (mlr_gpu_bench.h). */
 #ifndef MLR_GPU_FAST_H
 #define MLR_GPU_FAST_H
 
@@ -77,12 +81,49 @@ mlr_status mlr_gpu_fast_fit(const mlr_recipe *r, const mlr_inputs *in, mlr_error
 
 typedef struct mlr_gpu_fast mlr_gpu_fast;
 
-/** Checks the fit, uploads the inputs and allocates everything on GPU 0: MLR_OK, or MLR_EINVAL
- *  (fit), MLR_ERANGE (grid limits, size overflow), MLR_ENOMEM, MLR_EDEVICE (no GPU, HIP or CPU-only
- *  build, fast-wgmma-a8w8 in a build without sm_90a code, a runtime call failed). *f is NULL on
- *  failure. */
-mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs *in, mlr_gpu_fast **f,
-                                mlr_error *err);
+/** The plan's variants, forced (tests and benchmarks; a caller that does not care passes NULL to
+ *  mlr_gpu_fast_prepare). Each field is -1 for the plan's own choice, else a value below. Every
+ *  variant computes the same recipe, bit for bit; they differ in speed only, so forcing one where
+ *  the plan would take another tests it on inputs it would not otherwise see.
+ *    ws        0: k_attn (8 warps doing logits and PV); 1: k_attn_ws (warp-specialised). The plan
+ *              takes k_attn_ws when the longest split has 32 tiles or more, and for
+ *              fast-wgmma-a8w8 always.
+ *    cluster   0: k_merge, a second kernel, merges a token's splits; 1: the splits' thread-block
+ *              cluster merges them (cluster_merge). Only where a token has 2..8 splits; the plan
+ *              takes the cluster when the grid's clusters fit the GPU at once.
+ *    toktable  1: the kernels read the token table even where a uniform batch lets them work each
+ *              token's entry out (tok_uniform); 0 or -1: the plan's (worked out where it can be).
+ *    qdiv      1: static e4m3 Q is divided by its scale in k_qprep even where the attention kernel
+ *              may multiply by the reciprocal (exact only for the scales mlr__q_recip_fits finds);
+ *              0 or -1: the plan's (the reciprocal where it is exact).
+ *    lin       k_attn_ws with unpaged KV: 0 copies the KV rows row by row, 1 as contiguous chunks
+ *              by copy_lin (the wgmma kernel only; other recipes take 0), 2 by lin_copy. The plan
+ *              takes 1 for fast-wgmma-a8w8 when every batch's split is 2..16 tiles, 2 when every
+ *              one is longer, else 0.
+ *  `mlaref gpu run --kernel fast --variant ws=1,lin=2` and `mlaref bench gpu --variant ...` take
+ *  them in mlr_gpu_fast_opts_parse's form. */
+typedef struct mlr_gpu_fast_opts {
+  int ws, cluster, toktable, qdiv, lin;
+} mlr_gpu_fast_opts;
+
+/** Every field -1: the plan's own choices. */
+void mlr_gpu_fast_opts_init(mlr_gpu_fast_opts *o);
+
+/** MLR_OK when every field is -1 or one of its values, else MLR_EINVAL naming the field. */
+mlr_status mlr_gpu_fast_opts_check(const mlr_gpu_fast_opts *o, mlr_error *err);
+
+/** o from "key=value[,key=value]..." (keys ws, cluster, toktable, qdiv, lin; values 0 or 1, lin
+ *  0, 1 or 2; each key at most once), the keys not given -1: MLR_OK, or MLR_EINVAL with err naming
+ *  the bad item and the valid keys and values. Pure C: available in every build. */
+mlr_status mlr_gpu_fast_opts_parse(const char *spec, mlr_gpu_fast_opts *o, mlr_error *err);
+
+/** Checks the fit and the options (opts may be NULL: the plan's own choices), uploads the inputs
+ *  and allocates everything on GPU 0: MLR_OK, or MLR_EINVAL (fit, options), MLR_ERANGE (grid
+ *  limits, size overflow), MLR_ENOMEM, MLR_EDEVICE (no GPU, HIP or CPU-only build,
+ *  fast-wgmma-a8w8 in a build without sm_90a code, a runtime call failed). *f is NULL on failure.
+ */
+mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs *in,
+                                const mlr_gpu_fast_opts *opts, mlr_gpu_fast **f, mlr_error *err);
 
 /** One run of the kernels (Q scale, attention, merge). flush_l2: first overwrite a buffer larger
  *  than the L2 cache with the byte flush_l2 & 0xFF (not timed; the L2 left dirty, or clean after
@@ -94,36 +135,6 @@ mlr_status mlr_gpu_fast_launch(mlr_gpu_fast *f, int flush_l2, double *us, mlr_er
  *  do_bench zeroes its buffer, leaves the L2 full of dirty lines that the timed kernels write back
  *  as they evict them. MLR_OK, MLR_ENOMEM, MLR_EDEVICE. */
 mlr_status mlr_gpu_fast_clean_flush(mlr_gpu_fast *f, mlr_error *err);
-
-/** The read floor, in microseconds: the time of a kernel that only reads the KV bytes the batches'
- *  tokens span (their rows of the plan's KV buffer, contiguous from its start, once each, 16-byte
- *  loads and an xor kept), flushed and timed as mlr_gpu_fast_launch times the fast kernel (the
- *  plan's flush: dirty, or clean after mlr_gpu_fast_clean_flush): the least, over 18 readers (1, 2,
- *  4, 8, 16 or 32 blocks an SM, 1, 4 or 8 loads a thread in flight: *blocks_per_sm and *unroll give
- *  the one taken), of each reader's median over reps runs. Each reader is first checked, untimed:
- *  its sum of the words it read against the host's sum of the buffer read back (MLR_EDEVICE when
- *  they differ). A kernel that must read those bytes, timed this way, is not expected to be faster:
- *  a measured bound, not a proven one (it leaves out Q, O and a merge's launch; plain loads, which
- *  evict the flush's dirty lines as any load does). MLR_OK, MLR_ENOMEM, MLR_EDEVICE. */
-mlr_status mlr_gpu_fast_read_floor(mlr_gpu_fast *f, int reps, double *us, int *blocks_per_sm,
-                                   int *unroll, mlr_error *err);
-
-/** The plan floor, in microseconds: the time of the fast kernel's plan with none of the
- *  attention's arithmetic (fast_floor.h: the plan's grid of a block a query token and split, its
- *  clusters or its second kernel, each split's KV rows copied tile by tile through shared memory
- *  as the attention kernel copies them, the splits' results stored and merged as the fast kernel
- *  stores and merges them, sums in place of the arithmetic), flushed and timed as
- *  mlr_gpu_fast_launch times the fast kernel: the median of reps runs. First run untimed and
- *  checked (MLR_EDEVICE when an output is left unwritten or a row's count of KV rows, carried
- *  through the merge, is not its token's length). The fast kernel minus this is what its
- *  arithmetic costs; a measured bound for kernels of this plan, not a proven one. The plan's o and
- *  lse are left as they were. MLR_OK, MLR_ENOMEM, MLR_EDEVICE (also: a HIP build, which has no
- *  clusters or cp.async). */
-mlr_status mlr_gpu_fast_plan_floor(mlr_gpu_fast *f, int reps, double *us, mlr_error *err);
-
-/** 1 when this build has the plan floor (NVIDIA builds), 0 otherwise (HIP: no clusters or cp.async
- *  for its skeleton; no GPU build), so a caller can skip it rather than fail on MLR_EDEVICE. */
-int mlr_gpu_fast_has_plan_floor(void);
 
 /** The last launch's outputs: o (bf16), lse, split_count, split_len, q_scales, q_clipped. Fails
  *  with MLR_EDEVICE naming an output element no launch wrote. */
@@ -140,19 +151,6 @@ long long mlr_gpu_fast_splits(const mlr_gpu_fast *f);
 const char *mlr_gpu_fast_kernels(const mlr_gpu_fast *f);
 
 void mlr_gpu_fast_free(mlr_gpu_fast *f);
-
-/** GPU 0's read bandwidth in bytes per second: 2 GiB read with 16-byte loads by the read floor's 18
- *  readers (mlr_gpu_fast_read_floor, each checked first), the L2 flushed clean before each of reps
- *  runs (the flush's write, then a read of a second buffer, as mlr_gpu_fast_clean_flush: no
- *  write-back of the flush counted as reading time); the least of the readers' medians. */
-mlr_status mlr_gpu_read_bandwidth(int reps, double *bytes_per_s, mlr_error *err);
-
-/** The launch floor, in microseconds: the median over reps of the device-event time of kernels
- *  that do nothing, launched as mlr_gpu_fast_launch launches its own (the L2 flushed before each,
- *  one block an SM, the fast kernel's argument block): *one_us one kernel (the attention alone),
- *  *chain_us two, the second waiting for the first (the attention and the merge). No kernel time
- *  of a shape can be below it. */
-mlr_status mlr_gpu_launch_floor(int reps, double *one_us, double *chain_us, mlr_error *err);
 
 #ifdef __cplusplus
 }

@@ -19,7 +19,11 @@ MLR_HD static inline float mlr__div_probe_d(uint32_t si) {
 
 MLR_HD static inline float mlr__div_probe_n(uint32_t si, uint32_t k, float d) {
   uint32_t z = si * 0x9E3779B1u ^ (k + 1u) * 0x85EBCA77u; /* a hash of (si, k) */
-  z ^= z >> 15, z *= 0x2C1B3C6Du, z ^= z >> 12, z *= 0x297A2D39u, z ^= z >> 15;
+  z ^= z >> 15;
+  z *= 0x2C1B3C6Du;
+  z ^= z >> 12;
+  z *= 0x297A2D39u;
+  z ^= z >> 15;
   const uint32_t sign = (z & 1u) << 31, e = 63u + (z >> 1) % 128u;
   if (k % 4 != 3) return mlr_bits_f32(sign | e << 23 | (z * 0x9E3779B1u) >> 9);
   const double m =

@@ -50,8 +50,11 @@ __global__ void check(const uint32_t *g, uint32_t hi, unsigned long long *cnt, u
   atomicAdd(&cnt[2 * pos], 1ull);
   if (!same) {
     const unsigned long long k = atomicAdd(&cnt[2 * pos + 1], 1ull);
-    if (!pos && k < 8)
-      ex[3 * k] = b, ex[3 * k + 1] = mlr_f32_bits(hw), ex[3 * k + 2] = mlr_f32_bits(m);
+    if (!pos && k < 8) {
+      ex[3 * k] = b;
+      ex[3 * k + 1] = mlr_f32_bits(hw);
+      ex[3 * k + 2] = mlr_f32_bits(m);
+    }
   }
 }
 __global__ void sample(const uint32_t *x, uint32_t *y, int n) {

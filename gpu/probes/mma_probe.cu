@@ -81,8 +81,9 @@ const char *CLASS_NAMES[NCLASS] = {"layout",  "random", "normal", "cancel", "spr
 // [16][8]
 
 #define MMA_OPERANDS                                                                               \
-  : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])                                                                   \
-  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3])
+  : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])                                                 \
+  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]),        \
+    "f"(c[2]), "f"(c[3])
 
 template <int II>
 __device__ void mma_op(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
@@ -347,8 +348,10 @@ void run_class(const inst &in, int ii, int cls, long long ntiles, uint64_t seed,
           const uint32_t *ac = A + (size_t)t * 16 * K + row * K,
                          *bc = B + (size_t)t * 8 * K + n * K;
           float a[32], b[32];
-          for (int e = 0; e < K; e++)
-            a[e] = mlr_decode(in.fmt, ac[e]), b[e] = mlr_decode(in.fmt, bc[e]);
+          for (int e = 0; e < K; e++) {
+            a[e] = mlr_decode(in.fmt, ac[e]);
+            b[e] = mlr_decode(in.fmt, bc[e]);
+          }
           const float c = C[(size_t)t * 128 + row * 8 + n], hw = D[(size_t)t * 128 + row * 8 + n];
           float md = mlr_mma_block(m, a, b, K, c);
           if (cls == C_LAYOUT) { /* the exact sum (small integers), so a wrong fragment layout shows
@@ -359,8 +362,11 @@ void run_class(const inst &in, int ii, int cls, long long ntiles, uint64_t seed,
           }
           res->n++;
           int same = mlr_f32_bits(md) == mlr_f32_bits(hw);
-          if (isnan(md) && isnan(hw))
-            same = 1, res->nan_pairs++, res->nan_payload = mlr_f32_bits(hw);
+          if (isnan(md) && isnan(hw)) {
+            same = 1;
+            res->nan_pairs++;
+            res->nan_payload = mlr_f32_bits(hw);
+          }
           if (!same) {
             if (res->bad < 3) {
               int o = snprintf(res->first[res->bad], 512, "C %08x hw %08x model %08x a",
@@ -383,7 +389,12 @@ void run_class(const inst &in, int ii, int cls, long long ntiles, uint64_t seed,
   CK(hipFree(dB));
   CK(hipFree(dC));
   CK(hipFree(dD));
-  free(A), free(B), free(C), free(D), free(hA), free(hB);
+  free(A);
+  free(B);
+  free(C);
+  free(D);
+  free(hA);
+  free(hB);
 }
 
 } // namespace
@@ -395,15 +406,19 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *v = i + 1 < argc ? argv[i + 1] : nullptr;
     char *end = nullptr;
-    if (!strcmp(argv[i], "--random") && v)
-      nrandom = strtoll(v, &end, 10), i++;
-    else if (!strcmp(argv[i], "--targeted") && v)
-      ntarget = strtoll(v, &end, 10), i++;
-    else if (!strcmp(argv[i], "--seed") && v)
-      seed = strtoull(v, &end, 10), i++;
-    else if (!strcmp(argv[i], "--out") && v)
-      out = v, i++;
-    else {
+    if (!strcmp(argv[i], "--random") && v) {
+      nrandom = strtoll(v, &end, 10);
+      i++;
+    } else if (!strcmp(argv[i], "--targeted") && v) {
+      ntarget = strtoll(v, &end, 10);
+      i++;
+    } else if (!strcmp(argv[i], "--seed") && v) {
+      seed = strtoull(v, &end, 10);
+      i++;
+    } else if (!strcmp(argv[i], "--out") && v) {
+      out = v;
+      i++;
+    } else {
       fprintf(stderr,
               "mma_probe: unknown argument '%s'; usage: mma_probe [--random N] [--targeted N] "
               "[--seed S] [--out DIR]\n",
@@ -458,7 +473,8 @@ int main(int argc, char **argv) {
                                                              : ntarget;
       if (fp) fprintf(fp, "# class %s\n", CLASS_NAMES[cls]);
       run_class(in, ii, cls, (n + 127) / 128, seed, fp, 256, &res);
-      total += res.n, bad += res.bad;
+      total += res.n;
+      bad += res.bad;
       if (cls == C_LAYOUT && res.bad) layout_bad = 1;
       snprintf(line, sizeof line, "%-5s %-9s %9lld products %7lld differ%s", in.name,
                CLASS_NAMES[cls], res.n, res.bad, res.nan_pairs ? "" : "\n");

@@ -184,13 +184,16 @@ int main(int argc, char **argv) {
   const char *out = nullptr;
   for (int i = 1; i < argc; i++) {
     const char *v = i + 1 < argc ? argv[i + 1] : nullptr;
-    if (!strcmp(argv[i], "--n") && v)
-      n = atoll(v), i++;
-    else if (!strcmp(argv[i], "--seed") && v)
-      seed = strtoull(v, nullptr, 10), i++;
-    else if (!strcmp(argv[i], "--out") && v)
-      out = v, i++;
-    else {
+    if (!strcmp(argv[i], "--n") && v) {
+      n = atoll(v);
+      i++;
+    } else if (!strcmp(argv[i], "--seed") && v) {
+      seed = strtoull(v, nullptr, 10);
+      i++;
+    } else if (!strcmp(argv[i], "--out") && v) {
+      out = v;
+      i++;
+    } else {
       fprintf(
           stderr,
           "wgmma_probe: unknown argument '%s'; usage: wgmma_probe [--n N] [--seed S] [--out DIR]\n",
@@ -268,17 +271,22 @@ int main(int argc, char **argv) {
             float a[K], b[K];
             const uint8_t *ac = A + (size_t)t * ROWS * K + row * K,
                           *bc = B + (size_t)t * COLS * K + col * K;
-            for (int e = 0; e < K; e++) a[e] = mlr_decode(f, ac[e]), b[e] = mlr_decode(f, bc[e]);
+            for (int e = 0; e < K; e++) {
+              a[e] = mlr_decode(f, ac[e]);
+              b[e] = mlr_decode(f, bc[e]);
+            }
             const float c = C[(size_t)t * TILE + row * COLS + col],
                         hw = D[(size_t)t * TILE + row * COLS + col];
-            nc0 += c == 0.0f, nan_pairs += isnan(hw) != 0;
+            nc0 += c == 0.0f;
+            nan_pairs += isnan(hw) != 0;
             for (int m = 0; m < 2; m++) {
               const float md = mlr_mma_block(models[m], a, b, K, c);
               if (mlr_f32_bits(md) != mlr_f32_bits(hw) && !(isnan(md) && isnan(hw))) {
                 if (!bad[m])
                   snprintf(first[m], sizeof first[m], "C %08x hw %08x model %08x", mlr_f32_bits(c),
                            mlr_f32_bits(hw), mlr_f32_bits(md));
-                bad[m]++, bad_c0[m] += c == 0.0f;
+                bad[m]++;
+                bad_c0[m] += c == 0.0f;
               }
             }
             if (fp && kept < 256) {

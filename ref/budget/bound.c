@@ -65,10 +65,13 @@ static void operand_err(int op, double *r, double *eta) {
     fmt_err(MLR_FMT_FP16, r, eta);
   else if (op == MLR_OP_BF16)
     fmt_err(MLR_FMT_BF16, r, eta);
-  else if (op == MLR_OP_FP32)
-    *r = U32, *eta = 0x1p-150;
-  else
-    *r = 0, *eta = 0;
+  else if (op == MLR_OP_FP32) {
+    *r = U32;
+    *eta = 0x1p-150;
+  } else {
+    *r = 0;
+    *eta = 0;
+  }
 }
 
 static double operand_max(int op) {
@@ -78,22 +81,9 @@ static double operand_max(int op) {
 }
 
 static void pfmt_err(int pf, double *r, double *eta) {
-  switch (pf) {
-  case MLR_P_FP16:
-    fmt_err(MLR_FMT_FP16, r, eta);
-    break;
-  case MLR_P_BF16:
-    fmt_err(MLR_FMT_BF16, r, eta);
-    break;
-  case MLR_P_E4M3:
-    fmt_err(MLR_FMT_E4M3, r, eta);
-    break;
-  case MLR_P_E4M3FNUZ:
-    fmt_err(MLR_FMT_E4M3FNUZ, r, eta);
-    break;
-  default:
-    *r = 0, *eta = 0;
-  }
+  const mlr_format f = mlr__pfmt_format(pf);
+  *r = *eta = 0;
+  if (f != MLR_FMT_COUNT) fmt_err(f, r, eta);
 }
 
 /* A matrix unit's dot (mlr_mma.h) as a relative error on the magnitudes' sum: one block cuts its
@@ -124,8 +114,8 @@ static double gam_mma(const mlr_mma_model *m, double nb) {
   return nb * eps * pow(1 + eps, nb);
 }
 
-/* |x| with a subnormal input counted at the unit's least normal exponent (mlr_mma_model.sub_emin)
- */
+/* |x| with a subnormal input counted at the unit's least normal exponent
+ * (mlr_mma_model.sub_emin) */
 static double mag_mma(double x, double floor) { return fabs(x) > floor ? fabs(x) : floor; }
 
 /* e^x - 1 from above, accurate for small x (e^x - 1 <= x e^x) */
@@ -145,19 +135,24 @@ static void constants(const mlr__shadow *sh, bconst *k) {
   operand_err(r->qk_operand, &k->rQ, &k->eQ);
   operand_err(r->qk_operand, &k->rK, &k->eK);
   operand_err(r->pv_operand, &k->rV, &k->eV);
-  k->omaxQ = k->omaxK = operand_max(r->qk_operand), k->omaxV = operand_max(r->pv_operand);
-  if (!sh->folded) /* fp32(value x kv_scale) before the operand conversion */
-    k->rK = (1 + U32) * (1 + k->rK) - 1, k->eK += 0x1p-150, k->rV = (1 + U32) * (1 + k->rV) - 1,
+  k->omaxQ = k->omaxK = operand_max(r->qk_operand);
+  k->omaxV = operand_max(r->pv_operand);
+  if (!sh->folded) { /* fp32(value x kv_scale) before the operand conversion */
+    k->rK = (1 + U32) * (1 + k->rK) - 1;
+    k->eK += 0x1p-150;
+    k->rV = (1 + U32) * (1 + k->rV) - 1;
     k->eV += 0x1p-150;
+  }
   double rp, ep, ro, eo;
   pfmt_err(r->p_format, &rp, &ep);
   operand_err(r->pv_operand, &ro, &eo);
-  k->ra = (1 + rp) * (1 + ro) - 1, k->ea = ep * (1 + ro) + eo;
+  k->ra = (1 + rp) * (1 + ro) - 1;
+  k->ea = ep * (1 + ro) + eo;
   double rres = 0, rlog = 0;
   if (r->qk_result == MLR_R_BF16) rres = 0x1p-8;
   if (r->logit_format == MLR_R_BF16) rlog = 0x1p-8;
-  const int nc =
-      2 + (r->q_format != MLR_Q_BF16) + (sh->folded != 0); /* c0, x q_scale, x kv_scale, s x c */
+  /* c0, x q_scale, x kv_scale, s x c */
+  const int nc = 2 + (r->q_format != MLR_Q_BF16) + (sh->folded != 0);
   k->rho = (1 + rres) * pow(1 + U32, nc) * (1 + rlog) * (1 + 0x1p-50) - 1;
   k->nqk = r->qk_dot == MLR_DOT_EXACT ? 1 : QK + 1;
   if (MLR_DOT_IS_MMA(r->qk_dot)) k->mqk = mlr_mma_get((mlr_mma_unit)MLR_DOT_MMA_UNIT(r->qk_dot));
@@ -174,7 +169,8 @@ static void constants(const mlr__shadow *sh, bconst *k) {
     fmt_err(MLR_FMT_FP16, &k->uout, &k->etaout);
     break;
   case MLR_OUT_FP32:
-    k->uout = U32, k->etaout = 0x1p-150;
+    k->uout = U32;
+    k->etaout = 0x1p-150;
     break;
   default:
     fmt_err(MLR_FMT_BF16, &k->uout, &k->etaout);
@@ -185,8 +181,10 @@ static void constants(const mlr__shadow *sh, bconst *k) {
    * table); below, h^2 with h within MLR_SFU_EX2_REL, then a subnormal rounding (2^-150): under
    * 2^-126 (2.01 MLR_SFU_EX2_REL) + 2^-150 < 2^-146 absolute */
   k->eout_sm = k->eout_exp;
-  if (r->softmax_exp_unit == MLR_EXPU_SM90_EX2)
-    k->eout_sm = MLR_SFU_EX2_REL * (1 + 2 * MLR_SFU_EX2_REL) + 0x1p-50, k->eta_exp = 0x1p-146;
+  if (r->softmax_exp_unit == MLR_EXPU_SM90_EX2) {
+    k->eout_sm = MLR_SFU_EX2_REL * (1 + 2 * MLR_SFU_EX2_REL) + 0x1p-50;
+    k->eta_exp = 0x1p-146;
+  }
 }
 
 typedef struct bws {
@@ -209,8 +207,8 @@ static void load_row(const mlr_inputs *in, mlr_truth_from from, const double *lu
     const uint16_t *r = (const uint16_t *)in->kv + row * QK;
     for (int i = 0; i < n; i++) kc[i] = lut[r[i]];
   }
-  const double ts =
-      (double)in->kv_scale; /* the codes' values carry kv_scale (bf16 KV inputs too) */
+  /* the codes' values carry kv_scale (bf16 KV inputs too) */
+  const double ts = (double)in->kv_scale;
   if (from == MLR_TRUTH_BF16)
     for (int i = 0; i < n; i++)
       kt[i] = (double)mlr_bits_f32((uint32_t)in->kv_bf16[row * QK + i] << 16);
@@ -247,43 +245,22 @@ static inline void pv_terms(const double *restrict kc, const double *restrict kt
   }
 }
 
-MLR_FMA_CLONES static void bound_row(const mlr__shadow *sh, const bconst *k, mlr_truth_from from,
-                                     bws *w, int64_t t, int64_t h, const double *o, double *bnd) {
+/* row (t, h)'s logits against its KV tokens j < Lt: the truth's (w->s) and a bound on the
+ * kernel's distance from them (w->E); their largest and least (*M, *smin), the largest bound
+ * (*Emax), and the largest K and V operands (*kmax, *vmax) for the overflow test */
+MLR_FMA_CLONES static void logit_bounds(const mlr__shadow *sh, const bconst *k, mlr_truth_from from,
+                                        bws *w, int64_t b, int64_t Lt, const double *Qk, double U,
+                                        double *M_out, double *smin_out, double *Emax_out,
+                                        double *kmax_out, double *vmax_out) {
   const mlr_inputs *in = sh->in;
-  const mlr_recipe *r = sh->r;
-  const int64_t H = sh->H, b = sh->tb[t];
-  const int64_t n = in->qo_indptr[b + 1] - in->qo_indptr[b], i0 = t - in->qo_indptr[b];
-  const int64_t Lt = mlr_inputs_kv_len(in, b) - (n - 1 - i0);
-  const double *Qk = sh->qreal + (t * H + h) * QK; /* the kernel's Q values times their scales */
-  const double qs = sh->qs[t * H + h], U = qs * (sh->folded ? sh->kvs : 1.0);
-  for (int i = 0; i < QK; i++)
-    w->qt[i] = (double)mlr_bits_f32((uint32_t)in->q[(t * H + h) * QK + i] << 16);
-  int finite = 1;
-  for (int d = 0; d < DV; d++) finite &= isfinite(o[d]) != 0;
-  if (Lt <= 0 || !finite) {
-    for (int d = 0; d < DV; d++) bnd[d] = !finite ? INFINITY : fabs(o[d]);
-    return;
-  }
   const double kvs = sh->kvs;
-  double M = -INFINITY, smin = INFINITY, Emax = 0, qmax = 0, kmax = 0, vmax = 0;
-  /* the largest operands: a > m ? a : m is fmax here (m starts at 0 and is never NaN; a is a
-   * magnitude or NaN, which leaves m as fmax does), without a libm call an element: the calls
-   * were most of the bound's time (BENCHMARKS.md, session 11) */
-  for (int i = 0; i < QK; i++) { /* and the Q terms of the loop below, worked out once a row instead
-                                    of once a KV token */
-    const double a = fabs(Qk[i] / qs);
-    qmax = a > qmax ? a : qmax;
-    w->aq[i] = a;
-    w->qhi[i] = (1 + k->rQ) * a + k->eQ;
-    w->qm[i] = mag_mma(w->qhi[i], k->fqk);
-    w->qe[i] = k->rQ * a + k->eQ;
-  }
+  double M = -INFINITY, smin = INFINITY, Emax = 0, kmax = 0, vmax = 0;
   for (int64_t j = 0; j < Lt; j++) {
     const int64_t row = mlr_inputs_kv_row(in, b, j);
     load_row(in, from, w->lut, row, QK, w->kc, w->kt);
-    double st = 0, dd = 0, A = 0, P = 0, op = 0, slack = 0,
-           Pm = 0; /* Pm: P with mma's magnitudes */
-    /* the largest K and V operands, for the overflow test below (x 1 is exact: folded) */
+    double st = 0, dd = 0, A = 0, P = 0, op = 0, slack = 0;
+    double Pm = 0; /* P with mma's magnitudes */
+    /* the largest K and V operands, for the overflow test (x 1 is exact: folded) */
     vmax = amax(w->kc, DV, sh->folded ? 1.0 : kvs, vmax);
     kmax = amax(w->kc + DV, QK - DV, sh->folded ? 1.0 : kvs, vmax > kmax ? vmax : kmax);
     for (int i = 0; i < QK; i++) {
@@ -312,20 +289,30 @@ MLR_FMA_CLONES static void bound_row(const mlr__shadow *sh, const bconst *k, mlr
     if (w->s[j] < smin) smin = w->s[j];
     if (w->E[j] > Emax) Emax = w->E[j];
   }
-  /* the analysis has no overflow: an operand beyond its format's largest value (fp16: 65504)
-   * makes the element unbounded (the kernel's Inf or NaN then fails the class test) */
-  if (qmax > k->omaxQ || kmax > k->omaxK || vmax > k->omaxV) Emax = INFINITY;
-  if (!isfinite(M) || !isfinite(Emax)) {
-    for (int d = 0; d < DV; d++) bnd[d] = INFINITY;
-    return;
-  }
-  /* blocks and splits of this row */
+  *M_out = M;
+  *smin_out = smin;
+  *Emax_out = Emax;
+  *kmax_out = kmax;
+  *vmax_out = vmax;
+}
+
+/* the weights of each KV token's terms in the PV sums (w->w14, w2, w3) from the logits' bounds,
+ * over the row's softmax blocks and splits; the lower bound of the row sum (*Dlo), the upper one
+ * (*Bhi), the matrix unit's floor over every column (*floor_n) and the row sums' gamma (*gD) */
+MLR_FMA_CLONES static void pv_weights(const mlr__shadow *sh, const bconst *k, bws *w, int64_t b,
+                                      int64_t Lt, double M, double smin, double Emax,
+                                      double *Dlo_out, double *Bhi_out, double *floor_out,
+                                      double *gD_out) {
+  const mlr_recipe *r = sh->r;
   const int64_t ns = sh->nsplit[b], len = sh->slen[b];
   const int64_t blk = r->softmax_block > 0 ? r->softmax_block : (len < Lt ? len : Lt);
   int64_t nb = 0, live = 0;
   for (int64_t s = 0; s < ns; s++) {
     const int64_t lo = s * len, hi = (s + 1) * len < Lt ? (s + 1) * len : Lt;
-    if (hi > lo) nb += (hi - lo + blk - 1) / blk, live++;
+    if (hi > lo) {
+      nb += (hi - lo + blk - 1) / blk;
+      live++;
+    }
   }
   const int merged = ns > 1 || !r->partial_normalized;
   const double R = M - smin + 2 * Emax, ua = U32 + k->kappa;
@@ -338,16 +325,16 @@ MLR_FMA_CLONES static void bound_row(const mlr__shadow *sh, const bconst *k, mlr
    * tree too) pass through at most n - 1 roundings on the way to the block's sum */
   const double nD = (double)Lt + 3.0 * (double)nb + 1 + (merged ? 2.0 * (double)live + 3 : 0);
   double gN = gam(nN);
-  const double gD = gam(nD), eE = mlr_exp(Emax) * (1 + 0x1p-50),
-               fpv = k->fpv; /* 0 without a matrix unit */
-  if (k->mpv) /* the PV chain's Lt roundings are the unit's blocks (a partial one per softmax block
-                 at most) */
+  const double gD = gam(nD), eE = mlr_exp(Emax) * (1 + 0x1p-50);
+  const double fpv = k->fpv; /* 0 without a matrix unit */
+  if (k->mpv) /* the PV chain's Lt roundings are the unit's blocks (at most a partial one per
+                 softmax block) */
     gN = (1 + gam(nN - (double)Lt)) *
              (1 + gam_mma(k->mpv, (double)((Lt + k->mpv->block - 1) / k->mpv->block + nb))) -
          1;
   const double eta_a = k->ea * eE, eta_x = k->eta_exp * eE;
-  double Dlo = 0, Bhi = 0,
-         floor_n = 0; /* floor_n: the unit's subnormal floor, x every column (bound below) */
+  double Dlo = 0, Bhi = 0;
+  double floor_n = 0; /* the unit's subnormal floor, x every column (bound below) */
   for (int64_t j = 0; j < Lt; j++) {
     const double x = (M - w->s[j]) + w->E[j] + Emax; /* |the kernel's exp argument| */
     const double E = w->E[j] + x * ua + k->eout_sm + Ealpha + Lam;
@@ -364,8 +351,55 @@ MLR_FMA_CLONES static void bound_row(const mlr__shadow *sh, const bconst *k, mlr
     w->w3[j] = e * expm1_up(E) * (1 + 0x1p-50) + eta_x + 0x1p-40 * e; /* x |v_j - o| */
   }
   Dlo *= (1 - gD) * (1 - 0x1p-40);
-  memset(w->acc14, 0, DV * sizeof(double)), memset(w->acc2, 0, DV * sizeof(double)),
-      memset(w->acc3, 0, DV * sizeof(double));
+  *Dlo_out = Dlo;
+  *Bhi_out = Bhi;
+  *floor_out = floor_n;
+  *gD_out = gD;
+}
+
+MLR_FMA_CLONES static void bound_row(const mlr__shadow *sh, const bconst *k, mlr_truth_from from,
+                                     bws *w, int64_t t, int64_t h, const double *o, double *bnd) {
+  const mlr_inputs *in = sh->in;
+  const int64_t H = sh->H, b = sh->tb[t];
+  const int64_t n = in->qo_indptr[b + 1] - in->qo_indptr[b], i0 = t - in->qo_indptr[b];
+  const int64_t Lt = mlr_inputs_kv_len(in, b) - (n - 1 - i0);
+  const double *Qk = sh->qreal + (t * H + h) * QK; /* the kernel's Q values times their scales */
+  const double qs = sh->qs[t * H + h], U = qs * (sh->folded ? sh->kvs : 1.0);
+  for (int i = 0; i < QK; i++)
+    w->qt[i] = (double)mlr_bits_f32((uint32_t)in->q[(t * H + h) * QK + i] << 16);
+  int finite = 1;
+  for (int d = 0; d < DV; d++) finite &= isfinite(o[d]) != 0;
+  if (Lt <= 0 || !finite) {
+    for (int d = 0; d < DV; d++) bnd[d] = !finite ? INFINITY : fabs(o[d]);
+    return;
+  }
+  const double kvs = sh->kvs;
+  double M, smin, Emax, qmax = 0, kmax, vmax;
+  /* the largest operands: a > m ? a : m is fmax here (m starts at 0 and is never NaN; a is a
+   * magnitude or NaN, which leaves m as fmax does), without a libm call an element: such calls
+   * were most of the bound's time. With them the Q terms of logit_bounds, worked out once a row
+   * instead of once a KV token. */
+  for (int i = 0; i < QK; i++) {
+    const double a = fabs(Qk[i] / qs);
+    qmax = a > qmax ? a : qmax;
+    w->aq[i] = a;
+    w->qhi[i] = (1 + k->rQ) * a + k->eQ;
+    w->qm[i] = mag_mma(w->qhi[i], k->fqk);
+    w->qe[i] = k->rQ * a + k->eQ;
+  }
+  logit_bounds(sh, k, from, w, b, Lt, Qk, U, &M, &smin, &Emax, &kmax, &vmax);
+  /* the analysis has no overflow: an operand beyond its format's largest value (fp16: 65504)
+   * makes the element unbounded (the kernel's Inf or NaN then fails the class test) */
+  if (qmax > k->omaxQ || kmax > k->omaxK || vmax > k->omaxV) Emax = INFINITY;
+  if (!isfinite(M) || !isfinite(Emax)) {
+    for (int d = 0; d < DV; d++) bnd[d] = INFINITY;
+    return;
+  }
+  double Dlo, Bhi, floor_n, gD;
+  pv_weights(sh, k, w, b, Lt, M, smin, Emax, &Dlo, &Bhi, &floor_n, &gD);
+  memset(w->acc14, 0, DV * sizeof(double));
+  memset(w->acc2, 0, DV * sizeof(double));
+  memset(w->acc3, 0, DV * sizeof(double));
   const double eV = k->eV * (sh->folded ? kvs : 1.0);
   for (int64_t j = 0; j < Lt; j++) {
     load_row(in, from, w->lut, mlr_inputs_kv_row(in, b, j), DV, w->kc, w->kt);
@@ -414,10 +448,21 @@ mlr_status mlr_budget_bound(const mlr_recipe *r, const mlr_inputs *in, mlr_truth
     if (!blk)
       failed = 1;
     else {
-      w.s = blk, w.E = blk + L, w.w14 = blk + 2 * L, w.w2 = blk + 3 * L, w.w3 = blk + 4 * L;
-      w.acc14 = blk + 5 * L, w.acc2 = w.acc14 + DV, w.acc3 = w.acc2 + DV, w.qt = w.acc3 + DV,
-      w.kc = w.qt + QK, w.kt = w.kc + QK;
-      w.aq = w.kt + QK, w.qhi = w.aq + QK, w.qm = w.qhi + QK, w.qe = w.qm + QK;
+      w.s = blk;
+      w.E = blk + L;
+      w.w14 = blk + 2 * L;
+      w.w2 = blk + 3 * L;
+      w.w3 = blk + 4 * L;
+      w.acc14 = blk + 5 * L;
+      w.acc2 = w.acc14 + DV;
+      w.acc3 = w.acc2 + DV;
+      w.qt = w.acc3 + DV;
+      w.kc = w.qt + QK;
+      w.kt = w.kc + QK;
+      w.aq = w.kt + QK;
+      w.qhi = w.aq + QK;
+      w.qm = w.qhi + QK;
+      w.qe = w.qm + QK;
       w.lut = lut;
     }
 #pragma omp for schedule(dynamic, 1)

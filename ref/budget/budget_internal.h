@@ -20,6 +20,15 @@ static inline double mlr__to_operand(int on, double x, int op) {
   return x;
 }
 
+/* P's format (mlr_pfmt) as a number format; MLR_FMT_COUNT for fp32 (P stays binary32) */
+static inline mlr_format mlr__pfmt_format(int pf) {
+  if (pf == MLR_P_FP16) return MLR_FMT_FP16;
+  if (pf == MLR_P_BF16) return MLR_FMT_BF16;
+  if (pf == MLR_P_E4M3) return MLR_FMT_E4M3;
+  if (pf == MLR_P_E4M3FNUZ) return MLR_FMT_E4M3FNUZ;
+  return MLR_FMT_COUNT;
+}
+
 typedef struct mlr__shadow {
   const mlr_recipe *r;
   const mlr_inputs *in;

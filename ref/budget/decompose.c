@@ -24,7 +24,10 @@ mlr_err_stats mlr_err_stats_of(const double *a, const double *b, int64_t n) {
     m++;
   }
   if (m) s.rms = sqrt(ss / (double)m);
-  if (e) mlr_sort_values(e, m), s.p999 = mlr_sorted_quantile(e, m, 0.999);
+  if (e) {
+    mlr_sort_values(e, m);
+    s.p999 = mlr_sorted_quantile(e, m, 0.999);
+  }
   free(e);
   return s;
 }
@@ -64,7 +67,8 @@ mlr_status mlr_budget_decompose(const mlr_recipe *r, const mlr_inputs *in, mlr_t
         err, MLR_EINVAL,
         "the truth from bf16 KV needs the tensor kv_bf16 in the inputs (mlaref gen ... bf16kv=1)");
   dc->from = from;
-  dc->n = n, dc->rows = N;
+  dc->n = n;
+  dc->rows = N;
   /* with no kv_bf16, the truth is the dequantized KV's: kv_quant stays on everywhere */
   const unsigned base = dc->from == MLR_TRUTH_BF16 || !kv8 ? 0u : 1u << MLR_SRC_KV;
   for (int s = 0; s < MLR_NSRC; s++)
@@ -119,7 +123,14 @@ mlr_status mlr_budget_decompose(const mlr_recipe *r, const mlr_inputs *in, mlr_t
   dc->interaction = mlr_err_stats_of(model, ev, n);
   st = MLR_OK;
 out:
-  free(truth), free(tlse), free(mfull), free(t), free(model), free(ev), free(ref), free(sum);
+  free(truth);
+  free(tlse);
+  free(mfull);
+  free(t);
+  free(model);
+  free(ev);
+  free(ref);
+  free(sum);
   return st;
 }
 
@@ -150,11 +161,16 @@ mlr_status mlr_budget_point_of(const mlr_recipe *r, const mlr_inputs *in, const 
   const double tl2 = l2(truth_o, NULL, n);
   pt->absmax = r->q_scale == MLR_QS_STATIC ? r->q_absmax : 0;
   pt->clipped_frac = (double)clipped / (double)(in->T * in->H * MLR_EMU_QK_DIM);
-  pt->rms = s.rms, pt->max_abs = s.max, pt->rel_l2 = tl2 > 0 ? l2(o, truth_o, n) / tl2 : 0;
+  pt->rms = s.rms;
+  pt->max_abs = s.max;
+  pt->rel_l2 = tl2 > 0 ? l2(o, truth_o, n) / tl2 : 0;
   mlr_cmp_tensor a = {MLR_CT_F64, o, n}, b = {MLR_CT_F64, truth_o, n};
   mlr_util u;
   const mlr_status st = mlr_compare_utilisation(&a, &b, rtol, atol, &u, err);
-  if (st == MLR_OK) pt->util_max = u.max, pt->util_p999 = u.p999;
+  if (st == MLR_OK) {
+    pt->util_max = u.max;
+    pt->util_p999 = u.p999;
+  }
   return st;
 }
 
@@ -168,7 +184,10 @@ int mlr_budget_sweep_grid(double lo, double hi, int n, double *out) {
   for (int i = 0; i < n; i++)
     if (out[i] == MLR_BUDGET_SEEDS_ABSMAX) return n;
   int k = n; /* insert it in order */
-  while (k > 0 && out[k - 1] > MLR_BUDGET_SEEDS_ABSMAX) out[k] = out[k - 1], k--;
+  while (k > 0 && out[k - 1] > MLR_BUDGET_SEEDS_ABSMAX) {
+    out[k] = out[k - 1];
+    k--;
+  }
   out[k] = MLR_BUDGET_SEEDS_ABSMAX;
   return n + 1;
 }

@@ -44,16 +44,17 @@ int mlr_source_present(const mlr_recipe *r, const mlr_inputs *in, int s) {
 }
 
 void mlr__shadow_free(mlr__shadow *sh) {
-  free(sh->q), free(sh->qreal), free(sh->c), free(sh->qs), free(sh->klut), free(sh->vlut),
-      free(sh->nsplit), free(sh->slen), free(sh->tb);
+  void *const owned[] = {sh->q,    sh->qreal,  sh->c,    sh->qs, sh->klut,
+                         sh->vlut, sh->nsplit, sh->slen, sh->tb};
+  for (size_t k = 0; k < sizeof owned / sizeof owned[0]; k++) free(owned[k]);
   memset(sh, 0, sizeof *sh);
 }
 
 mlr_status mlr__shadow_init(mlr__shadow *sh, const mlr_recipe *r, const mlr_inputs *in,
                             unsigned rounded, mlr_error *err) {
   memset(sh, 0, sizeof *sh);
-  mlr_status st = mlr_emu_check_fit(
-      r, in, err); /* the model's own test: the recipe, and whether it fits the inputs */
+  /* the model's own test: the recipe, and whether it fits the inputs */
+  mlr_status st = mlr_emu_check_fit(r, in, err);
   if (st != MLR_OK) return st;
   const int kv8 = in->kv_format != MLR_FMT_BF16;
   if (kv8 && !(rounded & (1u << MLR_SRC_KV)) && !in->kv_bf16)
@@ -63,7 +64,10 @@ mlr_status mlr__shadow_init(mlr__shadow *sh, const mlr_recipe *r, const mlr_inpu
         "(generate with bf16kv=1)");
   const int op = (rounded >> MLR_SRC_OPERAND) & 1u, acc = (rounded >> MLR_SRC_ACCUM) & 1u,
             qon = (rounded >> MLR_SRC_Q) & 1u;
-  sh->r = r, sh->in = in, sh->on = rounded, sh->H = in->H;
+  sh->r = r;
+  sh->in = in;
+  sh->on = rounded;
+  sh->H = in->H;
   sh->use_bf16 = kv8 && !(rounded & (1u << MLR_SRC_KV));
   sh->folded = r->kv_scale_at == MLR_KVS_FOLDED;
   sh->exp_sm = r->softmax_exp;
@@ -75,13 +79,16 @@ mlr_status mlr__shadow_init(mlr__shadow *sh, const mlr_recipe *r, const mlr_inpu
   sh->kvs = (double)in->kv_scale;
   sh->clamp = (double)(float)r->softmax_clamp;
   const int64_t T = in->T, H = in->H, B = in->B, n = T * H;
-  sh->nsplit = calloc((size_t)B, sizeof(int64_t)), sh->slen = calloc((size_t)B, sizeof(int64_t));
+  sh->nsplit = calloc((size_t)B, sizeof(int64_t));
+  sh->slen = calloc((size_t)B, sizeof(int64_t));
   sh->tb = calloc((size_t)T, sizeof(int64_t));
-  sh->q = malloc((size_t)n * QK * sizeof(double)),
+  sh->q = malloc((size_t)n * QK * sizeof(double));
   sh->qreal = malloc((size_t)n * QK * sizeof(double));
-  sh->c = malloc((size_t)n * sizeof(double)), sh->qs = malloc((size_t)n * sizeof(double));
+  sh->c = malloc((size_t)n * sizeof(double));
+  sh->qs = malloc((size_t)n * sizeof(double));
   const size_t nl = (kv8 && !sh->use_bf16) ? 256 : 65536;
-  sh->klut = malloc(nl * sizeof(double)), sh->vlut = malloc(nl * sizeof(double));
+  sh->klut = malloc(nl * sizeof(double));
+  sh->vlut = malloc(nl * sizeof(double));
   float *qv = malloc((size_t)n * QK * sizeof(float)), *qs = malloc((size_t)n * sizeof(float)),
         *scales = NULL;
   st = MLR_ENOMEM;
@@ -89,7 +96,8 @@ mlr_status mlr__shadow_init(mlr__shadow *sh, const mlr_recipe *r, const mlr_inpu
       !sh->klut || !sh->vlut || !qv || !qs)
     goto fail;
   /* splits and blocks, as the model cuts them */
-  sh->S = 1, sh->cap = 1;
+  sh->S = 1;
+  sh->cap = 1;
   for (int64_t b = 0; b < B; b++) {
     const int64_t L = mlr_inputs_kv_len(in, b);
     mlr_recipe_splits(r, B, T, L, &sh->nsplit[b], &sh->slen[b]);
@@ -106,8 +114,8 @@ mlr_status mlr__shadow_init(mlr__shadow *sh, const mlr_recipe *r, const mlr_inpu
   if ((st = mlr_emu_q_values(&rq, in, qv, qs, &scales, &nsc, &sh->q_clipped)) != MLR_OK) goto fail;
   free(scales);
   const int qfp8 = rq.q_format != MLR_Q_BF16;
-  const double c0 =
-      r->softmax_exp == MLR_EXP_2 ? (1.0 / 24.0) * LOG2E_D : 1.0 / 24.0; /* as mlr_emulate */
+  /* as mlr_emulate */
+  const double c0 = r->softmax_exp == MLR_EXP_2 ? (1.0 / 24.0) * LOG2E_D : 1.0 / 24.0;
   for (int64_t k = 0; k < n; k++) {
     double c = acc ? (double)(float)c0 : c0;
     if (qfp8) c = acc ? (double)((float)c * qs[k]) : c * (double)qs[k];
@@ -135,7 +143,9 @@ mlr_status mlr__shadow_init(mlr__shadow *sh, const mlr_recipe *r, const mlr_inpu
   }
   /* the ranges of the tables' values: with them one test per block shows an exact dot exact in
    * binary64 (the emulator's vlsb/vtop) */
-  sh->kv_range_ok = 1, sh->klsb = sh->vlsb = 1000, sh->ktop = sh->vtop = -1000;
+  sh->kv_range_ok = 1;
+  sh->klsb = sh->vlsb = 1000;
+  sh->ktop = sh->vtop = -1000;
   for (size_t k = 0; k < nl; k++) {
     const double kv[2] = {sh->klut[k], sh->vlut[k]};
     for (int w = 0; w < 2; w++) {
@@ -144,10 +154,12 @@ mlr_status mlr__shadow_init(mlr__shadow *sh, const mlr_recipe *r, const mlr_inpu
       mlr_f32_range_add((float)kv[w], w ? &sh->vlsb : &sh->klsb, w ? &sh->vtop : &sh->ktop);
     }
   }
-  free(qv), free(qs);
+  free(qv);
+  free(qs);
   return MLR_OK;
 fail:
-  free(qv), free(qs);
+  free(qv);
+  free(qs);
   mlr__shadow_free(sh);
   if (st == MLR_ENOMEM) mlr_error_set(err, MLR_ENOMEM, "out of memory for the switchable model");
   return st;

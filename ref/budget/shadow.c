@@ -49,20 +49,12 @@ static double upd32(int on, int fused, double a, double alpha, double b) {
   return fused ? fma32(on, a, alpha, b) : r32(on, r32(on, a * alpha) + b);
 }
 
+/* p rounded to P's format as the model has it: fp8 saturates, the 16-bit formats do not */
 static double p_round(int on, double p, int pf) {
   if (!on) return p;
-  switch (pf) {
-  case MLR_P_FP16:
-    return mlr__round_fmt(p, MLR_FMT_FP16, MLR_OVF_NONSAT);
-  case MLR_P_BF16:
-    return mlr__round_fmt(p, MLR_FMT_BF16, MLR_OVF_NONSAT);
-  case MLR_P_E4M3:
-    return mlr__round_fmt(p, MLR_FMT_E4M3, MLR_OVF_SATURATE);
-  case MLR_P_E4M3FNUZ:
-    return mlr__round_fmt(p, MLR_FMT_E4M3FNUZ, MLR_OVF_SATURATE);
-  default:
-    return (double)(float)p; /* fp32 p: already binary32 when exp is on */
-  }
+  const mlr_format f = mlr__pfmt_format(pf);
+  if (f == MLR_FMT_COUNT) return (double)(float)p; /* fp32 p: already binary32 when exp is on */
+  return mlr__round_fmt(p, f, mlr_format_get(f).bits == 8 ? MLR_OVF_SATURATE : MLR_OVF_NONSAT);
 }
 
 /* exp in the recipe's base: the model's binary32 function of the binary32 argument (on), or the
@@ -120,8 +112,10 @@ MLR_FMA_CLONES static double dot(int model, const double *a, const double *b, in
                                  mlr_xacc *x) {
   if (model == MLR_DOT_EXACT) {
     int fin = isfinite(init), f32 = is_f32(init);
-    for (int i = 0; i < n && fin; i++)
-      fin = isfinite(a[i]) && isfinite(b[i]), f32 = f32 && is_f32(a[i]) && is_f32(b[i]);
+    for (int i = 0; i < n && fin; i++) {
+      fin = isfinite(a[i]) && isfinite(b[i]);
+      f32 = f32 && is_f32(a[i]) && is_f32(b[i]);
+    }
     if (!fin || !f32) {
       double s = init;
       for (int i = 0; i < n; i++) s += a[i] * b[i];
@@ -153,7 +147,8 @@ static int all_finite(const double *a, int64_t n) {
 static void range64(const double *a, int64_t n, int *lsb, int *top) {
   int lo = 1000, hi = -1000;
   for (int64_t i = 0; i < n; i++) mlr_f32_range_add((float)a[i], &lo, &hi);
-  *lsb = lo, *top = hi;
+  *lsb = lo;
+  *top = hi;
 }
 
 typedef struct row_ws {
@@ -259,7 +254,10 @@ MLR_FMA_CLONES static void qk_block(const mlr__shadow *sh, row_ws *w, const doub
   float *sf = w->sf, *sr = w->af;
   for (int i = 0; i < QK; i++) w->qf[i] = (float)q[i];
   for (int64_t x = 0; x < n * QK; x++) w->kf[x] = (float)k[x];
-  for (int64_t j = 0; j < n; j++) sf[j] = 0, sr[j] = 0;
+  for (int64_t j = 0; j < n; j++) {
+    sf[j] = 0;
+    sr[j] = 0;
+  }
   const int split = model == MLR_DOT_NOPE_ROPE ? NOPE : QK;
   for (int i = 0; i < split; i++)
     for (int64_t j = 0; j < n; j++) sf[j] = fmaf(w->qf[i], w->kf[j * QK + i], sf[j]);
@@ -292,9 +290,10 @@ MLR_FMA_CLONES static void pv_block(const mlr__shadow *sh, row_ws *w, int64_t n,
     int pl, pt, vl, vt;
     if (f32 && !into && all_finite(pp, n) && all_finite(v, n * DV)) {
       range64(pp, n, &pl, &pt);
-      if (sh->kv_range_ok)
-        vl = sh->vlsb, vt = sh->vtop; /* every V table value's range */
-      else
+      if (sh->kv_range_ok) { /* every V table value's range */
+        vl = sh->vlsb;
+        vt = sh->vtop;
+      } else
         range64(v, n * DV, &vl, &vt);
       if (pl > pt || vl > vt ||
           mlr_f64_fits(pl, pt, vl, vt, n)) { /* exact in binary64 in any order */
@@ -364,8 +363,9 @@ MLR_FMA_CLONES static void split_row(const mlr__shadow *sh, row_ws *w, int64_t t
     const double al = sh_sm_exp(sh, exp_on, r32(exp_on, m - mn));
     for (int64_t j = 0; j < n; j++) {
       w->p[j] = sh_sm_exp(sh, exp_on, r32(exp_on, w->s[j] - mn));
+      /* both P's */
       w->pp[j] = mlr__to_operand(ON(MLR_SRC_P), p_round(ON(MLR_SRC_P), w->p[j], r->p_format),
-                                 r->pv_operand); /* both P's */
+                                 r->pv_operand);
     }
     const double ls = sh_rowsum(acc_on, r->softmax_sum, w->p, n);
     l = upd32(acc_on, fused, l, al, ls);
@@ -390,7 +390,9 @@ MLR_FMA_CLONES static void split_row(const mlr__shadow *sh, row_ws *w, int64_t t
     lse = r32(mg, lse * (mg ? (double)LN2_F : LN2_D));
   else if (r->softmax_exp != MLR_EXP_2 && r->lse_base == MLR_EXP_2)
     lse = r32(mg, lse * (mg ? (double)LOG2E_F : LOG2E_D));
-  *lse_out = lse, *m_out = m, *l_out = l;
+  *lse_out = lse;
+  *m_out = m;
+  *l_out = l;
 }
 
 /* the merge of row (t, h) over ns splits (mlr_emulate.h "merge"), into o */
@@ -477,15 +479,19 @@ mlr_status mlr_budget_eval(const mlr_recipe *r, const mlr_inputs *in, unsigned r
     memset(&w, 0, sizeof w);
     w.k = malloc(KCHUNK * QK * sizeof(double));
     w.v = malloc(cap * DV * sizeof(double));
-    w.s = malloc(cap * sizeof(double)), w.p = malloc(cap * sizeof(double)),
+    w.s = malloc(cap * sizeof(double));
+    w.p = malloc(cap * sizeof(double));
     w.pp = malloc(cap * sizeof(double));
     w.col = malloc(cap * sizeof(double));
-    w.acc = malloc(DV * sizeof(double)), w.dt = malloc(DV * sizeof(double));
-    w.kf = malloc(KCHUNK * QK * sizeof(float)), w.qf = malloc(QK * sizeof(float)),
+    w.acc = malloc(DV * sizeof(double));
+    w.dt = malloc(DV * sizeof(double));
+    w.kf = malloc(KCHUNK * QK * sizeof(float));
+    w.qf = malloc(QK * sizeof(float));
     w.sf = malloc(cap * sizeof(float));
     w.af = malloc((cap > DV ? cap : DV) * sizeof(float));
     w.part = malloc((size_t)sh.S * DV * sizeof(double));
-    w.lse = malloc((size_t)sh.S * sizeof(double)), w.pm = malloc((size_t)sh.S * sizeof(double)),
+    w.lse = malloc((size_t)sh.S * sizeof(double));
+    w.pm = malloc((size_t)sh.S * sizeof(double));
     w.pl = malloc((size_t)sh.S * sizeof(double));
     const int ok = w.k && w.v && w.s && w.p && w.pp && w.col && w.acc && w.dt && w.kf && w.qf &&
                    w.sf && w.af && w.part && w.lse && w.pm && w.pl;
@@ -493,9 +499,22 @@ mlr_status mlr_budget_eval(const mlr_recipe *r, const mlr_inputs *in, unsigned r
 #pragma omp for schedule(dynamic, 1)
     for (int64_t k = 0; k < N; k++)
       if (ok) one_row(&sh, &w, rows ? rows[k] : k, o + k * DV);
-    free(w.k), free(w.v), free(w.s), free(w.p), free(w.pp), free(w.col), free(w.acc), free(w.dt),
-        free(w.kf), free(w.qf), free(w.sf), free(w.af);
-    free(w.part), free(w.lse), free(w.pm), free(w.pl);
+    free(w.k);
+    free(w.v);
+    free(w.s);
+    free(w.p);
+    free(w.pp);
+    free(w.col);
+    free(w.acc);
+    free(w.dt);
+    free(w.kf);
+    free(w.qf);
+    free(w.sf);
+    free(w.af);
+    free(w.part);
+    free(w.lse);
+    free(w.pm);
+    free(w.pl);
   }
   mlr__shadow_free(&sh);
   if (failed)

@@ -79,7 +79,8 @@ static inline __attribute__((always_inline)) void block2(const mlr_mma_model *m,
 #pragma omp simd
     for (int64_t l = 0; l < w; l++) {
       const int ok = Eg[g][l] > MLR_MMA_EZERO / 2 && Eg[g][l] < 126;
-      sc[g][l] = ok ? mlr__mma_pow2(F - Eg[g][l]) : 0.0, S[g][l] = 0.0;
+      sc[g][l] = ok ? mlr__mma_pow2(F - Eg[g][l]) : 0.0;
+      S[g][l] = 0.0;
     }
   for (int i = i0; i < i1; i++) {
     const int g = pair ? (i - i0) & 1 : 0;
@@ -118,7 +119,10 @@ static inline __attribute__((always_inline)) void block2(const mlr_mma_model *m,
   for (int64_t l = 0; l < w && special; l++)
     if (sp[l]) {
       float a[64], b[64];
-      for (int i = i0; i < i1; i++) a[i - i0] = xa[i * sa + l], b[i - i0] = xb[i];
+      for (int i = i0; i < i1; i++) {
+        a[i - i0] = xa[i * sa + l];
+        b[i - i0] = xb[i];
+      }
       c[l] = mlr_mma_block(m, a, b, i1 - i0, c[l]);
     }
 }
@@ -152,7 +156,10 @@ static inline __attribute__((always_inline)) void lanes(const mlr_mma_model *m, 
     for (int64_t l0 = 0; l0 < nl; l0 += 64) {
       const int64_t w = nl - l0 < 64 ? nl - l0 : 64;
       float cin[64];
-      for (int64_t l = 0; l < w; l++) cin[l] = c[l0 + l], c[l0 + l] = 0.0f;
+      for (int64_t l = 0; l < w; l++) {
+        cin[l] = c[l0 + l];
+        c[l0 + l] = 0.0f;
+      }
       for (int ph = 0; ph < 2; ph++)
         block(f, w, i0, i1, ph, xa + l0, ea + l0, sa, xb, eb, c + l0, sc, S, E);
       for (int64_t l = 0; l < w; l++) c[l0 + l] = cin[l] + c[l0 + l]; /* FADD: nearest even */
@@ -160,8 +167,8 @@ static inline __attribute__((always_inline)) void lanes(const mlr_mma_model *m, 
   }
 }
 
-/* the QK form (16 heads: the loops over lanes unrolled, the lane state in registers) and any other
- */
+/* the QK form (16 heads: the loops over lanes unrolled, the lane state in registers) and any
+ * other */
 MLR_FMA_CLONES static void lanes16(const mlr_mma_model *m, int n, const float *xa, const int *ea,
                                    int64_t sa, const float *xb, const int *eb, float *c) {
   double sc[16], S[16];

@@ -40,8 +40,8 @@ typedef struct emu {
   int kv8;
   float *klut, *vlut; /* KV code -> QK / PV operand value (256 or 65536 entries) */
   float *qT;          /* [T][576][H] Q operand values */
-  int *qlsb,
-      *qtop;      /* [T*H] range of each Q row (exact QK, general), qtop = INT_MAX if not finite */
+  /* [T*H] range of each Q row (exact QK, general), qtop = INT_MAX if not finite */
+  int *qlsb, *qtop;
   int vlsb, vtop; /* range of every finite PV operand value of V (exact PV, general) */
   int klsb, ktop; /* ... and of K (exact QK, general: the split of Q for two binary64 chains) */
   float *c;       /* [T*H] logit scale */
@@ -68,25 +68,54 @@ typedef struct scratch {
   float *pph, *ppl;   /* P [H][cap] split at 2^s (EX_F64X2): P = pph + ppl exactly */
   mlr_xacc *qkx;      /* [TOKCHUNK][H] (exact QK, general) */
   float *qa, *qr;     /* [TOKCHUNK][H]: QK results, the rope chain of nope_rope */
-  double *qd,
-      *qd2;       /* [TOKCHUNK][H]: exact fp8 QK in binary64; exact QK in two chains, the low one */
-  float *qh, *ql; /* [576][H] Q split at 2^s a head (exact QK in two binary64 chains: Q = qh + ql
-                     exactly) */
+  /* [TOKCHUNK][H]: exact fp8 QK in binary64; exact QK in two chains, the low one */
+  double *qd, *qd2;
+  /* [576][H] Q split at 2^s a head (exact QK in two binary64 chains: Q = qh + ql exactly) */
+  float *qh, *ql;
   double *msc, *mS; /* mma dots: per lane ([max(H, 512)]) 2^(F-E) and the cut sum */
-  int *qme, *vme,
-      *mE; /* [576][H] Q's and [VCHUNK][512] V's unit exponents, [max(H, 512)] the blocks' E */
+  /* [576][H] Q's and [VCHUNK][512] V's unit exponents, [max(H, 512)] the blocks' E */
+  int *qme, *vme, *mE;
   float *m, *l, *alpha, *part, *lse, *pm, *pl; /* [H], part [H][512] */
 } scratch;
 
 static void scratch_free(scratch *w) {
-  free(w->s), free(w->p), free(w->pp), free(w->kop), free(w->vop), free(w->acc), free(w->pva),
-      free(w->pvd), free(w->pvl);
-  free(w->pph), free(w->ppl);
-  free(w->pvx), free(w->pvi), free(w->pvmode), free(w->psm), free(w->vsm), free(w->pse),
-      free(w->vse), free(w->qkx), free(w->qa), free(w->qr), free(w->qd), free(w->qd2), free(w->qh),
-      free(w->ql), free(w->m), free(w->l), free(w->alpha), free(w->part), free(w->lse), free(w->pm),
-      free(w->pl);
-  free(w->msc), free(w->mS), free(w->qme), free(w->vme), free(w->mE);
+  free(w->s);
+  free(w->p);
+  free(w->pp);
+  free(w->kop);
+  free(w->vop);
+  free(w->acc);
+  free(w->pva);
+  free(w->pvd);
+  free(w->pvl);
+  free(w->pph);
+  free(w->ppl);
+  free(w->pvx);
+  free(w->pvi);
+  free(w->pvmode);
+  free(w->psm);
+  free(w->vsm);
+  free(w->pse);
+  free(w->vse);
+  free(w->qkx);
+  free(w->qa);
+  free(w->qr);
+  free(w->qd);
+  free(w->qd2);
+  free(w->qh);
+  free(w->ql);
+  free(w->m);
+  free(w->l);
+  free(w->alpha);
+  free(w->part);
+  free(w->lse);
+  free(w->pm);
+  free(w->pl);
+  free(w->msc);
+  free(w->mS);
+  free(w->qme);
+  free(w->vme);
+  free(w->mE);
 }
 
 static int scratch_alloc(scratch *w, const emu *e) {
@@ -100,11 +129,14 @@ static int scratch_alloc(scratch *w, const emu *e) {
   w->acc = malloc(H * DV * sizeof(float));
   w->pva = malloc(H * DV * sizeof(float));
   w->part = malloc(H * DV * sizeof(float));
-  w->qa = malloc(TOKCHUNK * H * sizeof(float)), w->qr = malloc(TOKCHUNK * H * sizeof(float));
+  w->qa = malloc(TOKCHUNK * H * sizeof(float));
+  w->qr = malloc(TOKCHUNK * H * sizeof(float));
   w->qd = malloc(TOKCHUNK * H * sizeof(double));
-  w->m = malloc(H * sizeof(float)), w->l = malloc(H * sizeof(float)),
+  w->m = malloc(H * sizeof(float));
+  w->l = malloc(H * sizeof(float));
   w->alpha = malloc(H * sizeof(float));
-  w->lse = malloc(H * sizeof(float)), w->pm = malloc(H * sizeof(float)),
+  w->lse = malloc(H * sizeof(float));
+  w->pm = malloc(H * sizeof(float));
   w->pl = malloc(H * sizeof(float));
   int ok = w->s && w->p && w->pp && w->kop && w->vop && w->acc && w->pva && w->part && w->m &&
            w->l && w->alpha && w->lse && w->pm && w->pl && w->qa && w->qr && w->qd;
@@ -243,7 +275,8 @@ static void split_f32(const float *x, int64_t n, int64_t stride, int s, float *h
   for (int64_t i = 0; i < n; i++) {
     double xh, xl;
     mlr_f64_split((double)x[i * stride], k, &xh, &xl);
-    hi[i * stride] = (float)xh, lo[i * stride] = (float)xl;
+    hi[i * stride] = (float)xh;
+    lo[i * stride] = (float)xl;
   }
 }
 
@@ -342,9 +375,8 @@ static void qk_block(const emu *e, scratch *w, int64_t t, int64_t b, int64_t j0,
         }
         for (int c = 0; c < nc; c++)
           kfin &= ktop[c] != INT_MAX; /* within the range qk_split took */
-        if (all_f64 || (x2 && kfin))
-          qk_exact_chunk(w, q, H, !all_f64,
-                         av); /* every dot of the chunk exact in one chain, or two */
+        if (all_f64 || (x2 && kfin))  /* every dot of the chunk exact in one chain, or two */
+          qk_exact_chunk(w, q, H, !all_f64, av);
         else
           for (int c = 0; c < nc; c++)
             for (int64_t h = 0; h < H; h++)
@@ -433,39 +465,36 @@ static int block_has_nonfinite(const emu *e, int64_t b, int64_t j0, int64_t j1) 
   return 0;
 }
 
-static void pv_block(const emu *e, scratch *w, int64_t b, int64_t j0, int64_t j1) {
-  const mlr_recipe *r = e->r;
-  const mlr_mma_model *mv =
-      MLR_DOT_IS_MMA(r->pv_dot) ? mlr_mma_get((mlr_mma_unit)MLR_DOT_MMA_UNIT(r->pv_dot)) : NULL;
-  const int64_t H = e->H;
-  const int into = r->pv_accumulate == MLR_PV_INTO_ACC;
+/* how each head sums this block (w->pvmode): see exact_dot; the P splits its mode needs */
+static void pv_modes(const emu *e, scratch *w, int64_t b, int64_t j0, int64_t j1, int into) {
   const int64_t n = j1 - j0;
-  if (e->pv_x) { /* how each head sums this block: see exact_dot */
-    const int vfin =
-        !block_has_nonfinite(e, b, j0, j1); /* the block's V, the same for every head */
-    for (int64_t h = 0; h < H; h++) {
-      int plsb, ptop, fin = vfin;
-      const float *pp = w->pp + h * e->cap;
-      for (int64_t j = 0; j < n; j++) fin &= isfinite(pp[j]) != 0;
-      mlr_f32_range(pp, n, 1, &plsb, &ptop);
-      int mode = !fin                                             ? EX_NAIVE
-                 : into                                           ? EX_LONG
-                 : mlr_i128_fits(plsb, ptop, e->vlsb, e->vtop, n) ? EX_I128
-                                                                  : EX_LONG,
-          sh = 0;
-      if (mode == EX_I128 && mlr_f64_fits(plsb, ptop, e->vlsb, e->vtop, n))
-        mode = EX_F64;
-      else if (mode == EX_I128 && e->x2 && mlr_f64x2_fits(plsb, ptop, e->vlsb, e->vtop, n, &sh))
-        mode = EX_F64X2; /* both ranges non-empty: EX_F64 took empty ones */
-      w->pvmode[2 * h] = mode;
-      w->pvmode[2 * h + 1] = plsb + e->vlsb; /* the fixed point's unit */
-      if (mode == EX_I128)
-        for (int64_t j = 0; j < n; j++)
-          mlr_f32_split(pp[j], &w->psm[h * e->cap + j], &w->pse[h * e->cap + j]);
-      if (mode == EX_F64X2) split_f32(pp, n, 1, sh, w->pph + h * e->cap, w->ppl + h * e->cap);
-    }
+  const int vfin = !block_has_nonfinite(e, b, j0, j1); /* the block's V, the same for every head */
+  for (int64_t h = 0; h < e->H; h++) {
+    int plsb, ptop, fin = vfin;
+    const float *pp = w->pp + h * e->cap;
+    for (int64_t j = 0; j < n; j++) fin &= isfinite(pp[j]) != 0;
+    mlr_f32_range(pp, n, 1, &plsb, &ptop);
+    int mode = !fin                                             ? EX_NAIVE
+               : into                                           ? EX_LONG
+               : mlr_i128_fits(plsb, ptop, e->vlsb, e->vtop, n) ? EX_I128
+                                                                : EX_LONG,
+        sh = 0;
+    if (mode == EX_I128 && mlr_f64_fits(plsb, ptop, e->vlsb, e->vtop, n))
+      mode = EX_F64;
+    else if (mode == EX_I128 && e->x2 && mlr_f64x2_fits(plsb, ptop, e->vlsb, e->vtop, n, &sh))
+      mode = EX_F64X2; /* both ranges non-empty: EX_F64 took empty ones */
+    w->pvmode[2 * h] = mode;
+    w->pvmode[2 * h + 1] = plsb + e->vlsb; /* the fixed point's unit */
+    if (mode == EX_I128)
+      for (int64_t j = 0; j < n; j++)
+        mlr_f32_split(pp[j], &w->psm[h * e->cap + j], &w->pse[h * e->cap + j]);
+    if (mode == EX_F64X2) split_f32(pp, n, 1, sh, w->pph + h * e->cap, w->ppl + h * e->cap);
   }
-  for (int64_t h = 0; h < H; h++)
+}
+
+/* the block's PV accumulators start at acc * alpha (into) or 0 */
+static void pv_init(const emu *e, scratch *w, int into) {
+  for (int64_t h = 0; h < e->H; h++)
     for (int d = 0; d < DV; d++) {
       const float init = into ? w->acc[h * DV + d] * w->alpha[h] : 0.0f;
       if (e->pv_fast)
@@ -485,55 +514,42 @@ static void pv_block(const emu *e, scratch *w, int64_t b, int64_t j0, int64_t j1
       } else
         w->pva[h * DV + d] = init;
     }
-  for (int64_t j = j0; j < j1; j += VCHUNK) {
-    const int nj = (int)(j1 - j < VCHUNK ? j1 - j : VCHUNK);
-    for (int jj = 0; jj < nj; jj++) load_row(e, e->vlut, b, j + jj, DV, w->vop + jj * DV);
-    if (e->pv_x)
-      for (int k = 0; k < nj * DV; k++) mlr_f32_split(w->vop[k], &w->vsm[k], &w->vse[k]);
-    if (mv) /* the chunk's unit exponents, shared by the heads */
-      for (int k = 0; k < nj * DV; k++) w->vme[k] = mlr_mma_in_exp(mv, w->vop[k]);
-    for (int64_t h = 0; h < H; h++) {
-      const float *pp = w->pp + h * e->cap + (j - j0);
-      if (e->pv_fast)
-        pv_exact_f64(pp, w->vop, nj, w->pvd + h * DV);
-      else if (e->pv_x) {
-        const int mode = w->pvmode[2 * h], g = w->pvmode[2 * h + 1];
-        if (mode == EX_F64)
-          pv_exact_f64(pp, w->vop, nj, w->pvd + h * DV);
-        else if (mode == EX_F64X2) {
-          pv_exact_f64(w->pph + h * e->cap + (j - j0), w->vop, nj, w->pvd + h * DV);
-          pv_exact_f64(w->ppl + h * e->cap + (j - j0), w->vop, nj, w->pvl + h * DV);
-        } else if (mode == EX_I128) {
-          const int64_t *pm = w->psm + h * e->cap + (j - j0);
-          const int *pe = w->pse + h * e->cap + (j - j0);
-          mlr_i128 *acc = w->pvi + h * DV;
-          for (int jj = 0; jj < nj; jj++) {
-            if (!pm[jj]) continue;
-            for (int d = 0; d < DV; d++) {
-              const int64_t vm = w->vsm[jj * DV + d];
-              if (vm) acc[d] += mlr_i128_shl(pm[jj] * vm, pe[jj] + w->vse[jj * DV + d] - g);
-            }
-          }
-        } else
-          for (int d = 0; d < DV; d++)
-            for (int jj = 0; jj < nj; jj++) {
-              const float pv = pp[jj], v = w->vop[jj * DV + d];
-              if (mode == EX_LONG)
-                mlr_xacc_add(&w->pvx[h * DV + d], (double)pv * (double)v);
-              else
-                w->pvd[h * DV + d] += (double)pv * (double)v;
-            }
-      } else if (mv) { /* blocks of the unit's size in token order (VCHUNK is a multiple); the
-                          columns are the lanes */
-        int pe[VCHUNK];
-        for (int jj = 0; jj < nj; jj++) pe[jj] = mlr_mma_in_exp(mv, pp[jj]);
-        mlr__emu_mma_lanes(mv, DV, nj, w->vop, w->vme, DV, pp, pe, w->pva + h * DV, w->msc, w->mS,
-                           w->mE);
-      } else
-        pv_seq(pp, w->vop, nj, w->pva + h * DV);
+}
+
+/* head h's exact PV sum over a chunk of nj tokens at offset jo into the block, in its mode */
+static void pv_exact_chunk(const emu *e, scratch *w, int64_t h, int64_t jo, int nj) {
+  const float *pp = w->pp + h * e->cap + jo;
+  const int mode = w->pvmode[2 * h], g = w->pvmode[2 * h + 1];
+  if (mode == EX_F64)
+    pv_exact_f64(pp, w->vop, nj, w->pvd + h * DV);
+  else if (mode == EX_F64X2) {
+    pv_exact_f64(w->pph + h * e->cap + jo, w->vop, nj, w->pvd + h * DV);
+    pv_exact_f64(w->ppl + h * e->cap + jo, w->vop, nj, w->pvl + h * DV);
+  } else if (mode == EX_I128) {
+    const int64_t *pm = w->psm + h * e->cap + jo;
+    const int *pe = w->pse + h * e->cap + jo;
+    mlr_i128 *acc = w->pvi + h * DV;
+    for (int jj = 0; jj < nj; jj++) {
+      if (!pm[jj]) continue;
+      for (int d = 0; d < DV; d++) {
+        const int64_t vm = w->vsm[jj * DV + d];
+        if (vm) acc[d] += mlr_i128_shl(pm[jj] * vm, pe[jj] + w->vse[jj * DV + d] - g);
+      }
     }
-  }
-  for (int64_t h = 0; h < H; h++)
+  } else
+    for (int d = 0; d < DV; d++)
+      for (int jj = 0; jj < nj; jj++) {
+        const float pv = pp[jj], v = w->vop[jj * DV + d];
+        if (mode == EX_LONG)
+          mlr_xacc_add(&w->pvx[h * DV + d], (double)pv * (double)v);
+        else
+          w->pvd[h * DV + d] += (double)pv * (double)v;
+      }
+}
+
+/* the block's dots rounded to binary32, into acc: as they are (into) or through the update */
+static void pv_finish(const emu *e, scratch *w, int into) {
+  for (int64_t h = 0; h < e->H; h++)
     for (int d = 0; d < DV; d++) {
       float dot;
       if (e->pv_fast)
@@ -551,8 +567,42 @@ static void pv_block(const emu *e, scratch *w, int64_t b, int64_t j0, int64_t j1
     }
 }
 
-/* one query token t over KV tokens [lo, hi) of batch b: the split's result in w->part, lse, pm, pl
- */
+static void pv_block(const emu *e, scratch *w, int64_t b, int64_t j0, int64_t j1) {
+  const mlr_recipe *r = e->r;
+  const mlr_mma_model *mv =
+      MLR_DOT_IS_MMA(r->pv_dot) ? mlr_mma_get((mlr_mma_unit)MLR_DOT_MMA_UNIT(r->pv_dot)) : NULL;
+  const int64_t H = e->H;
+  const int into = r->pv_accumulate == MLR_PV_INTO_ACC;
+  if (e->pv_x) pv_modes(e, w, b, j0, j1, into);
+  pv_init(e, w, into);
+  for (int64_t j = j0; j < j1; j += VCHUNK) {
+    const int nj = (int)(j1 - j < VCHUNK ? j1 - j : VCHUNK);
+    for (int jj = 0; jj < nj; jj++) load_row(e, e->vlut, b, j + jj, DV, w->vop + jj * DV);
+    if (e->pv_x)
+      for (int k = 0; k < nj * DV; k++) mlr_f32_split(w->vop[k], &w->vsm[k], &w->vse[k]);
+    if (mv) /* the chunk's unit exponents, shared by the heads */
+      for (int k = 0; k < nj * DV; k++) w->vme[k] = mlr_mma_in_exp(mv, w->vop[k]);
+    for (int64_t h = 0; h < H; h++) {
+      const float *pp = w->pp + h * e->cap + (j - j0);
+      if (e->pv_fast)
+        pv_exact_f64(pp, w->vop, nj, w->pvd + h * DV);
+      else if (e->pv_x)
+        pv_exact_chunk(e, w, h, j - j0, nj);
+      else if (mv) { /* blocks of the unit's size in token order (VCHUNK is a multiple); the
+                        columns are the lanes */
+        int pe[VCHUNK];
+        for (int jj = 0; jj < nj; jj++) pe[jj] = mlr_mma_in_exp(mv, pp[jj]);
+        mlr__emu_mma_lanes(mv, DV, nj, w->vop, w->vme, DV, pp, pe, w->pva + h * DV, w->msc, w->mS,
+                           w->mE);
+      } else
+        pv_seq(pp, w->vop, nj, w->pva + h * DV);
+    }
+  }
+  pv_finish(e, w, into);
+}
+
+/* one query token t over KV tokens [lo, hi) of batch b: the split's result in w->part, lse, pm,
+ * pl */
 static void run_split_row(const emu *e, scratch *w, int64_t t, int64_t b, int64_t lo, int64_t hi) {
   const mlr_recipe *r = e->r;
   const int64_t H = e->H;
@@ -563,8 +613,8 @@ static void run_split_row(const emu *e, scratch *w, int64_t t, int64_t b, int64_
   memset(w->acc, 0, (size_t)H * DV * sizeof(float));
   const int64_t blk = r->softmax_block > 0 ? r->softmax_block : (hi > lo ? hi - lo : 1);
   const int f64 = e->qk_x && qk_f64_all(e, t); /* every head's QK dots in one binary64 chain */
-  const int x2 = !f64 && e->x2 && e->qk_x && hi > lo &&
-                 qk_split(e, w, t); /* ... else in two (qk_block takes one chain first) */
+  /* ... else in two (qk_block takes one chain first) */
+  const int x2 = !f64 && e->x2 && e->qk_x && hi > lo && qk_split(e, w, t);
   for (int64_t j0 = lo; j0 < hi; j0 += blk) {
     const int64_t j1 = j0 + blk < hi ? j0 + blk : hi, n = j1 - j0;
     qk_block(e, w, t, b, j0, j1, x2, f64);
@@ -684,8 +734,8 @@ static void merge_one(const emu *e, int64_t t, int64_t h, int64_t ns, float *acc
   const float sc = fmaxf(sum, e->clamp);
   for (int d = 0; d < DV; d++) acc[d] = acc[d] / sc;
   store_o(e, t, h, acc);
-  const int ub =
-      norm ? r->lse_base : (r->softmax_exp == MLR_EXP_2 ? MLR_EXP_2 : MLR_EXP_E); /* units of M */
+  /* units of M */
+  const int ub = norm ? r->lse_base : (r->softmax_exp == MLR_EXP_2 ? MLR_EXP_2 : MLR_EXP_E);
   float lse = M + mlr__emu_log(ub, sc);
   if (!norm)
     lse = mlr__emu_lse_convert(lse, r->softmax_exp, r->lse_base); /* M in the softmax's units */
@@ -694,9 +744,10 @@ static void merge_one(const emu *e, int64_t t, int64_t h, int64_t ns, float *acc
 
 void mlr_emu_result_free(mlr_emu_result *res) {
   if (!res) return;
-  free(res->o), free(res->lse), free(res->split_count), free(res->split_len), free(res->part_o),
-      free(res->part_lse);
-  free(res->part_max), free(res->part_sum), free(res->q_scales);
+  void *const owned[] = {res->o,         res->lse,      res->split_count,
+                         res->split_len, res->part_o,   res->part_lse,
+                         res->part_max,  res->part_sum, res->q_scales};
+  for (size_t k = 0; k < sizeof owned / sizeof owned[0]; k++) free(owned[k]);
   memset(res, 0, sizeof *res);
 }
 
@@ -737,168 +788,198 @@ mlr_status mlr_emu_check_fit(const mlr_recipe *r, const mlr_inputs *in, mlr_erro
   return MLR_OK;
 }
 
-mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_opts *opts,
-                       mlr_emu_result *res, mlr_error *err) {
-  memset(res, 0, sizeof *res);
-  mlr_status st = mlr_emu_check_fit(r, in, err);
-  if (st != MLR_OK) return st;
-  emu e;
-  memset(&e, 0, sizeof e);
-  e.r = r, e.in = in, e.H = in->H;
-  const int64_t T = in->T, H = in->H, B = in->B;
-  e.kv8 = in->kv_format != MLR_FMT_BF16;
-  e.folded = r->kv_scale_at == MLR_KVS_FOLDED;
-  e.fused = r->update_fma;
-  e.fault = opts ? opts->fault : 0;
+/* the recipe's settings every row reads, with the faults that misuse kv_scale applied here */
+static void emu_init(emu *e, const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_opts *opts) {
+  memset(e, 0, sizeof *e);
+  e->r = r;
+  e->in = in;
+  e->H = in->H;
+  e->kv8 = in->kv_format != MLR_FMT_BF16;
+  e->folded = r->kv_scale_at == MLR_KVS_FOLDED;
+  e->fused = r->update_fma;
+  e->fault = opts ? opts->fault : 0;
   float kvs = in->kv_scale; /* the faults that misuse it change it here, for every use */
-  if (e.fault == MLR_FAULT_KV_SCALE_TWICE) kvs = kvs * kvs;
-  if (e.fault == MLR_FAULT_KV_SCALE_NONE) kvs = 1.0f;
-  e.kvs = kvs;
-  e.clamp = (float)r->softmax_clamp; /* 1e-12 -> 0x2B8CBCCC, the constant in the seeds' PTX */
-  e.exp_sm = r->softmax_exp;
-  e.exp_lse = r->lse_base == MLR_EXP_2
-                  ? MLR_EXP_2
-                  : (r->softmax_exp == MLR_EXP_E_VIA_2 ? MLR_EXP_E_VIA_2 : MLR_EXP_E);
-  if (r->softmax_exp_unit == MLR_EXPU_SM90_EX2 && (st = mlr_sfu_ex2_table(&e.ex2, err)) != MLR_OK)
-    return st;
-  e.nsplit = calloc((size_t)B, sizeof(int64_t));
-  e.slen = calloc((size_t)B, sizeof(int64_t));
+  if (e->fault == MLR_FAULT_KV_SCALE_TWICE) kvs = kvs * kvs;
+  if (e->fault == MLR_FAULT_KV_SCALE_NONE) kvs = 1.0f;
+  e->kvs = kvs;
+  e->clamp = (float)r->softmax_clamp; /* 1e-12 -> 0x2B8CBCCC, the constant in the seeds' PTX */
+  e->exp_sm = r->softmax_exp;
+  e->exp_lse = r->lse_base == MLR_EXP_2
+                   ? MLR_EXP_2
+                   : (r->softmax_exp == MLR_EXP_E_VIA_2 ? MLR_EXP_E_VIA_2 : MLR_EXP_E);
+}
+
+/* each batch's splits (mlr_recipe_splits) into e and res; e->S the most splits, e->cap the
+ * longest block, *items the number of (batch, split) work items */
+static mlr_status plan_splits(emu *e, mlr_emu_result *res, int64_t *items, mlr_error *err) {
+  const mlr_recipe *r = e->r;
+  const mlr_inputs *in = e->in;
+  const int64_t B = in->B;
+  e->nsplit = calloc((size_t)B, sizeof(int64_t));
+  e->slen = calloc((size_t)B, sizeof(int64_t));
   res->split_count = calloc((size_t)B, sizeof(int32_t));
   res->split_len = calloc((size_t)B, sizeof(int32_t));
-  st = MLR_ENOMEM;
-  if (!e.nsplit || !e.slen || !res->split_count || !res->split_len) goto out;
-  int64_t S = 1, cap = 1, items = 0;
+  if (!e->nsplit || !e->slen || !res->split_count || !res->split_len) return MLR_ENOMEM;
+  int64_t S = 1, cap = 1, n = 0;
   for (int64_t b = 0; b < B; b++) {
     const int64_t L = mlr_inputs_kv_len(in, b);
-    mlr_recipe_splits(r, B, in->T, L, &e.nsplit[b], &e.slen[b]);
-    if (e.nsplit[b] > S) S = e.nsplit[b];
-    const int64_t span = e.slen[b] < L ? e.slen[b] : L;
+    mlr_recipe_splits(r, B, in->T, L, &e->nsplit[b], &e->slen[b]);
+    if (e->nsplit[b] > S) S = e->nsplit[b];
+    const int64_t span = e->slen[b] < L ? e->slen[b] : L;
     if (span > cap) cap = span;
-    if (e.nsplit[b] > INT32_MAX || e.slen[b] > INT32_MAX) {
-      st = mlr_error_set(err, MLR_ERANGE, "batch %lld: %lld splits of %lld tokens do not fit int32",
-                         (long long)b, (long long)e.nsplit[b], (long long)e.slen[b]);
-      goto out;
-    }
-    res->split_count[b] = (int32_t)e.nsplit[b];
-    res->split_len[b] = (int32_t)e.slen[b];
-    items += e.nsplit[b];
+    if (e->nsplit[b] > INT32_MAX || e->slen[b] > INT32_MAX)
+      return mlr_error_set(err, MLR_ERANGE,
+                           "batch %lld: %lld splits of %lld tokens do not fit int32", (long long)b,
+                           (long long)e->nsplit[b], (long long)e->slen[b]);
+    res->split_count[b] = (int32_t)e->nsplit[b];
+    res->split_len[b] = (int32_t)e->slen[b];
+    n += e->nsplit[b];
   }
   if (r->softmax_block > 0 && r->softmax_block < cap) cap = r->softmax_block;
-  e.S = S, e.cap = cap, e.res = res;
-  res->T = T, res->H = H, res->B = B, res->S = S, res->out_format = r->out_format;
+  e->S = S;
+  e->cap = cap;
+  e->res = res;
+  *items = n;
+  return MLR_OK;
+}
+
+/* which exact dots run in binary64 (fast) and which in the long accumulator */
+static void choose_dots(emu *e, const mlr_emu_opts *opts) {
+  const mlr_recipe *r = e->r;
   const int qfp8 = r->q_format != MLR_Q_BF16;
-  e.qk_fast = r->qk_dot == MLR_DOT_EXACT && qfp8 && e.kv8 && e.folded;
-  e.qk_x = r->qk_dot == MLR_DOT_EXACT && !e.qk_fast;
-  e.pv_fast = r->pv_dot == MLR_DOT_EXACT &&
-              (r->p_format == MLR_P_E4M3 || r->p_format == MLR_P_E4M3FNUZ) && e.kv8 && e.folded &&
-              r->pv_accumulate == MLR_PV_BLOCK && cap < (1 << 24);
-  e.pv_x = r->pv_dot == MLR_DOT_EXACT && !e.pv_fast;
-  e.x2 = !(opts && opts->no_x2);
-  /* outputs */
-  const size_t osz = r->out_format == MLR_OUT_FP32 ? 4 : 2;
+  e->qk_fast = r->qk_dot == MLR_DOT_EXACT && qfp8 && e->kv8 && e->folded;
+  e->qk_x = r->qk_dot == MLR_DOT_EXACT && !e->qk_fast;
+  e->pv_fast = r->pv_dot == MLR_DOT_EXACT &&
+               (r->p_format == MLR_P_E4M3 || r->p_format == MLR_P_E4M3FNUZ) && e->kv8 &&
+               e->folded && r->pv_accumulate == MLR_PV_BLOCK && e->cap < (1 << 24);
+  e->pv_x = r->pv_dot == MLR_DOT_EXACT && !e->pv_fast;
+  e->x2 = !(opts && opts->no_x2);
+}
+
+/* the outputs, and the partials (keep_parts) with NaN in the slots past a batch's split count */
+static mlr_status alloc_outputs(const emu *e, mlr_emu_result *res, int keep_parts, mlr_error *err) {
+  const int64_t T = res->T, H = res->H, S = res->S;
+  const size_t osz = e->r->out_format == MLR_OUT_FP32 ? 4 : 2;
   const size_t ob = nbytes3(T, H, DV, osz), pb = nbytes3(T * H, S, DV, sizeof(float));
-  const int merge_all =
-      !r->partial_normalized; /* raw partials are divided by l only in the merge */
-  const int keep_parts = S > 1 || merge_all || (opts && opts->partials);
-  if (!ob || (keep_parts && !pb)) {
-    st = mlr_error_set(err, MLR_ERANGE, "output size overflows (T=%lld, H=%lld, splits=%lld)",
-                       (long long)T, (long long)H, (long long)S);
-    goto out;
-  }
+  if (!ob || (keep_parts && !pb))
+    return mlr_error_set(err, MLR_ERANGE, "output size overflows (T=%lld, H=%lld, splits=%lld)",
+                         (long long)T, (long long)H, (long long)S);
   res->o = malloc(ob);
   res->lse = malloc((size_t)(T * H) * sizeof(float));
-  if (!res->o || !res->lse) goto out;
-  if (keep_parts) {
-    res->part_o = malloc(pb);
-    res->part_lse = malloc((size_t)(T * H * S) * sizeof(float));
-    res->part_max = malloc((size_t)(T * H * S) * sizeof(float));
-    res->part_sum = malloc((size_t)(T * H * S) * sizeof(float));
-    if (!res->part_o || !res->part_lse || !res->part_max || !res->part_sum) goto out;
-    const float qnan = mlr_bits_f32(0x7FC00000u); /* slots past a batch's split count */
-    for (size_t k = 0; k < pb / sizeof(float); k++) res->part_o[k] = qnan;
-    for (int64_t k = 0; k < T * H * S; k++)
-      res->part_lse[k] = res->part_max[k] = res->part_sum[k] = qnan;
-  }
-  /* Q values, operand conversion (transposed to [T][576][H]) and logit scales */
+  if (!res->o || !res->lse) return MLR_ENOMEM;
+  if (!keep_parts) return MLR_OK;
+  res->part_o = malloc(pb);
+  res->part_lse = malloc((size_t)(T * H * S) * sizeof(float));
+  res->part_max = malloc((size_t)(T * H * S) * sizeof(float));
+  res->part_sum = malloc((size_t)(T * H * S) * sizeof(float));
+  if (!res->part_o || !res->part_lse || !res->part_max || !res->part_sum) return MLR_ENOMEM;
+  const float qnan = mlr_bits_f32(0x7FC00000u); /* slots past a batch's split count */
+  for (size_t k = 0; k < pb / sizeof(float); k++) res->part_o[k] = qnan;
+  for (int64_t k = 0; k < T * H * S; k++)
+    res->part_lse[k] = res->part_max[k] = res->part_sum[k] = qnan;
+  return MLR_OK;
+}
+
+/* Q's values as operands, transposed to [T][576][H], and each row's logit scale */
+static mlr_status q_operands(emu *e, mlr_emu_result *res, mlr_error *err) {
+  const mlr_recipe *r = e->r;
+  const int64_t T = e->in->T, H = e->H;
   const size_t qb = nbytes3(T * H, QK, 1, sizeof(float));
-  if (!qb) {
-    st = mlr_error_set(err, MLR_ERANGE, "Q size overflows (T=%lld, H=%lld)", (long long)T,
-                       (long long)H);
-    goto out;
-  }
+  if (!qb)
+    return mlr_error_set(err, MLR_ERANGE, "Q size overflows (T=%lld, H=%lld)", (long long)T,
+                         (long long)H);
   float *qval = malloc(qb), *qs = malloc((size_t)(T * H) * sizeof(float));
-  e.qT = malloc(qb);
-  e.c = malloc((size_t)(T * H) * sizeof(float));
-  if (!qval || !qs || !e.qT || !e.c) {
-    free(qval), free(qs);
-    goto out;
-  }
-  st = mlr_emu_q_values(r, in, qval, qs, &res->q_scales, &res->n_q_scales, &res->q_clipped);
+  e->qT = malloc(qb);
+  e->c = malloc((size_t)(T * H) * sizeof(float));
+  mlr_status st = MLR_ENOMEM;
+  if (qval && qs && e->qT && e->c)
+    st = mlr_emu_q_values(r, e->in, qval, qs, &res->q_scales, &res->n_q_scales, &res->q_clipped);
   if (st != MLR_OK) {
-    free(qval), free(qs);
-    goto out;
+    free(qval);
+    free(qs);
+    return st;
   }
-  const double sm = e.fault == MLR_FAULT_SM_SCALE_512 ? 1.0 / sqrt(512.0) : MLR_EMU_SM_SCALE;
+  const int qfp8 = r->q_format != MLR_Q_BF16;
+  const double sm = e->fault == MLR_FAULT_SM_SCALE_512 ? 1.0 / sqrt(512.0) : MLR_EMU_SM_SCALE;
   const double c0 = r->softmax_exp == MLR_EXP_2 ? sm * MLR_EMU_LOG2E_D : sm;
   for (int64_t t = 0; t < T; t++)
     for (int64_t h = 0; h < H; h++) {
       float c = (float)c0;
       if (qfp8) c = c * qs[t * H + h];
-      if (e.folded) c = c * kvs;
-      e.c[t * H + h] = c;
+      if (e->folded) c = c * e->kvs;
+      e->c[t * H + h] = c;
       for (int i = 0; i < QK; i++)
-        e.qT[(t * QK + i) * H + h] =
-            e.fault == MLR_FAULT_DROP_ROPE && i >= NOPE
+        e->qT[(t * QK + i) * H + h] =
+            e->fault == MLR_FAULT_DROP_ROPE && i >= NOPE
                 ? 0.0f
                 : mlr__emu_to_operand(qval[(t * H + h) * QK + i], r->qk_operand);
     }
-  free(qval), free(qs);
-  if (e.qk_x) { /* the range of each Q row, for exact_dot */
-    e.qlsb = malloc((size_t)(T * H) * sizeof(int));
-    e.qtop = malloc((size_t)(T * H) * sizeof(int));
-    if (!e.qlsb || !e.qtop) goto out;
-    for (int64_t k = 0; k < T * H; k++) {
-      const float *row = e.qT + (k / H) * QK * H + k % H;
-      mlr_f32_range(row, QK, H, &e.qlsb[k], &e.qtop[k]);
-      for (int i = 0; i < QK; i++)
-        if (!isfinite(row[i * H])) e.qtop[k] = INT_MAX;
-    }
+  free(qval);
+  free(qs);
+  return MLR_OK;
+}
+
+/* the range of each Q row, for exact_dot (exact QK, general) */
+static mlr_status q_ranges(emu *e) {
+  const int64_t TH = e->in->T * e->H, H = e->H;
+  e->qlsb = malloc((size_t)TH * sizeof(int));
+  e->qtop = malloc((size_t)TH * sizeof(int));
+  if (!e->qlsb || !e->qtop) return MLR_ENOMEM;
+  for (int64_t k = 0; k < TH; k++) {
+    const float *row = e->qT + (k / H) * QK * H + k % H;
+    mlr_f32_range(row, QK, H, &e->qlsb[k], &e->qtop[k]);
+    for (int i = 0; i < QK; i++)
+      if (!isfinite(row[i * H])) e->qtop[k] = INT_MAX;
   }
-  /* KV code -> operand tables */
-  const size_t nl = e.kv8 ? 256 : 65536;
-  e.klut = malloc(nl * sizeof(float));
-  e.vlut = malloc(nl * sizeof(float));
-  if (!e.klut || !e.vlut) goto out;
+  return MLR_OK;
+}
+
+/* KV code -> operand tables, and the range of every finite K and V operand in them */
+static mlr_status kv_tables(emu *e) {
+  const size_t nl = e->kv8 ? 256 : 65536;
+  e->klut = malloc(nl * sizeof(float));
+  e->vlut = malloc(nl * sizeof(float));
+  if (!e->klut || !e->vlut) return MLR_ENOMEM;
   for (size_t k = 0; k < nl; k++) {
-    float v = mlr_decode((mlr_format)in->kv_format, (uint32_t)k);
-    if (!e.folded) v = v * kvs;
-    e.klut[k] = mlr__emu_to_operand(v, r->qk_operand);
-    e.vlut[k] = mlr__emu_to_operand(v, r->pv_operand);
+    float v = mlr_decode((mlr_format)e->in->kv_format, (uint32_t)k);
+    if (!e->folded) v = v * e->kvs;
+    e->klut[k] = mlr__emu_to_operand(v, e->r->qk_operand);
+    e->vlut[k] = mlr__emu_to_operand(v, e->r->pv_operand);
   }
-  e.vlsb = 1000,
-  e.vtop = -1000; /* the range of every finite V operand (exact PV, general), and of K */
-  e.klsb = 1000, e.ktop = -1000;
+  e->vlsb = 1000; /* the range of every finite V operand (exact PV, general), and of K */
+  e->vtop = -1000;
+  e->klsb = 1000;
+  e->ktop = -1000;
   for (size_t k = 0; k < nl; k++) {
-    if (isfinite(e.vlut[k])) mlr_f32_range_add(e.vlut[k], &e.vlsb, &e.vtop);
-    if (isfinite(e.klut[k])) mlr_f32_range_add(e.klut[k], &e.klsb, &e.ktop);
+    if (isfinite(e->vlut[k])) mlr_f32_range_add(e->vlut[k], &e->vlsb, &e->vtop);
+    if (isfinite(e->klut[k])) mlr_f32_range_add(e->klut[k], &e->klsb, &e->ktop);
   }
-  /* work items (b, s), then the merges */
+  return MLR_OK;
+}
+
+/* the work items (b, s) on the threads, then the merges (merge_all: every batch's) */
+static mlr_status run_all(const emu *e, const mlr_emu_opts *opts, int64_t items, int merge_all) {
+  const int64_t B = e->in->B, H = e->H;
   int64_t *it = malloc((size_t)items * 2 * sizeof(int64_t));
-  if (!it) goto out;
+  if (!it) return MLR_ENOMEM;
   for (int64_t b = 0, k = 0; b < B; b++)
-    for (int64_t s = 0; s < e.nsplit[b]; s++, k++) it[2 * k] = b, it[2 * k + 1] = s;
+    for (int64_t s = 0; s < e->nsplit[b]; s++, k++) {
+      it[2 * k] = b;
+      it[2 * k + 1] = s;
+    }
   int nt = mlr_threads(opts ? opts->threads : 0);
   if (nt > items) nt = (int)items;
   scratch *ws = calloc((size_t)nt, sizeof *ws);
   int ok = ws != NULL;
   for (int k = 0; ok && k < nt; k++)
-    if (!scratch_alloc(&ws[k], &e)) {
+    if (!scratch_alloc(&ws[k], e)) {
       for (int j = 0; j < k; j++) scratch_free(&ws[j]);
       ok = 0;
     }
   if (!ok) {
-    free(ws), free(it);
-    goto out;
+    free(ws);
+    free(it);
+    return MLR_ENOMEM;
   }
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
   for (int64_t k = 0; k < items; k++) {
@@ -906,30 +987,69 @@ mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_
 #ifdef _OPENMP
     tid = omp_get_thread_num();
 #endif
-    run_item(&e, &ws[tid], it[2 * k], it[2 * k + 1]);
+    run_item(e, &ws[tid], it[2 * k], it[2 * k + 1]);
   }
-  if (S > 1 || merge_all) {
+  if (e->S > 1 || merge_all) {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
     for (int64_t b = 0; b < B; b++) {
-      if (e.nsplit[b] < 2 && !merge_all) continue;
+      if (e->nsplit[b] < 2 && !merge_all) continue;
       int tid = 0;
 #ifdef _OPENMP
       tid = omp_get_thread_num();
 #endif
-      for (int64_t t = in->qo_indptr[b]; t < in->qo_indptr[b + 1]; t++)
-        for (int64_t h = 0; h < H; h++) merge_one(&e, t, h, e.nsplit[b], ws[tid].part);
+      for (int64_t t = e->in->qo_indptr[b]; t < e->in->qo_indptr[b + 1]; t++)
+        for (int64_t h = 0; h < H; h++) merge_one(e, t, h, e->nsplit[b], ws[tid].part);
     }
   }
   for (int k = 0; k < nt; k++) scratch_free(&ws[k]);
-  free(ws), free(it);
-  if (!(opts && opts->partials)) {
-    free(res->part_o), free(res->part_lse), free(res->part_max), free(res->part_sum);
-    res->part_o = res->part_lse = res->part_max = res->part_sum = NULL;
-  }
-  st = MLR_OK;
+  free(ws);
+  free(it);
+  return MLR_OK;
+}
+
+static void free_partials(mlr_emu_result *res) {
+  free(res->part_o);
+  free(res->part_lse);
+  free(res->part_max);
+  free(res->part_sum);
+  res->part_o = res->part_lse = res->part_max = res->part_sum = NULL;
+}
+
+mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_opts *opts,
+                       mlr_emu_result *res, mlr_error *err) {
+  memset(res, 0, sizeof *res);
+  mlr_status st = mlr_emu_check_fit(r, in, err);
+  if (st != MLR_OK) return st;
+  emu e;
+  emu_init(&e, r, in, opts);
+  if (r->softmax_exp_unit == MLR_EXPU_SM90_EX2 && (st = mlr_sfu_ex2_table(&e.ex2, err)) != MLR_OK)
+    return st;
+  int64_t items = 0;
+  if ((st = plan_splits(&e, res, &items, err)) != MLR_OK) goto out;
+  res->T = in->T;
+  res->H = in->H;
+  res->B = in->B;
+  res->S = e.S;
+  res->out_format = r->out_format;
+  choose_dots(&e, opts);
+  /* raw partials are divided by l only in the merge */
+  const int merge_all = !r->partial_normalized;
+  const int keep_parts = e.S > 1 || merge_all || (opts && opts->partials);
+  if ((st = alloc_outputs(&e, res, keep_parts, err)) != MLR_OK) goto out;
+  if ((st = q_operands(&e, res, err)) != MLR_OK) goto out;
+  if (e.qk_x && (st = q_ranges(&e)) != MLR_OK) goto out;
+  if ((st = kv_tables(&e)) != MLR_OK) goto out;
+  if ((st = run_all(&e, opts, items, merge_all)) != MLR_OK) goto out;
+  if (!(opts && opts->partials)) free_partials(res);
 out:
-  free(e.nsplit), free(e.slen), free(e.klut), free(e.vlut), free(e.qT), free(e.c), free(e.qlsb),
-      free(e.qtop);
+  free(e.nsplit);
+  free(e.slen);
+  free(e.klut);
+  free(e.vlut);
+  free(e.qT);
+  free(e.c);
+  free(e.qlsb);
+  free(e.qtop);
   if (st != MLR_OK) {
     if (st == MLR_ENOMEM && err)
       mlr_error_set(err, MLR_ENOMEM, "out of memory for the model's buffers");

@@ -20,8 +20,8 @@ static const mlr_mma_model MODELS[MLR_MMA_UNITS] = {
      0}, /* subnormal inputs: exponent -14 (mma_probe) */
     /* MMA-Sim (mlr_mma.h, stages a-c): 16 products, even and odd apart, 24 fraction bits */
     {"cdna3-fp8", 16, 24, 0, MLR_MMA_RNE, 0, -7, 0, 2},
-    /* two sm90-f16 blocks (frac, rounding, sub_emin are theirs: an e5m2 subnormal is an fp16 one)
-     */
+    /* two sm90-f16 blocks (frac, rounding, sub_emin are theirs: an e5m2 subnormal is an fp16
+     * one) */
     {"sm90-e4m3-sync", 32, 25, 0, MLR_MMA_RZ, 1, -14, 1, 0},
     /* MMA-Sim: 8 products, 24 fraction bits */
     {"cdna3-bf16", 8, 24, 0, MLR_MMA_RNE, 0, -126, 0, 1},
@@ -41,14 +41,10 @@ const mlr_mma_model *mlr_mma_find(const char *name) {
 
 /* x = *sig * 2^*lsb exactly, *e = floor(log2 |x|); x finite and nonzero */
 static void split(float x, int64_t *sig, int *lsb, int *e) {
-  const uint32_t b = mlr_f32_bits(x);
-  const int be = (int)((b >> 23) & 0xFF);
-  uint64_t m = b & 0x7FFFFFu;
-  int l = -149;
-  if (be) m |= 1u << 23, l = be - 150;
-  *sig = (b >> 31) ? -(int64_t)m : (int64_t)m;
-  *lsb = l;
-  *e = l + 63 - MLR__CLZ64(m);
+  uint32_t m;
+  *lsb = mlr_f32_sig(x, &m);
+  *sig = (mlr_f32_bits(x) >> 31) ? -(int64_t)m : (int64_t)m;
+  *e = *lsb + 63 - MLR__CLZ64((uint64_t)m);
 }
 
 /* |v| * 2^sh toward zero, the sign kept (sh may be negative: a right shift drops bits) */
@@ -72,7 +68,8 @@ static float to_f32(int64_t S, int g, int bits, int mode) {
     uint64_t r = q;
     if (mode == MLR_MMA_RNE && sh <= 64 && (rem > half || (rem == half && (q & 1)))) r++;
     if (mode == MLR_MMA_RD && neg && rem) r++; /* down: a negative value's magnitude goes up */
-    M = r, g += sh;
+    M = r;
+    g += sh;
   }
   double v = ldexp((double)M, g);        /* exact: M <= 2^24 */
   if (v > FLT_MAX) v = (double)INFINITY; /* measured (mma_probe): an H200 gives +-Inf, RZ or not */
@@ -88,7 +85,8 @@ static int product(const mlr_mma_model *m, float a, float b, int64_t *sig, int *
   split(b, &sb, &lb, &eb);
   if (m->sub_emin && ea < m->sub_emin) ea = m->sub_emin; /* a subnormal input's exponent field */
   if (m->sub_emin && eb < m->sub_emin) eb = m->sub_emin;
-  *sig = sa * sb, *lsb = la + lb;
+  *sig = sa * sb;
+  *lsb = la + lb;
   return ea + eb;
 }
 
@@ -107,7 +105,8 @@ static float block_two_stage(const mlr_mma_model *m, const float *a, const float
   int pinf = 0, ninf = 0;
   for (int i = 0; i < n; i++) { /* stage c: |a b| >= 2^128 (exact in binary64: 48 bits at most) */
     const double p = (double)a[i] * (double)b[i];
-    pinf |= p >= 0x1p128, ninf |= p <= -0x1p128;
+    pinf |= p >= 0x1p128;
+    ninf |= p <= -0x1p128;
   }
   if (pinf || ninf) return pinf && ninf ? NAN : pinf ? INFINITY : -INFINITY;
   const int F = m->frac_bits, pair = m->two_stage == 2;
@@ -136,8 +135,8 @@ static float block_two_stage(const mlr_mma_model *m, const float *a, const float
   const int anyp = Ep != INT32_MIN; /* a nonzero product (its sum may still be 0) */
   if (!anyp && !cs) return 0.0f;
   const int M = anyp && Ep > ce ? Ep : ce; /* stage b */
-  const int64_t S =
-      s ? shift_rd(s, (Ep - F) - (M - MLR_MMA_CDNA3_SUM_BITS)) : 0; /* units of 2^(M - 31) */
+  /* units of 2^(M - 31) */
+  const int64_t S = s ? shift_rd(s, (Ep - F) - (M - MLR_MMA_CDNA3_SUM_BITS)) : 0;
   int64_t C = 0;
   if (cs && !(pair && ce < M - MLR_MMA_CDNA3_C_DROP))
     C = shift_rd(cs, cl - (M - MLR_MMA_CDNA3_C_BITS)); /* units of 2^(M - 24) */
@@ -145,16 +144,26 @@ static float block_two_stage(const mlr_mma_model *m, const float *a, const float
                 M - MLR_MMA_CDNA3_SUM_BITS, 24, MLR_MMA_RNE);
 }
 
+void mlr_mma_lowered_split(const float *a, const float *b, int n, float lo[2][32], float hi[2][32],
+                           int *nl, int *nh) {
+  assert(n >= 0 && n <= 64);
+  *nl = *nh = 0;
+  for (int i = 0; i < n; i++)
+    if ((i & 3) < 2) {
+      lo[0][*nl] = a[i];
+      lo[1][(*nl)++] = b[i];
+    } else {
+      hi[0][*nh] = a[i];
+      hi[1][(*nh)++] = b[i];
+    }
+}
+
 float mlr_mma_block(const mlr_mma_model *m, const float *a, const float *b, int n, float c) {
   assert(n >= 0 && n <= m->block && m->block <= 64); /* the exactness argument above */
   if (m->lowered) { /* the two fp16 blocks, then C in binary32 (FADD: nearest even) */
     float lo[2][32], hi[2][32];
-    int nl = 0, nh = 0;
-    for (int i = 0; i < n; i++)
-      if ((i & 3) < 2)
-        lo[0][nl] = a[i], lo[1][nl++] = b[i];
-      else
-        hi[0][nh] = a[i], hi[1][nh++] = b[i];
+    int nl, nh;
+    mlr_mma_lowered_split(a, b, n, lo, hi, &nl, &nh);
     const mlr_mma_model *f = &MODELS[MLR_MMA_SM90_F16];
     const float h = mlr_mma_block(f, hi[0], hi[1], nh, mlr_mma_block(f, lo[0], lo[1], nl, 0.0f));
     return c + h;
@@ -188,7 +197,10 @@ float mlr_mma_block(const mlr_mma_model *m, const float *a, const float *b, int 
   if (m->result_bits > 0 && S != 0) { /* the block's result, truncated to result_bits */
     const uint64_t M = S < 0 ? -(uint64_t)S : (uint64_t)S;
     const int drop = 64 - MLR__CLZ64(M) - m->result_bits;
-    if (drop > 0) S = shift_rz(S, -drop), gs += drop;
+    if (drop > 0) {
+      S = shift_rz(S, -drop);
+      gs += drop;
+    }
   }
   return to_f32(S, gs, 24, m->out_round);
 }

@@ -74,8 +74,8 @@ static double exact_dot_mpfr(const float *q, const float *k, int qlsb, int qtop,
     const uint64_t lo = (uint64_t)acc;
     mpfr_set_sj(tmp, hi, MPFR_RNDN);
     mpfr_mul_2ui(tmp, tmp, 64, MPFR_RNDN);
-    mpfr_add_ui(tmp, tmp, (unsigned long)lo,
-                MPFR_RNDN); /* unsigned long is 64 bits on the targets (LP64) */
+    /* unsigned long is 64 bits on the targets (LP64) */
+    mpfr_add_ui(tmp, tmp, (unsigned long)lo, MPFR_RNDN);
     mpfr_mul_2si(d, tmp, g, MPFR_RNDN);
     return NAN;
   }
@@ -196,7 +196,8 @@ void mlr_oracle_exp_dd(const double *th, const double *tl, size_t n, double *h, 
   exp_tables_init(&e);
   for (size_t i = 0; i < n; i++) {
     const dd r = exp_dd(&e, th[i], tl[i]);
-    h[i] = r.h, l[i] = r.l;
+    h[i] = r.h;
+    l[i] = r.l;
   }
 }
 
@@ -256,8 +257,14 @@ static void scratch_free(row_scratch *w) {
     for (int64_t j = 0; j < w->cap; j++) mpfr_clear(w->D[j]);
     mpfr_clears(w->tmp, w->prod, w->c, w->t1, w->p1, w->t2, w->p2, (mpfr_ptr)0);
   }
-  free(w->k), free(w->v), free(w->D), free(w->ph), free(w->pl), free(w->klsb), free(w->ktop),
-      free(w->Dd);
+  free(w->k);
+  free(w->v);
+  free(w->D);
+  free(w->ph);
+  free(w->pl);
+  free(w->klsb);
+  free(w->ktop);
+  free(w->Dd);
 }
 
 /* p_j = e^((D_j - D_max) c) into p (t and p of precision prec; c carries WPREC + 8 bits, so
@@ -288,7 +295,9 @@ static int element_mpfr(row_scratch *w, int64_t L, int64_t jmax, int d, double a
   d_to_mpfr(w, L);
   mpfr_t N, S, A;
   mpfr_inits2(FPREC + 64, N, S, A, (mpfr_ptr)0);
-  mpfr_set_zero(N, 1), mpfr_set_zero(S, 1), mpfr_set_zero(A, 1);
+  mpfr_set_zero(N, 1);
+  mpfr_set_zero(S, 1);
+  mpfr_set_zero(A, 1);
   double dtmax = 0;
   for (int64_t j = 0; j < L; j++) {
     const double dt = p_of(w, j, jmax, w->t2, w->p2, FPREC, absc);
@@ -356,12 +365,13 @@ static int64_t oracle_row(const mlr_inputs *in, mlr_truth_from from, const uint1
   const double ch = cval / 24.0, cl = fma(-24.0, ch, cval) / 24.0;
   for (int64_t j = 0; j < L; j++) {
     if (all_d) { /* every D exact in binary64: t = (D_j - D_max) c in double-double, e^t too */
-      const dd t =
-          dd_mul(dd_2sum(w->Dd[j], -w->Dd[jmax]), (dd){ch, cl}); /* the difference exactly */
+      /* the difference exactly */
+      const dd t = dd_mul(dd_2sum(w->Dd[j], -w->Dd[jmax]), (dd){ch, cl});
       const dd p = exp_dd(w->et, t.h, t.l);
       const double dt = ldexp(fabs(t.h), -101); /* c's 2^-106 and the product's 2^-103, relative */
       dtmax = dt > dtmax ? dt : dtmax;
-      w->ph[j] = p.h, w->pl[j] = p.l;
+      w->ph[j] = p.h;
+      w->pl[j] = p.l;
     } else {
       const double dt = p_of(w, j, jmax, w->t1, w->p1, WPREC, absc);
       dtmax = dt > dtmax ? dt : dtmax;
@@ -463,6 +473,9 @@ mlr_status mlr_oracle_o(const mlr_inputs *in, mlr_truth_from from, double **o, m
                                       "out of memory for the truth (%lld elements)", (long long)n)
                       : mlr_oracle(in, from, *o, lse, &os, err);
   free(lse);
-  if (st != MLR_OK) free(*o), *o = NULL;
+  if (st != MLR_OK) {
+    free(*o);
+    *o = NULL;
+  }
   return st;
 }

@@ -64,7 +64,8 @@ mlr_status mlr_truth_f64(const mlr_inputs *in, mlr_truth_from from, double *o, d
         }
         double mx[1024], sum[1024]; /* H <= 1024 is checked below */
         for (int64_t h = 0; h < H; h++) {
-          mx[h] = m[h], sum[h] = 0;
+          mx[h] = m[h];
+          sum[h] = 0;
           for (int64_t j = 0; j < Lt; j++) {
             s[h * Lt + j] = mlr_exp(s[h * Lt + j] - mx[h]);
             sum[h] += s[h * Lt + j];
@@ -85,7 +86,10 @@ mlr_status mlr_truth_f64(const mlr_inputs *in, mlr_truth_from from, double *o, d
         }
       }
     }
-    free(s), free(row), free(q), free(acc);
+    free(s);
+    free(row);
+    free(q);
+    free(acc);
   }
   if (failed) return mlr_error_set(err, MLR_ENOMEM, "out of memory for the truth's buffers");
   return MLR_OK;

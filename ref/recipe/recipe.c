@@ -151,8 +151,8 @@ mlr_status mlr_recipe_set(mlr_recipe *r, const char *a, mlr_error *err) {
   return set_value(r, k, v, vl, "", err);
 }
 
-/* The built-ins, as settings over fp32-seq. Which step comes from where: NUMERICS.md section 4
- * (letters below); everything the seeds' Python or AITER's sources do not fix is marked. */
+/* The built-ins, as settings over fp32-seq, each with where its steps come from (the letters name
+ * the kernels); everything the seeds' Python or AITER's sources do not fix is marked. */
 static const struct {
   const char *name, *settings;
 } BUILTINS[] = {
@@ -167,7 +167,7 @@ static const struct {
      * `acc*alpha + dot(p, v)` becomes the PV dot's initial accumulator (pv.accumulate = into_acc);
      * `l*alpha + sum(p)` is an fma (update.fma = yes); tl.exp is ex2.approx(x * 0x3FB8AA3B)
      * (softmax.exp = e_via_2, with an exact exp2 in place of ex2.approx). Not modelled, so the
-     * known differences: the tensor-core accumulation (sequential fp32 FMA here; issue 9), the
+     * known differences: the tensor-core accumulation (sequential fp32 FMA here), the
      * hardware ex2.approx, the row sum's tree order (sequential here) and div.full.f32, the
      * approximate division of the final acc / l. */
     {"triton-fp8-single",
@@ -464,7 +464,10 @@ void mlr_recipe_splits(const mlr_recipe *r, int64_t bs, int64_t tokens, int64_t 
     for (int64_t k = 1; k <= (most > 1 ? most : 1); k++) {
       const int64_t cost =
           mul_sat(ceil_div(mul_sat(g, k), r->split_cus), split_units(r, L, k) + r->split_overhead);
-      if (best < 0 || cost < best) best = cost, n = k;
+      if (best < 0 || cost < best) {
+        best = cost;
+        n = k;
+      }
     }
   }
   *nsplits = n;
@@ -496,7 +499,8 @@ mlr_status mlr_recipe_set_policy(mlr_recipe *r, const char *policy, mlr_error *e
         err, MLR_EINVAL,
         "policy '%s': recipe '%s' has bf16 Q, which has no scale (--set q.format=e4m3)", policy,
         r->name);
-  r->q_scale = qs, r->q_absmax = a;
+  r->q_scale = qs;
+  r->q_absmax = a;
   return MLR_OK;
 }
 

@@ -47,9 +47,11 @@ static void decode(void) {
   /* the bit patterns are the running sum of the differences: exact integer arithmetic */
   uint32_t b = 0x3F800000u;
   for (size_t r = 0; r < MLR_SFU_EX2_N; r++) g[r] = b = b + (uint32_t)(int32_t)d[r];
-  table = g, g = NULL;
+  table = g;
+  g = NULL;
 out:
-  free(d), free(g);
+  free(d);
+  free(g);
 }
 
 mlr_status mlr_sfu_ex2_table(const uint32_t **g, mlr_error *err) {

@@ -74,7 +74,8 @@ mlr_status mlr_compare_utilisation(const mlr_cmp_tensor *a, const mlr_cmp_tensor
     u->hist[k]++;
   }
   mlr_sort_values(v, u->n);
-  u->p50 = mlr_sorted_quantile(v, u->n, 0.5), u->p99 = mlr_sorted_quantile(v, u->n, 0.99),
+  u->p50 = mlr_sorted_quantile(v, u->n, 0.5);
+  u->p99 = mlr_sorted_quantile(v, u->n, 0.99);
   u->p999 = mlr_sorted_quantile(v, u->n, 0.999);
   free(v);
   return MLR_OK;

@@ -1,4 +1,4 @@
-/* mlr_report.h: the nightly accuracy report (issue 10). A run is a matrix of shapes (a suite's
+/* mlr_report.h: the nightly accuracy report. A run is a matrix of shapes (a suite's
  * cells) x recipes x Q scale policies (fp8-Q recipes) x the GPU kernels where a GPU is: per cell
  * the model's output digest against the golden manifest, its error against the certified truth as
  * budget utilisation |o - truth| / (atol + rtol |truth|) (max, quantiles, histogram), and the a
@@ -78,18 +78,8 @@ typedef struct mlr_report_decomp {
 
 enum { MLR_REPORT_SWEEP_MAX = 16, MLR_REPORT_MAX_RECIPES = 32, MLR_REPORT_MAX_POLICIES = 8 };
 
-typedef struct mlr_report {
-  char suite[32], version[64]; /* version: the caller's (the command sets mlaref's) */
-  int quick;
-  int shard_i, shard_n;      /* this run's share of the cells (1-based); 0, 0: all */
-  double rtol, atol, margin; /* margin: how much higher a utilisation may get before it regresses */
-  double gpu_margin, gpu_noise_us; /* a GPU time regresses when over (1 + gpu_margin) x the
-                                      baseline's and gpu_noise_us more */
-  mlr_report_cell *cells;
-  int ncells;
-  char policies[MLR_REPORT_MAX_POLICIES]
-               [48]; /* the policy axis for fp8-Q recipes (besides their own) */
-  int npolicies;
+/* what a run works out once, beside its cells (shard 1 of a sharded run) */
+typedef struct mlr_report_studies {
   /* the static Q scale's sweep: one recipe on one shape, per Q distribution */
   char sweep_recipe[64], sweep_shape[192];
   int nsweep_dists, nsweep_points;
@@ -103,6 +93,21 @@ typedef struct mlr_report {
   int disc_done, disc_model_ok;
   char disc_recipe[64];
   int disc[12][5]; /* [MLR_DISC_WRONG][MLR_DISC_RULES] (reports/mlr_discriminate.h) */
+} mlr_report_studies;
+
+typedef struct mlr_report {
+  char suite[32], version[64]; /* version: the caller's (the command sets mlaref's) */
+  int quick;
+  int shard_i, shard_n;      /* this run's share of the cells (1-based); 0, 0: all */
+  double rtol, atol, margin; /* margin: how much higher a utilisation may get before it regresses */
+  double gpu_margin, gpu_noise_us; /* a GPU time regresses when over (1 + gpu_margin) x the
+                                      baseline's and gpu_noise_us more */
+  mlr_report_cell *cells;
+  int ncells;
+  char policies[MLR_REPORT_MAX_POLICIES]
+               [48]; /* the policy axis for fp8-Q recipes (besides their own) */
+  int npolicies;
+  mlr_report_studies studies; /* the sweep, the decomposition and the discrimination table */
   /* the GPU leg */
   int gpu_mode;
   char gpu_device[256]; /* "": none ran */

@@ -26,12 +26,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     snprintf(cells[k].shape, sizeof cells[k].shape, "%s", SHAPES[k]);
     snprintf(cells[k].recipe, sizeof cells[k].recipe, "%s", RECIPES[k]);
     memset(cells[k].o_sha, 'a' + k, 64);
-    cells[k].applicable = k != 2, cells[k].pass = k != 1, cells[k].util.max = 0.5 * (k + 1),
-    cells[k].bound_computed = 1, cells[k].bound_holds = 1;
+    cells[k].applicable = k != 2;
+    cells[k].pass = k != 1;
+    cells[k].util.max = 0.5 * (k + 1);
+    cells[k].bound_computed = 1;
+    cells[k].bound_holds = 1;
   }
   mlr_report rep;
   memset(&rep, 0, sizeof rep);
-  rep.cells = cells, rep.ncells = 3, rep.margin = 0.1;
+  rep.cells = cells;
+  rep.ncells = 3;
+  rep.margin = 0.1;
   mlr_error err = {""};
   const mlr_status st = mlr_report_baseline(&rep, path, &err);
   if (st != MLR_OK && !err.msg[0]) abort();

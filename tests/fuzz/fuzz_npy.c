@@ -19,7 +19,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *path = fuzz_file(data + 1, size - 1);
   if (!path) return 0;
   mlr_tensor_file tf, back;
-  mlr_tf_init(&tf), mlr_tf_init(&back); /* mlr_npy_read adds its tensor to a set the caller made */
+  mlr_tf_init(&tf);
+  mlr_tf_init(&back); /* mlr_npy_read adds its tensor to a set the caller made */
   mlr_error err = {""};
   const mlr_status st = mlr_npy_read(path, d, "x", &tf, &err);
   if (st != MLR_OK && !err.msg[0]) abort();

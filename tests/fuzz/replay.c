@@ -25,7 +25,8 @@ static int run_file(const char *path) {
       cap = cap ? 2 * cap : 4096;
       uint8_t *nb = realloc(buf, cap);
       if (!nb) {
-        free(buf), fclose(f);
+        free(buf);
+        fclose(f);
         fprintf(stderr, "replay: out of memory reading %s\n", path);
         return 2;
       }

@@ -8,7 +8,7 @@
 #include <string.h>
 
 /* MLR_HD marks scalar functions that the GPU kernels share with the CPU model: the same
- * source gives the same bits on both (DESIGN.md, determinism rules). */
+ * source gives the same bits on both (docs/design.md, determinism rules). */
 #if defined(__CUDACC__) || defined(__HIPCC__)
 #define MLR_HD __host__ __device__
 #else
@@ -70,6 +70,14 @@ MLR_HD static inline double mlr_bits_f64(uint64_t u) {
   double x;
   memcpy(&x, &u, 8);
   return x;
+}
+
+/* A finite binary32 x's magnitude as *sig * 2^(the result): its fraction field, with the leading
+ * bit of a normal x, and the exponent of the field's least bit (-149 for a subnormal or zero). */
+MLR_HD static inline int mlr_f32_sig(float x, uint32_t *sig) {
+  const uint32_t b = mlr_f32_bits(x), be = (b >> 23) & 0xFF;
+  *sig = be ? (b & 0x7FFFFFu) | (1u << 23) : b & 0x7FFFFFu;
+  return be ? (int)be - 150 : -149;
 }
 
 /* fn(ctx, i0, i1) on contiguous static parts of [0, n), one per OpenMP thread, or on all of

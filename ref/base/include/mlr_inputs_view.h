@@ -1,5 +1,5 @@
-/* mlr_inputs_view.h: the input contract as plain views into memory (DESIGN.md data flow). Every
- * module that computes on inputs (ref/emulate, ref/oracle, gpu/) reads this struct; fixtures/
+/* mlr_inputs_view.h: the input contract as plain views into memory (docs/design.md, data flow).
+ * Every module that computes on inputs (ref/emulate, ref/oracle, gpu/) reads this struct; fixtures/
  * inputs fills it from a checked tensor file (mlr_inputs_check), so the model never sees a file.
  *
  *   q [T, H, 576] bf16 codes; kv [N, 576] fp8 codes or bf16 codes (kv_format says which);
@@ -17,9 +17,9 @@ typedef struct mlr_inputs {
   int kv_format; /* an mlr_format: MLR_FMT_E4M3, MLR_FMT_E4M3FNUZ or MLR_FMT_BF16 */
   float kv_scale, q_scale;
   int has_q_scale;
-  const int32_t *qo_indptr, *kv_indptr, *kv_indices,
-      *kv_last_page_len;   /* page table NULL if absent */
-  const uint16_t *kv_bf16; /* NULL if absent */
+  const int32_t *qo_indptr, *kv_indptr;
+  const int32_t *kv_indices, *kv_last_page_len; /* the page table, NULL if absent */
+  const uint16_t *kv_bf16;                      /* NULL if absent */
 } mlr_inputs;
 
 /** KV length (tokens) of batch b. */

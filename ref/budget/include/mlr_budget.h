@@ -1,5 +1,5 @@
 /* mlr_budget.h: where a kernel's error comes from, how large it may be, and what a static Q scale
- * costs (DESIGN.md: ref/budget -> emulate, oracle, compare).
+ * costs (docs/design.md: ref/budget -> emulate, oracle, compare).
  *
  * Sources. Every rounding step of a recipe's order of operations (mlr_emulate.h) belongs to one
  * of eight sources:
@@ -140,7 +140,7 @@ mlr_status mlr_budget_point_of(const mlr_recipe *r, const mlr_inputs *in, const 
 /** The sweep grid: n absmax values log-spaced from lo to hi (both included). */
 void mlr_budget_absmax_grid(double lo, double hi, int n, double *out);
 
-#define MLR_BUDGET_SEEDS_ABSMAX 6.0 /* the seeds' static Q absmax (NUMERICS.md section 2) */
+#define MLR_BUDGET_SEEDS_ABSMAX 6.0 /* the seeds' static Q absmax (scale 6/448) */
 
 /** The static-scale sweep's grid: mlr_budget_absmax_grid with the seeds' absmax added in order
  *  when it is not on it already; out has room for n + 1 values; returns how many it holds. */

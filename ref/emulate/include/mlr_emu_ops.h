@@ -12,9 +12,8 @@
 #include "mlr_recipe.h"
 #include "mlr_sfu.h"
 
-#define MLR_EMU_SM_SCALE   (1.0 / 24.0)   /* 1/sqrt(576); sqrt(576) = 24 exactly */
-#define MLR_EMU_LOG2E_F    0x1.715476p+0f /* fp32(log2 e) = 0x3FB8AA3B, the constant in Triton's PTX \
-                                           */
+#define MLR_EMU_SM_SCALE   (1.0 / 24.0)         /* 1/sqrt(576); sqrt(576) = 24 exactly */
+#define MLR_EMU_LOG2E_F    0x1.715476p+0f       /* fp32(log2 e) = 0x3FB8AA3B, as in Triton's PTX */
 #define MLR_EMU_LN2_F      0x1.62e43p-1f        /* fp32(ln 2) = 0x3F317218 */
 #define MLR_EMU_LOG2E_D    0x1.71547652b82fep+0 /* binary64 log2 e */
 #define MLR_EMU_SKIP_BELOW -1e30f /* the seeds' stage 2 skips lse <= -1e30 (empty splits) */
@@ -168,7 +167,8 @@ MLR_HD static inline float mlr__emu_merge_column(const float *x, const float *ma
     } else
       mlr__emu_merge_term(pt, ms, mlr__emu_exp(eb, x[s] - m), fused, &acc, &sum);
   }
-  *M = m, *sc = fmaxf(sum, clamp);
+  *M = m;
+  *sc = fmaxf(sum, clamp);
   return acc / *sc;
 }
 

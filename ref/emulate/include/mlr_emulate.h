@@ -1,5 +1,5 @@
 /* mlr_emulate.h: the bit-accurate model of an MLA decode kernel described by a recipe
- * (DESIGN.md, "The recipe"; the semantics of each key are in mlr_recipe.h).
+ * (docs/recipes.md; the semantics of each key are in mlr_recipe.h).
  *
  * For each query token t (of batch b, token i of n, seeing the first L_b - (n-1-i) KV tokens)
  * and head h, in this order of operations:

@@ -5,14 +5,13 @@
  * subnormal: (-1)^S * M * 2^(emin - t); otherwise (-1)^S * (2^t + M) * 2^(E - bias - t), where t is
  * the number of fraction bits and emin = 1 - bias.
  *
- *   format     layout         bias  max (code)        min normal  min subnormal  NaN            Inf
- * -0 e4m3       S EEEE MMM       7   448    (0x7E)     2^-6        2^-9           0x7F, 0xFF none
- * 0x80 e4m3fnuz   S EEEE MMM       8   240    (0x7F)     2^-7        2^-10          0x80 only none
- * none e5m2       S EEEEE MM      15   57344  (0x7B)     2^-14       2^-16          E=31, M!=0 0x7C
- * 0x80 e5m2fnuz   S EEEEE MM      16   57344  (0x7F)     2^-15       2^-17          0x80 only none
- * none bf16       S E*8 M*7      127   0x1.fep127 (0x7F7F) 2^-126    2^-133         E=255, M!=0
- * 0x7F80 0x8000 fp16       S E*5 M*10      15   65504  (0x7BFF)   2^-14       2^-24          E=31,
- * M!=0     0x7C00 0x8000
+ *   format    layout      bias  max (code)           min norm  min sub  NaN          Inf     -0
+ *   e4m3      S EEEE MMM     7  448 (0x7E)           2^-6      2^-9     0x7F, 0xFF   none    0x80
+ *   e4m3fnuz  S EEEE MMM     8  240 (0x7F)           2^-7      2^-10    0x80 only    none    none
+ *   e5m2      S EEEEE MM    15  57344 (0x7B)         2^-14     2^-16    E=31, M!=0   0x7C    0x80
+ *   e5m2fnuz  S EEEEE MM    16  57344 (0x7F)         2^-15     2^-17    0x80 only    none    none
+ *   bf16      S E*8 M*7    127  0x1.fep127 (0x7F7F)  2^-126    2^-133   E=255, M!=0  0x7F80  0x8000
+ *   fp16      S E*5 M*10    15  65504 (0x7BFF)       2^-14     2^-24    E=31, M!=0   0x7C00  0x8000
  *
  * e4m3 is OCP 8-bit floating point E4M3 (NVIDIA sm_89+, AMD gfx950): E=15, M=7 is NaN, so
  * E=15 carries finite values up to 448. The FNUZ variants (AMD gfx940/941/942) have no
@@ -25,7 +24,7 @@
  *   MLR_OVF_NONSAT    +-Inf where the format has it, else NaN (PyTorch, ml_dtypes casts).
  *   MLR_OVF_LEGACY    non-saturating, but tests |x| > max before rounding, so the values in
  *                     (max, max + ulp/2] that round down to max still overflow (an older
- *                     amd_hip_fp8.h; NUMERICS.md section 3).
+ *                     amd_hip_fp8.h).
  * Rounding toward zero never overflows a finite input: like IEEE 754 (7.4) it gives +-max.
  * NaN inputs give the format's canonical NaN with the input's sign (0x80 for FNUZ): 0x7F,
  * 0x7E (e5m2, quiet bit set), 0x7FC0 (bf16), 0x7E00 (fp16). Zero and results that round to zero
@@ -83,68 +82,31 @@ typedef struct mlr_format_params {
   uint32_t nan_code; /**< canonical positive NaN code (FNUZ: the only NaN, 0x80) */
 } mlr_format_params;
 
+/* A format's parameters from its row of the table above: emin and sign_bit follow. */
+MLR_HD static inline mlr_format_params mlr__format_params(int bits, int t, int bias, int fnuz,
+                                                          uint32_t max_code, uint32_t inf_code,
+                                                          uint32_t nan_code) {
+  const mlr_format_params p = {
+      bits, t, bias, 1 - bias, fnuz, bits == 8 ? 0x80u : 0x8000u, max_code, inf_code, nan_code};
+  return p;
+}
+
 MLR_HD static inline mlr_format_params mlr_format_get(mlr_format f) {
-  mlr_format_params p;
-  switch (f) {
+  switch (f) { /* bits, t, bias, fnuz, max_code, inf_code, nan_code */
   case MLR_FMT_E4M3FNUZ:
-    p.bits = 8;
-    p.t = 3;
-    p.bias = 8;
-    p.fnuz = 1;
-    p.max_code = 0x7F;
-    p.inf_code = 0;
-    p.nan_code = 0x80;
-    break;
+    return mlr__format_params(8, 3, 8, 1, 0x7F, 0, 0x80);
   case MLR_FMT_E5M2:
-    p.bits = 8;
-    p.t = 2;
-    p.bias = 15;
-    p.fnuz = 0;
-    p.max_code = 0x7B;
-    p.inf_code = 0x7C;
-    p.nan_code = 0x7E;
-    break;
+    return mlr__format_params(8, 2, 15, 0, 0x7B, 0x7C, 0x7E);
   case MLR_FMT_E5M2FNUZ:
-    p.bits = 8;
-    p.t = 2;
-    p.bias = 16;
-    p.fnuz = 1;
-    p.max_code = 0x7F;
-    p.inf_code = 0;
-    p.nan_code = 0x80;
-    break;
+    return mlr__format_params(8, 2, 16, 1, 0x7F, 0, 0x80);
   case MLR_FMT_BF16:
-    p.bits = 16;
-    p.t = 7;
-    p.bias = 127;
-    p.fnuz = 0;
-    p.max_code = 0x7F7F;
-    p.inf_code = 0x7F80;
-    p.nan_code = 0x7FC0;
-    break;
+    return mlr__format_params(16, 7, 127, 0, 0x7F7F, 0x7F80, 0x7FC0);
   case MLR_FMT_FP16:
-    p.bits = 16;
-    p.t = 10;
-    p.bias = 15;
-    p.fnuz = 0;
-    p.max_code = 0x7BFF;
-    p.inf_code = 0x7C00;
-    p.nan_code = 0x7E00;
-    break;
+    return mlr__format_params(16, 10, 15, 0, 0x7BFF, 0x7C00, 0x7E00);
   case MLR_FMT_E4M3:
   default:
-    p.bits = 8;
-    p.t = 3;
-    p.bias = 7;
-    p.fnuz = 0;
-    p.max_code = 0x7E;
-    p.inf_code = 0;
-    p.nan_code = 0x7F;
-    break;
+    return mlr__format_params(8, 3, 7, 0, 0x7E, 0, 0x7F);
   }
-  p.emin = 1 - p.bias;
-  p.sign_bit = p.bits == 8 ? 0x80u : 0x8000u;
-  return p;
 }
 
 /* 2^p as binary32 for -149 <= p <= 127, built from bits (no arithmetic, so no flush). */

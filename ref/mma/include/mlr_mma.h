@@ -28,7 +28,7 @@
  *
  * AMD CDNA3 (MI300) MFMA, from MMA-Sim's published description (Xie et al., arXiv 2511.10909, and
  * its simulator, github.com/microsoft/MMA-Sim, mmasim/simulator/amd.py and functions.py, read as a
- * description; NUMERICS.md section 5): not measured here, `verified` is 0. These units work in two
+ * description): not measured here, `verified` is 0. These units work in two
  * stages (two_stage > 0) instead of steps 2-6:
  *   a. the products alone (C apart) are aligned to their largest exponent E_p and cut toward zero
  *      to multiples of 2^(E_p - frac_bits) (24), and summed exactly; fp8 (two_stage = 2): the even-
@@ -100,6 +100,11 @@ const mlr_mma_model *mlr_mma_find(const char *name);
 /** One block: D = the unit's sum of a[i] * b[i] for i < n (n <= m->block) and c. The operands are
  *  values of the unit's input format held in binary32 (exact); c is the fp32 accumulator. */
 float mlr_mma_block(const mlr_mma_model *m, const float *a, const float *b, int n, float c);
+
+/** A lowered unit's block (n <= 64 products) as its two fp16 blocks: the operands of the products
+ *  with (i & 3) < 2 into lo[0] (a) and lo[1] (b), *nl of them, the others into hi, *nh. */
+void mlr_mma_lowered_split(const float *a, const float *b, int n, float lo[2][32], float hi[2][32],
+                           int *nl, int *nh);
 
 /** A K-long inner product as the unit runs it: blocks of m->block products in order, each block's
  *  D the next block's C, starting from c. */

@@ -120,21 +120,15 @@ __extension__ typedef __int128 mlr_i128;
 
 /** x = *m * 2^*e with *m odd, or *m = 0; x finite. */
 MLR_HD static inline void mlr_f32_split(float x, int64_t *m, int *e) {
-  const uint32_t b = mlr_f32_bits(x);
-  const int be = (int)((b >> 23) & 0xFF);
-  uint32_t mm = b & 0x7FFFFFu;
-  int ee = -149;
-  if (be) {
-    mm |= 1u << 23;
-    ee = be - 150;
-  }
+  uint32_t mm;
+  const int ee = mlr_f32_sig(x, &mm);
   if (!mm) {
     *m = 0;
     *e = 0;
     return;
   }
   const int tz = MLR__CTZ32(mm);
-  *m = (b >> 31) ? -(int64_t)(mm >> tz) : (int64_t)(mm >> tz);
+  *m = (mlr_f32_bits(x) >> 31) ? -(int64_t)(mm >> tz) : (int64_t)(mm >> tz);
   *e = ee + tz;
 }
 
@@ -156,7 +150,8 @@ MLR_HD static inline void mlr_f32_range(const float *x, int64_t n, int64_t strid
                                         int *top) {
   int lo = 1000, hi = -1000;
   for (int64_t i = 0; i < n; i++) mlr_f32_range_add(x[i * stride], &lo, &hi);
-  *lsb = lo, *top = hi;
+  *lsb = lo;
+  *top = hi;
 }
 
 /* the bits that n products of vectors with ranges (lsb1, top1), (lsb2, top2) and any partial sum

@@ -1,4 +1,4 @@
-/* mlr_recipe.h: the numerics contract of a kernel (DESIGN.md, "The recipe"): every choice that
+/* mlr_recipe.h: the numerics contract of a kernel (docs/recipes.md): every choice that
  * decides its output bits, as a struct, a text form and a canonical string with a SHA-256 hash.
  *
  * Text form: one `key = value` per line; '#' starts a comment; blank lines are ignored; keys may
@@ -117,7 +117,9 @@ typedef struct mlr_recipe {
 
 /** The built-in recipe of that name (a copy into *out): MLR_OK or MLR_EINVAL. */
 mlr_status mlr_recipe_builtin(const char *name, mlr_recipe *out);
-/** "triton-fp8-single|triton-fp8-split|aiter-a8w8-ps|aiter-a16w8-ps|aiter-bf16-np|torch-bmm-bf16|aiter-test-ref|fp32-seq" */
+/** The built-ins' names with '|' between them: "triton-fp8-single|triton-fp8-split|aiter-a8w8-ps|
+ *  aiter-a16w8-ps|aiter-bf16-np|torch-bmm-bf16|aiter-test-ref|fp32-seq" (one string, no newline).
+ */
 const char *mlr_recipe_builtin_names(void);
 
 /** Parse the text form. source names it in messages (a file name). MLR_EPARSE on error. */
@@ -134,27 +136,30 @@ mlr_status mlr_recipe_set_policy(mlr_recipe *r, const char *policy, mlr_error *e
 /** The policy's text in the form above (e.g. "static:absmax=6"). */
 size_t mlr_recipe_policy_text(const mlr_recipe *r, char *buf, size_t n);
 
-/** Check the combination of values (e.g. nope_rope is a QK model only). MLR_EINVAL with a reason.
- */
+/** Check the combination of values (e.g. nope_rope is a QK model only). MLR_EINVAL with a
+ *  reason. */
 mlr_status mlr_recipe_check(const mlr_recipe *r, mlr_error *err);
 
 /** The canonical string; returns its length (like snprintf). */
 size_t mlr_recipe_canonical(const mlr_recipe *r, char *buf, size_t n);
 /** The recipe's text form, one `key = value` per line, parseable by mlr_recipe_parse. */
 size_t mlr_recipe_text(const mlr_recipe *r, char *buf, size_t n);
-/** How a recipe splits one batch's L KV tokens (bs batches and tokens query tokens in all, tokens
- * >= bs for batches of one query token or more): *nsplits splits of *split_len tokens each (the
- * last ones may be shorter or empty). none:     1 split of L tokens. fixed:    split.count splits
- * of ceil(ceil(L / count) / align) * align tokens (the seeds' Triton rule, align = BLOCK_N);
- * trailing splits may be empty, as in the kernel. aiter_v1: min(floor(L / min_tokens), ceil(cus /
- * bs), max) splits, at least 1, of ceil(ceil(L / splits) / align) * align tokens (AITER metadata
- * v1, intra-batch mode; the counts are NUMERICS.md section 4c's, the exact boundaries are
- * unverified). waves:    the fewest splits n in 1 .. min(max, floor(L / min_tokens)) (at least 1)
- * that minimize ceil(g n / cus) (ceil(len_n / align) + overhead), len_n = ceil(ceil(L / n) / align)
- * * align, g = bs (split.per = batch) or max(tokens, bs) (split.per = token): the waves of blocks
- * times a block's time (its tiles of align tokens and a fixed cost), for a GPU that runs cus blocks
- * at once (the fast kernel: one an SM) and a grid of g blocks a split. Splits of len_n tokens (L
- * when n = 1), as aiter_v1. */
+/** How a recipe splits one batch's L KV tokens (bs batches and tokens query tokens in all,
+ *  tokens >= bs for batches of one query token or more): *nsplits splits of *split_len tokens
+ *  each (the last ones may be shorter or empty).
+ *  none:     1 split of L tokens.
+ *  fixed:    split.count splits of ceil(ceil(L / count) / align) * align tokens (the seeds'
+ *            Triton rule, align = BLOCK_N); trailing splits may be empty, as in the kernel.
+ *  aiter_v1: min(floor(L / min_tokens), ceil(cus / bs), max) splits, at least 1, of
+ *            ceil(ceil(L / splits) / align) * align tokens (AITER metadata v1, intra-batch mode,
+ *            ROCm/aiter at f3be04a1; the counts are its, the exact boundaries are unverified).
+ *  waves:    the fewest splits n in 1 .. min(max, floor(L / min_tokens)) (at least 1) that
+ *            minimize ceil(g n / cus) (ceil(len_n / align) + overhead), with
+ *            len_n = ceil(ceil(L / n) / align) * align and g = bs (split.per = batch) or
+ *            max(tokens, bs) (split.per = token): the waves of blocks times a block's time (its
+ *            tiles of align tokens and a fixed cost), for a GPU that runs cus blocks at once (the
+ *            fast kernel: one an SM) and a grid of g blocks a split. Splits of len_n tokens (L
+ *            when n = 1), as aiter_v1. */
 void mlr_recipe_splits(const mlr_recipe *r, int64_t bs, int64_t tokens, int64_t L, int64_t *nsplits,
                        int64_t *split_len);
 

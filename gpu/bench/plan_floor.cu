@@ -1,29 +1,43 @@
-/* fast_floor.h: the plan floor's kernels (NVIDIA sm_90; included by fast.cu inside its anonymous
- * namespace, after k_attn; mlr_gpu_fast_plan_floor launches them). The fast kernel's plan with
- * none of the attention's arithmetic: the same grid (a block a query token and split, the plan's
- * splits and split lengths from the token table), the same clusters (p.cl) or the same second
- * kernel, one block an SM (the attention kernel's dynamic shared memory), each split's KV rows
- * copied tile by tile into a ring of three tiles in shared memory by cp.async with two tiles in
- * flight (as k_attn: the page table read through kv_ref, four threads a row, chunks swizzled; or,
- * where the launch takes k_attn_ws<.., LIN> (p.lin), as contiguous chunks, copy_lin or lin_copy),
- * then the split's result stored as the fast kernel stores it: a lone split's 16 x 512 bf16
- * outputs and lse; or its fp32 partial in its own shared memory, a cluster barrier, one round of
- * loads of the splits' row scalars, a 1/S share of the token's outputs summed over the S partials
- * through distributed shared memory, bf16 stores, a last cluster barrier; or its partial in global
- * memory and a second kernel (k_merge's launch and grid) summing them. Why: issue 8's small shapes
- * are far from the read floor; the fast kernel minus this is what its arithmetic costs, this minus
- * the read floor what the plan's structure costs (session 19's probe measured the first at one
- * shape; this is every shape's own plan, BENCHMARKS.md session 20). The copies are the fast
- * kernel's, so this is the floor of its copies: contiguous 16-byte chunks everywhere made it 4 to
- * 8% faster at the large shapes (session 20), and the attention kernels copy so where it made them
- * faster (session 21: their loaders are also compute warps).
+/* plan_floor.cu: the plan floor (mlr_gpu_bench.h): the fast kernel's plan with none of the
+ * attention's arithmetic, NVIDIA sm_90 (a HIP build answers MLR_EDEVICE). The same grid (a block a
+ * query token and split, the plan's splits and split lengths from the token table), the same
+ * clusters (p.cl) or the same second kernel, one block an SM (the attention kernel's dynamic shared
+ * memory), each split's KV rows copied tile by tile into a ring of three tiles in shared memory by
+ * cp.async with two tiles in flight, as the attention kernels copy them (the page table read
+ * through kv_ref, four threads a row, chunks swizzled; or, where the launch takes k_attn_ws<..,
+ * LIN> (p.lin), as contiguous chunks, copy_lin or lin_copy), then the split's result stored as the
+ * fast kernel stores it: a lone split's 16 x 512 bf16 outputs and lse; or its fp32 partial in its
+ * own shared memory, a cluster barrier, one round of loads of the splits' row scalars, a 1/S share
+ * of the token's outputs summed over the S partials through distributed shared memory, bf16
+ * stores, a last cluster barrier; or its partial in global memory and a second kernel (k_merge's
+ * launch and grid) summing them. The fast kernel's time minus this is what its arithmetic costs,
+ * this minus the read floor what the plan's structure costs.
  * What a block computes, so that the untimed check sees every copy and merge happen: v, a sum of
  * one byte a thread of each tile (the copies are used, as k_attn uses them), goes to the outputs;
  * the lse of every row is the number of KV rows the token's blocks copied (their splits' row
  * counts, summed across the merge: integers, exact in fp32 below 2^24), which the host checks
  * against the token's length. */
-#ifndef MLR_FAST_FLOOR_H
-#define MLR_FAST_FLOOR_H
+#include "../fast/fast_host.cuh"
+#include "mlr_gpu_bench.h"
+
+#if MLR_FAST_AMD
+extern "C" int mlr_gpu_fast_has_plan_floor(void) { return 0; }
+extern "C" mlr_status mlr_gpu_fast_plan_floor(mlr_gpu_fast *f, int reps, double *us,
+                                              mlr_error *err) {
+  (void)f;
+  (void)reps;
+  (void)us;
+  return mlr_error_set(err, MLR_EDEVICE,
+                       "the plan floor is built for NVIDIA only (cp.async, thread-block clusters), "
+                       "not for the AMD variant");
+}
+#else
+#include "../fast/fast_cluster.cuh"
+#include "../fast/fast_sm90.cuh"
+
+using namespace mlr_fast;
+
+namespace {
 
 /* the cluster's merge without its arithmetic: every block of the token's cluster calls it after its
  * partial (cl[0 .. 16 DV)) and its rows' counts (cl[CL_X + h], where cluster_merge_ finds m) are in
@@ -60,7 +74,12 @@ __device__ __forceinline__ void skel_cluster(const fparams &p, float *cl, int t,
     float a[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
     for (int k = 0; k < CL_MAX; k++)
-      if (k < ns) a[0] += v[k].x, a[1] += v[k].y, a[2] += v[k].z, a[3] += v[k].w;
+      if (k < ns) {
+        a[0] += v[k].x;
+        a[1] += v[k].y;
+        a[2] += v[k].z;
+        a[3] += v[k].w;
+      }
     *(uint2 *)(p.o + ((int64_t)t * p.H + h) * DV + 4 * c4) =
         make_uint2(mlr__out_bf16x2(a[0], a[1]), mlr__out_bf16x2(a[2], a[3]));
   }
@@ -170,7 +189,12 @@ __global__ void __launch_bounds__(MERGE_THREADS) k_skel_merge(fparams p) {
     for (int u = 0; u < MB; u++)
       pv[u] = k0 + u < ns ? part[(k0 + u) * (DV / 4)] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
-    for (int u = 0; u < MB; u++) a[0] += pv[u].x, a[1] += pv[u].y, a[2] += pv[u].z, a[3] += pv[u].w;
+    for (int u = 0; u < MB; u++) {
+      a[0] += pv[u].x;
+      a[1] += pv[u].y;
+      a[2] += pv[u].z;
+      a[3] += pv[u].w;
+    }
   }
   *(uint2 *)(p.o + row * DV + 4 * d) =
       make_uint2(mlr__out_bf16x2(a[0], a[1]), mlr__out_bf16x2(a[2], a[3]));
@@ -180,4 +204,78 @@ __global__ void __launch_bounds__(MERGE_THREADS) k_skel_merge(fparams p) {
   }
 }
 
+} // namespace
+
+/* k_skel with the plan's grid, clusters and merge, writing outputs of its own (the plan's o and lse
+ * are the last launch's result), first run untimed and checked, then timed as mlr_gpu_fast_launch
+ * times the fast kernel. */
+extern "C" int mlr_gpu_fast_has_plan_floor(void) { return 1; }
+extern "C" mlr_status mlr_gpu_fast_plan_floor(mlr_gpu_fast *f, int reps, double *us,
+                                              mlr_error *err) {
+  mlr_status st = MLR_OK;
+  const int64_t T = f->T, H = f->H, n = T * H;
+  fparams q = f->p;
+  tokinfo *tok = (tokinfo *)malloc((size_t)(T > 0 ? T : 1) * sizeof(tokinfo));
+  float *lse = (float *)malloc((size_t)(n > 0 ? n : 1) * 4);
+  uint16_t *o = (uint16_t *)malloc((size_t)(n > 0 ? n : 1) * DV * 2);
+  void (*const k)(fparams) = q.kvw == 2 ? k_skel<2> : k_skel<1>;
+  auto enqueue =
+      [&]() { /* GPU_TRY sets st and err */
+              if (T > 0) {
+                GPU_TRY(launch_pdl(k, dim3((unsigned)T, (unsigned)f->S), NTHR, SMEM, q,
+                                   q.cl ? (unsigned)f->S : 0));
+                if (f->S > 1 && !q.cl)
+                  GPU_TRY(launch_pdl(k_skel_merge, dim3((unsigned)n), MERGE_THREADS, 0, q));
+              }
+            out:
+              return st;
+      };
+  q.o = NULL;
+  q.lse = NULL;
+  if (!tok || !lse || !o) {
+    st = mlr_error_set(err, MLR_ENOMEM, "out of host memory for the plan floor's check");
+    goto out;
+  }
+  GPU_TRY(hipMalloc((void **)&q.o, (size_t)(n > 0 ? n : 1) * DV * 2));
+  GPU_TRY(hipMalloc((void **)&q.lse, (size_t)(n > 0 ? n : 1) * 4));
+  GPU_TRY(
+      hipMemset(q.o, 0xFF,
+                (size_t)n * DV *
+                    2)); /* the all-ones pattern, which no output is (a count, or sums of bytes) */
+  GPU_TRY(hipMemset(q.lse, 0xFF, (size_t)n * 4));
+  GPU_TRY(hipFuncSetAttribute((const void *)k, hipFuncAttributeMaxDynamicSharedMemorySize, SMEM));
+  /* untimed first: every output written, every row's lse its token's length */
+  if ((st = enqueue()) != MLR_OK) goto out;
+  GPU_TRY(hipDeviceSynchronize());
+  GPU_TRY(hipMemcpy(o, q.o, (size_t)n * DV * 2, hipMemcpyDeviceToHost));
+  GPU_TRY(hipMemcpy(lse, q.lse, (size_t)n * 4, hipMemcpyDeviceToHost));
+  if (T > 0 && !q.unq)
+    GPU_TRY(hipMemcpy(tok, q.tok, (size_t)T * sizeof(tokinfo),
+                      hipMemcpyDeviceToHost)); /* else worked out below */
+  for (int64_t r = 0; r < n; r++) {
+    const tokinfo ti = q.unq ? tok_uniform(q.tu, q.unq, q.ustride, r / H) : tok[r / H];
+    if (lse[r] != (float)ti.L) {
+      st = mlr_error_set(err, MLR_EDEVICE,
+                         "the plan floor's kernels counted %.0f KV rows for query token %lld, head "
+                         "%lld, not its %lld",
+                         (double)lse[r], (long long)(r / H), (long long)(r % H), (long long)ti.L);
+      goto out;
+    }
+    for (int c = 0; c < DV; c++)
+      if (o[r * DV + c] == 0xFFFFu) {
+        st = mlr_error_set(err, MLR_EDEVICE,
+                           "the plan floor's kernels left o[%lld][%lld][%d] unwritten",
+                           (long long)(r / H), (long long)(r % H), c);
+        goto out;
+      }
+  }
+  st = median_kernels(reps, f->tm, enqueue, us, err);
+out:
+  (void)hipFree(q.o);
+  (void)hipFree(q.lse);
+  free(tok);
+  free(lse);
+  free(o);
+  return st;
+}
 #endif

@@ -1,25 +1,31 @@
-/* fast_mfma.h: the fast kernel's AMD variant (CDNA3 MFMA, written for gfx942/gfx950, compiled for
- * gfx940 by CI's hipcc), included by fast.cu inside its namespace in HIP builds, beside the shared
- * k_amax, k_merge and k_read. It computes the recipes fast-mi300-a16w8 / fast-mi300-a8w8
- * (gpu/fast/fast_recipe.c) step for step as the emulator does (ref/emulate/emulate.c,
- * run_split_row): the only part not exact by construction is the MFMA unit itself, whose model
- * (mma:cdna3-bf16) is MMA-Sim's description. NOT RUN: this project has no AMD GPU; nothing here
- * has executed on hardware.
+/* mfma.cu: the fast kernel's AMD variant (CDNA3 MFMA, written for gfx942/gfx950, compiled for
+ * gfx940 by CI's hipcc; HIP builds only), beside the shared k_amax (qprep.cu) and k_merge
+ * (merge.cu). It computes the recipes fast-mi300-a16w8 / fast-mi300-a8w8 (fast_recipe.c) step for
+ * step as the emulator does (ref/emulate/emulate.c, run_split_row): the only part not exact by
+ * construction is the MFMA unit itself, whose model (mma:cdna3-bf16) is MMA-Sim's description.
+ * NOT RUN: this project has no AMD GPU; nothing here has executed on hardware.
  *
  *   k_qprep      fp8 Q only: Q's operand codes (the recipe's policy by the generic encoders, the
- * fp8 value as a bf16 code: exact), once per element k_attn_mfma  a block of 4 wavefronts (64
- * lanes) per (query token, split); 64-token tiles of fp8 KV through LDS (36 KB, plus Q's 18 KB: 62
- * KB of the 64); no pipelining (a first version: plain loads into LDS, then compute). logits  wave
- * w: tokens 16w..16w+15 of the tile, v_mfma_f32_16x16x16_bf16 (M = the 16 heads, N = 16 tokens, K =
- * 16 columns) chained over the 36 column blocks in order from 0: the recipe's dot in blocks of 8 (a
- * k = 16 instruction is two of the model's blocks in order). fp8 codes become bf16 operands through
- * a 256-entry table (exact). softmax per head, base 2: m' = max(m, block max), alpha = 2^(m - m'),
- * p = 2^(s - m') (mlr__emu_exp: correctly rounded, the recipe's softmax.exp_unit = exact), the row
- * sum in token order (softmax.sum = seq), l = l * alpha + sum, P rounded to bf16. PV      wave w:
- * output columns 128w..128w+127 (8 tiles of 16), C = acc * alpha, then the tile's 4 token blocks of
- * 16 in order. Operand layouts (the 16x16x16 bf16 MFMA, wave64; AMD's matrix instruction
- * calculator): lane l, r = l % 16, q = l / 16: A[r][4q + j] and B[4q + j][r] in element j of the
- * 4-vectors; D[4q + j][r] in element j of the result. */
+ *                fp8 value as a bf16 code: exact), once per element
+ *   k_attn_mfma  a block of 4 wavefronts (64 lanes) per (query token, split); 64-token tiles of
+ *                fp8 KV through LDS (36 KB, plus Q's 18 KB: 62 KB of the 64); no pipelining
+ *                (plain loads into LDS, then compute).
+ *     logits   wave w: tokens 16w..16w+15 of the tile, v_mfma_f32_16x16x16_bf16 (M = the 16
+ *              heads, N = 16 tokens, K = 16 columns) chained over the 36 column blocks in order
+ *              from 0: the recipe's dot in blocks of 8 (a k = 16 instruction is two of the model's
+ *              blocks in order). fp8 codes become bf16 operands through a 256-entry table (exact).
+ *     softmax  per head, base 2: m' = max(m, block max), alpha = 2^(m - m'), p = 2^(s - m')
+ *              (mlr__emu_exp: correctly rounded, the recipe's softmax.exp_unit = exact), the row
+ *              sum in token order (softmax.sum = seq), l = l * alpha + sum, P rounded to bf16.
+ *     PV       wave w: output columns 128w..128w+127 (8 tiles of 16), C = acc * alpha, then the
+ *              tile's 4 token blocks of 16 in order.
+ * Operand layouts (the 16x16x16 bf16 MFMA, wave64; AMD's matrix instruction calculator): lane l,
+ * r = l % 16, q = l / 16: A[r][4q + j] and B[4q + j][r] in element j of the 4-vectors; D[4q +
+ * j][r] in element j of the result. */
+#include "fast_host.cuh"
+
+namespace mlr_fast {
+namespace {
 
 typedef short mlr_bf16x4 __attribute__((ext_vector_type(4)));
 typedef float mlr_f32x4 __attribute__((ext_vector_type(4)));
@@ -51,7 +57,9 @@ __global__ void __launch_bounds__(QPREP_THREADS) k_qprep(fparams p, int64_t n8) 
 /* four bf16 codes (element j in bits 16j..16j+15 of lo, hi) as an MFMA operand */
 __device__ __forceinline__ mlr_bf16x4 mf_bf16x4(uint32_t lo, uint32_t hi) {
   mlr_bf16x4 v;
-  v[0] = (short)(lo & 0xFFFFu), v[1] = (short)(lo >> 16), v[2] = (short)(hi & 0xFFFFu),
+  v[0] = (short)(lo & 0xFFFFu);
+  v[1] = (short)(lo >> 16);
+  v[2] = (short)(hi & 0xFFFFu);
   v[3] = (short)(hi >> 16);
   return v;
 }
@@ -82,7 +90,10 @@ __global__ void __launch_bounds__(MF_THR) k_attn_mfma(fparams p) {
         h < H ? *(const uint2 *)(qsrc + ((int64_t)t * H + h) * QK + 4 * k4) : make_uint2(0u, 0u);
     *(uint2 *)(q_sm + h * MF_QS + 4 * k4) = v;
   }
-  if (tid < 16) m_sm[tid] = -INFINITY, l_sm[tid] = 0.0f;
+  if (tid < 16) {
+    m_sm[tid] = -INFINITY;
+    l_sm[tid] = 0.0f;
+  }
   float c = p.c0; /* the logit scale: fp32(log2 e / 24) [* q_scale] * kv_scale, left to right */
   if (p.qfp8) c = c * q_scale(p);
   c = c * p.kvs;
@@ -134,12 +145,16 @@ __global__ void __launch_bounds__(MF_THR) k_attn_mfma(fparams p) {
         p_sm[h * MF_PS + k] = (uint16_t)mlr__encode_f32_rne(
             pk, MLR_FMT_BF16, MLR_OVF_NONSAT); /* P's format and operand: bf16 */
       }
-      if (q == 0) mn_sm[h] = mn, al_sm[h] = mlr__emu_sm_exp(MLR_EXP_2, NULL, mo - mn);
+      if (q == 0) {
+        mn_sm[h] = mn;
+        al_sm[h] = mlr__emu_sm_exp(MLR_EXP_2, NULL, mo - mn);
+      }
     }
     __syncthreads();
     if (tid < 16) { /* the row sum in token order over the tile's tokens, then l and m */
       const float ls = mlr__emu_rowsum(MLR_SUM_SEQ, s_sm + tid * MF_TT, n);
-      l_sm[tid] = mlr__emu_upd(l_sm[tid], al_sm[tid], ls, 0), m_sm[tid] = mn_sm[tid];
+      l_sm[tid] = mlr__emu_upd(l_sm[tid], al_sm[tid], ls, 0);
+      m_sm[tid] = mn_sm[tid];
     }
     /* PV: columns 128 wave + 16 nt + lr; C = acc * alpha (rows 4 lq + j), then 4 token blocks */
     for (int nt = 0; nt < 8; nt++)
@@ -175,3 +190,17 @@ __global__ void __launch_bounds__(MF_THR) k_attn_mfma(fparams p) {
   }
   if (tid < H) store_lse(p, (int64_t)t * H + tid, s, m_sm[tid], fmaxf(l_sm[tid], p.clamp), direct);
 }
+
+} // namespace
+
+hipError_t launch_qprep(const fparams &p, int64_t n8) {
+  k_qprep<<<(unsigned)((n8 + QPREP_THREADS - 1) / QPREP_THREADS), QPREP_THREADS>>>(p, n8);
+  return hipGetLastError();
+}
+
+hipError_t launch_attn_mfma(const fparams &p, dim3 grid) {
+  k_attn_mfma<<<grid, MF_THR>>>(p);
+  return hipGetLastError();
+}
+
+} // namespace mlr_fast
