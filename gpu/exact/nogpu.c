@@ -4,23 +4,17 @@
 #include <string.h>
 
 #include "mlr_gpu.h"
-
-#define NO_GPU                                                                                     \
-  "this mlaref was built without GPU support (configure with -DMLAREF_GPU=CUDA or "                \
-  "-DMLAREF_GPU=HIP)"
+#include "../nogpu.h"
 
 const char *mlr_gpu_backend(void) { return NULL; }
 
 mlr_status mlr_gpu_device(char *name, size_t n, mlr_error *err) {
   if (n) name[0] = 0;
-  return mlr_error_set(err, MLR_EDEVICE, NO_GPU);
+  return mlr_error_set(err, MLR_EDEVICE, MLR__NO_GPU);
 }
 
 mlr_status mlr_gpu_exact(const mlr_recipe *r, const mlr_inputs *in, mlr_emu_result *res,
                          mlr_gpu_timing *timing, mlr_error *err) {
-  (void)r;
-  (void)in;
-  (void)timing;
   memset(res, 0, sizeof *res);
-  return mlr_error_set(err, MLR_EDEVICE, NO_GPU);
+  return mlr_error_set(err, MLR_EDEVICE, MLR__NO_GPU);
 }

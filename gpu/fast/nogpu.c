@@ -4,40 +4,24 @@
 #include <string.h>
 
 #include "mlr_gpu_fast.h"
-
-#define NO_GPU                                                                                     \
-  "this mlaref was built without GPU support (configure with -DMLAREF_GPU=CUDA or "                \
-  "-DMLAREF_GPU=HIP)"
+#include "../nogpu.h"
 
 mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs *in,
                                 const mlr_gpu_fast_opts *opts, mlr_gpu_fast **f, mlr_error *err) {
-  (void)r;
-  (void)in;
-  (void)opts;
   *f = NULL;
-  return mlr_error_set(err, MLR_EDEVICE, NO_GPU);
+  return mlr_error_set(err, MLR_EDEVICE, MLR__NO_GPU);
 }
 mlr_status mlr_gpu_fast_launch(mlr_gpu_fast *f, int flush_l2, double *us, mlr_error *err) {
-  (void)f;
   (void)flush_l2;
-  (void)us;
-  return mlr_error_set(err, MLR_EDEVICE, NO_GPU);
+  return mlr_error_set(err, MLR_EDEVICE, MLR__NO_GPU);
 }
 mlr_status mlr_gpu_fast_result(mlr_gpu_fast *f, mlr_emu_result *res, mlr_error *err) {
-  (void)f;
   memset(res, 0, sizeof *res);
-  return mlr_error_set(err, MLR_EDEVICE, NO_GPU);
+  return mlr_error_set(err, MLR_EDEVICE, MLR__NO_GPU);
 }
-long long mlr_gpu_fast_splits(const mlr_gpu_fast *f) {
-  (void)f;
-  return 0;
-}
-const char *mlr_gpu_fast_kernels(const mlr_gpu_fast *f) {
-  (void)f;
-  return "-";
-}
+long long mlr_gpu_fast_splits(const mlr_gpu_fast *f) { return 0; }
+const char *mlr_gpu_fast_kernels(const mlr_gpu_fast *f) { return "-"; }
 mlr_status mlr_gpu_fast_clean_flush(mlr_gpu_fast *f, mlr_error *err) {
-  (void)f;
-  return mlr_error_set(err, MLR_EDEVICE, NO_GPU);
+  return mlr_error_set(err, MLR_EDEVICE, MLR__NO_GPU);
 }
 void mlr_gpu_fast_free(mlr_gpu_fast *f) { (void)f; }
