@@ -15,7 +15,7 @@
  * shape's KV, flushed and timed as the fast kernel, on the shape's first recipe's plan), the plan
  * floor (CUDA builds: the recipe's plan, its grid, clusters, copies, stores and merge, with none of
  * the attention's arithmetic, timed the same way), and with --peers the best seed Triton time per
- * shape from scripts/seed_peers.py's peers.json of the same machine and the speed-up over it. Ends
+ * shape from .peers/seed_peers.py's peers.json of the same machine and the speed-up over it. Ends
  * with the bounds (the launch floor plus the roofline, their geomean; the shapes where 5x the
  * seeds would be under the roofline; the read floors' geomean and the targets that a kernel that
  * only reads its KV misses, the plan floors' geomean and the targets they miss) and the task's

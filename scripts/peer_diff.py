@@ -2,7 +2,7 @@
 # How close two .safetensors outputs are, tensor by tensor, in the tensors' own encodings:
 # count of bit-identical elements, the ulp distance histogram (ordered-integer distance between
 # the encodings), max |a - b|. Standard library only (runs anywhere; the compare/ module of
-# mlaref is the product's tool, this script reports the peer comparisons of BENCHMARKS.md).
+# mlaref is the product's tool, this script reports the peer comparisons of docs/numerics.md).
 #   python3 scripts/peer_diff.py A.safetensors B.safetensors [TENSOR...]
 import json, math, struct, sys
 

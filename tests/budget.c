@@ -71,7 +71,8 @@ static void closure_model(const char *spec, const char *recipe, const char *sets
                "%s %s [%s]: %lld elements differ from mlr_emulate; first %lld: %a vs model %a",
                spec, recipe, sets, (long long)k, (long long)first, first >= 0 ? e[first] : 0.0,
                first >= 0 ? m[first] : 0.0);
-  free(m), free(e);
+  free(m);
+  free(e);
   mlr_tf_free(&g.tf);
 }
 
@@ -140,7 +141,9 @@ Test(budget, all_sources_off_is_the_truth) {
     for (int64_t i = 0; i < n; i++) mx = fmax(mx, fabs(e[i] - t[i])), tm = fmax(tm, fabs(t[i]));
     cr_expect_leq(mx, 1e-13 * tm, "%s: max |off - truth| %g (max |truth| %g)", RECIPES[k], mx, tm);
   }
-  free(t), free(lse), free(e);
+  free(t);
+  free(lse);
+  free(e);
   mlr_tf_free(&g.tf);
 }
 
@@ -210,7 +213,8 @@ Test(budget_suites, kv_quantization_alone_reproduces_the_h200_figures, .timeout 
     const double rel = sqrt(e2 / t2);
     cr_expect(fabs(rel - cells[c].expect) <= 0.15 * cells[c].expect,
               "%s: rel L2 %.4f, measured on the H200: %.3f", cells[c].spec, rel, cells[c].expect);
-    free(kv), free(none);
+    free(kv);
+    free(none);
     mlr_tf_free(&g.tf);
   }
 }
@@ -380,7 +384,8 @@ Test(budget, operand_overflow_is_unbounded) {
   truth_and_bound(&g.in, &r, MLR_TRUTH_DEQUANTIZED, &t, &bd);
   for (int64_t i = 0; i < n; i++)
     cr_assert(isinf(bd[i]), "element %lld: bound %g", (long long)i, bd[i]);
-  free(t), free(bd);
+  free(t);
+  free(bd);
   mlr_tf_free(&g.tf);
   /* binary32 operands hold these values: the bound holds (it is finite, though loose, at 1e2) */
   for (size_t k = 0; k < NREC; k++)
@@ -419,7 +424,8 @@ Test(budget, policy_points) {
   mlr_policy_point pt;
   cr_expect_eq(mlr_budget_policy_point(&b, &g.in, t, 1e-2, 1e-2, 0, &pt, &err), MLR_EINVAL);
   cr_expect(strstr(err.msg, "bf16 Q") != NULL, "%s", err.msg);
-  free(t), free(lse);
+  free(t);
+  free(lse);
   mlr_tf_free(&g.tf);
 }
 
