@@ -240,6 +240,7 @@ typedef struct check_opts {
 /* check's command line into o (default rule fa3): an exit code */
 static int check_args(const char *cmd, int argc, char **argv, check_opts *o) {
   int rc = MLR_EXIT_OK;
+  uint64_t threads = (uint64_t)o->threads;
   for (int i = 0; i < argc && rc == MLR_EXIT_OK; i++) {
     const char *v;
     int m;
@@ -247,18 +248,14 @@ static int check_args(const char *cmd, int argc, char **argv, check_opts *o) {
         mlr_cli_str(cmd, argc, argv, &i, "output", "a file", &o->output, &rc) ||
         mlr_cli_str(cmd, argc, argv, &i, "recipe", "a name or file", &o->recipe, &rc) ||
         mlr_cli_str(cmd, argc, argv, &i, "tensor", "a name", &o->tensor, &rc) ||
-        mlr_cli_list(cmd, argc, argv, &i, "set", "key=value", o->sets, &o->nsets, 64, &rc))
+        mlr_cli_list(cmd, argc, argv, &i, "set", "key=value", o->sets, &o->nsets, 64, &rc) ||
+        mlr_cli_count(cmd, argc, argv, &i, "threads", 1, 1024, &threads, &rc))
       continue;
     if ((m = mlr_cli_opt(argc, argv, &i, "truth", &v))) {
       if (m < 0 || (strcmp(v, "dequantized") && strcmp(v, "bf16")))
         return mlr_cli_usage_error(cmd, "--truth '%s' is not one of dequantized|bf16",
                                    m < 0 ? "" : v);
       o->from = strcmp(v, "bf16") == 0 ? MLR_TRUTH_BF16 : MLR_TRUTH_DEQUANTIZED;
-    } else if ((m = mlr_cli_opt(argc, argv, &i, "threads", &v))) {
-      uint64_t n;
-      if (m < 0 || mlr_cli_parse_u64(v, &n) || n < 1 || n > 1024)
-        return mlr_cli_usage_error(cmd, "--threads: an integer in 1..1024");
-      o->threads = (int)n;
     } else if ((m = mlr_cli_opt(argc, argv, &i, "rule", &v))) {
       mlr_error err = {""};
       if (m < 0 || o->nrules == 16)
@@ -273,6 +270,7 @@ static int check_args(const char *cmd, int argc, char **argv, check_opts *o) {
           "--inputs --output --recipe --set --rule --tensor --truth --threads --json");
   }
   if (rc != MLR_EXIT_OK) return rc;
+  o->threads = (int)threads;
   if (!o->inputs || !o->output || !o->recipe)
     return mlr_cli_usage_error(cmd,
                                "usage: check --inputs IN --output KERNEL_OUT --recipe NAME|FILE "
