@@ -354,8 +354,8 @@ __global__ void __launch_bounds__(QKX_THREADS) k_qk_x8(gp p) {
     klut[k] = kv_operand(p, (uint32_t)k, p.qk_op);
     klutd[k] = klut[k];
   }
-  int qlo[2], qhi[2], fits1[2], fits2[2] = {0, 0}, plain[2],
-                                need = 0; /* plain: one chain, never split */
+  int qlo[2], qhi[2], fits1[2], fits2[2] = {0, 0};
+  int plain[2], need = 0; /* plain: one chain, never split */
 #pragma unroll
   for (int e = 0; e < 2; e++) {
     const int h = 2 * hp + e;

@@ -191,14 +191,12 @@ void plan_params(mlr_gpu_fast *f, const mlr_recipe *r, const mlr_inputs *in,
   p.qfmt = r->q_format == MLR_Q_E4M3FNUZ ? MLR_FMT_E4M3FNUZ : MLR_FMT_E4M3;
   p.qstatic = r->q_scale == MLR_QS_STATIC;
   f->dyn = p.qfp8 && !p.qstatic;
-  p.raw = !r->partial_normalized; /* the fit: the NVIDIA recipes' raw partials, the AMD ones'
-                                     normalized */
+  /* the fit: the NVIDIA recipes' raw partials, the AMD ones' normalized */
+  p.raw = !r->partial_normalized;
   p.qin = !p.qfp8; /* fp8 Q by k_qprep; on NVIDIA static e4m3 Q may be made in k_attn (below) */
-  p.c0 = (float)(MLR_EMU_SM_SCALE *
-                 MLR_EMU_LOG2E_D); /* softmax.exp = 2: log2 e folded into the scale */
-  p.kvs = p.fnuz && !MLR_FAST_AMD
-              ? in->kv_scale * 0.5f
-              : in->kv_scale; /* exact: a power of two (NVIDIA reads FNUZ codes as OCP) */
+  p.c0 = (float)(MLR_EMU_SM_SCALE * MLR_EMU_LOG2E_D); /* softmax.exp = 2: log2 e in the scale */
+  /* exact: a power of two (NVIDIA reads FNUZ codes as OCP, at twice their value) */
+  p.kvs = p.fnuz && !MLR_FAST_AMD ? in->kv_scale * 0.5f : in->kv_scale;
   p.clamp = (float)r->softmax_clamp;
   p.static_scale =
       p.qfp8 ? (float)(r->q_absmax / (double)mlr_format_max((mlr_format)p.qfmt)) : 1.0f;

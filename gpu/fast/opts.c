@@ -1,7 +1,6 @@
 /* opts.c: the fast kernel's variant options (mlr_gpu_fast_opts, mlr_gpu_fast.h): their defaults,
  * their range check and the "key=value,..." form of `mlaref gpu run --variant` and `mlaref bench
- * gpu
- * --variant`. Pure C, in every build. */
+ * gpu --variant`. Pure C, in every build. */
 #include <stdio.h>
 #include <string.h>
 

@@ -112,9 +112,9 @@ static inline __attribute__((always_inline)) void block2(const mlr_mma_model *m,
     const int keepc = okc && !(pair && ce < M - MLR_MMA_CDNA3_C_DROP);
     const double C24 = keepc ? floor((double)c[l] * mlr__mma_pow2(MLR_MMA_CDNA3_C_BITS - M)) : 0.0;
     const double T = S31 + C24 * (double)(1 << (MLR_MMA_CDNA3_SUM_BITS - MLR_MMA_CDNA3_C_BITS));
-    const float d = anyp || okc ? (float)(T * mlr__mma_pow2(M - MLR_MMA_CDNA3_SUM_BITS))
-                                : 0.0f; /* nearest even */
-    c[l] = sp[l] ? c[l] : d;            /* a special lane keeps its C for the scalar block below */
+    /* the conversion to binary32 rounds to nearest even */
+    const float d = anyp || okc ? (float)(T * mlr__mma_pow2(M - MLR_MMA_CDNA3_SUM_BITS)) : 0.0f;
+    c[l] = sp[l] ? c[l] : d; /* a special lane keeps its C for the scalar block below */
   }
   for (int64_t l = 0; l < w && special; l++)
     if (sp[l]) {

@@ -373,9 +373,8 @@ mlr_status mlr_recipe_check(const mlr_recipe *r, mlr_error *err) {
     const int want = fp8                                                         ? MLR_OP_FP8
                      : d == MLR_DOT_MMA_SM90_BF16 || d == MLR_DOT_MMA_CDNA3_BF16 ? MLR_OP_BF16
                                                                                  : MLR_OP_FP16;
-    const char *in = fp8                   ? (fnuz ? "e4m3fnuz" : "e4m3")
-                     : want == MLR_OP_BF16 ? "bf16"
-                                           : "fp16"; /* the unit's input format */
+    /* the unit's input format */
+    const char *in = fp8 ? (fnuz ? "e4m3fnuz" : "e4m3") : want == MLR_OP_BF16 ? "bf16" : "fp16";
     char dn[32], on[8];
     enum_name(DOT_VALUES, d, dn, sizeof dn);
     enum_name(OPERAND_VALUES, want, on, sizeof on);
@@ -444,9 +443,9 @@ static int64_t split_units(const mlr_recipe *r, int64_t L, int64_t n) {
 
 void mlr_recipe_splits(const mlr_recipe *r, int64_t bs, int64_t tokens, int64_t L, int64_t *nsplits,
                        int64_t *split_len) {
-  const int64_t b = bs > 0 ? bs : 1, g = r->split_per == MLR_SPLIT_PER_TOKEN && tokens > b
-                                             ? tokens
-                                             : b; /* g: a split's blocks */
+  const int64_t b = bs > 0 ? bs : 1;
+  /* g: a split's blocks */
+  const int64_t g = r->split_per == MLR_SPLIT_PER_TOKEN && tokens > b ? tokens : b;
   int64_t n = 1;
   if (r->split_rule == MLR_SPLIT_FIXED)
     n = r->split_count;
