@@ -13,8 +13,22 @@ int mlr_cli_usage_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* The same line for a failure that is not bad input; returns MLR_EXIT_FAIL. */
 int mlr_cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* The usage error "unknown option 'OPTION' (valid: VALID)"; returns MLR_EXIT_USAGE. */
+/* The usage error "unknown option 'OPTION' (valid: VALID)"; returns MLR_EXIT_USAGE. --help and -h
+ * are not unknown: they print CMD's usage (mlr_cli_help) and exit 0 (options are read before any
+ * work, so there is nothing to undo). */
 int mlr_cli_unknown_option(const char *cmd, const char *option, const char *valid);
+/* CMD's usage line (by its first word) and the exit statuses on stdout; returns MLR_EXIT_OK. */
+int mlr_cli_help(const char *cmd);
+/* Whether argv[0] is --help or -h (for the commands whose first argument is a subcommand). */
+int mlr_cli_asks_help(int argc, char **argv);
+
+/* An output folder (--out DIR, --dir DIR) is made when missing, with its parents, like mkdir -p.
+ * mlr_cli_out_dir_check, before any work: DIR is a writable folder, or can be made (its nearest
+ * existing part is a writable folder); a path that exists as a file is bad input. mlr_cli_make_dir,
+ * when the command is about to write: the check, then the folders. Exit codes (the message
+ * printed, naming OPT). */
+int mlr_cli_out_dir_check(const char *cmd, const char *opt, const char *dir);
+int mlr_cli_make_dir(const char *cmd, const char *opt, const char *dir);
 
 /* Option scanning: at argv[*i], match "--name value" or "--name=value"; on a match store the
  * value, advance *i past it and return 1; a match without a value returns -1. */
@@ -75,6 +89,10 @@ int mlr_cli_spec_fits(const char *cmd, const char *what, const char *spec_text,
                       struct mlr_gen_spec *spec);
 int mlr_cli_gen_memory(const char *cmd, const char *what, const char *spec,
                        struct mlr_tensor_file *tf, struct mlr_inputs *in, double *gen_seconds);
+/* Inputs read from a file in any layout (docs/inputs.md) and checked: an exit code (the message
+ * printed; tf freed on failure), tf owning every tensor in views. */
+int mlr_cli_read_inputs(const char *cmd, const char *path, int allow_nonfinite,
+                        struct mlr_tensor_file *tf, struct mlr_inputs *in);
 
 /* --tolerance RTOL,ATOL (two numbers >= 0, not both 0; v NULL: the option had no value): an exit
  * code (the message printed). */

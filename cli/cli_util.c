@@ -34,8 +34,122 @@ int mlr_cli_fail(const char *cmd, const char *fmt, ...) {
   return MLR_EXIT_FAIL;
 }
 
+/* each command's usage for `mlaref CMD --help`, by the name its messages use (`mlaref help` prints
+ * them all, with what each does) */
+static const struct {
+  const char *cmd, *usage;
+} USAGES[] = {
+    {"formats", "formats info | formats boundaries --format F [--overflow O] [--rounding R] | "
+                "formats encode --format F [--overflow O] [--rounding R] [--rbits N] VALUE... | "
+                "formats decode --format F CODE..."},
+    {"gen", "gen --shape SPEC --out FILE | gen --suite NAME --out DIR [--max-memory GB]"},
+    {"suite", "suite list | suite show NAME"},
+    {"inputs", "inputs check FILE [--allow-nonfinite] | inputs pack --out FILE "
+               "NAME=F.npy:DTYPE... [--meta K=V]... | inputs unpack FILE --dir DIR"},
+    {"recipe", "recipe list | recipe show NAME|FILE [--set key=value]..."},
+    {"run", "run --recipe NAME|FILE [--set key=value]... --inputs IN --out OUT [--threads N] "
+            "[--partials] [--allow-nonfinite] [--max-memory GB]"},
+    {"gpu", "gpu run --kernel exact|fast [--variant KEY=V[,KEY=V]...] --recipe NAME|FILE "
+            "[--set key=value]... --inputs IN --out OUT [--allow-nonfinite] | gpu info"},
+    {"compare", "compare A B [--tensor o] [--rule R]... [--truth T] [--inputs IN] [--json]"},
+    {"check", "check --inputs IN --output KERNEL_OUT --recipe NAME|FILE [--set k=v]... "
+              "[--rule R]... [--tensor o|lse|both] [--truth dequantized|bf16] [--threads N] "
+              "[--allow-nonfinite] [--json]"},
+    {"golden", "golden --suite NAME... --recipe NAME|all (--out DIR [--max-bs N] | --digests "
+               "FILE) [--gpu] | golden --verify [--digests FILE] [--goldens DIR] [--suite "
+               "NAME]... [--gpu]"},
+    {"oracle", "oracle --inputs IN --out OUT [--from dequantized|bf16] [--max-memory GB] "
+               "[--allow-nonfinite]"},
+    {"budget", "budget --inputs IN | --shape SPEC --recipe NAME|FILE [--set k=v]... [--policy P] "
+               "[--rows N] [--truth bf16|dequantized] [--tolerance RTOL,ATOL] [--out FILE] "
+               "[--sweep absmax [--points N] [--dists D;D...] [--threshold X]] [--threads N] "
+               "[--max-memory GB] [--allow-nonfinite] [--json]"},
+    {"policy-check", "policy-check --policy P [--against P0] [--suite NAME | --shape SPEC...] "
+                     "[--recipe R]... [--tolerance RTOL,ATOL] [--threshold X] [--margin M] "
+                     "[--gpu auto|off|require] [--json]"},
+    {"report", "report --suite NAME --out DIR [--recipe NAME]... [--policy P]... [--baseline "
+               "OLD/summary.json] [--quick] [--gpu auto|off|require] [--shard i/n] [--digests "
+               "FILE] [--threads N] [--max-memory GB] | report merge --out DIR [--baseline "
+               "OLD/summary.json] SHARD_DIR..."},
+    {"bench", "bench formats|emulate|oracle|gpu-exact|gpu|mma [OPTIONS]"},
+    {"selfcheck", "selfcheck"},
+};
+
+int mlr_cli_asks_help(int argc, char **argv) {
+  return argc >= 1 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0);
+}
+
+int mlr_cli_help(const char *cmd) {
+  const size_t word = strcspn(cmd, " ");
+  for (size_t k = 0; k < sizeof USAGES / sizeof USAGES[0]; k++)
+    if (strlen(USAGES[k].cmd) == word && strncmp(cmd, USAGES[k].cmd, word) == 0) {
+      printf("usage: mlaref %s\n", USAGES[k].usage);
+      break;
+    }
+  printf("exit status: 0 success, 1 a check failed, 2 bad input; `mlaref help` lists every "
+         "command\n");
+  return MLR_EXIT_OK;
+}
+
 int mlr_cli_unknown_option(const char *cmd, const char *option, const char *valid) {
+  /* options are read before any work and any output, so there is nothing to undo here */
+  if (strcmp(option, "--help") == 0 || strcmp(option, "-h") == 0) exit(mlr_cli_help(cmd));
   return mlr_cli_usage_error(cmd, "unknown option '%s' (valid: %s)", option, valid);
+}
+
+/* the nearest part of dir's path that exists (dir itself, or a parent) into buf */
+static void existing_part(const char *dir, char *buf, size_t n) {
+  snprintf(buf, n, "%s", dir);
+  struct stat sb;
+  for (;;) {
+    if (stat(buf, &sb) == 0) return;
+    char *slash = strrchr(buf, '/');
+    while (slash && slash > buf && slash[1] == 0) { /* a trailing slash: the one before it */
+      *slash = 0;
+      slash = strrchr(buf, '/');
+    }
+    if (!slash) {
+      snprintf(buf, n, ".");
+      return;
+    }
+    if (slash == buf)
+      slash[1] = 0; /* "/x": the root */
+    else
+      *slash = 0;
+  }
+}
+
+int mlr_cli_out_dir_check(const char *cmd, const char *opt, const char *dir) {
+  char at[4096];
+  struct stat sb;
+  existing_part(dir, at, sizeof at);
+  if (stat(at, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+    if (strcmp(at, dir) == 0)
+      return mlr_cli_usage_error(cmd, "%s '%s' is a file, not a folder", opt, dir);
+    return mlr_cli_usage_error(cmd, "%s '%s': '%s' is a file, not a folder", opt, dir, at);
+  }
+  if (access(at, W_OK | X_OK) != 0)
+    return mlr_cli_usage_error(cmd, "%s '%s': the folder '%s' is not writable", opt, dir, at);
+  return MLR_EXIT_OK;
+}
+
+int mlr_cli_make_dir(const char *cmd, const char *opt, const char *dir) {
+  int rc = mlr_cli_out_dir_check(cmd, opt, dir);
+  if (rc != MLR_EXIT_OK) return rc;
+  char p[4096];
+  snprintf(p, sizeof p, "%s", dir);
+  for (char *s = p + 1;; s++) { /* each parent, then dir itself: mkdir -p */
+    if (*s != '/' && *s != 0) continue;
+    const char keep = *s;
+    *s = 0;
+    struct stat sb;
+    if (mkdir(p, 0777) != 0 && (errno != EEXIST || stat(p, &sb) != 0 || !S_ISDIR(sb.st_mode)))
+      return mlr_cli_usage_error(cmd, "%s '%s': cannot make the folder '%s': %s", opt, dir, p,
+                                 strerror(errno == EEXIST ? ENOTDIR : errno));
+    *s = keep;
+    if (!keep) break;
+  }
+  return MLR_EXIT_OK;
 }
 
 int mlr_cli_opt(int argc, char **argv, int *i, const char *name, const char **value) {

@@ -52,7 +52,8 @@ int mlr_bench_emulate(int argc, char **argv) {
   for (int64_t b = 0; b < in.B; b++) {
     const int64_t L = mlr_inputs_kv_len(&in, b), n = in.qo_indptr[b + 1] - in.qo_indptr[b];
     for (int64_t i = 0; i < n; i++)
-      macs += (double)in.H * (double)(L - (n - 1 - i)) * (MLR_EMU_QK_DIM + MLR_EMU_V_DIM);
+      macs += (double)in.H * (double)mlr_inputs_visible(&in, L, n, i) *
+              (MLR_EMU_QK_DIM + MLR_EMU_V_DIM);
   }
   char model[256];
   mlr_cli_cpu_model(model, sizeof model);

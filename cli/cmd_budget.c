@@ -1,6 +1,6 @@
 /* mlaref budget --inputs IN | --shape SPEC  --recipe NAME|FILE [--set k=v]... [--policy P]
  *               [--sweep absmax [--points N] [--dists D1;D2...]] [--tolerance RTOL,ATOL]
- *               [--threshold X] [--rows N] [--threads N] [--json]
+ *               [--threshold X] [--rows N] [--threads N] [--allow-nonfinite] [--json]
  * Where the recipe's error against the truth comes from (ref/budget): the decomposition by
  * source, the a priori bound next to the measured error, the budget utilisation for a tolerance,
  * (--out: every element's truth, model, error and bound as F64 tensors in a .safetensors file),
@@ -28,7 +28,7 @@ static const char *const DEFAULT_DISTS = "normal;scaled:0.02;t3;outliers:0.001;p
 
 typedef struct opts {
   const char *inputs, *shape, *recipe, *policy, *sweep, *dists, *truth, *out, *sets[64];
-  int nsets, points, threads, json;
+  int nsets, points, threads, json, allow; /* allow: --allow-nonfinite */
   int64_t rows;
   double rtol, atol, threshold;
 } opts;
@@ -44,21 +44,15 @@ static void print_header(const opts *o) {
 /* inputs from a file or generated from a shape (bf16kv=1 added, so kv_quant can be measured) */
 static int load_inputs(const char *cmd, const opts *o, const char *shape, mlr_tensor_file *tf,
                        mlr_inputs *in) {
-  if (o->inputs) {
-    mlr_error err = {""};
+  if (o->inputs || !shape) {
     double bytes;
     const int rc = mlr_cli_file_fits(cmd, o->inputs, &bytes);
     if (rc != MLR_EXIT_OK) return rc;
-    if (mlr_safetensors_read(o->inputs, tf, &err) != MLR_OK ||
-        mlr_inputs_check(tf, o->inputs, 0, in, &err) != MLR_OK) {
-      mlr_tf_free(tf);
-      return mlr_cli_usage_error(cmd, "%s", err.msg);
-    }
-    return MLR_EXIT_OK;
+    return mlr_cli_read_inputs(cmd, o->inputs, o->allow, tf, in);
   }
-  char spec[512];
+  char spec[1024];
   const int bf16kv = strstr(shape, "bf16kv") || strstr(shape, "fmt=bf16");
-  snprintf(spec, sizeof spec, "%s%s", shape, bf16kv ? "" : ",bf16kv=1");
+  snprintf(spec, sizeof spec, "%.1000s%s", shape, bf16kv ? "" : ",bf16kv=1");
   return mlr_cli_gen_memory(cmd, "--shape", spec, tf, in, NULL);
 }
 
@@ -415,12 +409,14 @@ static int budget_args(const char *cmd, int argc, char **argv, opts *o) {
       o->rows = (int64_t)p;
     } else if (!strcmp(argv[i], "--json"))
       o->json = 1;
+    else if (!strcmp(argv[i], "--allow-nonfinite"))
+      o->allow = 1;
     else
       return mlr_cli_unknown_option(
           cmd, argv[i],
           "--inputs --shape --recipe --set --policy --truth --out --sweep "
           "--points --dists --tolerance --threshold --rows --threads "
-          "--max-memory --json");
+          "--max-memory --allow-nonfinite --json");
   }
   return MLR_EXIT_OK;
 }

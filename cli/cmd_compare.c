@@ -1,17 +1,17 @@
-/* mlaref compare A B [--tensor o] [--rule R]... [--truth T] [--inputs IN] [--json], and mlaref
- * check (at the end). compare: A (candidate) against B (reference) under tolerance rules
- * (compare/mlr_compare.h); exit 0 when every evaluated rule passes, 1 when one fails, 2 on bad
- * input or when no rule could be evaluated. The worst elements are printed as reproducer lines. */
+/* mlaref compare A B [--tensor o] [--rule R]... [--truth T] [--inputs IN] [--json], mlaref check
+ * (the command line around mlr_check_run) and mlaref oracle. compare: A (candidate) against B
+ * (reference) under tolerance rules (compare/mlr_compare.h); exit 0 when every evaluated rule
+ * passes, 1 when one fails, 2 on bad input or when no rule could be evaluated. The worst elements
+ * are printed as reproducer lines. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "mlr_check.h"
 #include "mlr_compare.h"
 #include "mlr_inputs.h"
-#include "mlr_budget.h"
-#include "mlr_emulate.h"
 #include "mlr_oracle.h"
 #include "mlr_recipe.h"
 
@@ -85,15 +85,12 @@ static int evaluate(const char *cmd, const char *la, const char *lb, const char 
                     const char *truth, const mlr_tensor *xa, const mlr_cmp_tensor *a,
                     const mlr_cmp_tensor *b, const mlr_metrics *m, const mlr_metrics *mt,
                     const mlr_metrics *mr, const mlr_rule *rules, int nrules, int json,
-                    const mlr_inputs *inp, const char *rhash, const char *shape,
-                    const mlr_cmp_tensor *tt, const double *bound) {
+                    const mlr_inputs *inp, const char *rhash, const char *shape) {
   const int t = truth != NULL;
   mlr_verdict vs[16];
   int fails = 0, evaluated = 0;
   for (int k = 0; k < nrules; k++) {
-    vs[k] = rules[k].kind == MLR_RULE_BUDGET && bound
-                ? mlr_rule_apply_budget(&rules[k], mt, a, tt, bound)
-                : mlr_rule_apply(&rules[k], m, a, b, t ? mt : NULL, t ? mr : NULL);
+    vs[k] = mlr_rule_apply(&rules[k], m, a, b, t ? mt : NULL, t ? mr : NULL);
     fails += vs[k].kind == MLR_VERDICT_FAIL;
     evaluated += vs[k].kind != MLR_VERDICT_NA;
   }
@@ -204,11 +201,7 @@ int mlr_cmd_compare(int argc, char **argv) {
   mlr_inputs in, *inp = NULL;
   mlr_error err = {""};
   if (rc == MLR_EXIT_OK && inputs) {
-    if (mlr_safetensors_read(inputs, &ti, &err) != MLR_OK ||
-        mlr_inputs_check(&ti, inputs, 1, &in, &err) != MLR_OK)
-      rc = mlr_cli_usage_error(cmd, "%s", err.msg);
-    else
-      inp = &in;
+    if ((rc = mlr_cli_read_inputs(cmd, inputs, 1, &ti, &in)) == MLR_EXIT_OK) inp = &in;
   }
   mlr_metrics m, mt, mr;
   if (rc == MLR_EXIT_OK && mlr_compare_metrics(&a, &b, &m, &err) != MLR_OK)
@@ -221,7 +214,7 @@ int mlr_cmd_compare(int argc, char **argv) {
   const char *rhash = meta_of(&ta, &tb, "mlaref.recipe.sha256"),
              *shape = inp ? mlr_tf_get_meta(&ti, "mlaref.shape") : NULL;
   rc = evaluate(cmd, files[0], files[1], tensor, truth, xa, &a, &b, &m, &mt, &mr, rules, nrules,
-                json, inp, rhash, shape, NULL, NULL);
+                json, inp, rhash, shape);
 done:
   mlr_tf_free(&ta);
   mlr_tf_free(&tb);
@@ -231,13 +224,31 @@ done:
 }
 
 typedef struct check_opts {
-  const char *inputs, *output, *recipe, *tensor, *sets[64];
+  const char *inputs, *output, *recipe, *sets[64];
   mlr_rule rules[16];
-  int nrules, nsets, json, threads;
+  int nrules, nsets, json, threads, tensors, allow;
   mlr_truth_from from;
 } check_opts;
 
-/* check's command line into o (default rule fa3): an exit code */
+static const char *const CHECK_USAGE =
+    "usage: check --inputs IN --output KERNEL_OUT --recipe NAME|FILE [--set k=v]... [--rule R]... "
+    "[--tensor o|lse|both] [--truth dequantized|bf16] [--threads N] [--allow-nonfinite] [--json]";
+
+/* --tensor o|lse|both: an exit code */
+static int check_tensor(const char *cmd, int m, const char *v, check_opts *o) {
+  if (m > 0 && strcmp(v, "o") == 0)
+    o->tensors = MLR_CHECK_O;
+  else if (m > 0 && strcmp(v, "lse") == 0)
+    o->tensors = MLR_CHECK_LSE;
+  else if (m > 0 && strcmp(v, "both") == 0)
+    o->tensors = MLR_CHECK_BOTH;
+  else
+    return mlr_cli_usage_error(cmd, "--tensor '%s' is not one of o|lse|both", m > 0 ? v : "");
+  return MLR_EXIT_OK;
+}
+
+/* check's command line into o (the rules are the library's default where none is given): an exit
+ * code */
 static int check_args(const char *cmd, int argc, char **argv, check_opts *o) {
   int rc = MLR_EXIT_OK;
   uint64_t threads = (uint64_t)o->threads;
@@ -245,13 +256,14 @@ static int check_args(const char *cmd, int argc, char **argv, check_opts *o) {
     const char *v;
     int m;
     if (mlr_cli_str(cmd, argc, argv, &i, "inputs", "a file", &o->inputs, &rc) ||
-        mlr_cli_str(cmd, argc, argv, &i, "output", "a file", &o->output, &rc) ||
+        mlr_cli_str(cmd, argc, argv, &i, "output", "a file or a folder", &o->output, &rc) ||
         mlr_cli_str(cmd, argc, argv, &i, "recipe", "a name or file", &o->recipe, &rc) ||
-        mlr_cli_str(cmd, argc, argv, &i, "tensor", "a name", &o->tensor, &rc) ||
         mlr_cli_list(cmd, argc, argv, &i, "set", "key=value", o->sets, &o->nsets, 64, &rc) ||
         mlr_cli_count(cmd, argc, argv, &i, "threads", 1, 1024, &threads, &rc))
       continue;
-    if ((m = mlr_cli_opt(argc, argv, &i, "truth", &v))) {
+    if ((m = mlr_cli_opt(argc, argv, &i, "tensor", &v)))
+      rc = check_tensor(cmd, m, v, o);
+    else if ((m = mlr_cli_opt(argc, argv, &i, "truth", &v))) {
       if (m < 0 || (strcmp(v, "dequantized") && strcmp(v, "bf16")))
         return mlr_cli_usage_error(cmd, "--truth '%s' is not one of dequantized|bf16",
                                    m < 0 ? "" : v);
@@ -264,142 +276,68 @@ static int check_args(const char *cmd, int argc, char **argv, check_opts *o) {
         return mlr_cli_usage_error(cmd, "%s", err.msg);
     } else if (strcmp(argv[i], "--json") == 0)
       o->json = 1;
+    else if (strcmp(argv[i], "--allow-nonfinite") == 0)
+      o->allow = 1;
     else
-      return mlr_cli_unknown_option(
-          cmd, argv[i],
-          "--inputs --output --recipe --set --rule --tensor --truth --threads --json");
+      return mlr_cli_unknown_option(cmd, argv[i],
+                                    "--inputs --output --recipe --set --rule --tensor --truth "
+                                    "--threads --allow-nonfinite --json");
   }
   if (rc != MLR_EXIT_OK) return rc;
   o->threads = (int)threads;
-  if (!o->inputs || !o->output || !o->recipe)
-    return mlr_cli_usage_error(cmd,
-                               "usage: check --inputs IN --output KERNEL_OUT --recipe NAME|FILE "
-                               "[--set k=v]... [--rule R]... [--truth dequantized|bf16]");
-  if (strcmp(o->tensor, "o"))
-    return mlr_cli_usage_error(
-        cmd, "--tensor '%s': check compares the output o (compare handles any tensor)", o->tensor);
-  if (!o->nrules) mlr_rule_parse("fa3", &o->rules[o->nrules++], NULL);
-  return MLR_EXIT_OK;
-}
-
-/* the model of recipe r on the inputs (res, its o as b), after the kernel's output (xa, viewed as
- * a) is found to have o's shape; a and b must have one type: an exit code */
-static int check_model(const char *cmd, const check_opts *o, const mlr_recipe *r,
-                       const mlr_inputs *in, const mlr_tensor *xa, const mlr_cmp_tensor *a,
-                       mlr_emu_result *res, mlr_cmp_tensor *b) {
-  if (xa->ndim != 3 || xa->shape[0] != in->T || xa->shape[1] != in->H || xa->shape[2] != 512)
-    return mlr_cli_usage_error(cmd, "%s: tensor 'o' must be [%lld, %lld, 512] for these inputs",
-                               o->output, (long long)in->T, (long long)in->H);
-  mlr_error err = {""};
-  mlr_emu_opts eo = {o->threads, 0, MLR_FAULT_NONE, 0};
-  mlr_status st = mlr_emulate(r, in, &eo, res, &err);
-  if (st != MLR_OK)
-    return st == MLR_EINVAL
-               ? mlr_cli_usage_error(cmd, "%s with %s: %s", o->recipe, o->inputs, err.msg)
-               : mlr_cli_fail(cmd, "%s", err.msg);
-  b->type = res->out_format == MLR_OUT_FP32   ? MLR_CT_F32
-            : res->out_format == MLR_OUT_FP16 ? MLR_CT_F16
-                                              : MLR_CT_BF16;
-  b->data = res->o;
-  b->n = in->T * in->H * 512;
-  if (a->type != b->type)
-    return mlr_cli_usage_error(cmd, "%s: tensor 'o' is %s but recipe %s writes %s", o->output,
-                               mlr_dtype_name(xa->dtype), r->name,
-                               b->type == MLR_CT_F32   ? "F32"
-                               : b->type == MLR_CT_F16 ? "F16"
-                                                       : "BF16");
-  return MLR_EXIT_OK;
-}
-
-/* the certified truth of the inputs (o into *truth, lse into *tlse): an exit code */
-static int check_truth(const char *cmd, const check_opts *o, const mlr_inputs *in, double **truth,
-                       double **tlse, mlr_oracle_stats *ost) {
-  *truth = malloc((size_t)(in->T * in->H * 512) * sizeof(double));
-  *tlse = malloc((size_t)(in->T * in->H) * sizeof(double));
-  if (!*truth || !*tlse) return mlr_cli_fail(cmd, "out of memory for the truth");
-  mlr_error err = {""};
-  const mlr_status st = mlr_oracle(in, o->from, *truth, *tlse, ost, &err);
-  if (st != MLR_OK)
-    return st == MLR_EINVAL ? mlr_cli_usage_error(cmd, "%s: %s", o->inputs, err.msg)
-                            : mlr_cli_fail(cmd, "%s", err.msg);
-  return MLR_EXIT_OK;
-}
-
-/* where a rule needs it, the recipe's a priori bound against the same truth (ref/budget) into
- * *bound: an exit code */
-static int check_bound(const char *cmd, const check_opts *o, const mlr_recipe *r,
-                       const mlr_inputs *in, const double *truth, double **bound) {
-  int want_bound = 0;
-  for (int k = 0; k < o->nrules; k++) want_bound |= o->rules[k].kind == MLR_RULE_BUDGET;
-  if (!want_bound) return MLR_EXIT_OK;
-  if (!(*bound = malloc((size_t)(in->T * in->H * 512) * sizeof(double))))
-    return mlr_cli_fail(cmd, "out of memory for the bound");
-  mlr_error err = {""};
-  const mlr_status st = mlr_budget_bound(r, in, o->from, truth, o->threads, *bound, &err);
-  if (st != MLR_OK)
-    return st == MLR_EINVAL ? mlr_cli_usage_error(cmd, "%s: %s", o->inputs, err.msg)
-                            : mlr_cli_fail(cmd, "%s", err.msg);
+  if (!o->inputs || !o->output || !o->recipe) return mlr_cli_usage_error(cmd, "%s", CHECK_USAGE);
   return MLR_EXIT_OK;
 }
 
 /* mlaref check --inputs IN --output KERNEL_OUT --recipe NAME|FILE [--set k=v]... [--rule R]...
- *              [--tensor o] [--truth dequantized|bf16] [--threads N] [--json]
- * A kernel's output against the model of its recipe (B) and the certified truth (mlr_oracle);
- * default rule fa3 (max|out - truth| <= 2 max|model - truth| + 1e-5). */
+ *              [--tensor o|lse|both] [--truth dequantized|bf16] [--threads N]
+ *              [--allow-nonfinite] [--json]
+ * A kernel's output (o, and lse when it has one; a .safetensors file, an o.npy, or a folder of
+ * o.npy and lse.npy) against the model of its recipe and the certified truth: mlr_check_run
+ * (compare/mlr_check.h) does the work and writes the text; this reads the files and prints it. */
 int mlr_cmd_check(int argc, char **argv) {
   const char *cmd = "check";
-  check_opts o = {.tensor = "o", .from = MLR_TRUTH_DEQUANTIZED};
+  check_opts o = {.tensors = MLR_CHECK_BOTH, .from = MLR_TRUTH_DEQUANTIZED};
   int rc = check_args(cmd, argc, argv, &o);
   if (rc != MLR_EXIT_OK) return rc;
   mlr_recipe r;
   if ((rc = mlr_cli_recipe_sets(cmd, o.recipe, o.sets, o.nsets, &r)) != MLR_EXIT_OK) return rc;
   mlr_error err = {""};
-  mlr_tensor_file ti, tk;
-  mlr_tf_init(&ti);
-  mlr_tf_init(&tk);
+  mlr_tensor_file raw, dst, out;
   mlr_inputs in;
-  mlr_cmp_tensor a, b, t;
-  const mlr_tensor *xa = NULL;
-  mlr_emu_result res = {0};
-  double *truth = NULL, *tlse = NULL, *bound = NULL;
-  mlr_oracle_stats ost = {0};
-  mlr_metrics m, mt, mr;
-  if (mlr_safetensors_read(o.inputs, &ti, &err) != MLR_OK ||
-      mlr_inputs_check(&ti, o.inputs, 0, &in, &err) != MLR_OK)
+  mlr_tf_init(&out);
+  if (mlr_inputs_load(o.inputs, o.allow, &raw, &dst, &in, &err) != MLR_OK ||
+      mlr_check_load_output(o.output, &out, &err) != MLR_OK)
     rc = mlr_cli_usage_error(cmd, "%s", err.msg);
-  if (rc == MLR_EXIT_OK) rc = load_view(cmd, o.output, o.tensor, &tk, &a, &xa);
-  if (rc == MLR_EXIT_OK) rc = check_model(cmd, &o, &r, &in, xa, &a, &res, &b);
-  if (rc == MLR_EXIT_OK) rc = check_truth(cmd, &o, &in, &truth, &tlse, &ost);
+  mlr_check_report rep = {0, 0, NULL, NULL};
   if (rc == MLR_EXIT_OK) {
-    t.type = MLR_CT_F64;
-    t.data = truth;
-    t.n = b.n;
-    if (mlr_compare_metrics(&a, &b, &m, &err) != MLR_OK ||
-        mlr_compare_metrics(&a, &t, &mt, &err) != MLR_OK ||
-        mlr_compare_metrics(&b, &t, &mr, &err) != MLR_OK)
+    const mlr_check_args ca = {.in = &in,
+                               .inputs_label = o.inputs,
+                               .shape = mlr_tf_get_meta(&dst, "mlaref.shape"),
+                               .out = &out,
+                               .out_label = o.output,
+                               .recipe = &r,
+                               .recipe_label = o.recipe,
+                               .rules = o.nrules ? o.rules : NULL,
+                               .nrules = o.nrules,
+                               .tensors = o.tensors,
+                               .from = o.from,
+                               .threads = o.threads,
+                               .commit = MLAREF_COMMIT};
+    const mlr_status st = mlr_check_run(&ca, &rep, &err);
+    if (st == MLR_EINVAL)
+      rc = mlr_cli_usage_error(cmd, "%s", err.msg);
+    else if (st != MLR_OK)
       rc = mlr_cli_fail(cmd, "%s", err.msg);
+    else {
+      fputs(o.json ? rep.json : rep.text, stdout);
+      rc = rep.exit_code ? MLR_EXIT_FAIL : MLR_EXIT_OK;
+    }
   }
-  if (rc == MLR_EXIT_OK) {
-    if (ost.uncertified && !o.json)
-      printf("note: %lld truth elements could not be certified within 1 ulp\n",
-             (long long)ost.uncertified);
-    rc = check_bound(cmd, &o, &r, &in, truth, &bound);
-  }
-  if (rc == MLR_EXIT_OK) {
-    char model[160], hash[65];
-    snprintf(model, sizeof model, "model(%s)", r.name);
-    mlr_recipe_hash(&r, hash);
-    rc = evaluate(cmd, o.output, model, o.tensor,
-                  o.from == MLR_TRUTH_BF16 ? "truth(bf16 KV)" : "truth(dequantized KV)", xa, &a, &b,
-                  &m, &mt, &mr, o.rules, o.nrules, o.json, &in, hash,
-                  mlr_tf_get_meta(&ti, "mlaref.shape"), &t, bound);
-  }
-  free(truth);
-  free(tlse);
-  free(bound);
-  mlr_emu_result_free(&res);
-  mlr_tf_free(&ti);
-  mlr_tf_free(&tk);
+  mlr_check_report_free(&rep);
+  mlr_tf_free(&out);
+  mlr_tf_free(&dst);
+  mlr_tf_free(&raw);
   return rc;
 }
 
@@ -435,11 +373,7 @@ int mlr_cmd_oracle(int argc, char **argv) {
   mlr_tf_init(&to);
   mlr_inputs in;
   mlr_error err = {""};
-  if (mlr_safetensors_read(inputs, &ti, &err) != MLR_OK ||
-      mlr_inputs_check(&ti, inputs, allow, &in, &err) != MLR_OK) {
-    mlr_tf_free(&ti);
-    return mlr_cli_usage_error(cmd, "%s", err.msg);
-  }
+  if ((rc = mlr_cli_read_inputs(cmd, inputs, allow, &ti, &in)) != MLR_EXIT_OK) return rc;
   /* o and lse in F64 beside the inputs (the MPFR work is per thread and small) */
   if ((rc = mlr_cli_memory_fits(cmd, in_bytes + (double)in.T * (double)in.H * 513 * 8,
                                 "%s with its truth (%lld query tokens x %lld heads, F64)", inputs,

@@ -181,6 +181,9 @@ void mlr_cli_print_format_table(FILE *out) {
 }
 
 int mlr_cmd_formats(int argc, char **argv) {
+  if (mlr_cli_asks_help(argc, argv) ||
+      (argc > 1 && mlr_cli_asks_help(argc - 1, argv + 1) && strcmp(argv[0], "info") == 0))
+    return mlr_cli_help("formats");
   if (argc < 1)
     return mlr_cli_usage_error("formats",
                                "missing subcommand (valid: info|boundaries|encode|decode)");

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -64,6 +63,18 @@ int mlr_cli_spec_fits(const char *cmd, const char *what, const char *spec_text,
   return rc;
 }
 
+int mlr_cli_read_inputs(const char *cmd, const char *path, int allow_nonfinite, mlr_tensor_file *tf,
+                        mlr_inputs *in) {
+  mlr_tensor_file raw;
+  mlr_error err = {""};
+  const mlr_status st = mlr_inputs_load(path, allow_nonfinite, &raw, tf, in, &err);
+  mlr_tf_free(&raw); /* tf owns what it uses */
+  if (st == MLR_OK) return MLR_EXIT_OK;
+  mlr_tf_free(tf);
+  return st == MLR_ENOMEM ? mlr_cli_fail(cmd, "%s", err.msg)
+                          : mlr_cli_usage_error(cmd, "%s", err.msg);
+}
+
 int mlr_cli_gen_memory(const char *cmd, const char *what, const char *spec_text,
                        mlr_tensor_file *tf, mlr_inputs *in, double *gen_seconds) {
   mlr_gen_spec spec;
@@ -118,10 +129,7 @@ int mlr_cmd_gen(int argc, char **argv) {
   const mlr_suite *s = mlr_suite_find(suite);
   if (!s)
     return mlr_cli_usage_error(cmd, "unknown suite '%s' (valid: %s)", suite, mlr_suite_names());
-  struct stat sb;
-  if (stat(out, &sb) != 0 || !S_ISDIR(sb.st_mode))
-    return mlr_cli_usage_error(cmd, "--out '%s' is not an existing folder (needed with --suite)",
-                               out);
+  if ((rc = mlr_cli_make_dir(cmd, "--out", out)) != MLR_EXIT_OK) return rc;
   for (size_t i = 0; i < s->n; i++) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s.safetensors", out, s->cells[i].name);
@@ -133,6 +141,8 @@ int mlr_cmd_gen(int argc, char **argv) {
 
 int mlr_cmd_suite(int argc, char **argv) {
   const char *cmd = "suite";
+  for (int i = 0; i < argc; i++)
+    if (mlr_cli_asks_help(argc - i, argv + i)) return mlr_cli_help(cmd);
   if (argc >= 1 && strcmp(argv[0], "list") == 0 && argc == 1) {
     size_t n;
     const mlr_suite *s = mlr_suites(&n);
@@ -179,14 +189,9 @@ static int inputs_check(int argc, char **argv) {
   }
   if (!path) return mlr_cli_usage_error(cmd, "missing the inputs file (.safetensors)");
   mlr_tensor_file tf;
-  mlr_error err;
-  if (mlr_safetensors_read(path, &tf, &err) != MLR_OK)
-    return mlr_cli_usage_error(cmd, "%s", err.msg);
   mlr_inputs in;
-  if (mlr_inputs_check(&tf, path, allow, &in, &err) != MLR_OK) {
-    mlr_tf_free(&tf);
-    return mlr_cli_usage_error(cmd, "%s", err.msg);
-  }
+  const int rc = mlr_cli_read_inputs(cmd, path, allow, &tf, &in);
+  if (rc != MLR_EXIT_OK) return rc;
   printf("%s: conforms: T=%lld H=%lld B=%lld kv rows=%lld page=%lld kv=%s kv_scale=%a%s%s\n", path,
          (long long)in.T, (long long)in.H, (long long)in.B, (long long)in.N, (long long)in.page,
          mlr_format_name(in.kv_format), (double)in.kv_scale, in.kv_indices ? " paged" : "",
@@ -301,7 +306,7 @@ static int inputs_unpack(int argc, char **argv) {
   mlr_tensor_file tf;
   mlr_error err;
   if (mlr_safetensors_read(in, &tf, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "%s", err.msg);
-  int rc = MLR_EXIT_OK;
+  int rc = mlr_cli_make_dir(cmd, "--dir", dir);
   for (size_t i = 0; i < tf.n && rc == MLR_EXIT_OK; i++) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s.npy", dir, tf.t[i].name);
@@ -315,6 +320,7 @@ static int inputs_unpack(int argc, char **argv) {
 }
 
 int mlr_cmd_inputs(int argc, char **argv) {
+  if (mlr_cli_asks_help(argc, argv)) return mlr_cli_help("inputs");
   if (argc >= 1 && strcmp(argv[0], "check") == 0) return inputs_check(argc - 1, argv + 1);
   if (argc >= 1 && strcmp(argv[0], "pack") == 0) return inputs_pack(argc - 1, argv + 1);
   if (argc >= 1 && strcmp(argv[0], "unpack") == 0) return inputs_unpack(argc - 1, argv + 1);

@@ -280,12 +280,12 @@ int mlr_cmd_golden(int argc, char **argv) {
     return mlr_cli_usage_error(
         cmd, "usage: golden --suite NAME... --recipe NAME|all (--out DIR | --digests FILE) | "
              "golden --verify [--digests FILE] [--suite NAME]...");
-  if (out && access(out, W_OK) != 0)
-    return mlr_cli_usage_error(cmd, "--out '%s' is not an existing writable folder", out);
+  if (out && (rc = mlr_cli_out_dir_check(cmd, "--out", out)) != MLR_EXIT_OK) return rc;
   static mlr_recipe rs[16];
   int n;
   rc = mlr_cli_recipes(cmd, rnames, nr, rs, &n);
   if (rc != MLR_EXIT_OK) return rc;
+  if (out && (rc = mlr_cli_make_dir(cmd, "--out", out)) != MLR_EXIT_OK) return rc;
   mlr_atomic_file af;
   mlr_error err = {""};
   if (digests && mlr_atomic_open(&af, digests, &err) != MLR_OK)

@@ -61,26 +61,33 @@ int mlr_cli_recipe_sets(const char *cmd, const char *what, const char *const *se
   return rc;
 }
 
-int mlr_cmd_recipe(int argc, char **argv) {
-  if (argc == 1 && strcmp(argv[0], "list") == 0) {
-    for (int k = 0; k < 2; k++) { /* the built-ins, then the fast GPU kernel's own recipes */
-      char names[512];
-      snprintf(names, sizeof names, "%s",
-               k ? mlr_gpu_fast_recipe_names() : mlr_recipe_builtin_names());
-      if (k) printf("# the fast GPU kernel's recipes (gpu/fast)\n");
-      for (char *save = NULL, *t = strtok_r(names, "|", &save); t; t = strtok_r(NULL, "|", &save)) {
-        mlr_recipe r;
-        char h[65];
-        if (k)
-          mlr_gpu_fast_recipe(t, &r);
-        else
-          mlr_recipe_builtin(t, &r);
-        mlr_recipe_hash(&r, h);
-        printf("%-18s %.16s\n", t, h);
-      }
+/* recipe list: each built-in, then the fast GPU kernel's own recipes, with its hash prefix and
+ * what it models */
+static int recipe_list(void) {
+  for (int k = 0; k < 2; k++) {
+    char names[512];
+    snprintf(names, sizeof names, "%s",
+             k ? mlr_gpu_fast_recipe_names() : mlr_recipe_builtin_names());
+    if (k) printf("# the fast GPU kernel's recipes (gpu/fast)\n");
+    for (char *save = NULL, *t = strtok_r(names, "|", &save); t; t = strtok_r(NULL, "|", &save)) {
+      mlr_recipe r;
+      char h[65];
+      if (k)
+        mlr_gpu_fast_recipe(t, &r);
+      else
+        mlr_recipe_builtin(t, &r);
+      mlr_recipe_hash(&r, h);
+      const char *what = mlr_recipe_builtin_description(t);
+      printf("%-18s %.16s  %s\n", t, h, what ? what : "");
     }
-    return MLR_EXIT_OK;
   }
+  return MLR_EXIT_OK;
+}
+
+int mlr_cmd_recipe(int argc, char **argv) {
+  for (int i = 0; i < argc; i++)
+    if (mlr_cli_asks_help(argc - i, argv + i)) return mlr_cli_help("recipe");
+  if (argc == 1 && strcmp(argv[0], "list") == 0) return recipe_list();
   if (argc < 2 || strcmp(argv[0], "show") != 0)
     return mlr_cli_usage_error("recipe",
                                "usage: recipe list | recipe show NAME|FILE [--set key=value]...");

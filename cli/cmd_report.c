@@ -10,7 +10,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -43,11 +42,9 @@ static int finish(const char *cmd, mlr_report *rep, const char *out, const char 
   return rc;
 }
 
+/* --out: a writable folder, or one that can be made (made when the report is written) */
 static int check_out(const char *cmd, const char *out) {
-  struct stat sb;
-  if (stat(out, &sb) != 0 || !S_ISDIR(sb.st_mode) || access(out, W_OK) != 0)
-    return mlr_cli_usage_error(cmd, "--out %s: not an existing writable folder", out);
-  return MLR_EXIT_OK;
+  return mlr_cli_out_dir_check(cmd, "--out", out);
 }
 
 /* a baseline read before any work, so a bad one costs nothing */
@@ -69,6 +66,10 @@ static int conclude(const char *cmd, mlr_report *rep, mlr_report *base, const ch
   mlr_status st = MLR_OK;
   if (baseline) st = mlr_report_compare(rep, base, baseline, &err);
   mlr_report_free(base);
+  if (st == MLR_OK && mlr_cli_make_dir(cmd, "--out", out) != MLR_EXIT_OK) {
+    mlr_report_free(rep);
+    return MLR_EXIT_USAGE;
+  }
   if (st == MLR_OK) st = mlr_report_write(rep, out, "gnuplot", &err);
   if (st != MLR_OK) {
     mlr_report_free(rep);

@@ -202,13 +202,9 @@ static int run_main(const char *cmd, int argc, char **argv, int gpu) {
   double in_bytes;
   if ((rc = mlr_cli_file_fits(cmd, o.inputs, &in_bytes)) != MLR_EXIT_OK) return rc;
   mlr_tensor_file tf;
-  mlr_status st = mlr_safetensors_read(o.inputs, &tf, &err);
-  if (st != MLR_OK) return mlr_cli_usage_error(cmd, "%s", err.msg);
   mlr_inputs in;
-  if (mlr_inputs_check(&tf, o.inputs, o.allow, &in, &err) != MLR_OK) {
-    mlr_tf_free(&tf);
-    return mlr_cli_usage_error(cmd, "%s", err.msg);
-  }
+  if ((rc = mlr_cli_read_inputs(cmd, o.inputs, o.allow, &tf, &in)) != MLR_EXIT_OK) return rc;
+  mlr_status st;
   if ((rc = outputs_fit(cmd, &o, &r, &in, in_bytes)) != MLR_EXIT_OK) {
     mlr_tf_free(&tf);
     return rc;
@@ -255,6 +251,9 @@ int mlr_cmd_run(int argc, char **argv) { return run_main("run", argc, argv, 0); 
 
 int mlr_cmd_gpu(int argc, char **argv) {
   const char *sub = argc > 0 ? argv[0] : "";
+  if (mlr_cli_asks_help(argc, argv) ||
+      (strcmp(sub, "info") == 0 && mlr_cli_asks_help(argc - 1, argv + 1)))
+    return mlr_cli_help("gpu");
   if (strcmp(sub, "run") == 0) return run_main("gpu run", argc - 1, argv + 1, 1);
   if (strcmp(sub, "info") == 0) {
     if (argc > 1) return mlr_cli_usage_error("gpu info", "takes no options ('%s')", argv[1]);

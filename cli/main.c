@@ -19,9 +19,10 @@ static void usage(FILE *out) {
       "  formats decode --format F CODE...\n"
       "  gen --shape SPEC --out FILE | --suite NAME --out DIR [--max-memory GB]\n"
       "                          inputs as the amd-mixed-mla task makes them (.safetensors)\n"
-      "                          SPEC: bs=B,kv=L | lens=L1:L2:..., [q=1..4] [page=P] [seed=S]\n"
-      "                          [dist=normal|scaled:S|t3|outliers:P|perhead] "
-      "[fmt=e4m3|e4m3fnuz|bf16] [bf16kv=1]\n"
+      "                          SPEC: bs=B,kv=L | lens=L1:L2:..., [q=1..16] [heads=1..128]\n"
+      "                          [page=P] [seed=S]"
+      " [dist=normal|scaled:S|t3|outliers:P|perhead] "
+      "[fmt=e4m3|e4m3fnuz|bf16]\n                          [bf16kv=1]\n"
       "  suite list | suite show NAME\n"
       "  inputs check FILE [--allow-nonfinite]   check a file against the input contract\n"
       "  inputs pack --out FILE NAME=F.npy:DTYPE... [--meta K=V]   .npy files into .safetensors\n"
@@ -47,18 +48,19 @@ static void usage(FILE *out) {
       "                          fa3[:K[,ATOL]]|nmse:X|cos:X|budget[:F]); exit 1 when a rule "
       "fails\n"
       "  check --inputs IN --output KERNEL_OUT --recipe NAME|FILE [--set k=v]... [--rule R]...\n"
-      "      [--truth dequantized|bf16] [--json]   a kernel's output against its recipe's model\n"
+      "      [--tensor o|lse|both] [--truth dequantized|bf16] [--threads N] [--allow-nonfinite]\n"
+      "      [--json]                a kernel's output (o and lse) against its recipe's model\n"
       "                          and the certified truth (default rule fa3; budget: the a priori "
       "bound)\n"
       "  golden --suite NAME... --recipe NAME|all (--out DIR [--max-bs N] | --digests FILE)\n"
       "  golden --verify [--digests FILE] [--goldens DIR] [--suite NAME]...   golden outputs\n"
       "      (--gpu with either: computed by the GPU exact kernel)\n"
-      "  oracle --inputs IN --out OUT [--from dequantized|bf16] [--max-memory GB]   the certified "
-      "truth (F64, 1 ulp)\n"
+      "  oracle --inputs IN --out OUT [--from dequantized|bf16] [--max-memory GB]\n"
+      "      [--allow-nonfinite]   the certified truth (F64, 1 ulp)\n"
       "  budget --inputs IN | --shape SPEC --recipe NAME|FILE [--set k=v]... [--policy P] [--rows "
       "N]\n"
       "      [--truth bf16|dequantized] [--tolerance RTOL,ATOL] [--out FILE] [--max-memory GB] "
-      "[--json]\n"
+      "[--json]\n      [--allow-nonfinite]\n"
       "                          the error by source, the a priori bound, utilisation\n"
       "  budget ... --sweep absmax [--points N] [--dists D;D...] [--threshold X]\n"
       "                          the static Q scale's cost against absmax (1..448, the seeds' 6.0 "
@@ -141,7 +143,9 @@ int main(int argc, char **argv) {
   if (argc < 2) return main_job();
   const char *cmd = argv[1];
   for (size_t k = 0; k < sizeof COMMANDS / sizeof COMMANDS[0]; k++)
-    if (strcmp(cmd, COMMANDS[k].name) == 0) return COMMANDS[k].run(argc - 2, argv + 2);
+    if (strcmp(cmd, COMMANDS[k].name) == 0)
+      return mlr_cli_asks_help(argc - 2, argv + 2) ? mlr_cli_help(cmd)
+                                                   : COMMANDS[k].run(argc - 2, argv + 2);
   if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
     printf("mlaref %s\n", MLAREF_VERSION);
     return MLR_EXIT_OK;

@@ -128,7 +128,7 @@ mlr_status mlr_compare_metrics(const mlr_cmp_tensor *a, const mlr_cmp_tensor *b,
     }
     if (ka != 3) continue; /* same NaN/Inf class */
     m->finite++;
-    e.ulp = llabs(ordered(a->type, ca) - ordered(b->type, cb));
+    e.ulp = llabs(ordered(a->type, ca) - ordered(a->type, cb)); /* cb is in A's format */
     ulps[nu++] = e.ulp;
     const double d = fabs(va - vb);
     if (d > m->max_abs) m->max_abs = d;

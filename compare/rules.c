@@ -110,8 +110,11 @@ mlr_verdict mlr_rule_apply(const mlr_rule *r, const mlr_metrics *m, const mlr_cm
       mlr_verdict v = {MLR_VERDICT_NA, 0, 0, "fa3 needs the truth (--truth FILE)"};
       return v;
     }
-    if (mt->unwritten || mt->class_mismatch || mr->class_mismatch)
-      return verdict(0, 0, 0, "NaN/Inf classes differ from the truth");
+    /* NaN/Inf classes: the truth's; where the recipe's own model differs from the truth in class
+     * (non-finite inputs through a clamp or a max that drops NaN), the model's */
+    if (mt->unwritten || (mr->class_mismatch ? m->class_mismatch : mt->class_mismatch))
+      return verdict(0, 0, 0, "NaN/Inf classes differ from the %s",
+                     mr->class_mismatch ? "model's" : "truth");
     const double lim = r->x * mr->max_abs + r->y;
     return verdict(mt->max_abs <= lim, mt->max_abs, lim,
                    "max|out - truth| = %.4g, limit %g x max|ref - truth| (%.4g) + %g = %.4g",

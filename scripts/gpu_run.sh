@@ -26,6 +26,9 @@
 #      checked); the largest shape again after 3 s of warm-up, the time under sustained load
 #      ($OUT/bench_gpu_sustained.txt); the plan floor on a ragged paged batch and with k_merge
 #      forced, bench gpu --variant cluster=0 ($OUT/bench_gpu_plans.txt).
+#   0c. the Python package (step python; $MLAREF_PYTHON, default build/default/python) on this
+#      machine's torch: float8 dtypes on CUDA (scripts/gpu/python_float8_check.py,
+#      $OUT/python_float8.txt) and tests/python where pytest is installed.
 #   1. bit identity: digests of formats, pmath and rng over binary32 inputs on the GPU, against
 #      tests/data/bits_digests.txt (made on the CPU) and against this machine's CPU (all 2^32);
 #   2. PyTorch agreement of every conversion over all 2^32 binary32 inputs;
@@ -42,11 +45,11 @@
 #   6. the hardware exp2 (gpu/probes/ex2_table.cu): its table rebuilt and compared with ref/sfu's
 #      (SHA-256), the model checked on every float x <= 0, 4096 samples ($OUT/ex2_samples.txt, the
 #      source of tests/data/sfu/).
-# MLAREF_GPU_STEPS (default "exact badinput sanitize bench fast fastbench bits torch peers mma sfu")
-# picks the steps (0 = exact, badinput (tests/bad_input.sh: the gpu cases of the bad-input table
-# in docs/checking.md), sanitize and bench, 0b = fast and fastbench, 1 = bits, 2 and 3 = torch, 4 = peers, 5 =
-# mma, 6 = sfu); MLAREF_GPU_REPS the benchmark's runs. Without a GPU it exits 77 (CTest's
-# "skipped"), unless MLAREF_REQUIRE_GPU=1 makes that a failure.
+# MLAREF_GPU_STEPS (default: every step, $ALL_STEPS below) picks the steps (0 = exact, badinput
+# (tests/bad_input.sh: the gpu cases of the bad-input table in docs/checking.md), sanitize and
+# bench, 0b = fast and fastbench, 0c = python, 1 = bits, 2 and 3 = torch, 4 = peers, 5 = mma,
+# 6 = sfu); MLAREF_GPU_REPS the benchmark's runs. Without a GPU it exits 77 (CTest's "skipped"),
+# unless MLAREF_REQUIRE_GPU=1 makes that a failure.
 # `gpu_run.sh --build-only` builds the programs it runs (the GPU machine has no jansson, so the CLI
 # there is the MLAREF_FORMATS_ONLY variant) and stops: CTest's gpu_run_build runs it on every
 # machine, so a change that breaks that build fails before it reaches the GPU.
@@ -98,7 +101,8 @@ OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 status=0
 DATA=${MLAREF_GPU_DATA:-.gpu-data}
-STEPS=" ${MLAREF_GPU_STEPS:-exact badinput sanitize bench fast fastbench bits torch peers mma sfu} "
+ALL_STEPS="exact badinput sanitize bench fast fastbench python bits torch peers mma sfu"
+STEPS=" ${MLAREF_GPU_STEPS:-$ALL_STEPS} "
 step() {
   case "$STEPS" in *" $1 "*) return 0 ;; esac
   echo "== $1: not asked for (MLAREF_GPU_STEPS)"
@@ -265,6 +269,19 @@ step() {
       "$CLI" bench gpu --variant cluster=0 --shape bs=4,kv=1024,seed=4217 \
         --shape bs=64,kv=1024,seed=1357 --reps 100; } | tee "$OUT/bench_gpu_plans.txt"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  fi
+  if step python; then
+    echo "== the Python package on this machine's torch: float8 dtypes on CUDA" \
+      "(scripts/gpu/python_float8_check.py), then tests/python"
+    PY=${MLAREF_PYTHON:-build/default/python}
+    PYTHONPATH="$PY" python3 scripts/gpu/python_float8_check.py | tee "$OUT/python_float8.txt"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    if python3 -c "import pytest" 2>/dev/null; then
+      PYTHONPATH="$PY" MLAREF_BIN="$CLI" python3 -m pytest -q -p no:cacheprovider tests/python ||
+        status=1
+    else
+      echo "tests/python: not run, this python has no pytest"
+    fi
   fi
   step bits || step torch || step peers || step mma || step sfu ||
     { echo "== status $status"; exit $status; }

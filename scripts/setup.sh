@@ -20,6 +20,9 @@ pkgs=(
   libomp-15-dev     #   clang 15's OpenMP (omp.h), for the fuzz targets that reach the parallel code
   gnuplot-nox       # mlaref report: the plots (SVG terminal)
   python3-jsonschema # the report test validates summary.json against reports/summary.schema.json
+  python3-numpy     # the Python package (python/mlaref) and its tests (label python)
+  python3-torch     #   torch tensors in and out (CPU torch)
+  python3-pytest    #   tests/python
   chromium          # tests/report_browser.sh: the report's page in a real browser, headless
 )
 missing=()

@@ -46,6 +46,8 @@ fixture run --recipe fp32-seq --inputs "$D/in.safetensors" --out "$D/out.safeten
 mkdir -p "$D/u" "$D/p"
 fixture inputs unpack "$D/in.safetensors" --dir "$D/u"
 fixture inputs unpack "$D/paged.safetensors" --dir "$D/p"
+# a kernel output as .npy files (o.npy, lse.npy, ...): the folder is made by unpack
+fixture inputs unpack "$D/out.safetensors" --dir "$D/onpy"
 python3 - "$D" <<'EOF' || exit 1
 import json, struct, sys
 D = sys.argv[1]
@@ -67,6 +69,11 @@ npy_write(D + '/u/q32.npy', '<u2', (T, 2 * H, C),
 # a page index past the pages of kv
 h, idx = npy_read(D + '/p/kv_indices.npy')
 npy_write(D + '/p/bad_indices.npy', '<i4', h['shape'], struct.pack('<i', 999) + idx[4:])
+# an output folder whose lse is [1, 16, 2]: no layout of these inputs' lse (T = 1, H = 16)
+import os, shutil
+os.makedirs(D + '/lse3d')
+shutil.copy(D + '/onpy/o.npy', D + '/lse3d/o.npy')
+npy_write(D + '/lse3d/lse.npy', '<f4', (1, 16, 2), struct.pack('<32f', *([1.0] * 32)))
 # float32 data where BF16 codes are expected
 npy_write(D + '/f4.npy', '<f4', (2,), struct.pack('<2f', 1.0, 2.0))
 # safetensors damage: truncated, and a header that says more than the file has

@@ -1,6 +1,9 @@
 /* ref/budget: the switchable model closes on both ends (all sources on: the model's bits; all
  * off: the truth), the decomposition adds up, the a priori bound holds on every element of the
- * suites, and the KV-quantization figures measured on an H200 reproduce. */
+ * suites, and the KV-quantization figures measured on an H200 reproduce. The contract's optional
+ * fields (k_scale, v_scale, kpe_scale, sm_scale, fp8 Q, noncausal, 128 heads, q_len 8) with the
+ * recipe keys kv.scale_at, v.scale_at and logit.scale_precision: both ends close and the bound
+ * holds. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -43,6 +46,49 @@ static void recipe_with(const char *recipe, const char *sets, mlr_recipe *r) {
   cr_assert_eq(mlr_recipe_set_list(r, sets, &err), MLR_OK, "%s", err.msg);
 }
 
+/* the contract's optional fields on generated inputs: k_scale, v_scale, kpe_scale as factors of
+ * kv_scale (0: absent), sm_scale (0: absent), noncausal, and fp8 Q (q8: 1 e4m3, 2 e4m3fnuz; the
+ * bf16 Q's codes at the descale amax / max) */
+typedef struct extra {
+  double kf, vf, kpef, sm;
+  int noncausal, q8;
+} extra;
+
+static const char *extra_name(const extra *x) {
+  static _Thread_local char buf[160];
+  if (!x) return "";
+  snprintf(buf, sizeof buf, " {k x%g, v x%g, kpe x%g, sm %g, noncausal %d, q8 %d}", x->kf, x->vf,
+           x->kpef, x->sm, x->noncausal, x->q8);
+  return buf;
+}
+
+/* x applied to g's inputs; the fp8 Q codes (the caller frees them) or NULL */
+static uint8_t *extra_apply(gen *g, const extra *x) {
+  if (!x) return NULL;
+  mlr_inputs *in = &g->in;
+  in->k_scale = (float)(x->kf * in->kv_scale);
+  in->v_scale = (float)(x->vf * in->kv_scale);
+  in->kpe_scale = (float)(x->kpef * in->kv_scale);
+  in->sm_scale = x->sm;
+  in->noncausal = x->noncausal;
+  if (!x->q8) return NULL;
+  const mlr_format f = x->q8 == 1 ? MLR_FMT_E4M3 : MLR_FMT_E4M3FNUZ;
+  const int64_t n = in->T * in->H * 576;
+  double amax = 0;
+  for (int64_t i = 0; i < n; i++) amax = fmax(amax, fabs(mlr_decode(MLR_FMT_BF16, in->q[i])));
+  const float s = (float)(amax / mlr_format_max(f));
+  uint8_t *q8 = malloc((size_t)(n > 0 ? n : 1));
+  for (int64_t i = 0; i < n; i++)
+    q8[i] = (uint8_t)mlr_encode_f64(mlr_decode(MLR_FMT_BF16, in->q[i]) / s, f, MLR_RND_NEAREST_EVEN,
+                                    MLR_OVF_SATURATE, 0);
+  in->q = NULL;
+  in->q8 = q8;
+  in->q_format = f;
+  in->q_scale = s;
+  in->has_q_scale = 1;
+  return q8;
+}
+
 #ifndef MLR_SLOW
 /* every element's encoding: the same binary64 bits, or both NaN */
 static int64_t differing(const double *a, const double *b, int64_t n, int64_t *first) {
@@ -56,9 +102,11 @@ static int64_t differing(const double *a, const double *b, int64_t n, int64_t *f
   return k;
 }
 
-static void closure_model(const char *spec, const char *recipe, const char *sets) {
+static void closure_model_x(const char *spec, const extra *x, const char *recipe,
+                            const char *sets) {
   gen g;
   gen_make(&g, spec);
+  uint8_t *q8 = extra_apply(&g, x);
   mlr_recipe r;
   mlr_error err = {""};
   recipe_with(recipe, sets, &r);
@@ -68,12 +116,17 @@ static void closure_model(const char *spec, const char *recipe, const char *sets
   int64_t first;
   const int64_t k = differing(m, e, n, &first);
   cr_expect_eq(k, 0,
-               "%s %s [%s]: %lld elements differ from mlr_emulate; first %lld: %a vs model %a",
-               spec, recipe, sets, (long long)k, (long long)first, first >= 0 ? e[first] : 0.0,
-               first >= 0 ? m[first] : 0.0);
+               "%s%s %s [%s]: %lld elements differ from mlr_emulate; first %lld: %a vs model %a",
+               spec, extra_name(x), recipe, sets, (long long)k, (long long)first,
+               first >= 0 ? e[first] : 0.0, first >= 0 ? m[first] : 0.0);
   free(m);
   free(e);
+  free(q8);
   mlr_tf_free(&g.tf);
+}
+
+static void closure_model(const char *spec, const char *recipe, const char *sets) {
+  closure_model_x(spec, NULL, recipe, sets);
 }
 
 /* with every source on, the switchable model is mlr_emulate bit for bit: every built-in, every
@@ -236,10 +289,11 @@ static void truth_and_bound(const mlr_inputs *in, const mlr_recipe *r, mlr_truth
 }
 
 /* the bound holds on every element: against the truth from the dequantized KV and from bf16 */
-static void bound_holds_with(const char *spec, const char *recipe, const char *sets,
-                             mlr_truth_from from, double *tight_out) {
+static void bound_holds_x(const char *spec, const extra *x, const char *recipe, const char *sets,
+                          mlr_truth_from from, double *tight_out) {
   gen g;
   gen_make(&g, spec);
+  uint8_t *q8 = extra_apply(&g, x);
   mlr_recipe r;
   mlr_error err = {""};
   recipe_with(recipe, sets, &r);
@@ -251,17 +305,23 @@ static void bound_holds_with(const char *spec, const char *recipe, const char *s
   mlr_bound_use bu;
   cr_assert_eq(mlr_compare_bound(&a, &tt, bd, 1.0, &bu, &err), MLR_OK);
   cr_expect_eq(bu.over, 0,
-               "%s %s from %s: %lld of %lld elements beyond the bound; worst %lld: |e| = %g x "
-               "bound (%a vs %a, bound %g)",
-               spec, recipe, from == MLR_TRUTH_BF16 ? "bf16" : "dequantized", (long long)bu.over,
-               (long long)bu.n, (long long)bu.worst, bu.max_ratio,
+               "%s%s %s [%s] from %s: %lld of %lld elements beyond the bound; worst %lld: |e| = "
+               "%g x bound (%a vs %a, bound %g)",
+               spec, extra_name(x), recipe, sets, from == MLR_TRUTH_BF16 ? "bf16" : "dequantized",
+               (long long)bu.over, (long long)bu.n, (long long)bu.worst, bu.max_ratio,
                bu.worst >= 0 ? m[bu.worst] : 0.0, bu.worst >= 0 ? t[bu.worst] : 0.0,
                bu.worst >= 0 ? bd[bu.worst] : 0.0);
   if (tight_out) *tight_out = bu.tight_p50;
   free(t);
   free(bd);
   free(m);
+  free(q8);
   mlr_tf_free(&g.tf);
+}
+
+static void bound_holds_with(const char *spec, const char *recipe, const char *sets,
+                             mlr_truth_from from, double *tight_out) {
+  bound_holds_x(spec, NULL, recipe, sets, from, tight_out);
 }
 
 static void bound_holds(const char *spec, const char *recipe, mlr_truth_from from,
@@ -439,6 +499,137 @@ Test(budget, kv_source_needs_kv_bf16) {
   cr_expect_eq(mlr_budget_eval(&r, &g.in, 0, NULL, 0, 0, o, &err), MLR_EINVAL);
   cr_expect(strstr(err.msg, "kv_bf16") != NULL, "%s", err.msg);
   free(o);
+  mlr_tf_free(&g.tf);
+}
+
+/* The scale keys over the contract's optional fields: the switchable model with every source on is
+ * mlr_emulate bit for bit, and the bound holds against the truth from the dequantized KV and from
+ * kv_bf16. Split scales (A), one k_scale with fp8 Q and noncausal (B), fp8 Q in e4m3fnuz with
+ * sm_scale alone (C); kv.scale_at = folded needs kpe_scale = k_scale, so only B and C take it. */
+static const extra XA = {1.25, 0.8, 1.5, 0.1, 0, 0}, XB = {1.25, 0.8, 1.25, 0, 1, 1},
+                   XC = {0, 0, 0, 0.0721, 0, 2};
+
+static void scale_keys_on(const char *spec, const extra *x, int full) {
+  const char *sets[][2] = {
+      {"fp32-seq", "out.format=fp32"},
+      {"fp32-seq", "v.scale_at=merged;split.rule=fixed;split.count=3;out.format=fp32"},
+      {"fp32-seq", "logit.scale_precision=fp64;softmax.exp=2;lse.base=e;out.format=fp32"},
+      {"aiter-a16w8-ps", "v.scale_at=merged;out.format=fp32"},
+      {"triton-fp8-split", "logit.scale_precision=fp64"},
+      {"fp32-seq", "kv.scale_at=folded;v.scale_at=merged;logit.scale_precision=fp64;split.rule="
+                   "fixed;split.count=2;out.format=fp32"},
+      {"fp32-seq", "kv.scale_at=folded;partial.normalized=no;split.rule=fixed;split.count=2;out."
+                   "format=fp32"},
+      {"aiter-a8w8-ps", "out.format=fp32"},
+  };
+  const int one_k = x->kpef == x->kf;
+  for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++) {
+    mlr_recipe r;
+    recipe_with(sets[k][0], sets[k][1], &r);
+    if (!one_k && r.kv_scale_at == MLR_KVS_FOLDED) continue; /* refused: the test below */
+    if (x->q8 == 2 && r.qk_operand == MLR_OP_FP8) continue;  /* e4m3fnuz Q, e4m3 operands */
+    closure_model_x(spec, x, sets[k][0], sets[k][1]);
+    bound_holds_x(spec, x, sets[k][0], sets[k][1], MLR_TRUTH_DEQUANTIZED, NULL);
+    if (full) bound_holds_x(spec, x, sets[k][0], sets[k][1], MLR_TRUTH_BF16, NULL);
+  }
+}
+
+Test(budget, scale_keys_and_optional_fields, .timeout = 1200) {
+  const char *spec = "bs=2,lens=70:45,q=2,seed=7,bf16kv=1";
+  scale_keys_on(spec, &XA, 1);
+  scale_keys_on(spec, &XB, 1);
+  scale_keys_on(spec, &XC, 1);
+  scale_keys_on("bs=1,kv=40,seed=9,fmt=bf16,bf16kv=1", &XA, 0); /* bf16 KV codes, scaled */
+}
+
+/* 128 heads and 8 query tokens a batch, causal and not */
+Test(budget, heads_128_and_q_len_8, .timeout = 1200) {
+  const char *spec = "bs=2,lens=12:40,q=8,heads=128,seed=3";
+  const extra x[2] = {{1.25, 0.8, 1.5, 0.1, 0, 0}, {1, 1, 1, 0, 1, 1}};
+  for (int k = 0; k < 2; k++) {
+    closure_model_x(spec, &x[k], "fp32-seq", "v.scale_at=merged;out.format=fp32");
+    bound_holds_x(spec, &x[k], "fp32-seq", "v.scale_at=merged;out.format=fp32",
+                  MLR_TRUTH_DEQUANTIZED, NULL);
+    closure_model_x(spec, &x[k], "triton-fp8-split", "");
+    bound_holds_x(spec, &x[k], "triton-fp8-split", "", MLR_TRUTH_DEQUANTIZED, NULL);
+  }
+}
+
+/* with every source off the switchable model is attention on kv_bf16 (no scale applies to it),
+ * sm_scale, and Q's values (fp8 codes x q_scale): the truth from kv_bf16 */
+Test(budget, all_sources_off_is_the_truth_with_optional_fields) {
+  const extra *xs[3] = {&XA, &XB, &XC};
+  for (int k = 0; k < 3; k++) {
+    gen g;
+    gen_make(&g, "bs=2,lens=90:31,q=2,seed=13,bf16kv=1");
+    uint8_t *q8 = extra_apply(&g, xs[k]);
+    const int64_t n = g.in.T * g.in.H * DV;
+    double *t = malloc((size_t)n * sizeof *t), *e = malloc((size_t)n * sizeof *e);
+    double *lse = malloc((size_t)(g.in.T * g.in.H) * sizeof *lse);
+    mlr_error err = {""};
+    cr_assert_eq(mlr_oracle(&g.in, MLR_TRUTH_BF16, t, lse, NULL, &err), MLR_OK, "%s", err.msg);
+    const char *sets[2] = {"v.scale_at=merged", "kv.scale_at=folded;logit.scale_precision=fp64"};
+    for (int s = 0; s < 2; s++) {
+      if (s == 1 && xs[k]->kpef != xs[k]->kf) continue;
+      mlr_recipe r;
+      recipe_with("fp32-seq", sets[s], &r);
+      cr_assert_eq(mlr_budget_eval(&r, &g.in, 0, NULL, 0, 0, e, &err), MLR_OK, "%s", err.msg);
+      double mx = 0, tm = 0;
+      for (int64_t i = 0; i < n; i++) mx = fmax(mx, fabs(e[i] - t[i])), tm = fmax(tm, fabs(t[i]));
+      cr_expect_leq(mx, 1e-13 * tm, "%s [%s]: max |off - truth| %g (max |truth| %g)",
+                    extra_name(xs[k]), sets[s], mx, tm);
+    }
+    free(t);
+    free(e);
+    free(lse);
+    free(q8);
+    mlr_tf_free(&g.tf);
+  }
+}
+
+/* a logit scale that rounds below binary32's normals (sm_scale 1e-42) leaves the analysis: +Inf */
+Test(budget, subnormal_logit_scale_is_unbounded) {
+  gen g;
+  gen_make(&g, "bs=1,kv=20,seed=3");
+  g.in.sm_scale = 1e-42;
+  mlr_recipe r;
+  cr_assert_eq(mlr_recipe_builtin("fp32-seq", &r), MLR_OK);
+  double *t, *bd;
+  truth_and_bound(&g.in, &r, MLR_TRUTH_DEQUANTIZED, &t, &bd);
+  for (int64_t i = 0; i < g.in.T * g.in.H * DV; i++)
+    cr_assert(isinf(bd[i]), "element %lld: bound %g", (long long)i, bd[i]);
+  free(t);
+  free(bd);
+  mlr_tf_free(&g.tf);
+}
+
+/* kv.scale_at = folded multiplies one k_scale into the logit scale: with kpe_scale != k_scale the
+ * model and the bound refuse (no bound for a model that does not exist); fp8 Q codes have no
+ * q_quant source and take no Q scale policy */
+Test(budget, folded_needs_one_k_scale_and_q8_has_no_q_quant) {
+  gen g;
+  gen_make(&g, "bs=1,kv=40,seed=2");
+  uint8_t *q8 = extra_apply(&g, &XA);
+  mlr_recipe r;
+  recipe_with("aiter-a8w8-ps", "", &r);
+  mlr_error err = {""};
+  const int64_t n = g.in.T * g.in.H * DV;
+  double *o = malloc((size_t)n * sizeof *o), *t = calloc((size_t)n, sizeof *t);
+  cr_expect_eq(mlr_budget_bound(&r, &g.in, MLR_TRUTH_DEQUANTIZED, t, 0, o, &err), MLR_EINVAL);
+  cr_expect(strstr(err.msg, "kpe_scale") != NULL, "%s", err.msg);
+  cr_expect_eq(mlr_budget_eval(&r, &g.in, MLR_SRC_ALL, NULL, 0, 0, o, &err), MLR_EINVAL);
+  free(q8);
+  mlr_tf_free(&g.tf);
+  gen_make(&g, "bs=1,kv=40,seed=2");
+  cr_expect(mlr_source_present(&r, &g.in, MLR_SRC_Q));
+  q8 = extra_apply(&g, &XB);
+  cr_expect(!mlr_source_present(&r, &g.in, MLR_SRC_Q));
+  mlr_policy_point pt;
+  cr_expect_eq(mlr_budget_policy_point(&r, &g.in, t, 1e-2, 1e-2, 0, &pt, &err), MLR_EINVAL);
+  cr_expect(strstr(err.msg, "q_scale") != NULL, "%s", err.msg);
+  free(q8);
+  free(o);
+  free(t);
   mlr_tf_free(&g.tf);
 }
 #else

@@ -1,5 +1,6 @@
 /* End-to-end tests of the mlaref command: outputs, exit codes, one-line errors. */
 #include <criterion/criterion.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -263,7 +264,11 @@ Test(cli, bad_input_exits_2_with_one_line) {
   bad("gen --out mlr_cli_never.safetensors", "give exactly one of --shape SPEC or --suite NAME");
   bad("gen --shape bs=1,kv=1", "missing --out");
   bad("gen --suite nope --out /tmp", "unknown suite 'nope' (valid: bench|test|edge|nightly)");
-  bad("gen --suite edge --out mlr_cli_no_such_dir", "is not an existing folder");
+  /* an output folder is made when missing; a path that is a file is bad input */
+  cr_assert_eq(system("echo x > mlr_cli_a_file"), 0);
+  bad("gen --suite edge --out mlr_cli_a_file", "--out 'mlr_cli_a_file' is a file, not a folder");
+  bad("gen --suite edge --out mlr_cli_a_file/sub",
+      "--out 'mlr_cli_a_file/sub': 'mlr_cli_a_file' is a file, not a folder");
   bad("gen --shape bs=256,kv=8192 --out mlr_cli_never.safetensors --max-memory 0.5",
       "more than the 0.5 GB allowed");
   bad("gen --shape bs=1,kv=1 --out mlr_cli_no_such_dir/x.safetensors",
@@ -287,8 +292,9 @@ Test(cli, bad_input_exits_2_with_one_line) {
   bad("golden --suite nope --recipe all --out /tmp",
       "unknown suite 'nope' (valid: bench|test|edge|nightly)");
   bad("golden --suite edge --recipe all", "usage: golden --suite NAME");
-  bad("golden --suite edge --recipe all --out mlr_cli_no_such_dir",
-      "is not an existing writable folder");
+  bad("golden --suite edge --recipe all --out mlr_cli_a_file",
+      "--out 'mlr_cli_a_file' is a file, not a folder");
+  remove("mlr_cli_a_file");
   bad("golden --verify --digests mlr_cli_no_such_file.tsv", "cannot open the digest manifest");
   bad("oracle --inputs x", "usage: oracle --inputs IN --out OUT");
   bad("oracle --inputs x --out mlr_cli_never.safetensors --from fp32",
@@ -665,8 +671,8 @@ Test(cli, report_quick_and_baseline, .timeout = 300) {
   bad("report --suite edge", "usage: report --suite NAME --out DIR");
   bad("report --suite nope --out mlr_cli_rep",
       "--suite 'nope' is not a suite (valid: bench|test|edge|nightly)");
-  bad("report --suite edge --out /nonexistent/dir",
-      "--out /nonexistent/dir: not an existing writable folder");
+  bad("report --suite edge --out mlr_cli_rep/b/summary.md",
+      "--out 'mlr_cli_rep/b/summary.md' is a file, not a folder");
   bad("report --suite edge --out mlr_cli_rep --baseline /nonexistent.json",
       "--baseline /nonexistent.json: cannot read it");
   cr_assert_eq(
@@ -879,4 +885,209 @@ Test(cli, golden_write_and_verify_catch_corruption, .timeout = 300) {
           "grep -q 'mlaref.inputs.kv.sha256' mlr_cli_gold/g/edge.bs1_kv1.fp32-seq.safetensors"),
       0);
   cr_assert_eq(system("rm -rf mlr_cli_gold"), 0);
+}
+
+/* A Python helper (standard library only) that rewrites a kernel output file: `python3
+ * mlr_cli_st.py OP IN OUT [ARG]` with OP x1.5 (lse times 1.5), base2 (lse times log2 e), bhs and
+ * bhs_flat (o as [B, s_q, H, 512], lse as [B, H, s_q] FlashMLA's way, transposed or, wrongly, not;
+ * ARG = B), truth32 (lse the F64 truth of the oracle file ARG, rounded to F32), nan_q (an inputs
+ * file with q[0] NaN). */
+static const char *const ST_PY =
+    "import json, math, struct, sys\n"
+    "def read(p):\n"
+    "    b = open(p, 'rb').read()\n"
+    "    n = struct.unpack('<Q', b[:8])[0]\n"
+    "    h = json.loads(b[8:8 + n])\n"
+    "    meta, d = h.pop('__metadata__', None), b[8 + n:]\n"
+    "    return {k: [v['dtype'], v['shape'], d[v['data_offsets'][0]:v['data_offsets'][1]]]\n"
+    "            for k, v in h.items()}, meta\n"
+    "def write(p, t, meta):\n"
+    "    h, off = ({'__metadata__': meta} if meta else {}), 0\n"
+    "    for k, (dt, sh, raw) in t.items():\n"
+    "        h[k] = {'dtype': dt, 'shape': sh, 'data_offsets': [off, off + len(raw)]}\n"
+    "        off += len(raw)\n"
+    "    hb = json.dumps(h).encode()\n"
+    "    hb += b' ' * (-len(hb) % 8)\n"
+    "    data = b''.join(x[2] for x in t.values())\n"
+    "    open(p, 'wb').write(struct.pack('<Q', len(hb)) + hb + data)\n"
+    "f32 = lambda raw: struct.unpack('<%df' % (len(raw) // 4), raw)\n"
+    "pf32 = lambda v: struct.pack('<%df' % len(v), *v)\n"
+    "op, src, dst = sys.argv[1:4]\n"
+    "t, meta = read(src)\n"
+    "if op == 'nan_q':\n"
+    "    t['q'][2] = b'\\xc0\\x7f' + t['q'][2][2:]\n"
+    "elif op == 'x1.5':\n"
+    "    t['lse'][2] = pf32([x * 1.5 for x in f32(t['lse'][2])])\n"
+    "elif op == 'base2':\n"
+    "    t['lse'][2] = pf32([x * math.log2(math.e) for x in f32(t['lse'][2])])\n"
+    "elif op in ('bhs', 'bhs_flat'):\n"
+    "    B, (T, H) = int(sys.argv[4]), t['lse'][1]\n"
+    "    s, v = T // B, f32(t['lse'][2])\n"
+    "    if op == 'bhs':\n"
+    "        v = [v[(b * s + i) * H + h] for b in range(B) for h in range(H) for i in "
+    "range(s)]\n"
+    "    t['lse'] = ['F32', [B, H, s], pf32(v)]\n"
+    "    t['o'][1] = [B, s, H, 512]\n"
+    "elif op == 'truth32':\n"
+    "    raw = read(sys.argv[4])[0]['lse'][2]\n"
+    "    t['lse'][2] = pf32(struct.unpack('<%dd' % (len(raw) // 8), raw))\n"
+    "write(dst, t, meta)\n";
+
+/* run ARGS; its exit status must be rc and its stdout must hold each of the texts (NULL ends) */
+static void expect(const char *args, int rc, ...) {
+  char *o, *e;
+  const int got = run(args, &o, &e);
+  cr_assert_eq(got, rc, "'%s': exit %d, want %d\n%s%s", args, got, rc, o, e);
+  va_list ap;
+  va_start(ap, rc);
+  for (const char *want; (want = va_arg(ap, const char *));)
+    cr_assert(strstr(o, want), "'%s': no '%s' in:\n%s%s", args, want, o, e);
+  va_end(ap);
+  free(o);
+  free(e);
+}
+
+/* check holds lse: the model's own lse and the truth rounded to F32 pass; an lse times 1.5, or in
+ * base 2 where the recipe says e (and the reverse), fails; FlashMLA's [B, H, s_q] lse and a 4-D o
+ * are read by shape, transposed (the untransposed bytes fail); an F32 o is modelled with
+ * out.format = fp32, saying so; .npy outputs (a folder, one o.npy) are read by their descr */
+Test(cli, check_lse_dtype_npy, .timeout = 300) {
+  FILE *f = fopen("mlr_cli_st.py", "w");
+  cr_assert_not_null(f);
+  fputs(ST_PY, f);
+  fclose(f);
+  cr_assert_eq(system("rm -rf mlr_cli_ck && mkdir mlr_cli_ck"), 0);
+#define IN " --inputs mlr_cli_ck/in.safetensors --recipe aiter-a8w8-ps"
+#define PY "python3 mlr_cli_st.py "
+#define CK "mlr_cli_ck/"
+  expect("gen --shape bs=2,kv=300,q=2,seed=4 --out " CK "in.safetensors && " MLAREF_BIN
+         " run --recipe aiter-a8w8-ps --inputs " CK "in.safetensors --out " CK
+         "m.safetensors && " MLAREF_BIN " oracle --inputs " CK "in.safetensors --out " CK
+         "t.safetensors",
+         0, NULL);
+  expect("check" IN " --output " CK "m.safetensors", 0, "rule fa3                      pass",
+         "rule lse fa3                  pass",
+         "tensor 'lse' (base e): 64 elements, 64 bit-identical", NULL);
+  char *o, *e;
+  cr_assert_eq(run("check" IN " --output " CK "m.safetensors --tensor o", &o, &e), 0);
+  cr_assert_null(strstr(o, "lse"), "--tensor o held lse:\n%s", o);
+  free(o);
+  free(e);
+  cr_assert_eq(system(PY "x1.5 " CK "m.safetensors " CK "x15.safetensors && " PY "base2 " CK
+                         "m.safetensors " CK "b2.safetensors && " PY "truth32 " CK
+                         "m.safetensors " CK "t32.safetensors " CK "t.safetensors && " PY "bhs " CK
+                         "m.safetensors " CK "bhs.safetensors 2 && " PY "bhs_flat " CK
+                         "m.safetensors " CK "flat.safetensors 2"),
+               0);
+  expect("check" IN " --output " CK "x15.safetensors", 1, "rule fa3                      pass",
+         "rule lse fa3                  FAIL", "reproduce lse batch ", NULL);
+  expect("check" IN " --output " CK "b2.safetensors", 1, "rule lse fa3                  FAIL",
+         NULL);
+  expect("check" IN " --output " CK "b2.safetensors --set out.lse_base=2", 0,
+         "tensor 'lse' (base 2)", "rule lse fa3                  pass", NULL);
+  expect("check" IN " --output " CK "m.safetensors --set out.lse_base=2", 1,
+         "rule lse fa3                  FAIL", NULL);
+  expect("check" IN " --output " CK "t32.safetensors", 0, "rule lse fa3                  pass",
+         NULL);
+  expect("check" IN " --output " CK "bhs.safetensors --rule exact", 0,
+         "rule lse exact                pass 0 of 64", NULL);
+  expect("check" IN " --output " CK "flat.safetensors --rule exact", 1,
+         "rule exact                    pass", "rule lse exact                FAIL", NULL);
+  /* --tensor lse alone; with --rule nmse (o only) lse keeps the default fa3 */
+  expect("check" IN " --output " CK "x15.safetensors --tensor lse --rule nmse:5e-4", 1,
+         "rule lse fa3                  FAIL", NULL);
+  /* an F32 o: out.format = fp32 in the model, bit for bit, and the first line says so */
+  expect("run --recipe aiter-a8w8-ps --set out.format=fp32 --inputs " CK "in.safetensors --out " CK
+         "f32.safetensors",
+         0, NULL);
+  cr_assert_eq(run("check" IN " --output " CK "f32.safetensors --rule exact", &o, &e), 0, "%s%s", o,
+               e);
+  const char *note = "note: o is F32; recipe aiter-a8w8-ps writes BF16: modelled with out.format "
+                     "= fp32\n";
+  cr_assert(strncmp(o, note, strlen(note)) == 0, "%s", o);
+  cr_assert(strstr(o, "rule exact                    pass 0 of 32768"), "%s", o);
+  free(o);
+  free(e);
+  /* .npy: a folder of o.npy and lse.npy (bf16 as '<u2'), one o.npy, an F32 o.npy ('<f4') */
+  expect("inputs unpack " CK "m.safetensors --dir " CK "npy/m && " MLAREF_BIN " inputs unpack " CK
+         "f32.safetensors --dir " CK "npy/f32",
+         0, NULL);
+  expect("check" IN " --output " CK "npy/m --rule exact", 0, "rule exact                    pass",
+         "rule lse exact                pass", NULL);
+  cr_assert_eq(run("check" IN " --output " CK "npy/m/o.npy --rule exact", &o, &e), 0, "%s", e);
+  cr_assert(strstr(o, "rule exact   ") && !strstr(o, "lse"), "%s", o);
+  free(o);
+  free(e);
+  expect("check" IN " --output " CK "npy/f32 --rule exact", 0, "note: o is F32",
+         "rule lse exact                pass", NULL);
+  bad("check" IN " --output " CK "npy/m/o.npy --tensor lse", "no tensor 'lse' for --tensor lse");
+  /* the JSON: one document with both sections */
+  expect("check" IN " --output " CK "x15.safetensors --json | python3 -c \"import json, sys; "
+         "d = json.load(sys.stdin); assert d['exit_code'] == 1 and d['note'] is None; "
+         "assert d['o']['rules'][0]['verdict'] == 'pass'; l = d['lse']; "
+         "assert l['base'] == 'e' and l['rules'][0]['verdict'] == 'FAIL' and l['worst']; "
+         "print('json ok')\"",
+         0, "json ok", NULL);
+#undef IN
+#undef PY
+#undef CK
+  cr_assert_eq(system("rm -rf mlr_cli_ck"), 0);
+}
+
+/* recipe list describes every recipe; output folders are made; --allow-nonfinite is accepted
+ * wherever the refusal suggests it; --help prints the usage and exits 0 */
+Test(cli, recipe_list_folders_nonfinite_help, .timeout = 300) {
+  char *o, *e;
+  cr_assert_eq(run("recipe list | awk '!/^#/ && NF < 3' | wc -l", &o, &e), 0);
+  cr_assert_str_eq(o, "0\n", "recipes without a description");
+  free(o);
+  free(e);
+  expect("recipe list", 0, "AITER's persistent a8w8 MLA decode",
+         "the seeds' Triton split-K fp8 kernel", NULL);
+  cr_assert_eq(system("rm -rf mlr_cli_mk"), 0);
+  expect("gen --suite edge --out mlr_cli_mk/gen/a", 0, NULL);
+  expect("inputs unpack mlr_cli_mk/gen/a/bs1_kv1.safetensors --dir mlr_cli_mk/npy/b", 0, NULL);
+  expect("golden --suite edge --recipe fp32-seq --out mlr_cli_mk/gold/c", 0, NULL);
+  cr_assert_eq(system("test -s mlr_cli_mk/gen/a/ragged.safetensors && test -s "
+                      "mlr_cli_mk/npy/b/q.npy && test -s "
+                      "mlr_cli_mk/gold/c/edge.bs1_kv1.fp32-seq.safetensors"),
+               0);
+  /* inputs with q[0] NaN: refused, saying --allow-nonfinite; accepted with it */
+  FILE *f = fopen("mlr_cli_st.py", "w");
+  cr_assert_not_null(f);
+  fputs(ST_PY, f);
+  fclose(f);
+  cr_assert_eq(system("python3 mlr_cli_st.py nan_q mlr_cli_mk/gen/a/bs2_kv33.safetensors "
+                      "mlr_cli_mk/nan.safetensors"),
+               0);
+  const char *cmds[] = {
+      "inputs check mlr_cli_mk/nan.safetensors",
+      "run --recipe fp32-seq --inputs mlr_cli_mk/nan.safetensors --out "
+      "mlr_cli_mk/nan_o.safetensors",
+      "oracle --inputs mlr_cli_mk/nan.safetensors --out mlr_cli_mk/nan_t.safetensors",
+      "check --inputs mlr_cli_mk/nan.safetensors --output mlr_cli_mk/nan_o.safetensors --recipe "
+      "fp32-seq",
+      "budget --inputs mlr_cli_mk/nan.safetensors --recipe fp32-seq --rows 4"};
+  for (size_t k = 0; k < sizeof cmds / sizeof cmds[0]; k++) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s --allow-nonfinite", cmds[k]);
+    const int rc = run(cmd, &o, &e);
+    /* a NaN in q is NaN in its row: the truth may not certify it, a check may fail (exit 1) */
+    cr_assert(rc == 0 || (rc == 1 && k >= 2), "'%s': exit %d: %s", cmd, rc, e);
+    cr_assert_null(strstr(e, "accepts it"), "'%s': %s", cmd, e);
+    free(o);
+    free(e);
+    bad(cmds[k], "--allow-nonfinite accepts it");
+  }
+  cr_assert_eq(system("rm -rf mlr_cli_mk mlr_cli_st.py"), 0);
+  const char *helps[] = {"run", "check", "gen", "recipe", "inputs", "golden", "report", "budget"};
+  for (size_t k = 0; k < sizeof helps / sizeof helps[0]; k++) {
+    char cmd[64], want[64];
+    snprintf(cmd, sizeof cmd, "%s --help", helps[k]);
+    snprintf(want, sizeof want, "usage: mlaref %s", helps[k]);
+    cr_assert_eq(run(cmd, &o, &e), 0, "'%s': %s", cmd, e);
+    cr_assert(strstr(o, want) && !*e, "'%s': %s%s", cmd, o, e);
+    free(o);
+    free(e);
+  }
 }

@@ -156,6 +156,13 @@ Test(compare, wider_reference_is_rounded_to_the_candidates_format) {
   mlr_cmp_tensor tf = {MLR_CT_F64, t, 1};
   cr_assert_eq(mlr_compare_metrics(&tf, &ta, &m, NULL), MLR_EINVAL,
                "a binary64 candidate against bf16");
+  /* binary32 against binary64: the distance counts binary32 codes (8 between -1 and -1 - 2^-20;
+   * the sign bit is binary32's) */
+  const float a32[1] = {-1.0f - 0x1p-20f};
+  const double t1[1] = {-1.0};
+  mlr_cmp_tensor t32 = {MLR_CT_F32, a32, 1}, t64 = {MLR_CT_F64, t1, 1};
+  cr_assert_eq(mlr_compare_metrics(&t32, &t64, &m, NULL), MLR_OK);
+  cr_assert_eq(m.ulp_max, 8);
 }
 
 /* ---- the command ---- */

@@ -349,7 +349,7 @@ Test(fixtures, contract_violations) {
   expect_contract(&tf, 0, "tensor 'kv' is F16");
   mlr_tf_find(&tf, "kv")->dtype = MLR_DT_F8_E4M3;
   mlr_tf_find(&tf, "q")->shape[2] = 512;
-  expect_contract(&tf, 0, "BF16 [T,H,576]");
+  expect_contract(&tf, 0, "needs [T,H,576] with H in 1..128");
   mlr_tf_find(&tf, "q")->shape[2] = 576;
   mlr_tf_set_meta(&tf, "mlaref.page_size", "7");
   expect_contract(&tf, 0, "not a multiple of the page size 7");
@@ -372,7 +372,8 @@ Test(fixtures, spec_parse_errors) {
   } bad[] = {{"bs=4", "needs bs= and kv="},
              {"bs=0,kv=5", "bs='0'"},
              {"bs=2,kv=-1", "kv='-1'"},
-             {"bs=2,kv=5,q=5", "q='5'"},
+             {"bs=2,kv=5,q=17", "q='17' is not an integer in 1..16"},
+             {"bs=2,kv=5,heads=129", "heads='129' is not an integer in 1..128"},
              {"bs=2,kv=5,page=0", "page='0'"},
              {"bs=2,kv=5,dist=cauchy", "dist='cauchy'"},
              {"bs=2,kv=5,fmt=e5m2", "fmt='e5m2'"},

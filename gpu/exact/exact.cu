@@ -926,6 +926,15 @@ mlr_status check_fit(const mlr_recipe *r, const mlr_inputs *in, mlr_error *err) 
     return mlr_error_set(err, MLR_EINVAL,
                          "the GPU exact kernel runs 1..%d heads; the inputs have %lld", MAXH,
                          (long long)in->H);
+  if (const char *what = mlr_inputs_gpu_unsupported(in))
+    return mlr_error_set(err, MLR_EINVAL,
+                         "the GPU exact kernel does not run inputs with %s; `mlaref run` does",
+                         what);
+  if (r->v_scale_at != MLR_VS_AS_KV || r->logit_scale_prec != MLR_SP_FP32)
+    return mlr_error_set(err, MLR_EINVAL,
+                         "recipe '%s': the GPU exact kernel runs v.scale_at = as_kv and "
+                         "logit.scale_precision = fp32 only; `mlaref run` runs every value",
+                         r->name);
   if (MLR_DOT_IS_MMA(r->qk_dot) || MLR_DOT_IS_MMA(r->pv_dot))
     return mlr_error_set(err, MLR_EINVAL,
                          "recipe '%s': the GPU exact kernel does not run matrix-unit dots (mma:*); "

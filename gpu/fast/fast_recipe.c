@@ -119,7 +119,7 @@ static int first_mismatch(const mlr_recipe *r, const char *ref_name, char *line)
       "kv.scale_at", "qk.operand",    "qk.dot",           "qk.result",   "logit.format",
       "softmax.exp", "softmax.block", "softmax.exp_unit", "softmax.sum", "p.format",
       "pv.operand",  "pv.dot",        "pv.accumulate",    "update.fma",  "partial.normalized",
-      "lse.base",    "merge.rule",    "out.format"};
+      "lse.base",    "merge.rule",    "out.format",       "v.scale_at",  "logit.scale_precision"};
   mlr_recipe ref;
   char have[4096], want[4096];
   mlr_gpu_fast_recipe(ref_name, &ref);
@@ -144,6 +144,8 @@ static mlr_status fit_rest(const mlr_recipe *r, const mlr_inputs *in, int kv_bf1
                  "dynamic), not per head or token",
                  r->name);
   if (!in) return MLR_OK;
+  const char *what = mlr_inputs_gpu_unsupported(in);
+  if (what) return NOFIT("the fast kernel does not run inputs with %s; `mlaref run` does", what);
   if (!kv_bf16 && in->kv_format == MLR_FMT_BF16)
     return NOFIT(
         "the fast kernel's AMD variant reads fp8 KV (e4m3 or e4m3fnuz); these inputs have bf16 KV");

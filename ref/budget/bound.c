@@ -1,20 +1,25 @@
 /* The a priori bound on |model - truth| per output element (mlr_budget.h, mlr_budget_bound).
  *
- * Notation for one row (t, h) over its Lt KV tokens j: s_j the true logits (binary64, from the
- * truth's q and K), M = max s_j, e_j = e^(s_j - M), o the truth, v_j the truth's V, V_j the
- * kernel's V before operand conversion (fp8 code x kv_scale). u = 2^-24; a format with t fraction
- * bits has unit roundoff 2^-(t+1) and rounds below its least normal with an absolute error of at
- * most half its least subnormal (eta). gamma(n) = n u / (1 - n u) (Higham, ASNA 2nd ed., 3.1).
+ * Notation for one row (t, h) over its Lt visible KV tokens j: s_j the true logits (binary64, sm
+ * (q . k) from the truth's q and K, sm the truth's sm_scale: the given one, or 1/24), M = max s_j,
+ * e_j = e^(s_j - M), o the truth, v_j the truth's V, V_j the kernel's V before operand conversion
+ * (fp8 code x v_scale; the kernel's K: code x k_scale on the latent columns, x kpe_scale on the
+ * rope columns; Q: the policy's, or the inputs' fp8 codes x q_scale, the truth's own values).
+ * u = 2^-24; a format with t fraction bits has unit roundoff 2^-(t+1) and rounds below its least
+ * normal with an absolute error of at most half its least subnormal (eta). gamma(n) = n u /
+ * (1 - n u) (Higham, ASNA 2nd ed., 3.1).
  *
  * 1. Logits. The kernel's logit for token j differs from s_j by at most
- *      E_j = |d_j| + U/24 [sum_i op_i + gamma(n_qk) P_j] (1 + rho) + A_j rho
- *    d_j = (sum_i Qk_i Kk_i - q_i k_i) / 24: the input quantizations (Q by the policy, KV when the
+ *      E_j = |d_j| + U sm [sum_i op_i + gamma(n_qk) P_j] (1 + rho) + A_j rho
+ *    d_j = sm (sum_i Qk_i Kk_i - q_i k_i): the input quantizations (Q by the policy, KV when the
  *    truth is from bf16), computed, not bounded (they are data, fixed before any arithmetic);
  *    op_i the operand conversions' worst case, P_j = sum |Q'_i K'_i| over the converted operands,
  *    n_qk the dot's rounding count (577 covers the fma chain and nope+rope's add; 1 for exact;
  *    a matrix unit's dot: gam_mma in place of gamma(n_qk), on magnitudes floored as it says),
- *    A_j = sum |Qk_i Kk_i| / 24, rho the relative error of the dot's result format, the logit
- *    scale's binary32 products and the logit format together, U the scale of the dot's units.
+ *    A_j = sm sum |Qk_i Kk_i|, rho the relative error of the dot's result format, the logit
+ *    scale's binary32 products (logit.scale_precision) and the logit format together, U the scale
+ *    of the dot's units (q_scale, x k_scale when folded; with kv.scale_at = operand the K operands
+ *    carry k_scale and kpe_scale, one binary32 rounding each, in op_i).
  * 2. Softmax (Blanchard, Higham & Higham 2021, section 3, in the shifted form): p_j = e^(x_j) with
  *    x_j = s_j - m rounded (relative u; e_via_2's product with fp32(log2 e) adds u and the
  *    constant's error kappa); exp rounded (relative u, plus pmath's 2^-52). These, the running
@@ -23,11 +28,13 @@
  *    the logits: E_j grows by |x_j| (u + kappa) + e_out + R (u + kappa) + nb e_out [+ Lambda].
  *    With b_j the kernel's p in units of e^M: e_j e^-E_j - eta_exp <= b_j <= e_j e^E_j + eta_exp.
  * 3. Output. Write the kernel's result as (sum a_j V'_j + e_N) / (sum b_j + e_D), a_j = P after
- *    p.format and the PV operand (|a_j - b_j| <= r_a b_j + eta_a), V'_j the V operand
- *    (|V'_j - V_j| <= r_V |V_j| + eta_V), |e_N| <= gamma(n_N) sum a_j |V'_j| and
- *    |e_D| <= gamma(n_D) sum b_j with n_N, n_D the rounding counts of the PV chain (a matrix
- *    unit's: gam_mma for its blocks, composed with gamma of the rest), the row sum,
- *    the updates, the partials, the merge and the final division. Because sum e_j (v_j - o) = 0,
+ *    p.format and the PV operand (|a_j - b_j| <= r_a b_j + eta_a), V'_j the V operand in real
+ *    units (|V'_j - V_j| <= r_V |V_j| + eta_V; x v_scale when v_scale comes later: eta_V too),
+ *    |e_N| <= gamma(n_N) sum a_j |V'_j| and |e_D| <= gamma(n_D) sum b_j with n_N, n_D the
+ *    rounding counts of the PV chain (a matrix unit's: gam_mma for its blocks, composed with
+ *    gamma of the rest), the row sum, the updates, the partials, the merge, the final division and
+ *    v_scale's product (on each split's result, or once after the merge: as many roundings either
+ *    way). Because sum e_j (v_j - o) = 0,
  *      out - o = [sum (a_j - b_j) V'_j + sum b_j (V'_j - v_j) + sum (b_j - e_j)(v_j - o)
  *                 + e_N - o e_D] / (sum b_j + e_D),
  *    and each term is bounded by the quantities above (|b_j - e_j| <= e_j (e^E_j - 1) + eta_exp).
@@ -137,9 +144,11 @@ static void constants(const mlr__shadow *sh, bconst *k) {
   operand_err(r->pv_operand, &k->rV, &k->eV);
   k->omaxQ = k->omaxK = operand_max(r->qk_operand);
   k->omaxV = operand_max(r->pv_operand);
-  if (!sh->folded) { /* fp32(value x kv_scale) before the operand conversion */
+  if (!sh->folded) { /* fp32(value x k_scale), x kpe_scale on rope, before the conversion */
     k->rK = (1 + U32) * (1 + k->rK) - 1;
     k->eK += 0x1p-150;
+  }
+  if (sh->vs_operand) { /* fp32(value x v_scale) before the operand conversion */
     k->rV = (1 + U32) * (1 + k->rV) - 1;
     k->eV += 0x1p-150;
   }
@@ -151,8 +160,10 @@ static void constants(const mlr__shadow *sh, bconst *k) {
   double rres = 0, rlog = 0;
   if (r->qk_result == MLR_R_BF16) rres = 0x1p-8;
   if (r->logit_format == MLR_R_BF16) rlog = 0x1p-8;
-  /* c0, x q_scale, x kv_scale, s x c */
-  const int nc = 2 + (r->q_format != MLR_Q_BF16) + (sh->folded != 0);
+  /* fp32 c: c0's rounding, x q_scale, x k_scale, then s x c; fp64 c: one rounding, s x c. The
+   * binary64 steps before (1/24 or sm_scale x log2 e, fp64's products: at most five roundings of
+   * 2^-53) are in the 2^-50 */
+  const int nc = 2 + (r->logit_scale_prec == MLR_SP_FP64 ? 0 : sh->cq + (sh->folded != 0));
   k->rho = (1 + rres) * pow(1 + U32, nc) * (1 + rlog) * (1 + 0x1p-50) - 1;
   k->nqk = r->qk_dot == MLR_DOT_EXACT ? 1 : QK + 1;
   if (MLR_DOT_IS_MMA(r->qk_dot)) k->mqk = mlr_mma_get((mlr_mma_unit)MLR_DOT_MMA_UNIT(r->qk_dot));
@@ -197,9 +208,12 @@ typedef struct bws {
   const double *lut;           /* code -> value of the inputs' kv format */
 } bws;
 
-/* KV row `row`: the codes' values (kc) and the truth's real values (kt), n columns */
+/* KV row `row`: the codes' values (kc) and the truth's real values (kt), n columns: from the
+ * dequantized KV the codes' values times s0 on the latent columns and s1 on the rope columns
+ * (k_scale and kpe_scale for K, v_scale for V), from bf16 kv_bf16's values (no scale: the
+ * oracle's truth, oracle_internal.h) */
 static void load_row(const mlr_inputs *in, mlr_truth_from from, const double *lut, int64_t row,
-                     int n, double *kc, double *kt) {
+                     int n, double s0, double s1, double *kc, double *kt) {
   if (in->kv_format != MLR_FMT_BF16) {
     const uint8_t *r = (const uint8_t *)in->kv + row * QK;
     for (int i = 0; i < n; i++) kc[i] = lut[r[i]];
@@ -207,13 +221,20 @@ static void load_row(const mlr_inputs *in, mlr_truth_from from, const double *lu
     const uint16_t *r = (const uint16_t *)in->kv + row * QK;
     for (int i = 0; i < n; i++) kc[i] = lut[r[i]];
   }
-  /* the codes' values carry kv_scale (bf16 KV inputs too) */
-  const double ts = (double)in->kv_scale;
   if (from == MLR_TRUTH_BF16)
     for (int i = 0; i < n; i++)
       kt[i] = (double)mlr_bits_f32((uint32_t)in->kv_bf16[row * QK + i] << 16);
-  else
-    for (int i = 0; i < n; i++) kt[i] = kc[i] * ts;
+  else {
+    const int n0 = n < DV ? n : DV;
+    for (int i = 0; i < n0; i++) kt[i] = kc[i] * s0;
+    for (int i = n0; i < n; i++) kt[i] = kc[i] * s1;
+  }
+}
+
+/* x times the truth's sm_scale: a given one as its binary64 value, else 1/24 as a division (the
+ * oracle's, oracle_internal.h) */
+static double smul(const mlr_inputs *in, double x) {
+  return in->sm_scale > 0.0 ? x * in->sm_scale : x / 24.0;
 }
 
 /* the largest of m and |x[i] s| (i < n, a multiple of 4); a NaN is passed over (a > m ? a : m, as
@@ -233,12 +254,12 @@ static inline double amax(const double *restrict x, int n, double s, double m) {
 /* a KV token's terms in the PV sums, every column on its own (GCC honours restrict on parameters,
  * not on the block-scope pointers this loop had: it ran one column at a time) */
 static inline void pv_terms(const double *restrict kc, const double *restrict kt,
-                            const double *restrict od, double kvs, double rV, double eV, double w14,
+                            const double *restrict od, double vs, double rV, double eV, double w14,
                             double w2, double w3, double *restrict a14, double *restrict a2,
                             double *restrict a3) {
   const double rV1 = 1 + rV;
   for (int d = 0; d < DV; d++) {
-    const double V = kc[d] * kvs, v = kt[d], aV = fabs(V);
+    const double V = kc[d] * vs, v = kt[d], aV = fabs(V);
     a14[d] += w14 * (rV1 * aV + eV);
     a2[d] += w2 * (fabs(V - v) + rV * aV + eV);
     a3[d] += w3 * fabs(v - od[d]);
@@ -253,20 +274,25 @@ MLR_FMA_CLONES static void logit_bounds(const mlr__shadow *sh, const bconst *k, 
                                         double *M_out, double *smin_out, double *Emax_out,
                                         double *kmax_out, double *vmax_out) {
   const mlr_inputs *in = sh->in;
-  const double kvs = sh->kvs;
+  const double ks = sh->ks, kpes = sh->kpes;
+  /* the operands' scales (x 1 is exact: folded, or v_scale applied later) */
+  const double vso = sh->vs_operand ? sh->vs : 1.0, kso = sh->folded ? 1.0 : ks,
+               kpso = sh->folded ? 1.0 : kpes;
   double M = -INFINITY, smin = INFINITY, Emax = 0, kmax = 0, vmax = 0;
   for (int64_t j = 0; j < Lt; j++) {
     const int64_t row = mlr_inputs_kv_row(in, b, j);
-    load_row(in, from, w->lut, row, QK, w->kc, w->kt);
+    load_row(in, from, w->lut, row, QK, ks, kpes, w->kc, w->kt);
     double st = 0, dd = 0, A = 0, P = 0, op = 0, slack = 0;
     double Pm = 0; /* P with mma's magnitudes */
-    /* the largest K and V operands, for the overflow test (x 1 is exact: folded) */
-    vmax = amax(w->kc, DV, sh->folded ? 1.0 : kvs, vmax);
-    kmax = amax(w->kc + DV, QK - DV, sh->folded ? 1.0 : kvs, vmax > kmax ? vmax : kmax);
+    /* the largest K and V operands, for the overflow test (K's latent ones are V's when their
+     * scales agree) */
+    vmax = amax(w->kc, DV, vso, vmax);
+    if (kso != vso) kmax = amax(w->kc, DV, kso, kmax);
+    kmax = amax(w->kc + DV, QK - DV, kpso, kso == vso && vmax > kmax ? vmax : kmax);
     for (int i = 0; i < QK; i++) {
-      const double kt = w->kt[i], kc = w->kc[i]; /* truth K; the kernel's code value */
-      const double Kk = kc * kvs;                /* the kernel's K, real */
-      const double Kn = sh->folded ? kc : Kk;    /* in the dot's units (Q's: aq) */
+      const double kt = w->kt[i], kc = w->kc[i];   /* truth K; the kernel's code value */
+      const double Kk = kc * (i < DV ? ks : kpes); /* the kernel's K, real */
+      const double Kn = sh->folded ? kc : Kk;      /* in the dot's units (Q's: aq) */
       st += w->qt[i] * kt;
       dd += Qk[i] * Kk - w->qt[i] * kt;
       A += fabs(Qk[i] * Kk);
@@ -277,13 +303,13 @@ MLR_FMA_CLONES static void logit_bounds(const mlr__shadow *sh, const bconst *k, 
       Pm += w->qm[i] * mag_mma(khi, k->fqk);
       op += w->qe[i] * khi + aq * (k->rK * ak + k->eK);
     }
-    w->s[j] = st / 24.0;
+    w->s[j] = smul(in, st);
     /* binary64 evaluation error of the sums above: below 2 * 577 * 2^-53 of the magnitudes */
-    const double ev = 0x1p-40 * (A + slack) / 24.0;
+    const double ev = smul(in, 0x1p-40 * (A + slack));
     const double gP =
         k->mqk ? gam_mma(k->mqk, (QK + k->mqk->block - 1) / k->mqk->block) * Pm : gam(k->nqk) * P;
     const double El =
-        fabs(dd / 24.0) + ev + U / 24.0 * (op + gP) * (1 + k->rho) + A / 24.0 * k->rho;
+        smul(in, fabs(dd)) + ev + smul(in, U) * (op + gP) * (1 + k->rho) + smul(in, A) * k->rho;
     w->E[j] = isfinite(El) ? El : INFINITY;
     if (w->s[j] > M) M = w->s[j];
     if (w->s[j] < smin) smin = w->s[j];
@@ -357,23 +383,38 @@ MLR_FMA_CLONES static void pv_weights(const mlr__shadow *sh, const bconst *k, bw
   *gD_out = gD;
 }
 
+/* whether each binary32 rounding of the row's logit scale (fp32(sm [x log2 e]), x q_scale, x
+ * k_scale; or the binary64 product rounded once) has its result among binary32's normals, where
+ * rho's relative bound holds (2^-125 and 2^127: room for the binary64 estimates here) */
+static int c_normal(const mlr__shadow *sh, double qs) {
+  const mlr_recipe *r = sh->r;
+  const double sm = mlr_inputs_sm_scale(sh->in);
+  double c = r->softmax_exp == MLR_EXP_2 ? sm * 0x1.71547652b82fep+0 : sm;
+  const int p64 = r->logit_scale_prec == MLR_SP_FP64;
+  int ok = p64 || (fabs(c) >= 0x1p-125 && fabs(c) <= 0x1p127);
+  if (sh->cq) c *= qs;
+  ok &= p64 || !sh->cq || (fabs(c) >= 0x1p-125 && fabs(c) <= 0x1p127);
+  if (sh->folded) c *= sh->ks;
+  return ok && fabs(c) >= 0x1p-125 && fabs(c) <= 0x1p127;
+}
+
 MLR_FMA_CLONES static void bound_row(const mlr__shadow *sh, const bconst *k, mlr_truth_from from,
                                      bws *w, int64_t t, int64_t h, const double *o, double *bnd) {
   const mlr_inputs *in = sh->in;
   const int64_t H = sh->H, b = sh->tb[t];
   const int64_t n = in->qo_indptr[b + 1] - in->qo_indptr[b], i0 = t - in->qo_indptr[b];
-  const int64_t Lt = mlr_inputs_kv_len(in, b) - (n - 1 - i0);
+  const int64_t Lt = mlr_inputs_visible(in, mlr_inputs_kv_len(in, b), n, i0);
   const double *Qk = sh->qreal + (t * H + h) * QK; /* the kernel's Q values times their scales */
-  const double qs = sh->qs[t * H + h], U = qs * (sh->folded ? sh->kvs : 1.0);
-  for (int i = 0; i < QK; i++)
-    w->qt[i] = (double)mlr_bits_f32((uint32_t)in->q[(t * H + h) * QK + i] << 16);
+  const double qs = sh->qs[t * H + h], U = qs * (sh->folded ? sh->ks : 1.0);
+  for (int i = 0; i < QK; i++) /* the truth's Q: bf16, or the fp8 code's value x q_scale (exact) */
+    w->qt[i] = in->q8 ? Qk[i] : (double)mlr_bits_f32((uint32_t)in->q[(t * H + h) * QK + i] << 16);
   int finite = 1;
   for (int d = 0; d < DV; d++) finite &= isfinite(o[d]) != 0;
   if (Lt <= 0 || !finite) {
     for (int d = 0; d < DV; d++) bnd[d] = !finite ? INFINITY : fabs(o[d]);
     return;
   }
-  const double kvs = sh->kvs;
+  const double vs = sh->vs;
   double M, smin, Emax, qmax = 0, kmax, vmax;
   /* the largest operands: a > m ? a : m is fmax here (m starts at 0 and is never NaN; a is a
    * magnitude or NaN, which leaves m as fmax does), without a libm call an element: such calls
@@ -389,8 +430,9 @@ MLR_FMA_CLONES static void bound_row(const mlr__shadow *sh, const bconst *k, mlr
   }
   logit_bounds(sh, k, from, w, b, Lt, Qk, U, &M, &smin, &Emax, &kmax, &vmax);
   /* the analysis has no overflow: an operand beyond its format's largest value (fp16: 65504)
-   * makes the element unbounded (the kernel's Inf or NaN then fails the class test) */
-  if (qmax > k->omaxQ || kmax > k->omaxK || vmax > k->omaxV) Emax = INFINITY;
+   * makes the element unbounded (the kernel's Inf or NaN then fails the class test); nor a logit
+   * scale rounded outside binary32's normals */
+  if (qmax > k->omaxQ || kmax > k->omaxK || vmax > k->omaxV || !c_normal(sh, qs)) Emax = INFINITY;
   if (!isfinite(M) || !isfinite(Emax)) {
     for (int d = 0; d < DV; d++) bnd[d] = INFINITY;
     return;
@@ -400,10 +442,10 @@ MLR_FMA_CLONES static void bound_row(const mlr__shadow *sh, const bconst *k, mlr
   memset(w->acc14, 0, DV * sizeof(double));
   memset(w->acc2, 0, DV * sizeof(double));
   memset(w->acc3, 0, DV * sizeof(double));
-  const double eV = k->eV * (sh->folded ? kvs : 1.0);
+  const double eV = k->eV * (sh->vs_operand ? 1.0 : vs); /* in the codes' units: x v_scale */
   for (int64_t j = 0; j < Lt; j++) {
-    load_row(in, from, w->lut, mlr_inputs_kv_row(in, b, j), DV, w->kc, w->kt);
-    pv_terms(w->kc, w->kt, o, kvs, k->rV, eV, w->w14[j], w->w2[j], w->w3[j], w->acc14, w->acc2,
+    load_row(in, from, w->lut, mlr_inputs_kv_row(in, b, j), DV, vs, vs, w->kc, w->kt);
+    pv_terms(w->kc, w->kt, o, vs, k->rV, eV, w->w14[j], w->w2[j], w->w3[j], w->acc14, w->acc2,
              w->acc3);
   }
   for (int d = 0; d < DV; d++) {

@@ -142,6 +142,10 @@ mlr_status mlr_budget_policy_point(const mlr_recipe *r, const mlr_inputs *in, co
     return mlr_error_set(
         err, MLR_EINVAL,
         "recipe '%s' has bf16 Q: a Q scale policy needs fp8 Q (--set q.format=e4m3)", r->name);
+  if (in->q8)
+    return mlr_error_set(err, MLR_EINVAL,
+                         "the inputs' Q is fp8 codes with their q_scale already: no Q scale policy "
+                         "applies to it");
   const int64_t n = in->T * in->H * DV;
   double *o = malloc((size_t)n * sizeof(double));
   if (!o) return mlr_error_set(err, MLR_ENOMEM, "out of memory for the model's output");

@@ -16,11 +16,11 @@
 
 int mlr_source_present(const mlr_recipe *r, const mlr_inputs *in, int s) {
   switch (s) {
-  case MLR_SRC_Q:
-    return r->q_format != MLR_Q_BF16;
+  case MLR_SRC_Q: /* fp8 Q given as codes (q8) is not quantized: its values are the truth's */
+    return r->q_format != MLR_Q_BF16 && !in->q8;
   case MLR_SRC_KV:
     return in->kv_format != MLR_FMT_BF16;
-  case MLR_SRC_OPERAND: /* fp32 operands of fp32 products still round value x kv_scale */
+  case MLR_SRC_OPERAND: /* fp32 operands of fp32 products still round value x k_scale */
     return r->qk_operand == MLR_OP_FP16 || r->qk_operand == MLR_OP_BF16 ||
            r->pv_operand == MLR_OP_FP16 || r->pv_operand == MLR_OP_BF16 ||
            r->kv_scale_at == MLR_KVS_OPERAND;
@@ -44,10 +44,86 @@ int mlr_source_present(const mlr_recipe *r, const mlr_inputs *in, int s) {
 }
 
 void mlr__shadow_free(mlr__shadow *sh) {
-  void *const owned[] = {sh->q,    sh->qreal,  sh->c,    sh->qs, sh->klut,
-                         sh->vlut, sh->nsplit, sh->slen, sh->tb};
+  void *const owned[] = {sh->q,     sh->qreal,  sh->c,    sh->qs, sh->klut,
+                         sh->kplut, sh->nsplit, sh->slen, sh->tb, sh->vlut};
   for (size_t k = 0; k < sizeof owned / sizeof owned[0]; k++) free(owned[k]);
   memset(sh, 0, sizeof *sh);
+}
+
+/* Q values and scales (qv, qs: binary32, [T*H][576] and [T*H]): the inputs' fp8 codes (q8; no
+ * quantization step, the scale q_scale), or the policy's values (q_quant on) or the bf16 values
+ * (off); then the Q operands, Q's real values and the logit scale c of each row */
+static mlr_status q_setup(mlr__shadow *sh, const mlr_recipe *r, const mlr_inputs *in, int qon,
+                          float *qv, float *qs) {
+  const int64_t n = in->T * in->H;
+  const int op = (sh->on >> MLR_SRC_OPERAND) & 1u, acc = (sh->on >> MLR_SRC_ACCUM) & 1u;
+  if (in->q8) {
+    for (int64_t k = 0; k < n * QK; k++) qv[k] = mlr_decode((mlr_format)in->q_format, in->q8[k]);
+    for (int64_t k = 0; k < n; k++) qs[k] = in->q_scale;
+    sh->cq = 1;
+  } else {
+    mlr_recipe rq = *r;
+    if (!qon) rq.q_format = MLR_Q_BF16;
+    float *scales = NULL;
+    int64_t nsc = 0;
+    const mlr_status st = mlr_emu_q_values(&rq, in, qv, qs, &scales, &nsc, &sh->q_clipped);
+    free(scales);
+    if (st != MLR_OK) return st;
+    sh->cq = rq.q_format != MLR_Q_BF16;
+  }
+  /* as mlr_emulate: fp32(sm [x log2 e]) then x q_scale, x k_scale in binary32 (logit.scale_
+   * precision = fp32), or the product in binary64 rounded once (fp64); exact with accumulation
+   * off */
+  const double sm = mlr_inputs_sm_scale(in);
+  const double c0 = r->softmax_exp == MLR_EXP_2 ? sm * LOG2E_D : sm;
+  const int p64 = r->logit_scale_prec == MLR_SP_FP64;
+  for (int64_t k = 0; k < n; k++) {
+    double c;
+    if (p64) {
+      c = c0;
+      if (sh->cq) c = c * (double)qs[k];
+      if (sh->folded) c = c * sh->ks;
+      c = acc ? (double)(float)c : c;
+    } else {
+      c = acc ? (double)(float)c0 : c0;
+      if (sh->cq) c = acc ? (double)((float)c * qs[k]) : c * (double)qs[k];
+      if (sh->folded) c = acc ? (double)((float)c * (float)sh->ks) : c * sh->ks;
+    }
+    sh->c[k] = c;
+    sh->qs[k] = qs[k];
+    for (int i = 0; i < QK; i++) {
+      sh->q[k * QK + i] = mlr__to_operand(op, (double)qv[k * QK + i], r->qk_operand);
+      sh->qreal[k * QK + i] = (double)qv[k * QK + i] * (double)qs[k];
+    }
+  }
+  return MLR_OK;
+}
+
+/* a code's value times its scale, in binary32 when the operand source is on (mlr_emulate's float
+ * product: the binary64 product of two binary32 numbers is exact, so this is one rounding) */
+static double scaled(int op, double v, double s) { return op ? (double)(float)(v * s) : v * s; }
+
+/* K (latent and rope) and V operands by code: the fp8 (or bf16 KV) codes' values, or the bf16
+ * originals (kv_quant off) in the codes' units wherever the scale comes later */
+static void kv_tables(mlr__shadow *sh, const mlr_recipe *r, const mlr_inputs *in, int op) {
+  const size_t nl = (in->kv_format != MLR_FMT_BF16 && !sh->use_bf16) ? 256 : 65536;
+  for (size_t k = 0; k < nl; k++) {
+    double kn, kr, vv;
+    if (sh->use_bf16) {
+      const double v = (double)mlr_decode(MLR_FMT_BF16, (uint32_t)k); /* the real value */
+      kn = sh->folded ? v / sh->ks : v;
+      kr = sh->folded ? v / sh->kpes : v;
+      vv = sh->vs_operand ? v : v / sh->vs;
+    } else {
+      const double v = (double)mlr_decode((mlr_format)in->kv_format, (uint32_t)k);
+      kn = sh->folded ? v : scaled(op, v, sh->ks);
+      kr = sh->folded ? v : scaled(op, v, sh->kpes);
+      vv = sh->vs_operand ? scaled(op, v, sh->vs) : v;
+    }
+    sh->klut[k] = mlr__to_operand(op, kn, r->qk_operand);
+    sh->kplut[k] = mlr__to_operand(op, kr, r->qk_operand);
+    sh->vlut[k] = mlr__to_operand(op, vv, r->pv_operand);
+  }
 }
 
 mlr_status mlr__shadow_init(mlr__shadow *sh, const mlr_recipe *r, const mlr_inputs *in,
@@ -56,27 +132,36 @@ mlr_status mlr__shadow_init(mlr__shadow *sh, const mlr_recipe *r, const mlr_inpu
   /* the model's own test: the recipe, and whether it fits the inputs */
   mlr_status st = mlr_emu_check_fit(r, in, err);
   if (st != MLR_OK) return st;
+  if (r->kv_scale_at == MLR_KVS_FOLDED && mlr_inputs_kpe_scale(in) != mlr_inputs_k_scale(in))
+    return mlr_error_set(err, MLR_EINVAL,
+                         "recipe '%s': kv.scale_at = folded puts one k_scale into the logit scale, "
+                         "but the inputs' kpe_scale (%g) differs from k_scale (%g)",
+                         r->name, (double)mlr_inputs_kpe_scale(in), (double)mlr_inputs_k_scale(in));
   const int kv8 = in->kv_format != MLR_FMT_BF16;
   if (kv8 && !(rounded & (1u << MLR_SRC_KV)) && !in->kv_bf16)
     return mlr_error_set(
         err, MLR_EINVAL,
         "the inputs have no kv_bf16 (the unquantized KV): the kv_quant source cannot be measured "
         "(generate with bf16kv=1)");
-  const int op = (rounded >> MLR_SRC_OPERAND) & 1u, acc = (rounded >> MLR_SRC_ACCUM) & 1u,
-            qon = (rounded >> MLR_SRC_Q) & 1u;
+  const int op = (rounded >> MLR_SRC_OPERAND) & 1u, qon = (rounded >> MLR_SRC_Q) & 1u;
   sh->r = r;
   sh->in = in;
   sh->on = rounded;
   sh->H = in->H;
   sh->use_bf16 = kv8 && !(rounded & (1u << MLR_SRC_KV));
   sh->folded = r->kv_scale_at == MLR_KVS_FOLDED;
+  sh->vs_merged = r->v_scale_at == MLR_VS_MERGED;
+  sh->vs_operand = !sh->folded && !sh->vs_merged;
+  sh->vs_split = sh->folded && !sh->vs_merged;
   sh->exp_sm = r->softmax_exp;
   sh->exp_lse = r->lse_base == MLR_EXP_2
                     ? MLR_EXP_2
                     : (r->softmax_exp == MLR_EXP_E_VIA_2 ? MLR_EXP_E_VIA_2 : MLR_EXP_E);
   if (r->softmax_exp_unit == MLR_EXPU_SM90_EX2 && (st = mlr_sfu_ex2_table(&sh->ex2, err)) != MLR_OK)
     return st;
-  sh->kvs = (double)in->kv_scale;
+  sh->ks = (double)mlr_inputs_k_scale(in);
+  sh->kpes = (double)mlr_inputs_kpe_scale(in);
+  sh->vs = (double)mlr_inputs_v_scale(in);
   sh->clamp = (double)(float)r->softmax_clamp;
   const int64_t T = in->T, H = in->H, B = in->B, n = T * H;
   sh->nsplit = calloc((size_t)B, sizeof(int64_t));
@@ -88,12 +173,12 @@ mlr_status mlr__shadow_init(mlr__shadow *sh, const mlr_recipe *r, const mlr_inpu
   sh->qs = malloc((size_t)n * sizeof(double));
   const size_t nl = (kv8 && !sh->use_bf16) ? 256 : 65536;
   sh->klut = malloc(nl * sizeof(double));
+  sh->kplut = malloc(nl * sizeof(double));
   sh->vlut = malloc(nl * sizeof(double));
-  float *qv = malloc((size_t)n * QK * sizeof(float)), *qs = malloc((size_t)n * sizeof(float)),
-        *scales = NULL;
+  float *qv = malloc((size_t)n * QK * sizeof(float)), *qs = malloc((size_t)n * sizeof(float));
   st = MLR_ENOMEM;
   if (!sh->nsplit || !sh->slen || !sh->tb || !sh->q || !sh->qreal || !sh->c || !sh->qs ||
-      !sh->klut || !sh->vlut || !qv || !qs)
+      !sh->klut || !sh->kplut || !sh->vlut || !qv || !qs)
     goto fail;
   /* splits and blocks, as the model cuts them */
   sh->S = 1;
@@ -107,51 +192,20 @@ mlr_status mlr__shadow_init(mlr__shadow *sh, const mlr_recipe *r, const mlr_inpu
     for (int64_t t = in->qo_indptr[b]; t < in->qo_indptr[b + 1]; t++) sh->tb[t] = b;
   }
   if (r->softmax_block > 0 && r->softmax_block < sh->cap) sh->cap = r->softmax_block;
-  /* Q: the policy's values (q_quant on) or the bf16 values (off) */
-  mlr_recipe rq = *r;
-  if (!qon) rq.q_format = MLR_Q_BF16;
-  int64_t nsc = 0;
-  if ((st = mlr_emu_q_values(&rq, in, qv, qs, &scales, &nsc, &sh->q_clipped)) != MLR_OK) goto fail;
-  free(scales);
-  const int qfp8 = rq.q_format != MLR_Q_BF16;
-  /* as mlr_emulate */
-  const double c0 = r->softmax_exp == MLR_EXP_2 ? (1.0 / 24.0) * LOG2E_D : 1.0 / 24.0;
-  for (int64_t k = 0; k < n; k++) {
-    double c = acc ? (double)(float)c0 : c0;
-    if (qfp8) c = acc ? (double)((float)c * qs[k]) : c * (double)qs[k];
-    if (sh->folded) c = acc ? (double)((float)c * (float)sh->kvs) : c * sh->kvs;
-    sh->c[k] = c;
-    sh->qs[k] = qs[k];
-    for (int i = 0; i < QK; i++) {
-      sh->q[k * QK + i] = mlr__to_operand(op, (double)qv[k * QK + i], r->qk_operand);
-      sh->qreal[k * QK + i] = (double)qv[k * QK + i] * (double)qs[k];
-    }
-  }
-  /* K and V operands by code: the fp8 (or bf16 KV) codes' values, or the bf16 originals */
-  for (size_t k = 0; k < nl; k++) {
-    double v;
-    if (sh->use_bf16) {
-      v = (double)mlr_decode(MLR_FMT_BF16, (uint32_t)k); /* the real value */
-      if (sh->folded) v = v / sh->kvs;                   /* in the units of the codes */
-    } else {
-      v = (double)mlr_decode((mlr_format)in->kv_format, (uint32_t)k);
-      if (!sh->folded)
-        v = op ? (double)(float)(v * sh->kvs) : v * sh->kvs; /* fp32(value x kv_scale) */
-    }
-    sh->klut[k] = mlr__to_operand(op, v, r->qk_operand);
-    sh->vlut[k] = mlr__to_operand(op, v, r->pv_operand);
-  }
+  if ((st = q_setup(sh, r, in, qon, qv, qs)) != MLR_OK) goto fail;
+  kv_tables(sh, r, in, op);
   /* the ranges of the tables' values: with them one test per block shows an exact dot exact in
    * binary64 (the emulator's vlsb/vtop) */
   sh->kv_range_ok = 1;
   sh->klsb = sh->vlsb = 1000;
   sh->ktop = sh->vtop = -1000;
   for (size_t k = 0; k < nl; k++) {
-    const double kv[2] = {sh->klut[k], sh->vlut[k]};
-    for (int w = 0; w < 2; w++) {
+    const double kv[3] = {sh->klut[k], sh->kplut[k], sh->vlut[k]};
+    for (int w = 0; w < 3; w++) {
       if (!isfinite(kv[w])) continue;
       if ((double)(float)kv[w] != kv[w]) sh->kv_range_ok = 0;
-      mlr_f32_range_add((float)kv[w], w ? &sh->vlsb : &sh->klsb, w ? &sh->vtop : &sh->ktop);
+      mlr_f32_range_add((float)kv[w], w == 2 ? &sh->vlsb : &sh->klsb,
+                        w == 2 ? &sh->vtop : &sh->ktop);
     }
   }
   free(qv);

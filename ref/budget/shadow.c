@@ -161,21 +161,19 @@ typedef struct row_ws {
   mlr_xacc x;
 } row_ws;
 
-/* the KV value of token pos of batch b, element d: operand tables by code */
-static const double *kv_lut(const mlr__shadow *sh, int is_v) { return is_v ? sh->vlut : sh->klut; }
-
-static void load(const mlr__shadow *sh, int is_v, int64_t b, int64_t pos, int n, double *out) {
+/* columns [i0, i0 + n) of the KV row of token pos of batch b, through an operand table by code */
+static void load(const mlr__shadow *sh, const double *lut, int64_t b, int64_t pos, int i0, int n,
+                 double *out) {
   const mlr_inputs *in = sh->in;
   const int64_t row = mlr_inputs_kv_row(in, b, pos);
-  const double *lut = kv_lut(sh, is_v);
   if (sh->use_bf16) {
-    const uint16_t *r = in->kv_bf16 + row * QK;
+    const uint16_t *r = in->kv_bf16 + row * QK + i0;
     for (int i = 0; i < n; i++) out[i] = lut[r[i]];
   } else if (in->kv_format != MLR_FMT_BF16) {
-    const uint8_t *r = (const uint8_t *)in->kv + row * QK;
+    const uint8_t *r = (const uint8_t *)in->kv + row * QK + i0;
     for (int i = 0; i < n; i++) out[i] = lut[r[i]];
   } else {
-    const uint16_t *r = (const uint16_t *)in->kv + row * QK;
+    const uint16_t *r = (const uint16_t *)in->kv + row * QK + i0;
     for (int i = 0; i < n; i++) out[i] = lut[r[i]];
   }
 }
@@ -346,7 +344,10 @@ MLR_FMA_CLONES static void split_row(const mlr__shadow *sh, row_ws *w, int64_t t
     const int64_t j1 = j0 + blk < hi ? j0 + blk : hi, n = j1 - j0;
     for (int64_t c0 = 0; c0 < n; c0 += KCHUNK) { /* chunks of tokens keep K in cache */
       const int64_t nc = n - c0 < KCHUNK ? n - c0 : KCHUNK;
-      for (int64_t j = 0; j < nc; j++) load(sh, 0, b, j0 + c0 + j, QK, w->k + j * QK);
+      for (int64_t j = 0; j < nc; j++) {
+        load(sh, sh->klut, b, j0 + c0 + j, 0, NOPE, w->k + j * QK);
+        load(sh, sh->kplut, b, j0 + c0 + j, NOPE, QK - NOPE, w->k + j * QK + NOPE);
+      }
       qk_block(sh, w, q, nc, w->s + c0);
     }
     for (int64_t j = 0; j < n; j++) {
@@ -370,7 +371,7 @@ MLR_FMA_CLONES static void split_row(const mlr__shadow *sh, row_ws *w, int64_t t
     const double ls = sh_rowsum(acc_on, r->softmax_sum, w->p, n);
     l = upd32(acc_on, fused, l, al, ls);
     m = mn;
-    for (int64_t j = 0; j < n; j++) load(sh, 1, b, j0 + j, DV, w->v + j * DV);
+    for (int64_t j = 0; j < n; j++) load(sh, sh->vlut, b, j0 + j, 0, DV, w->v + j * DV);
     for (int d = 0; d < DV; d++) w->dt[d] = into ? r32(acc_on, w->acc[d] * al) : 0;
     pv_block(sh, w, n, into);
     for (int d = 0; d < DV; d++)
@@ -380,7 +381,7 @@ MLR_FMA_CLONES static void split_row(const mlr__shadow *sh, row_ws *w, int64_t t
   const double lc = fmax(l, sh->clamp);
   for (int d = 0; d < DV; d++) {
     double v = r->partial_normalized ? r32(on, w->acc[d] / lc) : w->acc[d];
-    if (sh->folded) v = r32(on, v * sh->kvs);
+    if (sh->vs_split) v = r32(on, v * sh->vs);
     part[d] = v;
   }
   const int mg = ON(MLR_SRC_MERGE);
@@ -448,7 +449,8 @@ static void one_row(const mlr__shadow *sh, row_ws *w, int64_t row, double *o) {
   const mlr_inputs *in = sh->in;
   const int64_t t = row / sh->H, h = row % sh->H, b = sh->tb[t];
   const int64_t n = in->qo_indptr[b + 1] - in->qo_indptr[b], i = t - in->qo_indptr[b];
-  const int64_t Lt = mlr_inputs_kv_len(in, b) - (n - 1 - i), ns = sh->nsplit[b], len = sh->slen[b];
+  const int64_t Lt = mlr_inputs_visible(in, mlr_inputs_kv_len(in, b), n, i), ns = sh->nsplit[b],
+                len = sh->slen[b];
   const int direct = ns == 1 && sh->r->partial_normalized;
   for (int64_t s = 0; s < ns; s++) {
     const int64_t lo = s * len;
@@ -460,6 +462,8 @@ static void one_row(const mlr__shadow *sh, row_ws *w, int64_t row, double *o) {
     memcpy(o, w->part, DV * sizeof(double));
   else
     merge(sh, w, ns, o);
+  if (sh->vs_merged) /* v.scale_at = merged: once, after the merge (or the single split) */
+    for (int d = 0; d < DV; d++) o[d] = r32(ON(MLR_SRC_OUTPUT), o[d] * sh->vs);
   for (int d = 0; d < DV; d++) o[d] = out_round(sh, o[d]);
 }
 

@@ -38,19 +38,20 @@ typedef struct emu {
   const mlr_inputs *in;
   int64_t H, S, cap; /* heads, most splits, tokens per block buffer */
   int kv8;
-  float *klut, *vlut; /* KV code -> QK / PV operand value (256 or 65536 entries) */
-  float *qT;          /* [T][576][H] Q operand values */
+  float *klut, *kplut, *vlut; /* KV code -> QK operand value (latent and rope columns: their
+                                 scales differ), PV operand value (256 or 65536 entries) */
+  float *qT;                  /* [T][576][H] Q operand values */
   /* [T*H] range of each Q row (exact QK, general), qtop = INT_MAX if not finite */
   int *qlsb, *qtop;
   int vlsb, vtop; /* range of every finite PV operand value of V (exact PV, general) */
   int klsb, ktop; /* ... and of K (exact QK, general: the split of Q for two binary64 chains) */
   float *c;       /* [T*H] logit scale */
   int qk_fast, pv_fast, qk_x, pv_x; /* exact dots: in binary64 (fast) or the long accumulator */
-  int x2;              /* exact dots may sum in two binary64 chains (not opts->no_x2) */
-  int exp_sm, exp_lse; /* exp of the softmax's units, and of the lse base */
-  const uint32_t *ex2; /* the exp2 unit's table (softmax.exp_unit), or NULL: exact */
-  float clamp, kvs;
-  int folded, fused, fault;
+  int x2;                   /* exact dots may sum in two binary64 chains (not opts->no_x2) */
+  int exp_sm, exp_lse;      /* exp of the softmax's units, and of the lse base */
+  const uint32_t *ex2;      /* the exp2 unit's table (softmax.exp_unit), or NULL: exact */
+  float clamp, ks, kps, vs; /* k_scale, kpe_scale, v_scale (after the faults that misuse them) */
+  int folded, vmerged, qfp8, fused, fault;
   int64_t *nsplit, *slen; /* [B] */
   mlr_emu_result *res;
 } emu;
@@ -174,6 +175,15 @@ static void load_row(const emu *e, const float *lut, int64_t b, int64_t pos, int
     const uint16_t *r = (const uint16_t *)e->in->kv + row * QK;
     for (int i = 0; i < n; i++) out[i] = lut[r[i]];
   }
+}
+
+/* a K row: the latent columns through klut, the rope columns through kplut */
+static void load_k_row(const emu *e, int64_t b, int64_t pos, float *out) {
+  load_row(e, e->klut, b, pos, NOPE, out);
+  const int64_t row = mlr_inputs_kv_row(e->in, b, pos);
+  for (int i = NOPE; i < QK; i++)
+    out[i] = e->kplut[e->kv8 ? ((const uint8_t *)e->in->kv)[row * QK + i]
+                             : ((const uint16_t *)e->in->kv)[row * QK + i]];
 }
 
 /* ---- QK dots: a[c*H + h] for TOKCHUNK tokens (kop rows) and H heads (q: [576][H]) ---- */
@@ -346,7 +356,7 @@ static void qk_block(const emu *e, scratch *w, int64_t t, int64_t b, int64_t j0,
         memset(ko, 0, QK * sizeof(float));
         continue;
       }
-      load_row(e, e->klut, b, j + c, QK, ko);
+      load_k_row(e, b, j + c, ko);
     }
     float *av = w->qa;
     const size_t nb = TOKCHUNK * (size_t)H;
@@ -642,7 +652,7 @@ static void run_split_row(const emu *e, scratch *w, int64_t t, int64_t b, int64_
       float v = r->partial_normalized && e->fault != MLR_FAULT_P_UNNORMALIZED
                     ? w->acc[h * DV + d] / lc
                     : w->acc[h * DV + d];
-      if (e->folded) v = v * e->kvs;
+      if (e->folded && !e->vmerged) v = v * e->vs;
       w->part[h * DV + d] = v;
     }
     const int lbase = r->softmax_exp == MLR_EXP_2 ? MLR_EXP_2 : MLR_EXP_E;
@@ -656,14 +666,16 @@ static void run_split_row(const emu *e, scratch *w, int64_t t, int64_t b, int64_
   }
 }
 
+/* o of (t, h), times v_scale in fp32 first when it enters after the merge (v.scale_at) */
 static void store_o(const emu *e, int64_t t, int64_t h, const float *v) {
   mlr_emu_result *res = e->res;
   const int64_t at = (t * e->H + h) * DV;
-  if (res->out_format == MLR_OUT_FP32)
-    memcpy((float *)res->o + at, v, DV * sizeof(float));
-  else {
-    for (int d = 0; d < DV; d++)
-      ((uint16_t *)res->o)[at + d] = mlr__emu_out_code(v[d], res->out_format);
+  for (int d = 0; d < DV; d++) {
+    const float x = e->vmerged ? v[d] * e->vs : v[d];
+    if (res->out_format == MLR_OUT_FP32)
+      ((float *)res->o)[at + d] = x;
+    else
+      ((uint16_t *)res->o)[at + d] = mlr__emu_out_code(x, res->out_format);
   }
 }
 
@@ -675,7 +687,7 @@ static void run_item(const emu *e, scratch *w, int64_t b, int64_t s) {
                 L = mlr_inputs_kv_len(in, b);
   const int64_t ns = e->nsplit[b], len = e->slen[b];
   for (int64_t i = 0; i < n; i++) {
-    const int64_t t = t0 + i, Lt = L - (n - 1 - i);
+    const int64_t t = t0 + i, Lt = mlr_inputs_visible(in, L, n, i);
     const int64_t lo = s * len;
     int64_t hi = (s + 1) * len < Lt ? (s + 1) * len : Lt;
     if (e->fault == MLR_FAULT_SKIP_LAST && hi > lo) hi--;
@@ -782,9 +794,22 @@ mlr_status mlr_emu_check_fit(const mlr_recipe *r, const mlr_inputs *in, mlr_erro
           "recipe '%s': %s.dot = mma:%s multiplies %s codes, but the inputs' kv is %s", r->name,
           side ? "pv" : "qk", mlr_mma_get((mlr_mma_unit)MLR_DOT_MMA_UNIT(d))->name,
           mlr_format_name((mlr_format)want), mlr_format_name((mlr_format)in->kv_format));
+    if (!side && in->q8 && in->q_format != want)
+      return mlr_error_set(err, MLR_EINVAL,
+                           "recipe '%s': qk.dot = mma:%s multiplies %s codes, but the inputs' fp8 "
+                           "q is %s",
+                           r->name, mlr_mma_get((mlr_mma_unit)MLR_DOT_MMA_UNIT(d))->name,
+                           mlr_format_name((mlr_format)want),
+                           mlr_format_name((mlr_format)in->q_format));
   }
   if (in->H < 1 || in->T < 1 || in->B < 1)
     return mlr_error_set(err, MLR_EINVAL, "inputs have no query tokens or heads");
+  if (r->kv_scale_at == MLR_KVS_FOLDED && mlr_inputs_kpe_scale(in) != mlr_inputs_k_scale(in))
+    return mlr_error_set(err, MLR_EINVAL,
+                         "recipe '%s' folds k_scale into the logit scale (kv.scale_at = folded), "
+                         "which needs kpe_scale = k_scale; these inputs have %g and %g: use "
+                         "kv.scale_at = operand",
+                         r->name, (double)mlr_inputs_kpe_scale(in), (double)mlr_inputs_k_scale(in));
   return MLR_OK;
 }
 
@@ -796,12 +821,18 @@ static void emu_init(emu *e, const mlr_recipe *r, const mlr_inputs *in, const ml
   e->H = in->H;
   e->kv8 = in->kv_format != MLR_FMT_BF16;
   e->folded = r->kv_scale_at == MLR_KVS_FOLDED;
+  e->vmerged = r->v_scale_at == MLR_VS_MERGED;
+  e->qfp8 = r->q_format != MLR_Q_BF16 || in->q8; /* pre-quantized Q is fp8 whatever the recipe */
   e->fused = r->update_fma;
   e->fault = opts ? opts->fault : 0;
-  float kvs = in->kv_scale; /* the faults that misuse it change it here, for every use */
-  if (e->fault == MLR_FAULT_KV_SCALE_TWICE) kvs = kvs * kvs;
-  if (e->fault == MLR_FAULT_KV_SCALE_NONE) kvs = 1.0f;
-  e->kvs = kvs;
+  float sc[3] = {mlr_inputs_k_scale(in), mlr_inputs_kpe_scale(in), mlr_inputs_v_scale(in)};
+  for (int k = 0; k < 3; k++) { /* the faults that misuse the scales change them here, every use */
+    if (e->fault == MLR_FAULT_KV_SCALE_TWICE) sc[k] = sc[k] * sc[k];
+    if (e->fault == MLR_FAULT_KV_SCALE_NONE) sc[k] = 1.0f;
+  }
+  e->ks = sc[0];
+  e->kps = sc[1];
+  e->vs = sc[2];
   e->clamp = (float)r->softmax_clamp; /* 1e-12 -> 0x2B8CBCCC, the constant in the seeds' PTX */
   e->exp_sm = r->softmax_exp;
   e->exp_lse = r->lse_base == MLR_EXP_2
@@ -846,8 +877,7 @@ static mlr_status plan_splits(emu *e, mlr_emu_result *res, int64_t *items, mlr_e
 /* which exact dots run in binary64 (fast) and which in the long accumulator */
 static void choose_dots(emu *e, const mlr_emu_opts *opts) {
   const mlr_recipe *r = e->r;
-  const int qfp8 = r->q_format != MLR_Q_BF16;
-  e->qk_fast = r->qk_dot == MLR_DOT_EXACT && qfp8 && e->kv8 && e->folded;
+  e->qk_fast = r->qk_dot == MLR_DOT_EXACT && e->qfp8 && e->kv8 && e->folded;
   e->qk_x = r->qk_dot == MLR_DOT_EXACT && !e->qk_fast;
   e->pv_fast = r->pv_dot == MLR_DOT_EXACT &&
                (r->p_format == MLR_P_E4M3 || r->p_format == MLR_P_E4M3FNUZ) && e->kv8 &&
@@ -880,6 +910,29 @@ static mlr_status alloc_outputs(const emu *e, mlr_emu_result *res, int keep_part
   return MLR_OK;
 }
 
+/* each row's logit scale c into c ([T*H]; qs: the rows' Q scales): fp32(sm_scale [* log2 e])
+ * then * q_scale, * k_scale in fp32, or the whole product in binary64 rounded once
+ * (logit.scale_precision) */
+static void logit_scales(const emu *e, const float *qs, float *c) {
+  const mlr_recipe *r = e->r;
+  const double sm =
+      e->fault == MLR_FAULT_SM_SCALE_512 ? 1.0 / sqrt(512.0) : mlr_inputs_sm_scale(e->in);
+  const double c0 = r->softmax_exp == MLR_EXP_2 ? sm * MLR_EMU_LOG2E_D : sm;
+  for (int64_t k = 0; k < e->in->T * e->H; k++) {
+    if (r->logit_scale_prec == MLR_SP_FP64) {
+      double cd = c0;
+      if (e->qfp8) cd = cd * (double)qs[k];
+      if (e->folded) cd = cd * (double)e->ks;
+      c[k] = (float)cd;
+    } else {
+      float cf = (float)c0;
+      if (e->qfp8) cf = cf * qs[k];
+      if (e->folded) cf = cf * e->ks;
+      c[k] = cf;
+    }
+  }
+}
+
 /* Q's values as operands, transposed to [T][576][H], and each row's logit scale */
 static mlr_status q_operands(emu *e, mlr_emu_result *res, mlr_error *err) {
   const mlr_recipe *r = e->r;
@@ -899,15 +952,9 @@ static mlr_status q_operands(emu *e, mlr_emu_result *res, mlr_error *err) {
     free(qs);
     return st;
   }
-  const int qfp8 = r->q_format != MLR_Q_BF16;
-  const double sm = e->fault == MLR_FAULT_SM_SCALE_512 ? 1.0 / sqrt(512.0) : MLR_EMU_SM_SCALE;
-  const double c0 = r->softmax_exp == MLR_EXP_2 ? sm * MLR_EMU_LOG2E_D : sm;
+  logit_scales(e, qs, e->c);
   for (int64_t t = 0; t < T; t++)
     for (int64_t h = 0; h < H; h++) {
-      float c = (float)c0;
-      if (qfp8) c = c * qs[t * H + h];
-      if (e->folded) c = c * e->kvs;
-      e->c[t * H + h] = c;
       for (int i = 0; i < QK; i++)
         e->qT[(t * QK + i) * H + h] =
             e->fault == MLR_FAULT_DROP_ROPE && i >= NOPE
@@ -938,13 +985,15 @@ static mlr_status q_ranges(emu *e) {
 static mlr_status kv_tables(emu *e) {
   const size_t nl = e->kv8 ? 256 : 65536;
   e->klut = malloc(nl * sizeof(float));
+  e->kplut = malloc(nl * sizeof(float));
   e->vlut = malloc(nl * sizeof(float));
-  if (!e->klut || !e->vlut) return MLR_ENOMEM;
+  if (!e->klut || !e->kplut || !e->vlut) return MLR_ENOMEM;
+  const int op = !e->folded; /* the scales go into the operands */
   for (size_t k = 0; k < nl; k++) {
-    float v = mlr_decode((mlr_format)e->in->kv_format, (uint32_t)k);
-    if (!e->folded) v = v * e->kvs;
-    e->klut[k] = mlr__emu_to_operand(v, e->r->qk_operand);
-    e->vlut[k] = mlr__emu_to_operand(v, e->r->pv_operand);
+    const float v = mlr_decode((mlr_format)e->in->kv_format, (uint32_t)k);
+    e->klut[k] = mlr__emu_to_operand(op ? v * e->ks : v, e->r->qk_operand);
+    e->kplut[k] = mlr__emu_to_operand(op ? v * e->kps : v, e->r->qk_operand);
+    e->vlut[k] = mlr__emu_to_operand(op && !e->vmerged ? v * e->vs : v, e->r->pv_operand);
   }
   e->vlsb = 1000; /* the range of every finite V operand (exact PV, general), and of K */
   e->vtop = -1000;
@@ -953,6 +1002,7 @@ static mlr_status kv_tables(emu *e) {
   for (size_t k = 0; k < nl; k++) {
     if (isfinite(e->vlut[k])) mlr_f32_range_add(e->vlut[k], &e->vlsb, &e->vtop);
     if (isfinite(e->klut[k])) mlr_f32_range_add(e->klut[k], &e->klsb, &e->ktop);
+    if (isfinite(e->kplut[k])) mlr_f32_range_add(e->kplut[k], &e->klsb, &e->ktop);
   }
   return MLR_OK;
 }
@@ -1045,6 +1095,7 @@ out:
   free(e.nsplit);
   free(e.slen);
   free(e.klut);
+  free(e.kplut);
   free(e.vlut);
   free(e.qT);
   free(e.c);

@@ -42,6 +42,15 @@ mlr_status mlr_emu_q_values(const mlr_recipe *r, const mlr_inputs *in, float *qv
   *scales = NULL;
   *nscales = 0;
   *clipped = 0;
+  if (in->q8) { /* pre-quantized: the codes' values and their descale, no policy to apply */
+    if (!(*scales = malloc(sizeof **scales))) return MLR_ENOMEM;
+    **scales = in->q_scale;
+    *nscales = 1;
+    for (int64_t k = 0; k < n * MLR_EMU_QK_DIM; k++)
+      qval[k] = mlr_decode((mlr_format)in->q_format, in->q8[k]);
+    for (int64_t k = 0; k < n; k++) qs[k] = in->q_scale;
+    return MLR_OK;
+  }
   if (r->q_format == MLR_Q_BF16) {
     for (int64_t k = 0; k < n * MLR_EMU_QK_DIM; k++) qval[k] = bf16_val(in->q[k]);
     for (int64_t k = 0; k < n; k++) qs[k] = 1.0f;

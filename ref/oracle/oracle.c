@@ -1,17 +1,32 @@
 /* The certified oracle (mlr_oracle.h): each output element a binary64 within 1 ulp of the exact
  * real attention output.
  *
- * Per query token and head, with L visible tokens:
- *  1. Dots D_j = sum_c q_c k_c, exact: q is bf16, k the fp8 code's value (from = dequantized; the
- *     KV scale is factored out and applied in step 2) or bf16. The exact sum is formed in binary64
- *     where the operands' ranges make every partial sum exact, else in a 128-bit fixed point, else
- *     in the long accumulator (ref/pmath/mlr_exact.h), and stored in MPFR at DPREC bits (one
- *     rounding, relative error <= 2^-DPREC).
- *  2. t_j = (D_j - D_max) * c with c = kv_scale / 24 (or 1/24), in MPFR at WPREC bits, and
- *     p_j = e^t_j (MPFR, correctly rounded at WPREC bits). Errors: D's storage 2^-DPREC |D|, the
- *     subtraction, c and the product 2^-WPREC each, so the computed t_j is off by at most
- *     dt = 3 * 2^-WPREC |t_j| + 2^(1-DPREC) (|D_j| + |D_max|) |c|, and p_j by a relative
- *     e^dt - 1 + 2^-WPREC <= 2 dt + 2^-WPREC (dt < 2^-20 is checked).
+ * Values (oracle_internal.h, mlr__scales): Q = q x sq (bf16 q and sq = 1, or fp8 codes' values
+ * q and sq = q_scale), K = k x sk on the 512 latent columns and k x skpe on the 64 rope columns,
+ * V = k x sv, k the kv code's value (from = dequantized) or kv_bf16's (every scale 1); logits
+ * s_j = sm (Q . K_j), sm the given sm_scale or exactly 1/24. Per query token and head, with L
+ * visible tokens (mlr_inputs_visible):
+ *  1. Dots, exact, of the values q and k (the scales are factored out): with skpe = sk, one dot
+ *     D_j = sum_c q_c k_c over the 576 columns and c = sk sq sm; otherwise the latent and rope
+ *     dots D^n_j and D^r_j apart, D_j = sk D^n_j + skpe D^r_j and c = sq sm. Each exact sum is
+ *     formed in binary64 where the operands' ranges make every partial sum exact, else in a
+ *     128-bit fixed point, else in the long accumulator (ref/pmath/mlr_exact.h), and stored in
+ *     MPFR at DPREC bits (one rounding, relative error <= 2^-DPREC); a row with a NaN or Inf sums
+ *     in MPFR as it comes (its elements are not certified). Two dots are combined in MPFR (the
+ *     products by binary32 scales exact at DPREC + 64 bits, one more rounding at DPREC), so D_j is
+ *     off by at most 2^(1-DPREC) M_j with M_j = sk |D^n_j| + skpe |D^r_j|; one dot: 2^-DPREC M_j
+ *     with M_j = |D_j|. sk sq is exact in binary64 (two binary32), so c's only rounding is sm's.
+ *  2. t_j = (D_j - D_max) * c in MPFR at WPREC bits, and p_j = e^t_j (MPFR, correctly rounded at
+ *     WPREC bits). Errors: D's 2^(1-DPREC) M, the subtraction, c and the product 2^-WPREC each, so
+ *     the computed t_j is off by at most dt = 3 * 2^-WPREC |t_j| + 2^(1-DPREC) (M_j + M_max) |c|,
+ *     and p_j by a relative e^dt - 1 + 2^-WPREC <= 2 dt + 2^-WPREC (dt < 2^-20 is checked).
+ *     When every dot is exact in binary64 (and 2^-500 <= |c| <= 2^500, so that no double-double
+ *     quantity underflows), t_j is formed in double-double instead: the differences exactly
+ *     (TwoSum); c as cval / 24 with its remainder, or cval sm exactly (TwoProd); with two dots each
+ *     difference times its scale, then their sum; each step within 2^-103 of its own magnitude,
+ *     so dt = 2^-101 |t_j| (one dot) or 2^-99 |c| (sk |D^n_j - D^n_max| + skpe |D^r_j - D^r_max|)
+ *     (two); and e^t by exp_dd. Any D_max gives the same o and lse (it cancels): with two dots it
+ *     is the largest binary64 estimate of D_j, so a t_j may be slightly above 0.
  *  3. p_j is split into binary64 ph + pl (|p - ph - pl| <= 2^-106 p). S = sum p_j and
  *     N_d = sum p_j v_jd (v exact in binary64: an fp8 value times a binary32 scale has at most
  *     28 significant bits) are summed in double-double: ph*v exactly by an fma (TwoProd), the sum
@@ -26,8 +41,9 @@
  *     bits) and checked again with the same argument; an element that still cannot be certified
  *     (its terms cancel to below 2^-180 of their magnitude) is counted in stats->uncertified.
  *  5. lse = D_max c + ln S in MPFR at WPREC bits, checked the same way.
- * Performance: the exps (one per token and head) and the double-double sums (vectorised across
- * the 512 columns) dominate. */
+ * With the default scales (k_scale = kpe_scale, no sm_scale, bf16 Q) every step is the one-dot
+ * computation with c = kv_scale / 24. Performance: the exps (one per token and head) and the
+ * double-double sums (vectorised across the 512 columns) dominate. */
 #include <limits.h>
 #include <math.h>
 #include <stdint.h> /* before mpfr.h: its intmax_t functions */
@@ -44,31 +60,39 @@
 #define DV 512
 enum { DPREC = 256, WPREC = 128, FPREC = 256 };
 
-/* sum of q[i] k[i] in binary64 (exact where the caller checked the ranges: any order), 16 lanes
- * for the vector units */
-MLR_FMA_CLONES static double dot_f64(const float *q, const float *k) {
+/* sum of q[i] k[i], i < n (a multiple of 16), in binary64 (exact where the caller checked the
+ * ranges: any order), 16 lanes for the vector units */
+MLR_FMA_CLONES static double dot_f64(const float *q, const float *k, int n) {
   double s[16] = {0};
-  for (int i = 0; i < QK; i += 16)
+  for (int i = 0; i < n; i += 16)
     for (int l = 0; l < 16; l++) s[l] = fma((double)q[i + l], (double)k[i + l], s[l]);
   double t = 0;
   for (int l = 0; l < 16; l++) t += s[l];
   return t;
 }
 
-/* the exact dot of q (stride 1) and k: returned as a binary64 when it is exact there (d is then
- * left alone: D_j is set from it when an MPFR path needs it), else NaN with the value in d
- * (DPREC bits, one rounding) */
-static double exact_dot_mpfr(const float *q, const float *k, int qlsb, int qtop, int klsb, int ktop,
-                             mlr_xacc *x, mpfr_t d, mpfr_t tmp) {
+/* the exact dot of q and k (n columns, stride 1; fin: every value finite): returned as a binary64
+ * when it is exact there (d is then left alone: D_j is set from it when an MPFR path needs it),
+ * else NaN with the value in d (DPREC bits, one rounding) */
+static double exact_dot_mpfr(const float *q, const float *k, int n, int fin, int qlsb, int qtop,
+                             int klsb, int ktop, mlr_xacc *x, mpfr_t d, mpfr_t tmp) {
+  if (!fin) { /* the exact sums and ranges take finite values only (inputs allowed NaN or Inf) */
+    mpfr_set_zero(d, 1);
+    for (int i = 0; i < n; i++) {
+      mpfr_set_d(tmp, (double)q[i] * (double)k[i], MPFR_RNDN);
+      mpfr_add(d, d, tmp, MPFR_RNDN);
+    }
+    return NAN;
+  }
   if (qlsb > qtop || klsb > ktop) { /* a zero vector */
     mpfr_set_zero(d, 1);
     return 0.0;
   }
-  if (mlr_f64_fits(qlsb, qtop, klsb, ktop, QK)) return dot_f64(q, k); /* every partial sum exact */
-  if (mlr_i128_fits(qlsb, qtop, klsb, ktop, QK)) {
+  if (mlr_f64_fits(qlsb, qtop, klsb, ktop, n)) return dot_f64(q, k, n); /* partial sums exact */
+  if (mlr_i128_fits(qlsb, qtop, klsb, ktop, n)) {
     mlr_i128 acc = 0;
     const int g = qlsb + klsb;
-    for (int i = 0; i < QK; i++) mlr_i128_fma(&acc, q[i], k[i], g);
+    for (int i = 0; i < n; i++) mlr_i128_fma(&acc, q[i], k[i], g);
     /* acc = hi * 2^64 + lo, exact in tmp (DPREC >= 128 + sign) */
     const int64_t hi = (int64_t)(acc >> 64);
     const uint64_t lo = (uint64_t)acc;
@@ -80,7 +104,7 @@ static double exact_dot_mpfr(const float *q, const float *k, int qlsb, int qtop,
     return NAN;
   }
   mlr_xacc_clear(x);
-  for (int i = 0; i < QK; i++) mlr_xacc_add(x, (double)q[i] * (double)k[i]);
+  for (int i = 0; i < n; i++) mlr_xacc_add(x, (double)q[i] * (double)k[i]);
   mlr_xacc_normalize(x);
   mpfr_t s;
   mpfr_init2(s, 32 * MLR_XACC_DIGITS + 64); /* the digits' sum is exact at this width */
@@ -216,17 +240,22 @@ MLR_FMA_CLONES static void pv_dd(const double *ph, const double *pl, const doubl
 }
 
 typedef struct row_scratch {
-  float q[QK], *k;  /* k: [L][576] operand values (fp8 or bf16 values) */
-  double *v;        /* [L][512] V values (exact) */
-  int *klsb, *ktop; /* [L] ranges of the K rows */
-  double *Dd;       /* [L] D_j as a binary64 when it is exact there, else NaN */
+  float q[QK], *k;    /* k: [L][576] operand values (fp8 or bf16 values) */
+  double *v;          /* [L][512] V values (exact) */
+  int *klsb, *ktop;   /* [L] ranges of the K rows (split: of their latent columns) */
+  int *klsb2, *ktop2; /* [L] split: ranges of the K rows' rope columns */
+  int *kfin;          /* [L] every value of the K row finite */
+  double *Dd;         /* [L] D_j (split: D^n_j) as a binary64 when it is exact there, else NaN */
+  double *Ddr, *Dmag; /* [L] split: D^r_j as a binary64, and M_j (step 1) */
   const exp_tables *et;
+  const mlr__truth_scales *sc;
+  int split;   /* the latent and rope dots apart (kpe_scale != k_scale) */
   int all_d;   /* this row's D are all exact binary64 (the MPFR D are then unset until needed) */
   double vmax; /* max |v| over the batch's V values */
   mpfr_t *D;   /* [L] */
   double *ph, *pl; /* [L] */
   double hi[DV], lo[DV], A[DV];
-  mpfr_t tmp, c, prod, t1, p1, t2, p2; /* t1, p1 at WPREC; t2, p2 at FPREC */
+  mpfr_t tmp, c, prod, t1, p1, t2, p2, dr; /* t1, p1 at WPREC; t2, p2 at FPREC; dr: D^r at DPREC */
   mlr_xacc x;
   int64_t cap;
   int inited;
@@ -240,14 +269,20 @@ static int scratch_init(row_scratch *w, int64_t cap) {
   w->D = malloc((size_t)w->cap * sizeof(mpfr_t));
   w->ph = malloc((size_t)w->cap * sizeof(double));
   w->pl = malloc((size_t)w->cap * sizeof(double));
-  w->klsb = malloc((size_t)w->cap * sizeof(int));
-  w->ktop = malloc((size_t)w->cap * sizeof(int));
-  w->Dd = malloc((size_t)w->cap * sizeof(double));
-  if (!w->k || !w->v || !w->D || !w->ph || !w->pl || !w->klsb || !w->ktop || !w->Dd) return 0;
+  w->klsb = malloc((size_t)w->cap * 5 * sizeof(int));
+  w->Dd = malloc((size_t)w->cap * 3 * sizeof(double));
+  if (!w->k || !w->v || !w->D || !w->ph || !w->pl || !w->klsb || !w->Dd) return 0;
+  w->ktop = w->klsb + w->cap;
+  w->klsb2 = w->klsb + 2 * w->cap;
+  w->ktop2 = w->klsb + 3 * w->cap;
+  w->kfin = w->klsb + 4 * w->cap;
+  w->Ddr = w->Dd + w->cap;
+  w->Dmag = w->Dd + 2 * w->cap;
   for (int64_t j = 0; j < w->cap; j++) mpfr_init2(w->D[j], DPREC);
   mpfr_inits2(FPREC + 64, w->tmp, w->prod, (mpfr_ptr)0);
   mpfr_inits2(WPREC + 8, w->c, w->t1, w->p1, (mpfr_ptr)0);
   mpfr_inits2(FPREC, w->t2, w->p2, (mpfr_ptr)0);
+  mpfr_init2(w->dr, DPREC);
   w->inited = 1;
   return 1;
 }
@@ -255,7 +290,7 @@ static int scratch_init(row_scratch *w, int64_t cap) {
 static void scratch_free(row_scratch *w) {
   if (w->inited) {
     for (int64_t j = 0; j < w->cap; j++) mpfr_clear(w->D[j]);
-    mpfr_clears(w->tmp, w->prod, w->c, w->t1, w->p1, w->t2, w->p2, (mpfr_ptr)0);
+    mpfr_clears(w->tmp, w->prod, w->c, w->t1, w->p1, w->t2, w->p2, w->dr, (mpfr_ptr)0);
   }
   free(w->k);
   free(w->v);
@@ -263,8 +298,35 @@ static void scratch_free(row_scratch *w) {
   free(w->ph);
   free(w->pl);
   free(w->klsb);
-  free(w->ktop);
   free(w->Dd);
+}
+
+/* split: D_j = sk D^n_j + skpe D^r_j in MPFR, from the two dots (each a binary64 in Dd[j] / Ddr[j],
+ * or NaN with its value in D[j] / dr); the products by binary32 scales are exact at FPREC + 64 >=
+ * DPREC + 24 bits, the sum rounds once to DPREC. Dmag[j] gets M_j, rounded up generously (the
+ * doubles read from MPFR are within 2^-53 relative). */
+static void combine(row_scratch *w, int64_t j) {
+  if (!isnan(w->Dd[j])) mpfr_set_d(w->D[j], w->Dd[j], MPFR_RNDN); /* exact */
+  if (!isnan(w->Ddr[j])) mpfr_set_d(w->dr, w->Ddr[j], MPFR_RNDN);
+  w->Dmag[j] = (w->sc->k * fabs(mpfr_get_d(w->D[j], MPFR_RNDN)) +
+                w->sc->kpe * fabs(mpfr_get_d(w->dr, MPFR_RNDN))) *
+               (1 + 0x1p-40);
+  mpfr_mul_d(w->tmp, w->D[j], w->sc->k, MPFR_RNDN);
+  mpfr_mul_d(w->prod, w->dr, w->sc->kpe, MPFR_RNDN);
+  mpfr_add(w->D[j], w->tmp, w->prod, MPFR_RNDN);
+}
+
+/* D_j in MPFR from its binary64 dot(s) */
+static void d_set(row_scratch *w, int64_t j) {
+  if (w->split)
+    combine(w, j);
+  else
+    mpfr_set_d(w->D[j], w->Dd[j], MPFR_RNDN); /* exact */
+}
+
+/* M_j of step 1: bounds D_j's error in units of 2^(1-DPREC) */
+static double dmag(const row_scratch *w, int64_t j) {
+  return w->split ? w->Dmag[j] : fabs(mpfr_get_d(w->D[j], MPFR_RNDN));
 }
 
 /* p_j = e^((D_j - D_max) c) into p (t and p of precision prec; c carries WPREC + 8 bits, so
@@ -278,15 +340,13 @@ static double p_of(row_scratch *w, int64_t j, int64_t jmax, mpfr_t t, mpfr_t p, 
   mpfr_exp(p, t, MPFR_RNDN);
   const int cp = prec < WPREC + 8 ? prec : WPREC + 8;
   return 2 * ldexp(tj, -prec) + ldexp(tj, -cp) +
-         ldexp((fabs(mpfr_get_d(w->D[j], MPFR_RNDN)) + fabs(mpfr_get_d(w->D[jmax], MPFR_RNDN))) *
-                   absc,
-               1 - DPREC);
+         ldexp((dmag(w, j) + dmag(w, jmax)) * absc, 1 - DPREC);
 }
 
 /* D_j in MPFR for every token, where the row's fast path left them unset */
 static void d_to_mpfr(row_scratch *w, int64_t L) {
   if (!w->all_d) return;
-  for (int64_t j = 0; j < L; j++) mpfr_set_d(w->D[j], w->Dd[j], MPFR_RNDN); /* exact */
+  for (int64_t j = 0; j < L; j++) d_set(w, j);
   w->all_d = 0;
 }
 
@@ -320,55 +380,105 @@ static int element_mpfr(row_scratch *w, int64_t L, int64_t jmax, int d, double a
   return ok;
 }
 
-static void kv_values(const mlr_inputs *in, mlr_truth_from from, int64_t row, float *k, double *v) {
-  const double scale = mlr__kv_scale(in, from);
+/* KV row `row`'s 576 K values before their scales, its 512 V values times theirs (exact) */
+static void kv_values(const mlr_inputs *in, mlr_truth_from from, double sv, int64_t row, float *k,
+                      double *v) {
   for (int i = 0; i < QK; i++) {
     k[i] = mlr__kv_value(in, from, row, i);
-    if (i < DV) v[i] = (double)k[i] * scale; /* exact: <= 24 + 11 bits */
+    if (i < DV) v[i] = (double)k[i] * sv; /* exact: <= 24 + 11 bits */
   }
 }
 
-/* one (token, head) row: o[512], lse */
-static int64_t oracle_row(const mlr_inputs *in, mlr_truth_from from, const uint16_t *qrow,
-                          int64_t L, row_scratch *w, double *o, double *lse) {
-  if (L == 0) {
-    for (int d = 0; d < DV; d++) o[d] = 0.0;
-    *lse = -INFINITY;
-    return 0;
-  }
-  for (int i = 0; i < QK; i++) w->q[i] = mlr_bits_f32((uint32_t)qrow[i] << 16);
-  int qlsb, qtop;
-  mlr_f32_range(w->q, QK, 1, &qlsb, &qtop);
-  const double cval = mlr__kv_scale(in, from);
-  mpfr_set_d(w->c, cval, MPFR_RNDN);
-  mpfr_div_ui(w->c, w->c, 24, MPFR_RNDN); /* relative error 2^-(WPREC+8) */
-  const double absc = fabs(cval / 24.0) * 2;
-  int64_t jmax = 0;
-  int all_d = 1;
+/* step 1 for a row (Q in w->q): the dots D_j of the L tokens, as binary64 in Dd (split: Dd and
+ * Ddr) where they are exact there, else D[j] in MPFR (Dd[j] then NaN); 1 if all are binary64 */
+static int row_dots(row_scratch *w, int64_t L) {
+  const int n1 = w->split ? DV : QK; /* the first dot's columns */
+  int ql, qt, ql2 = 0, qt2 = 0, all_d = 1, qfin = 1;
+  for (int i = 0; i < QK; i++) qfin &= isfinite(w->q[i]) != 0;
+  mlr_f32_range(w->q, n1, 1, &ql, &qt);
+  if (w->split) mlr_f32_range(w->q + DV, QK - DV, 1, &ql2, &qt2);
   for (int64_t j = 0; j < L; j++) {
-    w->Dd[j] = exact_dot_mpfr(w->q, w->k + j * QK, qlsb, qtop, w->klsb[j], w->ktop[j], &w->x,
-                              w->D[j], w->tmp);
+    const float *kj = w->k + j * QK;
+    const int fin = qfin && w->kfin[j];
+    w->Dd[j] =
+        exact_dot_mpfr(w->q, kj, n1, fin, ql, qt, w->klsb[j], w->ktop[j], &w->x, w->D[j], w->tmp);
+    if (w->split) {
+      w->Ddr[j] = exact_dot_mpfr(w->q + DV, kj + DV, QK - DV, fin, ql2, qt2, w->klsb2[j],
+                                 w->ktop2[j], &w->x, w->dr, w->tmp);
+      if (isnan(w->Dd[j]) || isnan(w->Ddr[j])) {
+        combine(w, j);
+        w->Dd[j] = NAN;
+      } else
+        w->Dmag[j] = (w->sc->k * fabs(w->Dd[j]) + w->sc->kpe * fabs(w->Ddr[j])) * (1 + 0x1p-40);
+    }
     all_d &= !isnan(w->Dd[j]);
   }
-  if (all_d) {
+  return all_d;
+}
+
+/* the token with the largest D_j: exact where the D are binary64 or MPFR; split and all binary64,
+ * the largest binary64 estimate sk D^n_j + skpe D^r_j (any shift is exact: step 2) */
+static int64_t row_max(row_scratch *w, int64_t L) {
+  int64_t jmax = 0;
+  if (w->all_d && w->split) {
+    double g = -INFINITY;
+    for (int64_t j = 0; j < L; j++) {
+      const double gj = w->sc->k * w->Dd[j] + w->sc->kpe * w->Ddr[j];
+      if (gj > g) g = gj, jmax = j;
+    }
+  } else if (w->all_d) {
     for (int64_t j = 1; j < L; j++)
       if (w->Dd[j] > w->Dd[jmax]) jmax = j;
   } else {
-    for (int64_t j = 0; j < L; j++)
-      if (!isnan(w->Dd[j])) mpfr_set_d(w->D[j], w->Dd[j], MPFR_RNDN); /* exact */
     for (int64_t j = 1; j < L; j++)
       if (mpfr_cmp(w->D[j], w->D[jmax]) > 0) jmax = j;
   }
-  w->all_d = all_d;
-  double dtmax = 0, S_hi = 0, S_lo = 0;
-  /* c = cval / 24 as a double-double: ch rounded, the remainder cval - 24 ch exact by an fma */
-  const double ch = cval / 24.0, cl = fma(-24.0, ch, cval) / 24.0;
+  return jmax;
+}
+
+/* t = (D_j - D_max) c in double-double (step 2's fast path) and the bound *dt of its error */
+static dd t_dd(const row_scratch *w, int64_t j, int64_t jmax, dd c, double *dt) {
+  if (!w->split) { /* the difference exactly; c's 2^-106 and the product's 2^-103, relative */
+    const dd t = dd_mul(dd_2sum(w->Dd[j], -w->Dd[jmax]), c);
+    *dt = ldexp(fabs(t.h), -101);
+    return t;
+  }
+  /* each part: the difference exactly, times its scale (2^-103 of |part|); the sum (2^-103 of
+   * the sum); times c (2^-103 and c's 2^-106): below 2^-101.3 |c| (|part n| + |part r|) */
+  const dd xn = dd_mul(dd_2sum(w->Dd[j], -w->Dd[jmax]), (dd){w->sc->k, 0.0});
+  const dd xr = dd_mul(dd_2sum(w->Ddr[j], -w->Ddr[jmax]), (dd){w->sc->kpe, 0.0});
+  *dt = ldexp(fabs(c.h) * (fabs(xn.h) + fabs(xr.h)), -99);
+  return dd_mul(dd_add(xn, xr), c);
+}
+
+/* c = cval sm (cval = sk sq, or sq split: exact) in MPFR (relative error 2^-(WPREC+8): the
+ * division by 24; a product of binary64 numbers is exact at WPREC + 8 bits) and as a
+ * double-double: cval / 24 with the remainder cval - 24 ch exact by an fma, or TwoProd */
+static dd row_c(row_scratch *w) {
+  const mlr__truth_scales *sc = w->sc;
+  const double cval = w->split ? sc->q : sc->k * sc->q;
+  mpfr_set_d(w->c, cval, MPFR_RNDN);
+  if (sc->sm24) {
+    mpfr_div_ui(w->c, w->c, 24, MPFR_RNDN);
+    const double ch = cval / 24.0;
+    return (dd){ch, fma(-24.0, ch, cval) / 24.0};
+  }
+  mpfr_mul_d(w->c, w->c, sc->sm, MPFR_RNDN);
+  const double ch = cval * sc->sm;
+  return (dd){ch, fma(cval, sc->sm, -ch)};
+}
+
+/* steps 2-3 for a row: p_j as ph + pl, S = S_hi + S_lo, the sums N and A (pv_dd); returns rs,
+ * the relative error bound of step 3 */
+static double row_sums(row_scratch *w, int64_t L, int64_t jmax, dd c, double absc, double *S_hi,
+                       double *S_lo) {
+  double dtmax = 0;
+  *S_hi = *S_lo = 0;
   for (int64_t j = 0; j < L; j++) {
-    if (all_d) { /* every D exact in binary64: t = (D_j - D_max) c in double-double, e^t too */
-      /* the difference exactly */
-      const dd t = dd_mul(dd_2sum(w->Dd[j], -w->Dd[jmax]), (dd){ch, cl});
+    if (w->all_d) { /* every D exact in binary64: t in double-double, e^t too */
+      double dt;
+      const dd t = t_dd(w, j, jmax, c, &dt);
       const dd p = exp_dd(w->et, t.h, t.l);
-      const double dt = ldexp(fabs(t.h), -101); /* c's 2^-106 and the product's 2^-103, relative */
       dtmax = dt > dtmax ? dt : dtmax;
       w->ph[j] = p.h;
       w->pl[j] = p.l;
@@ -379,14 +489,40 @@ static int64_t oracle_row(const mlr_inputs *in, mlr_truth_from from, const uint1
       mpfr_sub_d(w->tmp, w->p1, w->ph[j], MPFR_RNDN);
       w->pl[j] = mpfr_get_d(w->tmp, MPFR_RNDN);
     }
-    dd_fma(&S_hi, &S_lo, w->ph[j], w->pl[j], 1.0);
+    dd_fma(S_hi, S_lo, w->ph[j], w->pl[j], 1.0);
   }
   pv_dd(w->ph, w->pl, w->v, L, w->hi, w->lo, w->A);
-  /* relative error of p (step 2) and of the double-double sums (step 3), on A; A itself is a
-   * binary64 sum of L products of ph and |v|: (1 + (L+2) 2^-52) bounds its rounding and ph's */
-  const double Ld = (double)L, rp = 2 * dtmax + (all_d ? EXP_DD_ERR : ldexp(1.0, -WPREC));
-  const double rs = rp + 3 * Ld * Ld * ldexp(1.0, -103) + Ld * ldexp(1.0, -105);
-  const double S = S_hi + S_lo, eS = rs; /* S's terms are positive: its A is S */
+  /* relative error of p (step 2) and of the double-double sums (step 3), on A */
+  const double Ld = (double)L, rp = 2 * dtmax + (w->all_d ? EXP_DD_ERR : ldexp(1.0, -WPREC));
+  return rp + 3 * Ld * Ld * ldexp(1.0, -103) + Ld * ldexp(1.0, -105);
+}
+
+/* one (token, head) row: o[512], lse */
+static int64_t oracle_row(const mlr_inputs *in, int64_t qrow, int64_t L, row_scratch *w, double *o,
+                          double *lse) {
+  if (L <= 0) {
+    for (int d = 0; d < DV; d++) o[d] = 0.0;
+    *lse = -INFINITY;
+    return 0;
+  }
+  for (int i = 0; i < QK; i++) w->q[i] = mlr__q_value(in, qrow, i);
+  const dd c = row_c(w);
+  const double absc = fabs(c.h) * 2;
+  int all_d = row_dots(w, L);
+  if (all_d && !(fabs(c.h) >= 0x1p-500 && fabs(c.h) <= 0x1p500)) { /* step 2: MPFR instead */
+    for (int64_t j = 0; j < L; j++) d_set(w, j);
+    all_d = 0;
+  } else if (!all_d) {
+    for (int64_t j = 0; j < L; j++)
+      if (!isnan(w->Dd[j])) d_set(w, j);
+  }
+  w->all_d = all_d;
+  const int64_t jmax = row_max(w, L);
+  double S_hi, S_lo;
+  const double rs = row_sums(w, L, jmax, c, absc, &S_hi, &S_lo);
+  /* A itself is a binary64 sum of L products of ph and |v|: (1 + (L+2) 2^-52) bounds its rounding
+   * and ph's */
+  const double Ld = (double)L, S = S_hi + S_lo, eS = rs; /* S's terms are positive: its A is S */
   int64_t uncertified = 0;
   for (int d = 0; d < DV; d++) {
     /* the absolute term covers e^t below t = -650 (exp_dd) */
@@ -404,7 +540,7 @@ static int64_t oracle_row(const mlr_inputs *in, mlr_truth_from from, const uint1
       uncertified++;
   }
   /* lse = D_max c + ln S */
-  if (w->all_d) mpfr_set_d(w->D[jmax], w->Dd[jmax], MPFR_RNDN); /* only D_max is read: exact */
+  if (w->all_d) d_set(w, jmax); /* only D_max is read */
   mpfr_mul(w->t1, w->D[jmax], w->c, MPFR_RNDN);
   mpfr_set_d(w->p1, S_hi, MPFR_RNDN);
   mpfr_add_d(w->p1, w->p1, S_lo, MPFR_RNDN);
@@ -412,10 +548,29 @@ static int64_t oracle_row(const mlr_inputs *in, mlr_truth_from from, const uint1
   const double m = fabs(mpfr_get_d(w->t1, MPFR_RNDN)), lg = fabs(mpfr_get_d(w->p1, MPFR_RNDN));
   mpfr_add(w->t1, w->t1, w->p1, MPFR_RNDN);
   *lse = mpfr_get_d(w->t1, MPFR_RNDN);
-  const double else_ = ldexp(m + lg, 1 - WPREC) + eS +
-                       ldexp(fabs(mpfr_get_d(w->D[jmax], MPFR_RNDN)) * absc, 1 - DPREC);
+  const double else_ = ldexp(m + lg, 1 - WPREC) + eS + ldexp(dmag(w, jmax) * absc, 1 - DPREC);
   if (!(else_ <= ldexp(fabs(*lse), -54))) uncertified++;
   return uncertified;
+}
+
+/* batch b's KV rows into the scratch: K values and their ranges, V values and their largest */
+static void batch_kv(const mlr_inputs *in, mlr_truth_from from, int64_t b, int64_t L,
+                     row_scratch *w) {
+  w->vmax = 0;
+  for (int64_t j = 0; j < L; j++) {
+    float *kj = w->k + j * QK;
+    kv_values(in, from, w->sc->v, mlr_inputs_kv_row(in, b, j), kj, w->v + j * DV);
+    int fin = 1;
+    for (int i = 0; i < QK; i++) fin &= isfinite(kj[i]) != 0;
+    w->kfin[j] = fin;
+    if (w->split) {
+      mlr_f32_range(kj, DV, 1, &w->klsb[j], &w->ktop[j]);
+      mlr_f32_range(kj + DV, QK - DV, 1, &w->klsb2[j], &w->ktop2[j]);
+    } else
+      mlr_f32_range(kj, QK, 1, &w->klsb[j], &w->ktop[j]);
+    for (int d = 0; d < DV; d++)
+      w->vmax = fabs(w->v[j * DV + d]) > w->vmax ? fabs(w->v[j * DV + d]) : w->vmax;
+  }
 }
 
 mlr_status mlr_oracle(const mlr_inputs *in, mlr_truth_from from, double *o, double *lse,
@@ -424,6 +579,7 @@ mlr_status mlr_oracle(const mlr_inputs *in, mlr_truth_from from, double *o, doub
   const mlr_status st = mlr__truth_begin(in, from, &Lmax, err);
   if (st != MLR_OK) return st;
   const int64_t H = in->H;
+  const mlr__truth_scales sc = mlr__scales(in, from);
   int64_t uncertified = 0;
   int failed = 0;
   exp_tables et;
@@ -433,6 +589,8 @@ mlr_status mlr_oracle(const mlr_inputs *in, mlr_truth_from from, double *o, doub
     row_scratch w;
     const int ok = scratch_init(&w, Lmax);
     w.et = &et;
+    w.sc = &sc;
+    w.split = sc.kpe != sc.k;
     if (!ok) {
 #pragma omp atomic write
       failed = 1;
@@ -442,18 +600,11 @@ mlr_status mlr_oracle(const mlr_inputs *in, mlr_truth_from from, double *o, doub
       if (!ok) continue;
       const int64_t t0 = in->qo_indptr[b], n = in->qo_indptr[b + 1] - t0,
                     L = mlr_inputs_kv_len(in, b);
-      w.vmax = 0;
-      for (int64_t j = 0; j < L; j++) {
-        kv_values(in, from, mlr_inputs_kv_row(in, b, j), w.k + j * QK, w.v + j * DV);
-        mlr_f32_range(w.k + j * QK, QK, 1, &w.klsb[j], &w.ktop[j]);
-        for (int d = 0; d < DV; d++)
-          w.vmax = fabs(w.v[j * DV + d]) > w.vmax ? fabs(w.v[j * DV + d]) : w.vmax;
-      }
+      batch_kv(in, from, b, L, &w);
       for (int64_t i = 0; i < n; i++) {
-        const int64_t t = t0 + i, Lt = L - (n - 1 - i);
+        const int64_t t = t0 + i, Lt = mlr_inputs_visible(in, L, n, i);
         for (int64_t h = 0; h < H; h++)
-          uncertified += oracle_row(in, from, in->q + (t * H + h) * QK, Lt, &w,
-                                    o + (t * H + h) * DV, lse + t * H + h);
+          uncertified += oracle_row(in, t * H + h, Lt, &w, o + (t * H + h) * DV, lse + t * H + h);
       }
     }
     scratch_free(&w);

@@ -57,6 +57,9 @@ static const key KEYS[] = {
     {"lse.base", K_ENUM, OFF(lse_base), "e|2", 0, 0, 0},
     {"merge.rule", K_ENUM, OFF(merge_rule), "running_max|global_max|aiter", 0, 0, 0},
     {"out.format", K_ENUM, OFF(out_format), "bf16|fp16|fp32", 0, 0, 0},
+    {"v.scale_at", K_ENUM, OFF(v_scale_at), "as_kv|merged", 0, 0, 1},
+    {"logit.scale_precision", K_ENUM, OFF(logit_scale_prec), "fp32|fp64", 0, 0, 1},
+    {"out.lse_base", K_ENUM, OFF(out_lse_base), "e|2", 0, 0, 1},
 };
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
 
@@ -406,8 +409,9 @@ static size_t emit(const mlr_recipe *r, char *buf, size_t n, const char *sep, co
       snprintf(v, sizeof v, "%d", *(const int *)field);
     else
       snprintf(v, sizeof v, hex ? "%a" : "%.17g", *(const double *)field);
-    at += (size_t)snprintf(at < n ? buf + at : NULL, at < n ? n - at : 0, "%s%s%s%s", k->name, eq,
-                           v, i + 1 < NKEYS || sep[0] == '\n' ? sep : "");
+    const int lines = sep[0] == '\n'; /* text: a line a key; canonical: ';' between keys */
+    at += (size_t)snprintf(at < n ? buf + at : NULL, at < n ? n - at : 0, "%s%s%s%s%s",
+                           !lines && at ? sep : "", k->name, eq, v, lines ? sep : "");
   }
   return at;
 }

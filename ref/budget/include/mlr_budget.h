@@ -3,10 +3,12 @@
  *
  * Sources. Every rounding step of a recipe's order of operations (mlr_emulate.h) belongs to one
  * of eight sources:
- *   q_quant       Q to fp8 by the scale policy (the division by the scale, the clamp, the cast)
+ *   q_quant       Q to fp8 by the scale policy (the division by the scale, the clamp, the cast);
+ *                 absent for inputs whose Q is fp8 codes already (q8)
  *   kv_quant      KV as fp8 codes instead of the bf16 originals (the inputs' kv_bf16)
  *   operand       conversions of Q, K and V to the products' operand formats, and the binary32
- *                 product value x kv_scale when the scale goes into K and V
+ *                 products value x k_scale (kpe_scale on the rope columns), value x v_scale when
+ *                 the scales go into K and V
  *   accumulation  the binary32 roundings of both dots (fma chains, nope+rope add, exact dots'
  *                 one rounding), the dot's result format, the logit scale and its product, the
  *                 logit format, the row sum of p and the running updates of l and acc
@@ -14,9 +16,9 @@
  *                 the binary32 result (alpha and p)
  *   p_quant       P to p.format, then to the PV operand format (P's two roundings are one source:
  *                 with only one of them on, the other would take over the same rounding)
- *   merge         a split's partial (acc / l, x kv_scale), its lse, the merge's weights and sums
- *   output        the final acc / l (one split) or acc / sum (merged), x kv_scale (one split,
- *                 folded), and the rounding to out.format
+ *   merge         a split's partial (acc / l, x v_scale), its lse, the merge's weights and sums
+ *   output        the final acc / l (one split) or acc / sum (merged), x v_scale (one split,
+ *                 folded; or after the merge, v.scale_at = merged), and the rounding to out.format
  * With a source "off", its steps are computed without rounding (binary64 for the arithmetic,
  * exact sums through the long accumulator, pmath's binary64 exp and log, exact constants). */
 #ifndef MLR_BUDGET_H
@@ -50,8 +52,8 @@ typedef enum mlr_source {
 const char *mlr_source_name(int s);
 
 /** Whether the recipe rounds at the steps of source s for these inputs (kv_quant: fp8 KV;
- *  q_quant: fp8 Q; operand: a conversion that can change a value; merge: a batch with more than
- *  one split; ...). A source that is not present contributes exactly 0. */
+ *  q_quant: fp8 Q by the policy, not q8; operand: a conversion that can change a value; merge: a
+ *  batch with more than one split; ...). A source that is not present contributes exactly 0. */
 int mlr_source_present(const mlr_recipe *r, const mlr_inputs *in, int s);
 
 /** The switchable model (ref/budget/shadow.c): the recipe's order of operations for the rows
@@ -60,7 +62,8 @@ int mlr_source_present(const mlr_recipe *r, const mlr_inputs *in, int s);
  *  [rows][512] binary64. With rounded = MLR_SRC_ALL the values are the model's output
  *  (mlr_emulate, decoded) bit for bit; with 0 they are attention on the bf16 inputs in binary64
  *  (mlr_truth_f64 from bf16 to about 1e-15). MLR_EINVAL when kv_quant is off and the inputs
- *  have fp8 KV without kv_bf16, or the recipe does not fit; MLR_ENOMEM. */
+ *  have fp8 KV without kv_bf16, or the recipe does not fit (kv.scale_at = folded with a kpe_scale
+ *  other than k_scale among them); MLR_ENOMEM. */
 mlr_status mlr_budget_eval(const mlr_recipe *r, const mlr_inputs *in, unsigned rounded,
                            const int64_t *rows, int64_t nrows, int threads, double *o,
                            mlr_error *err);
@@ -126,7 +129,8 @@ typedef struct mlr_policy_point {
 
 /** The model's error against truth_o ([T, H, 512], the truth the caller chose) under the recipe
  *  as given (its q.format / q.scale / q.absmax), and its clipped fraction; utilisation for
- *  rtol, atol. MLR_EINVAL (bf16 Q has no scale), MLR_ENOMEM. */
+ *  rtol, atol. MLR_EINVAL (bf16 Q has no scale; fp8 Q codes in the inputs take no policy),
+ *  MLR_ENOMEM. */
 mlr_status mlr_budget_policy_point(const mlr_recipe *r, const mlr_inputs *in, const double *truth_o,
                                    double rtol, double atol, int threads, mlr_policy_point *pt,
                                    mlr_error *err);

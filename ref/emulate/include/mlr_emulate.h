@@ -1,18 +1,22 @@
 /* mlr_emulate.h: the bit-accurate model of an MLA decode kernel described by a recipe
  * (docs/recipes.md; the semantics of each key are in mlr_recipe.h).
  *
- * For each query token t (of batch b, token i of n, seeing the first L_b - (n-1-i) KV tokens)
- * and head h, in this order of operations:
+ * For each query token t (of batch b, token i of n, seeing the first L_b - (n-1-i) KV tokens,
+ * or all L_b when the inputs are not causal) and head h, in this order of operations:
  *   Q:      the recipe's scale policy turns q into Q values (bf16, or fp8 codes with a scale per
- *           tensor, head or token); converted to the QK operand format.
- *   K, V:   KV codes decoded; with kv.scale_at = operand, fp32(value * kv_scale) then the operand
- *           format; with folded, the operand format directly (exact) and kv_scale joins the logit
- *           scale and the output.
+ *           tensor, head or token); converted to the QK operand format. Q given as fp8 codes
+ *           (mlr_inputs.q8) is taken as it is, with q_scale its scale, whatever the policy.
+ *   K, V:   KV codes decoded; with kv.scale_at = operand, fp32(value * k_scale) (kpe_scale on the
+ *           64 rope columns) and fp32(value * v_scale), then the operand format; with folded,
+ *           the operand format directly (exact), k_scale joins the logit scale and v_scale the
+ *           split results (the inputs' kpe_scale must equal k_scale). v.scale_at = merged: V and
+ *           the split results unscaled, o = fp32(o * v_scale) before the output rounding.
  *   logits: s = dot(Q, K) by the dot model (seq: fp32 fma chain from 0 in column order;
  *           nope_rope: columns 0..511 and 512..575 as two chains, then added; exact: rounded
  *           once), rounded to qk.result, times c = fp32(sm_scale [* log2 e]) [* q_scale]
- *           [* kv_scale] (multiplied left to right in fp32), rounded to logit.format.
- *           sm_scale = 1/sqrt(576) = 1/24 (binary64, as Python computes it).
+ *           [* k_scale] (multiplied left to right in fp32; logit.scale_precision = fp64: the
+ *           product in binary64, rounded once), rounded to logit.format. sm_scale is the
+ *           inputs' (binary64; default 1/sqrt(576) = 1/24, as Python computes it).
  *   splits: the recipe's split rule cuts batch b's L_b tokens into splits (mlr_recipe_splits);
  *           each split runs the online softmax alone over blocks of softmax.block tokens from
  *           its start (0: one block, the whole split).
@@ -25,8 +29,8 @@
  *           e^x, 2^x (log2 e folded into c) or 2^(fp32(x * fp32(log2 e))) (e_via_2), each the
  *           binary64 pmath result rounded to binary32; with softmax.exp_unit = sm90-ex2, alpha's
  *           and p's 2^x are the H200's ex2.approx.f32 (ref/sfu; the merge's exps stay pmath's).
- *   split result: normalized: part = acc / max(l, clamp) [* kv_scale]; raw: part = acc
- *           [* kv_scale]; lse = m + log(max(l, clamp)) in the softmax's units, converted to
+ *   split result: normalized: part = acc / max(l, clamp) [* v_scale]; raw: part = acc
+ *           [* v_scale]; lse = m + log(max(l, clamp)) in the softmax's units, converted to
  *           lse.base by one fp32 multiply (by log2 e or ln 2) when they differ.
  *   merge:  splits in order; a split with lse <= -1e30 (raw: m <= -1e30) is skipped (an empty
  *           split). running_max: M' = max(M, x_s), a = exp(M - M'), w = exp(x_s - M'),
@@ -38,7 +42,7 @@
  *           always go through the merge, the only place they are divided by l.
  *   output: o rounded to out.format (nearest even; overflow to Inf); lse (fp32) is the split's,
  *           or M + log(max(sum, clamp)) after a merge.
- * Work is spread over (batch, split) with OpenMP; the 16 heads of a query token are computed
+ * Work is spread over (batch, split) with OpenMP; the heads of a query token are computed
  * together (they share each KV row), each element in the order above, so the bits do not depend
  * on the thread count. */
 #ifndef MLR_EMULATE_H

@@ -1,13 +1,19 @@
 /* mlr_oracle.h: the truth a kernel's output is measured against.
  *
  * mlr_truth_f64: attention evaluated in binary64 from the inputs' values, no rounding to any
- * kernel format: s_j = (q . k_j) / 24 (sum in column order), p_j = e^(s_j - max s) (pmath's
- * exp), o = sum_j p_j v_j / sum_j p_j (sums in token order), lse = max s + ln(sum p).
- *   from = MLR_TRUTH_DEQUANTIZED: K and V are the fp8 codes' values times kv_scale (exact in
- *          binary64): the best any fp8 kernel can do.
- *   from = MLR_TRUTH_BF16: K and V from kv_bf16, the unquantized KV (what a user wants).
- * Q is the bf16 input (a kernel's Q quantization is part of its error). Relative error about
- * 1e-15 (up to 1e-10 where the sums cancel), far below bf16's 2^-9, but not certified.
+ * kernel format: s_j = sm_scale (q . k_j) (sum in column order), p_j = e^(s_j - max s) (pmath's
+ * exp), o = sum_j p_j v_j / sum_j p_j (sums in token order), lse = max s + ln(sum p), over the KV
+ * tokens each query token sees (mlr_inputs_visible: causal, or all of them).
+ *   from = MLR_TRUTH_DEQUANTIZED: K is the kv codes' values (fp8 or bf16) times k_scale on the
+ *          512 latent columns and times kpe_scale on the 64 rope columns, V the codes' values
+ *          times v_scale (each exact in binary64; the defaults of mlr_inputs_view.h: kv_scale for
+ *          all three): the best any fp8 kernel can do.
+ *   from = MLR_TRUTH_BF16: K and V are kv_bf16's values, the unquantized KV (what a user wants);
+ *          no scale applies to them (the scales say how the fp8 codes map to these values).
+ * Q is the bf16 input (a kernel's Q quantization is part of its error), or for fp8 Q (q8) its
+ * codes' values times q_scale. sm_scale is the inputs' (its binary64 value, exactly), or when
+ * absent 1/sqrt(576) = 1/24 exactly (not its binary64 rounding). Relative error about 1e-15 (up
+ * to 1e-10 where the sums cancel), far below bf16's 2^-9, but not certified.
  * mlr_oracle gives the same quantities within 1 ulp, certified, at about 4x the cost.
  * ref/oracle -> formats, pmath (and the exact sums of pmath/mlr_exact.h), MPFR. */
 #ifndef MLR_ORACLE_H

@@ -29,7 +29,16 @@ typedef enum {
   MLR_QS_PER_HEAD,
   MLR_QS_PER_TOKEN
 } mlr_qscale;
-typedef enum { MLR_KVS_OPERAND, MLR_KVS_FOLDED } mlr_kvscale_at; /* into K/V, or folded */
+/* kv.scale_at: k_scale (kpe_scale on the 64 rope columns) and v_scale go into the K and V
+ * operands, or k_scale is folded into the logit scale and v_scale into each split's result */
+typedef enum { MLR_KVS_OPERAND, MLR_KVS_FOLDED } mlr_kvscale_at;
+/* v.scale_at: as kv.scale_at says, or once on the merged output (SGLang applies v_scale after
+ * the merge; V operands and split results are then unscaled) */
+typedef enum { MLR_VS_AS_KV, MLR_VS_MERGED } mlr_vscale_at;
+/* logit.scale_precision: c = fp32(sm_scale [* log2 e]), then * q_scale, * k_scale in fp32 left to
+ * right (fp32); or the whole product in binary64, rounded once to fp32 (fp64: a scale a host
+ * computes in Python and passes as a float, as FlashMLA and SGLang do) */
+typedef enum { MLR_SP_FP32, MLR_SP_FP64 } mlr_scaleprec;
 typedef enum {
   MLR_OP_FP32,
   MLR_OP_FP16,
@@ -111,6 +120,9 @@ typedef struct mlr_recipe {
   int lse_base;           /* mlr_expbase of the stored log-sum-exp */
   int merge_rule;         /* mlr_merge: running max, global max, or AITER's (running for 2-3) */
   int out_format;         /* mlr_outfmt, rounded to nearest even */
+  int v_scale_at;         /* mlr_vscale_at: where v_scale enters */
+  int logit_scale_prec;   /* mlr_scaleprec: the precision the logit scale c is formed in */
+  int out_lse_base;       /* mlr_expbase (e or 2) of the lse the kernel returns */
 } mlr_recipe;
 
 /* Problems are reported in an mlr_error (mlr_base.h; may be NULL) as one line. */
@@ -121,6 +133,9 @@ mlr_status mlr_recipe_builtin(const char *name, mlr_recipe *out);
  *  aiter-a16w8-ps|aiter-bf16-np|torch-bmm-bf16|aiter-test-ref|fp32-seq" (one string, no newline).
  */
 const char *mlr_recipe_builtin_names(void);
+/** One line saying which kernel the recipe of that name models (a built-in, or one of the fast
+ *  GPU kernel's recipes), for `mlaref recipe list`; NULL for any other name. */
+const char *mlr_recipe_builtin_description(const char *name);
 
 /** Parse the text form. source names it in messages (a file name). MLR_EPARSE on error. */
 mlr_status mlr_recipe_parse(const char *text, const char *source, mlr_recipe *out, mlr_error *err);

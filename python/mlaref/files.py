@@ -1,0 +1,86 @@
+"""Tensors to and from .safetensors files through the C library's reader and writer (no
+safetensors package needed): a kernel's output for `mlaref check --output`, or any tensors."""
+
+import ctypes
+import os
+from ctypes import byref
+from typing import Optional
+
+import numpy as np
+
+from . import _arrays, _lib
+from ._lib import lib
+from .inputs import _file_dict
+
+
+def save_tensors(path, tensors: dict, metadata: Optional[dict] = None) -> None:
+    """Write tensors (name -> numpy array or torch tensor) and string metadata as .safetensors,
+    atomically. Types as everywhere in mlaref: torch.bfloat16 and numpy uint16 are written as
+    BF16, float8_e4m3fn as F8_E4M3, FNUZ fp8 types as U8 with their format in metadata
+    mlaref.format.<name>."""
+    meta = dict(metadata or {})
+    tf = lib.mlr_api_tf_new()
+    if not tf:
+        raise MemoryError("mlaref: out of memory for a tensor file")
+    keep = []
+    try:
+        for name, x in tensors.items():
+            h = _arrays.host(x, name, os.fspath(path))
+            keep.append(h.array)
+            if h.variant:
+                meta.setdefault(f"mlaref.format.{name}", h.variant)
+            shape = (ctypes.c_int64 * max(h.array.ndim, 1))(*h.array.shape)
+            if lib.mlr_tf_borrow(tf, name.encode(), h.dtype, h.array.ndim, shape,
+                                 h.array.ctypes.data, None) != _lib.OK:
+                raise ValueError(f"{os.fspath(path)}: tensor '{name}' cannot be held (a duplicate "
+                                 "name, a name of 128 bytes or more, or more than 8 dimensions)")
+        for k, v in meta.items():
+            if lib.mlr_tf_set_meta(tf, str(k).encode(), str(v).encode()) != _lib.OK:
+                raise MemoryError("mlaref: out of memory for metadata")
+        e = _lib.err()
+        _lib.raise_for(lib.mlr_safetensors_write(os.fsencode(path), tf, e), e)
+    finally:
+        lib.mlr_api_tf_delete(tf)
+
+
+class _File:
+    """Owns a tensor file read by the library; arrays over its memory keep it alive."""
+
+    def __init__(self, tf):
+        self.tf = tf
+
+    def __del__(self):
+        if self.tf:
+            lib.mlr_api_tf_delete(self.tf)
+            self.tf = None
+
+
+def read_tensors(path, framework: str = "numpy") -> dict:
+    """The tensors of a .safetensors file (name -> numpy array or torch tensor, over the file's
+    memory as read) and its metadata under "__metadata__"."""
+    tf = _lib.TF()
+    e = _lib.err()
+    _lib.raise_for(lib.mlr_api_tf_read(os.fsencode(path), byref(tf), e), e)
+    owner = _File(tf)
+    return _file_dict(tf, framework, owner)
+
+
+def decode(codes, fmt: str):
+    """The values of fp8, bf16 or fp16 codes as float32, by mlaref's decoder (what the model and
+    the truth read): codes a uint8 array or tensor (fp8), uint16 (bf16 or fp16 bits) or a torch
+    float8 / bfloat16 tensor; fmt one of e4m3, e4m3fnuz, e5m2, e5m2fnuz, bf16, fp16. Returns the
+    caller's type (numpy float32, or a CPU torch float32 tensor) of the codes' shape."""
+    if fmt not in _lib.FORMAT_NAMES:
+        raise ValueError(f"fmt = {fmt!r} is not one of {', '.join(_lib.FORMAT_NAMES)}")
+    h = _arrays.host(codes, "codes", "decode")
+    want = 1 if fmt.startswith("e") else 2
+    if h.array.dtype.itemsize != want:
+        raise ValueError(f"decode: {fmt} codes are {want}-byte: got {h.type_name}")
+    out = np.empty(h.array.shape, dtype=np.float32)
+    st = lib.mlr_decode_array(out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                              h.array.ctypes.data, h.array.size, _lib.FORMAT_NAMES.index(fmt))
+    if st != _lib.OK:
+        raise ValueError(f"decode: the library refused format {fmt}")
+    if _arrays.framework_of((codes,)) == "torch":
+        return _arrays.torch_module().from_numpy(out)
+    return out
