@@ -81,7 +81,40 @@ b = open(D + '/in.safetensors', 'rb').read()
 open(D + '/truncated.safetensors', 'wb').write(b[:len(b) // 2])
 open(D + '/longheader.safetensors', 'wb').write(struct.pack('<Q', 1 << 20) + b[8:200])
 open(D + '/foreign.json', 'w').write(json.dumps({"schema": "something/else"}))
+# the optional scalars out of range; fp8 Q codes; the paged inputs (2 batches of 40 tokens, 6 pages
+# of 16) as a block table [2, 4], with an entry past the cache, or seq_lens past its columns; the
+# cache as [6, 16, 576]
+npy_write(D + '/neg.npy', '<f8', (1,), struct.pack('<d', -0.5))
+npy_write(D + '/zero.npy', '<f4', (1,), struct.pack('<f', 0.0))
+npy_write(D + '/two.npy', '<i4', (1,), struct.pack('<i', 2))
+npy_write(D + '/q8.npy', '|u1', (1, 16, 576), bytes(16 * 576))
+npy_write(D + '/bt_bad.npy', '<i4', (2, 4), struct.pack('<8i', 0, 1, 99, -1, 3, 4, 5, -1))
+npy_write(D + '/bt.npy', '<i4', (2, 4), struct.pack('<8i', 0, 1, 2, -1, 3, 4, 5, -1))
+npy_write(D + '/sl.npy', '<i8', (2,), struct.pack('<2q', 40, 40))
+npy_write(D + '/sl_long.npy', '<i8', (2,), struct.pack('<2q', 40, 65))
+h, kv = npy_read(D + '/p/kv.npy')
+npy_write(D + '/kv3.npy', '|u1', (6, 16, 576), kv)
 EOF
+pack() { # pack OUT NAME=F.npy:DTYPE...: a fixture made by inputs pack
+  local out=$1
+  shift
+  "$M" inputs pack --out "$D/$out" "$@" >/dev/null 2>"$D/fixture.err" ||
+    { say "cannot make $out: $(tail -1 "$D/fixture.err")"; exit 1; }
+}
+one="q=$D/u/q.npy:bf16 kv=$D/u/kv.npy:e4m3 kv_scale=$D/u/kv_scale.npy:f32"
+one="$one qo_indptr=$D/u/qo_indptr.npy:i32 kv_indptr=$D/u/kv_indptr.npy:i32"
+pack smneg.safetensors $one sm_scale="$D/neg.npy:f64"
+pack kzero.safetensors $one k_scale="$D/zero.npy:f32"
+pack causal2.safetensors $one causal="$D/two.npy:i32"
+pack q8.safetensors q="$D/q8.npy:e4m3" kv="$D/u/kv.npy:e4m3" kv_scale="$D/u/kv_scale.npy:f32" \
+  kv_indptr="$D/u/kv_indptr.npy:i32"
+two="q=$D/p/q.npy:bf16 kv_scale=$D/p/kv_scale.npy:f32 qo_indptr=$D/p/qo_indptr.npy:i32"
+pack btbad.safetensors $two kv="$D/kv3.npy:e4m3" block_table="$D/bt_bad.npy:i32" \
+  seq_lens="$D/sl.npy:i64"
+pack sllong.safetensors $two kv="$D/kv3.npy:e4m3" block_table="$D/bt.npy:i32" \
+  seq_lens="$D/sl_long.npy:i64"
+pack page8.safetensors $two kv="$D/kv3.npy:e4m3" block_table="$D/bt.npy:i32" \
+  seq_lens="$D/sl.npy:i64" --meta mlaref.page_size=8
 "$M" inputs pack --out "$D/h32.safetensors" q="$D/u/q32.npy:bf16" kv="$D/u/kv.npy:e4m3" \
   kv_scale="$D/u/kv_scale.npy:f32" qo_indptr="$D/u/qo_indptr.npy:i32" \
   kv_indptr="$D/u/kv_indptr.npy:i32" >/dev/null 2>&1 ||
