@@ -111,9 +111,9 @@ def case_block_table_with_kv_last_page_len(c):
 
 
 CASES = [case_q_5d, case_block_table_with_kv_last_page_len, case_no_q, case_kv_575,
-         case_block_table_entry_out_of_range, case_seq_len_past_the_table, case_float_seq_lens, case_req_to_token_row_out_of_range, case_q4_with_wrong_qo_indptr,
-         case_q_split_widths, case_csr_indptr_decreasing, case_nan_scale,
-         case_nonpositive_sm_scale]
+         case_block_table_entry_out_of_range, case_seq_len_past_the_table, case_float_seq_lens,
+         case_req_to_token_row_out_of_range, case_q4_with_wrong_qo_indptr, case_q_split_widths,
+         case_csr_indptr_decreasing, case_nan_scale, case_nonpositive_sm_scale]
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda f: f.__name__[5:])
