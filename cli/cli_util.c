@@ -56,7 +56,7 @@ static const struct {
               "[--rule R]... [--tensor o|lse|both] [--truth dequantized|bf16] [--threads N] "
               "[--allow-nonfinite] [--json]"},
     {"golden", "golden --suite NAME... --recipe NAME|all (--out DIR [--max-bs N] | --digests "
-               "FILE) [--gpu] | golden --verify [--digests FILE] [--goldens DIR] [--suite "
+               "FILE) [--gpu] | golden --verify [--goldens DIR] [--digests FILE] [--suite "
                "NAME]... [--gpu]"},
     {"oracle", "oracle --inputs IN --out OUT [--from dequantized|bf16] [--max-memory GB] "
                "[--allow-nonfinite]"},
@@ -69,7 +69,9 @@ static const struct {
                      "[--gpu auto|off|require] [--json]"},
     {"report", "report --suite NAME --out DIR [--recipe NAME]... [--policy P]... [--baseline "
                "OLD/summary.json] [--quick] [--gpu auto|off|require] [--shard i/n] [--digests "
-               "FILE] [--threads N] [--max-memory GB] | report merge --out DIR [--baseline "
+               "FILE] [--threads N] [--max-memory GB] [--kernel NAME='CMD {inputs} {out}' "
+               "--kernel-recipe NAME=R [--kernel-policy NAME=P] [--kernel-timeout [NAME=]S] "
+               "[--kernel-rule NAME=RULE]...]... | report merge --out DIR [--baseline "
                "OLD/summary.json] SHARD_DIR..."},
     {"bench", "bench formats|emulate|oracle|gpu-exact|gpu|mma [OPTIONS]"},
     {"selfcheck", "selfcheck"},

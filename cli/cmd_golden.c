@@ -1,17 +1,21 @@
-/* mlaref golden: golden outputs of the model and their digest manifest.
- *   golden --suite NAME --recipe NAME|FILE|all --out DIR
- *          write DIR/SUITE.CELL.RECIPE.safetensors
- *   golden --digests FILE --suite NAME... [--recipe ...|all]
- *          write the digest manifest
- *   golden --verify [--digests FILE] [--goldens DIR] [--suite NAME]...
- *          regenerate every manifest row (of the named suites) and check the digests, and every
- *          golden file present in DIR against the regenerated outputs.
- * A golden file holds o and lse, and in __metadata__ the mlaref version, the recipe (name,
- * canonical string, SHA-256), the cell (suite, name, generator spec, seed, generator version)
- * and the SHA-256 of the input tensors q and kv. Files are written atomically (temporary name,
- * fsync, rename). The manifest (tab-separated, '#' comments): suite, cell, recipe, recipe
- * SHA-256, SHA-256 of o's bytes, SHA-256 of lse's bytes. A recipe that does not fit a cell (fp8
- * operands on bf16 KV) has no row. */
+/* mlaref golden: golden cells of the model and their digest manifest.
+ *   golden --suite NAME... --recipe NAME|FILE|all --out DIR [--max-bs N]
+ *          write DIR/SUITE.CELL.safetensors, one a cell, and the manifest DIR/digests.tsv
+ *   golden --suite NAME... --recipe ...|all --digests FILE
+ *          write the digest manifest only
+ *   golden --verify [--goldens DIR] [--digests FILE] [--suite NAME]...
+ *          regenerate every manifest row (of the named suites; the manifest DIR/digests.tsv
+ *          unless --digests names another) and check the digests, and every golden cell present
+ *          in DIR against the regenerated inputs and outputs.
+ * A golden cell holds the cell's inputs in the contract's layout (when they take at most
+ * GOLDEN_INPUTS_MAX bytes; larger cells name the generator spec and their inputs' digests, and
+ * --verify regenerates them) and, for every recipe that fits the cell, its outputs o.RECIPE and
+ * lse.RECIPE; its __metadata__ holds the mlaref version, the cell (suite, name, generator spec,
+ * seed and version, the SHA-256 of q and kv) and each recipe's canonical string and SHA-256. So a
+ * kernel's tests need only the cell file and `mlaref check` (or mlaref.check). Files are written
+ * atomically (temporary name, fsync, rename). The manifest (tab-separated, '#' comments): suite,
+ * cell, recipe, recipe SHA-256, SHA-256 of o's bytes, SHA-256 of lse's bytes. A recipe that does
+ * not fit a cell (fp8 operands on bf16 KV) has no row. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,8 +31,11 @@
 #include "mlr_emulate.h"
 #include "mlr_recipe.h"
 
-#define DEFAULT_DIGESTS "fixtures/goldens/digests.tsv"
-#define DEFAULT_GOLDENS "fixtures/goldens"
+#define DEFAULT_GOLDENS   "fixtures/goldens"
+#define MANIFEST_NAME     "digests.tsv" /* beside the golden cells */
+/* a cell's inputs travel in its golden file up to this size (the edge, test and bs=4 kv=1024 cells;
+ * bs=4 kv=8192 has 19 MB of KV): larger ones are regenerated from the spec the file names */
+#define GOLDEN_INPUTS_MAX (4u << 20)
 
 typedef struct outcome {
   char o_sha[65], lse_sha[65], recipe_sha[65];
@@ -82,73 +89,89 @@ static void progress(int tty, const char *what, size_t k, size_t n) {
   fflush(stderr);
 }
 
-static mlr_status write_golden(const char *path, const char *suite, const mlr_suite_cell *cell,
-                               const mlr_recipe *r, const cellin *c, const outcome *oc,
-                               mlr_error *err) {
-  mlr_tensor_file tf;
-  mlr_tf_init(&tf);
-  const mlr_emu_result *res = &oc->res;
-  const int64_t so[3] = {res->T, res->H, MLR_EMU_V_DIM}, sl[2] = {res->T, res->H};
-  mlr_tensor *t;
-  const mlr_dtype od = res->out_format == MLR_OUT_FP32   ? MLR_DT_F32
-                       : res->out_format == MLR_OUT_FP16 ? MLR_DT_F16
-                                                         : MLR_DT_BF16;
-  mlr_status st = mlr_tf_add(&tf, "o", od, 3, so, &t);
-  if (st == MLR_OK) memcpy(t->data, res->o, mlr_emu_o_bytes(res));
-  if (st == MLR_OK && (st = mlr_tf_add(&tf, "lse", MLR_DT_F32, 2, sl, &t)) == MLR_OK)
-    memcpy(t->data, res->lse, (size_t)(res->T * res->H) * 4);
-  char canon[2048];
-  mlr_recipe_canonical(r, canon, sizeof canon);
+/* the cell file's start: the inputs (when small enough) and the cell's metadata */
+static mlr_status cell_file_begin(mlr_tensor_file *tf, const char *suite,
+                                  const mlr_suite_cell *cell, const cellin *c) {
+  mlr_tf_init(tf);
+  size_t bytes = 0;
+  for (size_t i = 0; i < c->tf.n; i++) bytes += c->tf.t[i].nbytes;
+  const int with_inputs = bytes <= GOLDEN_INPUTS_MAX;
+  mlr_status st = MLR_OK;
+  for (size_t i = 0; with_inputs && st == MLR_OK && i < c->tf.n; i++) {
+    const mlr_tensor *t = &c->tf.t[i];
+    st = mlr_tf_borrow(tf, t->name, t->dtype, t->ndim, t->shape, t->data, NULL);
+  }
+  for (size_t i = 0; st == MLR_OK && i < c->tf.nmeta; i++)
+    st = mlr_tf_set_meta(tf, c->tf.meta[i].key, c->tf.meta[i].value);
   const char *kv[][2] = {{"mlaref.version", MLAREF_VERSION},
-                         {"mlaref.kind", "golden"},
-                         {"mlaref.recipe", r->name},
-                         {"mlaref.recipe.sha256", oc->recipe_sha},
-                         {"mlaref.recipe.canonical", canon},
+                         {"mlaref.kind", "golden-cell"},
                          {"mlaref.suite", suite},
                          {"mlaref.cell", cell->name},
-                         {"mlaref.shape", mlr_tf_get_meta(&c->tf, "mlaref.shape")},
-                         {"mlaref.seed", mlr_tf_get_meta(&c->tf, "mlaref.seed")},
-                         {"mlaref.generator", mlr_tf_get_meta(&c->tf, "mlaref.generator")},
+                         {"mlaref.inputs", with_inputs ? "included" : "regenerate"},
                          {"mlaref.inputs.q.sha256", c->q_sha},
-                         {"mlaref.inputs.kv.sha256", c->kv_sha},
-                         {"mlaref.o.sha256", oc->o_sha},
-                         {"mlaref.lse.sha256", oc->lse_sha}};
+                         {"mlaref.inputs.kv.sha256", c->kv_sha}};
   for (size_t k = 0; st == MLR_OK && k < sizeof kv / sizeof *kv; k++)
-    st = mlr_tf_set_meta(&tf, kv[k][0], kv[k][1] ? kv[k][1] : "");
-  if (st == MLR_OK)
-    st = mlr_safetensors_write(path, &tf, err);
-  else
-    mlr_error_set(err, st, "%s: %s", path, mlr_status_str(st));
-  mlr_tf_free(&tf);
+    st = mlr_tf_set_meta(tf, kv[k][0], kv[k][1]);
   return st;
 }
 
-/* a golden file against the regenerated outcome: 0 when it matches, else a message in why */
-static int check_file(const char *path, const outcome *oc, char *why, size_t n) {
+/* a recipe's outputs o.NAME and lse.NAME into the cell file, with its hash and canonical string */
+static mlr_status cell_file_add(mlr_tensor_file *tf, const mlr_recipe *r, const outcome *oc) {
+  const mlr_emu_result *res = &oc->res;
+  const int64_t so[3] = {res->T, res->H, MLR_EMU_V_DIM}, sl[2] = {res->T, res->H};
+  const mlr_dtype od = res->out_format == MLR_OUT_FP32   ? MLR_DT_F32
+                       : res->out_format == MLR_OUT_FP16 ? MLR_DT_F16
+                                                         : MLR_DT_BF16;
+  char name[MLR_NAME_MAX], key[160], canon[2048];
+  mlr_tensor *t;
+  snprintf(name, sizeof name, "o.%.63s", r->name);
+  mlr_status st = mlr_tf_add(tf, name, od, 3, so, &t);
+  if (st == MLR_OK) memcpy(t->data, res->o, mlr_emu_o_bytes(res));
+  snprintf(name, sizeof name, "lse.%.63s", r->name);
+  if (st == MLR_OK && (st = mlr_tf_add(tf, name, MLR_DT_F32, 2, sl, &t)) == MLR_OK)
+    memcpy(t->data, res->lse, (size_t)(res->T * res->H) * 4);
+  mlr_recipe_canonical(r, canon, sizeof canon);
+  snprintf(key, sizeof key, "mlaref.recipe.%.63s.sha256", r->name);
+  if (st == MLR_OK) st = mlr_tf_set_meta(tf, key, oc->recipe_sha);
+  snprintf(key, sizeof key, "mlaref.recipe.%.63s.canonical", r->name);
+  if (st == MLR_OK) st = mlr_tf_set_meta(tf, key, canon);
+  return st;
+}
+
+/* a golden cell file's recipe outputs against the regenerated outcome, its inputs (when it holds
+ * them) against the generator's: 0 when they match, else a message in why */
+static int check_file(const char *path, const char *rname, const cellin *c, const outcome *oc,
+                      char *why, size_t n) {
   mlr_tensor_file tf;
   mlr_error err = {""};
   if (mlr_safetensors_read(path, &tf, &err) != MLR_OK) {
     snprintf(why, n, "%s", err.msg);
     return 1;
   }
-  const mlr_tensor *o = mlr_tf_find(&tf, "o"), *l = mlr_tf_find(&tf, "lse");
-  const char *rh = mlr_tf_get_meta(&tf, "mlaref.recipe.sha256");
-  int bad = 0;
-  if (!o || !l) {
-    snprintf(why, n, "%s: no tensor 'o' or 'lse'", path);
-    bad = 1;
-  } else if (o->nbytes != mlr_emu_o_bytes(&oc->res) || memcmp(o->data, oc->res.o, o->nbytes)) {
-    snprintf(why, n, "%s: o differs from the model's", path);
-    bad = 1;
-  } else if (l->nbytes != (size_t)(oc->res.T * oc->res.H) * 4 ||
-             memcmp(l->data, oc->res.lse, l->nbytes)) {
-    snprintf(why, n, "%s: lse differs from the model's", path);
-    bad = 1;
-  } else if (!rh || strcmp(rh, oc->recipe_sha)) {
+  char on[MLR_NAME_MAX], ln[MLR_NAME_MAX], key[160];
+  snprintf(on, sizeof on, "o.%.63s", rname);
+  snprintf(ln, sizeof ln, "lse.%.63s", rname);
+  snprintf(key, sizeof key, "mlaref.recipe.%.63s.sha256", rname);
+  const mlr_tensor *o = mlr_tf_find(&tf, on), *l = mlr_tf_find(&tf, ln), *q = mlr_tf_find(&tf, "q"),
+                   *kv = mlr_tf_find(&tf, "kv");
+  const char *rh = mlr_tf_get_meta(&tf, key);
+  const mlr_tensor *gq = mlr_tf_find(&c->tf, "q"), *gkv = mlr_tf_find(&c->tf, "kv");
+  int bad = 1;
+  if (!o || !l)
+    snprintf(why, n, "%s: no tensor '%s' or '%s'", path, on, ln);
+  else if (o->nbytes != mlr_emu_o_bytes(&oc->res) || memcmp(o->data, oc->res.o, o->nbytes))
+    snprintf(why, n, "%s: %s differs from the model's", path, on);
+  else if (l->nbytes != (size_t)(oc->res.T * oc->res.H) * 4 ||
+           memcmp(l->data, oc->res.lse, l->nbytes))
+    snprintf(why, n, "%s: %s differs from the model's", path, ln);
+  else if (!rh || strcmp(rh, oc->recipe_sha))
     snprintf(why, n, "%s: recipe hash %s, the recipe's is %s", path, rh ? rh : "(none)",
              oc->recipe_sha);
-    bad = 1;
-  }
+  else if ((q && (q->nbytes != gq->nbytes || memcmp(q->data, gq->data, q->nbytes))) ||
+           (kv && (kv->nbytes != gkv->nbytes || memcmp(kv->data, gkv->data, kv->nbytes))))
+    snprintf(why, n, "%s: its inputs differ from the generator's", path);
+  else
+    bad = 0;
   mlr_tf_free(&tf);
   return bad;
 }
@@ -213,10 +236,10 @@ static int verify(const char *cmd, const char *digests, const char *goldens, con
       bad++;
     }
     char path[4096], why[4800];
-    snprintf(path, sizeof path, "%s/%s.%s.%s.safetensors", goldens, suite, cellname, rname);
+    snprintf(path, sizeof path, "%s/%s.%s.safetensors", goldens, suite, cellname);
     if (oc.fits && access(path, F_OK) == 0) {
       files++;
-      if (check_file(path, &oc, why, sizeof why)) {
+      if (check_file(path, rname, &c, &oc, why, sizeof why)) {
         printf("golden %s/%s: FAIL: %s\n", key, rname, why);
         bad++;
       }
@@ -227,11 +250,79 @@ static int verify(const char *cmd, const char *digests, const char *goldens, con
   if (have) mlr_tf_free(&c.tf);
   if (rc != MLR_EXIT_OK) return rc;
   if (tty) fputc('\n', stderr);
-  printf("golden verify: %zu manifest rows, %zu golden files, %zu failed", rows, files, bad);
+  printf("golden verify: %zu manifest rows, %zu in golden cells, %zu failed", rows, files, bad);
   if (use_gpu) printf(" (outputs from the GPU exact kernel: %.1f ms of kernels)", gpu_kernel_ms);
   printf("\n");
   if (!rows) return mlr_cli_usage_error(cmd, "no manifest row in %s for the suites named", digests);
   return bad ? MLR_EXIT_FAIL : MLR_EXIT_OK;
+}
+
+/* what golden --out / --digests writes */
+typedef struct gold {
+  const char *cmd, *out;
+  uint64_t max_bs;
+  const mlr_recipe *rs;
+  int n;
+  const char **suites;
+  int nsuites;
+  void *mf; /* the manifest being written (FILE *) */
+  size_t done;
+} gold;
+
+static void manifest_row(const gold *g, const char *suite, const char *cell, const mlr_recipe *r,
+                         const outcome *oc) {
+  mlr_manifest_row mr;
+  char row[MLR_MANIFEST_LINE_MAX + 2];
+  snprintf(mr.suite, sizeof mr.suite, "%s", suite);
+  snprintf(mr.cell, sizeof mr.cell, "%s", cell);
+  snprintf(mr.recipe, sizeof mr.recipe, "%.63s", r->name);
+  snprintf(mr.recipe_sha, sizeof mr.recipe_sha, "%s", oc->recipe_sha);
+  snprintf(mr.o_sha, sizeof mr.o_sha, "%s", oc->o_sha);
+  snprintf(mr.lse_sha, sizeof mr.lse_sha, "%s", oc->lse_sha);
+  mlr_manifest_format_row(&mr, row, sizeof row);
+  fputs(row, (FILE *)g->mf);
+}
+
+/* one cell: every recipe's manifest row, and with --out its golden cell file */
+static int write_cell(gold *g, const mlr_suite *s, const mlr_suite_cell *cell, size_t total) {
+  static cellin c;
+  int rc = cell_inputs(g->cmd, cell->spec, &c);
+  if (rc != MLR_EXIT_OK) return rc;
+  const int file = g->out && (!g->max_bs || (uint64_t)c.in.B <= g->max_bs);
+  mlr_tensor_file tf;
+  mlr_error err = {""};
+  mlr_status st = file ? cell_file_begin(&tf, s->name, cell, &c) : MLR_OK;
+  for (int ri = 0; ri < g->n && rc == MLR_EXIT_OK && st == MLR_OK; ri++) {
+    outcome oc;
+    char what[3400]; /* suite and cell names are short; the recipe name up to 3200 */
+    snprintf(what, sizeof what, "%s/%s/%s", s->name, cell->name, g->rs[ri].name);
+    progress(isatty(2), what, ++g->done, total);
+    if ((rc = run_cell(g->cmd, &g->rs[ri], &c, &oc)) != MLR_EXIT_OK) break;
+    if (oc.fits) manifest_row(g, s->name, cell->name, &g->rs[ri], &oc);
+    if (oc.fits && file) st = cell_file_add(&tf, &g->rs[ri], &oc);
+    mlr_emu_result_free(&oc.res);
+  }
+  char path[4200];
+  snprintf(path, sizeof path, "%s/%s.%s.safetensors", g->out ? g->out : "", s->name, cell->name);
+  if (rc == MLR_EXIT_OK && st != MLR_OK)
+    rc = mlr_cli_fail(g->cmd, "%s: %s", path, mlr_status_str(st));
+  else if (rc == MLR_EXIT_OK && file && mlr_safetensors_write(path, &tf, &err) != MLR_OK)
+    rc = mlr_cli_usage_error(g->cmd, "%s", err.msg);
+  if (file) mlr_tf_free(&tf);
+  mlr_tf_free(&c.tf);
+  return rc;
+}
+
+static int write_all(gold *g) {
+  size_t total = 0;
+  for (int k = 0; k < g->nsuites; k++) total += mlr_suite_find(g->suites[k])->n * (size_t)g->n;
+  int rc = MLR_EXIT_OK;
+  for (int k = 0; k < g->nsuites && rc == MLR_EXIT_OK; k++) {
+    const mlr_suite *s = mlr_suite_find(g->suites[k]);
+    for (size_t ci = 0; ci < s->n && rc == MLR_EXIT_OK; ci++)
+      rc = write_cell(g, s, &s->cells[ci], total);
+  }
+  return rc;
 }
 
 int mlr_cmd_golden(int argc, char **argv) {
@@ -274,77 +365,40 @@ int mlr_cmd_golden(int argc, char **argv) {
   if (do_verify) {
     if (out || nr)
       return mlr_cli_usage_error(cmd, "--verify takes --digests, --goldens and --suite only");
-    return verify(cmd, digests ? digests : DEFAULT_DIGESTS, goldens, suites, nsuites);
+    char beside[4200];
+    snprintf(beside, sizeof beside, "%s/" MANIFEST_NAME, goldens);
+    return verify(cmd, digests ? digests : beside, goldens, suites, nsuites);
   }
   if ((!out) == (!digests) || !nsuites)
     return mlr_cli_usage_error(
         cmd, "usage: golden --suite NAME... --recipe NAME|all (--out DIR | --digests FILE) | "
-             "golden --verify [--digests FILE] [--suite NAME]...");
+             "golden --verify [--goldens DIR] [--digests FILE] [--suite NAME]...");
   if (out && (rc = mlr_cli_out_dir_check(cmd, "--out", out)) != MLR_EXIT_OK) return rc;
   static mlr_recipe rs[16];
   int n;
   rc = mlr_cli_recipes(cmd, rnames, nr, rs, &n);
   if (rc != MLR_EXIT_OK) return rc;
   if (out && (rc = mlr_cli_make_dir(cmd, "--out", out)) != MLR_EXIT_OK) return rc;
+  char beside[4200];
+  snprintf(beside, sizeof beside, "%s/" MANIFEST_NAME, out ? out : "");
+  gold g = {cmd, out, max_bs, rs, n, suites, nsuites, 0, 0};
   mlr_atomic_file af;
   mlr_error err = {""};
-  if (digests && mlr_atomic_open(&af, digests, &err) != MLR_OK)
+  if (mlr_atomic_open(&af, digests ? digests : beside, &err) != MLR_OK)
     return mlr_cli_usage_error(cmd, "%s", err.msg);
-  FILE *mf = digests ? (FILE *)af.fp : NULL;
-  if (mf)
-    fprintf(mf, "# mlaref golden digests (mlaref golden --digests): suite, cell, recipe, recipe "
+  g.mf = af.fp;
+  fprintf(g.mf, "# mlaref golden digests (mlaref golden --digests): suite, cell, recipe, recipe "
                 "SHA-256, SHA-256 of o, SHA-256 of lse\n");
-  size_t total = 0, done = 0;
-  for (int k = 0; k < nsuites; k++) total += mlr_suite_find(suites[k])->n * (size_t)n;
-  const int tty = isatty(2);
-  for (int k = 0; k < nsuites && rc == MLR_EXIT_OK; k++) {
-    const mlr_suite *s = mlr_suite_find(suites[k]);
-    for (size_t ci = 0; ci < s->n && rc == MLR_EXIT_OK; ci++) {
-      static cellin c;
-      if ((rc = cell_inputs(cmd, s->cells[ci].spec, &c)) != MLR_EXIT_OK) break;
-      for (int ri = 0; ri < n && rc == MLR_EXIT_OK; ri++) {
-        outcome oc;
-        char what[3400]; /* suite and cell names are short; the recipe name up to 3200 */
-        snprintf(what, sizeof what, "%s/%s/%s", s->name, s->cells[ci].name, rs[ri].name);
-        progress(tty, what, ++done, total);
-        if ((rc = run_cell(cmd, &rs[ri], &c, &oc)) != MLR_EXIT_OK) break;
-        if (!oc.fits) continue;
-        if (mf) {
-          mlr_manifest_row mr;
-          char row[MLR_MANIFEST_LINE_MAX + 2];
-          snprintf(mr.suite, sizeof mr.suite, "%s", s->name);
-          snprintf(mr.cell, sizeof mr.cell, "%s", s->cells[ci].name);
-          snprintf(mr.recipe, sizeof mr.recipe, "%.63s", rs[ri].name);
-          snprintf(mr.recipe_sha, sizeof mr.recipe_sha, "%s", oc.recipe_sha);
-          snprintf(mr.o_sha, sizeof mr.o_sha, "%s", oc.o_sha);
-          snprintf(mr.lse_sha, sizeof mr.lse_sha, "%s", oc.lse_sha);
-          mlr_manifest_format_row(&mr, row, sizeof row);
-          fputs(row, mf);
-        }
-        if (out && (!max_bs || (uint64_t)c.in.B <= max_bs)) {
-          char path[4096];
-          snprintf(path, sizeof path, "%s/%s.%s.%s.safetensors", out, s->name, s->cells[ci].name,
-                   rs[ri].name);
-          if (write_golden(path, s->name, &s->cells[ci], &rs[ri], &c, &oc, &err) != MLR_OK) {
-            rc = mlr_cli_usage_error(cmd, "%s", err.msg);
-          }
-        }
-        mlr_emu_result_free(&oc.res);
-      }
-      mlr_tf_free(&c.tf);
-    }
-  }
-  if (mf) {
-    if (rc == MLR_EXIT_OK && mlr_atomic_commit(&af, &err) != MLR_OK)
-      rc = mlr_cli_usage_error(cmd, "%s", err.msg);
-    else if (rc != MLR_EXIT_OK)
-      mlr_atomic_abort(&af);
-  }
+  rc = write_all(&g);
+  if (rc == MLR_EXIT_OK && mlr_atomic_commit(&af, &err) != MLR_OK)
+    rc = mlr_cli_usage_error(cmd, "%s", err.msg);
+  else if (rc != MLR_EXIT_OK)
+    mlr_atomic_abort(&af);
   if (rc == MLR_EXIT_OK && use_gpu)
     printf("golden: on the GPU exact kernel (%s, %s): %.1f ms of kernels\n", device,
            mlr_gpu_backend(), gpu_kernel_ms);
   if (rc == MLR_EXIT_OK)
-    printf("golden: %zu cell x recipe runs%s%s%s%s\n", done, out ? ", files in " : "",
-           out ? out : "", digests ? ", manifest " : "", digests ? digests : "");
+    printf("golden: %zu cell x recipe runs%s%s, manifest %s\n", g.done, out ? ", cells in " : "",
+           out ? out : "", digests ? digests : beside);
   return rc;
 }

@@ -1,6 +1,8 @@
-/* mlaref report --suite NAME --out DIR [--recipe NAME]... [--policy P]...
+/* mlaref report --suite NAME --out DIR [--recipe NAME|none]... [--policy P]...
  *               [--baseline OLD/summary.json] [--quick] [--gpu auto|off|require] [--shard i/n]
  *               [--digests FILE] [--threads N]
+ *               [--kernel NAME='CMD {inputs} {out}' --kernel-recipe NAME=R [--kernel-policy NAME=P]
+ *                [--kernel-timeout [NAME=]S] [--kernel-rule NAME=RULE]...]...
  * mlaref report merge --out DIR [--baseline OLD/summary.json] SHARD_DIR...
  * The nightly accuracy report (reports/): the suite's cells x the recipes x the Q policy axis (x
  * the GPU kernels where a GPU is) against the certified truth and the golden manifest, the
@@ -17,7 +19,119 @@
 #include "mlr_suites.h"
 #include "mlr_report.h"
 
-enum { MAXREC = 16 };
+enum { MAXREC = 16, MAXK = MLR_REPORT_MAX_KERNELS, MAXKRULES = 4 * MLR_REPORT_MAX_KERNELS };
+
+/* the user kernels' options as given */
+typedef struct kernel_args {
+  const char *specs[MAXK], *recipes[MAXK], *policies[MAXK], *timeouts[MAXK + 1], *rules[MAXKRULES];
+  int nspecs, nrecipes, npolicies, ntimeouts, nrules;
+} kernel_args;
+
+/* one of the --kernel* options at argv[*i]: 1 (stored, or *rc set), else 0 */
+static int kernel_opt(const char *cmd, int argc, char **argv, int *i, kernel_args *a, int *rc) {
+  return mlr_cli_list(cmd, argc, argv, i, "kernel", "NAME='COMMAND {inputs} {out}'", a->specs,
+                      &a->nspecs, MAXK, rc) ||
+         mlr_cli_list(cmd, argc, argv, i, "kernel-recipe", "NAME=RECIPE", a->recipes, &a->nrecipes,
+                      MAXK, rc) ||
+         mlr_cli_list(cmd, argc, argv, i, "kernel-policy", "NAME=POLICY", a->policies,
+                      &a->npolicies, MAXK, rc) ||
+         mlr_cli_list(cmd, argc, argv, i, "kernel-timeout", "seconds, or NAME=SECONDS", a->timeouts,
+                      &a->ntimeouts, MAXK + 1, rc) ||
+         mlr_cli_list(cmd, argc, argv, i, "kernel-rule", "NAME=RULE", a->rules, &a->nrules,
+                      MAXKRULES, rc);
+}
+
+/* the kernel a NAME=VALUE option names (its index), or a usage error; *value after the '=' */
+static int kernel_of(const char *cmd, const char *opt, const char *arg, char names[][64], int n,
+                     const char **value, int *k) {
+  const char *eq = strchr(arg, '=');
+  for (*k = 0; eq && *k < n; (*k)++)
+    if (strlen(names[*k]) == (size_t)(eq - arg) && !strncmp(names[*k], arg, (size_t)(eq - arg))) {
+      *value = eq + 1;
+      return MLR_EXIT_OK;
+    }
+  char list[MAXK * 66] = "";
+  for (int j = 0; j < n; j++)
+    snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", j ? ", " : "", names[j]);
+  if (!eq) return mlr_cli_usage_error(cmd, "--%s '%s' is not NAME=VALUE", opt, arg);
+  return mlr_cli_usage_error(cmd, "--%s '%s': no --kernel named '%.*s' (given: %s)", opt, arg,
+                             (int)(eq - arg), arg, n ? list : "none");
+}
+
+/* a per-kernel option's values by kernel (each once, unless many) */
+static int by_kernel(const char *cmd, const char *opt, const char *const *args, int nargs,
+                     char names[][64], int n, const char **out, int many) {
+  for (int j = 0; j < nargs; j++) {
+    const char *v;
+    int k, rc = kernel_of(cmd, opt, args[j], names, n, &v, &k);
+    if (rc != MLR_EXIT_OK) return rc;
+    if (!many && out[k]) return mlr_cli_usage_error(cmd, "--%s %s given twice", opt, names[k]);
+    out[many ? j : k] = v;
+  }
+  return MLR_EXIT_OK;
+}
+
+/* the timeouts: one for every kernel (S), or for one (NAME=S); default 600 s */
+static int kernel_timeouts(const char *cmd, const kernel_args *a, char names[][64], int n,
+                           double *t) {
+  double all = 600;
+  const char *per[MAXK] = {NULL};
+  for (int j = 0; j < a->ntimeouts; j++) {
+    const char *v = a->timeouts[j];
+    int k = -1, rc;
+    if (strchr(v, '=') && (rc = kernel_of(cmd, "kernel-timeout", v, names, n, &v, &k))) return rc;
+    double x;
+    if (mlr_cli_parse_double(v, &x) || !(x > 0 && x <= 86400))
+      return mlr_cli_usage_error(cmd, "--kernel-timeout '%s': seconds, a number in (0, 86400]",
+                                 a->timeouts[j]);
+    if (k < 0)
+      all = x;
+    else if (per[k])
+      return mlr_cli_usage_error(cmd, "--kernel-timeout %s given twice", names[k]);
+    else {
+      per[k] = v;
+      t[k] = x;
+    }
+  }
+  for (int k = 0; k < n; k++)
+    if (!per[k]) t[k] = all;
+  return MLR_EXIT_OK;
+}
+
+/* the user kernels from their options, each checked: a usage error names what is wrong */
+static int define_kernels(const char *cmd, const kernel_args *a, mlr_kernel *ks) {
+  char names[MAXK][64];
+  mlr_error err = {""};
+  const int n = a->nspecs;
+  for (int k = 0; k < n; k++) {
+    if (mlr_kernel_spec_name(a->specs[k], names[k], &err) != MLR_OK)
+      return mlr_cli_usage_error(cmd, "%s", err.msg);
+    for (int j = 0; j < k; j++)
+      if (!strcmp(names[j], names[k]))
+        return mlr_cli_usage_error(cmd, "--kernel %s given twice", names[k]);
+  }
+  const char *recipe[MAXK] = {NULL}, *policy[MAXK] = {NULL}, *rule[MAXKRULES] = {NULL};
+  double timeout[MAXK];
+  int rc;
+  if ((rc = by_kernel(cmd, "kernel-recipe", a->recipes, a->nrecipes, names, n, recipe, 0)) ||
+      (rc = by_kernel(cmd, "kernel-policy", a->policies, a->npolicies, names, n, policy, 0)) ||
+      (rc = by_kernel(cmd, "kernel-rule", a->rules, a->nrules, names, n, rule, 1)) ||
+      (rc = kernel_timeouts(cmd, a, names, n, timeout)))
+    return rc;
+  for (int k = 0; k < n; k++) {
+    const char *mine[MAXKRULES];
+    int nmine = 0;
+    for (int j = 0; j < a->nrules; j++) /* this kernel's rules, in the order given */
+      if (!strncmp(a->rules[j], names[k], strlen(names[k])) && a->rules[j][strlen(names[k])] == '=')
+        mine[nmine++] = rule[j];
+    if (mlr_kernel_define(&ks[k], a->specs[k], recipe[k], policy[k], timeout[k], mine, nmine,
+                          &err) != MLR_OK)
+      return mlr_cli_usage_error(cmd, "%s", err.msg);
+  }
+  if (!n && (a->nrecipes || a->npolicies || a->nrules || a->ntimeouts))
+    return mlr_cli_usage_error(cmd, "--kernel-recipe, -policy, -rule and -timeout need a --kernel");
+  return MLR_EXIT_OK;
+}
 
 static void progress(const char *what, int done, int total, void *ctx) {
   const double t0 = *(const double *)ctx;
@@ -35,6 +149,17 @@ static int finish(const char *cmd, mlr_report *rep, const char *out, const char 
   if (rep->gpu_mode != MLR_REPORT_GPU_OFF)
     printf("  GPU leg: %s\n",
            rep->gpu_device[0] ? rep->gpu_device : "no GPU found (--gpu auto): CPU only");
+  int nk = 0, npass = 0;
+  for (int k = 0; k < rep->ncells; k++) { /* the kernels' cells: a count, then each not passing */
+    const mlr_report_cell *c = &rep->cells[k];
+    nk += c->kernel[0] != 0;
+    npass += c->kernel[0] && c->pass;
+  }
+  if (nk) printf("  kernels: %d cells, %d passed or n/a\n", nk, npass);
+  for (int k = 0; k < rep->ncells; k++)
+    if (rep->cells[k].kernel[0] && !rep->cells[k].pass)
+      printf("  kernel %s: %s\n", mlr_kernel_verdict_name(rep->cells[k].kernel_verdict),
+             rep->cells[k].kernel_reason);
   for (int k = 0; k < rep->nregressions; k++) printf("  regression: %s\n", rep->regressions[k]);
   (void)cmd;
   const int rc = rep->nfailures || rep->nregressions ? MLR_EXIT_FAIL : MLR_EXIT_OK;
@@ -135,6 +260,7 @@ int mlr_cmd_report(int argc, char **argv) {
              *digests = "fixtures/goldens/digests.tsv", *recipes[MAXREC],
              *policies[MLR_REPORT_MAX_POLICIES], *gpu = "auto", *shard = NULL;
   int nrec = 0, npol = 0, quick = 0, threads = 0, rc = MLR_EXIT_OK, digests_given = 0;
+  kernel_args ka = {0};
   for (int i = 0; i < argc; i++) {
     if (mlr_cli_str(cmd, argc, argv, &i, "suite", mlr_suite_names(), &suite, &rc) ||
         mlr_cli_str(cmd, argc, argv, &i, "out", "a folder", &out, &rc) ||
@@ -146,7 +272,8 @@ int mlr_cmd_report(int argc, char **argv) {
                      &rc) ||
         mlr_cli_list(cmd, argc, argv, &i, "policy", "static:absmax=A|dynamic|per_head|per_token",
                      policies, &npol, MLR_REPORT_MAX_POLICIES, &rc) ||
-        mlr_cli_threads_opt(cmd, argc, argv, &i, &threads, &rc)) {
+        mlr_cli_threads_opt(cmd, argc, argv, &i, &threads, &rc) ||
+        kernel_opt(cmd, argc, argv, &i, &ka, &rc)) {
       if (rc) return rc;
     } else if (mlr_cli_str(cmd, argc, argv, &i, "digests", "a golden manifest (digests.tsv)",
                            &digests, &rc)) {
@@ -157,13 +284,23 @@ int mlr_cmd_report(int argc, char **argv) {
     else
       return mlr_cli_unknown_option(cmd, argv[i],
                                     "--suite --out --recipe --policy --baseline --quick --gpu "
-                                    "--shard --digests --threads --max-memory");
+                                    "--shard --digests --threads --max-memory --kernel "
+                                    "--kernel-recipe --kernel-policy --kernel-timeout "
+                                    "--kernel-rule");
   }
   if (!suite || !out)
-    return mlr_cli_usage_error(cmd, "usage: report --suite NAME --out DIR [--recipe NAME]... "
+    return mlr_cli_usage_error(cmd, "usage: report --suite NAME --out DIR [--recipe NAME|none]... "
                                     "[--policy P]... [--baseline OLD/summary.json] [--quick] "
                                     "[--gpu auto|off|require] [--shard i/n] [--digests FILE] "
-                                    "[--threads N] | report merge --out DIR SHARD_DIR...");
+                                    "[--threads N] [--kernel NAME='CMD {inputs} {out}' "
+                                    "--kernel-recipe NAME=R ...] | report merge --out DIR "
+                                    "SHARD_DIR...");
+  static mlr_kernel kernels[MAXK];
+  if ((rc = define_kernels(cmd, &ka, kernels)) != MLR_EXIT_OK) return rc;
+  for (int k = 0; k < nrec; k++)
+    if (!strcmp(recipes[k], "none") && (nrec > 1 || !ka.nspecs))
+      return mlr_cli_usage_error(cmd, nrec > 1 ? "--recipe none is given alone (no recipe column)"
+                                               : "--recipe none leaves no column: give a --kernel");
   const mlr_suite *su = mlr_suite_find(suite);
   if (!su)
     return mlr_cli_usage_error(cmd, "--suite '%s' is not a suite (valid: %s)", suite,
@@ -198,13 +335,22 @@ int mlr_cmd_report(int argc, char **argv) {
   mlr_report base, rep;
   if ((rc = read_baseline(cmd, baseline, &base)) != MLR_EXIT_OK) return rc;
   double t0 = mlr_cli_now();
-  const mlr_report_opts o = {suite,    nrec ? recipes : NULL,
-                             nrec,     npol ? policies : NULL,
-                             npol,     quick,
-                             digests,  threads,
-                             gpu_mode, si,
-                             sn,       isatty(2) ? progress : NULL,
-                             &t0};
+  const mlr_report_opts o = {.suite = suite,
+                             .recipes = nrec ? recipes : NULL,
+                             .nrecipes = nrec,
+                             .kernels = kernels,
+                             .nkernels = ka.nspecs,
+                             .commit = MLAREF_COMMIT,
+                             .policies = npol ? policies : NULL,
+                             .npolicies = npol,
+                             .quick = quick,
+                             .digests = digests,
+                             .threads = threads,
+                             .gpu = gpu_mode,
+                             .shard_i = si,
+                             .shard_n = sn,
+                             .progress = isatty(2) ? progress : NULL,
+                             .ctx = &t0};
   mlr_status st = mlr_report_run(&o, &rep, &err);
   snprintf(rep.version, sizeof rep.version, "%s", MLAREF_VERSION);
   if (st != MLR_OK) {

@@ -136,6 +136,49 @@ static void get_util(rd *r, json_t *u, const char *where, mlr_util *out) {
   }
 }
 
+static int verdict_of(const char *v) {
+  return !strcmp(v, "pass") ? MLR_KERNEL_PASS : !strcmp(v, "fail") ? MLR_KERNEL_FAIL : -1;
+}
+
+/* a user kernel's cell: its verdict, reason and rules; its output's digest and utilisation where
+ * it wrote one */
+static void get_kernel(rd *r, json_t *b, const char *w, mlr_report_cell *c) {
+  char f[96], v[8] = "";
+  snprintf(f, sizeof f, "%skernel.", w);
+  json_t *kj = json_object_get(b, "kernel");
+  get_str(r, kj, "name", f, c->kernel, sizeof c->kernel, 1);
+  if (r->st == MLR_OK && !c->kernel[0]) bad(r, f, "name: empty");
+  if (!c->applicable) return;
+  get_str(r, kj, "verdict", f, v, sizeof v, 1);
+  c->kernel_verdict = verdict_of(v);
+  if (r->st == MLR_OK && c->kernel_verdict < 0) {
+    if (strcmp(v, "error")) bad(r, f, "verdict: not pass, fail or error");
+    c->kernel_verdict = MLR_KERNEL_ERROR;
+  }
+  get_str(r, kj, "reason", f, c->kernel_reason, sizeof c->kernel_reason, 1);
+  c->kernel_s = get_num(r, kj, "seconds", f, 0);
+  json_t *rules = json_object_get(kj, "rules");
+  if (!json_is_array(rules) || json_array_size(rules) > MLR_KERNEL_MAX_CHECKS)
+    bad(r, f, "rules: not an array of at most 10");
+  for (size_t i = 0; r->st == MLR_OK && i < json_array_size(rules); i++) {
+    char rw[128];
+    snprintf(rw, sizeof rw, "%srules[%zu].", f, i);
+    json_t *x = json_array_get(rules, i), *m = json_object_get(x, "measured"),
+           *l = json_object_get(x, "limit");
+    mlr_kernel_check *ck = &c->kernel_checks[c->kernel_nchecks++];
+    get_str(r, x, "tensor", rw, ck->tensor, sizeof ck->tensor, 1);
+    get_str(r, x, "rule", rw, ck->rule, sizeof ck->rule, 1);
+    get_str(r, x, "verdict", rw, ck->verdict, sizeof ck->verdict, 1);
+    ck->measured = json_is_null(m) ? NAN : get_num(r, x, "measured", rw, 1);
+    ck->limit = json_is_null(l) ? NAN : get_num(r, x, "limit", rw, 1);
+  }
+  get_str(r, b, "o_sha256", w, c->o_sha, sizeof c->o_sha, 0);
+  if (!c->o_sha[0]) return;
+  snprintf(f, sizeof f, "%sutilisation", w);
+  get_util(r, json_object_get(b, "utilisation"), f, &c->util);
+  c->rel_l2 = get_num(r, b, "rel_l2", w, 0);
+}
+
 static void get_cell(rd *r, json_t *b, int k, mlr_report_cell *c) {
   char w[64];
   snprintf(w, sizeof w, "cells[%d].", k);
@@ -152,6 +195,8 @@ static void get_cell(rd *r, json_t *b, int k, mlr_report_cell *c) {
   c->own_policy = get_bool(r, b, "own_policy", w, 0, 1);
   c->applicable = get_bool(r, b, "applicable", w, 1, 0);
   c->pass = get_bool(r, b, "pass", w, 1, 0);
+  if (json_object_get(b, "kernel")) get_kernel(r, b, w, c);
+  if (c->kernel[0] && c->applicable) return;
   if (!c->applicable) {
     get_str(r, b, "reason", w, c->reason, sizeof c->reason, 0);
     return;
@@ -281,6 +326,34 @@ static void get_extras(rd *r, json_t *root, mlr_report_studies *s) {
   }
 }
 
+/* the kernels' contracts (absent in files of runs without kernels) */
+static void get_kernels(rd *r, json_t *ks, mlr_report *rep) {
+  if (ks && (!json_is_array(ks) || json_array_size(ks) > MLR_REPORT_MAX_KERNELS))
+    bad(r, "kernels", "not an array of at most 16");
+  for (size_t k = 0; r->st == MLR_OK && k < json_array_size(ks); k++) {
+    char w[64];
+    snprintf(w, sizeof w, "kernels[%zu].", k);
+    json_t *x = json_array_get(ks, k), *rules = json_object_get(x, "rules");
+    mlr_report_kernel *u = &rep->kernels[rep->nkernels++];
+    get_str(r, x, "name", w, u->name, sizeof u->name, 1);
+    get_str(r, x, "recipe", w, u->recipe, sizeof u->recipe, 1);
+    get_str(r, x, "recipe_sha256", w, u->recipe_sha, sizeof u->recipe_sha, 1);
+    get_str(r, x, "policy", w, u->policy, sizeof u->policy, 1);
+    u->timeout_s = get_num(r, x, "timeout_s", w, 1);
+    if (!json_is_array(rules) || json_array_size(rules) > MLR_KERNEL_MAX_RULES) {
+      bad(r, w, "rules: not an array of at most 5");
+      break;
+    }
+    for (size_t q = 0; q < json_array_size(rules); q++) {
+      const char *t = json_string_value(json_array_get(rules, q));
+      if (!t || strlen(t) >= sizeof u->rules[0])
+        bad(r, w, "rules: an entry that is not a short string");
+      else
+        snprintf(u->rules[u->nrules++], sizeof u->rules[0], "%s", t);
+    }
+  }
+}
+
 mlr_status mlr_report_read(const char *path, mlr_report *rep, mlr_error *err) {
   memset(rep, 0, sizeof *rep);
   json_error_t je;
@@ -320,6 +393,7 @@ mlr_status mlr_report_read(const char *path, mlr_report *rep, mlr_error *err) {
     else
       snprintf(rep->policies[rep->npolicies++], sizeof rep->policies[0], "%s", p);
   }
+  get_kernels(&r, json_object_get(root, "kernels"), rep);
   json_t *g = json_object_get(root, "gpu");
   if (json_is_object(g)) {
     rep->gpu_mode = get_int(&r, g, "mode", "gpu.", 0, 2);
@@ -348,7 +422,29 @@ mlr_status mlr_report_read(const char *path, mlr_report *rep, mlr_error *err) {
  * own: a first-version baseline has no policy field, its cells are the recipes' own) */
 static int same_column(const mlr_report_cell *a, const mlr_report_cell *b) {
   return !strcmp(a->shape, b->shape) && !strcmp(a->recipe, b->recipe) &&
-         a->own_policy == b->own_policy && (a->own_policy || !strcmp(a->policy, b->policy));
+         !strcmp(a->kernel, b->kernel) && a->own_policy == b->own_policy &&
+         (a->own_policy || !strcmp(a->policy, b->policy));
+}
+
+/* a kernel cell against its baseline: passing then and not now, or a utilisation max up by more
+ * than the margin. Not a changed digest: a kernel may differ run to run (atomics, split order)
+ * and be right each time; its rules judge it */
+static mlr_status kernel_regressions(mlr_report *rep, mlr_report_cell *c,
+                                     const mlr_report_cell *old, mlr_error *err) {
+  const int had_o = old->o_sha[0] != 0, has_o = c->o_sha[0] != 0;
+  c->has_base = had_o;
+  c->base_util_max = had_o ? old->util.max : 0;
+  mlr_status st = MLR_OK;
+  if (old->pass && !c->pass)
+    st = add_regression(rep, err, "%s / kernel %s: passed in the baseline, fails now (%s: %.400s)",
+                        c->shape, c->kernel, mlr_kernel_verdict_name(c->kernel_verdict),
+                        c->kernel_reason);
+  if (st == MLR_OK && had_o && has_o && old->util.max > 0 &&
+      c->util.max > (1 + rep->margin) * old->util.max)
+    st = add_regression(rep, err,
+                        "%s / kernel %s: utilisation max up from %.4g to %.4g (more than %g%%)",
+                        c->shape, c->kernel, old->util.max, c->util.max, 100 * rep->margin);
+  return st;
 }
 
 mlr_status mlr_report_compare(mlr_report *rep, const mlr_report *base, const char *path,
@@ -361,6 +457,10 @@ mlr_status mlr_report_compare(mlr_report *rep, const mlr_report *base, const cha
     for (int i = 0; i < base->ncells && !old; i++)
       if (same_column(&base->cells[i], c)) old = &base->cells[i];
     if (!old || !old->applicable || !c->applicable) continue;
+    if (c->kernel[0]) {
+      st = kernel_regressions(rep, c, old, err);
+      continue;
+    }
     c->has_base = 1;
     c->base_util_max = old->util.max;
     c->base_gpu_us = old->gpu ? old->gpu_us : 0;
@@ -420,13 +520,14 @@ mlr_status mlr_report_merge(const mlr_report *parts, int n, mlr_report *out, mlr
     if (strcmp(p->suite, p0->suite) || strcmp(p->version, p0->version) || p->quick != p0->quick ||
         p->rtol != p0->rtol || p->atol != p0->atol || (p->shard_n ? p->shard_n : 1) != sn ||
         p->npolicies != p0->npolicies || memcmp(p->policies, p0->policies, sizeof p->policies) ||
-        p->gpu_mode != p0->gpu_mode)
+        p->gpu_mode != p0->gpu_mode || p->nkernels != p0->nkernels ||
+        memcmp(p->kernels, p0->kernels, sizeof p->kernels))
       return mlr_error_set(err, MLR_EINVAL,
                            "shard %d of %d: not of the same run as the first (suite %s, mlaref %s, "
                            "quick %d, tolerance %g,%g, %d shards, "
-                           "%d policies, gpu mode %d)",
+                           "%d policies, gpu mode %d, %d kernels)",
                            p->shard_i, p->shard_n, p0->suite, p0->version, p0->quick, p0->rtol,
-                           p0->atol, sn, p0->npolicies, p0->gpu_mode);
+                           p0->atol, sn, p0->npolicies, p0->gpu_mode, p0->nkernels);
     const int i = p->shard_n ? p->shard_i : 1;
     if (i < 1 || i > sn || seen[i]++)
       return mlr_error_set(err, MLR_EINVAL, "shard %d/%d given twice", i, sn);

@@ -119,6 +119,16 @@ static void extras_json(const mlr_report *r, json_t *root) {
   }
   for (int k = 0; k < r->npolicies; k++) json_array_append_new(pol, json_string(r->policies[k]));
   json_object_set_new(root, "policies", pol);
+  json_t *ks = json_array();
+  for (int k = 0; k < r->nkernels; k++) {
+    const mlr_report_kernel *u = &r->kernels[k];
+    json_t *rules = json_array();
+    for (int q = 0; q < u->nrules; q++) json_array_append_new(rules, json_string(u->rules[q]));
+    json_array_append_new(ks, json_pack("{s:s,s:s,s:s,s:s,s:f,s:o}", "name", u->name, "recipe",
+                                        u->recipe, "recipe_sha256", u->recipe_sha, "policy",
+                                        u->policy, "timeout_s", u->timeout_s, "rules", rules));
+  }
+  json_object_set_new(root, "kernels", ks);
   if (r->shard_n)
     json_object_set_new(root, "shard", json_pack("{s:i,s:i}", "i", r->shard_i, "n", r->shard_n));
   json_object_set_new(root, "gpu",
@@ -126,10 +136,39 @@ static void extras_json(const mlr_report *r, json_t *root) {
                                 "margin", r->gpu_margin, "noise_us", r->gpu_noise_us));
 }
 
+/* a number, or null where JSON has none */
+static json_t *num_or_null(double x) { return isfinite(x) ? json_real(x) : json_null(); }
+
+/* a user kernel's verdict: the rules the check held it to, the reason; its output's digest and
+ * error against the truth where it wrote one (no golden, no bound: fa3 and its rules judge it) */
+static void kernel_json(const mlr_report_cell *c, json_t *o) {
+  json_t *rules = json_array();
+  for (int k = 0; k < c->kernel_nchecks; k++) {
+    const mlr_kernel_check *x = &c->kernel_checks[k];
+    json_array_append_new(rules,
+                          json_pack("{s:s,s:s,s:s,s:o,s:o}", "tensor", x->tensor, "rule", x->rule,
+                                    "verdict", x->verdict, "measured", num_or_null(x->measured),
+                                    "limit", num_or_null(x->limit)));
+  }
+  json_object_set_new(o, "kernel",
+                      json_pack("{s:s,s:s,s:s,s:o,s:f}", "name", c->kernel, "verdict",
+                                mlr_kernel_verdict_name(c->kernel_verdict), "reason",
+                                c->kernel_reason, "rules", rules, "seconds", c->kernel_s));
+  if (!c->o_sha[0]) return;
+  json_object_set_new(o, "o_sha256", json_string(c->o_sha));
+  json_object_set_new(o, "utilisation", util_json(&c->util));
+  json_object_set_new(o, "rel_l2", json_real(c->rel_l2));
+}
+
 static json_t *cell_json(const mlr_report_cell *c) {
   json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:b,s:b,s:b}", "shape", c->shape, "spec", c->spec,
                         "recipe", c->recipe, "recipe_sha256", c->recipe_sha, "policy", c->policy,
                         "own_policy", c->own_policy, "applicable", c->applicable, "pass", c->pass);
+  if (c->kernel[0] && c->applicable) {
+    kernel_json(c, o);
+    return o;
+  }
+  if (c->kernel[0]) json_object_set_new(o, "kernel", json_pack("{s:s}", "name", c->kernel));
   if (!c->applicable) {
     json_object_set_new(o, "reason", json_string(c->reason));
     return o;
@@ -257,7 +296,11 @@ static mlr_status plot(const char *gnuplot_cmd, const char *script, int w, int h
 
 /* a column of the matrix: the recipe, with the policy when it is a point of the policy axis */
 static const char *col_label(const mlr_report_cell *c, char *buf, size_t n) {
-  snprintf(buf, n, "%s%s%s", c->recipe, c->own_policy ? "" : " @ ", c->own_policy ? "" : c->policy);
+  if (c->kernel[0])
+    snprintf(buf, n, "kernel %s", c->kernel);
+  else
+    snprintf(buf, n, "%s%s%s", c->recipe, c->own_policy ? "" : " @ ",
+             c->own_policy ? "" : c->policy);
   return buf;
 }
 
@@ -294,7 +337,8 @@ static mlr_status heatmap(const mlr_report *r, const char *gp, buf *out, mlr_err
     col_label(c, lab, sizeof lab);
     while (x < nr - 1 && strcmp(recipes[x], lab)) x++;
     while (y < ns - 1 && strcmp(shapes[y], c->shape)) y++;
-    if (c->applicable) bprintf(&s, "%d %d %.6g\n", x, y, c->util.max);
+    if (c->applicable && (!c->kernel[0] || c->o_sha[0]))
+      bprintf(&s, "%d %d %.6g\n", x, y, c->util.max);
   }
   bprintf(&s,
           "EOD\nset title 'budget utilisation max |o - truth| / (%g + %g |truth|)'\nset xrange "
@@ -445,6 +489,69 @@ static mlr_status trend_plot(const mlr_report *r, const char *gp, buf *out, mlr_
 
 static void gpu_text(const mlr_report_cell *c, buf *b, int html);
 
+/* ---- the user kernels' cells ---- */
+/* the rules a kernel was held to: "fa3 pass 0.0114 / 0.0227; lse fa3 pass ..." */
+static void kernel_rules_text(const mlr_report_cell *c, char *t, size_t n) {
+  size_t at = 0;
+  t[0] = 0;
+  for (int k = 0; k < c->kernel_nchecks && at < n; k++) {
+    const mlr_kernel_check *x = &c->kernel_checks[k];
+    at += (size_t)snprintf(t + at, n - at, "%s%s%s %s %.4g / %.4g", k ? "; " : "",
+                           strcmp(x->tensor, "o") ? "lse " : "", x->rule, x->verdict, x->measured,
+                           x->limit);
+  }
+}
+
+/* a kernel cell's verdict as the tables show it */
+static const char *kernel_verdict_text(const mlr_report_cell *c) {
+  return !c->applicable                         ? "n/a"
+         : c->kernel_verdict == MLR_KERNEL_PASS ? "pass"
+         : c->kernel_verdict == MLR_KERNEL_FAIL ? "FAIL"
+                                                : "ERROR";
+}
+
+/* the counts of the kernel cells: all, failed, errors */
+static void kernel_counts(const mlr_report *r, int *n, int *failed, int *errors) {
+  *n = *failed = *errors = 0;
+  for (int k = 0; k < r->ncells; k++) {
+    const mlr_report_cell *c = &r->cells[k];
+    if (!c->kernel[0]) continue;
+    (*n)++;
+    *failed += c->applicable && c->kernel_verdict == MLR_KERNEL_FAIL;
+    *errors += c->applicable && c->kernel_verdict == MLR_KERNEL_ERROR;
+  }
+}
+
+/* text in a Markdown table cell: a '|' escaped */
+static void bmd(buf *b, const char *s) {
+  for (; *s; s++) bprintf(b, *s == '|' ? "\\|" : "%c", *s);
+}
+
+static void kernels_md(const mlr_report *r, buf *b) {
+  int n, failed, errors;
+  kernel_counts(r, &n, &failed, &errors);
+  if (!n) return;
+  bprintf(b,
+          "\n## Kernels: %d cells, %d failed, %d errors\n\n| shape | kernel | recipe @ policy | "
+          "verdict | rules (measured / limit) | util max | o digest | reason |\n"
+          "| --- | --- | --- | --- | --- | ---: | --- | --- |\n",
+          n, failed, errors);
+  for (int pass = 0; pass < 2; pass++) /* failures and errors first */
+    for (int k = 0; k < r->ncells; k++) {
+      const mlr_report_cell *c = &r->cells[k];
+      if (!c->kernel[0] || c->pass != pass) continue;
+      char rules[640], util[32] = "";
+      kernel_rules_text(c, rules, sizeof rules);
+      if (c->o_sha[0]) snprintf(util, sizeof util, "%.4g", c->util.max);
+      bprintf(b, "| %s | %s | %s @ %s | %s | ", c->shape, c->kernel, c->recipe, c->policy,
+              kernel_verdict_text(c));
+      bmd(b, rules);
+      bprintf(b, " | %s | %.16s | ", util, c->o_sha);
+      bmd(b, c->applicable ? c->kernel_reason : c->reason);
+      bprintf(b, " |\n");
+    }
+}
+
 /* ---- summary.md ---- */
 static void markdown(const mlr_report *r, buf *b) {
   bprintf(b,
@@ -466,7 +573,7 @@ static void markdown(const mlr_report *r, buf *b) {
   for (int pass = 0; pass < 2; pass++) /* failures first */
     for (int k = 0; k < r->ncells; k++) {
       const mlr_report_cell *c = &r->cells[k];
-      if (c->pass != pass) continue;
+      if (c->pass != pass || c->kernel[0]) continue;
       char lab[128];
       col_label(c, lab, sizeof lab);
       if (!c->applicable) {
@@ -484,6 +591,7 @@ static void markdown(const mlr_report *r, buf *b) {
       gpu_text(c, b, 0);
       bprintf(b, " | %s |\n", c->pass ? "pass" : "FAIL");
     }
+  kernels_md(r, b);
   if (r->studies.disc_done) {
     bprintf(b,
             "\n## Discrimination (%s on %s; FAIL: the rule catches the wrong kernel)\n\n| wrong "
@@ -676,7 +784,7 @@ static void html_cells(const mlr_report *r, buf *b) {
   for (int pass = 0; pass < 2; pass++)
     for (int k = 0; k < r->ncells; k++) {
       const mlr_report_cell *c = &r->cells[k];
-      if (c->pass != pass) continue;
+      if (c->pass != pass || c->kernel[0]) continue;
       bprintf(b, "<tr%s><td>", c->pass ? "" : " class=\"fail\"");
       bhtml(b, c->shape);
       bprintf(b, "</td><td>");
@@ -705,6 +813,40 @@ static void html_cells(const mlr_report *r, buf *b) {
   bprintf(b, "</table>\n");
 }
 
+/* the kernels' table: the failures and errors first */
+static void html_kernels(const mlr_report *r, buf *b) {
+  int n, failed, errors;
+  kernel_counts(r, &n, &failed, &errors);
+  if (!n) return;
+  bprintf(b,
+          "<h2>Kernels</h2>\n<p>%d cells, %d failed, %d errors: each kernel's output checked "
+          "against the model of the recipe it claims and the certified truth.</p>\n<table><tr>"
+          "<th>shape</th><th>kernel</th><th>recipe @ policy</th><th>verdict</th><th>rules "
+          "(measured / limit)</th><th>util max</th><th>o digest</th><th>reason</th></tr>\n",
+          n, failed, errors);
+  for (int pass = 0; pass < 2; pass++)
+    for (int k = 0; k < r->ncells; k++) {
+      const mlr_report_cell *c = &r->cells[k];
+      if (!c->kernel[0] || c->pass != pass) continue;
+      char rules[640], util[32] = "";
+      kernel_rules_text(c, rules, sizeof rules);
+      if (c->o_sha[0]) snprintf(util, sizeof util, "%.4g", c->util.max);
+      bprintf(b, "<tr%s><td>", c->pass ? "" : " class=\"fail\"");
+      const char *cols[] = {c->shape, c->kernel, c->recipe};
+      for (int i = 0; i < 3; i++) {
+        bhtml(b, cols[i]);
+        bprintf(b, "%s", i < 2 ? "</td><td>" : " @ ");
+      }
+      bhtml(b, c->policy);
+      bprintf(b, "</td><td>%s</td><td>", kernel_verdict_text(c));
+      bhtml(b, rules);
+      bprintf(b, "</td><td>%s</td><td>%.16s</td><td style=\"text-align:left\">", util, c->o_sha);
+      bhtml(b, c->applicable ? c->kernel_reason : c->reason);
+      bprintf(b, "</td></tr>\n");
+    }
+  bprintf(b, "</table>\n");
+}
+
 static mlr_status html(const mlr_report *r, const char *gp, buf *b, mlr_error *err) {
   html_head(r, b);
   int nbase = 0;
@@ -719,7 +861,10 @@ static mlr_status html(const mlr_report *r, const char *gp, buf *b, mlr_error *e
              "<i>recipe @ policy</i> is the recipe with its Q "
              "scale policy replaced (the policy axis:");
   for (int k = 0; k < r->npolicies; k++) bprintf(b, " %s", r->policies[k]);
-  bprintf(b, ").</p>\n");
+  bprintf(b, ").%s</p>\n",
+          r->nkernels ? " A column named <i>kernel NAME</i> is a user kernel's output (blank: it "
+                        "wrote none that could be checked)."
+                      : "");
   if (st == MLR_OK) st = heatmap(r, gp, b, err);
   if (st == MLR_OK && r->studies.nsweep_dists) st = html_sweep(r, gp, b, err);
   if (st == MLR_OK) st = extras_html(r, gp, b, err);
@@ -729,6 +874,7 @@ static mlr_status html(const mlr_report *r, const char *gp, buf *b, mlr_error *e
   bprintf(b, ".</p>\n");
   if (st == MLR_OK) st = hist_plot(r, gp, b, err);
   html_cells(r, b);
+  html_kernels(r, b);
   bprintf(b, "</body></html>\n");
   return st == MLR_OK && b->oom ? mlr_error_set(err, MLR_ENOMEM, "out of memory for the page") : st;
 }

@@ -33,6 +33,14 @@ typedef struct gpu_leg {
   int on, reps;
 } gpu_leg;
 
+/* the user kernels of one run and the folder their files live in */
+typedef struct kernel_leg {
+  const mlr_kernel *k;
+  int n;
+  char dir[4096];
+  const char *commit;
+} kernel_leg;
+
 /* the golden manifest's rows (NULL path or no file: none) */
 typedef struct manifest {
   mlr_manifest_row *rows;
@@ -149,10 +157,81 @@ static void gpu_cell(const gpu_leg *g, const mlr_recipe *r, const mlr_inputs *in
   mlr_emu_result_free(&res);
 }
 
+/* a kernel cell's identity: the shape, the kernel, the recipe and policy it claims */
+static void kernel_column(const mlr_suite_cell *sc, const mlr_kernel *k, mlr_report_cell *c) {
+  memset(c, 0, sizeof *c);
+  snprintf(c->shape, sizeof c->shape, "%s", sc->name);
+  snprintf(c->spec, sizeof c->spec, "%s", sc->spec);
+  snprintf(c->kernel, sizeof c->kernel, "%s", k->name);
+  snprintf(c->recipe, sizeof c->recipe, "%.63s", k->recipe.name);
+  mlr_recipe_hash(&k->recipe, c->recipe_sha);
+  if (k->recipe.q_format == MLR_Q_BF16)
+    snprintf(c->policy, sizeof c->policy, "none");
+  else
+    mlr_recipe_policy_text(&k->recipe, c->policy, sizeof c->policy);
+  c->own_policy = !k->policy[0];
+  snprintf(c->golden, sizeof c->golden, "none");
+}
+
+/* the verdict of one kernel on one cell; its output's digest and error against the truth where it
+ * wrote an output of the right shape */
+static mlr_status kernel_cell(const mlr_kernel *k, const mlr_kernel_cell *kc, const double *truth,
+                              double rtol, double atol, mlr_report_cell *c, mlr_error *err) {
+  mlr_kernel_result res;
+  mlr_status st = mlr_kernel_run_cell(k, kc, &res, err);
+  c->kernel_verdict = res.verdict;
+  snprintf(c->kernel_reason, sizeof c->kernel_reason, "%s", res.reason);
+  memcpy(c->kernel_checks, res.checks, sizeof res.checks);
+  c->kernel_nchecks = res.nchecks;
+  c->kernel_s = res.seconds;
+  const mlr_tensor *o = mlr_tf_find(&res.out, "o");
+  if (st == MLR_OK && o && res.verdict != MLR_KERNEL_ERROR) {
+    const int64_t n = kc->in->T * kc->in->H * MLR_EMU_V_DIM;
+    const mlr_cmp_tensor a = {o->dtype == MLR_DT_F32   ? MLR_CT_F32
+                              : o->dtype == MLR_DT_F16 ? MLR_CT_F16
+                                                       : MLR_CT_BF16,
+                              o->data, n},
+                         t = {MLR_CT_F64, truth, n};
+    mlr_sha256_hex(o->data, o->nbytes, c->o_sha);
+    st = mlr_compare_utilisation(&a, &t, rtol, atol, &c->util, err);
+    c->rel_l2 = mlr_compare_rel_l2(&a, &t);
+  }
+  c->pass = res.verdict == MLR_KERNEL_PASS;
+  mlr_kernel_result_free(&res);
+  return st;
+}
+
+/* every user kernel on one shape: its inputs written once for all of them, removed after */
+static mlr_status kernel_cells(const kernel_leg *kl, const mlr_suite_cell *sc,
+                               const mlr_tensor_file *tf, const mlr_inputs *in, const double *truth,
+                               double rtol, double atol, int threads, mlr_report_cell *out,
+                               mlr_error *err) {
+  char path[4096] = "";
+  mlr_status st = MLR_OK;
+  for (int k = 0; st == MLR_OK && k < kl->n; k++) {
+    mlr_report_cell *c = &out[k];
+    kernel_column(sc, &kl->k[k], c);
+    mlr_error fit = {""};
+    if (mlr_emu_check_fit(&kl->k[k].recipe, in, &fit) != MLR_OK) {
+      snprintf(c->reason, sizeof c->reason, "%.255s", fit.msg);
+      c->pass = 1; /* the recipe it claims does not run on these inputs: nothing to hold it to */
+      continue;
+    }
+    c->applicable = 1;
+    if (!path[0] && (st = mlr_kernel_write_inputs(kl->dir, sc->name, tf, path, err)) != MLR_OK)
+      break;
+    const mlr_kernel_cell kc = {kl->dir, sc->name, path, in, sc->spec, threads, kl->commit};
+    st = kernel_cell(&kl->k[k], &kc, truth, rtol, atol, c, err);
+  }
+  if (path[0]) remove(path);
+  return st;
+}
+
 /* one shape: inputs and the certified truth (dequantized KV), then every column */
 static mlr_status run_shape(const mlr_suite_cell *sc, const char *suite, const variant *vs, int nv,
                             const manifest *man, double rtol, double atol, int threads,
-                            const gpu_leg *g, mlr_report_cell *out, mlr_error *err) {
+                            const gpu_leg *g, const kernel_leg *kl, mlr_report_cell *out,
+                            mlr_error *err) {
   mlr_tensor_file tf;
   mlr_inputs in;
   mlr_status st = inputs_of(sc->spec, &tf, &in, err);
@@ -211,6 +290,8 @@ static mlr_status run_shape(const mlr_suite_cell *sc, const char *suite, const v
               (!c->gpu || c->gpu_pass);
     mlr_emu_result_free(&res);
   }
+  if (st == MLR_OK && kl->n)
+    st = kernel_cells(kl, sc, &tf, &in, truth, rtol, atol, threads, &out[nv], err);
   free(truth);
   free(bound);
   mlr_tf_free(&tf);
@@ -339,6 +420,10 @@ static mlr_status variants_of(const mlr_recipe *rs, int nr, mlr_report *rep, var
 /* the rows: the recipes named, or every built-in (and with a GPU every fast-kernel recipe) */
 static mlr_status pick_recipes(const mlr_report_opts *o, int gpu, mlr_recipe *rs, int *nr,
                                mlr_error *err) {
+  if (o->nrecipes == 1 && !strcmp(o->recipes[0], "none")) {
+    if (o->nkernels) return MLR_OK;
+    return mlr_error_set(err, MLR_EINVAL, "--recipe none leaves no column: give a --kernel");
+  }
   if (o->nrecipes == 0) {
     char buf[512];
     snprintf(buf, sizeof buf, "%s%s%s", mlr_recipe_builtin_names(), gpu ? "|" : "",
@@ -378,6 +463,28 @@ static mlr_status policy_axis(const mlr_report_opts *o, mlr_report *rep, mlr_err
   return MLR_OK;
 }
 
+/* the user kernels as the report keeps them: their contracts, not their commands */
+static mlr_status kernel_table(const mlr_report_opts *o, mlr_report *rep, mlr_error *err) {
+  if (o->nkernels > MLR_REPORT_MAX_KERNELS)
+    return mlr_error_set(err, MLR_EINVAL, "%d kernels: at most %d", o->nkernels,
+                         MLR_REPORT_MAX_KERNELS);
+  for (int k = 0; k < o->nkernels; k++) {
+    const mlr_kernel *u = &o->kernels[k];
+    mlr_report_kernel *d = &rep->kernels[rep->nkernels++];
+    snprintf(d->name, sizeof d->name, "%s", u->name);
+    snprintf(d->recipe, sizeof d->recipe, "%.63s", u->recipe.name);
+    mlr_recipe_hash(&u->recipe, d->recipe_sha);
+    snprintf(d->policy, sizeof d->policy, "%s", u->policy);
+    d->timeout_s = u->timeout_s;
+    for (int r = 0; r < u->nrules; r++)
+      snprintf(d->rules[d->nrules++], sizeof d->rules[0], "%s", u->rules[r].text);
+    for (int j = 0; j < k; j++)
+      if (!strcmp(o->kernels[j].name, u->name))
+        return mlr_error_set(err, MLR_EINVAL, "--kernel %s given twice", u->name);
+  }
+  return MLR_OK;
+}
+
 /* the cells (at most 256): all, or the quick ones (small: up to QUICK_TOKENS KV tokens in all);
  * this shard's share */
 static mlr_status pick_cells(const mlr_report_opts *o, const mlr_suite *su,
@@ -397,6 +504,31 @@ static mlr_status pick_cells(const mlr_report_opts *o, const mlr_suite *su,
     if (mine) cells[(*ns)++] = &su->cells[k];
   }
   return MLR_OK;
+}
+
+/* every cell: the recipe columns, then the kernel columns (their files in a folder of this run's
+ * own, removed whatever happens) */
+static mlr_status run_cells(const mlr_report_opts *o, const mlr_suite_cell *const *cells, int ns,
+                            const variant *vs, int nv, const gpu_leg *g, mlr_report *rep,
+                            mlr_error *err) {
+  kernel_leg kl = {o->kernels, o->nkernels, "", o->commit};
+  const int nc = nv + kl.n, extras = !o->shard_n || o->shard_i == 1, steps = ns + 2 * extras;
+  manifest man;
+  mlr_status st = read_manifest(o->digests, &man, err);
+  if (st != MLR_OK) return st;
+  if (kl.n) st = mlr_kernel_workdir(kl.dir, err);
+  if (st == MLR_OK &&
+      !(rep->cells = calloc((size_t)(ns * nc > 0 ? ns * nc : 1), sizeof *rep->cells)))
+    st = mlr_error_set(err, MLR_ENOMEM, "out of memory for the report's cells");
+  for (int s = 0; st == MLR_OK && s < ns; s++) {
+    if (o->progress) o->progress(cells[s]->name, s, steps, o->ctx);
+    st = run_shape(cells[s], o->suite, vs, nv, &man, rep->rtol, rep->atol, o->threads, g, &kl,
+                   &rep->cells[s * nc], err);
+    if (st == MLR_OK) rep->ncells += nc;
+  }
+  free(man.rows);
+  mlr_kernel_workdir_remove(kl.dir);
+  return st;
 }
 
 mlr_status mlr_report_run(const mlr_report_opts *o, mlr_report *rep, mlr_error *err) {
@@ -439,22 +571,10 @@ mlr_status mlr_report_run(const mlr_report_opts *o, mlr_report *rep, mlr_error *
   const mlr_suite_cell *cells[256];
   int ns = 0;
   if ((st = pick_cells(o, su, cells, &ns, err)) != MLR_OK) return st;
-  manifest man;
-  if ((st = read_manifest(o->digests, &man, err)) != MLR_OK) return st;
-  rep->cells = calloc((size_t)(ns * nv > 0 ? ns * nv : 1), sizeof *rep->cells);
-  if (!rep->cells) {
-    free(man.rows);
-    return mlr_error_set(err, MLR_ENOMEM, "out of memory for the report's cells");
-  }
+  if ((st = kernel_table(o, rep, err)) != MLR_OK ||
+      (st = run_cells(o, cells, ns, vs, nv, &g, rep, err)) != MLR_OK)
+    return st;
   const int extras = !o->shard_n || o->shard_i == 1, steps = ns + 2 * extras;
-  for (int s = 0; st == MLR_OK && s < ns; s++) {
-    if (o->progress) o->progress(cells[s]->name, s, steps, o->ctx);
-    st = run_shape(cells[s], o->suite, vs, nv, &man, rep->rtol, rep->atol, o->threads, &g,
-                   &rep->cells[s * nv], err);
-    if (st == MLR_OK) rep->ncells += nv;
-  }
-  free(man.rows);
-  if (st != MLR_OK) return st;
   for (int k = 0; k < rep->ncells; k++) rep->nfailures += !rep->cells[k].pass;
   if (extras) {
     /* the sweep: the first fp8-Q recipe of the list on one bs=4 shape */

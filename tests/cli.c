@@ -821,69 +821,75 @@ Test(cli, encode_decode) {
   free(e);
 }
 
-/* goldens: written atomically with their metadata; --verify names a corrupted, truncated or
- * changed golden and a manifest row whose digest no longer matches */
+static const char *const ST_PY; /* below: a Python helper that rewrites tensor files */
+
+/* goldens: one self-contained cell file a cell (inputs, each recipe's o and lse, metadata) and the
+ * manifest beside them; --verify (the manifest found beside the cells) names a corrupted,
+ * truncated or changed golden and a manifest row whose digest no longer matches; a cell file's
+ * inputs and outputs pass `check` with nothing else */
 Test(cli, golden_write_and_verify_catch_corruption, .timeout = 300) {
   char *o, *e;
   cr_assert_eq(system("rm -rf mlr_cli_gold && mkdir -p mlr_cli_gold/g"), 0);
+  FILE *f = fopen("mlr_cli_st.py", "w");
+  cr_assert_not_null(f);
+  fputs(ST_PY, f);
+  fclose(f);
   cr_assert_eq(
       run("golden --suite edge --recipe fp32-seq --recipe triton-fp8-split --out mlr_cli_gold/g",
           &o, &e),
       0, "%s", e);
   free(o);
   free(e);
-  cr_assert_eq(run("golden --suite edge --recipe fp32-seq --recipe triton-fp8-split --digests "
-                   "mlr_cli_gold/d.tsv",
-                   &o, &e),
-               0, "%s", e);
-  free(o);
-  free(e);
-  cr_assert_eq(run("golden --verify --digests mlr_cli_gold/d.tsv --goldens mlr_cli_gold/g", &o, &e),
-               0, "%s%s", o, e);
-  cr_assert(strstr(o, "golden verify: 26 manifest rows, 26 golden files, 0 failed"), "%s", o);
+  cr_assert_eq(run("golden --verify --goldens mlr_cli_gold/g", &o, &e), 0, "%s%s", o, e);
+  cr_assert(strstr(o, "golden verify: 26 manifest rows, 26 in golden cells, 0 failed"), "%s", o);
   free(o);
   free(e);
   /* the committed manifest agrees with this build for those rows */
   cr_assert_eq(
       system("grep -P '^edge\\t[^\\t]+\\t(fp32-seq|triton-fp8-split)\\t' " MLAREF_SOURCE_DIR
-             "/fixtures/goldens/digests.tsv"
-             " | sort > mlr_cli_gold/a && grep -v '^#' mlr_cli_gold/d.tsv | sort > mlr_cli_gold/b"
-             " && cmp -s mlr_cli_gold/a mlr_cli_gold/b"),
+             "/fixtures/goldens/digests.tsv | sort > mlr_cli_gold/a && grep -v '^#' "
+             "mlr_cli_gold/g/digests.tsv | sort > mlr_cli_gold/b && cmp -s mlr_cli_gold/a "
+             "mlr_cli_gold/b"),
       0, "the committed manifest differs from this build's");
-  /* four bytes of o overwritten in a golden file (two elements become 0xFFFF) */
-  cr_assert_eq(
-      system(
-          "printf '\\377\\377\\377\\377' | dd of=mlr_cli_gold/g/edge.bs2_kv33.fp32-seq.safetensors "
-          "bs=1 seek=3000 conv=notrunc 2>/dev/null"),
-      0);
-  /* a truncated golden */
-  cr_assert_eq(system("truncate -s 100 mlr_cli_gold/g/edge.page16.triton-fp8-split.safetensors"),
+  /* a cell file alone checks a kernel output: the model's own, pulled out of the cell */
+  cr_assert_eq(system("python3 mlr_cli_st.py pick mlr_cli_gold/g/edge.q4_kv100.safetensors "
+                      "mlr_cli_gold/out.safetensors triton-fp8-split"),
                0);
+  cr_assert_eq(run("check --inputs mlr_cli_gold/g/edge.q4_kv100.safetensors --output "
+                   "mlr_cli_gold/out.safetensors --recipe triton-fp8-split --rule exact",
+                   &o, &e),
+               0, "%s%s", o, e);
+  free(o);
+  free(e);
+  /* two bytes of o.fp32-seq overwritten in a cell (the tensor's offset from its header) */
+  cr_assert_eq(system("python3 mlr_cli_st.py poke mlr_cli_gold/g/edge.bs2_kv33.safetensors "
+                      "o.fp32-seq 100"),
+               0);
+  /* a truncated cell */
+  cr_assert_eq(system("truncate -s 100 mlr_cli_gold/g/edge.page16.safetensors"), 0);
   /* a manifest row whose lse digest changed */
   cr_assert_eq(system("sed -i "
                       "'/^edge\tq4_kv3\tfp32-seq\t/s/\t[0-9a-f]*$/"
                       "\t0000000000000000000000000000000000000000000000000000000000000000/' "
-                      "mlr_cli_gold/d.tsv"),
+                      "mlr_cli_gold/g/digests.tsv"),
                0);
-  cr_assert_eq(run("golden --verify --digests mlr_cli_gold/d.tsv --goldens mlr_cli_gold/g", &o, &e),
-               1, "%s%s", o, e);
-  cr_assert(strstr(o,
-                   "golden edge/bs2_kv33/fp32-seq: FAIL: "
-                   "mlr_cli_gold/g/edge.bs2_kv33.fp32-seq.safetensors: o differs from the model's"),
+  cr_assert_eq(run("golden --verify --goldens mlr_cli_gold/g", &o, &e), 1, "%s%s", o, e);
+  cr_assert(strstr(o, "golden edge/bs2_kv33/fp32-seq: FAIL: "
+                      "mlr_cli_gold/g/edge.bs2_kv33.safetensors: o.fp32-seq differs from the "
+                      "model's"),
             "%s", o);
   cr_assert(strstr(o, "golden edge/page16/triton-fp8-split: FAIL: "
-                      "mlr_cli_gold/g/edge.page16.triton-fp8-split.safetensors:"),
+                      "mlr_cli_gold/g/edge.page16.safetensors:"),
             "%s", o);
   cr_assert(strstr(o, "golden edge/q4_kv3/fp32-seq: FAIL: lse digest"), "%s", o);
-  cr_assert(strstr(o, "3 failed"), "%s", o);
+  cr_assert(strstr(o, "4 failed"), "%s", o); /* page16's two recipes, bs2_kv33, q4_kv3 */
   free(o);
   free(e);
-  /* the metadata a golden carries */
-  cr_assert_eq(
-      system(
-          "grep -q 'mlaref.recipe.canonical' mlr_cli_gold/g/edge.bs1_kv1.fp32-seq.safetensors && "
-          "grep -q 'mlaref.inputs.kv.sha256' mlr_cli_gold/g/edge.bs1_kv1.fp32-seq.safetensors"),
-      0);
+  /* the metadata a cell carries */
+  cr_assert_eq(system("grep -q 'mlaref.recipe.fp32-seq.canonical' "
+                      "mlr_cli_gold/g/edge.bs1_kv1.safetensors && grep -q "
+                      "'mlaref.inputs.kv.sha256' mlr_cli_gold/g/edge.bs1_kv1.safetensors"),
+               0);
   cr_assert_eq(system("rm -rf mlr_cli_gold"), 0);
 }
 
@@ -891,7 +897,8 @@ Test(cli, golden_write_and_verify_catch_corruption, .timeout = 300) {
  * mlr_cli_st.py OP IN OUT [ARG]` with OP x1.5 (lse times 1.5), base2 (lse times log2 e), bhs and
  * bhs_flat (o as [B, s_q, H, 512], lse as [B, H, s_q] FlashMLA's way, transposed or, wrongly, not;
  * ARG = B), truth32 (lse the F64 truth of the oracle file ARG, rounded to F32), nan_q (an inputs
- * file with q[0] NaN). */
+ * file with q[0] NaN), pick (a golden cell's o.ARG and lse.ARG as o and lse), poke (`poke FILE NAME
+ * AT`: two bytes of tensor NAME at byte AT set to 0xFF, in place). */
 static const char *const ST_PY =
     "import json, math, struct, sys\n"
     "def read(p):\n"
@@ -928,6 +935,12 @@ static const char *const ST_PY =
     "range(s)]\n"
     "    t['lse'] = ['F32', [B, H, s], pf32(v)]\n"
     "    t['o'][1] = [B, s, H, 512]\n"
+    "elif op == 'pick':\n"
+    "    t, meta = {'o': t['o.' + sys.argv[4]], 'lse': t['lse.' + sys.argv[4]]}, None\n"
+    "elif op == 'poke':\n"
+    "    name, at, dst = dst, int(sys.argv[4]), src\n"
+    "    raw = t[name][2]\n"
+    "    t[name][2] = raw[:at] + b'\\xff\\xff' + raw[at + 2:]\n"
     "elif op == 'truth32':\n"
     "    raw = read(sys.argv[4])[0]['lse'][2]\n"
     "    t['lse'][2] = pf32(struct.unpack('<%dd' % (len(raw) // 8), raw))\n"
@@ -1050,7 +1063,7 @@ Test(cli, recipe_list_folders_nonfinite_help, .timeout = 300) {
   expect("golden --suite edge --recipe fp32-seq --out mlr_cli_mk/gold/c", 0, NULL);
   cr_assert_eq(system("test -s mlr_cli_mk/gen/a/ragged.safetensors && test -s "
                       "mlr_cli_mk/npy/b/q.npy && test -s "
-                      "mlr_cli_mk/gold/c/edge.bs1_kv1.fp32-seq.safetensors"),
+                      "mlr_cli_mk/gold/c/edge.bs1_kv1.safetensors"),
                0);
   /* inputs with q[0] NaN: refused, saying --allow-nonfinite; accepted with it */
   FILE *f = fopen("mlr_cli_st.py", "w");

@@ -15,6 +15,7 @@
 #include "mlr_compare.h"
 #include "mlr_base.h"
 #include "mlr_budget.h"
+#include "mlr_kernel.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -59,6 +60,14 @@ typedef struct mlr_report_cell {
   double gpu_us; /* kernel time: the median of the launches, L2 flushed before each (fast); one run
                     (exact) */
   int gpu_pass;
+  /* a user kernel's column (mlr_kernel.h; kernel "": a recipe's): recipe and policy are those it
+   * claims; o_sha, util and rel_l2 its output's where it wrote one of the right shape */
+  char kernel[64];
+  int kernel_verdict; /* mlr_kernel_verdict */
+  char kernel_reason[1024];
+  mlr_kernel_check kernel_checks[MLR_KERNEL_MAX_CHECKS];
+  int kernel_nchecks;
+  double kernel_s; /* the command's wall time */
   /* from the baseline (mlr_report_baseline), for the trend plot */
   int has_base;
   double base_util_max, base_gpu_us; /* base_gpu_us 0: none */
@@ -76,7 +85,22 @@ typedef struct mlr_report_decomp {
   double interaction_rms, total_rms, truth_rms;
 } mlr_report_decomp;
 
-enum { MLR_REPORT_SWEEP_MAX = 16, MLR_REPORT_MAX_RECIPES = 32, MLR_REPORT_MAX_POLICIES = 8 };
+enum {
+  MLR_REPORT_SWEEP_MAX = 16,
+  MLR_REPORT_MAX_RECIPES = 32,
+  MLR_REPORT_MAX_POLICIES = 8,
+  MLR_REPORT_MAX_KERNELS = 16
+};
+
+/* a user kernel as the report keeps it: its contract, not its command (which may name private
+ * paths) */
+typedef struct mlr_report_kernel {
+  char name[64], recipe[64], recipe_sha[65];
+  char policy[48]; /* "": the recipe's own */
+  double timeout_s;
+  char rules[MLR_KERNEL_MAX_RULES][64];
+  int nrules;
+} mlr_report_kernel;
 
 /* what a run works out once, beside its cells (shard 1 of a sharded run) */
 typedef struct mlr_report_studies {
@@ -107,6 +131,8 @@ typedef struct mlr_report {
   char policies[MLR_REPORT_MAX_POLICIES]
                [48]; /* the policy axis for fp8-Q recipes (besides their own) */
   int npolicies;
+  mlr_report_kernel kernels[MLR_REPORT_MAX_KERNELS]; /* the user kernels' columns */
+  int nkernels;
   mlr_report_studies studies; /* the sweep, the decomposition and the discrimination table */
   /* the GPU leg */
   int gpu_mode;
@@ -122,8 +148,11 @@ typedef void (*mlr_report_progress)(const char *what, int done, int total, void 
 typedef struct mlr_report_opts {
   const char *suite;
   const char *const *recipes; /* names; NULL: every built-in (and the fast kernel's recipes when the
-                                 GPU leg runs) */
+                                 GPU leg runs); the one name "none": no recipe column */
   int nrecipes;
+  const mlr_kernel *kernels; /* user kernels: every cell also runs through each (mlr_kernel.h) */
+  int nkernels;
+  const char *commit;          /* for the kernels' reproducer lines; NULL: "unknown" */
   const char *const *policies; /* the policy axis; NULL: the default (static:absmax=6, dynamic,
                                   per_token; quick: static:absmax=6) */
   int npolicies;
@@ -137,7 +166,9 @@ typedef struct mlr_report_opts {
   void *ctx;
 } mlr_report_opts;
 
-/** Run the matrix: the suite's cells x the recipes x (for fp8-Q recipes) the policy axis, then the
+/** Run the matrix: the suite's cells x the recipes x (for fp8-Q recipes) the policy axis, each
+ *  cell's inputs through every user kernel (their files in a folder of the run's own, removed at
+ *  the end; a kernel's failure is its cell's verdict), then the
  *  sweep, the decomposition and the discrimination table. MLR_EINVAL for an unknown suite, recipe
  * or policy, a bad shard; MLR_EDEVICE for --gpu require without a GPU; MLR_ENOMEM, the generators'
  *  errors. */
