@@ -116,6 +116,25 @@ int mlr_cli_file_fits(const char *cmd, const char *path, double *bytes);
 /* Seconds from a monotonic clock. */
 double mlr_cli_now(void);
 
+/* The user kernels' options as given (`report`, `policy-check`; cli/kernel_opts.c). */
+enum { MLR_CLI_MAX_KERNELS = 16 };
+typedef struct mlr_cli_kernel_args {
+  const char *specs[MLR_CLI_MAX_KERNELS], *recipes[MLR_CLI_MAX_KERNELS],
+      *policies[MLR_CLI_MAX_KERNELS], *timeouts[MLR_CLI_MAX_KERNELS + 1],
+      *rules[4 * MLR_CLI_MAX_KERNELS];
+  int nspecs, nrecipes, npolicies, ntimeouts, nrules;
+} mlr_cli_kernel_args;
+/* One of --kernel, --kernel-recipe, --kernel-policy, --kernel-timeout, --kernel-rule at argv[*i]:
+ * stored in *a and 1 (a missing value or one too many sets *rc to the usage error), else 0. */
+int mlr_cli_kernel_opt(const char *cmd, int argc, char **argv, int *i, mlr_cli_kernel_args *a,
+                       int *rc);
+/* The kernels of *a into ks[a->nspecs] (mlr_kernel_define), each option checked: an exit code
+ * (the usage error printed). policy NULL: each kernel's --kernel-policy, else its recipe's own;
+ * otherwise that policy for every kernel (the caller refuses --kernel-policy then). */
+struct mlr_kernel;
+int mlr_cli_kernels_define(const char *cmd, const mlr_cli_kernel_args *a, const char *policy,
+                           struct mlr_kernel *ks);
+
 int mlr_cmd_formats(int argc, char **argv);
 int mlr_cmd_bench(int argc, char **argv);
 int mlr_cmd_selfcheck(int argc, char **argv);

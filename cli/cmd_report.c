@@ -21,118 +21,6 @@
 
 enum { MAXREC = 16, MAXK = MLR_REPORT_MAX_KERNELS, MAXKRULES = 4 * MLR_REPORT_MAX_KERNELS };
 
-/* the user kernels' options as given */
-typedef struct kernel_args {
-  const char *specs[MAXK], *recipes[MAXK], *policies[MAXK], *timeouts[MAXK + 1], *rules[MAXKRULES];
-  int nspecs, nrecipes, npolicies, ntimeouts, nrules;
-} kernel_args;
-
-/* one of the --kernel* options at argv[*i]: 1 (stored, or *rc set), else 0 */
-static int kernel_opt(const char *cmd, int argc, char **argv, int *i, kernel_args *a, int *rc) {
-  return mlr_cli_list(cmd, argc, argv, i, "kernel", "NAME='COMMAND {inputs} {out}'", a->specs,
-                      &a->nspecs, MAXK, rc) ||
-         mlr_cli_list(cmd, argc, argv, i, "kernel-recipe", "NAME=RECIPE", a->recipes, &a->nrecipes,
-                      MAXK, rc) ||
-         mlr_cli_list(cmd, argc, argv, i, "kernel-policy", "NAME=POLICY", a->policies,
-                      &a->npolicies, MAXK, rc) ||
-         mlr_cli_list(cmd, argc, argv, i, "kernel-timeout", "seconds, or NAME=SECONDS", a->timeouts,
-                      &a->ntimeouts, MAXK + 1, rc) ||
-         mlr_cli_list(cmd, argc, argv, i, "kernel-rule", "NAME=RULE", a->rules, &a->nrules,
-                      MAXKRULES, rc);
-}
-
-/* the kernel a NAME=VALUE option names (its index), or a usage error; *value after the '=' */
-static int kernel_of(const char *cmd, const char *opt, const char *arg, char names[][64], int n,
-                     const char **value, int *k) {
-  const char *eq = strchr(arg, '=');
-  for (*k = 0; eq && *k < n; (*k)++)
-    if (strlen(names[*k]) == (size_t)(eq - arg) && !strncmp(names[*k], arg, (size_t)(eq - arg))) {
-      *value = eq + 1;
-      return MLR_EXIT_OK;
-    }
-  char list[MAXK * 66] = "";
-  for (int j = 0; j < n; j++)
-    snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", j ? ", " : "", names[j]);
-  if (!eq) return mlr_cli_usage_error(cmd, "--%s '%s' is not NAME=VALUE", opt, arg);
-  return mlr_cli_usage_error(cmd, "--%s '%s': no --kernel named '%.*s' (given: %s)", opt, arg,
-                             (int)(eq - arg), arg, n ? list : "none");
-}
-
-/* a per-kernel option's values by kernel (each once, unless many) */
-static int by_kernel(const char *cmd, const char *opt, const char *const *args, int nargs,
-                     char names[][64], int n, const char **out, int many) {
-  for (int j = 0; j < nargs; j++) {
-    const char *v;
-    int k, rc = kernel_of(cmd, opt, args[j], names, n, &v, &k);
-    if (rc != MLR_EXIT_OK) return rc;
-    if (!many && out[k]) return mlr_cli_usage_error(cmd, "--%s %s given twice", opt, names[k]);
-    out[many ? j : k] = v;
-  }
-  return MLR_EXIT_OK;
-}
-
-/* the timeouts: one for every kernel (S), or for one (NAME=S); default 600 s */
-static int kernel_timeouts(const char *cmd, const kernel_args *a, char names[][64], int n,
-                           double *t) {
-  double all = 600;
-  const char *per[MAXK] = {NULL};
-  for (int j = 0; j < a->ntimeouts; j++) {
-    const char *v = a->timeouts[j];
-    int k = -1, rc;
-    if (strchr(v, '=') && (rc = kernel_of(cmd, "kernel-timeout", v, names, n, &v, &k))) return rc;
-    double x;
-    if (mlr_cli_parse_double(v, &x) || !(x > 0 && x <= 86400))
-      return mlr_cli_usage_error(cmd, "--kernel-timeout '%s': seconds, a number in (0, 86400]",
-                                 a->timeouts[j]);
-    if (k < 0)
-      all = x;
-    else if (per[k])
-      return mlr_cli_usage_error(cmd, "--kernel-timeout %s given twice", names[k]);
-    else {
-      per[k] = v;
-      t[k] = x;
-    }
-  }
-  for (int k = 0; k < n; k++)
-    if (!per[k]) t[k] = all;
-  return MLR_EXIT_OK;
-}
-
-/* the user kernels from their options, each checked: a usage error names what is wrong */
-static int define_kernels(const char *cmd, const kernel_args *a, mlr_kernel *ks) {
-  char names[MAXK][64];
-  mlr_error err = {""};
-  const int n = a->nspecs;
-  for (int k = 0; k < n; k++) {
-    if (mlr_kernel_spec_name(a->specs[k], names[k], &err) != MLR_OK)
-      return mlr_cli_usage_error(cmd, "%s", err.msg);
-    for (int j = 0; j < k; j++)
-      if (!strcmp(names[j], names[k]))
-        return mlr_cli_usage_error(cmd, "--kernel %s given twice", names[k]);
-  }
-  const char *recipe[MAXK] = {NULL}, *policy[MAXK] = {NULL}, *rule[MAXKRULES] = {NULL};
-  double timeout[MAXK];
-  int rc;
-  if ((rc = by_kernel(cmd, "kernel-recipe", a->recipes, a->nrecipes, names, n, recipe, 0)) ||
-      (rc = by_kernel(cmd, "kernel-policy", a->policies, a->npolicies, names, n, policy, 0)) ||
-      (rc = by_kernel(cmd, "kernel-rule", a->rules, a->nrules, names, n, rule, 1)) ||
-      (rc = kernel_timeouts(cmd, a, names, n, timeout)))
-    return rc;
-  for (int k = 0; k < n; k++) {
-    const char *mine[MAXKRULES];
-    int nmine = 0;
-    for (int j = 0; j < a->nrules; j++) /* this kernel's rules, in the order given */
-      if (!strncmp(a->rules[j], names[k], strlen(names[k])) && a->rules[j][strlen(names[k])] == '=')
-        mine[nmine++] = rule[j];
-    if (mlr_kernel_define(&ks[k], a->specs[k], recipe[k], policy[k], timeout[k], mine, nmine,
-                          &err) != MLR_OK)
-      return mlr_cli_usage_error(cmd, "%s", err.msg);
-  }
-  if (!n && (a->nrecipes || a->npolicies || a->nrules || a->ntimeouts))
-    return mlr_cli_usage_error(cmd, "--kernel-recipe, -policy, -rule and -timeout need a --kernel");
-  return MLR_EXIT_OK;
-}
-
 static void progress(const char *what, int done, int total, void *ctx) {
   const double t0 = *(const double *)ctx;
   fprintf(stderr, "\rreport: %d of %d: %-40.40s %5.0f s", done, total, what, mlr_cli_now() - t0);
@@ -155,14 +43,14 @@ static int finish(const char *cmd, mlr_report *rep, const char *out, const char 
     nk += c->kernel[0] != 0;
     npass += c->kernel[0] && c->pass;
   }
-  if (nk) printf("  kernels: %d cells, %d passed or n/a\n", nk, npass);
+  if (nk) printf("  kernels: %d cells, %d passed or n/a, %d skipped\n", nk, npass, rep->nskipped);
   for (int k = 0; k < rep->ncells; k++)
     if (rep->cells[k].kernel[0] && !rep->cells[k].pass)
       printf("  kernel %s: %s\n", mlr_kernel_verdict_name(rep->cells[k].kernel_verdict),
              rep->cells[k].kernel_reason);
   for (int k = 0; k < rep->nregressions; k++) printf("  regression: %s\n", rep->regressions[k]);
   (void)cmd;
-  const int rc = rep->nfailures || rep->nregressions ? MLR_EXIT_FAIL : MLR_EXIT_OK;
+  const int rc = mlr_report_exit_code(rep) ? MLR_EXIT_FAIL : MLR_EXIT_OK;
   mlr_report_free(rep);
   return rc;
 }
@@ -188,14 +76,14 @@ static int read_baseline(const char *cmd, const char *baseline, mlr_report *base
 static int conclude(const char *cmd, mlr_report *rep, mlr_report *base, const char *baseline,
                     const char *out, double t0) {
   mlr_error err = {""};
-  mlr_status st = MLR_OK;
-  if (baseline) st = mlr_report_compare(rep, base, baseline, &err);
-  mlr_report_free(base);
-  if (st == MLR_OK && mlr_cli_make_dir(cmd, "--out", out) != MLR_EXIT_OK) {
+  if (mlr_cli_make_dir(cmd, "--out", out) != MLR_EXIT_OK) {
+    mlr_report_free(base);
     mlr_report_free(rep);
     return MLR_EXIT_USAGE;
   }
-  if (st == MLR_OK) st = mlr_report_write(rep, out, "gnuplot", &err);
+  const mlr_status st =
+      mlr_report_finish(rep, baseline ? base : NULL, baseline, out, "gnuplot", &err);
+  mlr_report_free(base);
   if (st != MLR_OK) {
     mlr_report_free(rep);
     if (st == MLR_EINVAL || st == MLR_EPARSE || st == MLR_EIO)
@@ -257,10 +145,10 @@ static int merge_main(int argc, char **argv) {
 int mlr_cmd_report(int argc, char **argv) {
   if (argc >= 1 && !strcmp(argv[0], "merge")) return merge_main(argc - 1, argv + 1);
   const char *cmd = "report", *suite = NULL, *out = NULL, *baseline = NULL,
-             *digests = "fixtures/goldens/digests.tsv", *recipes[MAXREC],
+             *digests = MLR_REPORT_DEFAULT_DIGESTS, *recipes[MAXREC],
              *policies[MLR_REPORT_MAX_POLICIES], *gpu = "auto", *shard = NULL;
   int nrec = 0, npol = 0, quick = 0, threads = 0, rc = MLR_EXIT_OK, digests_given = 0;
-  kernel_args ka = {0};
+  mlr_cli_kernel_args ka = {0};
   for (int i = 0; i < argc; i++) {
     if (mlr_cli_str(cmd, argc, argv, &i, "suite", mlr_suite_names(), &suite, &rc) ||
         mlr_cli_str(cmd, argc, argv, &i, "out", "a folder", &out, &rc) ||
@@ -273,7 +161,7 @@ int mlr_cmd_report(int argc, char **argv) {
         mlr_cli_list(cmd, argc, argv, &i, "policy", "static:absmax=A|dynamic|per_head|per_token",
                      policies, &npol, MLR_REPORT_MAX_POLICIES, &rc) ||
         mlr_cli_threads_opt(cmd, argc, argv, &i, &threads, &rc) ||
-        kernel_opt(cmd, argc, argv, &i, &ka, &rc)) {
+        mlr_cli_kernel_opt(cmd, argc, argv, &i, &ka, &rc)) {
       if (rc) return rc;
     } else if (mlr_cli_str(cmd, argc, argv, &i, "digests", "a golden manifest (digests.tsv)",
                            &digests, &rc)) {
@@ -296,7 +184,7 @@ int mlr_cmd_report(int argc, char **argv) {
                                     "--kernel-recipe NAME=R ...] | report merge --out DIR "
                                     "SHARD_DIR...");
   static mlr_kernel kernels[MAXK];
-  if ((rc = define_kernels(cmd, &ka, kernels)) != MLR_EXIT_OK) return rc;
+  if ((rc = mlr_cli_kernels_define(cmd, &ka, NULL, kernels)) != MLR_EXIT_OK) return rc;
   for (int k = 0; k < nrec; k++)
     if (!strcmp(recipes[k], "none") && (nrec > 1 || !ka.nspecs))
       return mlr_cli_usage_error(cmd, nrec > 1 ? "--recipe none is given alone (no recipe column)"

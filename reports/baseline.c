@@ -137,7 +137,23 @@ static void get_util(rd *r, json_t *u, const char *where, mlr_util *out) {
 }
 
 static int verdict_of(const char *v) {
-  return !strcmp(v, "pass") ? MLR_KERNEL_PASS : !strcmp(v, "fail") ? MLR_KERNEL_FAIL : -1;
+  return !strcmp(v, "pass")      ? MLR_KERNEL_PASS
+         : !strcmp(v, "fail")    ? MLR_KERNEL_FAIL
+         : !strcmp(v, "skipped") ? MLR_KERNEL_SKIP
+                                 : -1;
+}
+
+int mlr_report_cell_skipped(const mlr_report_cell *c) {
+  return c->kernel[0] && c->applicable && c->kernel_verdict == MLR_KERNEL_SKIP;
+}
+
+void mlr_report_count(mlr_report *rep) {
+  rep->nfailures = rep->nskipped = 0;
+  for (int k = 0; k < rep->ncells; k++) {
+    const int skipped = mlr_report_cell_skipped(&rep->cells[k]);
+    rep->nskipped += skipped;
+    rep->nfailures += !rep->cells[k].pass && !skipped;
+  }
 }
 
 /* a user kernel's cell: its verdict, reason and rules; its output's digest and utilisation where
@@ -152,7 +168,7 @@ static void get_kernel(rd *r, json_t *b, const char *w, mlr_report_cell *c) {
   get_str(r, kj, "verdict", f, v, sizeof v, 1);
   c->kernel_verdict = verdict_of(v);
   if (r->st == MLR_OK && c->kernel_verdict < 0) {
-    if (strcmp(v, "error")) bad(r, f, "verdict: not pass, fail or error");
+    if (strcmp(v, "error")) bad(r, f, "verdict: not pass, fail, error or skipped");
     c->kernel_verdict = MLR_KERNEL_ERROR;
   }
   get_str(r, kj, "reason", f, c->kernel_reason, sizeof c->kernel_reason, 1);
@@ -411,7 +427,7 @@ mlr_status mlr_report_read(const char *path, mlr_report *rep, mlr_error *err) {
     rep->ncells = (int)k + 1;
   }
   if (r.st == MLR_OK) get_extras(&r, root, &rep->studies);
-  for (int k = 0; k < rep->ncells; k++) rep->nfailures += !rep->cells[k].pass;
+  mlr_report_count(rep);
   json_decref(root);
   if (r.st != MLR_OK) mlr_report_free(rep);
   return r.st;
@@ -426,16 +442,17 @@ static int same_column(const mlr_report_cell *a, const mlr_report_cell *b) {
          (a->own_policy || !strcmp(a->policy, b->policy));
 }
 
-/* a kernel cell against its baseline: passing then and not now, or a utilisation max up by more
- * than the margin. Not a changed digest: a kernel may differ run to run (atomics, split order)
- * and be right each time; its rules judge it */
+/* a kernel cell against its baseline: passing then and failing or erring now, or a utilisation max
+ * up by more than the margin. Not a changed digest: a kernel may differ run to run (atomics, split
+ * order) and be right each time; its rules judge it. A skip is no regression (the kernel says it
+ * does not run the cell), and a skip in the baseline was no pass to regress from */
 static mlr_status kernel_regressions(mlr_report *rep, mlr_report_cell *c,
                                      const mlr_report_cell *old, mlr_error *err) {
   const int had_o = old->o_sha[0] != 0, has_o = c->o_sha[0] != 0;
   c->has_base = had_o;
   c->base_util_max = had_o ? old->util.max : 0;
   mlr_status st = MLR_OK;
-  if (old->pass && !c->pass)
+  if (old->pass && !c->pass && !mlr_report_cell_skipped(c))
     st = add_regression(rep, err, "%s / kernel %s: passed in the baseline, fails now (%s: %.400s)",
                         c->shape, c->kernel, mlr_kernel_verdict_name(c->kernel_verdict),
                         c->kernel_reason);
@@ -556,10 +573,8 @@ mlr_status mlr_report_merge(const mlr_report *parts, int n, mlr_report *out, mlr
       for (int c = 0; c < parts[k].ncells; c++)
         if (suite_pos(su, parts[k].cells[c].shape) == pos)
           out->cells[out->ncells++] = parts[k].cells[c];
-  for (int k = 0; k < out->ncells; k++) {
-    out->nfailures += !out->cells[k].pass;
-    out->cells[k].has_base = 0;
-  }
+  for (int k = 0; k < out->ncells; k++) out->cells[k].has_base = 0;
+  mlr_report_count(out);
   return MLR_OK;
 }
 

@@ -1,7 +1,7 @@
-/* A user's kernel as a command (mlr_kernel.h): its definition checked, its command run on a cell's
- * inputs in a folder of the run's own, and its output checked by mlr_check_run. Whatever the
- * kernel does (not found, crashes, hangs, writes garbage or nothing) ends as a verdict of the cell,
- * so one bad kernel never stops a report. */
+/* A user's kernel as a command or a callback (mlr_kernel.h): its definition checked, its command
+ * (or callback) run on a cell's inputs in a folder of the run's own, and its output checked by
+ * mlr_check_run. Whatever the kernel does (not found, crashes, hangs, writes garbage or nothing,
+ * declines the cell) ends as a verdict of the cell, so one bad kernel never stops a report. */
 #define _XOPEN_SOURCE 700
 #include "mlr_kernel.h"
 
@@ -28,17 +28,25 @@ static const char *const PLACEHOLDERS[] = {"inputs", "out", "q_scale", "cell"};
 enum { NPLACE = 4, MAX_COMMAND = 65536 };
 
 const char *mlr_kernel_verdict_name(int v) {
-  return v == MLR_KERNEL_PASS ? "pass" : v == MLR_KERNEL_FAIL ? "fail" : "error";
+  return v == MLR_KERNEL_PASS   ? "pass"
+         : v == MLR_KERNEL_FAIL ? "fail"
+         : v == MLR_KERNEL_SKIP ? "skipped"
+                                : "error";
+}
+
+/* 1 when s[0..n) is a kernel's name: 1 to 63 of [A-Za-z0-9._-] (it names files in the folder) */
+static int name_ok(const char *s, size_t n) {
+  int ok = n >= 1 && n <= 63;
+  for (size_t i = 0; ok && i < n; i++)
+    ok = (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+         (s[i] >= '0' && s[i] <= '9') || (s[i] && strchr("._-", s[i]));
+  return ok;
 }
 
 mlr_status mlr_kernel_spec_name(const char *spec, char name[64], mlr_error *err) {
   const char *eq = strchr(spec, '=');
   const size_t n = eq ? (size_t)(eq - spec) : 0;
-  int ok = n >= 1 && n <= 63;
-  for (size_t i = 0; ok && i < n; i++)
-    ok = (spec[i] >= 'a' && spec[i] <= 'z') || (spec[i] >= 'A' && spec[i] <= 'Z') ||
-         (spec[i] >= '0' && spec[i] <= '9') || strchr("._-", spec[i]);
-  if (!ok)
+  if (!name_ok(spec, n))
     return mlr_error_set(err, MLR_EINVAL,
                          "--kernel '%.60s': not NAME=COMMAND (NAME: 1 to 63 of A-Z a-z 0-9 . _ -)",
                          spec);
@@ -112,10 +120,9 @@ static mlr_status find_recipe(const char *kname, const char *what, mlr_recipe *r
                       : mlr_error_set(err, MLR_EINVAL, "--kernel-recipe %s: %s", kname, e.msg);
 }
 
-/* the recipe, its policy, the timeout and the rules of a kernel */
+/* the recipe, its policy and the rules of a kernel */
 static mlr_status define_contract(mlr_kernel *k, const char *recipe, const char *policy,
-                                  double timeout_s, const char *const *rules, int nrules,
-                                  mlr_error *err) {
+                                  const char *const *rules, int nrules, mlr_error *err) {
   mlr_status st = find_recipe(k->name, recipe, &k->recipe, err);
   if (st != MLR_OK) return st;
   snprintf(k->recipe_label, sizeof k->recipe_label, "%.255s", recipe);
@@ -127,11 +134,6 @@ static mlr_status define_contract(mlr_kernel *k, const char *recipe, const char 
   if (policy && mlr_recipe_set_policy(&k->recipe, policy, &e) != MLR_OK)
     return mlr_error_set(err, MLR_EINVAL, "--kernel-policy %s: %s", k->name, e.msg);
   snprintf(k->policy, sizeof k->policy, "%.47s", policy ? policy : "");
-  if (!(timeout_s > 0 && timeout_s <= 86400))
-    return mlr_error_set(err, MLR_EINVAL,
-                         "--kernel-timeout %s: %g s is not a number of seconds in (0, 86400]",
-                         k->name, timeout_s);
-  k->timeout_s = timeout_s;
   if (nrules > MLR_KERNEL_MAX_RULES - 1)
     return mlr_error_set(err, MLR_EINVAL, "--kernel-rule %s: at most %d rules besides fa3", k->name,
                          MLR_KERNEL_MAX_RULES - 1);
@@ -162,11 +164,36 @@ mlr_status mlr_kernel_define(mlr_kernel *k, const char *spec, const char *recipe
                          "--kernel %s: no recipe: say which numerics it claims with "
                          "--kernel-recipe %s=R (a built-in, fast-* or a recipe file)",
                          k->name, k->name);
-  return define_contract(k, recipe, policy, timeout_s, rules, nrules, err);
+  if (!(timeout_s > 0 && timeout_s <= 86400))
+    return mlr_error_set(err, MLR_EINVAL,
+                         "--kernel-timeout %s: %g s is not a number of seconds in (0, 86400]",
+                         k->name, timeout_s);
+  k->timeout_s = timeout_s;
+  return define_contract(k, recipe, policy, rules, nrules, err);
+}
+
+mlr_status mlr_kernel_define_call(mlr_kernel *k, const char *name, const char *recipe,
+                                  const char *policy, const char *const *rules, int nrules,
+                                  mlr_kernel_call call, void *ctx, mlr_error *err) {
+  memset(k, 0, sizeof *k);
+  if (!name || !name_ok(name, strlen(name)))
+    return mlr_error_set(err, MLR_EINVAL,
+                         "kernel '%.60s': not a name (1 to 63 of A-Z a-z 0-9 . _ -)",
+                         name ? name : "");
+  snprintf(k->name, sizeof k->name, "%s", name);
+  if (!call) return mlr_error_set(err, MLR_EINVAL, "kernel %s: no function to call", name);
+  if (!recipe)
+    return mlr_error_set(err, MLR_EINVAL,
+                         "kernel %s: no recipe: say which numerics it claims (a built-in, fast-* "
+                         "or a recipe file)",
+                         name);
+  k->call = call; /* timeout_s stays 0: a call in this thread cannot be stopped from outside */
+  k->ctx = ctx;
+  return define_contract(k, recipe, policy, rules, nrules, err);
 }
 
 double mlr_kernel_q_scale(const mlr_kernel *k) {
-  if (!k->policy[0] || k->recipe.q_scale != MLR_QS_STATIC) return 1.0;
+  if (k->recipe.q_scale != MLR_QS_STATIC) return 1.0; /* the recipe's own policy, or the given */
   const mlr_format f8 = k->recipe.q_format == MLR_Q_E4M3 ? MLR_FMT_E4M3 : MLR_FMT_E4M3FNUZ;
   return (float)(k->recipe.q_absmax / (double)mlr_format_max(f8)); /* as the model takes it */
 }
@@ -349,7 +376,15 @@ static mlr_status verdict_error(mlr_kernel_result *res, const mlr_kernel *k, con
   return MLR_OK;
 }
 
-/* the command's ending as an error verdict (1), or 0 when it exited 0 */
+/* a skipped cell: "kernel K, cell C: WHY" (the kernel's own words) */
+static mlr_status verdict_skip(mlr_kernel_result *res, const mlr_kernel *k, const char *cell,
+                               const char *why) {
+  verdict_error(res, k, cell, why[0] ? why : "skipped (no reason given)");
+  res->verdict = MLR_KERNEL_SKIP;
+  return MLR_OK;
+}
+
+/* the command's ending as an error or skip verdict (1), or 0 when it exited 0 */
 static int ended_badly(const ending *e, const mlr_kernel *k, const char *cell,
                        const char *stderr_path, mlr_kernel_result *res) {
   char last[240], what[512];
@@ -360,7 +395,10 @@ static int ended_badly(const ending *e, const mlr_kernel *k, const char *cell,
   else if (e->signalled)
     snprintf(what, sizeof what, "killed by signal %d (%s)%s%s", e->code, strsignal(e->code), sep,
              last);
-  else if (e->code == 126 || e->code == 127)
+  else if (e->code == MLR_KERNEL_SKIP_CODE) {
+    verdict_skip(res, k, cell, last);
+    return 1;
+  } else if (e->code == 126 || e->code == 127)
     snprintf(what, sizeof what, "command not found or not executable (sh exit %d)%s%s", e->code,
              sep, last);
   else if (e->code != 0)
@@ -493,6 +531,22 @@ static mlr_status check_output(const mlr_kernel *k, const mlr_kernel_cell *c, co
   return st;
 }
 
+/* the callback on the cell: its return as a verdict (0: the output checked as a command's) */
+static mlr_status run_call(const mlr_kernel *k, const mlr_kernel_cell *c, const char *out,
+                           mlr_kernel_result *res, mlr_error *err) {
+  char why[512] = "", what[560];
+  const double t0 = now_s();
+  const int rc = k->call(k->ctx, c->name, c->inputs_path, out, why, sizeof why);
+  res->seconds = now_s() - t0;
+  why[sizeof why - 1] = 0;
+  if (rc == MLR_KERNEL_SKIP_CODE) return verdict_skip(res, k, c->name, why);
+  if (rc == 0) return check_output(k, c, out, res, err);
+  if (!why[0]) snprintf(why, sizeof why, "its callback returned %d", rc);
+  snprintf(what, sizeof what, "%s", why);
+  unpath(what, sizeof what, out);
+  return verdict_error(res, k, c->name, what);
+}
+
 mlr_status mlr_kernel_run_cell(const mlr_kernel *k, const mlr_kernel_cell *c,
                                mlr_kernel_result *res, mlr_error *err) {
   memset(res, 0, sizeof *res);
@@ -502,6 +556,11 @@ mlr_status mlr_kernel_run_cell(const mlr_kernel *k, const mlr_kernel_cell *c,
   snprintf(errp, sizeof errp, "%s/%s.%s.stderr", c->dir, k->name, c->name);
   snprintf(qs, sizeof qs, "%.9g", mlr_kernel_q_scale(k));
   mlr_kernel_workdir_remove(out); /* a file or a folder another cell's run left */
+  if (k->call) {
+    const mlr_status st = run_call(k, c, out, res, err);
+    mlr_kernel_workdir_remove(out);
+    return st;
+  }
   const char *const vals[NPLACE] = {c->inputs_path, out, qs, c->name};
   char *cmd = substitute(k->command, vals);
   if (!cmd)

@@ -224,6 +224,7 @@ static char *summary_json(const mlr_report *r) {
       "cells", cells, "sweep", "recipe", r->studies.sweep_recipe, "shape", r->studies.sweep_shape,
       "seeds_absmax", r->studies.seeds_absmax, "distributions", sweep, "regressions", regs,
       "failures", r->nfailures, "baseline", r->baseline);
+  if (root) json_object_set_new(root, "skipped", json_integer(r->nskipped));
   if (root) extras_json(r, root);
   char *s = root ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : NULL;
   json_decref(root);
@@ -507,18 +508,26 @@ static const char *kernel_verdict_text(const mlr_report_cell *c) {
   return !c->applicable                         ? "n/a"
          : c->kernel_verdict == MLR_KERNEL_PASS ? "pass"
          : c->kernel_verdict == MLR_KERNEL_FAIL ? "FAIL"
+         : c->kernel_verdict == MLR_KERNEL_SKIP ? "skipped"
                                                 : "ERROR";
 }
 
-/* the counts of the kernel cells: all, failed, errors */
-static void kernel_counts(const mlr_report *r, int *n, int *failed, int *errors) {
-  *n = *failed = *errors = 0;
+/* where a kernel cell goes in its table: failures and errors (0), then skipped cells (1), then
+ * the passes and n/a (2) */
+static int kernel_rank(const mlr_report_cell *c) {
+  return mlr_report_cell_skipped(c) ? 1 : c->pass ? 2 : 0;
+}
+
+/* the counts of the kernel cells: all, failed, errors, skipped */
+static void kernel_counts(const mlr_report *r, int *n, int *failed, int *errors, int *skipped) {
+  *n = *failed = *errors = *skipped = 0;
   for (int k = 0; k < r->ncells; k++) {
     const mlr_report_cell *c = &r->cells[k];
     if (!c->kernel[0]) continue;
     (*n)++;
     *failed += c->applicable && c->kernel_verdict == MLR_KERNEL_FAIL;
     *errors += c->applicable && c->kernel_verdict == MLR_KERNEL_ERROR;
+    *skipped += mlr_report_cell_skipped(c);
   }
 }
 
@@ -528,18 +537,19 @@ static void bmd(buf *b, const char *s) {
 }
 
 static void kernels_md(const mlr_report *r, buf *b) {
-  int n, failed, errors;
-  kernel_counts(r, &n, &failed, &errors);
+  int n, failed, errors, skipped;
+  kernel_counts(r, &n, &failed, &errors, &skipped);
   if (!n) return;
   bprintf(b,
-          "\n## Kernels: %d cells, %d failed, %d errors\n\n| shape | kernel | recipe @ policy | "
+          "\n## Kernels: %d cells, %d failed, %d errors, %d skipped\n\n| shape | kernel | recipe @ "
+          "policy | "
           "verdict | rules (measured / limit) | util max | o digest | reason |\n"
           "| --- | --- | --- | --- | --- | ---: | --- | --- |\n",
-          n, failed, errors);
-  for (int pass = 0; pass < 2; pass++) /* failures and errors first */
+          n, failed, errors, skipped);
+  for (int rank = 0; rank < 3; rank++) /* failures and errors first, then the skipped cells */
     for (int k = 0; k < r->ncells; k++) {
       const mlr_report_cell *c = &r->cells[k];
-      if (!c->kernel[0] || c->pass != pass) continue;
+      if (!c->kernel[0] || kernel_rank(c) != rank) continue;
       char rules[640], util[32] = "";
       kernel_rules_text(c, rules, sizeof rules);
       if (c->o_sha[0]) snprintf(util, sizeof util, "%.4g", c->util.max);
@@ -735,8 +745,9 @@ static void html_head(const mlr_report *r, buf *b) {
   bhtml(b, r->suite);
   bprintf(b,
           "%s</h1>\n<p>mlaref %s; %d cells; tolerance rtol %g, atol %g; truth: certified, from the "
-          "dequantized KV. Failures: %d.</p>\n",
-          r->quick ? " (quick)" : "", r->version, r->ncells, r->rtol, r->atol, r->nfailures);
+          "dequantized KV. Failures: %d; %d skipped.</p>\n",
+          r->quick ? " (quick)" : "", r->version, r->ncells, r->rtol, r->atol, r->nfailures,
+          r->nskipped);
   bprintf(b, "<h2>Regressions against the baseline</h2>\n");
   if (!r->baseline[0])
     bprintf(b, "<p>No baseline given.</p>\n");
@@ -815,23 +826,24 @@ static void html_cells(const mlr_report *r, buf *b) {
 
 /* the kernels' table: the failures and errors first */
 static void html_kernels(const mlr_report *r, buf *b) {
-  int n, failed, errors;
-  kernel_counts(r, &n, &failed, &errors);
+  int n, failed, errors, skipped;
+  kernel_counts(r, &n, &failed, &errors, &skipped);
   if (!n) return;
   bprintf(b,
-          "<h2>Kernels</h2>\n<p>%d cells, %d failed, %d errors: each kernel's output checked "
+          "<h2>Kernels</h2>\n<p>%d cells, %d failed, %d errors, %d skipped (the kernel declined "
+          "the cell: neither passed nor failed): each kernel's output checked "
           "against the model of the recipe it claims and the certified truth.</p>\n<table><tr>"
           "<th>shape</th><th>kernel</th><th>recipe @ policy</th><th>verdict</th><th>rules "
           "(measured / limit)</th><th>util max</th><th>o digest</th><th>reason</th></tr>\n",
-          n, failed, errors);
-  for (int pass = 0; pass < 2; pass++)
+          n, failed, errors, skipped);
+  for (int rank = 0; rank < 3; rank++)
     for (int k = 0; k < r->ncells; k++) {
       const mlr_report_cell *c = &r->cells[k];
-      if (!c->kernel[0] || c->pass != pass) continue;
+      if (!c->kernel[0] || kernel_rank(c) != rank) continue;
       char rules[640], util[32] = "";
       kernel_rules_text(c, rules, sizeof rules);
       if (c->o_sha[0]) snprintf(util, sizeof util, "%.4g", c->util.max);
-      bprintf(b, "<tr%s><td>", c->pass ? "" : " class=\"fail\"");
+      bprintf(b, "<tr%s><td>", rank ? "" : " class=\"fail\"");
       const char *cols[] = {c->shape, c->kernel, c->recipe};
       for (int i = 0; i < 3; i++) {
         bhtml(b, cols[i]);
@@ -895,4 +907,14 @@ mlr_status mlr_report_write(const mlr_report *r, const char *dir, const char *gn
   free(md.s);
   free(page.s);
   return st;
+}
+
+mlr_status mlr_report_finish(mlr_report *rep, const mlr_report *base, const char *path,
+                             const char *dir, const char *gnuplot_cmd, mlr_error *err) {
+  const mlr_status st = base ? mlr_report_compare(rep, base, path, err) : MLR_OK;
+  return st == MLR_OK ? mlr_report_write(rep, dir, gnuplot_cmd, err) : st;
+}
+
+int mlr_report_exit_code(const mlr_report *rep) {
+  return rep->nfailures || rep->nregressions ? 1 : 0;
 }

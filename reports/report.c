@@ -196,7 +196,8 @@ static mlr_status kernel_cell(const mlr_kernel *k, const mlr_kernel_cell *kc, co
     st = mlr_compare_utilisation(&a, &t, rtol, atol, &c->util, err);
     c->rel_l2 = mlr_compare_rel_l2(&a, &t);
   }
-  c->pass = res.verdict == MLR_KERNEL_PASS;
+  c->pass =
+      res.verdict == MLR_KERNEL_PASS; /* a skip is no pass (nor a failure: mlr_report_count) */
   mlr_kernel_result_free(&res);
   return st;
 }
@@ -575,7 +576,7 @@ mlr_status mlr_report_run(const mlr_report_opts *o, mlr_report *rep, mlr_error *
       (st = run_cells(o, cells, ns, vs, nv, &g, rep, err)) != MLR_OK)
     return st;
   const int extras = !o->shard_n || o->shard_i == 1, steps = ns + 2 * extras;
-  for (int k = 0; k < rep->ncells; k++) rep->nfailures += !rep->cells[k].pass;
+  mlr_report_count(rep);
   if (extras) {
     /* the sweep: the first fp8-Q recipe of the list on one bs=4 shape */
     for (int k = 0; k < nr; k++)

@@ -1,8 +1,9 @@
 /* The report's user kernels (reports/kernel.c, `mlaref report --kernel`), end to end with the
  * kernels of tests/kernels: a correct one (the model), wrong ones, one that fails, hangs, writes
- * the wrong shape, nothing, or cannot be run; each cell's verdict and reason, the report going on,
- * the exit codes, summary.json against its schema, a baseline turning a fix undone into a
- * regression, shards merged as one run, and the folder of the kernels' files removed. */
+ * the wrong shape, nothing, or cannot be run, one that skips cells (exit status 77); each cell's
+ * verdict and reason, the report going on, the exit codes, summary.json against its schema, a
+ * baseline turning a fix undone into a regression, shards merged as one run, and the folder of the
+ * kernels' files removed. The callback kernels are tests/python/test_harness.py's. */
 #define _GNU_SOURCE /* asprintf */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -173,5 +174,46 @@ Test(kernel, baseline_regression_and_shards, .timeout = 180) {
   cr_assert_eq(run("report merge --out mlr_kern/m mlr_kern/s2 mlr_kern/s1", &o), 2);
   free(o);
   cr_assert_eq(system("grep -q 'not of the same run as the first' mlr_kern/err"), 0);
+  cr_assert_eq(system("rm -rf mlr_kern"), 0);
+}
+
+/* a kernel that exits with status 77 skips the cell with its last stderr line: neither passed nor
+ * failed (exit 0), counted apart in every file, and so in shards merged */
+Test(kernel, exit_77_skips, .timeout = 120) {
+  fresh();
+  char *o;
+  const char *skip = " --kernel skip='" K "skip.sh " MLAREF_BIN " fp32-seq {cell} {inputs} {out}'"
+                     " --kernel-recipe skip=fp32-seq";
+  char *args = NULL;
+  cr_assert(asprintf(&args,
+                     "report --suite edge --quick --gpu off --recipe none --out "
+                     "mlr_kern/a%s",
+                     skip) > 0);
+  cr_assert_eq(run(args, &o), 0, "%s", o);
+  free(args);
+  cr_assert(strstr(o, "6 cells, 0 failed, 0 regressions"), "%s", o);
+  cr_assert(strstr(o, "kernels: 6 cells, 5 passed or n/a, 1 skipped"), "%s", o);
+  cr_assert(strstr(o, "kernel skipped: kernel skip, cell bs3_kv1000: skip.sh: no kernel for 3 "
+                      "batches\n"),
+            "%s", o);
+  free(o);
+  py("a", "c = [x for x in d['cells'] if x['kernel']['verdict'] == 'skipped']; "
+          "assert d['failures'] == 0 and d['skipped'] == 1 and len(c) == 1; "
+          "assert c[0]['shape'] == 'bs3_kv1000' and not c[0]['pass'] and 'o_sha256' not in c[0]");
+  cr_assert_eq(system("grep -q '^## Kernels: 6 cells, 0 failed, 0 errors, 1 skipped' "
+                      "mlr_kern/a/summary.md && grep -q '<td>skipped</td>' mlr_kern/a/index.html"),
+               0);
+  for (int i = 1; i <= 2; i++) {
+    cr_assert(asprintf(&args,
+                       "report --suite edge --quick --gpu off --recipe none --out "
+                       "mlr_kern/s%d --shard %d/2%s",
+                       i, i, skip) > 0);
+    cr_assert_eq(run(args, &o), 0, "%s", o);
+    free(o);
+    free(args);
+  }
+  cr_assert_eq(run("report merge --out mlr_kern/m mlr_kern/s1 mlr_kern/s2", &o), 0, "%s", o);
+  free(o);
+  py("m", "assert d['failures'] == 0 and d['skipped'] == 1");
   cr_assert_eq(system("rm -rf mlr_kern"), 0);
 }

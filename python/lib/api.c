@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "mlr_check.h"
 #include "mlr_emulate.h"
@@ -15,6 +17,7 @@
 #include "mlr_gpu_fast.h"
 #include "mlr_inputs.h"
 #include "mlr_oracle.h"
+#include "mlr_report.h"
 
 #ifndef MLAREF_VERSION
 #error "MLAREF_VERSION must be defined (python/CMakeLists.txt: the project's version)"
@@ -384,5 +387,130 @@ mlr_status mlr_api_check(const mlr_api_inputs *h, const mlr_tensor_file *out, co
     *text = *json = NULL;
     return mlr_error_set(err, MLR_ENOMEM, "check: out of memory for its report");
   }
+  return MLR_OK;
+}
+
+/* ---- the report, with kernels that are callbacks ---- */
+
+mlr_status mlr_api_kernel_new(const char *name, const char *recipe, const char *policy,
+                              const char *rules, mlr_kernel_call call, void *ctx, mlr_kernel **out,
+                              mlr_error *err) {
+  *out = NULL;
+  mlr_rule rs[MAX_RULES];
+  const int n = parse_rules(rules, rs, err);
+  if (n < 0) return MLR_EINVAL;
+  const char *texts[MAX_RULES];
+  for (int k = 0; k < n; k++) texts[k] = rs[k].text;
+  mlr_kernel *k = malloc(sizeof *k);
+  if (!k) return mlr_error_set(err, MLR_ENOMEM, "kernel %s: out of memory", name);
+  const mlr_status st = mlr_kernel_define_call(k, name, recipe, policy, texts, n, call, ctx, err);
+  if (st != MLR_OK) {
+    free(k);
+    return st;
+  }
+  *out = k;
+  return MLR_OK;
+}
+
+void mlr_api_kernel_free(mlr_kernel *k) { free(k); }
+
+enum { MAX_REPORT_RECIPES = 16 };
+
+/* the recipe names, one a line, split in place into names[] (at most MAX_REPORT_RECIPES) */
+static mlr_status recipe_list(char *text, const char **names, int *n, int nkernels,
+                              mlr_error *err) {
+  *n = 0;
+  for (char *p = strtok(text, "\n"); p; p = strtok(NULL, "\n")) {
+    if (*n == MAX_REPORT_RECIPES)
+      return mlr_error_set(err, MLR_EINVAL, "at most %d recipes", MAX_REPORT_RECIPES);
+    names[(*n)++] = p;
+  }
+  for (int k = 0; k < *n; k++)
+    if (!strcmp(names[k], "none") && (*n > 1 || !nkernels))
+      return mlr_error_set(err, MLR_EINVAL,
+                           *n > 1 ? "recipe none is given alone (no recipe column)"
+                                  : "recipe none leaves no column: give a kernel");
+  return MLR_OK;
+}
+
+/* what the command checks before any work: the folder, the plotter, the baseline (read into
+ * base); the golden manifest where it is readable */
+static mlr_status report_checks(const char *out_dir, const char *baseline, mlr_report *base,
+                                const char **digests, mlr_error *err) {
+  struct stat sb;
+  if (stat(out_dir, &sb) != 0 || !S_ISDIR(sb.st_mode) || access(out_dir, W_OK | X_OK) != 0)
+    return mlr_error_set(err, MLR_EINVAL, "--out '%s' is not a writable folder", out_dir);
+  mlr_status st = mlr_report_plotter_check("gnuplot", err);
+  if (st == MLR_OK && baseline && access(baseline, R_OK) != 0)
+    st = mlr_error_set(err, MLR_EIO, "--baseline %s: cannot read it", baseline);
+  if (st == MLR_OK && baseline) st = mlr_report_read(baseline, base, err);
+  *digests = access(MLR_REPORT_DEFAULT_DIGESTS, R_OK) == 0 ? MLR_REPORT_DEFAULT_DIGESTS : NULL;
+  return st;
+}
+
+/* the run, the comparison and the files (the kernels copied into one array, as the run takes
+ * them) */
+static mlr_status report_do(const mlr_report_opts *o, const mlr_kernel *const *kernels,
+                            const mlr_report *base, const char *baseline, const char *out_dir,
+                            mlr_report *rep, mlr_error *err) {
+  mlr_kernel *ks = calloc((size_t)(o->nkernels > 0 ? o->nkernels : 1), sizeof *ks);
+  if (!ks) return mlr_error_set(err, MLR_ENOMEM, "report: out of memory for the kernels");
+  for (int k = 0; k < o->nkernels; k++) ks[k] = *kernels[k];
+  mlr_report_opts run = *o;
+  run.kernels = ks;
+  mlr_status st = mlr_report_run(&run, rep, err);
+  free(ks);
+  snprintf(rep->version, sizeof rep->version, "%s", MLAREF_VERSION);
+  if (st == MLR_OK)
+    st = mlr_report_finish(rep, baseline ? base : NULL, baseline, out_dir, "gnuplot", err);
+  return st;
+}
+
+mlr_status mlr_api_report(const char *suite, const char *out_dir, const char *recipes,
+                          const mlr_kernel *const *kernels, int nkernels, const char *baseline,
+                          int quick, int threads, int *exit_code, char **summary_path,
+                          mlr_error *err) {
+  *exit_code = 2;
+  *summary_path = NULL;
+  if (nkernels < 0 || nkernels > MLR_REPORT_MAX_KERNELS)
+    return mlr_error_set(err, MLR_EINVAL, "at most %d kernels", MLR_REPORT_MAX_KERNELS);
+  for (int k = 0; k < nkernels; k++)
+    for (int j = 0; j < k; j++)
+      if (!strcmp(kernels[j]->name, kernels[k]->name))
+        return mlr_error_set(err, MLR_EINVAL, "kernel %s given twice", kernels[k]->name);
+  char *text = recipes ? strdup(recipes) : NULL;
+  const char *names[MAX_REPORT_RECIPES];
+  int nrec = 0;
+  mlr_status st = recipes && !text ? mlr_error_set(err, MLR_ENOMEM, "out of memory") : MLR_OK;
+  if (st == MLR_OK && text) st = recipe_list(text, names, &nrec, nkernels, err);
+  mlr_report base, rep;
+  memset(&base, 0, sizeof base);
+  memset(&rep, 0, sizeof rep);
+  const char *digests = NULL;
+  if (st == MLR_OK) st = report_checks(out_dir, baseline, &base, &digests, err);
+  if (st == MLR_OK) {
+    const mlr_report_opts o = {.suite = suite,
+                               .recipes = text ? names : NULL,
+                               .nrecipes = nrec,
+                               .nkernels = nkernels,
+                               .commit = MLAREF_COMMIT,
+                               .quick = quick,
+                               .digests = digests,
+                               .threads = threads,
+                               .gpu = MLR_REPORT_GPU_AUTO};
+    const int old = threads_begin(threads);
+    st = report_do(&o, kernels, &base, baseline, out_dir, &rep, err);
+    threads_end(old);
+    *exit_code = st == MLR_OK ? mlr_report_exit_code(&rep)
+                 : st == MLR_EINVAL || st == MLR_EPARSE || st == MLR_EIO || st == MLR_EDEVICE ? 2
+                                                                                              : 1;
+  }
+  free(text);
+  mlr_report_free(&base);
+  mlr_report_free(&rep);
+  if (st != MLR_OK) return st;
+  const size_t n = strlen(out_dir) + sizeof "/summary.json";
+  if (!(*summary_path = malloc(n))) return mlr_error_set(err, MLR_ENOMEM, "out of memory");
+  snprintf(*summary_path, n, "%s/summary.json", out_dir);
   return MLR_OK;
 }

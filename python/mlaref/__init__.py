@@ -19,13 +19,14 @@ except ImportError as _e:
     raise ImportError(f"mlaref needs numpy, which {sys.executable} lacks: use Debian's "
                       "/usr/bin/python3 with python3-numpy (bash scripts/setup.sh)") from _e
 
-from . import testing
+from . import harness, testing
 from ._arrays import bf16_to_float32, float32_to_bf16
 from ._lib import library_path
 from ._version import __version__
 from .check import Element, Result, RuleVerdict, check, has_check
 from .errors import ComputeError, Error, InputError, LibraryError, RecipeError
 from .files import decode, read_tensors, save_tensors
+from .harness import Unsupported
 from .inputs import Inputs, gen, load, write_inputs
 from .model import recipe_text, recipes, run, truth
 
@@ -33,5 +34,5 @@ __all__ = [
     "__version__", "Inputs", "load", "gen", "write_inputs", "run", "truth", "check", "Result",
     "RuleVerdict", "Element", "recipes", "recipe_text", "save_tensors", "read_tensors", "decode",
     "bf16_to_float32", "float32_to_bf16", "has_check", "library_path", "testing", "Error",
-    "InputError", "RecipeError", "LibraryError", "ComputeError",
+    "InputError", "RecipeError", "LibraryError", "ComputeError", "harness", "Unsupported",
 ]

@@ -14,7 +14,8 @@ from ._version import __version__
 from .errors import ComputeError, InputError, LibraryError, RecipeError
 
 # mlr_status (ref/base/include/mlr_base.h)
-OK, EINVAL, EFORMAT, EROUNDING, EOVERFLOW_MODE, ENOMEM, ERANGE, EIO, EPARSE, ECONTRACT = range(10)
+OK, EINVAL, EFORMAT, EROUNDING, EOVERFLOW_MODE, ENOMEM, ERANGE, EIO, EPARSE, ECONTRACT, EDEVICE = (
+    range(11))
 
 # mlr_dtype (fixtures/io/include/mlr_tensor.h)
 BF16, F16, F32, F64, I32, I64, U8, F8_E4M3, F8_E5M2 = range(9)
@@ -49,6 +50,10 @@ TENSOR = POINTER(_Opaque)  # const mlr_tensor *
 INPUTS = POINTER(_Opaque)  # mlr_api_inputs *
 RECIPE = POINTER(_Opaque)  # mlr_recipe *
 ERR = POINTER(MlrError)
+KERNEL = POINTER(_Opaque)  # mlr_kernel *
+# mlr_kernel_call: (ctx, cell, inputs_path, out_path, reason, n) -> 0, 77 (skipped) or an error;
+# reason is a writable buffer of n bytes, so it is a plain pointer here
+KERNEL_CALL = ctypes.CFUNCTYPE(c_int, c_void_p, c_char_p, c_char_p, c_char_p, c_void_p, c_size_t)
 
 _PROTOTYPES = {
     "mlr_api_version": (c_char_p, []),
@@ -101,6 +106,16 @@ _PROTOTYPES = {
          POINTER(c_void_p), POINTER(c_void_p), ERR],
     ),
     "mlr_decode_array": (c_int, [POINTER(c_float), c_void_p, c_size_t, c_int]),
+    "mlr_api_kernel_new": (
+        c_int,
+        [c_char_p, c_char_p, c_char_p, c_char_p, KERNEL_CALL, c_void_p, POINTER(KERNEL), ERR],
+    ),
+    "mlr_api_kernel_free": (None, [KERNEL]),
+    "mlr_api_report": (
+        c_int,
+        [c_char_p, c_char_p, c_char_p, POINTER(KERNEL), c_int, c_char_p, c_int, c_int,
+         POINTER(c_int), POINTER(c_void_p), ERR],
+    ),
 }
 
 

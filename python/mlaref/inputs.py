@@ -210,6 +210,7 @@ class Inputs:
         finally:
             lib.mlr_api_tf_delete(tf)
         self.framework = b.framework
+        self.device = None
 
     @classmethod
     def _wrap(cls, h, framework: str) -> "Inputs":
@@ -219,6 +220,7 @@ class Inputs:
         self._q4 = None
         self._keep = []
         self.framework = framework
+        self.device = None
         return self
 
     def __del__(self):
@@ -278,12 +280,16 @@ class Inputs:
         buffer when it was not copied."""
         return lib.mlr_api_inputs_ptr(self._h, name.encode()) or 0
 
-    def tensors(self, framework: Optional[str] = None) -> dict:
+    def tensors(self, framework: Optional[str] = None, device=None) -> dict:
         """The tensors in the contract's layout (views, no copies) as numpy arrays or torch
         tensors (default: the framework the inputs came in), with their metadata under
-        "__metadata__"."""
-        return _file_dict(lib.mlr_api_inputs_contract(self._h), framework or self.framework,
-                          self)
+        "__metadata__". device (default: the attribute ``device``, which mlaref.harness sets to
+        its Kernel's) copies torch tensors to that torch device; None or "cpu" leaves them."""
+        out = _file_dict(lib.mlr_api_inputs_contract(self._h), framework or self.framework, self)
+        device = device if device is not None else getattr(self, "device", None)
+        if device is None or str(device) == "cpu" or (framework or self.framework) != "torch":
+            return out
+        return {k: (v if k == "__metadata__" else v.to(device)) for k, v in out.items()}
 
     def save(self, path) -> None:
         """Write the inputs in the contract's layout (.safetensors, atomically): what

@@ -1,11 +1,14 @@
-/* mlr_kernel.h: a user's kernel as a command, run on a report cell's inputs and checked like
- * `mlaref check` (compare/include/mlr_check.h). A kernel is a name, a command template, the
- * recipe it claims (the numerics contract), an optional Q scale policy, a timeout and its rules
- * (fa3, plus any the user adds, e.g. exact for a kernel that claims its recipe bit for bit).
+/* mlr_kernel.h: a user's kernel as a command or a callback, run on a report cell's inputs and
+ * checked like `mlaref check` (compare/include/mlr_check.h). A kernel is a name, a command template
+ * (or a callback), the recipe it claims (the numerics contract), an optional Q scale policy, a
+ * timeout and its rules (fa3, plus any the user adds, e.g. exact for a kernel that claims its
+ * recipe bit for bit). A kernel may decline a cell it cannot run: the cell is skipped, with the
+ * kernel's reason (a command exits with status 77, CTest's skip code; a callback returns 77).
  *
  * The template's placeholders: {inputs} (the cell's inputs, a contract .safetensors file), {out}
  * (where the kernel writes o and optional lse: a .safetensors file, or a folder of o.npy and
- * lse.npy at that path), {q_scale} (the policy's static Q scale, else 1) and {cell} (the cell's
+ * lse.npy at that path), {q_scale} (the static Q scale of the kernel's policy, given or the
+ * recipe's own, else 1) and {cell} (the cell's
  * name). The command runs through /bin/sh -c in its own process group, stdin and stdout on
  * /dev/null, stderr kept for the reason; past its timeout the group gets SIGTERM, then SIGKILL
  * a second later. Every file lives in a folder made per run (mlr_kernel_workdir). */
@@ -27,17 +30,35 @@ enum {
   MLR_KERNEL_MAX_CHECKS = 2 * MLR_KERNEL_MAX_RULES /* the rules on o and on lse */
 };
 
-typedef enum { MLR_KERNEL_PASS = 0, MLR_KERNEL_FAIL = 1, MLR_KERNEL_ERROR = 2 } mlr_kernel_verdict;
+typedef enum {
+  MLR_KERNEL_PASS = 0,
+  MLR_KERNEL_FAIL = 1,
+  MLR_KERNEL_ERROR = 2,
+  MLR_KERNEL_SKIP = 3 /* the kernel declined the cell: neither a pass nor a failure */
+} mlr_kernel_verdict;
+
+/* what a kernel returns (a callback) or exits with (a command) to decline a cell: CTest's code */
+enum { MLR_KERNEL_SKIP_CODE = 77 };
+
+/* A kernel as a function in this process (the Python harness's). It reads the cell's inputs at
+ * inputs_path and writes o (and optional lse) at out_path as a command writes {out}; it returns 0
+ * when it wrote them, MLR_KERNEL_SKIP_CODE to decline the cell, anything else for an error, with
+ * one line in reason (n bytes) for either. No timeout applies: it runs in the caller's thread
+ * until it returns. */
+typedef int (*mlr_kernel_call)(void *ctx, const char *cell, const char *inputs_path,
+                               const char *out_path, char *reason, size_t n);
 
 typedef struct mlr_kernel {
   char name[64];          /* 1..63 of [A-Za-z0-9._-] */
-  char command[2048];     /* the template */
+  char command[2048];     /* the template ("" for a callback) */
   char recipe_label[256]; /* as the user named the recipe */
   mlr_recipe recipe;      /* the recipe claimed, the policy applied */
   char policy[48];        /* the policy given ("": the recipe's own) */
   double timeout_s;
   mlr_rule rules[MLR_KERNEL_MAX_RULES]; /* fa3 first */
   int nrules;
+  mlr_kernel_call call; /* when set, run instead of the command (timeout_s is 0 then) */
+  void *ctx;            /* the callback's first argument */
 } mlr_kernel;
 
 /* one rule's verdict on one tensor, as the check measured it (NaN: no number) */
@@ -56,7 +77,7 @@ typedef struct mlr_kernel_result {
   mlr_tensor_file out; /* the output as read (empty when the kernel wrote none or it is unreadable);
                           'o' is the kernel's, of the inputs' shape, where the verdict is not an
                           error */
-  double seconds;      /* the command's wall time */
+  double seconds;      /* the command's (or callback's) wall time */
 } mlr_kernel_result;
 
 /* what a cell gives the kernel */
@@ -78,6 +99,13 @@ mlr_status mlr_kernel_define(mlr_kernel *k, const char *spec, const char *recipe
                              const char *policy, double timeout_s, const char *const *rules,
                              int nrules, mlr_error *err);
 
+/** A callback kernel (mlr_kernel_call): name 1..63 of [A-Za-z0-9._-]; recipe, policy and rules as
+ *  mlr_kernel_define's; no timeout. MLR_EINVAL with one line for a bad name, recipe, policy or
+ *  rule, or no callback. */
+mlr_status mlr_kernel_define_call(mlr_kernel *k, const char *name, const char *recipe,
+                                  const char *policy, const char *const *rules, int nrules,
+                                  mlr_kernel_call call, void *ctx, mlr_error *err);
+
 /** The kernel's name in spec ("NAME=COMMAND") into name[64]; MLR_EINVAL for a malformed one. */
 mlr_status mlr_kernel_spec_name(const char *spec, char name[64], mlr_error *err);
 
@@ -94,8 +122,9 @@ void mlr_kernel_workdir_remove(const char *dir);
 mlr_status mlr_kernel_write_inputs(const char *dir, const char *cell, const mlr_tensor_file *tf,
                                    char path[4096], mlr_error *err);
 
-/** Run the kernel on one cell and check its output: the verdict (pass, fail with the failed rule
- *  and the worst element's reproducer line, or error with the reason) in res; free it with
+/** Run the kernel (its callback when set, else its command) on one cell and check its output: the
+ *  verdict (pass, fail with the failed rule and the worst element's reproducer line, skipped or
+ *  error with the reason) in res; free it with
  *  mlr_kernel_result_free whatever the status. A kernel that fails in any way is a verdict, not a
  *  status: MLR_OK. Other statuses: the run's own trouble (MLR_EIO: the folder; MLR_ENOMEM; the
  *  model's or the oracle's errors). */
@@ -103,7 +132,7 @@ mlr_status mlr_kernel_run_cell(const mlr_kernel *k, const mlr_kernel_cell *c,
                                mlr_kernel_result *res, mlr_error *err);
 void mlr_kernel_result_free(mlr_kernel_result *res);
 
-const char *mlr_kernel_verdict_name(int verdict); /* "pass", "fail", "error" */
+const char *mlr_kernel_verdict_name(int verdict); /* "pass", "fail", "error", "skipped" */
 
 #ifdef __cplusplus
 }

@@ -21,13 +21,15 @@
 extern "C" {
 #endif
 
-#define MLR_REPORT_SCHEMA       "mlaref.report/1"
+#define MLR_REPORT_SCHEMA          "mlaref.report/1"
 /* the a priori bound costs about as much as the rest of a cell many times over (every element,
  * every recipe: the bench suite's largest cells take most of an hour for the eight built-ins), so
  * the report works it out for cells of at most this many KV tokens (the bs=4, bs=32 and bs=64
  * kv=1024 and bs=4 kv=8192 cells, the edge and distribution cells); `mlaref check --rule budget`
  * and the slow tests cover the rest */
-#define MLR_REPORT_BOUND_TOKENS 65536
+#define MLR_REPORT_BOUND_TOKENS    65536
+/* the golden manifest a report reads by default, relative to the source tree (where it runs) */
+#define MLR_REPORT_DEFAULT_DIGESTS "fixtures/goldens/digests.tsv"
 
 /* the GPU leg: off, where a GPU is found, or required (no GPU: an error) */
 enum { MLR_REPORT_GPU_OFF = 0, MLR_REPORT_GPU_AUTO = 1, MLR_REPORT_GPU_REQUIRE = 2 };
@@ -47,7 +49,8 @@ typedef struct mlr_report_cell {
   int bound_holds;    /* every element within its a priori bound */
   double bound_max_ratio;
   int pass; /* golden not "differ", the bound (where computed) holds, and the GPU kernel (where run)
-               passes */
+               passes; a user kernel's cell: its verdict is pass (0 when skipped: not a pass, nor
+               a failure either, see mlr_report_cell_skipped) */
   /* the GPU leg: the exact kernel must be bit-identical to the model; the fast kernel (fast-*
    * recipes) within the recipe's bound (where computed) and fa3 against the model */
   int gpu;            /* a GPU kernel ran this cell */
@@ -63,7 +66,7 @@ typedef struct mlr_report_cell {
   /* a user kernel's column (mlr_kernel.h; kernel "": a recipe's): recipe and policy are those it
    * claims; o_sha, util and rel_l2 its output's where it wrote one of the right shape */
   char kernel[64];
-  int kernel_verdict; /* mlr_kernel_verdict */
+  int kernel_verdict; /* mlr_kernel_verdict (MLR_KERNEL_SKIP: the kernel declined the cell) */
   char kernel_reason[1024];
   mlr_kernel_check kernel_checks[MLR_KERNEL_MAX_CHECKS];
   int kernel_nchecks;
@@ -139,7 +142,8 @@ typedef struct mlr_report {
   char gpu_device[256]; /* "": none ran */
   /* against a baseline: regressions, one line each */
   char **regressions;
-  int nregressions, nfailures;
+  int nregressions, nfailures; /* nfailures: cells not passing, the skipped ones apart */
+  int nskipped;                /* user kernels' cells the kernel declined */
   char baseline[512];
 } mlr_report;
 
@@ -165,6 +169,11 @@ typedef struct mlr_report_opts {
   mlr_report_progress progress;
   void *ctx;
 } mlr_report_opts;
+
+/** 1 when the cell is a user kernel's that the kernel skipped: neither passed nor failed. */
+int mlr_report_cell_skipped(const mlr_report_cell *c);
+/** rep->nfailures and rep->nskipped from its cells. */
+void mlr_report_count(mlr_report *rep);
 
 /** Run the matrix: the suite's cells x the recipes x (for fp8-Q recipes) the policy axis, each
  *  cell's inputs through every user kernel (their files in a folder of the run's own, removed at
@@ -195,6 +204,15 @@ mlr_status mlr_report_merge(const mlr_report *parts, int n, mlr_report *out, mlr
  *  plots (gnuplot_cmd: the program, e.g. "gnuplot"). MLR_EIO naming the file or the tool. */
 mlr_status mlr_report_write(const mlr_report *rep, const char *dir, const char *gnuplot_cmd,
                             mlr_error *err);
+/** What `mlaref report` does after the run: compare with the baseline already read (base NULL:
+ *  none; path its name), then write the files into dir (which exists). Statuses as
+ *  mlr_report_compare's and mlr_report_write's. */
+mlr_status mlr_report_finish(mlr_report *rep, const mlr_report *base, const char *path,
+                             const char *dir, const char *gnuplot_cmd, mlr_error *err);
+/** The command's exit code for a finished report: 1 when a cell fails or a regression is found
+ *  (a skipped cell is neither), else 0. */
+int mlr_report_exit_code(const mlr_report *rep);
+
 /* MLR_OK when the plotting tool runs (`GNUPLOT --version` answers); MLR_EIO with the message
  * otherwise, so a report is refused before its cells are computed. */
 mlr_status mlr_report_plotter_check(const char *gnuplot_cmd, mlr_error *err);

@@ -20,6 +20,7 @@
 
 #include "mlr_base.h"
 #include "mlr_inputs_view.h"
+#include "mlr_kernel.h"
 #include "mlr_recipe.h"
 #include "mlr_tensor.h"
 
@@ -119,6 +120,32 @@ mlr_status mlr_api_oracle(const mlr_api_inputs *h, int from, int threads, double
 mlr_status mlr_api_check(const mlr_api_inputs *h, const mlr_tensor_file *out, const char *out_label,
                          const mlr_recipe *r, const char *recipe_label, const char *rules, int from,
                          int threads, int *exit_code, char **text, char **json, mlr_error *err);
+
+/* ---- the report, with kernels that are callbacks ---- */
+
+/** A callback kernel for mlr_api_report (mlr_kernel_define_call): name, the recipe it claims (a
+ *  built-in, fast-* or a recipe file), policy (NULL: the recipe's own), rules besides fa3 one a
+ *  line (NULL or ""), the callback and its ctx. Freed with mlr_api_kernel_free. MLR_EINVAL with
+ *  one line for a bad name, recipe, policy or rule. */
+mlr_status mlr_api_kernel_new(const char *name, const char *recipe, const char *policy,
+                              const char *rules, mlr_kernel_call call, void *ctx, mlr_kernel **out,
+                              mlr_error *err);
+void mlr_api_kernel_free(mlr_kernel *k);
+
+/** `mlaref report --suite SUITE --out OUT_DIR [--recipe R]... [--baseline B] [--quick]
+ *  [--threads N]` with these kernels as its --kernel columns, and the command's defaults
+ *  otherwise (the GPU leg where a GPU is, the golden manifest fixtures/goldens/digests.tsv where
+ *  it is readable from the current folder, the default policy axis). recipes: NULL for every
+ *  built-in, or names one a line ("none" alone: no recipe column, kernels only); out_dir an
+ *  existing writable folder; baseline NULL or a summary.json. The callbacks run in the calling
+ *  thread, one at a time. *exit_code is the command's: 0 clean, 1 a failing cell or a regression
+ *  (also for a failure of the run itself, with err set and its status), 2 bad input (err set,
+ *  nothing written). *summary_path (freed with mlr_api_free) is OUT_DIR/summary.json when it was
+ *  written, else NULL. */
+mlr_status mlr_api_report(const char *suite, const char *out_dir, const char *recipes,
+                          const mlr_kernel *const *kernels, int nkernels, const char *baseline,
+                          int quick, int threads, int *exit_code, char **summary_path,
+                          mlr_error *err);
 
 #ifdef __cplusplus
 }
