@@ -121,8 +121,8 @@ enum { MLR_CLI_MAX_KERNELS = 16 };
 typedef struct mlr_cli_kernel_args {
   const char *specs[MLR_CLI_MAX_KERNELS], *recipes[MLR_CLI_MAX_KERNELS],
       *policies[MLR_CLI_MAX_KERNELS], *timeouts[MLR_CLI_MAX_KERNELS + 1],
-      *rules[4 * MLR_CLI_MAX_KERNELS];
-  int nspecs, nrecipes, npolicies, ntimeouts, nrules;
+      *rules[4 * MLR_CLI_MAX_KERNELS], *inputs[MLR_CLI_MAX_KERNELS];
+  int nspecs, nrecipes, npolicies, ntimeouts, nrules, ninputs;
 } mlr_cli_kernel_args;
 /* One of --kernel, --kernel-recipe, --kernel-policy, --kernel-timeout, --kernel-rule at argv[*i]:
  * stored in *a and 1 (a missing value or one too many sets *rc to the usage error), else 0. */

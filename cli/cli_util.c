@@ -71,7 +71,8 @@ static const struct {
                "OLD/summary.json] [--quick] [--gpu auto|off|require] [--shard i/n] [--digests "
                "FILE] [--threads N] [--max-memory GB] [--kernel NAME='CMD {inputs} {out}' "
                "--kernel-recipe NAME=R [--kernel-policy NAME=P] [--kernel-timeout [NAME=]S] "
-               "[--kernel-rule NAME=RULE]...]... | report merge --out DIR [--baseline "
+               "[--kernel-rule NAME=RULE]... [--kernel-inputs NAME=safetensors|npy]]... | report "
+               "merge --out DIR [--baseline "
                "OLD/summary.json] SHARD_DIR..."},
     {"bench", "bench formats|emulate|oracle|gpu-exact|gpu|mma [OPTIONS]"},
     {"selfcheck", "selfcheck"},

@@ -307,14 +307,11 @@ static int inputs_unpack(int argc, char **argv) {
   mlr_error err;
   if (mlr_safetensors_read(in, &tf, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "%s", err.msg);
   int rc = mlr_cli_make_dir(cmd, "--dir", dir);
-  for (size_t i = 0; i < tf.n && rc == MLR_EXIT_OK; i++) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s.npy", dir, tf.t[i].name);
-    if (mlr_npy_write(path, &tf.t[i], &err) != MLR_OK)
-      rc = mlr_cli_usage_error(cmd, "%s", err.msg);
-    else
-      printf("%s %s\n", path, mlr_dtype_name(tf.t[i].dtype));
-  }
+  if (rc == MLR_EXIT_OK && mlr_inputs_write_npy(&tf, dir, &err) != MLR_OK)
+    rc = mlr_cli_usage_error(cmd, "%s", err.msg);
+  for (size_t i = 0; i < tf.n && rc == MLR_EXIT_OK; i++)
+    printf("%s/%s.npy %s\n", dir, tf.t[i].name, mlr_dtype_name(tf.t[i].dtype));
+  if (rc == MLR_EXIT_OK) printf("%s/metadata.json\n", dir);
   mlr_tf_free(&tf);
   return rc;
 }

@@ -432,7 +432,7 @@ static int parse_args(const char *cmd, int argc, char **argv, pc_opts *o) {
                                     "--policy --against --suite --shape --inputs --recipe "
                                     "--tolerance --threshold --margin --threads --gpu "
                                     "--max-memory --json --kernel --kernel-recipe "
-                                    "--kernel-timeout --kernel-rule");
+                                    "--kernel-timeout --kernel-rule --kernel-inputs");
   }
   return MLR_EXIT_OK;
 }

@@ -2,7 +2,8 @@
  *               [--baseline OLD/summary.json] [--quick] [--gpu auto|off|require] [--shard i/n]
  *               [--digests FILE] [--threads N]
  *               [--kernel NAME='CMD {inputs} {out}' --kernel-recipe NAME=R [--kernel-policy NAME=P]
- *                [--kernel-timeout [NAME=]S] [--kernel-rule NAME=RULE]...]...
+ *                [--kernel-timeout [NAME=]S] [--kernel-rule NAME=RULE]...
+ *                [--kernel-inputs NAME=safetensors|npy]]...
  * mlaref report merge --out DIR [--baseline OLD/summary.json] SHARD_DIR...
  * The nightly accuracy report (reports/): the suite's cells x the recipes x the Q policy axis (x
  * the GPU kernels where a GPU is) against the certified truth and the golden manifest, the
@@ -174,7 +175,7 @@ int mlr_cmd_report(int argc, char **argv) {
                                     "--suite --out --recipe --policy --baseline --quick --gpu "
                                     "--shard --digests --threads --max-memory --kernel "
                                     "--kernel-recipe --kernel-policy --kernel-timeout "
-                                    "--kernel-rule");
+                                    "--kernel-rule --kernel-inputs");
   }
   if (!suite || !out)
     return mlr_cli_usage_error(cmd, "usage: report --suite NAME --out DIR [--recipe NAME|none]... "

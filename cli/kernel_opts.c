@@ -23,7 +23,9 @@ int mlr_cli_kernel_opt(const char *cmd, int argc, char **argv, int *i, mlr_cli_k
          mlr_cli_list(cmd, argc, argv, i, "kernel-timeout", "seconds, or NAME=SECONDS", a->timeouts,
                       &a->ntimeouts, MAXK + 1, rc) ||
          mlr_cli_list(cmd, argc, argv, i, "kernel-rule", "NAME=RULE", a->rules, &a->nrules,
-                      MAXKRULES, rc);
+                      MAXKRULES, rc) ||
+         mlr_cli_list(cmd, argc, argv, i, "kernel-inputs", "NAME=safetensors|npy", a->inputs,
+                      &a->ninputs, MAXK, rc);
 }
 
 /* the kernel a NAME=VALUE option names (its index), or a usage error; *value after the '=' */
@@ -100,13 +102,15 @@ int mlr_cli_kernels_define(const char *cmd, const mlr_cli_kernel_args *a, const 
                            struct mlr_kernel *ks) {
   char names[MAXK][64];
   const int n = a->nspecs;
-  const char *recipe[MAXK] = {NULL}, *pol[MAXK] = {NULL}, *rule[MAXKRULES] = {NULL};
+  const char *recipe[MAXK] = {NULL}, *pol[MAXK] = {NULL}, *rule[MAXKRULES] = {NULL},
+             *form[MAXK] = {NULL};
   double timeout[MAXK];
   int rc;
   if ((rc = kernel_names(cmd, a, names)) ||
       (rc = by_kernel(cmd, "kernel-recipe", a->recipes, a->nrecipes, names, n, recipe, 0)) ||
       (rc = by_kernel(cmd, "kernel-policy", a->policies, a->npolicies, names, n, pol, 0)) ||
       (rc = by_kernel(cmd, "kernel-rule", a->rules, a->nrules, names, n, rule, 1)) ||
+      (rc = by_kernel(cmd, "kernel-inputs", a->inputs, a->ninputs, names, n, form, 0)) ||
       (rc = kernel_timeouts(cmd, a, names, n, timeout)))
     return rc;
   mlr_error err = {""};
@@ -119,8 +123,13 @@ int mlr_cli_kernels_define(const char *cmd, const mlr_cli_kernel_args *a, const 
     if (mlr_kernel_define(&ks[k], a->specs[k], recipe[k], policy ? policy : pol[k], timeout[k],
                           mine, nmine, &err) != MLR_OK)
       return mlr_cli_usage_error(cmd, "%s", err.msg);
+    if (form[k] && strcmp(form[k], "npy") && strcmp(form[k], "safetensors"))
+      return mlr_cli_usage_error(cmd, "--kernel-inputs %s=%s: the form is safetensors or npy",
+                                 names[k], form[k]);
+    ks[k].inputs_npy = form[k] && !strcmp(form[k], "npy");
   }
-  if (!n && (a->nrecipes || a->npolicies || a->nrules || a->ntimeouts))
-    return mlr_cli_usage_error(cmd, "--kernel-recipe, -policy, -rule and -timeout need a --kernel");
+  if (!n && (a->nrecipes || a->npolicies || a->nrules || a->ntimeouts || a->ninputs))
+    return mlr_cli_usage_error(cmd, "--kernel-recipe, -policy, -rule, -timeout and -inputs need a "
+                                    "--kernel");
   return MLR_EXIT_OK;
 }

@@ -22,6 +22,7 @@
 #include "mlr_check.h"
 #include "mlr_formats.h"
 #include "mlr_gpu_fast.h"
+#include "mlr_inputs.h"
 #include "mlr_oracle.h"
 
 static const char *const PLACEHOLDERS[] = {"inputs", "out", "q_scale", "cell"};
@@ -547,6 +548,20 @@ static mlr_status run_call(const mlr_kernel *k, const mlr_kernel_cell *c, const 
   return verdict_error(res, k, c->name, what);
 }
 
+/* the cell's inputs as a folder of .npy files beside its .safetensors file (written once a cell,
+ * for every kernel that asks), its path into dir */
+static mlr_status npy_inputs(const mlr_kernel_cell *c, char dir[4096], mlr_error *err) {
+  const size_t n = strlen(c->inputs_path);
+  snprintf(dir, 4096, "%.*s.npy", (int)(n > 12 ? n - 12 : n), c->inputs_path); /* .safetensors */
+  struct stat sb;
+  if (stat(dir, &sb) == 0) return MLR_OK;
+  mlr_tensor_file tf;
+  mlr_status st = mlr_safetensors_read(c->inputs_path, &tf, err);
+  if (st == MLR_OK) st = mlr_inputs_write_npy(&tf, dir, err);
+  mlr_tf_free(&tf);
+  return st;
+}
+
 mlr_status mlr_kernel_run_cell(const mlr_kernel *k, const mlr_kernel_cell *c,
                                mlr_kernel_result *res, mlr_error *err) {
   memset(res, 0, sizeof *res);
@@ -561,7 +576,12 @@ mlr_status mlr_kernel_run_cell(const mlr_kernel *k, const mlr_kernel_cell *c,
     mlr_kernel_workdir_remove(out);
     return st;
   }
-  const char *const vals[NPLACE] = {c->inputs_path, out, qs, c->name};
+  char npy[4096];
+  if (k->inputs_npy) {
+    const mlr_status st = npy_inputs(c, npy, err);
+    if (st != MLR_OK) return st;
+  }
+  const char *const vals[NPLACE] = {k->inputs_npy ? npy : c->inputs_path, out, qs, c->name};
   char *cmd = substitute(k->command, vals);
   if (!cmd)
     return verdict_error(res, k, c->name,

@@ -217,3 +217,28 @@ Test(kernel, exit_77_skips, .timeout = 120) {
   py("m", "assert d['failures'] == 0 and d['skipped'] == 1");
   cr_assert_eq(system("rm -rf mlr_kern"), 0);
 }
+
+/* --kernel-inputs NAME=npy: {inputs} is a folder of .npy files with metadata.json, which every
+ * command reads like the .safetensors file (the model from it is the model from the file) */
+Test(kernel, npy_inputs, .timeout = 120) {
+  fresh();
+  char *o;
+  const int rc = run("report --suite edge --quick --gpu off --recipe none --out mlr_kern/a"
+                     " --kernel folder='test -d {inputs} && test -f {inputs}/metadata.json && " K
+                     "good.sh " MLAREF_BIN " fp32-seq {inputs} {out}' --kernel-recipe "
+                     "folder=fp32-seq --kernel-inputs folder=npy --kernel-rule folder=exact",
+                     &o);
+  cr_assert_eq(rc, 0, "%s", o);
+  cr_assert(strstr(o, "kernels: 6 cells, 6 passed"), "%s", o);
+  free(o);
+  cr_assert_eq(run("report --suite edge --quick --gpu off --recipe none --out mlr_kern/b"
+                   " --kernel f='" K "good.sh {inputs} {out}' --kernel-recipe f=fp32-seq"
+                   " --kernel-inputs f=csv",
+                   &o),
+               2);
+  free(o);
+  cr_assert_eq(system("grep -q 'kernel-inputs f=csv: the form is safetensors or npy' "
+                      "mlr_kern/err"),
+               0);
+  cr_assert_eq(system("rm -rf mlr_kern"), 0);
+}

@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "mlr_emulate.h"
@@ -324,4 +325,31 @@ Test(layouts, heads_128_and_q_len_8) {
   free(o);
   mlr_tf_free(&d0);
   mlr_tf_free(&a);
+}
+
+/* a folder of .npy files with metadata.json (mlr_inputs_write_npy) loads as the file it came from:
+ * fp8 codes keep their format (OCP and FNUZ), the page table its page size */
+Test(layouts, npy_folder_round_trip) {
+  static const char *const specs[] = {"lens=5:40,q=2,page=16,seed=3", "bs=2,kv=9,fmt=e4m3fnuz"};
+  for (int k = 0; k < 2; k++) {
+    mlr_tensor_file a, d0, raw, dst;
+    mlr_inputs ia, ib;
+    gen(specs[k], &a);
+    from_ok(&a, &d0, &ia);
+    char dir[] = "/tmp/mlr_layouts_npy_XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    mlr_error err = {""};
+    cr_assert_eq(mlr_inputs_write_npy(&a, dir, &err), MLR_OK, "%s", err.msg);
+    cr_assert_eq(mlr_inputs_load(dir, 0, &raw, &dst, &ib, &err), MLR_OK, "%s", err.msg);
+    cr_assert_eq(ib.kv_format, ia.kv_format);
+    cr_assert_eq(ib.page, ia.page);
+    cr_assert(same_model("triton-fp8-split", NULL, &ia, &ib), "%s", specs[k]);
+    mlr_tf_free(&dst);
+    mlr_tf_free(&raw);
+    mlr_tf_free(&d0);
+    mlr_tf_free(&a);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+  }
 }

@@ -56,6 +56,8 @@ typedef struct mlr_kernel {
   char policy[48];        /* the policy given ("": the recipe's own) */
   double timeout_s;
   mlr_rule rules[MLR_KERNEL_MAX_RULES]; /* fa3 first */
+  int inputs_npy; /* {inputs} is a folder of NAME.npy files with metadata.json (mlr_inputs.h,
+                     mlr_inputs_write_npy), not a .safetensors file */
   int nrules;
   mlr_kernel_call call; /* when set, run instead of the command (timeout_s is 0 then) */
   void *ctx;            /* the callback's first argument */
