@@ -65,10 +65,18 @@ class Kernel:
     recipe: the numerics it claims (a built-in, fast-* or a recipe file); policy: its Q scale
     policy (fp8-Q recipes; None: the recipe's own); rules: rules besides fa3 (a string or a
     list, e.g. "exact"); supports(cell) -> True, False or a reason string: False or a string
-    skips the cell without calling fn."""
+    skips the cell without calling fn. layout: "contract" (fn gets the Inputs) or "paged" (fn
+    gets a Paged: q [B,s_q,H,576], kv_cache [P,page,1,576], block_table [B,max_pages] and
+    seq_lens [B] int32, the scales and sm_scale, torch tensors on `device`: vLLM's and FlashMLA's
+    layout; a cell whose batches have different q_len is skipped, that layout has no place for
+    it)."""
 
     def __init__(self, name: str, fn: Callable, recipe: str, policy: Optional[str] = None,
-                 device="cpu", supports: Optional[Callable] = None, rules=None):
+                 device="cpu", supports: Optional[Callable] = None, rules=None,
+                 layout: str = "contract"):
+        if layout not in ("contract", "paged"):
+            raise ValueError(f"Kernel {name!r}: layout = {layout!r} is not one of contract, paged")
+        self.layout = layout
         if not callable(fn):
             raise TypeError(f"Kernel {name!r}: fn is not callable")
         if supports is not None and not callable(supports):
@@ -100,7 +108,7 @@ class Kernel:
             ok = self.supports(self._cell(name, inputs))
             if isinstance(ok, str) or not ok:
                 return SKIP, ok if isinstance(ok, str) else "not supported (supports() said no)"
-        result = self.fn(inputs)
+        result = self.fn(inputs if self.layout == "contract" else paged(inputs))
         o, lse = result if isinstance(result, (tuple, list)) else (result, None)
         if isinstance(result, (tuple, list)) and len(result) != 2:
             raise ValueError(f"fn returned {len(result)} values: o, or (o, lse)")
@@ -129,6 +137,57 @@ class Kernel:
         raw = " ".join(str(why).split()).encode("utf-8", "replace")[:max(int(n) - 1, 0)]
         ctypes.memmove(reason, raw + b"\0", len(raw) + 1)
         return code
+
+
+class Paged(NamedTuple):
+    """A cell's inputs in the paged layout (Kernel(layout="paged")): torch tensors on the
+    kernel's device; the KV pages as the contract holds them, the block table padded with 0."""
+
+    q: object  # [B, s_q, H, 576]: bf16, or fp8 codes with q_scale
+    kv_cache: object  # [P, page, 1, 576]: fp8 codes (uint8 or a float8 type) or bf16
+    block_table: object  # [B, max_pages] int32
+    seq_lens: object  # [B] int32
+    kv_format: str
+    kv_scale: float
+    k_scale: Optional[float]
+    v_scale: Optional[float]
+    kpe_scale: Optional[float]
+    q_scale: Optional[float]
+    sm_scale: float
+    causal: bool
+
+
+def paged(inputs: Inputs) -> Paged:
+    """inputs (mlaref.Inputs) in the paged layout; Unsupported for ragged q_len."""
+    import torch
+
+    t = inputs.tensors("torch", device="cpu")
+    qo, ip = t["qo_indptr"].tolist(), t["kv_indptr"].tolist()
+    B, page = len(qo) - 1, inputs.page_size
+    sq = {qo[b + 1] - qo[b] for b in range(B)}
+    if len(sq) != 1:
+        raise Unsupported("batches with different q_len: the paged layout has one s_q")
+    s = sq.pop()
+    if "kv_indices" in t:  # pages of the page table, their lengths from kv_last_page_len
+        idx, last = t["kv_indices"].tolist(), t["kv_last_page_len"].tolist()
+        rows = [idx[ip[b]:ip[b + 1]] for b in range(B)]
+        lens = [(len(r) - 1) * page + last[b] if r else 0 for b, r in enumerate(rows)]
+    else:  # token ranges: page size 1, a row a token
+        rows = [list(range(ip[b], ip[b + 1])) for b in range(B)]
+        lens = [len(r) for r in rows]
+    table = torch.zeros((B, max([len(r) for r in rows] + [1])), dtype=torch.int32)
+    for b, r in enumerate(rows):
+        table[b, :len(r)] = torch.tensor(r, dtype=torch.int32)
+    kv = t["kv"]
+    one = lambda name: float(t[name].reshape(-1)[0]) if name in t else None  # noqa: E731
+    dev = inputs.device
+    return Paged(q=t["q"].reshape(B, s, inputs.H, 576).to(dev),
+                 kv_cache=kv.reshape(kv.shape[0] // page, page, 1, 576).to(dev),
+                 block_table=table.to(dev), seq_lens=torch.tensor(lens, dtype=torch.int32).to(dev),
+                 kv_format=inputs.kv_format, kv_scale=one("kv_scale"), k_scale=one("k_scale"),
+                 v_scale=one("v_scale"), kpe_scale=one("kpe_scale"), q_scale=one("q_scale"),
+                 sm_scale=one("sm_scale") or 1.0 / 24.0,
+                 causal=bool(int(t["causal"].reshape(-1)[0])) if "causal" in t else True)
 
 
 def _output(x, name: str, wide: bool):

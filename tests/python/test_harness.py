@@ -208,3 +208,44 @@ def test_bad_input_raises(tmp_path):
     with pytest.raises(mlaref.InputError, match="given twice"):
         mlaref.harness.report([good, good], out=tmp_path, recipes="none")
     assert os.listdir(tmp_path) == []
+
+
+def paged_attention(p):
+    """The same attention over the paged layout (Kernel(layout="paged")): pages through the block
+    table, seq_lens tokens, q [B, s_q, H, 576]; o [B, s_q, H, 512], lse [B, H, s_q]."""
+    B, s, H, _ = p.q.shape
+    page = p.kv_cache.shape[1]
+    if p.kv_format == "bf16":
+        kv = p.kv_cache.float()
+    else:
+        kv = mlaref.decode(p.kv_cache.view(torch.uint8) if p.kv_cache.dtype != torch.uint8
+                           else p.kv_cache, p.kv_format)
+    kv = kv.reshape(-1, page, 576) * p.kv_scale
+    o = torch.zeros(B, s, H, 512)
+    lse = torch.full((B, H, s), -math.inf)
+    for b in range(B):
+        length = int(p.seq_lens[b])
+        pages = p.block_table[b, :(length + page - 1) // page].long()
+        k = kv[pages].reshape(-1, 576)[:length]
+        for i in range(s):
+            seen = length - (s - 1 - i) if p.causal else length
+            if seen <= 0:
+                continue
+            sc = (p.q[b, i].float() @ k[:seen].T) * p.sm_scale
+            lse[b, :, i] = torch.logsumexp(sc, dim=1)
+            o[b, i] = torch.softmax(sc, dim=1) @ k[:seen, :512]
+    return o, lse
+
+
+def test_paged_layout(tmp_path):
+    """A kernel that takes vLLM's layout passes every edge cell but the ones that layout cannot
+    hold (batches of different q_len: skipped, saying why), paged cells included."""
+    s = mlaref.harness.report(Kernel("paged", paged_attention, recipe="fp32-seq", layout="paged"),
+                              suite="edge", out=tmp_path / "r", recipes="none")
+    cells = by_cell(s, "paged")
+    assert not s.failed_cells, [(c.shape, c.reason) for c in s.failed_cells]
+    assert cells["page16"].verdict == "pass" and cells["page64"].verdict == "pass"
+    for c in cells.values():
+        assert c.verdict == "pass" or "different q_len" in c.reason, (c.shape, c.reason)
+    with pytest.raises(ValueError, match="layout"):
+        Kernel("k", paged_attention, recipe="fp32-seq", layout="csr")
