@@ -531,6 +531,14 @@ static void kernel_counts(const mlr_report *r, int *n, int *failed, int *errors,
   }
 }
 
+/* a kernel cell's rules (measured / limit) and its utilisation ("" without an output), as both
+ * tables show them */
+static void kernel_row_texts(const mlr_report_cell *c, char rules[640], char util[32]) {
+  kernel_rules_text(c, rules, 640);
+  util[0] = 0;
+  if (c->o_sha[0]) snprintf(util, 32, "%.4g", c->util.max);
+}
+
 /* text in a Markdown table cell: a '|' escaped */
 static void bmd(buf *b, const char *s) {
   for (; *s; s++) bprintf(b, *s == '|' ? "\\|" : "%c", *s);
@@ -550,9 +558,8 @@ static void kernels_md(const mlr_report *r, buf *b) {
     for (int k = 0; k < r->ncells; k++) {
       const mlr_report_cell *c = &r->cells[k];
       if (!c->kernel[0] || kernel_rank(c) != rank) continue;
-      char rules[640], util[32] = "";
-      kernel_rules_text(c, rules, sizeof rules);
-      if (c->o_sha[0]) snprintf(util, sizeof util, "%.4g", c->util.max);
+      char rules[640], util[32];
+      kernel_row_texts(c, rules, util);
       bprintf(b, "| %s | %s | %s @ %s | %s | ", c->shape, c->kernel, c->recipe, c->policy,
               kernel_verdict_text(c));
       bmd(b, rules);
@@ -840,9 +847,8 @@ static void html_kernels(const mlr_report *r, buf *b) {
     for (int k = 0; k < r->ncells; k++) {
       const mlr_report_cell *c = &r->cells[k];
       if (!c->kernel[0] || kernel_rank(c) != rank) continue;
-      char rules[640], util[32] = "";
-      kernel_rules_text(c, rules, sizeof rules);
-      if (c->o_sha[0]) snprintf(util, sizeof util, "%.4g", c->util.max);
+      char rules[640], util[32];
+      kernel_row_texts(c, rules, util);
       bprintf(b, "<tr%s><td>", rank ? "" : " class=\"fail\"");
       const char *cols[] = {c->shape, c->kernel, c->recipe};
       for (int i = 0; i < 3; i++) {
