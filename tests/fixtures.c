@@ -11,16 +11,9 @@
 #include "mlr_manifest.h"
 #include "mlr_gen.h"
 #include "mlr_inputs.h"
+#include "test_gen.h"
 #include "mlr_rng.h"
 #include "mlr_suites.h"
-
-static void gen(const char *spec_text, mlr_tensor_file *tf) {
-  mlr_gen_spec s;
-  mlr_error err = {""};
-  cr_assert_eq(mlr_gen_spec_parse(spec_text, &s, &err), MLR_OK, "%s: %s", spec_text, err.msg);
-  cr_assert_eq(mlr_gen_inputs(&s, tf, NULL, NULL, &err), MLR_OK, "%s", err.msg);
-  mlr_gen_spec_free(&s);
-}
 
 static const void *data(const mlr_tensor_file *tf, const char *name) {
   const mlr_tensor *t = mlr_tf_find(tf, name);
@@ -32,7 +25,7 @@ static const void *data(const mlr_tensor_file *tf, const char *name) {
  * changes every generated input: bump MLR_RNG_VERSION and regenerate digests, never just this. */
 Test(fixtures, generator_known_answers) {
   mlr_tensor_file tf;
-  gen("bs=1,kv=2,seed=4217", &tf);
+  gen_file("bs=1,kv=2,seed=4217", &tf);
   const uint16_t *q = data(&tf, "q");
   const uint8_t *kv = data(&tf, "kv");
   const uint16_t q0[4] = {0xbf63, 0x3d99, 0x3ecb, 0x3e6d};
@@ -71,9 +64,9 @@ static int same_files(const mlr_tensor_file *a, const mlr_tensor_file *b) {
 Test(fixtures, same_bits_for_any_thread_count) {
   mlr_tensor_file a, b;
   omp_set_num_threads(1);
-  gen("lens=3:700:1:129,q=2,page=16,seed=99,dist=t3,bf16kv=1", &a);
+  gen_file("lens=3:700:1:129,q=2,page=16,seed=99,dist=t3,bf16kv=1", &a);
   omp_set_num_threads(2);
-  gen("lens=3:700:1:129,q=2,page=16,seed=99,dist=t3,bf16kv=1", &b);
+  gen_file("lens=3:700:1:129,q=2,page=16,seed=99,dist=t3,bf16kv=1", &b);
   cr_assert(same_files(&a, &b));
   mlr_tf_free(&a);
   mlr_tf_free(&b);
@@ -83,8 +76,8 @@ Test(fixtures, same_bits_for_any_thread_count) {
  * table is a permutation; unused slots hold NaN. */
 Test(fixtures, paging_keeps_logical_values) {
   mlr_tensor_file a, p;
-  gen("lens=5:40:33,seed=3,bf16kv=1", &a);
-  gen("lens=5:40:33,page=16,seed=3,bf16kv=1", &p);
+  gen_file("lens=5:40:33,seed=3,bf16kv=1", &a);
+  gen_file("lens=5:40:33,page=16,seed=3,bf16kv=1", &p);
   mlr_inputs ia, ip;
   mlr_error err;
   cr_assert_eq(mlr_inputs_check(&a, "a", 0, &ia, &err), MLR_OK, "%s", err.msg);
@@ -156,7 +149,7 @@ static void rm_tmpdir(void) {
 Test(fixtures, roundtrip_safetensors_and_npy, .init = make_tmpdir, .fini = rm_tmpdir) {
   mlr_tensor_file a, b;
   mlr_error err = {""};
-  gen("lens=2:30,q=3,page=16,fmt=e4m3fnuz,seed=5,bf16kv=1", &a);
+  gen_file("lens=2:30,q=3,page=16,fmt=e4m3fnuz,seed=5,bf16kv=1", &a);
   char path[512];
   snprintf(path, sizeof path, "%s/x.safetensors", tmpdir);
   cr_assert_eq(mlr_safetensors_write(path, &a, &err), MLR_OK, "%s", err.msg);
@@ -317,7 +310,7 @@ Test(fixtures, contract_violations) {
   mlr_tensor_file tf;
   mlr_inputs in;
   mlr_error err;
-  gen("lens=4:20,page=16,seed=1", &tf);
+  gen_file("lens=4:20,page=16,seed=1", &tf);
   cr_assert_eq(mlr_inputs_check(&tf, "f", 0, &in, &err), MLR_OK, "%s", err.msg);
   int32_t *kvi = (int32_t *)mlr_tf_find(&tf, "kv_indptr")->data,
           *idx = (int32_t *)mlr_tf_find(&tf, "kv_indices")->data;
@@ -360,7 +353,7 @@ Test(fixtures, contract_violations) {
   last[0] = 4;
   cr_assert_eq(mlr_inputs_check(&tf, "f", 0, &in, &err), MLR_OK, "%s", err.msg);
   mlr_tf_free(&tf);
-  gen("bs=1,kv=3,seed=2", &tf);
+  gen_file("bs=1,kv=3,seed=2", &tf);
   strcpy(mlr_tf_find(&tf, "kv_scale")->name, "scale");
   expect_contract(&tf, 0, "missing tensor 'kv_scale'");
   mlr_tf_free(&tf);
@@ -433,13 +426,13 @@ Test(fixtures, q_distributions) {
   mlr_tensor_file tf;
   const uint64_t seed = 77;
   const size_t n = 64 * 16 * 576;
-  gen("bs=64,kv=1,seed=77,dist=scaled:0.02", &tf);
+  gen_file("bs=64,kv=1,seed=77,dist=scaled:0.02", &tf);
   const uint16_t *q = data(&tf, "q");
   for (size_t i = 0; i < n; i += 97)
     cr_assert_eq(q[i], mlr_encode_f64(0.02 * mlr_rng_normal(seed, MLR_TENSOR_Q, 0, i), MLR_FMT_BF16,
                                       MLR_RND_NEAREST_EVEN, MLR_OVF_NONSAT, 0));
   mlr_tf_free(&tf);
-  gen("bs=64,kv=1,seed=77,dist=outliers:0.001", &tf);
+  gen_file("bs=64,kv=1,seed=77,dist=outliers:0.001", &tf);
   q = data(&tf, "q");
   size_t outliers = 0;
   for (size_t i = 0; i < n; i++) {
@@ -453,7 +446,7 @@ Test(fixtures, q_distributions) {
   cr_assert(fabs((double)outliers / n - 0.001) < 6 * sqrt(0.001 / n), "outlier fraction %g",
             (double)outliers / n);
   mlr_tf_free(&tf);
-  gen("bs=64,kv=1,seed=77,dist=t3", &tf);
+  gen_file("bs=64,kv=1,seed=77,dist=t3", &tf);
   q = data(&tf, "q");
   size_t beyond4 = 0;
   for (size_t i = 0; i < n; i++) beyond4 += fabsf(mlr_decode(MLR_FMT_BF16, q[i])) > 4.0f;
@@ -462,7 +455,7 @@ Test(fixtures, q_distributions) {
   cr_assert(fabs((double)beyond4 / n - p4) < 6 * sqrt(p4 / n), "t3 tail fraction %g, want %g",
             (double)beyond4 / n, p4);
   mlr_tf_free(&tf);
-  gen("bs=64,kv=1,seed=77,dist=perhead", &tf);
+  gen_file("bs=64,kv=1,seed=77,dist=perhead", &tf);
   q = data(&tf, "q");
   for (int h = 0; h < 16; h++) {
     double s2 = 0;
@@ -485,8 +478,8 @@ Test(fixtures, q_distributions) {
 Test(fixtures, inplace_quantization_matches) {
   mlr_tensor_file a, b;
   omp_set_num_threads(2);
-  gen("bs=8,kv=8192,seed=31", &a);
-  gen("bs=8,kv=8192,seed=31,bf16kv=1", &b);
+  gen_file("bs=8,kv=8192,seed=31", &a);
+  gen_file("bs=8,kv=8192,seed=31,bf16kv=1", &b);
   const mlr_tensor *ka = mlr_tf_find(&a, "kv"), *kb = mlr_tf_find(&b, "kv");
   cr_assert(ka->mapped, "the in-place path must have run");
   cr_assert_eq(ka->nbytes, kb->nbytes);

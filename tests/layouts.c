@@ -11,14 +11,7 @@
 #include "mlr_formats.h"
 #include "mlr_gen.h"
 #include "mlr_inputs.h"
-
-static void gen(const char *spec_text, mlr_tensor_file *tf) {
-  mlr_gen_spec s;
-  mlr_error err = {""};
-  cr_assert_eq(mlr_gen_spec_parse(spec_text, &s, &err), MLR_OK, "%s: %s", spec_text, err.msg);
-  cr_assert_eq(mlr_gen_inputs(&s, tf, NULL, NULL, &err), MLR_OK, "%s", err.msg);
-  mlr_gen_spec_free(&s);
-}
+#include "test_gen.h"
 
 /* src's tensor name borrowed into dst under the same name (a layout test's starting point) */
 static void take(mlr_tensor_file *dst, const mlr_tensor_file *src, const char *name) {
@@ -93,7 +86,7 @@ static void same_ints(const int32_t *a, const int32_t *b, int64_t n, const char 
 Test(layouts, block_table_and_4d_shapes) {
   mlr_tensor_file a, src, dst;
   mlr_inputs ia, ib;
-  gen("lens=5:40:16,q=2,page=16,seed=3", &a);
+  gen_file("lens=5:40:16,q=2,page=16,seed=3", &a);
   from_ok(&a, &dst, &ia);
   mlr_tf_free(&dst);
   mlr_tf_init(&src);
@@ -136,7 +129,7 @@ Test(layouts, block_table_and_4d_shapes) {
 Test(layouts, req_to_token_csr_split_q_and_pool) {
   mlr_tensor_file a, src, dst, dst2;
   mlr_inputs ia, ib;
-  gen("lens=3:7:0:12,seed=2", &a);
+  gen_file("lens=3:7:0:12,seed=2", &a);
   from_ok(&a, &dst2, &ia);
   mlr_tf_init(&src);
   take(&src, &a, "kv_scale");
@@ -191,7 +184,7 @@ Test(layouts, req_to_token_csr_split_q_and_pool) {
 Test(layouts, scales_sm_scale_and_causal) {
   mlr_tensor_file a, src, dst, d0;
   mlr_inputs ia, ib;
-  gen("bs=2,kv=300,q=3,seed=5", &a);
+  gen_file("bs=2,kv=300,q=3,seed=5", &a);
   from_ok(&a, &d0, &ia);
   const float kvs = ia.kv_scale;
   mlr_tf_init(&src);
@@ -241,7 +234,7 @@ Test(layouts, scales_sm_scale_and_causal) {
 Test(layouts, scale_placements) {
   mlr_tensor_file a, src, dst, d0;
   mlr_inputs ia, ib;
-  gen("bs=2,kv=900,seed=6", &a);
+  gen_file("bs=2,kv=900,seed=6", &a);
   from_ok(&a, &d0, &ia);
   mlr_tf_init(&src);
   for (size_t i = 0; i < a.n; i++) take(&src, &a, a.t[i].name);
@@ -272,7 +265,7 @@ Test(layouts, scale_placements) {
 Test(layouts, fp8_q_with_its_scale) {
   mlr_tensor_file a, src, dst, d0;
   mlr_inputs ia, ib;
-  gen("bs=3,kv=200,seed=7", &a);
+  gen_file("bs=3,kv=200,seed=7", &a);
   from_ok(&a, &d0, &ia);
   mlr_recipe r;
   cr_assert_eq(mlr_recipe_builtin("aiter-a8w8-ps", &r), MLR_OK);
@@ -313,7 +306,7 @@ Test(layouts, fp8_q_with_its_scale) {
 Test(layouts, heads_128_and_q_len_8) {
   mlr_tensor_file a, d0;
   mlr_inputs ia;
-  gen("bs=2,kv=40,q=8,heads=128,seed=8", &a);
+  gen_file("bs=2,kv=40,q=8,heads=128,seed=8", &a);
   from_ok(&a, &d0, &ia);
   cr_assert_eq(ia.H, 128);
   cr_assert_eq(ia.T, 16);
@@ -334,7 +327,7 @@ Test(layouts, npy_folder_round_trip) {
   for (int k = 0; k < 2; k++) {
     mlr_tensor_file a, d0, raw, dst;
     mlr_inputs ia, ib;
-    gen(specs[k], &a);
+    gen_file(specs[k], &a);
     from_ok(&a, &d0, &ia);
     char dir[] = "/tmp/mlr_layouts_npy_XXXXXX";
     cr_assert_not_null(mkdtemp(dir));
