@@ -74,6 +74,8 @@ static const struct {
                "[--kernel-rule NAME=RULE]... [--kernel-inputs NAME=safetensors|npy]]... | report "
                "merge --out DIR [--baseline "
                "OLD/summary.json] SHARD_DIR..."},
+    {"discriminate", "discriminate --suite NAME [--suite NAME]... [--recipe R] [--max-bs N] "
+                     "[--threads N]"},
     {"bench", "bench formats|emulate|oracle|gpu-exact|gpu|mma [OPTIONS]"},
     {"selfcheck", "selfcheck"},
 };

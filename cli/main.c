@@ -22,7 +22,8 @@ static void usage(FILE *out) {
       "                          SPEC: bs=B,kv=L | lens=L1:L2:..., [q=1..16] [heads=1..128]\n"
       "                          [page=P] [seed=S]"
       " [dist=normal|scaled:S|t3|outliers:P|perhead] "
-      "[fmt=e4m3|e4m3fnuz|bf16]\n                          [bf16kv=1]\n"
+      "[fmt=e4m3|e4m3fnuz|bf16]\n                          [bf16kv=1] probes: [needle=N1:N2:...] "
+      "[kscale=X] [vscale=X]\n                          [qscale=X] [sm=X] [spare=S]\n"
       "  suite list | suite show NAME\n"
       "  inputs check FILE [--allow-nonfinite]   check a file against the input contract\n"
       "  inputs pack --out FILE NAME=F.npy:DTYPE... [--meta K=V]   .npy files into .safetensors\n"
@@ -82,6 +83,9 @@ static void usage(FILE *out) {
       "on a\n"
       "                          failure or a regression against the baseline\n"
       "  report merge --out DIR [--baseline OLD/summary.json] SHARD_DIR...   shards as one report\n"
+      "  discriminate --suite NAME [--suite NAME]... [--recipe R] [--max-bs N] [--threads N]\n"
+      "                          which check catches which wrong kernel, a table a suite; exit 1\n"
+      "                          when one escapes the default rules on the first suite\n"
       "  bench formats [--n N]   conversion and random-variate throughput on one core\n"
       "  bench emulate [--recipe NAME]... [--shape SPEC] [--threads N]   the model's speed\n"
       "  bench oracle [--shape SPEC] [--small SPEC]   the oracle's speed, and against plain MPFR\n"
@@ -139,6 +143,7 @@ static const struct command {
     {"budget", mlr_cmd_budget},
     {"policy-check", mlr_cmd_policy_check},
     {"report", mlr_cmd_report},
+    {"discriminate", mlr_cmd_discriminate},
 #endif
 };
 
@@ -160,7 +165,7 @@ int main(int argc, char **argv) {
   fprintf(stderr,
           "mlaref: unknown command '%s' (valid: "
           "selfcheck|formats|gen|suite|inputs|recipe|run|gpu|compare|check|golden|oracle|budget|"
-          "policy-check|report|bench|version|help)\n",
+          "policy-check|report|discriminate|bench|version|help)\n",
           cmd);
   return MLR_EXIT_USAGE;
 }

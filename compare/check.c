@@ -186,8 +186,14 @@ static mlr_status view_lse(ctx *c, mlr_error *err) {
   return MLR_OK;
 }
 
-/* the rules for o (the user's, or fa3) and those of them that hold lse (exact, ulp, fa3; fa3
- * where none does) */
+/* the default set: fa3 and structure */
+static int default_rules(mlr_rule *r) {
+  return (mlr_rule_parse("fa3", &r[0], NULL) == MLR_OK) +
+         (mlr_rule_parse("structure", &r[1], NULL) == MLR_OK);
+}
+
+/* the rules for o (the user's, or the default set) and those of them that hold lse (exact, ulp,
+ * fa3, structure; the default set where none does) */
 static mlr_status pick_rules(ctx *c, mlr_error *err) {
   const mlr_check_args *a = c->a;
   if (a->nrules < 0 || a->nrules > 16 || (a->nrules && !a->rules))
@@ -196,13 +202,14 @@ static mlr_status pick_rules(ctx *c, mlr_error *err) {
     memcpy(c->o.rules, a->rules, (size_t)a->nrules * sizeof *a->rules);
     c->o.nrules = a->nrules;
   } else
-    c->o.nrules = mlr_rule_parse("fa3", &c->o.rules[0], NULL) == MLR_OK;
+    c->o.nrules = default_rules(c->o.rules);
   for (int k = 0; k < c->o.nrules; k++) {
     const mlr_rule_kind kind = c->o.rules[k].kind;
-    if (kind == MLR_RULE_EXACT || kind == MLR_RULE_ULP || kind == MLR_RULE_FA3)
+    if (kind == MLR_RULE_EXACT || kind == MLR_RULE_ULP || kind == MLR_RULE_FA3 ||
+        kind == MLR_RULE_STRUCTURE)
       c->l.rules[c->l.nrules++] = c->o.rules[k];
   }
-  if (!c->l.nrules) c->l.nrules = mlr_rule_parse("fa3", &c->l.rules[0], NULL) == MLR_OK;
+  if (!c->l.nrules) c->l.nrules = default_rules(c->l.rules);
   return MLR_OK;
 }
 
@@ -321,16 +328,20 @@ static void rank(held *h) {
 }
 
 /* the metrics, the verdicts and the worst elements of one tensor */
-static mlr_status hold(held *h, mlr_error *err) {
+static mlr_status hold(held *h, const mlr_inputs *in, mlr_error *err) {
+  const mlr_groups g = {in->T, in->H, h->C, in->B, in->qo_indptr};
   mlr_status st = mlr_compare_metrics(&h->a, &h->b, &h->m, err);
   if (st == MLR_OK) st = mlr_compare_metrics(&h->a, &h->t, &h->mt, err);
   if (st == MLR_OK) st = mlr_compare_metrics(&h->b, &h->t, &h->mr, err);
   if (st != MLR_OK) return st;
   for (int k = 0; k < h->nrules; k++) {
     const mlr_rule *r = &h->rules[k];
-    h->v[k] = r->kind == MLR_RULE_BUDGET && h->bound
-                  ? mlr_rule_apply_budget(r, &h->mt, &h->a, &h->t, h->bound)
-                  : mlr_rule_apply(r, &h->m, &h->a, &h->b, &h->mt, &h->mr);
+    if (r->kind == MLR_RULE_STRUCTURE)
+      h->v[k] = mlr_rule_apply_structure(r, &h->a, &h->b, &h->t, &g);
+    else
+      h->v[k] = r->kind == MLR_RULE_BUDGET && h->bound
+                    ? mlr_rule_apply_budget(r, &h->mt, &h->a, &h->t, h->bound)
+                    : mlr_rule_apply(r, &h->m, &h->a, &h->b, &h->mt, &h->mr);
     h->fails += h->v[k].kind == MLR_VERDICT_FAIL;
     h->evaluated += h->v[k].kind != MLR_VERDICT_NA;
   }
@@ -552,9 +563,9 @@ mlr_status mlr_check_run(const mlr_check_args *a, mlr_check_report *rep, mlr_err
   mlr_status st = plan(c, err);
   if (st == MLR_OK) st = run_refs(c, err);
   if (st == MLR_OK && c->want_o) st = refs_o(c, err);
-  if (st == MLR_OK && c->want_o) st = hold(&c->o, err);
+  if (st == MLR_OK && c->want_o) st = hold(&c->o, a->in, err);
   if (st == MLR_OK && c->want_l) st = refs_lse(c, err);
-  if (st == MLR_OK && c->want_l) st = hold(&c->l, err);
+  if (st == MLR_OK && c->want_l) st = hold(&c->l, a->in, err);
   if (st == MLR_OK && !c->o.evaluated && !c->l.evaluated)
     st = mlr_error_set(err, MLR_EINVAL, "no rule could be evaluated (%s)",
                        c->want_o ? c->o.v[0].detail : c->l.v[0].detail);

@@ -9,7 +9,8 @@
 #include "mlr_compare.h"
 
 const char *mlr_rule_forms(void) {
-  return "exact|ulp:N|allclose:RTOL,ATOL[,MISS]|fa3[:K[,ATOL]]|nmse:X|cos:X|budget[:F]";
+  return "exact|ulp:N|allclose:RTOL,ATOL[,MISS]|fa3[:K[,ATOL]]|nmse:X|cos:X|budget[:F]|"
+         "structure[:K[,ATOL]]";
 }
 
 /* up to 3 comma-separated non-negative finite numbers after the colon; returns the count or -1 */
@@ -46,8 +47,8 @@ mlr_status mlr_rule_parse(const char *s, mlr_rule *r, mlr_error *err) {
     r->x = v[0];
     r->y = v[1];
     r->z = v[2];
-  } else if (IS("fa3") && n <= 2) {
-    r->kind = MLR_RULE_FA3;
+  } else if ((IS("fa3") || IS("structure")) && n <= 2) {
+    r->kind = IS("fa3") ? MLR_RULE_FA3 : MLR_RULE_STRUCTURE;
     r->x = n >= 1 ? v[0] : 2.0;
     r->y = n == 2 ? v[1] : 1e-5;
   } else if (IS("nmse") && n == 1) {
@@ -86,6 +87,12 @@ mlr_verdict mlr_rule_apply(const mlr_rule *r, const mlr_metrics *m, const mlr_cm
     mlr_verdict v = {
         MLR_VERDICT_NA, 0, 0,
         "budget needs the recipe's a priori bound and the truth (mlaref check computes both)"};
+    return v;
+  }
+  if (r->kind == MLR_RULE_STRUCTURE) {
+    mlr_verdict v = {MLR_VERDICT_NA, 0, 0,
+                     "structure needs the batches, the model and the truth (mlaref check has "
+                     "them)"};
     return v;
   }
   if (m->unwritten || m->class_mismatch)
@@ -153,4 +160,75 @@ mlr_verdict mlr_rule_apply_budget(const mlr_rule *r, const mlr_metrics *mt, cons
                  "x bound (%a vs truth %a, bound %a)",
                  (long long)bu.over, r->x, (long long)bu.worst, bu.max_ratio,
                  mlr_cmp_value(a, bu.worst), mlr_cmp_value(t, bu.worst), bound[bu.worst]);
+}
+
+/* |x - t| for the structure rule: an element whose NaN/Inf class is neither the truth's nor the
+ * model's is infinitely wrong; one of the truth's class, or of the model's, has no error */
+static double elem_err(double x, double m, double t) {
+  if (isfinite(t) && isfinite(x)) return fabs(x - t);
+  const int same_t = isnan(x) ? isnan(t) : x == t, same_m = isnan(x) ? isnan(m) : x == m;
+  return same_t || same_m ? 0.0 : INFINITY;
+}
+
+typedef struct group_err {
+  double a, r; /* max |a - t|, max |r - t| */
+} group_err;
+
+/* the worst group of n: the largest max|a - t| / limit; *over counts the groups beyond it */
+static int64_t worst_group(const mlr_rule *r, const group_err *g, int64_t n, double *ratio,
+                           int64_t *over) {
+  int64_t w = -1;
+  *ratio = 0.0;
+  for (int64_t k = 0; k < n; k++) {
+    const double lim = r->x * g[k].r + r->y, q = g[k].a / lim;
+    *over += g[k].a > lim;
+    if (w < 0 || q > *ratio) {
+      w = k;
+      *ratio = q;
+    }
+  }
+  return w;
+}
+
+mlr_verdict mlr_rule_apply_structure(const mlr_rule *r, const mlr_cmp_tensor *a,
+                                     const mlr_cmp_tensor *b, const mlr_cmp_tensor *t,
+                                     const mlr_groups *g) {
+  group_err *e = calloc((size_t)(g->B + g->H > 0 ? g->B + g->H : 1), sizeof *e);
+  if (!e) {
+    mlr_verdict v = {MLR_VERDICT_NA, 0, 0, "structure: out of memory"};
+    return v;
+  }
+  group_err *eb = e, *eh = e + g->B;
+  for (int64_t bt = 0; bt < g->B; bt++)
+    for (int64_t tok = g->qo_indptr[bt]; tok < g->qo_indptr[bt + 1]; tok++)
+      for (int64_t h = 0; h < g->H; h++)
+        for (int64_t c = 0; c < g->C; c++) {
+          const int64_t i = (tok * g->H + h) * g->C + c;
+          const double vt = mlr_cmp_value(t, i), vm = mlr_cmp_value(b, i);
+          const double ea = elem_err(mlr_cmp_value(a, i), vm, vt), er = elem_err(vm, vm, vt);
+          eb[bt].a = fmax(eb[bt].a, ea);
+          eb[bt].r = fmax(eb[bt].r, er);
+          eh[h].a = fmax(eh[h].a, ea);
+          eh[h].r = fmax(eh[h].r, er);
+        }
+  double qb, qh;
+  int64_t over = 0;
+  const int64_t wb = worst_group(r, eb, g->B, &qb, &over),
+                wh = worst_group(r, eh, g->H, &qh, &over);
+  const int batch = wb >= 0 && (wh < 0 || qb >= qh);
+  const group_err w = batch ? eb[wb] : eh[wh];
+  const double ratio = batch ? qb : qh;
+  const mlr_verdict v =
+      over == 0
+          ? verdict(1, ratio, 1.0,
+                    "every batch and head within %g x the model's error there + %g (closest: %s "
+                    "%lld at %.3g of its limit)",
+                    r->x, r->y, batch ? "batch" : "head", (long long)(batch ? wb : wh), ratio)
+          : verdict(0, ratio, 1.0,
+                    "%lld of %lld batches and heads out of line; worst %s %lld: max|out - truth| "
+                    "= %.4g, limit %g x %.4g (the model's there) + %g = %.4g",
+                    (long long)over, (long long)(g->B + g->H), batch ? "batch" : "head",
+                    (long long)(batch ? wb : wh), w.a, r->x, w.r, r->y, r->x * w.r + r->y);
+  free(e);
+  return v;
 }

@@ -11,11 +11,12 @@ their log-sum-exp. It returns o [T, H, 512] and lse [T, H] (natural log).
 As a command kernel (`mlaref report --kernel`, `mlaref policy-check --kernel`):
 
     python3 examples/torch_mla_decode.py {inputs} {out} [--splits N] [--q-scale S]
-        [--dtype fp32|bf16] [--bug drop-last-token|no-kv-scale]
+        [--dtype fp32|bf16] [--bug BUG]
 
 reads the contract's inputs file (docs/inputs.md) and writes o and lse to {out}. --q-scale S
 quantizes Q to e4m3 with the static scale S first (what an fp8-Q kernel does; give it {q_scale}).
---bug makes the kernel deliberately wrong, to see the check catch it.
+--bug makes the kernel deliberately wrong, to see the check catch it (BUGS: each a bug of a kind
+that reaches production kernels, caught on the probe suite: tests/python/test_probe.py).
 
 As a function: `mla_decode(q, kv_cache, kv_scale, sm_scale, kv_indptr, qo_indptr, ...)` on
 tensors, or `mla_decode_inputs(inputs)` on an `mlaref.Inputs`.
@@ -28,7 +29,17 @@ import torch
 
 import mlaref
 
-BUGS = ("drop-last-token", "no-kv-scale")
+BUGS = {
+    "drop-last-token": "every query sees one KV token fewer (a length off by one)",
+    "no-kv-scale": "the KV scales never applied",
+    "no-v-scale": "V read at scale 1 (the cache's v_scale omitted)",
+    "split-edge-twice": "each split reads one token past its end (that token counted twice)",
+    "causal-late": "the causal mask one token late (query i sees one token more)",
+    "page-off-by-one": "a batch's last page read through its previous page-table entry",
+    "lse-base2": "lse returned as log2 of the sum",
+    "heads-mod-16": "head h computed with head (h mod 16)'s query",
+    "sm-scale-ignored": "1/sqrt(576) used whatever sm_scale the inputs give",
+}
 E4M3_MAX = 448.0
 BLOCK = 64  # tokens an online-softmax step takes
 
@@ -58,12 +69,17 @@ def decode_cache(kv, kv_format):
     return kv.float()  # torch.float8_e4m3fn / float8_e4m3fnuz
 
 
-def token_rows(b, kv_indptr, kv_indices, kv_last_page_len, page_size):
+def token_rows(b, kv_indptr, kv_indices, kv_last_page_len, page_size, bug=None):
     """The cache rows of batch b's KV tokens, in order: a range of rows, or its pages'."""
     lo, hi = int(kv_indptr[b]), int(kv_indptr[b + 1])
     if kv_indices is None:
-        return torch.arange(lo, hi)
-    pages = kv_indices[lo:hi].long()
+        rows = torch.arange(lo, hi)
+        if bug == "page-off-by-one" and hi - lo >= 2:  # a page is a token here
+            rows[-1] = rows[-2]
+        return rows
+    pages = kv_indices[lo:hi].long().clone()
+    if bug == "page-off-by-one" and pages.numel() >= 2:
+        pages[-1] = pages[-2]
     if pages.numel() == 0:
         return torch.zeros(0, dtype=torch.long)
     rows = (pages[:, None] * page_size + torch.arange(page_size)[None, :]).reshape(-1)
@@ -113,13 +129,18 @@ def batch_decode(q, k, v, sm_scale, causal, splits, bug):
     seen = torch.tensor([L - (n - 1 - i) if causal else L for i in range(n)])
     if bug == "drop-last-token":
         seen = seen - 1
+    if bug == "causal-late":
+        seen = torch.clamp(seen + 1, max=L)
     visible = torch.arange(L)[None, :] < seen[:, None]
     logits = logits.masked_fill(~visible[:, None, :], -math.inf)
     size = max(1, -(-L // splits))
-    parts = [split_partial(logits[:, :, s:s + size], v[s:s + size]) for s in range(0, L, size)]
+    end = size + 1 if bug == "split-edge-twice" else size
+    parts = [split_partial(logits[:, :, s:s + end], v[s:s + end]) for s in range(0, L, size)]
     if not parts:  # no KV tokens: nothing to attend to
         return torch.zeros(n, q.shape[1], v.shape[1]), torch.full((n, q.shape[1]), -math.inf)
     lse, o = merge(parts)
+    if bug == "lse-base2":
+        lse = lse / math.log(2.0)
     return o, lse
 
 
@@ -140,15 +161,19 @@ def mla_decode(q, kv_cache, kv_scale, sm_scale, kv_indptr, qo_indptr, kv_indices
     kpe_scale = k_scale if kpe_scale is None else kpe_scale
     if bug == "no-kv-scale":
         k_scale = v_scale = kpe_scale = 1.0
+    if bug == "no-v-scale":
+        v_scale = 1.0
     kv = decode_cache(kv_cache.reshape(-1, kv_cache.shape[-1]), kv_format)
     k = torch.cat([kv[:, :512] * float(k_scale), kv[:, 512:] * float(kpe_scale)], dim=1)
     v = kv[:, :512] * float(v_scale)
     qf = quantize_e4m3(q, q_static_scale) if q_static_scale is not None else q.float()
+    if bug == "heads-mod-16":
+        qf = qf[:, torch.arange(qf.shape[1]) % 16]
     o = torch.zeros(q.shape[0], q.shape[1], 512)
     lse = torch.zeros(q.shape[0], q.shape[1])
     for b in range(len(qo_indptr) - 1):
         q0, q1 = int(qo_indptr[b]), int(qo_indptr[b + 1])
-        rows = token_rows(b, kv_indptr, kv_indices, kv_last_page_len, page_size)
+        rows = token_rows(b, kv_indptr, kv_indices, kv_last_page_len, page_size, bug)
         o[q0:q1], lse[q0:q1] = batch_decode(qf[q0:q1], k[rows], v[rows], float(sm_scale), causal,
                                             splits, bug)
     return o.to(out_dtype), lse
@@ -166,7 +191,10 @@ def mla_decode_inputs(inputs, splits=4, q_static_scale=None, bug=None, out_dtype
     q = t["q"]
     if q.dtype != torch.bfloat16:  # fp8 codes with their descale
         q = decode_cache(q, meta.get("mlaref.format.q", "e4m3")) * scalar("q_scale")
-    return mla_decode(q, t["kv"], scalar("kv_scale"), scalar("sm_scale", 1 / math.sqrt(576)),
+    sm_scale = scalar("sm_scale", 1 / math.sqrt(576))
+    if bug == "sm-scale-ignored":
+        sm_scale = 1 / math.sqrt(576)
+    return mla_decode(q, t["kv"], scalar("kv_scale"), sm_scale,
                       t["kv_indptr"], t["qo_indptr"], kv_indices=t.get("kv_indices"),
                       kv_last_page_len=t.get("kv_last_page_len"),
                       page_size=int(meta.get("mlaref.page_size", "1")),
@@ -185,7 +213,9 @@ def main(argv=None):
     ap.add_argument("--q-scale", type=float, default=None,
                     help="quantize Q to e4m3 with this static scale ({q_scale})")
     ap.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32", help="o's type")
-    ap.add_argument("--bug", choices=BUGS, default=None, help="a deliberately wrong kernel")
+    ap.add_argument("--bug", choices=sorted(BUGS), default=None,
+                    help="a deliberately wrong kernel: "
+                    + "; ".join(f"{k}: {v}" for k, v in BUGS.items()))
     a = ap.parse_args(argv)
     if a.splits < 1:
         ap.error(f"--splits {a.splits}: at least 1")

@@ -323,22 +323,25 @@ static void get_extras(rd *r, json_t *root, mlr_report_studies *s) {
     json_t *rows = json_object_get(dj, "caught");
     get_str(r, dj, "recipe", "discrimination.", s->disc_recipe, sizeof s->disc_recipe, 1);
     s->disc_model_ok = get_bool(r, dj, "model_passes", "discrimination.", 1, 0);
-    if (!json_is_array(rows) || json_array_size(rows) != 12)
-      bad(r, "discrimination.caught", "not 12 rows");
-    for (size_t k = 0; r->st == MLR_OK && k < 12; k++) {
+    if (!json_is_array(rows)) bad(r, "discrimination.caught", "not an array of rows");
+    /* a table of another set of wrong kernels or checks (an older mlaref's) is not this one's:
+     * it is left out, not refused */
+    const int same = json_array_size(rows) == MLR_DISC_WRONG &&
+                     json_array_size(json_array_get(rows, 0)) == MLR_DISC_RULES;
+    for (size_t k = 0; r->st == MLR_OK && same && k < MLR_DISC_WRONG; k++) {
       json_t *row = json_array_get(rows, k);
-      if (!json_is_array(row) || json_array_size(row) != 5) {
-        bad(r, "discrimination.caught", "a row that is not 5 booleans");
+      if (!json_is_array(row) || json_array_size(row) != MLR_DISC_RULES) {
+        bad(r, "discrimination.caught", "rows of unequal length");
         break;
       }
-      for (size_t q = 0; q < 5; q++) {
+      for (size_t q = 0; q < MLR_DISC_RULES; q++) {
         json_t *x = json_array_get(row, q);
         if (!json_is_boolean(x) && !json_is_null(x))
           bad(r, "discrimination.caught", "a value that is not true, false or null");
         s->disc[k][q] = json_is_null(x) ? -1 : json_is_true(x);
       }
     }
-    s->disc_done = r->st == MLR_OK;
+    s->disc_done = r->st == MLR_OK && same;
   }
 }
 

@@ -1,4 +1,4 @@
-/* Which rule catches which wrong kernel (mlr_discriminate.h). */
+/* Which check catches which wrong kernel (mlr_discriminate.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "mlr_discriminate.h"
 
@@ -6,83 +6,108 @@
 #include <string.h>
 
 #include "mlr_budget.h"
+#include "mlr_emu_ops.h"
 #include "mlr_emulate.h"
 #include "mlr_formats.h"
 
 #define DV MLR_EMU_V_DIM
 
-const char *const mlr_disc_wrong[MLR_DISC_WRONG] = {"all zeros",
-                                                    "q[..., :512] / 24",
-                                                    "rope part of the dot dropped",
-                                                    "sm_scale = 1/sqrt(512)",
-                                                    "kv_scale applied twice",
-                                                    "kv_scale not applied",
-                                                    "last token of each split skipped",
-                                                    "split lse in log2 where ln is meant",
-                                                    "P not normalized",
-                                                    "merge without rescaling by the running max",
-                                                    "batches 0 and 1 swapped",
-                                                    "head 0 copied to head 1"};
-static const int FAULT[MLR_DISC_WRONG] = {0,
-                                          0,
-                                          MLR_FAULT_DROP_ROPE,
-                                          MLR_FAULT_SM_SCALE_512,
-                                          MLR_FAULT_KV_SCALE_TWICE,
-                                          MLR_FAULT_KV_SCALE_NONE,
-                                          MLR_FAULT_SKIP_LAST,
-                                          MLR_FAULT_LSE_LOG2,
-                                          MLR_FAULT_P_UNNORMALIZED,
-                                          MLR_FAULT_MERGE_NO_RESCALE,
-                                          0,
-                                          0};
-const char *const mlr_disc_rules[MLR_DISC_RULES] = {"allclose:0.1,0.1,0.05", "fa3", "nmse:5e-4",
-                                                    "cos:1e-2", "budget"};
+const char *const mlr_disc_rules[MLR_DISC_RULES] = {"task allclose:0.1,0.1,0.05",
+                                                    "default: fa3 + structure",
+                                                    "default on o alone",
+                                                    "FlashMLA abs 8e-3 + cos 5e-4",
+                                                    "FlashInfer abs 1.5e-2",
+                                                    "AITER allclose:0.01,0.01,0.05",
+                                                    "budget"};
 
-mlr_status mlr_disc_wrong_output(int k, const mlr_recipe *r, const mlr_inputs *in,
-                                 const uint16_t *model, uint16_t **out, mlr_error *err) {
-  *out = NULL;
-  if (k < 0 || k >= MLR_DISC_WRONG)
-    return mlr_error_set(err, MLR_EINVAL, "wrong kernel %d: valid 0..%d", k, MLR_DISC_WRONG - 1);
-  if (r->out_format != MLR_OUT_BF16)
-    return mlr_error_set(err, MLR_EINVAL,
-                         "recipe '%s': the wrong kernels are made from a bf16 output", r->name);
-  const int64_t H = in->H, n = in->T * H * DV;
-  uint16_t *o = malloc((size_t)(n > 0 ? n : 1) * 2);
-  if (!o) return mlr_error_set(err, MLR_ENOMEM, "out of memory for a wrong kernel's output");
-  if (FAULT[k]) {
-    mlr_emu_opts opts = {0, 0, FAULT[k], 0};
-    mlr_emu_result res;
-    const mlr_status st = mlr_emulate(r, in, &opts, &res, err);
-    if (st != MLR_OK) {
-      free(o);
-      return st;
-    }
-    memcpy(o, res.o, (size_t)n * 2);
-    mlr_emu_result_free(&res);
-  } else if (k == 0)
-    memset(o, 0, (size_t)n * 2);
-  else if (k == 1) { /* bf16(q / 24) of the first 512 columns: an output of the right size and scale
-                        with no attention in it */
-    for (int64_t t = 0; t < in->T * H; t++)
-      for (int d = 0; d < DV; d++) {
-        const float q = mlr_bits_f32((uint32_t)in->q[t * MLR_EMU_QK_DIM + d] << 16);
-        o[t * DV + d] = (uint16_t)mlr_encode_f32(q / 24.0f, MLR_FMT_BF16, MLR_RND_NEAREST_EVEN,
-                                                 MLR_OVF_NONSAT, 0);
-      }
-  } else if (k == 10) { /* the first query tokens of batches 0 and 1 trade outputs */
-    memcpy(o, model, (size_t)n * 2);
-    if (in->B > 1) {
-      const int64_t t0 = in->qo_indptr[0], t1 = in->qo_indptr[1];
-      memcpy(o + t0 * H * DV, model + t1 * H * DV, (size_t)(H * DV) * 2);
-      memcpy(o + t1 * H * DV, model + t0 * H * DV, (size_t)(H * DV) * 2);
-    }
-  } else { /* every token's head 1 = its head 0 */
-    memcpy(o, model, (size_t)n * 2);
-    for (int64_t t = 0; H > 1 && t < in->T; t++)
-      memcpy(o + (t * H + 1) * DV, o + t * H * DV, DV * 2);
+/* the rules of each check on o; the default rules hold lse too (MLR_DISC_DEFAULT). FlashMLA's test
+ * tolerances are its fp8 ones (bf16 KV: abs 8e-4, cos 5e-6, its bf16 ones) */
+static const char *const SET[MLR_DISC_RULES][2] = {{"allclose:0.1,0.1,0.05", NULL},
+                                                   {"fa3", "structure"},
+                                                   {"fa3", "structure"},
+                                                   {"allclose:0,8e-3", "cos:5e-4"},
+                                                   {"allclose:0,1.5e-2", NULL},
+                                                   {"allclose:0.01,0.01,0.05", NULL},
+                                                   {"budget", NULL}};
+
+/* one tensor held as check holds it: candidate, model, truth, their metrics and groups */
+typedef struct held {
+  mlr_cmp_tensor a, b, t;
+  mlr_metrics m, mt, mr;
+  mlr_groups g;
+} held;
+
+static mlr_status held_make(held *h, const mlr_disc_refs *ref, mlr_cmp_tensor a, mlr_cmp_tensor b,
+                            mlr_cmp_tensor t, int64_t C, mlr_error *err) {
+  h->a = a;
+  h->b = b;
+  h->t = t;
+  h->g = (mlr_groups){ref->in->T, ref->in->H, C, ref->in->B, ref->in->qo_indptr};
+  mlr_status st = mlr_compare_metrics(&h->a, &h->b, &h->m, err);
+  if (st == MLR_OK) st = mlr_compare_metrics(&h->a, &h->t, &h->mt, err);
+  if (st == MLR_OK) st = mlr_compare_metrics(&h->b, &h->t, &h->mr, err);
+  return st;
+}
+
+static mlr_verdict_kind apply(const mlr_rule *r, const held *h, const double *bound) {
+  if (r->kind == MLR_RULE_STRUCTURE)
+    return mlr_rule_apply_structure(r, &h->a, &h->b, &h->t, &h->g).kind;
+  if (r->kind == MLR_RULE_BUDGET)
+    return bound ? mlr_rule_apply_budget(r, &h->mt, &h->a, &h->t, bound).kind : MLR_VERDICT_NA;
+  return mlr_rule_apply(r, &h->m, &h->a, &h->b, &h->mt, &h->mr).kind;
+}
+
+/* lse as check holds it: the recipe's lse.base converted to out.lse_base by one binary32 multiply,
+ * the truth's natural log in binary64 */
+static mlr_status lse_views(const mlr_disc_refs *ref, const float *lse, float **a, float **b,
+                            double **t) {
+  const mlr_recipe *r = ref->r;
+  const int64_t n = ref->in->T * ref->in->H;
+  *a = malloc((size_t)(n > 0 ? n : 1) * sizeof **a);
+  *b = malloc((size_t)(n > 0 ? n : 1) * sizeof **b);
+  *t = malloc((size_t)(n > 0 ? n : 1) * sizeof **t);
+  if (!*a || !*b || !*t) return MLR_ENOMEM;
+  const int from = r->lse_base == MLR_EXP_2 ? MLR_EXP_2 : MLR_EXP_E, to = r->out_lse_base;
+  for (int64_t i = 0; i < n; i++) {
+    (*a)[i] = mlr__emu_lse_convert(lse[i], from, to);
+    (*b)[i] = mlr__emu_lse_convert(ref->model->lse[i], from, to);
+    (*t)[i] = to == MLR_EXP_2 ? ref->tlse[i] * MLR_EMU_LOG2E_D : ref->tlse[i];
   }
-  *out = o;
   return MLR_OK;
+}
+
+mlr_status mlr_disc_judge_all(const mlr_disc_refs *ref, const uint16_t *o, const float *lse,
+                              mlr_verdict_kind v[MLR_DISC_RULES], mlr_error *err) {
+  const int64_t n = ref->in->T * ref->in->H * DV, nl = ref->in->T * ref->in->H;
+  held ho, hl;
+  mlr_status st = held_make(&ho, ref, (mlr_cmp_tensor){MLR_CT_BF16, o, n},
+                            (mlr_cmp_tensor){MLR_CT_BF16, ref->model->o, n},
+                            (mlr_cmp_tensor){MLR_CT_F64, ref->truth, n}, DV, err);
+  float *la = NULL, *lb = NULL;
+  double *lt = NULL;
+  if (st == MLR_OK && ref->tlse && (st = lse_views(ref, lse, &la, &lb, &lt)) != MLR_OK)
+    st = mlr_error_set(err, st, "out of memory for lse");
+  if (st == MLR_OK && ref->tlse)
+    st = held_make(&hl, ref, (mlr_cmp_tensor){MLR_CT_F32, la, nl},
+                   (mlr_cmp_tensor){MLR_CT_F32, lb, nl}, (mlr_cmp_tensor){MLR_CT_F64, lt, nl}, 1,
+                   err);
+  const int bf16kv = ref->in->kv_format == MLR_FMT_BF16;
+  for (int q = 0; st == MLR_OK && q < MLR_DISC_RULES; q++) {
+    v[q] = MLR_VERDICT_PASS;
+    for (int j = 0; j < 2 && SET[q][j]; j++) {
+      const char *text = SET[q][j];
+      if (q == MLR_DISC_FLASHMLA && bf16kv) text = j ? "cos:5e-6" : "allclose:0,8e-4";
+      mlr_rule r;
+      if ((st = mlr_rule_parse(text, &r, err)) != MLR_OK) break;
+      mlr_verdict_kind k = apply(&r, &ho, ref->bound);
+      if (q == MLR_DISC_DEFAULT && ref->tlse && k != MLR_VERDICT_FAIL) k = apply(&r, &hl, NULL);
+      if (k == MLR_VERDICT_FAIL || (k == MLR_VERDICT_NA && v[q] == MLR_VERDICT_PASS)) v[q] = k;
+    }
+  }
+  free(la);
+  free(lb);
+  free(lt);
+  return st;
 }
 
 mlr_status mlr_disc_judge(const char *rule, int64_t n, const uint16_t *a, const uint16_t *b,
@@ -106,12 +131,19 @@ mlr_status mlr_disc_judge(const char *rule, int64_t n, const uint16_t *a, const 
   return MLR_OK;
 }
 
+/* 1 when the outputs are the model's, bit for bit */
+static int unchanged(const mlr_disc_out *w, const mlr_emu_result *model, int64_t n, int64_t nl) {
+  return !memcmp(w->o, model->o, (size_t)n * 2) &&
+         !memcmp(w->lse, model->lse, (size_t)nl * sizeof(float));
+}
+
 mlr_status mlr_disc_table(const mlr_recipe *r, const mlr_inputs *in, const double *truth,
-                          int threads, int caught[MLR_DISC_WRONG][MLR_DISC_RULES], int *model_ok,
+                          const double *tlse, int threads,
+                          int caught[MLR_DISC_WRONG][MLR_DISC_RULES], int *model_ok,
                           mlr_error *err) {
   memset(caught, 0, sizeof(int) * MLR_DISC_WRONG * MLR_DISC_RULES);
   *model_ok = 0;
-  const int64_t n = in->T * in->H * DV;
+  const int64_t n = in->T * in->H * DV, nl = in->T * in->H;
   mlr_emu_opts opts = {threads, 0, MLR_FAULT_NONE, 0};
   mlr_emu_result model;
   mlr_status st = mlr_emulate(r, in, &opts, &model, err);
@@ -121,25 +153,18 @@ mlr_status mlr_disc_table(const mlr_recipe *r, const mlr_inputs *in, const doubl
     st = mlr_error_set(err, MLR_ENOMEM, "out of memory for the bound");
   else
     st = mlr_budget_bound(r, in, MLR_TRUTH_DEQUANTIZED, truth, threads, bound, err);
-  mlr_verdict_kind v1 = MLR_VERDICT_FAIL, v2 = MLR_VERDICT_FAIL;
-  if (st == MLR_OK) st = mlr_disc_judge("fa3", n, model.o, model.o, truth, NULL, &v1, err);
-  if (st == MLR_OK) st = mlr_disc_judge("budget", n, model.o, model.o, truth, bound, &v2, err);
-  *model_ok = v1 == MLR_VERDICT_PASS && v2 == MLR_VERDICT_PASS;
+  const mlr_disc_refs ref = {r, in, &model, truth, tlse, bound};
+  mlr_verdict_kind v[MLR_DISC_RULES];
+  if (st == MLR_OK && (st = mlr_disc_judge_all(&ref, model.o, model.lse, v, err)) == MLR_OK)
+    *model_ok = v[MLR_DISC_DEFAULT] == MLR_VERDICT_PASS && v[MLR_DISC_BUDGET] == MLR_VERDICT_PASS;
   for (int k = 0; st == MLR_OK && k < MLR_DISC_WRONG; k++) {
-    uint16_t *o;
-    if ((st = mlr_disc_wrong_output(k, r, in, model.o, &o, err)) != MLR_OK) break;
-    if (!memcmp(o, model.o, (size_t)n * 2)) { /* the mutation does not touch this kernel's output
-                                                 (e.g. a merge fault, one split) */
+    mlr_disc_out w;
+    if ((st = mlr_disc_wrong_output(k, r, in, &model, threads, &w, err)) != MLR_OK) break;
+    if (unchanged(&w, &model, n, tlse ? nl : 0)) /* the mutation cannot act on these inputs */
       for (int q = 0; q < MLR_DISC_RULES; q++) caught[k][q] = -1;
-      free(o);
-      continue;
-    }
-    for (int q = 0; st == MLR_OK && q < MLR_DISC_RULES; q++) {
-      mlr_verdict_kind v;
-      if ((st = mlr_disc_judge(mlr_disc_rules[q], n, o, model.o, truth, bound, &v, err)) == MLR_OK)
-        caught[k][q] = v == MLR_VERDICT_FAIL;
-    }
-    free(o);
+    else if ((st = mlr_disc_judge_all(&ref, w.o, w.lse, v, err)) == MLR_OK)
+      for (int q = 0; q < MLR_DISC_RULES; q++) caught[k][q] = v[q] == MLR_VERDICT_FAIL;
+    mlr_disc_out_free(&w);
   }
   free(bound);
   mlr_emu_result_free(&model);

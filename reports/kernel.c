@@ -135,15 +135,18 @@ static mlr_status define_contract(mlr_kernel *k, const char *recipe, const char 
   if (policy && mlr_recipe_set_policy(&k->recipe, policy, &e) != MLR_OK)
     return mlr_error_set(err, MLR_EINVAL, "--kernel-policy %s: %s", k->name, e.msg);
   snprintf(k->policy, sizeof k->policy, "%.47s", policy ? policy : "");
-  if (nrules > MLR_KERNEL_MAX_RULES - 1)
-    return mlr_error_set(err, MLR_EINVAL, "--kernel-rule %s: at most %d rules besides fa3", k->name,
-                         MLR_KERNEL_MAX_RULES - 1);
-  k->nrules = mlr_rule_parse("fa3", &k->rules[0], NULL) == MLR_OK;
+  if (nrules > MLR_KERNEL_MAX_RULES - 2)
+    return mlr_error_set(err, MLR_EINVAL,
+                         "--kernel-rule %s: at most %d rules besides fa3 and structure", k->name,
+                         MLR_KERNEL_MAX_RULES - 2);
+  /* the default set is always held */
+  k->nrules = (mlr_rule_parse("fa3", &k->rules[0], NULL) == MLR_OK) +
+              (mlr_rule_parse("structure", &k->rules[1], NULL) == MLR_OK);
   for (int i = 0; i < nrules; i++) {
     mlr_rule r;
     if (mlr_rule_parse(rules[i], &r, &e) != MLR_OK)
       return mlr_error_set(err, MLR_EINVAL, "--kernel-rule %s=%s: %s", k->name, rules[i], e.msg);
-    if (strcmp(r.text, "fa3")) k->rules[k->nrules++] = r; /* fa3 is always held */
+    if (strcmp(r.text, "fa3") && strcmp(r.text, "structure")) k->rules[k->nrules++] = r;
   }
   return MLR_OK;
 }

@@ -108,7 +108,7 @@ static void extras_json(const mlr_report *r, json_t *root) {
         json_array_append_new(row, r->studies.disc[k][q] < 0 ? json_null()
                                                              : json_boolean(r->studies.disc[k][q]));
       json_array_append_new(rows, row);
-      json_array_append_new(wrong, json_string(mlr_disc_wrong[k]));
+      json_array_append_new(wrong, json_string(mlr_disc_wrong_name(k)));
     }
     for (int q = 0; q < MLR_DISC_RULES; q++)
       json_array_append_new(rules, json_string(mlr_disc_rules[q]));
@@ -619,7 +619,7 @@ static void markdown(const mlr_report *r, buf *b) {
     for (int q = 0; q < MLR_DISC_RULES; q++) bprintf(b, " --- |");
     bprintf(b, "\n");
     for (int k = 0; k < MLR_DISC_WRONG; k++) {
-      bprintf(b, "| %s |", mlr_disc_wrong[k]);
+      bprintf(b, "| %s |", mlr_disc_wrong_name(k));
       for (int q = 0; q < MLR_DISC_RULES; q++)
         bprintf(b, " %s |",
                 r->studies.disc[k][q] < 0 ? "no effect"
@@ -694,13 +694,13 @@ static mlr_status extras_html(const mlr_report *r, const char *gp, buf *b, mlr_e
         "catches it; no effect: the "
         "mutation leaves this kernel's output unchanged on this shape). The model itself %s.</p>\n"
         "<table><tr><th>wrong kernel</th>",
-        r->studies.disc_model_ok ? "passes fa3 and its bound"
-                                 : "<b>does not pass fa3 and its bound</b>");
+        r->studies.disc_model_ok ? "passes the default rules and its bound"
+                                 : "<b>does not pass the default rules and its bound</b>");
     for (int q = 0; q < MLR_DISC_RULES; q++) bprintf(b, "<th>%s</th>", mlr_disc_rules[q]);
     bprintf(b, "</tr>\n");
     for (int k = 0; k < MLR_DISC_WRONG; k++) {
       bprintf(b, "<tr><td>");
-      bhtml(b, mlr_disc_wrong[k]);
+      bhtml(b, mlr_disc_wrong_name(k));
       bprintf(b, "</td>");
       for (int q = 0; q < MLR_DISC_RULES; q++)
         bprintf(b, "<td%s>%s</td>", r->studies.disc[k][q] ? "" : " class=\"fail\"",

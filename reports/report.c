@@ -346,11 +346,14 @@ static mlr_status run_extras(mlr_report *rep, const variant *vs, int nv, const c
   mlr_status st = inputs_of(spec, &tf, &in, err);
   if (st != MLR_OK) return st;
   const int64_t n = in.T * in.H * MLR_EMU_V_DIM;
-  double *truth = NULL, *model = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
-  if (!model)
+  double *truth = malloc((size_t)(n > 0 ? n : 1) * sizeof(double)),
+         *tlse = malloc((size_t)(in.T * in.H > 0 ? in.T * in.H : 1) * sizeof(double)),
+         *model = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+  mlr_oracle_stats ost;
+  if (!truth || !tlse || !model)
     st = mlr_error_set(err, MLR_ENOMEM, "out of memory for the decomposition");
   else
-    st = mlr_oracle_o(&in, MLR_TRUTH_DEQUANTIZED, &truth, err);
+    st = mlr_oracle(&in, MLR_TRUTH_DEQUANTIZED, truth, tlse, &ost, err);
   for (int k = 0; st == MLR_OK && k < nv && rep->studies.ndecomp < MLR_REPORT_MAX_RECIPES; k++) {
     if (!vs[k].own || mlr_emu_check_fit(&vs[k].r, &in, NULL) != MLR_OK) continue;
     mlr_decomp d;
@@ -377,11 +380,12 @@ static mlr_status run_extras(mlr_report *rep, const variant *vs, int nv, const c
         pick = k;
   if (st == MLR_OK && pick >= 0) {
     snprintf(rep->studies.disc_recipe, sizeof rep->studies.disc_recipe, "%s", vs[pick].r.name);
-    st = mlr_disc_table(&vs[pick].r, &in, truth, threads, rep->studies.disc,
+    st = mlr_disc_table(&vs[pick].r, &in, truth, tlse, threads, rep->studies.disc,
                         &rep->studies.disc_model_ok, err);
     rep->studies.disc_done = st == MLR_OK;
   }
   free(truth);
+  free(tlse);
   free(model);
   mlr_tf_free(&tf);
   return st;

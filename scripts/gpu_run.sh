@@ -29,6 +29,11 @@
 #   0c. the Python package (step python; $MLAREF_PYTHON, default build/default/python) on this
 #      machine's torch: float8 dtypes on CUDA (scripts/gpu/python_float8_check.py,
 #      $OUT/python_float8.txt) and tests/python where pytest is installed.
+#   0d. the probe suite (step probe, scripts/gpu/probe_check.sh, $OUT/probe.txt): the exact and
+#      fast kernels and the seeds' Triton kernels pass the default check on every probe cell they
+#      run, and each fault planted in the fast kernel (`gpu run --variant fault=N`) fails it on one
+#      at least; the planted faults need a CLI built with -DMLAREF_GPU_FAULTS=ON:
+#      $MLAREF_GPU_FAULTS_CLI, else built here into build/gpu-faults.
 #   1. bit identity: digests of formats, pmath and rng over binary32 inputs on the GPU, against
 #      tests/data/bits_digests.txt (made on the CPU) and against this machine's CPU (all 2^32);
 #   2. PyTorch agreement of every conversion over all 2^32 binary32 inputs;
@@ -47,7 +52,7 @@
 #      source of tests/data/sfu/).
 # MLAREF_GPU_STEPS (default: every step, $ALL_STEPS below) picks the steps (0 = exact, badinput
 # (tests/bad_input.sh: the gpu cases of the bad-input table in docs/checking.md), sanitize and
-# bench, 0b = fast and fastbench, 0c = python, 1 = bits, 2 and 3 = torch, 4 = peers, 5 = mma,
+# bench, 0b = fast and fastbench, 0c = python, 0d = probe, 1 = bits, 2 and 3 = torch, 4 = peers, 5 = mma,
 # 6 = sfu); MLAREF_GPU_REPS the benchmark's runs. Without a GPU it exits 77 (CTest's "skipped"),
 # unless MLAREF_REQUIRE_GPU=1 makes that a failure.
 # `gpu_run.sh --build-only` builds the programs it runs (the GPU machine has no jansson, so the CLI
@@ -101,7 +106,7 @@ OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 status=0
 DATA=${MLAREF_GPU_DATA:-.gpu-data}
-ALL_STEPS="exact badinput sanitize bench fast fastbench python bits torch peers mma sfu"
+ALL_STEPS="exact badinput sanitize bench fast fastbench python probe bits torch peers mma sfu"
 STEPS=" ${MLAREF_GPU_STEPS:-$ALL_STEPS} "
 step() {
   case "$STEPS" in *" $1 "*) return 0 ;; esac
@@ -112,8 +117,8 @@ step() {
   echo "== machine"; date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
   "$NVCC" --version | tail -1
   CLI=${MLAREF_GPU_CLI:-}
-  if { step exact || step badinput || step sanitize || step bench || step fast || step fastbench
-  } >/dev/null && [ -z "$CLI" ]; then
+  if { step exact || step badinput || step sanitize || step bench || step fast || step fastbench ||
+    step probe; } >/dev/null && [ -z "$CLI" ]; then
     echo "== exact kernel: build"
     cmake -S . -B build/gpu -DCMAKE_BUILD_TYPE=Release -DMLAREF_TESTS=OFF -DMLAREF_GPU=CUDA \
       -DMLAREF_GPU_ENFORCE=ON >/dev/null &&
@@ -281,6 +286,21 @@ step() {
         status=1
     else
       echo "tests/python: not run, this python has no pytest"
+    fi
+  fi
+  if step probe; then
+    echo "== the probe suite on the GPU kernels (scripts/gpu/probe_check.sh)"
+    FCLI=${MLAREF_GPU_FAULTS_CLI:-}
+    if [ -z "$FCLI" ]; then
+      cmake -S . -B build/gpu-faults -DCMAKE_BUILD_TYPE=Release -DMLAREF_TESTS=OFF \
+        -DMLAREF_GPU=CUDA -DMLAREF_GPU_ENFORCE=ON -DMLAREF_GPU_FAULTS=ON >/dev/null &&
+        cmake --build build/gpu-faults -j "$(nproc)" --target mlaref >/dev/null &&
+        FCLI=build/gpu-faults/mlaref || { echo "probe: the planted-faults build failed"; status=1; }
+    fi
+    if [ -n "$FCLI" ]; then
+      bash scripts/gpu/probe_check.sh "$CLI" "$FCLI" "${MLAREF_PROBE_DATA:-/tmp/mlaref-probe}" |
+        tee "$OUT/probe.txt"
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
     fi
   fi
   step bits || step torch || step peers || step mma || step sfu ||

@@ -194,7 +194,7 @@ Test(cli, bad_input_exits_2_with_one_line) {
   bad("formats frobnicate", "valid: info|boundaries|encode|decode");
   bad("frobnicate", "valid: "
                     "selfcheck|formats|gen|suite|inputs|recipe|run|gpu|compare|check|golden|oracle|"
-                    "budget|policy-check|report|bench|version|help");
+                    "budget|policy-check|report|discriminate|bench|version|help");
   bad("gpu", "unknown subcommand '' (valid: run, info)");
   bad("gpu frob", "unknown subcommand 'frob' (valid: run, info)");
   bad("gpu info extra", "takes no options ('extra')");
@@ -263,7 +263,7 @@ Test(cli, bad_input_exits_2_with_one_line) {
   bad("gen --shape bs=4 --out mlr_cli_never.safetensors", "needs bs= and kv=");
   bad("gen --out mlr_cli_never.safetensors", "give exactly one of --shape SPEC or --suite NAME");
   bad("gen --shape bs=1,kv=1", "missing --out");
-  bad("gen --suite nope --out /tmp", "unknown suite 'nope' (valid: bench|test|edge|nightly)");
+  bad("gen --suite nope --out /tmp", "unknown suite 'nope' (valid: bench|test|edge|nightly|probe)");
   /* an output folder is made when missing; a path that is a file is bad input */
   cr_assert_eq(system("echo x > mlr_cli_a_file"), 0);
   bad("gen --suite edge --out mlr_cli_a_file", "--out 'mlr_cli_a_file' is a file, not a folder");
@@ -290,7 +290,7 @@ Test(cli, bad_input_exits_2_with_one_line) {
   bad("check --inputs mlr_cli_no_such_file.safetensors --output y --recipe fp32-seq",
       "cannot open");
   bad("golden --suite nope --recipe all --out /tmp",
-      "unknown suite 'nope' (valid: bench|test|edge|nightly)");
+      "unknown suite 'nope' (valid: bench|test|edge|nightly|probe)");
   bad("golden --suite edge --recipe all", "usage: golden --suite NAME");
   bad("golden --suite edge --recipe all --out mlr_cli_a_file",
       "--out 'mlr_cli_a_file' is a file, not a folder");
@@ -554,7 +554,7 @@ Test(cli, policy_check, .timeout = 120) {
   bad("policy-check --policy dynamic --recipe aiter-a16w8-ps",
       "recipe 'aiter-a16w8-ps' has bf16 Q, which has no scale policy to check");
   bad("policy-check --policy dynamic --suite nope",
-      "--suite 'nope' is not a suite (valid: bench|test|edge|nightly)");
+      "--suite 'nope' is not a suite (valid: bench|test|edge|nightly|probe)");
   bad("policy-check --policy dynamic --suite test --shape bs=1,kv=2",
       "--suite and --shape: give one of them");
   bad("policy-check --policy dynamic --shape bs=0,kv=2",
@@ -670,7 +670,7 @@ Test(cli, report_quick_and_baseline, .timeout = 300) {
   /* bad input: one line, exit 2, nothing written */
   bad("report --suite edge", "usage: report --suite NAME --out DIR");
   bad("report --suite nope --out mlr_cli_rep",
-      "--suite 'nope' is not a suite (valid: bench|test|edge|nightly)");
+      "--suite 'nope' is not a suite (valid: bench|test|edge|nightly|probe)");
   bad("report --suite edge --out mlr_cli_rep/b/summary.md",
       "--out 'mlr_cli_rep/b/summary.md' is a file, not a folder");
   bad("report --suite edge --out mlr_cli_rep --baseline /nonexistent.json",

@@ -1,14 +1,14 @@
-/* Discrimination: mlaref's default rule (fa3 against the binary64 truth, with the kernel's recipe
- * model as the same-precision reference) fails every wrong kernel at every bench shape and never
- * fails a correct one. The wrong kernels are small mutations of the emulated triton-fp8-split
- * kernel (8 splits at every shape, so the merge faults act everywhere): faults inside the model
- * (mlr_emu_fault) and mistakes in the output (all zeros, q[..., :512]/24, batches swapped, one
- * head copied to another). The table of which rule catches what is written to
- * $MLAREF_TABLE_OUT (default discrimination.md in the build folder) and goes in the README.
+/* Discrimination: mlaref's default rules (fa3 against the binary64 truth, with the kernel's recipe
+ * model as the same-precision reference, and structure: the same in each batch and head) fail
+ * every wrong kernel of the table (mlr_discriminate.h: 28 mutations of the emulated
+ * triton-fp8-split kernel) on the probe suite, and the gross ones at the bs=4 bench shapes too,
+ * and never fail a correct kernel. The probe suite's table is written to $MLAREF_TABLE_OUT
+ * (default discrimination.md in the build folder).
  *
  * The correct kernels: each built-in recipe's model, and a twin of it with other correct
- * roundings (twin_of), both against the recipe's model under the default rule, for 100 seeds of
- * each bs=4 bench shape (label slow: 5 seeds of each larger shape too). */
+ * roundings (twin_of), both against the recipe's model under the default rules (o and lse), on
+ * every probe cell the recipe runs and for 100 seeds of each bs=4 bench shape (label slow: 5
+ * seeds of each larger shape too). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -59,51 +59,71 @@ static void emulate(const mlr_recipe *r, const mlr_inputs *in, int fault, mlr_em
   cr_assert_eq(mlr_emulate(r, in, &o, res, &err), MLR_OK, "%s: %s", r->name, err.msg);
 }
 
-/* the verdict of rule text on candidate a (bf16 codes) against the model b and the truth */
-static mlr_verdict_kind judge(const char *rule, const cell *c, const uint16_t *a, const uint16_t *b,
-                              const double *bound) {
-  mlr_verdict_kind v;
+/* the default rules' verdict (o and lse) on candidate res against the model of r */
+static mlr_verdict_kind judge_default(const cell *c, const mlr_recipe *r,
+                                      const mlr_emu_result *model, const mlr_emu_result *res) {
+  const mlr_disc_refs ref = {r, &c->in, model, c->truth, c->tlse, NULL};
+  mlr_verdict_kind v[MLR_DISC_RULES];
   mlr_error err = {""};
-  cr_assert_eq(mlr_disc_judge(rule, c->n, a, b, c->truth, bound, &v, &err), MLR_OK, "%s", err.msg);
-  return v;
+  cr_assert_eq(mlr_disc_judge_all(&ref, res->o, res->lse, v, &err), MLR_OK, "%s", err.msg);
+  return v[MLR_DISC_DEFAULT];
 }
 
 #ifndef MLR_SLOW
-Test(discriminate, every_wrong_kernel_fails_at_every_bench_shape, .timeout = 1200) {
-  const mlr_suite *bench = mlr_suite_find("bench");
-  cr_assert(bench != NULL);
+/* the table of one cell, added to caught (cells where the default rules fail a wrong kernel) */
+static void table_of(const mlr_recipe *r, const char *name, const char *spec,
+                     int caught[MLR_DISC_WRONG][MLR_DISC_RULES], int acting[MLR_DISC_WRONG],
+                     int gross_only) {
+  static cell c;
+  cell_make(&c, spec);
+  int table[MLR_DISC_WRONG][MLR_DISC_RULES], model_ok;
+  mlr_error err = {""};
+  cr_assert_eq(mlr_disc_table(r, &c.in, c.truth, c.tlse, 0, table, &model_ok, &err), MLR_OK, "%s",
+               err.msg);
+  cr_assert(model_ok, "%s: the model itself fails the default rules or its bound", name);
+  for (int k = 0; k < MLR_DISC_WRONG; k++) {
+    acting[k] += table[k][0] >= 0;
+    for (int q = 0; q < MLR_DISC_RULES; q++) caught[k][q] += table[k][q] == 1;
+    if (gross_only && k < 12) /* the output and scale mistakes, the merge and split faults */
+      cr_assert(table[k][MLR_DISC_DEFAULT] == 1, "%s: '%s' passes the default rules", name,
+                mlr_disc_wrong_name(k));
+  }
+  cell_free(&c);
+}
+
+Test(discriminate, every_wrong_kernel_fails_on_the_probe_suite, .timeout = 1200) {
+  const mlr_suite *probe = mlr_suite_find("probe");
+  cr_assert(probe != NULL);
   mlr_recipe r;
   cr_assert_eq(mlr_recipe_builtin("triton-fp8-split", &r), MLR_OK);
-  int caught[MLR_DISC_WRONG][MLR_DISC_RULES] = {{0}};
-  for (size_t s = 0; s < bench->n; s++) {
-    static cell c;
-    cell_make(&c, bench->cells[s].spec);
-    int table[MLR_DISC_WRONG][MLR_DISC_RULES], model_ok;
-    mlr_error err = {""};
-    cr_assert_eq(mlr_disc_table(&r, &c.in, c.truth, 0, table, &model_ok, &err), MLR_OK, "%s",
-                 err.msg);
-    cr_assert(model_ok, "%s: the model itself fails fa3 or its bound", bench->cells[s].name);
-    for (int k = 0; k < MLR_DISC_WRONG; k++) {
-      for (int q = 0; q < MLR_DISC_RULES; q++) caught[k][q] += table[k][q] == 1;
-      /* rule 1: fa3 */
-      cr_assert(table[k][1] == 1,
-                "%s: '%s' passes the default rule (or leaves the output unchanged)",
-                bench->cells[s].name, mlr_disc_wrong[k]);
-    }
-    cell_free(&c);
-  }
+  int caught[MLR_DISC_WRONG][MLR_DISC_RULES] = {{0}}, acting[MLR_DISC_WRONG] = {0};
+  for (size_t s = 0; s < probe->n; s++)
+    table_of(&r, probe->cells[s].name, probe->cells[s].spec, caught, acting, 0);
   const char *path = getenv("MLAREF_TABLE_OUT") ? getenv("MLAREF_TABLE_OUT") : "discrimination.md";
   FILE *f = fopen(path, "w");
   cr_assert(f != NULL);
-  fprintf(f, "| wrong kernel (mutation of triton-fp8-split) | task rule allclose:0.1,0.1,0.05 | "
-             "fa3 (default) | nmse:5e-4 | cos:1e-2 | budget |\n");
-  fprintf(f, "| --- | ---: | ---: | ---: | ---: | ---: |\n");
+  fprintf(f, "| wrong kernel (mutation of triton-fp8-split), probe cells caught / acting |");
+  for (int q = 0; q < MLR_DISC_RULES; q++) fprintf(f, " %s |", mlr_disc_rules[q]);
+  fprintf(f, "\n| --- |");
+  for (int q = 0; q < MLR_DISC_RULES; q++) fprintf(f, " ---: |");
+  fprintf(f, "\n");
   for (int k = 0; k < MLR_DISC_WRONG; k++) {
-    fprintf(f, "| %s |", mlr_disc_wrong[k]);
-    for (int q = 0; q < MLR_DISC_RULES; q++) fprintf(f, " %d/%zu |", caught[k][q], bench->n);
+    fprintf(f, "| %s |", mlr_disc_wrong_name(k));
+    for (int q = 0; q < MLR_DISC_RULES; q++) fprintf(f, " %d/%d |", caught[k][q], acting[k]);
     fprintf(f, "\n");
+    cr_expect(caught[k][MLR_DISC_DEFAULT] > 0, "'%s' passes the default rules on every probe cell",
+              mlr_disc_wrong_name(k));
   }
   fclose(f);
+}
+
+Test(discriminate, gross_wrong_kernels_fail_at_the_bs4_bench_shapes, .timeout = 1200) {
+  const mlr_suite *bench = mlr_suite_find("bench");
+  mlr_recipe r;
+  cr_assert_eq(mlr_recipe_builtin("triton-fp8-split", &r), MLR_OK);
+  int caught[MLR_DISC_WRONG][MLR_DISC_RULES] = {{0}}, acting[MLR_DISC_WRONG] = {0};
+  for (size_t s = 0; s < 2; s++)
+    table_of(&r, bench->cells[s].name, bench->cells[s].spec, caught, acting, 1);
 }
 #endif
 
@@ -118,34 +138,51 @@ static void twin_of(const mlr_recipe *r, mlr_recipe *t) {
   t->pv_accumulate = r->pv_dot == MLR_DOT_EXACT ? r->pv_accumulate : !r->pv_accumulate;
 }
 
+static const char *const BUILTINS[] = {"triton-fp8-single", "triton-fp8-split", "aiter-a8w8-ps",
+                                       "aiter-a16w8-ps",    "aiter-bf16-np",    "torch-bmm-bf16",
+                                       "aiter-test-ref",    "fp32-seq"};
+
+/* every built-in that runs on the cell, and its twin, pass the default rules; returns the checks
+ * made */
+static int no_false_alarm_on(const char *spec) {
+  static cell c;
+  cell_make(&c, spec);
+  int checks = 0;
+  for (size_t i = 0; i < sizeof BUILTINS / sizeof *BUILTINS; i++) {
+    mlr_recipe r, t;
+    cr_assert_eq(mlr_recipe_builtin(BUILTINS[i], &r), MLR_OK);
+    if (mlr_emu_check_fit(&r, &c.in, NULL) != MLR_OK) continue;
+    twin_of(&r, &t);
+    mlr_emu_result a, b;
+    emulate(&r, &c.in, 0, &b);
+    emulate(&t, &c.in, 0, &a);
+    cr_assert_eq(judge_default(&c, &r, &b, &b), MLR_VERDICT_PASS, "%s %s: the model", spec,
+                 BUILTINS[i]);
+    cr_assert_eq(judge_default(&c, &r, &b, &a), MLR_VERDICT_PASS,
+                 "%s %s: a correct twin fails the default rules", spec, BUILTINS[i]);
+    checks += 2;
+    mlr_emu_result_free(&a);
+    mlr_emu_result_free(&b);
+  }
+  cell_free(&c);
+  return checks;
+}
+
 static void no_false_alarm(const char *spec_fmt, uint64_t seed0, int seeds) {
-  static const char *const names[] = {"triton-fp8-single", "triton-fp8-split", "aiter-a8w8-ps",
-                                      "aiter-a16w8-ps",    "aiter-bf16-np",    "torch-bmm-bf16",
-                                      "aiter-test-ref",    "fp32-seq"};
   for (int k = 0; k < seeds; k++) {
     char spec[128];
     snprintf(spec, sizeof spec, spec_fmt, (unsigned long long)(seed0 + (uint64_t)k));
-    static cell c;
-    cell_make(&c, spec);
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
-      mlr_recipe r, t;
-      cr_assert_eq(mlr_recipe_builtin(names[i], &r), MLR_OK);
-      twin_of(&r, &t);
-      mlr_emu_result a, b;
-      emulate(&r, &c.in, 0, &b);
-      emulate(&t, &c.in, 0, &a);
-      cr_assert_eq(judge("fa3", &c, b.o, b.o, NULL), MLR_VERDICT_PASS, "%s %s: the model", spec,
-                   names[i]);
-      cr_assert_eq(judge("fa3", &c, a.o, b.o, NULL), MLR_VERDICT_PASS,
-                   "%s %s: a correct twin fails the default rule", spec, names[i]);
-      mlr_emu_result_free(&a);
-      mlr_emu_result_free(&b);
-    }
-    cell_free(&c);
+    no_false_alarm_on(spec);
   }
 }
 
 #ifndef MLR_SLOW
+Test(discriminate, correct_kernels_pass_on_the_probe_suite, .timeout = 1200) {
+  const mlr_suite *probe = mlr_suite_find("probe");
+  int checks = 0;
+  for (size_t s = 0; s < probe->n; s++) checks += no_false_alarm_on(probe->cells[s].spec);
+  cr_assert(checks >= 150, "only %d model and twin checks ran on the probe suite", checks);
+}
 Test(discriminate, correct_kernels_pass_bs4_kv1024_100_seeds, .timeout = 1800) {
   no_false_alarm("bs=4,kv=1024,seed=%llu", 4217, 100);
 }

@@ -390,9 +390,10 @@ Test(fixtures, spec_parse_errors) {
 Test(fixtures, suites_are_valid) {
   size_t n;
   const mlr_suite *all = mlr_suites(&n);
-  cr_assert_eq(n, 4);
+  cr_assert_eq(n, 5);
   cr_assert_eq(mlr_suite_find("bench")->n, 8);
   cr_assert_eq(mlr_suite_find("test")->n, 4);
+  cr_assert_eq(mlr_suite_find("probe")->n, 14);
   cr_assert_null(mlr_suite_find("nope"));
   for (size_t i = 0; i < n; i++)
     for (size_t c = 0; c < all[i].n; c++) {

@@ -8,10 +8,11 @@
  * lse: [T, H] or [B, H, s_q] (FlashMLA's), F32 or F64 (rounded to F32, the model's precision), in
  * the recipe's out.lse_base. The model's lse (in lse.base) is converted to that base by one
  * binary32 multiply by fp32(log2 e) or fp32(ln 2), the truth's (natural log) in binary64.
- * Rules on lse: the user's exact, ulp:N and fa3[:K[,ATOL]] (against the model's converted lse
- * bits; fa3 against the truth as for o); allclose, nmse, cos and budget hold o only; where none
- * of the user's rules applies to lse, lse is held to fa3 (K = 2, ATOL = 1e-5). docs/checking.md
- * says why. */
+ * The default rules: fa3 and structure (fa3 in each batch and each head on its own).
+ * Rules on lse: the user's exact, ulp:N, fa3[:K[,ATOL]] and structure[:K[,ATOL]] (against the
+ * model's converted lse bits; fa3 and structure against the truth as for o); allclose, nmse, cos
+ * and budget hold o only; where none of the user's rules applies to lse, lse is held to the
+ * default rules. docs/checking.md says why. */
 #ifndef MLR_CHECK_H
 #define MLR_CHECK_H
 
@@ -36,7 +37,7 @@ typedef struct mlr_check_args {
   const char *out_label;      /* names the output in messages */
   const mlr_recipe *recipe;   /* the recipe the kernel claims */
   const char *recipe_label;   /* as the user named it */
-  const mlr_rule *rules;      /* NULL or nrules = 0: the default set (fa3) */
+  const mlr_rule *rules;      /* NULL or nrules = 0: the default set (fa3, structure) */
   int nrules;                 /* at most 16 */
   int tensors;                /* mlr_check_tensors: what to hold (BOTH, or 0: lse when present) */
   int from;                   /* mlr_truth_from (mlr_oracle.h) */

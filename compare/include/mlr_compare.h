@@ -86,8 +86,10 @@ typedef enum mlr_rule_kind {
                         FlashAttention-3's test; B is the same-precision reference r, t the truth */
   MLR_RULE_NMSE,     /* nmse:X     NMSE <= X (ggml's flash-attention limit is 5e-4) */
   MLR_RULE_COS,      /* cos:X      cosine difference <= X (FlashMLA uses 1e-2 for fp8) */
-  MLR_RULE_BUDGET    /* budget[:F] |a - t| <= F x bound per element (F = 1): the a priori bound of
+  MLR_RULE_BUDGET,   /* budget[:F] |a - t| <= F x bound per element (F = 1): the a priori bound of
                         the recipe (ref/budget), which the caller computes (mlaref check does) */
+  MLR_RULE_STRUCTURE /* structure[:K[,ATOL]]  fa3 in every batch and every head on its own:
+                        max|a - t| <= K max|r - t| + ATOL over each group (K = 2, ATOL = 1e-5) */
 } mlr_rule_kind;
 
 typedef struct mlr_rule {
@@ -97,9 +99,10 @@ typedef struct mlr_rule {
 } mlr_rule;
 
 /** Parse "exact", "ulp:N", "allclose:RTOL,ATOL[,MISS]", "fa3[:K[,ATOL]]", "nmse:X", "cos:X",
- *  "budget[:F]". MLR_EPARSE with the valid forms in err. */
+ *  "budget[:F]", "structure[:K[,ATOL]]". MLR_EPARSE with the valid forms in err. */
 mlr_status mlr_rule_parse(const char *s, mlr_rule *r, mlr_error *err);
-/** "exact|ulp:N|allclose:RTOL,ATOL[,MISS]|fa3[:K[,ATOL]]|nmse:X|cos:X|budget[:F]" */
+/** "exact|ulp:N|allclose:RTOL,ATOL[,MISS]|fa3[:K[,ATOL]]|nmse:X|cos:X|budget[:F]|
+ *  structure[:K[,ATOL]]" */
 const char *mlr_rule_forms(void);
 
 typedef enum { MLR_VERDICT_PASS = 0, MLR_VERDICT_FAIL = 1, MLR_VERDICT_NA = 2 } mlr_verdict_kind;
@@ -120,6 +123,22 @@ mlr_verdict mlr_rule_apply(const mlr_rule *r, const mlr_metrics *m, const mlr_cm
  *  unwritten elements or NaN/Inf class differences (m: A against the truth) like every rule. */
 mlr_verdict mlr_rule_apply_budget(const mlr_rule *r, const mlr_metrics *mt, const mlr_cmp_tensor *a,
                                   const mlr_cmp_tensor *t, const double *bound);
+
+/** How a [T, H, C] output falls into groups for the structure rule: the batches (query tokens
+ *  qo_indptr[b] .. qo_indptr[b+1]-1, every head) and the heads (every token). */
+typedef struct mlr_groups {
+  int64_t T, H, C, B;
+  const int32_t *qo_indptr; /* [B + 1] */
+} mlr_groups;
+
+/** The structure rule: each batch's and each head's max|a - t| against K x the model's (r) max
+ *  error in that same group + ATOL. One batch or head far out of line fails even where the
+ *  global maximum is inside fa3's limit (a group whose own error is small, beside a noisy one).
+ *  Non-finite elements: an element whose class differs from the truth's and the model's counts
+ *  as an infinite error. */
+mlr_verdict mlr_rule_apply_structure(const mlr_rule *r, const mlr_cmp_tensor *a,
+                                     const mlr_cmp_tensor *b, const mlr_cmp_tensor *t,
+                                     const mlr_groups *g);
 
 #ifdef __cplusplus
 }

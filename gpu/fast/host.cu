@@ -360,6 +360,39 @@ extern "C" void mlr_gpu_fast_free(mlr_gpu_fast *f) {
   free(f);
 }
 
+#ifdef MLR_FAST_FAULTS
+/* Planted faults, for the discrimination study only (builds with -DMLAREF_GPU_FAULTS=ON; the
+ * product never has them): the variant fault=N makes the kernel wrong the way real kernels go
+ * wrong: 1 drop-last (a query that sees its batch's every token reads one fewer), 2 causal-late
+ * (a query short of them reads one more), 3 no-kv-scale (the KV scale never applied), 4
+ * page-off-by-one (a batch's last page read through its previous page-table entry). fin: the
+ * inputs as uploaded (idx: their page table where it changed, to free). */
+static mlr_status plant_fault(mlr_gpu_fast *f, const mlr_inputs *in, tokinfo *tok, int fault,
+                              mlr_inputs *fin, int32_t **idx, mlr_error *err) {
+  *fin = *in;
+  *idx = NULL;
+  for (int64_t b = 0; (fault == 1 || fault == 2) && b < in->B; b++) {
+    const int64_t L = mlr_inputs_kv_len(in, b);
+    for (int64_t t = in->qo_indptr[b]; t < in->qo_indptr[b + 1]; t++) {
+      if (fault == 1 && tok[t].L == L && L > 0) tok[t].L--;
+      if (fault == 2 && tok[t].L < L) tok[t].L++;
+    }
+  }
+  if (fault == 3) f->p.kvs = f->p.fnuz && !MLR_FAST_AMD ? 0.5f : 1.0f;
+  if (fault == 4 && in->kv_indices) {
+    const int64_t np = in->kv_indptr[in->B];
+    if (!(*idx = (int32_t *)malloc((size_t)(np > 0 ? np : 1) * 4)))
+      return mlr_error_set(err, MLR_ENOMEM, "out of host memory for the planted fault");
+    memcpy(*idx, in->kv_indices, (size_t)np * 4);
+    for (int64_t b = 0; b < in->B; b++)
+      if (in->kv_indptr[b + 1] - in->kv_indptr[b] >= 2)
+        (*idx)[in->kv_indptr[b + 1] - 1] = (*idx)[in->kv_indptr[b + 1] - 2];
+    fin->kv_indices = *idx;
+  }
+  return MLR_OK;
+}
+#endif
+
 extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs *in,
                                            const mlr_gpu_fast_opts *opts, mlr_gpu_fast **fp,
                                            mlr_error *err) {
@@ -402,7 +435,18 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
     goto out;
   }
   plan_params(f, r, in, &o);
+#ifdef MLR_FAST_FAULTS
+  {
+    mlr_inputs fin;
+    int32_t *idx;
+    if ((st = plant_fault(f, in, tok, o.fault, &fin, &idx, err)) == MLR_OK)
+      st = plan_buffers(f, &fin, tok, &o, err);
+    free(idx);
+    if (st != MLR_OK) goto out;
+  }
+#else
   if ((st = plan_buffers(f, in, tok, &o, err)) != MLR_OK) goto out;
+#endif
 #if !MLR_FAST_AMD
   st = plan_launch(f, &o, err);
 #endif

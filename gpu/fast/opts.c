@@ -6,7 +6,14 @@
 
 #include "mlr_gpu_fast.h"
 
+#ifdef MLR_FAST_FAULTS
+/* a test build's planted faults (gpu/fast/host.cu): 1 drop-last, 2 causal-late, 3 no-kv-scale,
+ * 4 page-off-by-one */
+#define VALID                                                                                      \
+  "valid: ws=0|1, cluster=0|1, toktable=0|1, qdiv=0|1, lin=0|1|2, fault=0..4, comma-separated"
+#else
 #define VALID "valid: ws=0|1, cluster=0|1, toktable=0|1, qdiv=0|1, lin=0|1|2, comma-separated"
+#endif
 
 /* the options by name: the field and its largest value */
 static const struct {
@@ -19,6 +26,9 @@ static const struct {
     {"toktable", offsetof(mlr_gpu_fast_opts, toktable), 1},
     {"qdiv", offsetof(mlr_gpu_fast_opts, qdiv), 1},
     {"lin", offsetof(mlr_gpu_fast_opts, lin), 2},
+#ifdef MLR_FAST_FAULTS
+    {"fault", offsetof(mlr_gpu_fast_opts, fault), 4},
+#endif
 };
 enum { NKEYS = sizeof KEYS / sizeof KEYS[0] };
 
@@ -26,6 +36,7 @@ static int *field(mlr_gpu_fast_opts *o, int k) { return (int *)((char *)o + KEYS
 
 void mlr_gpu_fast_opts_init(mlr_gpu_fast_opts *o) {
   for (int k = 0; k < NKEYS; k++) *field(o, k) = -1;
+  o->fault = 0; /* not a plan choice: no fault unless asked for */
 }
 
 mlr_status mlr_gpu_fast_opts_check(const mlr_gpu_fast_opts *o, mlr_error *err) {

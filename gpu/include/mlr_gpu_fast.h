@@ -104,6 +104,8 @@ typedef struct mlr_gpu_fast mlr_gpu_fast;
  *  them in mlr_gpu_fast_opts_parse's form. */
 typedef struct mlr_gpu_fast_opts {
   int ws, cluster, toktable, qdiv, lin;
+  int fault; /* a planted fault, in builds with -DMLAREF_GPU_FAULTS=ON only (key fault=1..4:
+                gpu/fast/host.cu); 0 everywhere else */
 } mlr_gpu_fast_opts;
 
 /** Every field -1: the plan's own choices. */

@@ -16,6 +16,7 @@
 #include "mlr_gen.h"
 #include "mlr_gpu_fast.h"
 #include "mlr_inputs.h"
+#include "mlr_suites.h"
 #include "mlr_oracle.h"
 #include "mlr_report.h"
 
@@ -49,6 +50,15 @@ __attribute__((used)) static void *const direct_calls[] = {
 };
 
 const char *mlr_api_version(void) { return MLAREF_VERSION; }
+
+/* cell i of a suite (mlr_api.h) */
+const char *mlr_api_suite_cell(const char *suite, size_t i, const char **spec) {
+  const mlr_suite *s = mlr_suite_find(suite);
+  *spec = s && i < s->n ? s->cells[i].spec : NULL;
+  return *spec ? s->cells[i].name : NULL;
+}
+
+const char *mlr_api_suite_names(void) { return mlr_suite_names(); }
 
 int mlr_api_has_check(void) { return mlr_check_run != NULL && mlr_check_report_free != NULL; }
 

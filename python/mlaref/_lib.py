@@ -58,6 +58,8 @@ KERNEL_CALL = ctypes.CFUNCTYPE(c_int, c_void_p, c_char_p, c_char_p, c_char_p, c_
 _PROTOTYPES = {
     "mlr_api_version": (c_char_p, []),
     "mlr_api_has_check": (c_int, []),
+    "mlr_api_suite_cell": (c_char_p, [c_char_p, c_size_t, POINTER(c_char_p)]),
+    "mlr_api_suite_names": (c_char_p, []),
     "mlr_api_free": (None, [c_void_p]),
     "mlr_api_tf_new": (TF, []),
     "mlr_api_tf_delete": (None, [TF]),

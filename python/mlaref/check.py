@@ -149,7 +149,8 @@ def check(o, inputs: Inputs, recipe, lse=None, rules=None, set=None, truth: str 
     """A kernel's output o ([T,H,512] or [B,s_q,H,512]; bf16, fp16 or fp32: torch tensors, or
     numpy float16 / float32 / uint16 bf16 bits) and optionally its lse ([T,H] or [B,H,s_q]; fp32
     or fp64) against the model of recipe (name, file or text, with the overrides in set) and the
-    certified truth, under rules (the command's spellings, e.g. ["fa3", "budget"]; default fa3).
+    certified truth, under rules (the command's spellings, e.g. ["fa3", "budget"]; default fa3
+    and structure).
     truth: "dequantized" or "bf16"; threads as mlaref.run's; label names the output in the text.
     Returns the Result; raises InputError where the command exits with status 2."""
     if not isinstance(inputs, Inputs):

@@ -63,8 +63,8 @@ class Kernel:
     [T,H,512] or [B,s_q,H,512], lse [T,H] or [B,H,s_q], torch tensors or numpy arrays of any
     float dtype on any device (float64 o is written as float32, the widest o the check reads).
     recipe: the numerics it claims (a built-in, fast-* or a recipe file); policy: its Q scale
-    policy (fp8-Q recipes; None: the recipe's own); rules: rules besides fa3 (a string or a
-    list, e.g. "exact"); supports(cell) -> True, False or a reason string: False or a string
+    policy (fp8-Q recipes; None: the recipe's own); rules: rules besides fa3 and structure (a
+    string or a list, e.g. "exact"); supports(cell) -> True, False or a reason string: False or a string
     skips the cell without calling fn. layout: "contract" (fn gets the Inputs) or "paged" (fn
     gets a Paged: q [B,s_q,H,576], kv_cache [P,page,1,576], block_table [B,max_pages] and
     seq_lens [B] int32, the scales and sm_scale, torch tensors on `device`: vLLM's and FlashMLA's

@@ -9,8 +9,8 @@ disagrees with the cache's shape).
 
 import ctypes
 import os
-from ctypes import byref
-from typing import Optional
+from ctypes import byref, c_char_p
+from typing import List, Optional, Tuple
 
 import numpy as np
 
@@ -367,12 +367,29 @@ def load(path, framework: str = "numpy", allow_nonfinite: bool = False) -> Input
 
 def gen(spec: str, framework: str = "numpy", threads: int = 0) -> Inputs:
     """The inputs `mlaref gen --shape SPEC` writes, bit for bit, e.g. "bs=2,kv=100,q=2,seed=1"
-    (fixtures/gen: bs, kv or lens, q, page, seed, dist, fmt, bf16kv)."""
+    (fixtures/gen: bs, kv or lens, q, heads, page, seed, dist, fmt, bf16kv; the probes' needle,
+    kscale, vscale, qscale, sm, spare)."""
     h = _lib.INPUTS()
     e = _lib.err()
     st = lib.mlr_api_inputs_gen(str(spec).encode(), _lib.threads(threads), byref(h), e)
     _lib.raise_for(st, e)
     return Inputs._wrap(h, _check_framework(framework))
+
+
+def suite(name: str) -> List[Tuple[str, str]]:
+    """The cells of a suite as (name, spec) pairs, e.g. suite("probe"): the specs go to gen().
+    An unknown suite raises InputError naming the valid ones."""
+    cells = []
+    spec = c_char_p()
+    while True:
+        cell = lib.mlr_api_suite_cell(str(name).encode(), len(cells), byref(spec))
+        if cell is None:
+            break
+        cells.append((cell.decode(), spec.value.decode()))
+    if not cells:
+        valid = lib.mlr_api_suite_names().decode()
+        raise InputError(f"suite '{name}' is not a suite (valid: {valid})")
+    return cells
 
 
 def _check_framework(framework: str) -> str:

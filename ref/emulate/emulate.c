@@ -679,6 +679,15 @@ static void store_o(const emu *e, int64_t t, int64_t h, const float *v) {
   }
 }
 
+/* the tokens a query sees under the faults that misread a length or the causal mask */
+static int64_t fault_visible(int fault, int64_t b, int64_t L, int64_t Lt) {
+  if (fault == MLR_FAULT_CAUSAL_SHIFT && Lt < L) return Lt + 1;
+  if ((fault == MLR_FAULT_DROP_LAST || (fault == MLR_FAULT_DROP_LAST_B0 && b == 0)) && Lt == L &&
+      L > 0)
+    return L - 1;
+  return Lt;
+}
+
 /* work item (b, s): every query token of batch b over split s */
 static void run_item(const emu *e, scratch *w, int64_t b, int64_t s) {
   const mlr_inputs *in = e->in;
@@ -687,10 +696,12 @@ static void run_item(const emu *e, scratch *w, int64_t b, int64_t s) {
                 L = mlr_inputs_kv_len(in, b);
   const int64_t ns = e->nsplit[b], len = e->slen[b];
   for (int64_t i = 0; i < n; i++) {
-    const int64_t t = t0 + i, Lt = mlr_inputs_visible(in, L, n, i);
-    const int64_t lo = s * len;
+    const int64_t t = t0 + i, Lt = fault_visible(e->fault, b, L, mlr_inputs_visible(in, L, n, i));
+    int64_t lo = s * len;
     int64_t hi = (s + 1) * len < Lt ? (s + 1) * len : Lt;
     if (e->fault == MLR_FAULT_SKIP_LAST && hi > lo) hi--;
+    if (e->fault == MLR_FAULT_SKIP_FIRST && lo == 0 && hi > 0) lo = 1;
+    if (e->fault == MLR_FAULT_SPLIT_EDGE_TWICE && hi > lo && hi < Lt) hi++;
     run_split_row(e, w, t, b, lo, hi > lo ? hi : lo);
     for (int64_t h = 0; h < H; h++) {
       if (ns == 1 && e->r->partial_normalized) {
@@ -724,7 +735,8 @@ static void merge_one(const emu *e, int64_t t, int64_t h, int64_t ns, float *acc
       const float x = norm ? res->part_lse[base + s] : res->part_max[base + s];
       if (x > MLR_EMU_SKIP_BELOW) M = fmaxf(M, x);
     }
-  for (int64_t s = 0; s < ns; s++) {
+  const int64_t used = e->fault == MLR_FAULT_MERGE_DROP_LAST && ns > 1 ? ns - 1 : ns;
+  for (int64_t s = 0; s < used; s++) {
     const float x = norm ? res->part_lse[base + s] : res->part_max[base + s];
     if (!(x > MLR_EMU_SKIP_BELOW)) continue;
     const float mass = norm ? 1.0f : res->part_sum[base + s];

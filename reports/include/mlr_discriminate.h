@@ -1,15 +1,21 @@
-/* mlr_discriminate.h: which comparison rule catches which wrong kernel. The wrong kernels are small
- * mutations of an emulated kernel: faults inside the model (mlr_emu_fault: the rope part dropped,
- * the wrong softmax scale, the KV scale twice or not at all, a skipped token, log2 for ln, P not
- * normalized, a merge without rescaling) and mistakes in the output (all zeros, q[..., :512] / 24,
- * batches 0 and 1 swapped, head 0 copied to head 1). Used by the discrimination test (every wrong
- * kernel must fail the default rule at every bench shape) and by the report's table. */
+/* mlr_discriminate.h: which check catches which wrong kernel. The wrong kernels (reports/mutants.c)
+ * are small, plausible changes to an emulated kernel, computed as that kernel would compute them:
+ * mistakes in the output (all zeros, q[..., :512] / 24, batches swapped, a head copied, lse in
+ * base 2), faults inside the kernel (mlr_emu_fault: the rope part dropped, wrong or doubled
+ * scales, skipped, dropped or doubled tokens, the causal mask one late, merge faults), and
+ * misread inputs (a page-table entry off, the last page read whole, the mask ignored, v_scale
+ * omitted, k and v scales swapped, q_scale omitted, sm_scale ignored, heads past 16 reading head
+ * h mod 16, the other fp8 flavour). The checks: the task's allclose, mlaref's default rules
+ * (fa3 and structure, on o and lse, and on o alone), the anchors' own test tolerances (FlashMLA,
+ * FlashInfer, AITER) and the a priori bound. Used by the discrimination test, `mlaref discriminate`
+ * and the report's table. */
 #ifndef MLR_DISCRIMINATE_H
 #define MLR_DISCRIMINATE_H
 
 #include <stdint.h>
 
 #include "mlr_compare.h"
+#include "mlr_emulate.h"
 #include "mlr_inputs.h"
 #include "mlr_recipe.h"
 
@@ -17,31 +23,64 @@
 extern "C" {
 #endif
 
-enum { MLR_DISC_WRONG = 12, MLR_DISC_RULES = 5 };
-/* the wrong kernels' names, in order */
-extern const char *const mlr_disc_wrong[MLR_DISC_WRONG];
-/* the rules compared: the task's (allclose 0.1, 0.1 with 5% allowed to miss), mlaref's default fa3,
- * ggml's NMSE limit, FlashMLA's fp8 cosine limit, the a priori bound */
+enum { MLR_DISC_WRONG = 28, MLR_DISC_RULES = 7 };
+/* the checks, in the table's column order */
+enum {
+  MLR_DISC_TASK,       /* allclose:0.1,0.1,0.05 */
+  MLR_DISC_DEFAULT,    /* fa3 and structure, on o and on lse */
+  MLR_DISC_DEFAULT_O,  /* the same on o alone (a kernel that returns no lse) */
+  MLR_DISC_FLASHMLA,   /* max abs 8e-3 and cosine difference 5e-4 (bf16 KV: 8e-4, 5e-6) */
+  MLR_DISC_FLASHINFER, /* max abs 1.5e-2 */
+  MLR_DISC_AITER,      /* allclose:0.01,0.01,0.05 */
+  MLR_DISC_BUDGET      /* the recipe's a priori bound */
+};
+/* the checks' names, for the table's header */
 extern const char *const mlr_disc_rules[MLR_DISC_RULES];
+/** Wrong kernel k's name ("?" out of range). */
+const char *mlr_disc_wrong_name(int k);
 
-/** Wrong kernel k's output, bf16 codes [T, H, 512] in *out (malloc'd), for recipe r (bf16 output)
- *  on in; model: r's own output. MLR_EINVAL for a k out of range or a recipe without bf16 output.
- */
+/* a wrong kernel's outputs: o as bf16 codes [T, H, 512], lse [T, H] in the recipe's lse.base */
+typedef struct mlr_disc_out {
+  uint16_t *o;
+  float *lse;
+} mlr_disc_out;
+
+/** Wrong kernel k's outputs (malloc'd; free with mlr_disc_out_free) for recipe r (bf16 output) on
+ *  in; model: r's own result on in. Where k's mistake cannot show on these inputs (no page table
+ *  to misread, no fp8 Q, 16 heads or fewer), the model's outputs. MLR_EINVAL for a k out of
+ *  range or a recipe without bf16 output; the model's statuses. */
 mlr_status mlr_disc_wrong_output(int k, const mlr_recipe *r, const mlr_inputs *in,
-                                 const uint16_t *model, uint16_t **out, mlr_error *err);
+                                 const mlr_emu_result *model, int threads, mlr_disc_out *out,
+                                 mlr_error *err);
+void mlr_disc_out_free(mlr_disc_out *out);
 
-/** The verdict of a rule (text) on candidate a against the model b (bf16 codes, n elements) and the
- *  truth; bound: the a priori bound per element (for the budget rule; NULL otherwise). */
+/* what a candidate is held against */
+typedef struct mlr_disc_refs {
+  const mlr_recipe *r;
+  const mlr_inputs *in;
+  const mlr_emu_result *model; /* r's model on in */
+  const double *truth, *tlse;  /* the truth's o [T, H, 512] and lse [T, H] (natural log) */
+  const double *bound;         /* r's a priori bound [T, H, 512], or NULL: budget n/a */
+} mlr_disc_refs;
+
+/** Every check's verdict on a candidate (o bf16 codes, lse in r's lse.base) into v. */
+mlr_status mlr_disc_judge_all(const mlr_disc_refs *ref, const uint16_t *o, const float *lse,
+                              mlr_verdict_kind v[MLR_DISC_RULES], mlr_error *err);
+
+/** The verdict of one rule (text) on o alone: candidate a against the model b (bf16 codes, n
+ *  elements) and the truth; bound: per element (for budget; NULL otherwise). */
 mlr_status mlr_disc_judge(const char *rule, int64_t n, const uint16_t *a, const uint16_t *b,
                           const double *truth, const double *bound, mlr_verdict_kind *v,
                           mlr_error *err);
 
-/** The table on one input set with its truth (o, [T, H, 512]): caught[k][q] = 1 when rule q fails
- *  wrong kernel k, 0 when it passes it, -1 for every rule when the mutation leaves the output
- *  bit-identical to the model's (a merge fault where every batch has one split); *model_ok = 1 when
- * the model itself passes fa3 and its a priori bound (threads: 0 = all). */
+/** The table on one input set with its truth (o and lse): caught[k][q] = 1 when check q fails
+ *  wrong kernel k, 0 when it passes it, -1 for every check when the mutation leaves o and lse
+ *  bit-identical to the model's (a merge fault with one split, a page fault without pages);
+ *  *model_ok = 1 when the model itself passes the default rules and its a priori bound
+ *  (threads: 0 = all). */
 mlr_status mlr_disc_table(const mlr_recipe *r, const mlr_inputs *in, const double *truth,
-                          int threads, int caught[MLR_DISC_WRONG][MLR_DISC_RULES], int *model_ok,
+                          const double *tlse, int threads,
+                          int caught[MLR_DISC_WRONG][MLR_DISC_RULES], int *model_ok,
                           mlr_error *err);
 
 #ifdef __cplusplus

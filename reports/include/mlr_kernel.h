@@ -26,7 +26,7 @@ extern "C" {
 #endif
 
 enum {
-  MLR_KERNEL_MAX_RULES = 5,                        /* fa3 and up to four more */
+  MLR_KERNEL_MAX_RULES = 6,                        /* fa3, structure and up to four more */
   MLR_KERNEL_MAX_CHECKS = 2 * MLR_KERNEL_MAX_RULES /* the rules on o and on lse */
 };
 
@@ -55,7 +55,7 @@ typedef struct mlr_kernel {
   mlr_recipe recipe;      /* the recipe claimed, the policy applied */
   char policy[48];        /* the policy given ("": the recipe's own) */
   double timeout_s;
-  mlr_rule rules[MLR_KERNEL_MAX_RULES]; /* fa3 first */
+  mlr_rule rules[MLR_KERNEL_MAX_RULES]; /* fa3 and structure first */
   int inputs_npy; /* {inputs} is a folder of NAME.npy files with metadata.json (mlr_inputs.h,
                      mlr_inputs_write_npy), not a .safetensors file */
   int nrules;
@@ -95,8 +95,9 @@ typedef struct mlr_kernel_cell {
 
 /** A kernel from the user's words. spec: "NAME=COMMAND"; recipe: a built-in or fast-* name or a
  *  recipe file; policy: NULL or a Q scale policy (fp8-Q recipes only); timeout_s in (0, 86400];
- *  rules: rules besides fa3 (NULL, 0: none). MLR_EINVAL with one line naming what is wrong and
- *  what is valid: a bad name, a command without {inputs} or {out}, an unknown {placeholder}. */
+ *  rules: rules besides fa3 and structure (NULL, 0: none). MLR_EINVAL with one line naming what
+ *  is wrong and what is valid: a bad name, a command without {inputs} or {out}, an unknown
+ * {placeholder}. */
 mlr_status mlr_kernel_define(mlr_kernel *k, const char *spec, const char *recipe,
                              const char *policy, double timeout_s, const char *const *rules,
                              int nrules, mlr_error *err);

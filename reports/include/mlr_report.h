@@ -15,6 +15,7 @@
 #include "mlr_compare.h"
 #include "mlr_base.h"
 #include "mlr_budget.h"
+#include "mlr_discriminate.h"
 #include "mlr_kernel.h"
 
 #ifdef __cplusplus
@@ -119,7 +120,7 @@ typedef struct mlr_report_studies {
   mlr_report_decomp decomp[MLR_REPORT_MAX_RECIPES];
   int disc_done, disc_model_ok;
   char disc_recipe[64];
-  int disc[12][5]; /* [MLR_DISC_WRONG][MLR_DISC_RULES] (reports/mlr_discriminate.h) */
+  int disc[MLR_DISC_WRONG][MLR_DISC_RULES];
 } mlr_report_studies;
 
 typedef struct mlr_report {

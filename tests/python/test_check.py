@@ -62,11 +62,15 @@ def test_result_fields(files):
     assert res.rules[0].verdict == "FAIL" and res.rules[0].name == "exact"
 
 
-def test_default_rule_is_fa3(files):
+def test_default_rules_are_fa3_and_structure(files):
     x = mlaref.load(files["paged"])
-    o, _ = mlaref.run(R, x)
+    o, lse = mlaref.run(R, x)
     res = mlaref.check(o, x, R)
-    assert [(v.tensor, v.name) for v in res.rules] == [("o", "fa3")]
+    assert [(v.tensor, v.name) for v in res.rules] == [("o", "fa3"), ("o", "structure")]
+    res = mlaref.check(o, x, R, lse=lse)
+    assert [(v.tensor, v.name) for v in res.rules] == [
+        ("o", "fa3"), ("o", "structure"), ("lse", "fa3"), ("lse", "structure")]
+    assert res.passed
 
 
 def test_lse_rule_catches_a_wrong_lse_and_a_wrong_base(files):

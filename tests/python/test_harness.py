@@ -85,7 +85,8 @@ def test_correct_kernel_passes(summary):
     for c in cells.values():
         assert (c.verdict, c.reason) == ("pass", ""), c
         assert [(r["tensor"], r["rule"], r["verdict"]) for r in c.rules] == [
-            ("o", "fa3", "pass"), ("lse", "fa3", "pass")]
+            ("o", "fa3", "pass"), ("o", "structure", "pass"), ("lse", "fa3", "pass"),
+            ("lse", "structure", "pass")]
 
 
 def test_broken_kernel_fails(summary):
@@ -108,7 +109,8 @@ def test_unsupported_skips(summary):
     assert cells["bs3_kv1000"].rules == []
     for name in set(QUICK) - {"bs3_kv1000"}:  # the model itself: exact holds too
         assert cells[name].verdict == "pass", cells[name]
-        assert [r["rule"] for r in cells[name].rules] == ["fa3", "exact", "fa3", "exact"]
+        assert [r["rule"] for r in cells[name].rules] == ["fa3", "structure", "exact", "fa3",
+                                                          "structure", "exact"]
 
 
 def test_supports_skips_without_calling(summary):
@@ -148,7 +150,7 @@ def test_summary_json(summary):
     assert all("o_sha256" not in c for c in skipped)
     assert [k["name"] for k in d["kernels"]] == [k.name for k in KERNELS]
     assert all(k["timeout_s"] == 0 for k in d["kernels"])
-    assert d["kernels"][2]["rules"] == ["fa3", "exact"]
+    assert d["kernels"][2]["rules"] == ["fa3", "structure", "exact"]
     folder = os.path.dirname(summary.path)
     with open(os.path.join(folder, "summary.md"), encoding="utf-8") as f:
         md = f.read()

@@ -32,6 +32,10 @@ extern "C" {
 const char *mlr_api_version(void);
 /** 1 when this build holds mlr_check_run (compare/include/mlr_check.h), else 0. */
 int mlr_api_has_check(void);
+/** Cell i of a suite (fixtures/suites): its name, its generator spec in *spec; NULL past the
+ *  last cell or for an unknown suite (*spec NULL too). mlr_api_suite_names: "bench|test|...". */
+const char *mlr_api_suite_cell(const char *suite, size_t i, const char **spec);
+const char *mlr_api_suite_names(void);
 /** Free a string or buffer this API returned. */
 void mlr_api_free(void *p);
 
@@ -124,9 +128,9 @@ mlr_status mlr_api_check(const mlr_api_inputs *h, const mlr_tensor_file *out, co
 /* ---- the report, with kernels that are callbacks ---- */
 
 /** A callback kernel for mlr_api_report (mlr_kernel_define_call): name, the recipe it claims (a
- *  built-in, fast-* or a recipe file), policy (NULL: the recipe's own), rules besides fa3 one a
- *  line (NULL or ""), the callback and its ctx. Freed with mlr_api_kernel_free. MLR_EINVAL with
- *  one line for a bad name, recipe, policy or rule. */
+ *  built-in, fast-* or a recipe file), policy (NULL: the recipe's own), rules besides fa3 and
+ *  structure one a line (NULL or ""), the callback and its ctx. Freed with mlr_api_kernel_free.
+ *  MLR_EINVAL with one line for a bad name, recipe, policy or rule. */
 mlr_status mlr_api_kernel_new(const char *name, const char *recipe, const char *policy,
                               const char *rules, mlr_kernel_call call, void *ctx, mlr_kernel **out,
                               mlr_error *err);

@@ -63,15 +63,21 @@ enum { MLR_EMU_QK_DIM = 576, MLR_EMU_V_DIM = 512, MLR_EMU_NOPE = 512 };
 /* Deliberate bugs, for the discrimination test (tests/discriminate.c): a check must fail each. */
 typedef enum mlr_emu_fault {
   MLR_FAULT_NONE = 0,
-  MLR_FAULT_DROP_ROPE,       /* the logits leave out the rope columns 512..575 */
-  MLR_FAULT_SM_SCALE_512,    /* sm_scale = 1/sqrt(512) */
-  MLR_FAULT_KV_SCALE_TWICE,  /* kv_scale applied twice */
-  MLR_FAULT_KV_SCALE_NONE,   /* kv_scale not applied */
-  MLR_FAULT_SKIP_LAST,       /* the last token of each split skipped */
-  MLR_FAULT_LSE_LOG2,        /* split lse in log2 where the merge expects ln (or the reverse) */
-  MLR_FAULT_P_UNNORMALIZED,  /* acc not divided by l */
-  MLR_FAULT_MERGE_NO_RESCALE /* the merge keeps a running max but never rescales acc and sum by
-                                exp(M - M') when it grows */
+  MLR_FAULT_DROP_ROPE,        /* the logits leave out the rope columns 512..575 */
+  MLR_FAULT_SM_SCALE_512,     /* sm_scale = 1/sqrt(512) */
+  MLR_FAULT_KV_SCALE_TWICE,   /* kv_scale applied twice */
+  MLR_FAULT_KV_SCALE_NONE,    /* kv_scale not applied */
+  MLR_FAULT_SKIP_LAST,        /* the last token of each split skipped */
+  MLR_FAULT_LSE_LOG2,         /* split lse in log2 where the merge expects ln (or the reverse) */
+  MLR_FAULT_P_UNNORMALIZED,   /* acc not divided by l */
+  MLR_FAULT_MERGE_NO_RESCALE, /* the merge keeps a running max but never rescales acc and sum
+                                 by exp(M - M') when it grows */
+  MLR_FAULT_SKIP_FIRST,       /* each batch's first KV token skipped */
+  MLR_FAULT_DROP_LAST,        /* each batch's last KV token never read (a length off by one) */
+  MLR_FAULT_DROP_LAST_B0,     /* the same in batch 0 only */
+  MLR_FAULT_CAUSAL_SHIFT,     /* the causal mask one token late: query i sees one token more */
+  MLR_FAULT_SPLIT_EDGE_TWICE, /* a split's end inclusive: its last token also read by the next */
+  MLR_FAULT_MERGE_DROP_LAST   /* the merge leaves out the last split */
 } mlr_emu_fault;
 
 typedef struct mlr_emu_opts {
