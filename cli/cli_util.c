@@ -68,8 +68,9 @@ static const struct {
                      "[--recipe R]... [--tolerance RTOL,ATOL] [--threshold X] [--margin M] "
                      "[--gpu auto|off|require] [--json]"},
     {"report", "report --suite NAME --out DIR [--recipe NAME]... [--policy P]... [--baseline "
-               "OLD/summary.json] [--quick] [--gpu auto|off|require] [--shard i/n] [--digests "
-               "FILE] [--threads N] [--max-memory GB] [--kernel NAME='CMD {inputs} {out}' "
+               "OLD/summary.json] [--quick] [--cells A,B...] [--gpu auto|off|require] [--shard "
+               "i/n | --shards N] [--plan] [--digests FILE] [--threads N] [--max-memory GB] "
+               "[--kernel NAME='CMD {inputs} {out}' "
                "--kernel-recipe NAME=R [--kernel-policy NAME=P] [--kernel-timeout [NAME=]S] "
                "[--kernel-rule NAME=RULE]... [--kernel-inputs NAME=safetensors|npy]]... | report "
                "merge --out DIR [--baseline "

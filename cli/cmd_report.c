@@ -12,6 +12,7 @@
  * clean, 1 a failure or a regression against the baseline, 2 bad input (nothing written then). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -19,6 +20,7 @@
 #include "mlr_gen.h"
 #include "mlr_suites.h"
 #include "mlr_report.h"
+#include "mlr_shard.h"
 
 enum { MAXREC = 16, MAXK = MLR_REPORT_MAX_KERNELS, MAXKRULES = 4 * MLR_REPORT_MAX_KERNELS };
 
@@ -50,11 +52,42 @@ static int finish(const char *cmd, mlr_report *rep, const char *out, const char 
       printf("  kernel %s: %s\n", mlr_kernel_verdict_name(rep->cells[k].kernel_verdict),
              rep->cells[k].kernel_reason);
   for (int k = 0; k < rep->nregressions; k++) printf("  regression: %s\n", rep->regressions[k]);
-  (void)cmd;
+  if (rep->shard_n)
+    printf("  shard %d/%d (from %s): estimated cost %.0f, measured %.1f s in its cells\n",
+           rep->shard_i, rep->shard_n, rep->shard_from, rep->shard_cost, rep->shard_seconds);
+  for (int k = 0; k < rep->nshards; k++)
+    printf("  shard %d (from %s): estimated cost %.0f, measured %.1f s in its cells\n",
+           rep->shards[k].i, rep->shards[k].from, rep->shards[k].cost, rep->shards[k].seconds);
+  if (rep->nmissing) /* a shard that never wrote its folder: the run is incomplete, not a pass */
+    fprintf(stderr, "mlaref %s: incomplete: %d missing from shards not given: %s%s\n", cmd,
+            rep->nmissing, rep->missing[0], rep->nmissing > 1 ? ", ..." : "");
   const int rc = mlr_report_exit_code(rep) ? MLR_EXIT_FAIL : MLR_EXIT_OK;
   mlr_report_free(rep);
   return rc;
 }
+
+/* --plan: each shard's cells and estimated cost, and the most loaded against the mean */
+static int print_plan(mlr_report *rep) {
+  const mlr_report_plan *p = &rep->plan;
+  double most = 0, sum = 0;
+  printf("report plan: suite %s, %d shapes x %d columns over %d shards (shard 1 also runs the "
+         "sweep, decomposition and discrimination table)\n",
+         rep->suite, p->nshapes, p->ncols, rep->nshards);
+  for (int k = 0; k < rep->nshards; k++) {
+    int cells = 0;
+    for (int u = 0; u < p->nshapes * p->ncols; u++) cells += p->shard[u] == rep->shards[k].i;
+    printf("  shard %d: %d cells, estimated cost %.0f\n", rep->shards[k].i, cells,
+           rep->shards[k].cost);
+    most = rep->shards[k].cost > most ? rep->shards[k].cost : most;
+    sum += rep->shards[k].cost;
+  }
+  printf("most loaded / mean: %.3f\n", rep->nshards ? most / (sum / rep->nshards) : 0.0);
+  mlr_report_free(rep);
+  return MLR_EXIT_OK;
+}
+
+/* the environment, for the engines' shard variables (mlr_shard.h) */
+static const char *env(const char *name) { return getenv(name); }
 
 /* --out: a writable folder, or one that can be made (made when the report is written) */
 static int check_out(const char *cmd, const char *out) {
@@ -147,8 +180,9 @@ int mlr_cmd_report(int argc, char **argv) {
   if (argc >= 1 && !strcmp(argv[0], "merge")) return merge_main(argc - 1, argv + 1);
   const char *cmd = "report", *suite = NULL, *out = NULL, *baseline = NULL,
              *digests = MLR_REPORT_DEFAULT_DIGESTS, *recipes[MAXREC],
-             *policies[MLR_REPORT_MAX_POLICIES], *gpu = "auto", *shard = NULL;
-  int nrec = 0, npol = 0, quick = 0, threads = 0, rc = MLR_EXIT_OK, digests_given = 0;
+             *policies[MLR_REPORT_MAX_POLICIES], *gpu = "auto", *shard = NULL, *cells = NULL;
+  int nrec = 0, npol = 0, quick = 0, threads = 0, rc = MLR_EXIT_OK, digests_given = 0, plan = 0;
+  uint64_t shards = 0;
   mlr_cli_kernel_args ka = {0};
   for (int i = 0; i < argc; i++) {
     if (mlr_cli_str(cmd, argc, argv, &i, "suite", mlr_suite_names(), &suite, &rc) ||
@@ -157,6 +191,9 @@ int mlr_cmd_report(int argc, char **argv) {
         mlr_cli_max_memory_opt(cmd, argc, argv, &i, &rc) ||
         mlr_cli_str(cmd, argc, argv, &i, "gpu", "auto, off or require", &gpu, &rc) ||
         mlr_cli_str(cmd, argc, argv, &i, "shard", "i/n", &shard, &rc) ||
+        mlr_cli_str(cmd, argc, argv, &i, "cells", "the suite's cell names, comma-separated", &cells,
+                    &rc) ||
+        mlr_cli_count(cmd, argc, argv, &i, "shards", 1, MLR_SHARD_MAX, &shards, &rc) ||
         mlr_cli_list(cmd, argc, argv, &i, "recipe", "a built-in name", recipes, &nrec, MAXREC,
                      &rc) ||
         mlr_cli_list(cmd, argc, argv, &i, "policy", "static:absmax=A|dynamic|per_head|per_token",
@@ -170,20 +207,24 @@ int mlr_cmd_report(int argc, char **argv) {
       digests_given = 1;
     } else if (!strcmp(argv[i], "--quick"))
       quick = 1;
+    else if (!strcmp(argv[i], "--plan"))
+      plan = 1;
     else
       return mlr_cli_unknown_option(cmd, argv[i],
                                     "--suite --out --recipe --policy --baseline --quick --gpu "
-                                    "--shard --digests --threads --max-memory --kernel "
+                                    "--cells --shard --shards --plan --digests --threads "
+                                    "--max-memory "
+                                    "--kernel "
                                     "--kernel-recipe --kernel-policy --kernel-timeout "
                                     "--kernel-rule --kernel-inputs");
   }
-  if (!suite || !out)
+  if (!suite || (!out && !plan))
     return mlr_cli_usage_error(cmd, "usage: report --suite NAME --out DIR [--recipe NAME|none]... "
                                     "[--policy P]... [--baseline OLD/summary.json] [--quick] "
-                                    "[--gpu auto|off|require] [--shard i/n] [--digests FILE] "
-                                    "[--threads N] [--kernel NAME='CMD {inputs} {out}' "
-                                    "--kernel-recipe NAME=R ...] | report merge --out DIR "
-                                    "SHARD_DIR...");
+                                    "[--cells A,B...] [--gpu auto|off|require] [--shard i/n | "
+                                    "--shards N] [--plan] [--digests FILE] [--threads N] "
+                                    "[--kernel NAME='CMD {inputs} {out}' --kernel-recipe NAME=R "
+                                    "...] | report merge --out DIR SHARD_DIR...");
   static mlr_kernel kernels[MAXK];
   if ((rc = mlr_cli_kernels_define(cmd, &ka, NULL, kernels)) != MLR_EXIT_OK) return rc;
   for (int k = 0; k < nrec; k++)
@@ -200,19 +241,24 @@ int mlr_cmd_report(int argc, char **argv) {
                                                  : -1;
   if (gpu_mode < 0)
     return mlr_cli_usage_error(cmd, "--gpu '%s' is not one of auto|off|require", gpu);
-  int si = 0, sn = 0;
-  if (shard) {
-    char tail;
-    if (sscanf(shard, "%d/%d%c", &si, &sn, &tail) != 2 || sn < 1 || sn > 64 || si < 1 || si > sn)
-      return mlr_cli_usage_error(cmd, "--shard '%s' is not i/n (1 <= i <= n <= 64)", shard);
-  }
+  mlr_shard sh;
+  mlr_error serr = {""};
+  char all[16]; /* --plan --shards N: the split over N, whichever shard this is */
+  snprintf(all, sizeof all, "1/%d", (int)shards);
+  const int only_count = plan && shards && !shard && !getenv("JOB_COMPLETION_INDEX");
+  if (mlr_shard_pick(only_count ? all : shard, only_count ? 0 : (int)shards, env, &sh, &serr) !=
+      MLR_OK)
+    return mlr_cli_usage_error(cmd, "%s", serr.msg);
+  if (plan && !sh.n)
+    return mlr_cli_usage_error(cmd, "--plan needs the shard count: --shards N, --shard i/n or an "
+                                    "engine's variables (Slurm, Kubernetes, Buildkite)");
   for (size_t k = 0; k < su->n;
        k++) { /* every cell's inputs against the memory limit before the first cell runs */
     mlr_gen_spec gs;
     if ((rc = mlr_cli_spec_fits(cmd, "cell", su->cells[k].spec, &gs)) != MLR_EXIT_OK) return rc;
     mlr_gen_spec_free(&gs);
   }
-  if ((rc = check_out(cmd, out)) != MLR_EXIT_OK) return rc;
+  if (!plan && (rc = check_out(cmd, out)) != MLR_EXIT_OK) return rc;
   if (access(digests, R_OK) != 0) {
     if (digests_given) return mlr_cli_usage_error(cmd, "--digests %s: cannot read it", digests);
     digests = NULL; /* the committed manifest is found from the source tree only: elsewhere, no
@@ -233,11 +279,14 @@ int mlr_cmd_report(int argc, char **argv) {
                              .policies = npol ? policies : NULL,
                              .npolicies = npol,
                              .quick = quick,
+                             .cells = cells,
                              .digests = digests,
                              .threads = threads,
                              .gpu = gpu_mode,
-                             .shard_i = si,
-                             .shard_n = sn,
+                             .shard_i = sh.i,
+                             .shard_n = sh.n,
+                             .shard_from = sh.from,
+                             .plan_only = plan,
                              .progress = isatty(2) ? progress : NULL,
                              .ctx = &t0};
   mlr_status st = mlr_report_run(&o, &rep, &err);
@@ -248,6 +297,10 @@ int mlr_cmd_report(int argc, char **argv) {
     if (st == MLR_EINVAL || st == MLR_EDEVICE) return mlr_cli_usage_error(cmd, "%s", err.msg);
     fprintf(stderr, "mlaref %s: %s\n", cmd, err.msg);
     return MLR_EXIT_FAIL;
+  }
+  if (plan) {
+    mlr_report_free(&base);
+    return print_plan(&rep);
   }
   return conclude(cmd, &rep, &base, baseline, out, t0);
 }

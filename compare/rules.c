@@ -180,7 +180,8 @@ static int64_t worst_group(const mlr_rule *r, const group_err *g, int64_t n, dou
   int64_t w = -1;
   *ratio = 0.0;
   for (int64_t k = 0; k < n; k++) {
-    const double lim = r->x * g[k].r + r->y, q = g[k].a / lim;
+    const double lim = r->x * g[k].r + r->y;
+    const double q = lim > 0 ? g[k].a / lim : g[k].a > 0 ? INFINITY : 0.0; /* structure:0,0 */
     *over += g[k].a > lim;
     if (w < 0 || q > *ratio) {
       w = k;

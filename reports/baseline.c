@@ -12,6 +12,7 @@
 
 #include "mlr_suites.h"
 #include "mlr_report.h"
+#include "mlr_shard.h"
 
 static mlr_status add_regression(mlr_report *rep, mlr_error *err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -211,6 +212,10 @@ static void get_cell(rd *r, json_t *b, int k, mlr_report_cell *c) {
   c->own_policy = get_bool(r, b, "own_policy", w, 0, 1);
   c->applicable = get_bool(r, b, "applicable", w, 1, 0);
   c->pass = get_bool(r, b, "pass", w, 1, 0);
+  /* absent in files of earlier versions: the column in the row's order, no cost or time */
+  c->column = json_object_get(b, "column") ? get_int(r, b, "column", w, 0, 100000) : -1;
+  c->cost = get_num(r, b, "cost", w, 0);
+  c->seconds = get_num(r, b, "seconds", w, 0);
   if (json_object_get(b, "kernel")) get_kernel(r, b, w, c);
   if (c->kernel[0] && c->applicable) return;
   if (!c->applicable) {
@@ -345,6 +350,54 @@ static void get_extras(rd *r, json_t *root, mlr_report_studies *s) {
   }
 }
 
+/* a sharded run's plan (absent in files of earlier versions): shapes, columns and each cell's
+ * shard in 1..n */
+static void get_plan(rd *r, json_t *p, int n, mlr_report_plan *out) {
+  if (!p) return;
+  json_t *shapes = json_object_get(p, "shapes"), *cols = json_object_get(p, "columns"),
+         *shard = json_object_get(p, "shard");
+  const size_t ns = json_array_size(shapes), nc = json_array_size(cols);
+  if (!json_is_array(shapes) || !json_is_array(cols) || !json_is_array(shard) || ns > 256 ||
+      nc > 256 || json_array_size(shard) != ns) {
+    bad(r, "plan", "not shapes, columns and a shard row a shape (at most 256 each)");
+    return;
+  }
+  out->shapes = calloc(ns ? ns : 1, sizeof *out->shapes);
+  out->cols = calloc(nc ? nc : 1, sizeof *out->cols);
+  out->shard = calloc(ns * nc > 0 ? ns * nc : 1, sizeof *out->shard);
+  if (!out->shapes || !out->cols || !out->shard) {
+    r->st = mlr_error_set(r->err, MLR_ENOMEM, "out of memory for %s", r->path);
+    return;
+  }
+  out->nshapes = (int)ns;
+  out->ncols = (int)nc;
+  for (size_t c = 0; r->st == MLR_OK && c < nc; c++) {
+    const char *x = json_string_value(json_array_get(cols, c));
+    if (!x || strlen(x) >= sizeof out->cols[0])
+      bad(r, "plan.columns", "not a short string");
+    else
+      snprintf(out->cols[c], sizeof out->cols[0], "%s", x);
+  }
+  for (size_t k = 0; r->st == MLR_OK && k < ns; k++) {
+    const char *x = json_string_value(json_array_get(shapes, k));
+    json_t *row = json_array_get(shard, k);
+    if (!x || strlen(x) >= sizeof out->shapes[0] || json_array_size(row) != nc) {
+      bad(r, "plan", "a shape that is not a short name with a shard for every column");
+      break;
+    }
+    snprintf(out->shapes[k], sizeof out->shapes[0], "%s", x);
+    for (size_t c = 0; c < nc; c++) {
+      json_t *v = json_array_get(row, c);
+      const json_int_t i = json_is_integer(v) ? json_integer_value(v) : 0;
+      if (i < 1 || i > n) {
+        bad(r, "plan.shard", "a shard outside 1..n");
+        break;
+      }
+      out->shard[k * nc + c] = (int)i;
+    }
+  }
+}
+
 /* the kernels' contracts (absent in files of runs without kernels) */
 static void get_kernels(rd *r, json_t *ks, mlr_report *rep) {
   if (ks && (!json_is_array(ks) || json_array_size(ks) > MLR_REPORT_MAX_KERNELS))
@@ -397,10 +450,15 @@ mlr_status mlr_report_read(const char *path, mlr_report *rep, mlr_error *err) {
   rep->rtol = get_num(&r, tol, "rtol", "tolerance.", 1);
   rep->atol = get_num(&r, tol, "atol", "tolerance.", 1);
   rep->margin = get_num(&r, root, "margin", "", 0);
+  get_str(&r, root, "mlaref_commit", "", rep->commit, sizeof rep->commit, 0);
   json_t *sh = json_object_get(root, "shard");
   if (sh) {
     rep->shard_i = get_int(&r, sh, "i", "shard.", 1, 64);
     rep->shard_n = get_int(&r, sh, "n", "shard.", 1, 64);
+    get_str(&r, sh, "from", "shard.", rep->shard_from, sizeof rep->shard_from, 0);
+    rep->shard_cost = get_num(&r, sh, "cost", "shard.", 0);
+    rep->shard_seconds = get_num(&r, sh, "seconds", "shard.", 0);
+    get_plan(&r, json_object_get(root, "plan"), rep->shard_n, &rep->plan);
   }
   json_t *pol = json_object_get(root, "policies");
   for (size_t k = 0; r.st == MLR_OK && json_is_array(pol) && k < json_array_size(pol) &&
@@ -529,34 +587,103 @@ static int suite_pos(const mlr_suite *su, const char *cell) {
   return -1;
 }
 
+/* 1 when two plans split the same cells the same way */
+static int same_plan(const mlr_report_plan *a, const mlr_report_plan *b) {
+  if (a->nshapes != b->nshapes || a->ncols != b->ncols) return 0;
+  for (int k = 0; k < a->nshapes; k++)
+    if (strcmp(a->shapes[k], b->shapes[k])) return 0;
+  for (int c = 0; c < a->ncols; c++)
+    if (strcmp(a->cols[c], b->cols[c])) return 0;
+  return !a->nshapes ||
+         !memcmp(a->shard, b->shard, (size_t)(a->nshapes * a->ncols) * sizeof *a->shard);
+}
+
+/* part p against the first: the same run (suite, build, settings, columns, split) */
+static mlr_status same_run(const mlr_report *p0, const mlr_report *p, int sn, mlr_error *err) {
+  if (strcmp(p->version, p0->version) || strcmp(p->commit, p0->commit))
+    return mlr_error_set(err, MLR_EINVAL,
+                         "shard %d of %d: built from mlaref %s, commit %s; the first from mlaref "
+                         "%s, commit %s: the shards of a run come from one build",
+                         p->shard_i, p->shard_n, p->version, p->commit, p0->version, p0->commit);
+  if (strcmp(p->suite, p0->suite) || p->quick != p0->quick || p->rtol != p0->rtol ||
+      p->atol != p0->atol || (p->shard_n ? p->shard_n : 1) != sn || p->npolicies != p0->npolicies ||
+      memcmp(p->policies, p0->policies, sizeof p->policies) || p->gpu_mode != p0->gpu_mode ||
+      p->nkernels != p0->nkernels || memcmp(p->kernels, p0->kernels, sizeof p->kernels) ||
+      !same_plan(&p->plan, &p0->plan))
+    return mlr_error_set(err, MLR_EINVAL,
+                         "shard %d of %d: not of the same run as the first (suite %s, quick %d, "
+                         "tolerance %g,%g, %d shards, %d policies, gpu mode %d, %d kernels, the "
+                         "same recipes and split)",
+                         p->shard_i, p->shard_n, p0->suite, p0->quick, p0->rtol, p0->atol, sn,
+                         p0->npolicies, p0->gpu_mode, p0->nkernels);
+  return MLR_OK;
+}
+
+/* the cells of the shards not given, by the plan ("SHAPE COLUMN"; without a plan, the shard) */
+static mlr_status list_missing(const mlr_report *p0, const int *seen, int sn, mlr_report *out,
+                               mlr_error *err) {
+  const mlr_report_plan *pl = &p0->plan;
+  const int cap = pl->nshapes * pl->ncols + sn;
+  if (!(out->missing = calloc((size_t)cap, sizeof *out->missing)))
+    return mlr_error_set(err, MLR_ENOMEM, "out of memory for the missing cells");
+  for (int i = 1; i <= sn; i++) {
+    if (seen[i]) continue;
+    int named = 0;
+    for (int u = 0; u < pl->nshapes * pl->ncols; u++)
+      if (pl->shard[u] == i) {
+        snprintf(out->missing[out->nmissing++], sizeof out->missing[0], "%s %s",
+                 pl->shapes[u / pl->ncols], pl->cols[u % pl->ncols]);
+        named = 1;
+      }
+    if (i == 1) /* shard 1 alone works out the extras */
+      snprintf(out->missing[out->nmissing++], sizeof out->missing[0],
+               "shard 1/%d's sweep, decomposition and discrimination table", sn);
+    else if (!named)
+      snprintf(out->missing[out->nmissing++], sizeof out->missing[0], "every cell of shard %d/%d",
+               i, sn);
+  }
+  return MLR_OK;
+}
+
+/* the merged cells in the suite's order, each shape's in column order */
+static mlr_status gather(const mlr_report *parts, int n, int total, mlr_report *out,
+                         mlr_error *err) {
+  out->cells = calloc((size_t)(total ? total : 1), sizeof *out->cells);
+  if (!out->cells) return mlr_error_set(err, MLR_ENOMEM, "out of memory for the merged cells");
+  const mlr_suite *su = mlr_suite_find(parts[0].suite);
+  for (int pos = -1; pos < (su ? (int)su->n : 0); pos++) {
+    const int from = out->ncells;
+    for (int k = 0; k < n; k++)
+      for (int c = 0; c < parts[k].ncells; c++)
+        if (suite_pos(su, parts[k].cells[c].shape) == pos)
+          out->cells[out->ncells++] = parts[k].cells[c];
+    for (int a = from + 1; a < out->ncells; a++) { /* by column: an insertion sort, stable */
+      const mlr_report_cell x = out->cells[a];
+      int b = a;
+      for (; b > from && out->cells[b - 1].column > x.column; b--)
+        out->cells[b] = out->cells[b - 1];
+      out->cells[b] = x;
+    }
+  }
+  for (int k = 0; k < out->ncells; k++) out->cells[k].has_base = 0;
+  return MLR_OK;
+}
+
 mlr_status mlr_report_merge(const mlr_report *parts, int n, mlr_report *out, mlr_error *err) {
   memset(out, 0, sizeof *out);
   if (n < 1) return mlr_error_set(err, MLR_EINVAL, "no shard to merge");
   const mlr_report *p0 = &parts[0];
   const int sn = p0->shard_n ? p0->shard_n : 1;
-  int seen[65] = {0}, total = 0;
+  int seen[MLR_SHARD_MAX + 1] = {0}, total = 0;
   for (int k = 0; k < n; k++) {
     const mlr_report *p = &parts[k];
-    if (strcmp(p->suite, p0->suite) || strcmp(p->version, p0->version) || p->quick != p0->quick ||
-        p->rtol != p0->rtol || p->atol != p0->atol || (p->shard_n ? p->shard_n : 1) != sn ||
-        p->npolicies != p0->npolicies || memcmp(p->policies, p0->policies, sizeof p->policies) ||
-        p->gpu_mode != p0->gpu_mode || p->nkernels != p0->nkernels ||
-        memcmp(p->kernels, p0->kernels, sizeof p->kernels))
-      return mlr_error_set(err, MLR_EINVAL,
-                           "shard %d of %d: not of the same run as the first (suite %s, mlaref %s, "
-                           "quick %d, tolerance %g,%g, %d shards, "
-                           "%d policies, gpu mode %d, %d kernels)",
-                           p->shard_i, p->shard_n, p0->suite, p0->version, p0->quick, p0->rtol,
-                           p0->atol, sn, p0->npolicies, p0->gpu_mode, p0->nkernels);
+    mlr_status st = same_run(p0, p, sn, err);
+    if (st != MLR_OK) return st;
     const int i = p->shard_n ? p->shard_i : 1;
     if (i < 1 || i > sn || seen[i]++)
       return mlr_error_set(err, MLR_EINVAL, "shard %d/%d given twice", i, sn);
     total += p->ncells;
   }
-  for (int i = 1; i <= sn; i++)
-    if (!seen[i])
-      return mlr_error_set(err, MLR_EINVAL, "shard %d/%d is missing (%d of %d given)", i, sn, n,
-                           sn);
   *out = *p0; /* the run's settings and shard 1's extras below */
   out->cells = NULL;
   out->ncells = 0;
@@ -565,18 +692,22 @@ mlr_status mlr_report_merge(const mlr_report *parts, int n, mlr_report *out, mlr
   out->nfailures = 0;
   out->baseline[0] = 0;
   out->shard_i = out->shard_n = 0;
-  for (int k = 0; k < n; k++) /* the sweep, decomposition and discrimination come from shard 1 */
-    if ((parts[k].shard_n ? parts[k].shard_i : 1) == 1) out->studies = parts[k].studies;
-  out->cells = calloc((size_t)(total ? total : 1), sizeof *out->cells);
-  if (!out->cells) return mlr_error_set(err, MLR_ENOMEM, "out of memory for the merged cells");
-  /* the suite's order: a shape's cells come from one shard, in that shard's column order */
-  const mlr_suite *su = mlr_suite_find(p0->suite);
-  for (int pos = -1; pos < (su ? (int)su->n : 0); pos++)
-    for (int k = 0; k < n; k++)
-      for (int c = 0; c < parts[k].ncells; c++)
-        if (suite_pos(su, parts[k].cells[c].shape) == pos)
-          out->cells[out->ncells++] = parts[k].cells[c];
-  for (int k = 0; k < out->ncells; k++) out->cells[k].has_base = 0;
+  memset(&out->plan, 0, sizeof out->plan);
+  for (int k = 0; k < n; k++) {
+    const mlr_report *p = &parts[k];
+    if ((p->shard_n ? p->shard_i : 1) == 1) out->studies = p->studies; /* shard 1's extras */
+    mlr_report_shard_info *si = &out->shards[out->nshards++];
+    si->i = p->shard_n ? p->shard_i : 1;
+    snprintf(si->from, sizeof si->from, "%s", p->shard_from);
+    si->cost = p->shard_cost;
+    si->seconds = p->shard_seconds;
+  }
+  mlr_status st = list_missing(p0, seen, sn, out, err);
+  if (st == MLR_OK) st = gather(parts, n, total, out, err);
+  if (st != MLR_OK) {
+    mlr_report_free(out);
+    return st;
+  }
   mlr_report_count(out);
   return MLR_OK;
 }
@@ -585,5 +716,9 @@ void mlr_report_free(mlr_report *rep) {
   for (int k = 0; k < rep->nregressions; k++) free(rep->regressions[k]);
   free(rep->regressions);
   free(rep->cells);
+  free(rep->plan.shapes);
+  free(rep->plan.cols);
+  free(rep->plan.shard);
+  free(rep->missing);
   memset(rep, 0, sizeof *rep);
 }

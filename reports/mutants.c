@@ -26,6 +26,8 @@ typedef enum read_mistake {
   LAST_PAGE_WHOLE,
   CAUSAL_IGNORED,
   V_SCALE_OMITTED,
+  V_SCALE_IGNORED,
+  K_SCALE_FOR_V,
   KV_SCALES_SWAPPED,
   Q_SCALE_OMITTED,
   SM_SCALE_IGNORED,
@@ -62,6 +64,8 @@ static const mutant M[MLR_DISC_WRONG] = {
     {"last page read through the previous table entry", READ, PAGE_OFF_BY_ONE},
     {"kv_last_page_len ignored (last page read whole)", READ, LAST_PAGE_WHOLE},
     {"v_scale omitted (V read at scale 1)", READ, V_SCALE_OMITTED},
+    {"v_scale ignored (V read at kv_scale)", READ, V_SCALE_IGNORED},
+    {"k_scale used for V", READ, K_SCALE_FOR_V},
     {"k_scale and v_scale swapped", READ, KV_SCALES_SWAPPED},
     {"q_scale omitted (fp8 Q read as codes)", READ, Q_SCALE_OMITTED},
     {"sm_scale given ignored (1/sqrt(576) used)", READ, SM_SCALE_IGNORED},
@@ -155,10 +159,15 @@ static int misread_inputs(read_mistake w, const mlr_inputs *in, misread *m) {
   case V_SCALE_OMITTED:
     x->v_scale = 1.0f;
     return 0;
-  case KV_SCALES_SWAPPED:
+  case V_SCALE_IGNORED: /* the contract's default in its place */
+    x->v_scale = 0.0f;
+    return 0;
+  case K_SCALE_FOR_V:
+    x->v_scale = mlr_inputs_k_scale(in);
+    return 0;
+  case KV_SCALES_SWAPPED: /* the rope columns follow K's scale unless kpe_scale is given */
     x->k_scale = mlr_inputs_v_scale(in);
     x->v_scale = mlr_inputs_k_scale(in);
-    x->kpe_scale = in->kpe_scale != 0.0f ? in->kpe_scale : mlr_inputs_k_scale(in);
     return 0;
   case Q_SCALE_OMITTED:
     if (!in->q8) return 1;

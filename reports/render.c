@@ -86,6 +86,20 @@ static json_t *util_json(const mlr_util *u) {
                    "p50", u->p50, "n", (json_int_t)u->n, "over", (json_int_t)u->over, "hist", hist);
 }
 
+/* a sharded run's split: the shapes, the columns and each cell's shard */
+static json_t *plan_json(const mlr_report_plan *p) {
+  json_t *shapes = json_array(), *cols = json_array(), *shard = json_array();
+  for (int s = 0; s < p->nshapes; s++) {
+    json_t *row = json_array();
+    for (int c = 0; c < p->ncols; c++)
+      json_array_append_new(row, json_integer(p->shard[s * p->ncols + c]));
+    json_array_append_new(shapes, json_string(p->shapes[s]));
+    json_array_append_new(shard, row);
+  }
+  for (int c = 0; c < p->ncols; c++) json_array_append_new(cols, json_string(p->cols[c]));
+  return json_pack("{s:o,s:o,s:o}", "shapes", shapes, "columns", cols, "shard", shard);
+}
+
 /* the decomposition, the discrimination table, the shard, the policy axis and the GPU leg */
 static void extras_json(const mlr_report *r, json_t *root) {
   json_t *dec = json_array(), *pol = json_array();
@@ -129,8 +143,24 @@ static void extras_json(const mlr_report *r, json_t *root) {
                                         u->policy, "timeout_s", u->timeout_s, "rules", rules));
   }
   json_object_set_new(root, "kernels", ks);
-  if (r->shard_n)
-    json_object_set_new(root, "shard", json_pack("{s:i,s:i}", "i", r->shard_i, "n", r->shard_n));
+  json_object_set_new(root, "mlaref_commit", json_string(r->commit));
+  if (r->shard_n) {
+    json_object_set_new(root, "shard",
+                        json_pack("{s:i,s:i,s:s,s:f,s:f}", "i", r->shard_i, "n", r->shard_n, "from",
+                                  r->shard_from, "cost", r->shard_cost, "seconds",
+                                  r->shard_seconds));
+    json_object_set_new(root, "plan", plan_json(&r->plan));
+  }
+  if (r->nshards) {
+    json_t *sh = json_array(), *miss = json_array();
+    for (int k = 0; k < r->nshards; k++)
+      json_array_append_new(sh, json_pack("{s:i,s:s,s:f,s:f}", "i", r->shards[k].i, "from",
+                                          r->shards[k].from, "cost", r->shards[k].cost, "seconds",
+                                          r->shards[k].seconds));
+    for (int k = 0; k < r->nmissing; k++) json_array_append_new(miss, json_string(r->missing[k]));
+    json_object_set_new(root, "shards", sh);
+    json_object_set_new(root, "missing", miss);
+  }
   json_object_set_new(root, "gpu",
                       json_pack("{s:i,s:s,s:f,s:f}", "mode", r->gpu_mode, "device", r->gpu_device,
                                 "margin", r->gpu_margin, "noise_us", r->gpu_noise_us));
@@ -161,9 +191,10 @@ static void kernel_json(const mlr_report_cell *c, json_t *o) {
 }
 
 static json_t *cell_json(const mlr_report_cell *c) {
-  json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:b,s:b,s:b}", "shape", c->shape, "spec", c->spec,
-                        "recipe", c->recipe, "recipe_sha256", c->recipe_sha, "policy", c->policy,
-                        "own_policy", c->own_policy, "applicable", c->applicable, "pass", c->pass);
+  json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:b,s:b,s:b,s:i,s:f,s:f}", "shape", c->shape, "spec",
+                        c->spec, "recipe", c->recipe, "recipe_sha256", c->recipe_sha, "policy",
+                        c->policy, "own_policy", c->own_policy, "applicable", c->applicable, "pass",
+                        c->pass, "column", c->column, "cost", c->cost, "seconds", c->seconds);
   if (c->kernel[0] && c->applicable) {
     kernel_json(c, o);
     return o;
@@ -570,6 +601,21 @@ static void kernels_md(const mlr_report *r, buf *b) {
 }
 
 /* ---- summary.md ---- */
+/* a merged run's shards (estimated cost against measured time) and the cells it lacks */
+static void shards_md(const mlr_report *r, buf *b) {
+  if (!r->nshards) return;
+  bprintf(b,
+          "## Shards: %d merged, %d missing\n\n| shard | from | estimated cost | measured s |\n"
+          "| ---: | --- | ---: | ---: |\n",
+          r->nshards, r->nmissing);
+  for (int k = 0; k < r->nshards; k++)
+    bprintf(b, "| %d | %s | %.0f | %.1f |\n", r->shards[k].i, r->shards[k].from, r->shards[k].cost,
+            r->shards[k].seconds);
+  if (r->nmissing) bprintf(b, "\nMissing (the run is incomplete):\n\n");
+  for (int k = 0; k < r->nmissing; k++) bprintf(b, "- %s\n", r->missing[k]);
+  bprintf(b, "\n");
+}
+
 static void markdown(const mlr_report *r, buf *b) {
   bprintf(b,
           "# mlaref report: suite %s%s\n\nmlaref %s; %d cells; tolerance rtol %g, atol %g; truth: "
@@ -582,6 +628,7 @@ static void markdown(const mlr_report *r, buf *b) {
     bprintf(b, "None.\n\n");
   for (int k = 0; k < r->nregressions; k++) bprintf(b, "- %s\n", r->regressions[k]);
   if (r->nregressions) bprintf(b, "\n");
+  shards_md(r, b);
   bprintf(b,
           "## Failures: %d\n\n| shape | recipe | golden | util max | util p99.9 | rel L2 | bound "
           "(max ratio) | GPU kernel | verdict |\n"
@@ -769,6 +816,16 @@ static void html_head(const mlr_report *r, buf *b) {
     }
     bprintf(b, "</ul>\n");
   }
+  if (r->nmissing) {
+    bprintf(b, "<h2>Missing cells: %d (shards not given; the run is incomplete)</h2>\n<ul>\n",
+            r->nmissing);
+    for (int k = 0; k < r->nmissing; k++) {
+      bprintf(b, "<li class=\"reg\">");
+      bhtml(b, r->missing[k]);
+      bprintf(b, "</li>\n");
+    }
+    bprintf(b, "</ul>\n");
+  }
 }
 
 /* the static Q scale's section: its plot and its table */
@@ -922,5 +979,5 @@ mlr_status mlr_report_finish(mlr_report *rep, const mlr_report *base, const char
 }
 
 int mlr_report_exit_code(const mlr_report *rep) {
-  return rep->nfailures || rep->nregressions ? 1 : 0;
+  return rep->nfailures || rep->nregressions || rep->nmissing ? 1 : 0;
 }

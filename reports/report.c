@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "mlr_gen.h"
 #include "mlr_inputs.h"
@@ -18,8 +19,16 @@
 #include "mlr_gpu.h"
 #include "mlr_gpu_fast.h"
 #include "mlr_discriminate.h"
+#include "mlr_shard.h"
 
 enum { QUICK_CELLS = 6, QUICK_TOKENS = 4096, MAX_VARIANTS = 64 };
+enum { MAX_COLS = MAX_VARIANTS + MLR_REPORT_MAX_KERNELS };
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
 
 /* a column of the matrix: a recipe under its own Q policy, or under a point of the policy axis */
 typedef struct variant {
@@ -205,11 +214,13 @@ static mlr_status kernel_cell(const mlr_kernel *k, const mlr_kernel_cell *kc, co
 /* every user kernel on one shape: its inputs written once for all of them, removed after */
 static mlr_status kernel_cells(const kernel_leg *kl, const mlr_suite_cell *sc,
                                const mlr_tensor_file *tf, const mlr_inputs *in, const double *truth,
-                               double rtol, double atol, int threads, mlr_report_cell *out,
-                               mlr_error *err) {
+                               double rtol, double atol, int threads, const unsigned char *take,
+                               mlr_report_cell *out, mlr_error *err) {
   char path[4096] = "";
   mlr_status st = MLR_OK;
   for (int k = 0; st == MLR_OK && k < kl->n; k++) {
+    if (!take[k]) continue;
+    const double t0 = now_s();
     mlr_report_cell *c = &out[k];
     kernel_column(sc, &kl->k[k], c);
     mlr_error fit = {""};
@@ -223,16 +234,20 @@ static mlr_status kernel_cells(const kernel_leg *kl, const mlr_suite_cell *sc,
       break;
     const mlr_kernel_cell kc = {kl->dir, sc->name, path, in, sc->spec, threads, kl->commit};
     st = kernel_cell(&kl->k[k], &kc, truth, rtol, atol, c, err);
+    c->seconds = now_s() - t0;
   }
   if (path[0]) remove(path);
   return st;
 }
 
-/* one shape: inputs and the certified truth (dequantized KV), then every column */
+/* one shape: inputs and the certified truth (dequantized KV), then every column it takes (take:
+ * the recipe columns', then the kernels'); each cell's seconds: its own work and its share of the
+ * inputs and truth */
 static mlr_status run_shape(const mlr_suite_cell *sc, const char *suite, const variant *vs, int nv,
                             const manifest *man, double rtol, double atol, int threads,
-                            const gpu_leg *g, const kernel_leg *kl, mlr_report_cell *out,
-                            mlr_error *err) {
+                            const gpu_leg *g, const kernel_leg *kl, const unsigned char *take,
+                            mlr_report_cell *out, mlr_error *err) {
+  const double t0 = now_s();
   mlr_tensor_file tf;
   mlr_inputs in;
   mlr_status st = inputs_of(sc->spec, &tf, &in, err);
@@ -245,7 +260,10 @@ static mlr_status run_shape(const mlr_suite_cell *sc, const char *suite, const v
     st = mlr_error_set(err, MLR_ENOMEM, "out of memory for the bound of %s", sc->name);
   else
     st = mlr_oracle_o(&in, MLR_TRUTH_DEQUANTIZED, &truth, err);
+  const double setup = now_s() - t0;
   for (int k = 0; st == MLR_OK && k < nv; k++) {
+    if (!take[k]) continue;
+    const double tc = now_s();
     const mlr_recipe *r = &vs[k].r;
     mlr_report_cell *c = &out[k];
     memset(c, 0, sizeof *c);
@@ -290,9 +308,14 @@ static mlr_status run_shape(const mlr_suite_cell *sc, const char *suite, const v
     c->pass = strcmp(c->golden, "differ") != 0 && (c->bound_holds || !c->bound_computed) &&
               (!c->gpu || c->gpu_pass);
     mlr_emu_result_free(&res);
+    c->seconds = now_s() - tc;
   }
   if (st == MLR_OK && kl->n)
-    st = kernel_cells(kl, sc, &tf, &in, truth, rtol, atol, threads, &out[nv], err);
+    st = kernel_cells(kl, sc, &tf, &in, truth, rtol, atol, threads, take + nv, &out[nv], err);
+  int taken = 0;
+  for (int k = 0; k < nv + kl->n; k++) taken += take[k];
+  for (int k = 0; k < nv + kl->n; k++)
+    if (take[k]) out[k].seconds += setup / taken;
   free(truth);
   free(bound);
   mlr_tf_free(&tf);
@@ -490,12 +513,39 @@ static mlr_status kernel_table(const mlr_report_opts *o, mlr_report *rep, mlr_er
   return MLR_OK;
 }
 
-/* the cells (at most 256): all, or the quick ones (small: up to QUICK_TOKENS KV tokens in all);
- * this shard's share */
+/* 1 when name is an item of the comma-separated list */
+static int listed(const char *list, const char *name) {
+  const size_t n = strlen(name);
+  for (const char *p = list; p && *p; p += strcspn(p, ",") + (p[strcspn(p, ",")] == ',')) {
+    if (strcspn(p, ",") == n && !strncmp(p, name, n)) return 1;
+  }
+  return 0;
+}
+
+/* o->cells against the suite: every name one of its cells */
+static mlr_status check_cells(const mlr_report_opts *o, const mlr_suite *su, mlr_error *err) {
+  for (const char *p = o->cells; p && *p; p += strcspn(p, ",") + (p[strcspn(p, ",")] == ',')) {
+    const int n = (int)strcspn(p, ",");
+    int found = 0;
+    for (size_t k = 0; k < su->n; k++)
+      found |= (int)strlen(su->cells[k].name) == n && !strncmp(p, su->cells[k].name, (size_t)n);
+    if (!found)
+      return mlr_error_set(err, MLR_EINVAL,
+                           "--cells: no cell '%.*s' in suite %s (mlaref suite "
+                           "show %s lists them)",
+                           n, p, su->name, su->name);
+  }
+  return MLR_OK;
+}
+
+/* the shapes (at most 256): all, the quick ones (small: up to QUICK_TOKENS KV tokens in all), or
+ * those o->cells names */
 static mlr_status pick_cells(const mlr_report_opts *o, const mlr_suite *su,
                              const mlr_suite_cell **cells, int *ns, mlr_error *err) {
   int seen = 0;
+  if (check_cells(o, su, err) != MLR_OK) return MLR_EINVAL;
   for (size_t k = 0; k < su->n && *ns < 256; k++) {
+    if (o->cells && !listed(o->cells, su->cells[k].name)) continue;
     if (o->quick) {
       mlr_gen_spec gs;
       if (mlr_gen_spec_parse(su->cells[k].spec, &gs, err) != MLR_OK) return MLR_EINVAL;
@@ -504,33 +554,97 @@ static mlr_status pick_cells(const mlr_report_opts *o, const mlr_suite *su,
       mlr_gen_spec_free(&gs);
       if (tokens > QUICK_TOKENS || seen == QUICK_CELLS) continue;
     }
-    const int mine = !o->shard_n || seen % o->shard_n == o->shard_i - 1;
     seen++;
-    if (mine) cells[(*ns)++] = &su->cells[k];
+    cells[(*ns)++] = &su->cells[k];
   }
   return MLR_OK;
 }
 
-/* every cell: the recipe columns, then the kernel columns (their files in a folder of this run's
- * own, removed whatever happens) */
-static mlr_status run_cells(const mlr_report_opts *o, const mlr_suite_cell *const *cells, int ns,
-                            const variant *vs, int nv, const gpu_leg *g, mlr_report *rep,
+/* a column's relative cost: a matrix-unit model of a dot costs about three fma chains (bench mma)
+ */
+static double column_factor(const variant *vs, int nv, int c) {
+  if (c >= nv) return 1.0;
+  const mlr_recipe *r = &vs[c].r;
+  return 1.0 + 2.0 * MLR_DOT_IS_MMA(r->qk_dot) + 2.0 * MLR_DOT_IS_MMA(r->pv_dot);
+}
+
+/* the split of the run's cells (every shape x every column) over its shards, into rep->plan, and
+ * each cell's estimated cost into cost[ns * nc]; shard 1 starts with the extras */
+static mlr_status make_plan(const mlr_report_opts *o, const mlr_suite_cell *const *cells, int ns,
+                            const variant *vs, int nv, mlr_report *rep, double *cost,
                             mlr_error *err) {
+  mlr_report_plan *p = &rep->plan;
+  const int nc = nv + o->nkernels;
+  p->shapes = calloc((size_t)(ns ? ns : 1), sizeof *p->shapes);
+  p->cols = calloc((size_t)(nc ? nc : 1), sizeof *p->cols);
+  p->shard = calloc((size_t)(ns * nc > 0 ? ns * nc : 1), sizeof *p->shard);
+  if (!p->shapes || !p->cols || !p->shard)
+    return mlr_error_set(err, MLR_ENOMEM, "out of memory for the shards' plan");
+  p->nshapes = ns;
+  p->ncols = nc;
+  for (int c = 0; c < nc; c++)
+    if (c >= nv)
+      snprintf(p->cols[c], sizeof p->cols[c], "kernel %.63s", o->kernels[c - nv].name);
+    else if (vs[c].own)
+      snprintf(p->cols[c], sizeof p->cols[c], "%.63s", vs[c].r.name);
+    else
+      snprintf(p->cols[c], sizeof p->cols[c], "%.63s@%.47s", vs[c].r.name, vs[c].policy);
+  for (int s = 0; s < ns; s++) {
+    snprintf(p->shapes[s], sizeof p->shapes[s], "%s", cells[s]->name);
+    mlr_gen_spec gs;
+    if (mlr_gen_spec_parse(cells[s]->spec, &gs, err) != MLR_OK) return MLR_EINVAL;
+    int64_t tokens = 0; /* the bound is worked out for cells of at most BOUND_TOKENS */
+    for (int64_t b = 0; b < gs.bs; b++) tokens += gs.lens[b];
+    const int bound = tokens <= MLR_REPORT_BOUND_TOKENS;
+    for (int c = 0; c < nc; c++)
+      cost[s * nc + c] = mlr_shard_cost(&gs, bound, column_factor(vs, nv, c));
+    mlr_gen_spec_free(&gs);
+  }
+  double load[MLR_SHARD_MAX + 1];
+  const int n = o->shard_n ? o->shard_n : 1;
+  /* the extras study the recipe columns: none, no extras */
+  const double extras = nv ? MLR_SHARD_EXTRAS / (o->quick ? 5.0 : 1.0) : 0.0;
+  mlr_shard_plan(cost, ns * nc, n, extras, p->shard, load);
+  rep->shard_cost = load[o->shard_n ? o->shard_i : 1];
+  for (int i = 1; o->plan_only && i <= n; i++) {
+    rep->shards[rep->nshards].i = i;
+    rep->shards[rep->nshards++].cost = load[i];
+  }
+  return MLR_OK;
+}
+
+/* every cell of this shard: the recipe columns, then the kernel columns (their files in a folder of
+ * this run's own, removed whatever happens), shape by shape */
+static mlr_status run_cells(const mlr_report_opts *o, const mlr_suite_cell *const *cells, int ns,
+                            const variant *vs, int nv, const gpu_leg *g, const double *cost,
+                            mlr_report *rep, mlr_error *err) {
   kernel_leg kl = {o->kernels, o->nkernels, "", o->commit};
   const int nc = nv + kl.n, extras = !o->shard_n || o->shard_i == 1, steps = ns + 2 * extras;
+  mlr_report_cell *tmp = calloc((size_t)(nc ? nc : 1), sizeof *tmp);
   manifest man;
   mlr_status st = read_manifest(o->digests, &man, err);
-  if (st != MLR_OK) return st;
-  if (kl.n) st = mlr_kernel_workdir(kl.dir, err);
+  if (st == MLR_OK && kl.n) st = mlr_kernel_workdir(kl.dir, err);
   if (st == MLR_OK &&
-      !(rep->cells = calloc((size_t)(ns * nc > 0 ? ns * nc : 1), sizeof *rep->cells)))
+      (!tmp || !(rep->cells = calloc((size_t)(ns * nc > 0 ? ns * nc : 1), sizeof *rep->cells))))
     st = mlr_error_set(err, MLR_ENOMEM, "out of memory for the report's cells");
   for (int s = 0; st == MLR_OK && s < ns; s++) {
+    unsigned char take[MAX_COLS];
+    int any = 0;
+    for (int c = 0; c < nc; c++)
+      any |= take[c] = !o->shard_n || rep->plan.shard[s * nc + c] == o->shard_i;
+    if (!any) continue;
     if (o->progress) o->progress(cells[s]->name, s, steps, o->ctx);
-    st = run_shape(cells[s], o->suite, vs, nv, &man, rep->rtol, rep->atol, o->threads, g, &kl,
-                   &rep->cells[s * nc], err);
-    if (st == MLR_OK) rep->ncells += nc;
+    st = run_shape(cells[s], o->suite, vs, nv, &man, rep->rtol, rep->atol, o->threads, g, &kl, take,
+                   tmp, err);
+    for (int c = 0; st == MLR_OK && c < nc; c++)
+      if (take[c]) {
+        tmp[c].column = c;
+        tmp[c].cost = cost[s * nc + c];
+        rep->shard_seconds += tmp[c].seconds;
+        rep->cells[rep->ncells++] = tmp[c];
+      }
   }
+  free(tmp);
   free(man.rows);
   mlr_kernel_workdir_remove(kl.dir);
   return st;
@@ -545,6 +659,11 @@ mlr_status mlr_report_run(const mlr_report_opts *o, mlr_report *rep, mlr_error *
   rep->gpu_noise_us = 3.0;
   rep->shard_i = o->shard_i;
   rep->shard_n = o->shard_n;
+  snprintf(rep->shard_from, sizeof rep->shard_from, "%s",
+           o->shard_from ? o->shard_from
+           : o->shard_n  ? "--shard"
+                         : "");
+  snprintf(rep->commit, sizeof rep->commit, "%s", o->commit ? o->commit : "unknown");
   rep->gpu_mode = o->gpu;
   snprintf(rep->suite, sizeof rep->suite, "%s", o->suite);
   const mlr_suite *su = mlr_suite_find(o->suite);
@@ -576,9 +695,13 @@ mlr_status mlr_report_run(const mlr_report_opts *o, mlr_report *rep, mlr_error *
   const mlr_suite_cell *cells[256];
   int ns = 0;
   if ((st = pick_cells(o, su, cells, &ns, err)) != MLR_OK) return st;
-  if ((st = kernel_table(o, rep, err)) != MLR_OK ||
-      (st = run_cells(o, cells, ns, vs, nv, &g, rep, err)) != MLR_OK)
-    return st;
+  double *cost = malloc((size_t)(ns * (nv + o->nkernels) + 1) * sizeof *cost);
+  if (!cost) return mlr_error_set(err, MLR_ENOMEM, "out of memory for the cells' costs");
+  if ((st = make_plan(o, cells, ns, vs, nv, rep, cost, err)) == MLR_OK && !o->plan_only &&
+      (st = kernel_table(o, rep, err)) == MLR_OK)
+    st = run_cells(o, cells, ns, vs, nv, &g, cost, rep, err);
+  free(cost);
+  if (st != MLR_OK || o->plan_only) return st;
   const int extras = !o->shard_n || o->shard_i == 1, steps = ns + 2 * extras;
   mlr_report_count(rep);
   if (extras) {

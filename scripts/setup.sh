@@ -24,6 +24,10 @@ pkgs=(
   python3-torch     #   torch tensors in and out (CPU torch)
   python3-pytest    #   tests/python
   chromium          # tests/report_browser.sh: the report's page in a real browser, headless
+  slurmctld         # tests/slurm.sh: a single-node Slurm runs a sharded report (label slurm)
+  slurmd            #   its node daemon (slurm-client: sbatch, squeue, scancel)
+  munge             #   Slurm's authentication
+  python3-yaml      # tests/ci_examples.sh: the CI examples (examples/ci) parse
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -268,3 +268,59 @@ Test(compare, utilisation_and_bound) {
   cr_assert_eq(mlr_compare_metrics(&ta, &tt, &mt, NULL), MLR_OK);
   cr_assert_eq(mlr_rule_apply_budget(&r, &mt, &ta, &tt, bd).kind, MLR_VERDICT_FAIL);
 }
+
+/* structure: each batch and head against the model's error there; a batch out of line fails
+ * though the global fa3 passes; empty batches, -Inf lse rows and NaN classes; parsing; n/a in
+ * compare */
+Test(compare, structure_rule_groups) {
+  /* 3 batches (tokens 0, 1-2, none), 2 heads, 2 columns: the model is off by 1e-3 in batch 0 and
+   * by 1e-5 in batch 1; the candidate off by 9e-4 in batch 0 and 9e-4 in batch 1 */
+  const int32_t qo[4] = {0, 1, 3, 3};
+  const mlr_groups g = {3, 2, 2, 3, qo};
+  double t[12];
+  float m[12], a[12];
+  for (int i = 0; i < 12; i++) {
+    t[i] = 0.25 * (i + 1);
+    m[i] = (float)(t[i] + (i < 4 ? 1e-3 : 1e-5));
+    a[i] = (float)(t[i] + 9e-4);
+  }
+  const mlr_cmp_tensor ta = {MLR_CT_F32, a, 12}, tm = {MLR_CT_F32, m, 12}, tt = {MLR_CT_F64, t, 12};
+  mlr_rule r, fa3;
+  cr_assert_eq(mlr_rule_parse("structure", &r, NULL), MLR_OK);
+  cr_assert_eq(mlr_rule_parse("fa3", &fa3, NULL), MLR_OK);
+  mlr_metrics mat, mmt, mam;
+  cr_assert_eq(mlr_compare_metrics(&ta, &tt, &mat, NULL), MLR_OK);
+  cr_assert_eq(mlr_compare_metrics(&tm, &tt, &mmt, NULL), MLR_OK);
+  cr_assert_eq(mlr_compare_metrics(&ta, &tm, &mam, NULL), MLR_OK);
+  cr_expect_eq(mlr_rule_apply(&fa3, &mam, &ta, &tm, &mat, &mmt).kind, MLR_VERDICT_PASS);
+  mlr_verdict v = mlr_rule_apply_structure(&r, &ta, &tm, &tt, &g);
+  cr_expect_eq(v.kind, MLR_VERDICT_FAIL, "%s", v.detail);
+  cr_expect(strstr(v.detail, "worst batch 1") != NULL, "%s", v.detail);
+  /* the model itself passes, at half its limit */
+  v = mlr_rule_apply_structure(&r, &tm, &tm, &tt, &g);
+  cr_expect_eq(v.kind, MLR_VERDICT_PASS, "%s", v.detail);
+  cr_expect(v.measured < 0.51, "%g", v.measured);
+  /* structure:100 lets batch 1 through */
+  cr_assert_eq(mlr_rule_parse("structure:100,0", &r, NULL), MLR_OK);
+  cr_expect_eq(mlr_rule_apply_structure(&r, &ta, &tm, &tt, &g).kind, MLR_VERDICT_PASS);
+  /* lse rows: -Inf where a batch sees no token; the candidate's -Inf there has no error, a NaN
+   * does; structure:0,0 on an exact candidate passes (no 0/0) */
+  float la[6] = {1, 2, 3, 4, -INFINITY, -INFINITY}, lm[6] = {1, 2, 3, 4, -INFINITY, -INFINITY};
+  double lt[6] = {1, 2, 3, 4, -INFINITY, -INFINITY};
+  const int32_t qo2[3] = {0, 2, 3};
+  const mlr_groups g2 = {3, 2, 1, 2, qo2};
+  const mlr_cmp_tensor lta = {MLR_CT_F32, la, 6}, ltm = {MLR_CT_F32, lm, 6},
+                       ltt = {MLR_CT_F64, lt, 6};
+  cr_assert_eq(mlr_rule_parse("structure:0,0", &r, NULL), MLR_OK);
+  v = mlr_rule_apply_structure(&r, &lta, &ltm, &ltt, &g2);
+  cr_expect(v.kind == MLR_VERDICT_PASS && isfinite(v.measured), "%s", v.detail);
+  la[5] = NAN;
+  v = mlr_rule_apply_structure(&r, &lta, &ltm, &ltt, &g2);
+  cr_expect_eq(v.kind, MLR_VERDICT_FAIL, "%s", v.detail);
+  /* parsing, and compare without the groups */
+  mlr_error err = {""};
+  cr_expect_eq(mlr_rule_parse("structure:1,2,3", &r, &err), MLR_EPARSE);
+  cr_expect(strstr(err.msg, "structure[:K[,ATOL]]") != NULL, "%s", err.msg);
+  cr_assert_eq(mlr_rule_parse("structure", &r, NULL), MLR_OK);
+  cr_expect_eq(mlr_rule_apply(&r, &mam, &ta, &tm, &mat, &mmt).kind, MLR_VERDICT_NA);
+}

@@ -898,3 +898,31 @@ Test(emulate, fast_fit_wgmma) {
   cr_assert_eq(mlr_recipe_set(&bad, "qk.operand=fp8", &err), MLR_OK, "%s", err.msg);
   cr_assert_eq(mlr_gpu_fast_fit(&bad, &t.in, &err), MLR_OK, "%s", err.msg);
 }
+
+/* every deliberate fault runs inside the model's buffers and changes its output, for a recipe
+ * whose split is one block (aiter-a8w8-ps: softmax.block 0) and one in 32-token blocks
+ * (triton-fp8-split); the address sanitizer build runs this too */
+Test(emulate, faults_stay_in_bounds_and_act) {
+  static const char *const recipes[] = {"aiter-a8w8-ps", "triton-fp8-split"};
+  gen g;
+  gen_make(&g, "lens=1000:700:33,q=2,seed=9");
+  for (size_t k = 0; k < 2; k++) {
+    mlr_recipe r;
+    mlr_error err = {""};
+    cr_assert_eq(mlr_recipe_builtin(recipes[k], &r), MLR_OK);
+    mlr_emu_result model;
+    const mlr_emu_opts o0 = {0, 0, MLR_FAULT_NONE, 0};
+    cr_assert_eq(mlr_emulate(&r, &g.in, &o0, &model, &err), MLR_OK, "%s", err.msg);
+    for (int f = MLR_FAULT_DROP_ROPE; f <= MLR_FAULT_MERGE_DROP_LAST; f++) {
+      const mlr_emu_opts o = {0, 0, f, 0};
+      mlr_emu_result res;
+      cr_assert_eq(mlr_emulate(&r, &g.in, &o, &res, &err), MLR_OK, "fault %d: %s", f, err.msg);
+      const size_t nb = mlr_emu_o_bytes(&res);
+      cr_expect(memcmp(res.o, model.o, nb) || memcmp(res.lse, model.lse, 6 * 16 * sizeof(float)),
+                "%s: fault %d leaves the output unchanged", recipes[k], f);
+      mlr_emu_result_free(&res);
+    }
+    mlr_emu_result_free(&model);
+  }
+  mlr_tf_free(&g.tf);
+}

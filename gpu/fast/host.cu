@@ -378,6 +378,7 @@ static mlr_status plant_fault(mlr_gpu_fast *f, const mlr_inputs *in, tokinfo *to
       if (fault == 2 && tok[t].L < L) tok[t].L++;
     }
   }
+  /* the scale left out: 1, or 0.5 where NVIDIA reads FNUZ codes as OCP at twice their value */
   if (fault == 3) f->p.kvs = f->p.fnuz && !MLR_FAST_AMD ? 0.5f : 1.0f;
   if (fault == 4 && in->kv_indices) {
     const int64_t np = in->kv_indptr[in->B];

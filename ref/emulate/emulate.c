@@ -868,7 +868,9 @@ static mlr_status plan_splits(emu *e, mlr_emu_result *res, int64_t *items, mlr_e
     const int64_t L = mlr_inputs_kv_len(in, b);
     mlr_recipe_splits(r, B, in->T, L, &e->nsplit[b], &e->slen[b]);
     if (e->nsplit[b] > S) S = e->nsplit[b];
-    const int64_t span = e->slen[b] < L ? e->slen[b] : L;
+    /* a split reads slen tokens at most; one more under the fault that reads its end twice */
+    const int64_t slen = e->slen[b] + (e->fault == MLR_FAULT_SPLIT_EDGE_TWICE);
+    const int64_t span = slen < L ? slen : L;
     if (span > cap) cap = span;
     if (e->nsplit[b] > INT32_MAX || e->slen[b] > INT32_MAX)
       return mlr_error_set(err, MLR_ERANGE,

@@ -4,11 +4,11 @@
  * base 2), faults inside the kernel (mlr_emu_fault: the rope part dropped, wrong or doubled
  * scales, skipped, dropped or doubled tokens, the causal mask one late, merge faults), and
  * misread inputs (a page-table entry off, the last page read whole, the mask ignored, v_scale
- * omitted, k and v scales swapped, q_scale omitted, sm_scale ignored, heads past 16 reading head
- * h mod 16, the other fp8 flavour). The checks: the task's allclose, mlaref's default rules
- * (fa3 and structure, on o and lse, and on o alone), the anchors' own test tolerances (FlashMLA,
- * FlashInfer, AITER) and the a priori bound. Used by the discrimination test, `mlaref discriminate`
- * and the report's table. */
+ * omitted or ignored, k_scale used for V, the k and v scales swapped, q_scale omitted, sm_scale
+ * ignored, heads past 16 reading head h mod 16, the other fp8 flavour). The checks: the task's
+ * allclose, mlaref's default rules (fa3 and structure, on o and lse, and on o alone), the
+ * anchors' own test tolerances (FlashMLA, FlashInfer, AITER) and the a priori bound. Used by
+ * the discrimination test, `mlaref discriminate` and the report's table. */
 #ifndef MLR_DISCRIMINATE_H
 #define MLR_DISCRIMINATE_H
 
@@ -23,7 +23,7 @@
 extern "C" {
 #endif
 
-enum { MLR_DISC_WRONG = 28, MLR_DISC_RULES = 7 };
+enum { MLR_DISC_WRONG = 30, MLR_DISC_RULES = 7 };
 /* the checks, in the table's column order */
 enum {
   MLR_DISC_TASK,       /* allclose:0.1,0.1,0.05 */

@@ -72,6 +72,11 @@ typedef struct mlr_report_cell {
   mlr_kernel_check kernel_checks[MLR_KERNEL_MAX_CHECKS];
   int kernel_nchecks;
   double kernel_s; /* the command's wall time */
+  /* the split (mlr_shard.h): the cell's column in the run (recipe columns, then kernels), its
+   * estimated cost, and the seconds it took (its column's work, and its share of the shape's
+   * inputs and truth) */
+  int column;
+  double cost, seconds;
   /* from the baseline (mlr_report_baseline), for the trend plot */
   int has_base;
   double base_util_max, base_gpu_us; /* base_gpu_us 0: none */
@@ -123,10 +128,33 @@ typedef struct mlr_report_studies {
   int disc[MLR_DISC_WRONG][MLR_DISC_RULES];
 } mlr_report_studies;
 
+/* a sharded run's split of its cells (mlr_shard.h): every shape's shard for every column */
+typedef struct mlr_report_plan {
+  int nshapes, ncols;
+  char (*shapes)[64]; /* the suite's cell names, in order */
+  char (*cols)[128];  /* the columns: "RECIPE", "RECIPE@POLICY" (the policy axis), "kernel NAME" */
+  int *shard;         /* [nshapes * ncols]: 1..n */
+} mlr_report_plan;
+
+/* one shard of a merged run */
+typedef struct mlr_report_shard_info {
+  int i;
+  char from[128];
+  double cost, seconds; /* estimated cost; measured seconds (the run's cells) */
+} mlr_report_shard_info;
+
 typedef struct mlr_report {
   char suite[32], version[64]; /* version: the caller's (the command sets mlaref's) */
+  char commit[64];             /* the build's commit (the command's); shards of one run share it */
   int quick;
-  int shard_i, shard_n;      /* this run's share of the cells (1-based); 0, 0: all */
+  int shard_i, shard_n;             /* this run's share of the cells (1-based); 0, 0: all */
+  char shard_from[128];             /* where the shard came from (mlr_shard.h) */
+  double shard_cost, shard_seconds; /* this shard's estimated cost and measured seconds */
+  mlr_report_plan plan;             /* a sharded run's split (nshapes 0: not sharded) */
+  mlr_report_shard_info shards[64]; /* a merged run: its shards */
+  int nshards;
+  char (*missing)[200]; /* a merged run: the cells of shards not given ("SHAPE COLUMN") */
+  int nmissing;
   double rtol, atol, margin; /* margin: how much higher a utilisation may get before it regresses */
   double gpu_margin, gpu_noise_us; /* a GPU time regresses when over (1 + gpu_margin) x the
                                       baseline's and gpu_noise_us more */
@@ -162,11 +190,15 @@ typedef struct mlr_report_opts {
                                   per_token; quick: static:absmax=6) */
   int npolicies;
   int quick;           /* the suite's first cells of at most 4096 KV tokens in all, at most 6 */
+  const char *cells;   /* NULL, or the suite's cells to run, by name, comma-separated */
   const char *digests; /* the golden manifest (NULL: none) */
   int threads;
   int gpu;              /* MLR_REPORT_GPU_* */
-  int shard_i, shard_n; /* cells k with k mod n = i - 1 (the sweep, decomposition and discrimination
-                           in shard 1) */
+  int shard_i, shard_n; /* this run's cells: the split's (mlr_shard.h), shard 1 with the sweep, the
+                           decomposition and the discrimination table */
+  const char *shard_from; /* where the shard came from, for summary.json (NULL: "--shard") */
+  int plan_only;          /* 1: work out the split alone (every shard's estimated cost into
+                             rep->shards, shard_n of them), run no cell */
   mlr_report_progress progress;
   void *ctx;
 } mlr_report_opts;
@@ -197,8 +229,10 @@ mlr_status mlr_report_compare(mlr_report *rep, const mlr_report *base, const cha
  *  so each field is checked). MLR_EIO / MLR_EPARSE naming the file and the field. */
 mlr_status mlr_report_read(const char *path, mlr_report *rep, mlr_error *err);
 
-/** Merge the shards of one run (same suite, version, quick, tolerance, shard count; each shard
- * once) into *out, the cells in the suite's order. MLR_EINVAL naming what differs or is missing. */
+/** Merge the shards of one run (one build, the same suite, settings, columns and split; each
+ *  shard at most once) into *out, the cells in the suite's order and each shape's in column order.
+ *  A shard not given is not an error: its cells are listed in out->missing, and the exit code
+ *  (mlr_report_exit_code) is 1. MLR_EINVAL naming what differs or comes twice. */
 mlr_status mlr_report_merge(const mlr_report *parts, int n, mlr_report *out, mlr_error *err);
 
 /** Write DIR/summary.json, DIR/summary.md and DIR/index.html (each atomically); gnuplot draws the

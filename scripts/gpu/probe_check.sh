@@ -2,7 +2,8 @@
 # The probe suite on the GPU kernels (scripts/gpu_run.sh, step probe):
 #   scripts/gpu/probe_check.sh CLI FAULTS_CLI DIR
 # CLI: an mlaref built with GPU code; FAULTS_CLI: one built with -DMLAREF_GPU_FAULTS=ON (the fast
-# kernel's planted faults, gpu/fast/host.cu, `gpu run --variant fault=N`); DIR: a scratch folder. On every probe cell each
+# kernel's planted faults, gpu/fast/host.cu, `gpu run --variant fault=N`); DIR: a scratch
+# folder. On every probe cell each
 # kernel runs: the exact kernel (triton-fp8-split and aiter-a8w8-ps, fp32-seq on bf16 KV), held
 # bit for bit to the model and to the default rules; the fast kernel (its recipes for the cell's
 # KV format), held to the default rules. A cell a kernel refuses (more than 16 heads, fp8 Q, scales

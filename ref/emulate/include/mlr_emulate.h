@@ -73,7 +73,8 @@ typedef enum mlr_emu_fault {
   MLR_FAULT_MERGE_NO_RESCALE, /* the merge keeps a running max but never rescales acc and sum
                                  by exp(M - M') when it grows */
   MLR_FAULT_SKIP_FIRST,       /* each batch's first KV token skipped */
-  MLR_FAULT_DROP_LAST,        /* each batch's last KV token never read (a length off by one) */
+  MLR_FAULT_DROP_LAST,        /* each batch's last KV token never read (a loop bound off by
+                                 one: the queries that see every token see one fewer) */
   MLR_FAULT_DROP_LAST_B0,     /* the same in batch 0 only */
   MLR_FAULT_CAUSAL_SHIFT,     /* the causal mask one token late: query i sees one token more */
   MLR_FAULT_SPLIT_EDGE_TWICE, /* a split's end inclusive: its last token also read by the next */
