@@ -6,6 +6,10 @@
 
 #include "cli.h"
 
+#ifndef MLAREF_COMMIT
+#define MLAREF_COMMIT "unknown"
+#endif
+
 static void usage(FILE *out) {
   fputs(
       "usage: mlaref [COMMAND [ARGS]]\n"
@@ -155,7 +159,7 @@ int main(int argc, char **argv) {
       return mlr_cli_asks_help(argc - 2, argv + 2) ? mlr_cli_help(cmd)
                                                    : COMMANDS[k].run(argc - 2, argv + 2);
   if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
-    printf("mlaref %s\n", MLAREF_VERSION);
+    printf("mlaref %s (commit %s)\n", MLAREF_VERSION, MLAREF_COMMIT);
     return MLR_EXIT_OK;
   }
   if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {

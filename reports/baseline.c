@@ -364,14 +364,19 @@ static void get_plan(rd *r, json_t *p, int n, mlr_report_plan *out) {
   }
   out->shapes = calloc(ns ? ns : 1, sizeof *out->shapes);
   out->cols = calloc(nc ? nc : 1, sizeof *out->cols);
+  out->colsha = calloc(nc ? nc : 1, sizeof *out->colsha);
   out->shard = calloc(ns * nc > 0 ? ns * nc : 1, sizeof *out->shard);
-  if (!out->shapes || !out->cols || !out->shard) {
+  if (!out->shapes || !out->cols || !out->colsha || !out->shard) {
     r->st = mlr_error_set(r->err, MLR_ENOMEM, "out of memory for %s", r->path);
     return;
   }
   out->nshapes = (int)ns;
   out->ncols = (int)nc;
+  json_t *sha = json_object_get(p, "column_sha256");
   for (size_t c = 0; r->st == MLR_OK && c < nc; c++) {
+    const char *h = json_string_value(json_array_get(sha, c));
+    if (h && strlen(h) < sizeof out->colsha[0])
+      snprintf(out->colsha[c], sizeof out->colsha[0], "%s", h);
     const char *x = json_string_value(json_array_get(cols, c));
     if (!x || strlen(x) >= sizeof out->cols[0])
       bad(r, "plan.columns", "not a short string");
@@ -593,7 +598,7 @@ static int same_plan(const mlr_report_plan *a, const mlr_report_plan *b) {
   for (int k = 0; k < a->nshapes; k++)
     if (strcmp(a->shapes[k], b->shapes[k])) return 0;
   for (int c = 0; c < a->ncols; c++)
-    if (strcmp(a->cols[c], b->cols[c])) return 0;
+    if (strcmp(a->cols[c], b->cols[c]) || strcmp(a->colsha[c], b->colsha[c])) return 0;
   return !a->nshapes ||
          !memcmp(a->shard, b->shard, (size_t)(a->nshapes * a->ncols) * sizeof *a->shard);
 }
@@ -613,7 +618,7 @@ static mlr_status same_run(const mlr_report *p0, const mlr_report *p, int sn, ml
     return mlr_error_set(err, MLR_EINVAL,
                          "shard %d of %d: not of the same run as the first (suite %s, quick %d, "
                          "tolerance %g,%g, %d shards, %d policies, gpu mode %d, %d kernels, the "
-                         "same recipes and split)",
+                         "same recipes (names and SHA-256) and split)",
                          p->shard_i, p->shard_n, p0->suite, p0->quick, p0->rtol, p0->atol, sn,
                          p0->npolicies, p0->gpu_mode, p0->nkernels);
   return MLR_OK;
@@ -718,6 +723,7 @@ void mlr_report_free(mlr_report *rep) {
   free(rep->cells);
   free(rep->plan.shapes);
   free(rep->plan.cols);
+  free(rep->plan.colsha);
   free(rep->plan.shard);
   free(rep->missing);
   memset(rep, 0, sizeof *rep);

@@ -88,7 +88,7 @@ static json_t *util_json(const mlr_util *u) {
 
 /* a sharded run's split: the shapes, the columns and each cell's shard */
 static json_t *plan_json(const mlr_report_plan *p) {
-  json_t *shapes = json_array(), *cols = json_array(), *shard = json_array();
+  json_t *shapes = json_array(), *cols = json_array(), *sha = json_array(), *shard = json_array();
   for (int s = 0; s < p->nshapes; s++) {
     json_t *row = json_array();
     for (int c = 0; c < p->ncols; c++)
@@ -96,8 +96,12 @@ static json_t *plan_json(const mlr_report_plan *p) {
     json_array_append_new(shapes, json_string(p->shapes[s]));
     json_array_append_new(shard, row);
   }
-  for (int c = 0; c < p->ncols; c++) json_array_append_new(cols, json_string(p->cols[c]));
-  return json_pack("{s:o,s:o,s:o}", "shapes", shapes, "columns", cols, "shard", shard);
+  for (int c = 0; c < p->ncols; c++) {
+    json_array_append_new(cols, json_string(p->cols[c]));
+    json_array_append_new(sha, json_string(p->colsha[c]));
+  }
+  return json_pack("{s:o,s:o,s:o,s:o}", "shapes", shapes, "columns", cols, "column_sha256", sha,
+                   "shard", shard);
 }
 
 /* the decomposition, the discrimination table, the shard, the policy axis and the GPU leg */

@@ -577,11 +577,14 @@ static mlr_status make_plan(const mlr_report_opts *o, const mlr_suite_cell *cons
   const int nc = nv + o->nkernels;
   p->shapes = calloc((size_t)(ns ? ns : 1), sizeof *p->shapes);
   p->cols = calloc((size_t)(nc ? nc : 1), sizeof *p->cols);
+  p->colsha = calloc((size_t)(nc ? nc : 1), sizeof *p->colsha);
   p->shard = calloc((size_t)(ns * nc > 0 ? ns * nc : 1), sizeof *p->shard);
-  if (!p->shapes || !p->cols || !p->shard)
+  if (!p->shapes || !p->cols || !p->colsha || !p->shard)
     return mlr_error_set(err, MLR_ENOMEM, "out of memory for the shards' plan");
   p->nshapes = ns;
   p->ncols = nc;
+  for (int c = 0; c < nc; c++)
+    mlr_recipe_hash(c < nv ? &vs[c].r : &o->kernels[c - nv].recipe, p->colsha[c]);
   for (int c = 0; c < nc; c++)
     if (c >= nv)
       snprintf(p->cols[c], sizeof p->cols[c], "kernel %.63s", o->kernels[c - nv].name);

@@ -134,16 +134,20 @@ awk -F'\t' 'BEGIN{OFS="\t"}
 
 # report shards: 1/2 and 2/2 of one quick run, a 2/2 of another (other recipes' policy axis),
 # a damaged one
-# (shard 2 holds the cells: shard 1 the extras), a 2/2 of another build
-mkdir -p "$D/sh1" "$D/sh2other" "$D/shbad" "$D/sh2build"
+# (shard 2 holds the cells: shard 1 the extras), a 2/2 of another build, a 2/2 whose recipe
+# differs in its SHA-256
+mkdir -p "$D/sh1" "$D/sh2other" "$D/shbad" "$D/sh2build" "$D/sh2sha"
 fixture report --suite edge --quick --recipe fp32-seq --gpu off --shard 1/2 --out "$D/sh1"
+fixture report --suite edge --quick --recipe fp32-seq --gpu off --shard 2/2 --out "$D/sh2sha"
 fixture report --suite edge --quick --recipe fp32-seq --gpu off --policy dynamic --shard 2/2 \
   --out "$D/sh2other"
 python3 -c "import json, sys; d = json.load(open(sys.argv[1] + '/sh2other/summary.json')); \
 d['cells'][0]['utilisation']['max'] = 'high'; \
 json.dump(d, open(sys.argv[1] + '/shbad/summary.json', 'w')); \
 d = json.load(open(sys.argv[1] + '/sh2other/summary.json')); d['mlaref_commit'] = 'f00'; \
-json.dump(d, open(sys.argv[1] + '/sh2build/summary.json', 'w'))" "$D" || exit 1
+json.dump(d, open(sys.argv[1] + '/sh2build/summary.json', 'w')); \
+d = json.load(open(sys.argv[1] + '/sh2sha/summary.json')); d['plan']['column_sha256'][0] = 'f00'; \
+json.dump(d, open(sys.argv[1] + '/sh2sha/summary.json', 'w'))" "$D" || exit 1
 
 gpu=0
 "$M" gpu info >/dev/null 2>&1 && gpu=1

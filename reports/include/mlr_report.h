@@ -133,6 +133,7 @@ typedef struct mlr_report_plan {
   int nshapes, ncols;
   char (*shapes)[64]; /* the suite's cell names, in order */
   char (*cols)[128];  /* the columns: "RECIPE", "RECIPE@POLICY" (the policy axis), "kernel NAME" */
+  char (*colsha)[65]; /* each column's recipe SHA-256 (a kernel's: the recipe it claims) */
   int *shard;         /* [nshapes * ncols]: 1..n */
 } mlr_report_plan;
 
