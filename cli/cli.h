@@ -152,6 +152,7 @@ int mlr_cmd_budget(int argc, char **argv);
 int mlr_cmd_policy_check(int argc, char **argv);
 int mlr_cmd_report(int argc, char **argv);
 int mlr_cmd_discriminate(int argc, char **argv);
+int mlr_cmd_mma(int argc, char **argv);
 int mlr_bench_oracle(int argc, char **argv);
 int mlr_bench_emulate(int argc, char **argv);
 int mlr_bench_gpu_exact(int argc, char **argv);

@@ -77,6 +77,7 @@ static const struct {
                "OLD/summary.json] SHARD_DIR..."},
     {"discriminate", "discriminate --suite NAME [--suite NAME]... [--recipe R] [--max-bs N] "
                      "[--threads N]"},
+    {"mma", "mma check FILE... --unit U [--format F]"},
     {"bench", "bench formats|emulate|oracle|gpu-exact|gpu|mma [OPTIONS]"},
     {"selfcheck", "selfcheck"},
 };

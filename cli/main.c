@@ -90,6 +90,8 @@ static void usage(FILE *out) {
       "  discriminate --suite NAME [--suite NAME]... [--recipe R] [--max-bs N] [--threads N]\n"
       "                          which check catches which wrong kernel, a table a suite; exit 1\n"
       "                          when one escapes the default rules on the first suite\n"
+      "  mma check FILE... --unit U [--format F]   a matrix-unit model against vectors\n"
+      "                          (C D a.. b.. in hex a line: hardware's, or MMA-Sim's)\n"
       "  bench formats [--n N]   conversion and random-variate throughput on one core\n"
       "  bench emulate [--recipe NAME]... [--shape SPEC] [--threads N]   the model's speed\n"
       "  bench oracle [--shape SPEC] [--small SPEC]   the oracle's speed, and against plain MPFR\n"
@@ -148,6 +150,7 @@ static const struct command {
     {"policy-check", mlr_cmd_policy_check},
     {"report", mlr_cmd_report},
     {"discriminate", mlr_cmd_discriminate},
+    {"mma", mlr_cmd_mma},
 #endif
 };
 
@@ -169,7 +172,7 @@ int main(int argc, char **argv) {
   fprintf(stderr,
           "mlaref: unknown command '%s' (valid: "
           "selfcheck|formats|gen|suite|inputs|recipe|run|gpu|compare|check|golden|oracle|budget|"
-          "policy-check|report|discriminate|bench|version|help)\n",
+          "policy-check|report|discriminate|mma|bench|version|help)\n",
           cmd);
   return MLR_EXIT_USAGE;
 }

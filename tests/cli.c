@@ -194,7 +194,7 @@ Test(cli, bad_input_exits_2_with_one_line) {
   bad("formats frobnicate", "valid: info|boundaries|encode|decode");
   bad("frobnicate", "valid: "
                     "selfcheck|formats|gen|suite|inputs|recipe|run|gpu|compare|check|golden|oracle|"
-                    "budget|policy-check|report|discriminate|bench|version|help");
+                    "budget|policy-check|report|discriminate|mma|bench|version|help");
   bad("gpu", "unknown subcommand '' (valid: run, info)");
   bad("gpu frob", "unknown subcommand 'frob' (valid: run, info)");
   bad("gpu info extra", "takes no options ('extra')");

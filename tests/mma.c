@@ -32,7 +32,8 @@ static int run_file(const char *name, const mlr_mma_model *m, mlr_format f, int 
       const uint32_t code = (uint32_t)strtoul(end, &end, 16);
       (i < k ? a : b)[i % k] = mlr_decode(f, code);
     }
-    const float d = mlr_mma_block(m, a, b, k, with_c ? mlr_bits_f32(cb) : 0.0f);
+    /* k past the unit's block (cdna3-bf16: 8) runs as the unit runs it, block after block */
+    const float d = mlr_mma_dot(m, a, b, k, with_c ? mlr_bits_f32(cb) : 0.0f);
     const int both_nan = isnan(d) && isnan(mlr_bits_f32(db)); /* the payload is not modelled */
     if (mlr_f32_bits(d) != db && !both_nan) {
       if (bad < 3 && !(f == MLR_FMT_E4M3 && with_c))
@@ -444,4 +445,24 @@ Test(mma, steps_by_hand) {
   cr_assert_eq(mlr_mma_find("sm90-bf16"), bf);
   cr_assert_null(mlr_mma_find("sm80-tf32"));
   cr_assert_null(mlr_mma_get(MLR_MMA_UNITS));
+}
+
+/* MMA-Sim's inner products (scripts/mmasim_vectors.py, seed 20261205: random and targeted
+ * operands, C included): the CDNA3 bf16 model written from MMA-Sim's description, and the Hopper
+ * fp16 and bf16 ones fitted to the H200, bit-identical to what MMA-Sim computes */
+Test(mma, mmasim_vectors_bit_identical) {
+  static const struct {
+    const char *file;
+    mlr_mma_unit unit;
+    mlr_format f;
+    int n;
+  } sets[] = {{"mmasim_cdna3-mfma-bf16.txt", MLR_MMA_CDNA3_BF16, MLR_FMT_BF16, 1792},
+              {"mmasim_sm90-mma-bf16.txt", MLR_MMA_SM90_BF16, MLR_FMT_BF16, 1152},
+              {"mmasim_sm90-mma-f16.txt", MLR_MMA_SM90_F16, MLR_FMT_FP16, 1152}};
+  for (size_t k = 0; k < sizeof sets / sizeof *sets; k++) {
+    int n;
+    cr_expect_eq(run_file(sets[k].file, mlr_mma_get(sets[k].unit), sets[k].f, 16, 1, &n), 0, "%s",
+                 sets[k].file);
+    cr_expect_eq(n, sets[k].n, "%s", sets[k].file);
+  }
 }

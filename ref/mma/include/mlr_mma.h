@@ -28,7 +28,10 @@
  *
  * AMD CDNA3 (MI300) MFMA, from MMA-Sim's published description (Xie et al., arXiv 2511.10909, and
  * its simulator, github.com/microsoft/MMA-Sim, mmasim/simulator/amd.py and functions.py, read as a
- * description): not measured here, `verified` is 0. These units work in two
+ * description): not measured on hardware here, `verified` is 0; the bf16 unit agrees bit for bit
+ * with MMA-Sim itself run on random and targeted blocks (scripts/mmasim_vectors.py, `mlaref mma
+ * check`; docs/numerics.md has the counts), the fp8 one awaits a torch with float8 dtypes to run
+ * MMA-Sim's fp8 path. These units work in two
  * stages (two_stage > 0) instead of steps 2-6:
  *   a. the products alone (C apart) are aligned to their largest exponent E_p and cut toward zero
  *      to multiples of 2^(E_p - frac_bits) (24), and summed exactly; fp8 (two_stage = 2): the even-
@@ -64,7 +67,7 @@ typedef enum {
   MLR_MMA_CDNA3_FP8,      /* MI300 v_mfma_f32_*_fp8 (unverified) */
   MLR_MMA_SM90_E4M3_SYNC, /* mma.sync m16n8k32 e4m3 or e5m2 as sm_90 runs it: two fp16 HMMAs
                              (lowered) */
-  MLR_MMA_CDNA3_BF16,     /* MI300 v_mfma_f32_*_bf16 (unverified) */
+  MLR_MMA_CDNA3_BF16,     /* MI300 v_mfma_f32_*_bf16 (agrees with MMA-Sim; not on hardware) */
   MLR_MMA_SM90_E5M2, /* wgmma m64nNk32 with e5m2 operands (sm90-e4m3's unit; e5m2's least normal
                         exponent) */
   MLR_MMA_UNITS
