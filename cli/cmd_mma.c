@@ -27,15 +27,21 @@ static mlr_format unit_format(const char *unit) {
   return MLR_FMT_BF16;
 }
 
-/* one line into c, d, a, b (*k products): 0, or -1 when it is not such a line */
+static int space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+/* one line into c, d, a, b (*k products): 0, or -1 when it is not such a line: hex numbers, C and
+ * D within 32 bits, each operand within its format's width, at most MAX_K of each */
 static int parse(char *line, uint32_t *c, uint32_t *d, mlr_format f, float *a, float *b, int *k) {
   uint32_t v[2 * MAX_K + 2];
   int n = 0;
-  for (char *p = line, *end; n < 2 * MAX_K + 2; p = end) {
-    while (*p == ' ' || *p == '\t') p++;
-    if (!*p || *p == '\n') break;
-    v[n++] = (uint32_t)strtoul(p, &end, 16);
-    if (end == p || (*end && *end != ' ' && *end != '\t' && *end != '\n')) return -1;
+  const unsigned long width = mlr_format_get(f).bits == 8 ? 0xFFul : 0xFFFFul;
+  for (char *p = line, *end;; p = end) {
+    while (*p && space(*p)) p++;
+    if (!*p) break;
+    if (n == 2 * MAX_K + 2) return -1; /* more than MAX_K products */
+    const unsigned long x = strtoul(p, &end, 16);
+    if (end == p || (*end && !space(*end)) || x > (n < 2 ? 0xFFFFFFFFul : width)) return -1;
+    v[n++] = (uint32_t)x;
   }
   if (n < 4 || n % 2) return -1;
   *k = (n - 2) / 2;

@@ -243,15 +243,18 @@ int mlr_cmd_report(int argc, char **argv) {
     return mlr_cli_usage_error(cmd, "--gpu '%s' is not one of auto|off|require", gpu);
   mlr_shard sh;
   mlr_error serr = {""};
-  char all[16]; /* --plan --shards N: the split over N, whichever shard this is */
-  snprintf(all, sizeof all, "1/%d", (int)shards);
-  const int only_count = plan && shards && !shard && !getenv("JOB_COMPLETION_INDEX");
-  if (mlr_shard_pick(only_count ? all : shard, only_count ? 0 : (int)shards, env, &sh, &serr) !=
-      MLR_OK)
+  if (plan && shards && !shard) /* the split over N, whatever shard the engine says this is */
+    sh = (mlr_shard){1, (int)shards, "--plan --shards"};
+  else if (mlr_shard_pick(shard, (int)shards, env, &sh, &serr) != MLR_OK)
     return mlr_cli_usage_error(cmd, "%s", serr.msg);
   if (plan && !sh.n)
     return mlr_cli_usage_error(cmd, "--plan needs the shard count: --shards N, --shard i/n or an "
                                     "engine's variables (Slurm, Kubernetes, Buildkite)");
+  if (sh.n && !plan && gpu_mode == MLR_REPORT_GPU_AUTO) /* the columns may not depend on the node */
+    return mlr_cli_usage_error(cmd,
+                               "shard %d/%d (from %s) with --gpu auto: each machine would "
+                               "pick its own columns; give --gpu off or --gpu require",
+                               sh.i, sh.n, sh.from);
   for (size_t k = 0; k < su->n;
        k++) { /* every cell's inputs against the memory limit before the first cell runs */
     mlr_gen_spec gs;

@@ -375,7 +375,9 @@ static void get_plan(rd *r, json_t *p, int n, mlr_report_plan *out) {
   json_t *sha = json_object_get(p, "column_sha256");
   for (size_t c = 0; r->st == MLR_OK && c < nc; c++) {
     const char *h = json_string_value(json_array_get(sha, c));
-    if (h && strlen(h) < sizeof out->colsha[0])
+    if (sha && (!h || strlen(h) != 64 || strspn(h, "0123456789abcdef") != 64))
+      bad(r, "plan.column_sha256", "an entry that is not 64 lowercase hex digits");
+    else if (h)
       snprintf(out->colsha[c], sizeof out->colsha[0], "%s", h);
     const char *x = json_string_value(json_array_get(cols, c));
     if (!x || strlen(x) >= sizeof out->cols[0])
@@ -400,6 +402,27 @@ static void get_plan(rd *r, json_t *p, int n, mlr_report_plan *out) {
       }
       out->shard[k * nc + c] = (int)i;
     }
+  }
+}
+
+/* a merged run's missing cells (an incomplete run stays incomplete when merged again) */
+static void get_missing(rd *r, json_t *m, mlr_report *rep) {
+  if (!m) return;
+  const size_t n = json_array_size(m);
+  if (!json_is_array(m) || n > 100000) {
+    bad(r, "missing", "not an array of at most 100000 cell names");
+    return;
+  }
+  if (n && !(rep->missing = calloc(n, sizeof *rep->missing))) {
+    r->st = mlr_error_set(r->err, MLR_ENOMEM, "out of memory for %s", r->path);
+    return;
+  }
+  for (size_t k = 0; r->st == MLR_OK && k < n; k++) {
+    const char *x = json_string_value(json_array_get(m, k));
+    if (!x || strlen(x) >= sizeof rep->missing[0])
+      bad(r, "missing", "an entry that is not a short string");
+    else
+      snprintf(rep->missing[rep->nmissing++], sizeof rep->missing[0], "%s", x);
   }
 }
 
@@ -476,6 +499,7 @@ mlr_status mlr_report_read(const char *path, mlr_report *rep, mlr_error *err) {
       snprintf(rep->policies[rep->npolicies++], sizeof rep->policies[0], "%s", p);
   }
   get_kernels(&r, json_object_get(root, "kernels"), rep);
+  get_missing(&r, json_object_get(root, "missing"), rep);
   json_t *g = json_object_get(root, "gpu");
   if (json_is_object(g)) {
     rep->gpu_mode = get_int(&r, g, "mode", "gpu.", 0, 2);
@@ -624,13 +648,18 @@ static mlr_status same_run(const mlr_report *p0, const mlr_report *p, int sn, ml
   return MLR_OK;
 }
 
-/* the cells of the shards not given, by the plan ("SHAPE COLUMN"; without a plan, the shard) */
-static mlr_status list_missing(const mlr_report *p0, const int *seen, int sn, mlr_report *out,
-                               mlr_error *err) {
-  const mlr_report_plan *pl = &p0->plan;
-  const int cap = pl->nshapes * pl->ncols + sn;
+/* the cells of the shards not given, by the plan ("SHAPE COLUMN"; without a plan, the shard),
+ * after those the parts themselves lack (a merged run merged again) */
+static mlr_status list_missing(const mlr_report *parts, int np, const int *seen, int sn,
+                               mlr_report *out, mlr_error *err) {
+  const mlr_report_plan *pl = &parts[0].plan;
+  int cap = pl->nshapes * pl->ncols + sn + 1;
+  for (int k = 0; k < np; k++) cap += parts[k].nmissing;
   if (!(out->missing = calloc((size_t)cap, sizeof *out->missing)))
     return mlr_error_set(err, MLR_ENOMEM, "out of memory for the missing cells");
+  for (int k = 0; k < np; k++)
+    for (int j = 0; j < parts[k].nmissing; j++)
+      memcpy(out->missing[out->nmissing++], parts[k].missing[j], sizeof out->missing[0]);
   for (int i = 1; i <= sn; i++) {
     if (seen[i]) continue;
     int named = 0;
@@ -697,7 +726,9 @@ mlr_status mlr_report_merge(const mlr_report *parts, int n, mlr_report *out, mlr
   out->nfailures = 0;
   out->baseline[0] = 0;
   out->shard_i = out->shard_n = 0;
-  memset(&out->plan, 0, sizeof out->plan);
+  memset(&out->plan, 0, sizeof out->plan); /* p0's, freed with p0 */
+  out->missing = NULL;
+  out->nmissing = out->nshards = 0;
   for (int k = 0; k < n; k++) {
     const mlr_report *p = &parts[k];
     if ((p->shard_n ? p->shard_i : 1) == 1) out->studies = p->studies; /* shard 1's extras */
@@ -707,7 +738,7 @@ mlr_status mlr_report_merge(const mlr_report *parts, int n, mlr_report *out, mlr
     si->cost = p->shard_cost;
     si->seconds = p->shard_seconds;
   }
-  mlr_status st = list_missing(p0, seen, sn, out, err);
+  mlr_status st = list_missing(parts, n, seen, sn, out, err);
   if (st == MLR_OK) st = gather(parts, n, total, out, err);
   if (st != MLR_OK) {
     mlr_report_free(out);

@@ -546,7 +546,7 @@ static mlr_status pick_cells(const mlr_report_opts *o, const mlr_suite *su,
   if (check_cells(o, su, err) != MLR_OK) return MLR_EINVAL;
   for (size_t k = 0; k < su->n && *ns < 256; k++) {
     if (o->cells && !listed(o->cells, su->cells[k].name)) continue;
-    if (o->quick) {
+    if (o->quick && !o->cells) { /* the cells named run whatever their size */
       mlr_gen_spec gs;
       if (mlr_gen_spec_parse(su->cells[k].spec, &gs, err) != MLR_OK) return MLR_EINVAL;
       int64_t tokens = 0;
@@ -599,15 +599,19 @@ static mlr_status make_plan(const mlr_report_opts *o, const mlr_suite_cell *cons
     int64_t tokens = 0; /* the bound is worked out for cells of at most BOUND_TOKENS */
     for (int64_t b = 0; b < gs.bs; b++) tokens += gs.lens[b];
     const int bound = tokens <= MLR_REPORT_BOUND_TOKENS;
-    for (int c = 0; c < nc; c++)
-      cost[s * nc + c] = mlr_shard_cost(&gs, bound, column_factor(vs, nv, c));
+    for (int c = 0; c < nc; c++) /* a kernel's cell works out no bound */
+      cost[s * nc + c] = mlr_shard_cost(&gs, bound && c < nv, column_factor(vs, nv, c));
     mlr_gen_spec_free(&gs);
   }
   double load[MLR_SHARD_MAX + 1];
   const int n = o->shard_n ? o->shard_n : 1;
-  /* the extras study the recipe columns: none, no extras */
-  const double extras = nv ? MLR_SHARD_EXTRAS / (o->quick ? 5.0 : 1.0) : 0.0;
-  mlr_shard_plan(cost, ns * nc, n, extras, p->shard, load);
+  int own = 0, sweep = 0; /* what the extras study: the recipes of their own policies */
+  for (int c = 0; c < nv; c++) {
+    own += vs[c].own;
+    sweep |= vs[c].r.q_format != MLR_Q_BF16;
+  }
+  if (mlr_shard_plan(cost, ns * nc, n, mlr_shard_extras(own, sweep, o->quick), p->shard, load))
+    return mlr_error_set(err, MLR_ENOMEM, "out of memory for the shards' plan");
   rep->shard_cost = load[o->shard_n ? o->shard_i : 1];
   for (int i = 1; o->plan_only && i <= n; i++) {
     rep->shards[rep->nshards].i = i;

@@ -19,11 +19,13 @@ The fp8 families need torch's float8 dtypes (torch 2.1 on); with torch 1.x they 
 the others run (MMA-Sim names the float8 dtypes when it is imported: stand-ins are set for them).
 
 Each instruction call gives one tile of inner products (128, 512 or 256); N counts inner
-products. Random: normal operands, each scaled by 2^u, u uniform in [-8, 8], C likewise, rounded
-to the format. Targeted, a fifth each: cancellation (b = -a on a random half, C near the rest),
-exponent spread (2^u, u in [-30, 30]), subnormal operands, C dominant (2^20 times the products)
-and C tiny (2^-30 times), with signs random. Writes OUT_DIR/FAMILY.txt and prints one line a
-family: the unit, the count, the seconds."""
+products. Random: normal operands, each scaled by 2^u, u uniform in [-8, 8] (fp8: [-4, 4]), C
+likewise, rounded to the format. Targeted, a fifth each: cancellation (the second half of each
+product the negative of the first, C small), exponent spread (2^u, u in [-30, 30]), subnormal
+operands (of their format), C dominant (2^20 times the products) and C tiny (2^-30 times), signs
+random. The bits depend on --seed and --jobs (each process its own seed, both in the file's
+header). Writes OUT_DIR/FAMILY.txt and prints one line a family: the unit, the count, the
+seconds."""
 import argparse
 import os
 import struct
@@ -86,8 +88,9 @@ def operands(g, shape, dtype, kind):
     x = torch.randn(shape, generator=g, dtype=torch.float64)
     lo, hi = {"spread": (-30, 30), "subnormal": (-140, -127) if dtype == torch.bfloat16
               else (-24, -15)}.get(kind, (-8, 8))
-    if dtype not in (torch.bfloat16, torch.float16):  # fp8: its own range
-        lo, hi = {"subnormal": (-9, -7)}.get(kind, (-4, 4))
+    if dtype not in (torch.bfloat16, torch.float16):  # fp8: its own range and subnormals
+        sub = (-17, -15) if "e5m2" in str(dtype) else (-9, -7)
+        lo, hi = {"subnormal": sub}.get(kind, (-4, 4))
     u = torch.randint(lo, hi + 1, shape, generator=g).double()
     return (x * torch.pow(2.0, u)).to(dtype)
 
@@ -158,8 +161,8 @@ def run(family, args):
     path = os.path.join(args.out, f"{family}.txt")
     n = 0
     with open(path, "w") as f:
-        f.write(f"# MMA-Sim {FAMILIES[family][2]} ({FAMILIES[family][1]}), seed {args.seed}: "
-                f"scripts/mmasim_vectors.py\n")
+        f.write(f"# MMA-Sim {FAMILIES[family][2]} ({FAMILIES[family][1]}), seed {args.seed}, "
+                f"{args.jobs} jobs: scripts/mmasim_vectors.py\n")
         for part in parts:
             f.writelines(part)
             n += len(part)

@@ -38,7 +38,7 @@ for f in files:
                 bad.append(f"{f}: 'mlaref {' '.join(cmd)}' is not a command")
                 continue
             for opt in re.findall(r"(--[a-z][a-z-]*)", m.group(3)):
-                if opt not in usage.stdout:
+                if not re.search(re.escape(opt) + r"(?![\w-])", usage.stdout):
                     bad.append(f"{f}: mlaref {' '.join(cmd)}: no option {opt}")
 if not seen:
     bad.append("no mlaref command found in the examples")

@@ -616,7 +616,8 @@ Test(cli, report_quick_and_baseline, .timeout = 300) {
   for (int k = 1; k <= 2; k++) {
     char args[512];
     snprintf(args, sizeof args,
-             "report --suite edge --out mlr_cli_rep/s%d --quick --shard %d/2 --recipe fp32-seq "
+             "report --suite edge --out mlr_cli_rep/s%d --quick --gpu off --shard %d/2 --recipe "
+             "fp32-seq "
              "--recipe aiter-a8w8-ps --digests " MLAREF_SOURCE_DIR "/fixtures/goldens/digests.tsv",
              k, k);
     cr_assert_eq(run(args, &o, &e), 0, "%s %s", o, e);

@@ -89,7 +89,7 @@ t0=$(now)
 t1=$(now)
 
 # the sharded run: 4 shards and the merge
-read -r array merge < <(bash "$here/scripts/slurm/submit.sh" "$D/run" edge 4 --gpu off) ||
+read -r array merge < <(bash "$here/scripts/slurm/submit.sh" "$D/run" edge 4) ||
   { say "submit.sh failed"; exit 1; }
 wait_gone "$array" "$merge" || exit 1
 t2=$(now)
@@ -114,8 +114,11 @@ PY
 # a shard cancelled mid-run: the merge names its cells missing, exit 1
 slow="if [ \$SLURM_ARRAY_TASK_ID = 2 ]; then sleep 300; fi; exec bash"
 sbatch_array() {
+  local script dir
+  script=$(printf %q "$here/scripts/slurm/report-array.sbatch")
+  dir=$(printf %q "$D/kill")
   sbatch --parsable --export=ALL --array=0-3 --output "$D/kill/slurm-%A_%a.out" \
-    --wrap "$slow $here/scripts/slurm/report-array.sbatch $D/kill edge --gpu off"
+    --wrap "$slow $script $dir edge --gpu off"
 }
 mkdir -p "$D/kill"
 array=$(sbatch_array) && merge=$(sbatch --parsable --export=ALL --dependency=afterany:"$array" \

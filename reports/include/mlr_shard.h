@@ -35,9 +35,12 @@ typedef struct mlr_shard {
 mlr_status mlr_shard_pick(const char *opt, int shards, const char *(*env)(const char *name),
                           mlr_shard *s, mlr_error *err);
 
-/* the extras' estimated cost (shard 1's head start): a nightly run's sweep, decomposition and
- * discrimination table took as long as 5000 units of cells (20.6 s); a quick run's a fifth */
-enum { MLR_SHARD_EXTRAS = 5000 };
+/** The extras' estimated cost (shard 1's head start), in the units below: the decomposition and
+ *  discrimination of `recipes` recipe columns of their own policies, the static-scale sweep
+ *  where one has fp8 Q (sweep: 1), a quick run's a fifth. Fitted on the edge suite with one
+ *  recipe with and without the sweep and the nightly suite's default (dev-vm, 2 threads,
+ *  2026-12-05: 1.6 s, 3.5 s, 20.6 s). */
+double mlr_shard_extras(int recipes, int sweep, int quick);
 
 /** The estimated cost of one cell of a shape, in units of 1024 KV rows read by 16 heads without
  *  the a priori bound: the KV rows its query tokens read (sum over batches of q_len x length)
@@ -49,9 +52,9 @@ double mlr_shard_cost(const mlr_gen_spec *spec, int bound, double factor);
 
 /** Units 0..n-1 with costs cost[] onto shards 1..nshards (shard_of[u]), largest first onto the
  *  least loaded; shard 1 starts at extras. load[1..nshards] (may be NULL) gets each shard's
- *  estimated cost. */
-void mlr_shard_plan(const double *cost, int n, int nshards, double extras, int *shard_of,
-                    double *load);
+ *  estimated cost. MLR_ENOMEM (nothing placed) when the order cannot be held. */
+mlr_status mlr_shard_plan(const double *cost, int n, int nshards, double extras, int *shard_of,
+                          double *load);
 
 #ifdef __cplusplus
 }
