@@ -33,10 +33,13 @@ static void progress(const char *what, int done, int total, void *ctx) {
 /* print the result line and the regressions; the exit code */
 static int finish(const char *cmd, mlr_report *rep, const char *out, const char *baseline,
                   double t0) {
-  printf("report: suite %s%s: %d cells, %d failed, %d regressions%s%s; %s/index.html, "
+  char missing[48] = "";
+  if (rep->nmissing) snprintf(missing, sizeof missing, ", %d missing (incomplete)", rep->nmissing);
+  printf("report: suite %s%s: %d cells, %d failed, %d regressions%s%s%s; %s/index.html, "
          "summary.json, summary.md (%.1f s)\n",
          rep->suite, rep->quick ? " (quick)" : "", rep->ncells, rep->nfailures, rep->nregressions,
-         baseline ? " against " : "", baseline ? baseline : "", out, mlr_cli_now() - t0);
+         missing, baseline ? " against " : "", baseline ? baseline : "", out,
+         mlr_cli_now() - t0);
   if (rep->gpu_mode != MLR_REPORT_GPU_OFF)
     printf("  GPU leg: %s\n",
            rep->gpu_device[0] ? rep->gpu_device : "no GPU found (--gpu auto): CPU only");
