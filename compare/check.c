@@ -186,12 +186,6 @@ static mlr_status view_lse(ctx *c, mlr_error *err) {
   return MLR_OK;
 }
 
-/* the default set: fa3 and structure */
-static int default_rules(mlr_rule *r) {
-  return (mlr_rule_parse("fa3", &r[0], NULL) == MLR_OK) +
-         (mlr_rule_parse("structure", &r[1], NULL) == MLR_OK);
-}
-
 /* the rules for o (the user's, or the default set) and those of them that hold lse (exact, ulp,
  * fa3, structure; the default set where none does) */
 static mlr_status pick_rules(ctx *c, mlr_error *err) {
@@ -202,14 +196,14 @@ static mlr_status pick_rules(ctx *c, mlr_error *err) {
     memcpy(c->o.rules, a->rules, (size_t)a->nrules * sizeof *a->rules);
     c->o.nrules = a->nrules;
   } else
-    c->o.nrules = default_rules(c->o.rules);
+    c->o.nrules = mlr_rule_defaults(c->o.rules);
   for (int k = 0; k < c->o.nrules; k++) {
     const mlr_rule_kind kind = c->o.rules[k].kind;
     if (kind == MLR_RULE_EXACT || kind == MLR_RULE_ULP || kind == MLR_RULE_FA3 ||
         kind == MLR_RULE_STRUCTURE)
       c->l.rules[c->l.nrules++] = c->o.rules[k];
   }
-  if (!c->l.nrules) c->l.nrules = default_rules(c->l.rules);
+  if (!c->l.nrules) c->l.nrules = mlr_rule_defaults(c->l.rules);
   return MLR_OK;
 }
 

@@ -28,6 +28,11 @@ static int numbers(const char *s, double *v) {
   return n;
 }
 
+int mlr_rule_defaults(mlr_rule r[2]) {
+  return (mlr_rule_parse("fa3", &r[0], NULL) == MLR_OK) +
+         (mlr_rule_parse("structure", &r[1], NULL) == MLR_OK);
+}
+
 mlr_status mlr_rule_parse(const char *s, mlr_rule *r, mlr_error *err) {
   memset(r, 0, sizeof *r);
   snprintf(r->text, sizeof r->text, "%s", s);

@@ -140,8 +140,7 @@ static mlr_status define_contract(mlr_kernel *k, const char *recipe, const char 
                          "--kernel-rule %s: at most %d rules besides fa3 and structure", k->name,
                          MLR_KERNEL_MAX_RULES - 2);
   /* the default set is always held */
-  k->nrules = (mlr_rule_parse("fa3", &k->rules[0], NULL) == MLR_OK) +
-              (mlr_rule_parse("structure", &k->rules[1], NULL) == MLR_OK);
+  k->nrules = mlr_rule_defaults(k->rules);
   for (int i = 0; i < nrules; i++) {
     mlr_rule r;
     if (mlr_rule_parse(rules[i], &r, &e) != MLR_OK)

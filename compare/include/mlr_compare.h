@@ -101,6 +101,9 @@ typedef struct mlr_rule {
 /** Parse "exact", "ulp:N", "allclose:RTOL,ATOL[,MISS]", "fa3[:K[,ATOL]]", "nmse:X", "cos:X",
  *  "budget[:F]", "structure[:K[,ATOL]]". MLR_EPARSE with the valid forms in err. */
 mlr_status mlr_rule_parse(const char *s, mlr_rule *r, mlr_error *err);
+/** The default set into r[0..1]: fa3 and structure (what `check` and a report's kernel cells
+ *  always hold); returns 2. */
+int mlr_rule_defaults(mlr_rule r[2]);
 /** "exact|ulp:N|allclose:RTOL,ATOL[,MISS]|fa3[:K[,ATOL]]|nmse:X|cos:X|budget[:F]|
  *  structure[:K[,ATOL]]" */
 const char *mlr_rule_forms(void);
