@@ -291,7 +291,7 @@ static mlr_status run_shape(const mlr_suite_cell *sc, const char *suite, const v
              : strcmp(row->o_sha, c->o_sha) ? "differ"
                                             : "match");
     const mlr_cmp_tensor o = {out_kind(res.out_format), res.o, n}, t = {MLR_CT_F64, truth, n};
-    c->bound_computed = tokens <= MLR_REPORT_BOUND_TOKENS;
+    c->bound_computed = tokens <= MLR_REPORT_BOUND_TOKENS && mlr_budget_covers(r);
     if ((st = mlr_compare_utilisation(&o, &t, rtol, atol, &c->util, err)) == MLR_OK &&
         c->bound_computed &&
         (st = mlr_budget_bound(r, &in, MLR_TRUTH_DEQUANTIZED, truth, threads, bound, err)) ==
@@ -378,7 +378,9 @@ static mlr_status run_extras(mlr_report *rep, const variant *vs, int nv, const c
   else
     st = mlr_oracle(&in, MLR_TRUTH_DEQUANTIZED, truth, tlse, &ost, err);
   for (int k = 0; st == MLR_OK && k < nv && rep->studies.ndecomp < MLR_REPORT_MAX_RECIPES; k++) {
-    if (!vs[k].own || mlr_emu_check_fit(&vs[k].r, &in, NULL) != MLR_OK) continue;
+    if (!vs[k].own || mlr_emu_check_fit(&vs[k].r, &in, NULL) != MLR_OK ||
+        !mlr_budget_covers(&vs[k].r))
+      continue;
     mlr_decomp d;
     if ((st = mlr_budget_model(&vs[k].r, &in, threads, model, NULL, err)) != MLR_OK ||
         (st = mlr_budget_decompose(&vs[k].r, &in, MLR_TRUTH_DEQUANTIZED, truth, model, NULL, 0,
@@ -398,7 +400,7 @@ static mlr_status run_extras(mlr_report *rep, const variant *vs, int nv, const c
   for (int pass = 0; pass < 2 && pick < 0; pass++)
     for (int k = 0; k < nv && pick < 0; k++)
       if (vs[k].own && vs[k].r.out_format == MLR_OUT_BF16 &&
-          (pass || vs[k].r.split_rule != MLR_SPLIT_NONE) &&
+          (pass || vs[k].r.split_rule != MLR_SPLIT_NONE) && mlr_budget_covers(&vs[k].r) &&
           mlr_emu_check_fit(&vs[k].r, &in, NULL) == MLR_OK)
         pick = k;
   if (st == MLR_OK && pick >= 0) {

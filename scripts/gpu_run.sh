@@ -34,6 +34,9 @@
 #      run, and each fault planted in the fast kernel (`gpu run --variant fault=N`) fails it on one
 #      at least; the planted faults need a CLI built with -DMLAREF_GPU_FAULTS=ON:
 #      $MLAREF_GPU_FAULTS_CLI, else built here into build/gpu-faults.
+#   0e. other people's kernels (step thirdparty, scripts/gpu/third_party.sh, $OUT/third_party.txt):
+#      AITER's Triton decode, FlashMLA's dense decode and the seeds' kernels on suite and random
+#      cells, held to their recipes bit for bit and to the default rules (peers in .peers/).
 #   1. bit identity: digests of formats, pmath and rng over binary32 inputs on the GPU, against
 #      tests/data/bits_digests.txt (made on the CPU) and against this machine's CPU (all 2^32);
 #   2. PyTorch agreement of every conversion over all 2^32 binary32 inputs;
@@ -49,10 +52,12 @@
 #      and the vectors kept as test data).
 #   6. the hardware exp2 (gpu/probes/ex2_table.cu): its table rebuilt and compared with ref/sfu's
 #      (SHA-256), the model checked on every float x <= 0, 4096 samples ($OUT/ex2_samples.txt, the
-#      source of tests/data/sfu/).
+#      source of tests/data/sfu/); the reciprocal's table likewise (gpu/probes/sfu_probe.cu), with
+#      its reciprocal, log2 and division samples ($OUT/*_samples.txt).
 # MLAREF_GPU_STEPS (default: every step, $ALL_STEPS below) picks the steps (0 = exact, badinput
 # (tests/bad_input.sh: the gpu cases of the bad-input table in docs/checking.md), sanitize and
-# bench, 0b = fast and fastbench, 0c = python, 0d = probe, 1 = bits, 2 and 3 = torch, 4 = peers, 5 = mma,
+# bench, 0b = fast and fastbench, 0c = python, 0d = probe, 0e = thirdparty, 1 = bits, 2 and 3 =
+# torch, 4 = peers, 5 = mma,
 # 6 = sfu); MLAREF_GPU_REPS the benchmark's runs. Without a GPU it exits 77 (CTest's "skipped"),
 # unless MLAREF_REQUIRE_GPU=1 makes that a failure.
 # `gpu_run.sh --build-only` builds the programs it runs (the GPU machine has no jansson, so the CLI
@@ -84,6 +89,8 @@ build() {
   # ref/sfu's table and the model's check
   "$NVCC" -O2 -std=c++17 -arch=sm_90 -ftz=false -Werror=all-warnings $INC gpu/probes/ex2_table.cu \
       -o "$BIN/ex2_table" || return 1
+  "$NVCC" -O2 -std=c++17 -arch=sm_90 -ftz=false -Werror=all-warnings $INC gpu/probes/sfu_probe.cu \
+      -o "$BIN/sfu_probe" || return 1
 }
 build_cvt_probe() {
   "$NVCC" -O2 -std=c++17 -arch=sm_90 -fmad=false -ftz=false -prec-div=true -Werror=all-warnings \
@@ -106,7 +113,7 @@ OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 status=0
 DATA=${MLAREF_GPU_DATA:-.gpu-data}
-ALL_STEPS="exact badinput sanitize bench fast fastbench python probe bits torch peers mma sfu"
+ALL_STEPS="exact badinput sanitize bench fast fastbench python probe thirdparty bits torch peers mma sfu"
 STEPS=" ${MLAREF_GPU_STEPS:-$ALL_STEPS} "
 step() {
   case "$STEPS" in *" $1 "*) return 0 ;; esac
@@ -303,6 +310,16 @@ step() {
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
     fi
   fi
+  if step thirdparty; then
+    echo "== other people's kernels against their recipes (scripts/gpu/third_party.sh)"
+    if [ -d .peers/third_party ]; then
+      bash scripts/gpu/third_party.sh "$CLI" .peers "${MLAREF_TP_DATA:-/tmp/mlaref-third-party}" |
+        tee "$OUT/third_party.txt"
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    else
+      echo "thirdparty: skipped: no .peers/third_party (copy the peers' folder there)"
+    fi
+  fi
   step bits || step torch || step peers || step mma || step sfu ||
     { echo "== status $status"; exit $status; }
   echo "== build"
@@ -357,13 +374,18 @@ step() {
   echo "== the hardware exp2: the table against ref/sfu's, the model on every x <= 0" \
     "(gpu/probes/ex2_table.cu)"
   "$BIN/ex2_table" "$OUT/ex2_diff.bin" "$OUT/ex2_samples.txt" || status=1
-  want=$(grep -o "uncompressed bytes: [0-9a-f]*" ref/sfu/README.md | cut -d' ' -f3)
-  got=$(sha256sum "$OUT/ex2_diff.bin" | cut -d' ' -f1); rm -f "$OUT/ex2_diff.bin"
-  if [ "$got" = "$want" ]; then
-    echo "table: the same as ref/sfu's (SHA-256 $got)"
-  else
-    echo "table DIFFERS from ref/sfu's: $got, not $want"; status=1
-  fi
+  "$BIN/sfu_probe" "$OUT" || status=1 # rcp_diff.bin, lg2.bin and the samples
+  rm -f "$OUT/lg2.bin"
+  for t in ex2:1 rcp:2; do # README.md names the ex2 table's SHA-256 first, the reciprocal's second
+    want=$(grep -o "uncompressed bytes: [0-9a-f]*" ref/sfu/README.md | sed -n "${t#*:}p" |
+      cut -d' ' -f3)
+    got=$(sha256sum "$OUT/${t%:*}_diff.bin" | cut -d' ' -f1); rm -f "$OUT/${t%:*}_diff.bin"
+    if [ "$got" = "$want" ]; then
+      echo "${t%:*} table: the same as ref/sfu's (SHA-256 $got)"
+    else
+      echo "${t%:*} table DIFFERS from ref/sfu's: $got, not $want"; status=1
+    fi
+  done
   }
   echo "== status $status"
   exit $status

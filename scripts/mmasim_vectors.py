@@ -102,7 +102,7 @@ def tile(g, ins, dtype, kind):
     b = operands(g, (k, n), dtype, kind)
     if kind == "cancel":  # the second half of each product undoes the first
         b[k // 2:] = b[:k // 2]
-        a[:, k // 2:] = -a[:, :k // 2]
+        a[:, k // 2:] = (-a[:, :k // 2].float()).to(dtype)  # exact; fp8 has no neg on CPU
     c = torch.randn((m, n), generator=g, dtype=torch.float64)
     scale = {"c_big": 2.0 ** 20, "c_tiny": 2.0 ** -30, "cancel": 2.0 ** -12}.get(kind, 1.0)
     c = (c * scale * torch.pow(2.0, torch.randint(-8, 9, (m, n), generator=g).double())).float()

@@ -447,22 +447,26 @@ Test(mma, steps_by_hand) {
   cr_assert_null(mlr_mma_get(MLR_MMA_UNITS));
 }
 
-/* MMA-Sim's inner products (scripts/mmasim_vectors.py, seed 20261205: random and targeted
- * operands, C included): the CDNA3 bf16 model written from MMA-Sim's description, and the Hopper
- * fp16 and bf16 ones fitted to the H200, bit-identical to what MMA-Sim computes */
+/* MMA-Sim's inner products (scripts/mmasim_vectors.py: random and targeted operands, C included):
+ * the CDNA3 bf16 and fp8 models written from MMA-Sim's description, and the Hopper fp16, bf16 and
+ * wgmma e4m3/e5m2 ones fitted to the H200, bit-identical to what MMA-Sim computes */
 Test(mma, mmasim_vectors_bit_identical) {
   static const struct {
     const char *file;
     mlr_mma_unit unit;
     mlr_format f;
     int n;
-  } sets[] = {{"mmasim_cdna3-mfma-bf16.txt", MLR_MMA_CDNA3_BF16, MLR_FMT_BF16, 1792},
-              {"mmasim_sm90-mma-bf16.txt", MLR_MMA_SM90_BF16, MLR_FMT_BF16, 1152},
-              {"mmasim_sm90-mma-f16.txt", MLR_MMA_SM90_F16, MLR_FMT_FP16, 1152}};
+    int k;
+  } sets[] = {{"mmasim_cdna3-mfma-bf16.txt", MLR_MMA_CDNA3_BF16, MLR_FMT_BF16, 1792, 16},
+              {"mmasim_sm90-mma-bf16.txt", MLR_MMA_SM90_BF16, MLR_FMT_BF16, 1152, 16},
+              {"mmasim_sm90-mma-f16.txt", MLR_MMA_SM90_F16, MLR_FMT_FP16, 1152, 16},
+              {"mmasim_sm90-wgmma-e4m3.txt", MLR_MMA_SM90_E4M3, MLR_FMT_E4M3, 1024, 32},
+              {"mmasim_sm90-wgmma-e5m2.txt", MLR_MMA_SM90_E5M2, MLR_FMT_E5M2, 1024, 32},
+              {"mmasim_cdna3-mfma-fp8.txt", MLR_MMA_CDNA3_FP8, MLR_FMT_E4M3FNUZ, 1024, 32}};
   for (size_t k = 0; k < sizeof sets / sizeof *sets; k++) {
     int n;
-    cr_expect_eq(run_file(sets[k].file, mlr_mma_get(sets[k].unit), sets[k].f, 16, 1, &n), 0, "%s",
-                 sets[k].file);
+    cr_expect_eq(run_file(sets[k].file, mlr_mma_get(sets[k].unit), sets[k].f, sets[k].k, 1, &n), 0,
+                 "%s", sets[k].file);
     cr_expect_eq(n, sets[k].n, "%s", sets[k].file);
   }
 }

@@ -380,5 +380,5 @@ Test(recipe, later_keys) {
   cr_assert_str_eq(err.msg,
                    "softmax.exp_unit = sm90-ex2 computes 2^x: it needs softmax.exp = 2 or e_via_2");
   cr_assert_eq(mlr_recipe_set(&r, "softmax.sum=tree", &err), MLR_EPARSE);
-  cr_assert_str_eq(err.msg, "softmax.sum = 'tree' is not one of seq|warp16");
+  cr_assert_str_eq(err.msg, "softmax.sum = 'tree' is not one of seq|warp16|tl32x4");
 }

@@ -1,6 +1,7 @@
-/* ref/sfu: the H200's exp2 unit. The table decodes to what was measured, the model reproduces the
- * hardware's results on the probe's samples (tests/data/sfu), its error stays within the constant
- * the bound uses, and the fast kernel's row-sum order (mlr__emu_rowsum) on hand-worked sums. */
+/* ref/sfu: the H200's exp2 and reciprocal units. The tables decode to what was measured, the models
+ * (ex2, rcp, div.full) reproduce the hardware's results on the probes' samples (tests/data/sfu),
+ * ex2's error stays within the constant the bound uses, and the fast kernel's row-sum order
+ * (mlr__emu_rowsum) on hand-worked sums. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -134,4 +135,52 @@ Test(sfu, rowsum_warp16) {
   cr_assert_eq(mlr__emu_rowsum(MLR_SUM_WARP16, p, 35), 1.0f + 0x1p-23f);
   cr_assert_eq(mlr__emu_rowsum(MLR_SUM_WARP16, p, 34), 1.0f); /* p[34] past n */
   cr_assert_eq(mlr__emu_rowsum(MLR_SUM_SEQ, p, 35), 1.0f);
+}
+
+/* the reciprocal table: its ends and steps (ref/sfu/README.md) */
+Test(sfu, rcp_table_is_the_measured_one) {
+  const uint32_t *g = NULL;
+  mlr_error err = {""};
+  cr_assert_eq(mlr_sfu_rcp_table(&g, &err), MLR_OK, "%s", err.msg);
+  cr_assert_eq(g[0], 0x3F800000u);
+  cr_assert_eq(g[MLR_SFU_TABLE_N - 1], 0x3F000001u);
+  long steps[3] = {1, 0, 0};
+  for (int r = 1; r < MLR_SFU_TABLE_N; r++) {
+    const uint32_t d = g[r - 1] - g[r];
+    cr_assert_leq(d, 2u, "g(%d) - g(%d) = %u ulp", r - 1, r, d);
+    steps[d]++;
+  }
+  cr_expect_eq(steps[0], 1439438);
+  cr_expect_eq(steps[1], 5509733);
+  cr_expect_eq(steps[2], 1439437);
+}
+
+/* rcp.approx.f32 on x whose reciprocal is normal, and div.full.f32 on any pair (NaN by class):
+ * the hardware's results in tests/data/sfu/h200_rcp_div_samples.txt, through the models */
+Test(sfu, rcp_and_div_full_reproduce_the_h200_samples) {
+  const uint32_t *g = NULL;
+  mlr_error err = {""};
+  cr_assert_eq(mlr_sfu_rcp_table(&g, &err), MLR_OK, "%s", err.msg);
+  FILE *f = fopen(MLAREF_SOURCE_DIR "/tests/data/sfu/h200_rcp_div_samples.txt", "r");
+  cr_assert_not_null(f);
+  char line[128], kind;
+  unsigned a, b, c;
+  int nr = 0, nd = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (sscanf(line, "r %x %x", &a, &b) == 2) {
+      const unsigned e = (a >> 23) & 0xFFu;
+      if (e == 0 || e >= 253) continue; /* a subnormal x or reciprocal: not modelled */
+      cr_assert_eq(mlr_f32_bits(mlr__sfu_rcp(g, mlr_bits_f32(a))), b, "rcp(%08x)", a);
+      nr++;
+    } else if (sscanf(line, "%c %x %x %x", &kind, &a, &b, &c) == 4 && kind == 'd') {
+      const float z = mlr_sfu_div_full(g, mlr_bits_f32(a), mlr_bits_f32(b));
+      if (z != z)
+        cr_assert((c & 0x7F800000u) == 0x7F800000u && (c & 0x7FFFFFu), "div(%08x, %08x) NaN", a, b);
+      else
+        cr_assert_eq(mlr_f32_bits(z), c, "div(%08x, %08x)", a, b);
+      nd++;
+    }
+  }
+  fclose(f);
+  cr_assert(nr > 1900 && nd == 2048, "%d reciprocals, %d divisions", nr, nd);
 }

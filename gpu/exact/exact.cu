@@ -940,10 +940,13 @@ mlr_status check_fit(const mlr_recipe *r, const mlr_inputs *in, mlr_error *err) 
                          "recipe '%s': the GPU exact kernel does not run matrix-unit dots (mma:*); "
                          "`mlaref run` does",
                          r->name);
-  if (r->softmax_exp_unit != MLR_EXPU_EXACT || r->softmax_sum != MLR_SUM_SEQ)
+  if (r->softmax_exp_unit != MLR_EXPU_EXACT || r->softmax_sum != MLR_SUM_SEQ ||
+      r->div_unit != MLR_DIV_IEEE || r->lse_log != MLR_LOG_EXACT ||
+      r->merge_exp_unit != MLR_EXPU_EXACT)
     return mlr_error_set(err, MLR_EINVAL,
-                         "recipe '%s': the GPU exact kernel does not run softmax.exp_unit = "
-                         "sm90-ex2 or softmax.sum = warp16; `mlaref run` does",
+                         "recipe '%s': the GPU exact kernel runs softmax.exp_unit = exact, "
+                         "softmax.sum = seq, div.unit = ieee, lse.log = exact and merge.exp_unit "
+                         "= exact only; `mlaref run` runs every value",
                          r->name);
   return MLR_OK;
 }

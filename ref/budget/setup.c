@@ -126,12 +126,25 @@ static void kv_tables(mlr__shadow *sh, const mlr_recipe *r, const mlr_inputs *in
   }
 }
 
+/* the bound's terms assume IEEE division, an exact lse log and merge exp, and unit blocks of
+ * consecutive indices */
+int mlr_budget_covers(const mlr_recipe *r) {
+  return r->div_unit == MLR_DIV_IEEE && r->lse_log == MLR_LOG_EXACT &&
+         r->merge_exp_unit == MLR_EXPU_EXACT && r->dot_korder == MLR_KORDER_SEQ;
+}
+
 mlr_status mlr__shadow_init(mlr__shadow *sh, const mlr_recipe *r, const mlr_inputs *in,
                             unsigned rounded, mlr_error *err) {
   memset(sh, 0, sizeof *sh);
   /* the model's own test: the recipe, and whether it fits the inputs */
   mlr_status st = mlr_emu_check_fit(r, in, err);
   if (st != MLR_OK) return st;
+  if (!mlr_budget_covers(r))
+    return mlr_error_set(err, MLR_EINVAL,
+                         "recipe '%s': the budget covers div.unit = ieee, lse.log = exact, "
+                         "merge.exp_unit = exact and dot.k_order = seq only; hold this recipe to "
+                         "the fa3 and structure rules",
+                         r->name);
   if (r->kv_scale_at == MLR_KVS_FOLDED && mlr_inputs_kpe_scale(in) != mlr_inputs_k_scale(in))
     return mlr_error_set(err, MLR_EINVAL,
                          "recipe '%s': kv.scale_at = folded puts one k_scale into the logit scale, "

@@ -50,6 +50,10 @@ typedef struct emu {
   int x2;                   /* exact dots may sum in two binary64 chains (not opts->no_x2) */
   int exp_sm, exp_lse;      /* exp of the softmax's units, and of the lse base */
   const uint32_t *ex2;      /* the exp2 unit's table (softmax.exp_unit), or NULL: exact */
+  const uint32_t *mex2;     /* ... for the merge's exps (merge.exp_unit), or NULL */
+  const uint32_t *rcp;      /* the reciprocal unit's table (div.unit = sm90-full), or NULL */
+  int logc;                 /* lse.log = cuda-logf */
+  int k4, k4pv;             /* dot.k_order = triton on fp8 KV: QK columns, PV tokens permuted */
   float clamp, ks, kps, vs; /* k_scale, kpe_scale, v_scale (after the faults that misuse them) */
   int folded, vmerged, qfp8, fused, fault;
   int64_t *nsplit, *slen; /* [B] */
@@ -177,13 +181,18 @@ static void load_row(const emu *e, const float *lut, int64_t b, int64_t pos, int
   }
 }
 
-/* a K row: the latent columns through klut, the rope columns through kplut */
+/* a K row: the latent columns through klut, the rope columns through kplut; with dot.k_order =
+ * triton on fp8 KV position p holds column mlr__emu_k4_index(p) (Q's are permuted alike: the dot's
+ * blocks are the unit's; the permutation keeps the latent and rope columns apart) */
 static void load_k_row(const emu *e, int64_t b, int64_t pos, float *out) {
-  load_row(e, e->klut, b, pos, NOPE, out);
+  float tmp[QK], *o = e->k4 ? tmp : out;
+  load_row(e, e->klut, b, pos, NOPE, o);
   const int64_t row = mlr_inputs_kv_row(e->in, b, pos);
   for (int i = NOPE; i < QK; i++)
-    out[i] = e->kplut[e->kv8 ? ((const uint8_t *)e->in->kv)[row * QK + i]
-                             : ((const uint16_t *)e->in->kv)[row * QK + i]];
+    o[i] = e->kplut[e->kv8 ? ((const uint8_t *)e->in->kv)[row * QK + i]
+                           : ((const uint16_t *)e->in->kv)[row * QK + i]];
+  if (e->k4)
+    for (int p = 0; p < QK; p++) out[p] = tmp[mlr__emu_k4_index(p)];
 }
 
 /* ---- QK dots: a[c*H + h] for TOKCHUNK tokens (kop rows) and H heads (q: [576][H]) ---- */
@@ -577,6 +586,33 @@ static void pv_finish(const emu *e, scratch *w, int into) {
     }
 }
 
+/* the PV mma dot of one 32-token chunk (tokens j.. of batch b, at jo in the block's P) in
+ * dot.k_order = triton on fp8 KV: position q holds token mlr__emu_k4_index(q); past nj, p = 0 and V
+ * = 0 (the kernel's masked tokens) */
+static void pv_mma_k4(const emu *e, scratch *w, const mlr_mma_model *mv, int64_t b, int64_t j,
+                      int64_t jo, int nj) {
+  float pq[VCHUNK];
+  int pe[VCHUNK];
+  for (int q = 0; q < VCHUNK; q++) {
+    const int tok = mlr__emu_k4_index(q);
+    if (tok < nj)
+      load_row(e, e->vlut, b, j + tok, DV, w->vop + q * DV);
+    else
+      memset(w->vop + q * DV, 0, DV * sizeof(float));
+  }
+  for (int k = 0; k < VCHUNK * DV; k++) w->vme[k] = mlr_mma_in_exp(mv, w->vop[k]);
+  for (int64_t h = 0; h < e->H; h++) {
+    const float *pp = w->pp + h * e->cap + jo;
+    for (int q = 0; q < VCHUNK; q++) {
+      const int tok = mlr__emu_k4_index(q);
+      pq[q] = tok < nj ? pp[tok] : 0.0f;
+      pe[q] = mlr_mma_in_exp(mv, pq[q]);
+    }
+    mlr__emu_mma_lanes(mv, DV, VCHUNK, w->vop, w->vme, DV, pq, pe, w->pva + h * DV, w->msc, w->mS,
+                       w->mE);
+  }
+}
+
 static void pv_block(const emu *e, scratch *w, int64_t b, int64_t j0, int64_t j1) {
   const mlr_recipe *r = e->r;
   const mlr_mma_model *mv =
@@ -586,7 +622,11 @@ static void pv_block(const emu *e, scratch *w, int64_t b, int64_t j0, int64_t j1
   if (e->pv_x) pv_modes(e, w, b, j0, j1, into);
   pv_init(e, w, into);
   for (int64_t j = j0; j < j1; j += VCHUNK) {
-    const int nj = (int)(j1 - j < VCHUNK ? j1 - j : VCHUNK);
+    int nj = (int)(j1 - j < VCHUNK ? j1 - j : VCHUNK);
+    if (mv && e->k4pv) { /* the 32 tokens in Triton's order, the masked ones as zeros */
+      pv_mma_k4(e, w, mv, b, j, j - j0, nj);
+      continue;
+    }
     for (int jj = 0; jj < nj; jj++) load_row(e, e->vlut, b, j + jj, DV, w->vop + jj * DV);
     if (e->pv_x)
       for (int k = 0; k < nj * DV; k++) mlr_f32_split(w->vop[k], &w->vsm[k], &w->vse[k]);
@@ -650,16 +690,17 @@ static void run_split_row(const emu *e, scratch *w, int64_t t, int64_t b, int64_
     const float lc = fmaxf(w->l[h], e->clamp);
     for (int d = 0; d < DV; d++) {
       float v = r->partial_normalized && e->fault != MLR_FAULT_P_UNNORMALIZED
-                    ? w->acc[h * DV + d] / lc
+                    ? mlr__emu_div(e->rcp, w->acc[h * DV + d], lc)
                     : w->acc[h * DV + d];
       if (e->folded && !e->vmerged) v = v * e->vs;
       w->part[h * DV + d] = v;
     }
     const int lbase = r->softmax_exp == MLR_EXP_2 ? MLR_EXP_2 : MLR_EXP_E;
-    float lse = w->m[h] + mlr__emu_log(e->fault == MLR_FAULT_LSE_LOG2
-                                           ? (lbase == MLR_EXP_2 ? MLR_EXP_E : MLR_EXP_2)
-                                           : lbase,
-                                       lc);
+    float lse = w->m[h] + (e->logc ? mlr__emu_logf_cuda(lc)
+                                   : mlr__emu_log(e->fault == MLR_FAULT_LSE_LOG2
+                                                      ? (lbase == MLR_EXP_2 ? MLR_EXP_E : MLR_EXP_2)
+                                                      : lbase,
+                                                  lc));
     w->lse[h] = mlr__emu_lse_convert(lse, r->softmax_exp, r->lse_base);
     w->pm[h] = w->m[h];
     w->pl[h] = w->l[h];
@@ -743,24 +784,25 @@ static void merge_one(const emu *e, int64_t t, int64_t h, int64_t ns, float *acc
     const float *part = res->part_o + (base + s) * DV;
     if (rule == MLR_MERGE_RUNNING) {
       const float Mn = fmaxf(M, x);
-      const float a = e->fault == MLR_FAULT_MERGE_NO_RESCALE ? 1.0f : mlr_emu_exp(eb, M - Mn),
-                  wv = mlr_emu_exp(eb, x - Mn);
+      const float a = e->fault == MLR_FAULT_MERGE_NO_RESCALE ? 1.0f
+                                                             : mlr__emu_sm_exp(eb, e->mex2, M - Mn),
+                  wv = mlr__emu_sm_exp(eb, e->mex2, x - Mn);
       for (int d = 0; d < DV; d++) acc[d] = mlr__emu_upd(acc[d], a, part[d] * wv, e->fused);
       sum = mlr__emu_upd(sum, a, mass * wv, e->fused);
       M = Mn;
     } else {
-      const float wv = mlr_emu_exp(eb, x - M);
+      const float wv = mlr__emu_sm_exp(eb, e->mex2, x - M);
       for (int d = 0; d < DV; d++)
         acc[d] = e->fused ? fmaf(part[d], wv, acc[d]) : acc[d] + part[d] * wv;
       sum = e->fused ? fmaf(mass, wv, sum) : sum + mass * wv;
     }
   }
   const float sc = fmaxf(sum, e->clamp);
-  for (int d = 0; d < DV; d++) acc[d] = acc[d] / sc;
+  for (int d = 0; d < DV; d++) acc[d] = mlr__emu_div(e->rcp, acc[d], sc);
   store_o(e, t, h, acc);
   /* units of M */
   const int ub = norm ? r->lse_base : (r->softmax_exp == MLR_EXP_2 ? MLR_EXP_2 : MLR_EXP_E);
-  float lse = M + mlr__emu_log(ub, sc);
+  float lse = M + (e->logc ? mlr__emu_logf_cuda(sc) : mlr__emu_log(ub, sc));
   if (!norm)
     lse = mlr__emu_lse_convert(lse, r->softmax_exp, r->lse_base); /* M in the softmax's units */
   res->lse[t * e->H + h] = lse;
@@ -969,11 +1011,13 @@ static mlr_status q_operands(emu *e, mlr_emu_result *res, mlr_error *err) {
   logit_scales(e, qs, e->c);
   for (int64_t t = 0; t < T; t++)
     for (int64_t h = 0; h < H; h++) {
-      for (int i = 0; i < QK; i++)
-        e->qT[(t * QK + i) * H + h] =
+      for (int p = 0; p < QK; p++) {
+        const int i = e->k4 ? mlr__emu_k4_index(p) : p; /* load_k_row's order */
+        e->qT[(t * QK + p) * H + h] =
             e->fault == MLR_FAULT_DROP_ROPE && i >= NOPE
                 ? 0.0f
                 : mlr__emu_to_operand(qval[(t * H + h) * QK + i], r->qk_operand);
+      }
     }
   free(qval);
   free(qs);
@@ -1079,6 +1123,26 @@ static void free_partials(mlr_emu_result *res) {
   res->part_o = res->part_lse = res->part_max = res->part_sum = NULL;
 }
 
+/* the hardware units' tables the recipe names (ref/sfu), and lse.log */
+static mlr_status load_units(emu *e, mlr_error *err) {
+  const mlr_recipe *r = e->r;
+  const uint32_t *g = NULL;
+  mlr_status st;
+  const int sm = r->softmax_exp_unit == MLR_EXPU_SM90_EX2,
+            mg = r->merge_exp_unit == MLR_EXPU_SM90_EX2;
+  if ((sm || mg) && (st = mlr_sfu_ex2_table(&g, err)) != MLR_OK) return st;
+  e->ex2 = sm ? g : NULL;
+  e->mex2 = mg ? g : NULL;
+  if (r->div_unit == MLR_DIV_SM90_FULL && (st = mlr_sfu_rcp_table(&e->rcp, err)) != MLR_OK)
+    return st;
+  e->logc = r->lse_log == MLR_LOG_CUDA_LOGF;
+  /* Triton's order: fp8 KV only (mlr_korder) */
+  const int k4 = r->dot_korder == MLR_KORDER_TRITON && e->kv8;
+  e->k4 = k4 && MLR_DOT_IS_MMA(r->qk_dot);
+  e->k4pv = k4 && MLR_DOT_IS_MMA(r->pv_dot);
+  return MLR_OK;
+}
+
 mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_opts *opts,
                        mlr_emu_result *res, mlr_error *err) {
   memset(res, 0, sizeof *res);
@@ -1086,8 +1150,7 @@ mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_
   if (st != MLR_OK) return st;
   emu e;
   emu_init(&e, r, in, opts);
-  if (r->softmax_exp_unit == MLR_EXPU_SM90_EX2 && (st = mlr_sfu_ex2_table(&e.ex2, err)) != MLR_OK)
-    return st;
+  if ((st = load_units(&e, err)) != MLR_OK) return st;
   int64_t items = 0;
   if ((st = plan_splits(&e, res, &items, err)) != MLR_OK) goto out;
   res->T = in->T;

@@ -25,6 +25,13 @@ static const struct {
                        "over the whole row, bf16 P"},
     {"aiter-test-ref", "AITER's test reference: fp8 Q (dynamic), fp32 einsum logits, global max, "
                        "P to fp8 and back, PV in fp32"},
+    {"triton-fp8-single-sm90", "the seeds' single-pass kernel as the H200 runs it: fp16 mma.sync "
+                               "in Triton's order, ex2.approx, tl.sum's tree, div.full, logf"},
+    {"triton-fp8-split-sm90", "the seeds' split-K kernel as the H200 runs it: the above per "
+                              "split, 8 fixed splits, the merge's exps on ex2.approx"},
+    {"aiter-triton-decode-dot", "AITER's Triton MLA decode, its grouped tl.dot path on NVIDIA "
+                                "(H200 PTX): bf16 mma.sync, ex2.approx, div.full, splits "
+                                "cdiv(L, N)"},
     {"fast-a16w8", "mlaref's fast H200 kernel, bf16 Q with fp8 KV: fp16 mma, ex2.approx, "
                    "128-token blocks, waves splits"},
     {"fast-a8w8", "the fast H200 kernel with fp8 Q (static scale, absmax 6) and fp8 KV"},

@@ -39,7 +39,7 @@ static const key KEYS[] = {
     {"softmax.block", K_INT, OFF(softmax_block), NULL, 0, 1 << 20, 0},
     {"softmax.clamp", K_DOUBLE, OFF(softmax_clamp), NULL, 0, 0, 0},
     {"softmax.exp_unit", K_ENUM, OFF(softmax_exp_unit), "exact|sm90-ex2", 0, 0, 1},
-    {"softmax.sum", K_ENUM, OFF(softmax_sum), "seq|warp16", 0, 0, 1},
+    {"softmax.sum", K_ENUM, OFF(softmax_sum), "seq|warp16|tl32x4", 0, 0, 1},
     {"p.format", K_ENUM, OFF(p_format), "fp32|fp16|bf16|e4m3|e4m3fnuz", 0, 0, 0},
     {"pv.operand", K_ENUM, OFF(pv_operand), OPERAND_VALUES, 0, 0, 0},
     {"pv.dot", K_ENUM, OFF(pv_dot), DOT_VALUES, 0, 0, 0},
@@ -60,6 +60,10 @@ static const key KEYS[] = {
     {"v.scale_at", K_ENUM, OFF(v_scale_at), "as_kv|merged", 0, 0, 1},
     {"logit.scale_precision", K_ENUM, OFF(logit_scale_prec), "fp32|fp64", 0, 0, 1},
     {"out.lse_base", K_ENUM, OFF(out_lse_base), "e|2", 0, 0, 1},
+    {"div.unit", K_ENUM, OFF(div_unit), "ieee|sm90-full", 0, 0, 1},
+    {"lse.log", K_ENUM, OFF(lse_log), "exact|cuda-logf", 0, 0, 1},
+    {"merge.exp_unit", K_ENUM, OFF(merge_exp_unit), "exact|sm90-ex2", 0, 0, 1},
+    {"dot.k_order", K_ENUM, OFF(dot_korder), "seq|triton", 0, 0, 1},
 };
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
 
@@ -219,6 +223,36 @@ static const struct {
     {"aiter-test-ref", "q.format=e4m3;q.scale=dynamic;kv.scale_at=folded;qk.operand=fp32;softmax."
                        "block=0;p.format=e4m3;"
                        "pv.operand=fp32"},
+    /* (a') and (b') the seeds' kernels as an H200 runs them (Triton 3.6, the PTX and SASS): as
+     * (a) and (b) with the logits and PV on mma.sync m16n8k16 f16 in Triton's operand order
+     * (dot.k_order = triton), tl.exp on ex2.approx.f32, tl.sum of p over the 4-warp tile
+     * (tl32x4), acc / l by div.full.f32, the lse's tl.log by libdevice logf, and the merge's
+     * exps on ex2.approx.f32 too. */
+    {"triton-fp8-single-sm90",
+     "qk.operand=fp16;p.format=fp16;pv.operand=fp16;softmax.exp=e_via_2;pv.accumulate=into_acc;"
+     "update.fma=yes;qk.dot=mma:sm90-f16;pv.dot=mma:sm90-f16;dot.k_order=triton;"
+     "softmax.exp_unit=sm90-ex2;softmax.sum=tl32x4;div.unit=sm90-full;lse.log=cuda-logf"},
+    {"triton-fp8-split-sm90",
+     "qk.operand=fp16;p.format=fp16;pv.operand=fp16;softmax.exp=e_via_2;pv.accumulate=into_acc;"
+     "update.fma=yes;qk.dot=mma:sm90-f16;pv.dot=mma:sm90-f16;dot.k_order=triton;"
+     "softmax.exp_unit=sm90-ex2;softmax.sum=tl32x4;div.unit=sm90-full;lse.log=cuda-logf;"
+     "split.rule=fixed;split.count=8;split.align=32;merge.rule=running_max;"
+     "merge.exp_unit=sm90-ex2"},
+    /* (g) AITER's Triton MLA decode (ROCm/aiter e4048607, aiter/ops/triton/attention/
+     * mla_decode.py), the grouped tl.dot stage 1 it takes on NVIDIA, from the PTX and SASS Triton
+     * 3.6 emits on an H200 (scripts/gpu/third_party_run.py): K and V fp8 -> fp32 x k_scale
+     * (v_scale) -> bf16; the logits on mma.sync m16n8k16 bf16 (the rope dot continues the nope
+     * chain), x sm_scale in fp32; BLOCK_N 32; tl.exp = ex2.approx.f32(x * 0x3FB8AA3B); tl.sum of
+     * p over its 4-warp mma tile (tl32x4); P -> bf16, `acc *= re_scale; acc += dot(p, v)` the dot's
+     * initial accumulator; e_sum = fma(e_sum, re_scale, sum); no clamp; acc / e_sum and the lse's
+     * log by div.full.f32 and libdevice logf; splits cdiv(L, num_kv_splits) (4 here: --set
+     * split.count=N); stage 2: running max, exps on ex2.approx, acc = fma(acc, a, w*part),
+     * sum = fma(sum, a, w), o = acc / sum (div.full.f32), lse = M + logf(sum). */
+    {"aiter-triton-decode-dot",
+     "qk.operand=bf16;qk.dot=mma:sm90-bf16;softmax.exp=e_via_2;softmax.exp_unit=sm90-ex2;"
+     "softmax.sum=tl32x4;softmax.clamp=0;p.format=bf16;pv.operand=bf16;pv.dot=mma:sm90-bf16;"
+     "pv.accumulate=into_acc;update.fma=yes;split.rule=fixed;split.count=4;split.align=1;"
+     "div.unit=sm90-full;lse.log=cuda-logf;merge.exp_unit=sm90-ex2;dot.k_order=triton"},
 };
 #define NBUILTINS (sizeof BUILTINS / sizeof BUILTINS[0])
 
@@ -255,7 +289,8 @@ static void fp32_seq(mlr_recipe *r) {
 
 const char *mlr_recipe_builtin_names(void) {
   return "triton-fp8-single|triton-fp8-split|aiter-a8w8-ps|aiter-a16w8-ps|aiter-bf16-np|torch-bmm-"
-         "bf16|aiter-test-ref|fp32-seq";
+         "bf16|aiter-test-ref|triton-fp8-single-sm90|triton-fp8-split-sm90|aiter-triton-decode-dot|"
+         "fp32-seq";
 }
 
 mlr_status mlr_recipe_builtin(const char *name, mlr_recipe *out) {
@@ -355,6 +390,22 @@ mlr_status mlr_recipe_check(const mlr_recipe *r, mlr_error *err) {
     return rfail(err, MLR_EINVAL,
                  "softmax.exp_unit = sm90-ex2 computes 2^x: it needs softmax.exp = 2 or e_via_2");
   if (r->lse_base == MLR_EXP_E_VIA_2) return rfail(err, MLR_EINVAL, "lse.base must be e or 2");
+  if (r->dot_korder == MLR_KORDER_TRITON && !MLR_DOT_IS_MMA(r->qk_dot) &&
+      !MLR_DOT_IS_MMA(r->pv_dot))
+    return rfail(err, MLR_EINVAL,
+                 "dot.k_order = triton orders matrix-unit dots: it needs "
+                 "qk.dot or pv.dot = mma:*");
+  if (r->dot_korder == MLR_KORDER_TRITON && MLR_DOT_IS_MMA(r->pv_dot) && r->softmax_block != 32)
+    return rfail(err, MLR_EINVAL,
+                 "dot.k_order = triton on the PV dot orders blocks of 32 tokens: it needs "
+                 "softmax.block = 32");
+  if (r->softmax_sum == MLR_SUM_TL32X4 && r->softmax_block != 32)
+    return rfail(err, MLR_EINVAL,
+                 "softmax.sum = tl32x4 sums blocks of 32 tokens: it needs softmax.block = 32");
+  if (r->lse_log == MLR_LOG_CUDA_LOGF && (r->lse_base != MLR_EXP_E || r->softmax_exp == MLR_EXP_2))
+    return rfail(err, MLR_EINVAL,
+                 "lse.log = cuda-logf is a natural log: it needs lse.base = e and softmax.exp = e "
+                 "or e_via_2");
   const int qk8 = r->qk_operand == MLR_OP_FP8, pv8 = r->pv_operand == MLR_OP_FP8;
   if (qk8 && r->q_format == MLR_Q_BF16)
     return rfail(err, MLR_EINVAL, "qk.operand = fp8 keeps Q's own codes: it needs an fp8 q.format");

@@ -51,7 +51,7 @@ def main():
     for r in ("aiter-a8w8-ps", "triton-fp8-split", "fp32-seq"):
         expect(same_run(a, b, r) and same_run(a, x, r),
                f"float8_e4m3fn CUDA cache = uint8 e4m3 = the contract file ({r})")
-    cpu = kv.cpu().view(torch.float8_e4m3fn).reshape(-1, 576)
+    cpu = kv.cpu().view(torch.float8_e4m3fn).reshape(-1, 64, 576)  # paged: the table needs pages
     c = mlaref.Inputs(kv_cache=cpu, **{k: v.cpu() if torch.is_tensor(v) else v
                                        for k, v in args.items()})
     expect(c.address("kv") == cpu.data_ptr(), "a contiguous CPU float8 cache is not copied")

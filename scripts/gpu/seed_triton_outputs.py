@@ -10,12 +10,42 @@ import math, os, sys
 import torch
 from safetensors.torch import load_file, save_file
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", ".peers"))
+sys.path.insert(0, os.environ.get("MLAREF_SEEDS_DIR",
+                                  os.path.join(os.path.dirname(__file__), "..", "..", ".peers")))
 from seed_triton_kernels import (  # noqa: E402
     _flash_fp8_single, _flash_fp8_split_s1, _flash_fp8_split_s2)
 
 H, DQK, DV = 16, 576, 512
 SM = 1.0 / math.sqrt(DQK)
+
+
+def single(q, kvf, ks, bs, kv):
+    """the single-pass kernel: o [bs, 16, 512] bf16, and the compiled kernel"""
+    out = torch.full((bs, H, DV), float("nan"), dtype=torch.bfloat16, device="cuda")
+    k = _flash_fp8_single[(bs,)](q, kvf, ks, out, q.stride(0), q.stride(1), kvf.stride(0),
+                                 out.stride(0), out.stride(1), SM,
+                                 KV_LEN=kv, BLOCK_N=32, BLOCK_H=16, BLOCK_NOPE=512, BLOCK_ROPE=64,
+                                 BLOCK_DV=512, Lnope=512, Lrope=64, Lv=512, num_warps=4,
+                                 num_stages=1)
+    torch.cuda.synchronize()
+    return out, k
+
+
+def split(q, kvf, ks, bs, kv, ns):
+    """the split kernels with ns splits: o, partial_o [bs,16,ns,512], partial_lse, both kernels"""
+    ao = torch.full((bs, H, ns, DV), float("nan"), dtype=torch.float32, device="cuda")
+    al = torch.full((bs, H, ns), float("nan"), dtype=torch.float32, device="cuda")
+    o2 = torch.full((bs, H, DV), float("nan"), dtype=torch.bfloat16, device="cuda")
+    k2 = _flash_fp8_split_s1[(bs, 1, ns)](
+        q, kvf, ks, SM, ao, al, q.stride(0), q.stride(1), kvf.stride(0),
+        ao.stride(0), ao.stride(1), ao.stride(2), al.stride(0), al.stride(1),
+        KV_LEN=kv, BLOCK_N=32, BLOCK_H=16, NUM_SPLITS=ns, BLOCK_NOPE=512, BLOCK_ROPE=64,
+        BLOCK_DV=512, Lnope=512, Lrope=64, Lv=512, num_warps=4, num_stages=1)
+    k3 = _flash_fp8_split_s2[(bs, H)](
+        ao, al, o2, ao.stride(0), ao.stride(1), ao.stride(2), al.stride(0), al.stride(1),
+        o2.stride(0), o2.stride(1), NS=ns, BDV=512, Lv=512, num_warps=4, num_stages=1)
+    torch.cuda.synchronize()
+    return o2, ao, al, (k2, k3)
 
 
 def run(path, outdir):
@@ -28,28 +58,11 @@ def run(path, outdir):
             and kv8.dtype == torch.float8_e4m3fn)
     kvf = kv8.view(bs * kv, DQK)
     base = os.path.join(outdir, os.path.basename(path).replace(".safetensors", ""))
-    out = torch.full((bs, H, DV), float("nan"), dtype=torch.bfloat16, device="cuda")
-    k1 = _flash_fp8_single[(bs,)](q, kvf, ks, out, q.stride(0), q.stride(1), kvf.stride(0),
-                                  out.stride(0), out.stride(1), SM,
-                                  KV_LEN=kv, BLOCK_N=32, BLOCK_H=16, BLOCK_NOPE=512, BLOCK_ROPE=64,
-                                  BLOCK_DV=512, Lnope=512, Lrope=64, Lv=512, num_warps=4,
-                                  num_stages=1)
-    torch.cuda.synchronize()
+    out, k1 = single(q, kvf, ks, bs, kv)
     save_file({"o": out.cpu()}, base + ".single.safetensors")
     ptx = {"single": k1.asm["ptx"]}
     for ns in (2, 4, 8):
-        ao = torch.full((bs, H, ns, DV), float("nan"), dtype=torch.float32, device="cuda")
-        al = torch.full((bs, H, ns), float("nan"), dtype=torch.float32, device="cuda")
-        o2 = torch.full((bs, H, DV), float("nan"), dtype=torch.bfloat16, device="cuda")
-        k2 = _flash_fp8_split_s1[(bs, 1, ns)](
-            q, kvf, ks, SM, ao, al, q.stride(0), q.stride(1), kvf.stride(0),
-            ao.stride(0), ao.stride(1), ao.stride(2), al.stride(0), al.stride(1),
-            KV_LEN=kv, BLOCK_N=32, BLOCK_H=16, NUM_SPLITS=ns, BLOCK_NOPE=512, BLOCK_ROPE=64,
-            BLOCK_DV=512, Lnope=512, Lrope=64, Lv=512, num_warps=4, num_stages=1)
-        k3 = _flash_fp8_split_s2[(bs, H)](
-            ao, al, o2, ao.stride(0), ao.stride(1), ao.stride(2), al.stride(0), al.stride(1),
-            o2.stride(0), o2.stride(1), NS=ns, BDV=512, Lv=512, num_warps=4, num_stages=1)
-        torch.cuda.synchronize()
+        o2, ao, al, (k2, k3) = split(q, kvf, ks, bs, kv, ns)
         save_file({"o": o2.cpu(), "partial_o": ao.cpu(), "partial_lse": al.cpu()},
                   f"{base}.split{ns}.safetensors")
         ptx["split_s1"], ptx["split_s2"] = k2.asm["ptx"], k3.asm["ptx"]

@@ -107,6 +107,11 @@ mlr_status mlr_budget_model(const mlr_recipe *r, const mlr_inputs *in, int threa
  *  skipped). */
 mlr_err_stats mlr_err_stats_of(const double *a, const double *b, int64_t n);
 
+/** Whether the budget (mlr_budget_bound, mlr_budget_eval, the decomposition) models the recipe:
+ *  every key at a value its terms cover (div.unit = ieee, lse.log = exact, merge.exp_unit = exact,
+ *  dot.k_order = seq); the others return MLR_EINVAL saying so. */
+int mlr_budget_covers(const mlr_recipe *r);
+
 /** The a priori bound (ref/budget/bound.c has the analysis): for every element of o [T, H, 512],
  *  a bound on |model - truth| that holds for any kernel with the recipe's formats and its
  *  accumulation model, whatever its summation order within the model's rounding counts. truth_o

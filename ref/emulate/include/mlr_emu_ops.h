@@ -42,8 +42,10 @@ MLR_HD static inline int64_t mlr__emu_warp16_token(int64_t g0, int j, int k) {
 /* a block's row sum of p[0..n) in the recipe's order (softmax.sum, mlr_rowsum). warp16 is the fast
  * kernel's: tokens past n are its masked ones, p = 0 (adding +0 to a sum of p >= 0 changes no bit)
  */
+MLR_HD static inline float mlr__emu_rowsum_tl32x4(const float *p, int64_t n);
 MLR_HD static inline float mlr__emu_rowsum(int order, const float *p, int64_t n) {
   float ls = 0.0f;
+  if (order == MLR_SUM_TL32X4) return mlr__emu_rowsum_tl32x4(p, n);
   if (order != MLR_SUM_WARP16) {
     for (int64_t j = 0; j < n; j++) ls = ls + p[j];
     return ls;
@@ -63,8 +65,75 @@ MLR_HD static inline float mlr__emu_rowsum(int order, const float *p, int64_t n)
   return ls;
 }
 
+/* dot.k_order = triton on fp8 KV: the index that position p of an operand row holds. Where a
+ * kernel converts fp8 K or V in registers into a 2-byte dot operand, Triton 3.6 lays the operands
+ * out with 4 consecutive values a thread (kWidth 4): a thread's 64-bit shared load fills the pair
+ * registers of two mma.sync m16n8k16 at once, so in each 32 of the reduced index the first
+ * instruction takes 4t, 4t+1 and 16+4t, 16+4t+1 (t = 0..3, its k = 2t, 2t+1 and 8+2t, 9+2t), the
+ * second the same plus 2 (the PTX of AITER's grouped decode: its logits match mma.sync blocks over
+ * these sets, not over 16 consecutive columns; with bf16 KV they match consecutive ones).
+ * Positions 16i..16i+15 are one block of the unit. */
+MLR_HD static inline int mlr__emu_k4_index(int p) {
+  const int r = p & 31, j = r >> 4, i = r & 15;
+  return (p & ~31) + ((i >> 3) << 4) + (((i & 7) >> 1) << 2) + 2 * j + (i & 1);
+}
+
+/* tl32x4: Triton's tl.sum over a block of 32 tokens held as an mma.sync m16n8 accumulator by 4
+ * warps (the PTX of AITER's grouped decode and the seeds' kernels: BLOCK_N = 32, num_warps = 4):
+ * warp w holds tokens 8w..8w+7, its lane q = 0..3 the pair 8w+2q, 8w+2q+1, which it adds; the
+ * lanes combine by shfl.bfly 2 then 1, (a0 + a2) + (a1 + a3); the warps' sums, through shared
+ * memory, the same way, (b0 + b2) + (b1 + b3). Tokens past n are masked: p = 0. */
+MLR_HD static inline float mlr__emu_rowsum_tl32x4(const float *p, int64_t n) {
+  float b[4];
+  for (int w = 0; w < 4; w++) {
+    float a[4];
+    for (int q = 0; q < 4; q++) {
+      const int64_t j = 8 * w + 2 * q;
+      a[q] = (j < n ? p[j] : 0.0f) + (j + 1 < n ? p[j + 1] : 0.0f);
+    }
+    b[w] = (a[0] + a[2]) + (a[1] + a[3]);
+  }
+  return (b[0] + b[2]) + (b[1] + b[3]);
+}
+
 MLR_HD static inline float mlr__emu_log(int base, float x) {
   return base == MLR_EXP_2 ? mlr_log2f(x) : mlr_logf(x);
+}
+
+/* fma.rn.ftz.f32: subnormal inputs and results flushed to zero, sign kept */
+MLR_HD static inline float mlr__emu_ftz(float x) {
+  return fabsf(x) < 0x1p-126f ? copysignf(0.0f, x) : x;
+}
+MLR_HD static inline float mlr__emu_fma_ftz(float a, float b, float c) {
+  return mlr__emu_ftz(fmaf(mlr__emu_ftz(a), mlr__emu_ftz(b), mlr__emu_ftz(c)));
+}
+
+/* ln x as CUDA's libdevice __nv_logf computes it (what Triton's tl.log links on NVIDIA), step for
+ * step from the PTX Triton 3.6 emits on an H200: x = 2^i (1 + f) with 1 + f in [2/3, 4/3)
+ * (subnormal x scaled by 2^23 first), a degree-9 polynomial in f by fma.rn.ftz (its coefficients
+ * as the PTX spells them), then i ln 2 added by one fma. Every step is one IEEE binary32
+ * operation, so this is that sequence's bits, not an approximation of it. */
+MLR_HD static inline float mlr__emu_logf_cuda(float x) {
+  static const uint32_t c[9] = {0xBE055027u, 0x3E1039F6u, 0xBDF8CDCCu, 0x3E0F2955u, 0xBE2AD8B9u,
+                                0x3E4CED0Bu, 0xBE7FFF22u, 0x3EAAAA78u, 0xBF000000u};
+  const int sub = x < 0x1p-126f;
+  const float xs = sub ? x * 0x1p23f : x;
+  const uint32_t b = mlr_f32_bits(xs);
+  const int32_t e = (int32_t)((b - 0x3F2AAAABu) & 0xFF800000u);
+  const float m = mlr_bits_f32(b - (uint32_t)e),
+              i = mlr__emu_fma_ftz((float)e, 0x1p-23f, sub ? -23.0f : 0.0f);
+  const float f = m - 1.0f;
+  float p = mlr__emu_fma_ftz(mlr_bits_f32(c[0]), f, mlr_bits_f32(c[1]));
+  for (int k = 2; k < 9; k++) p = mlr__emu_fma_ftz(p, f, mlr_bits_f32(c[k]));
+  float r = mlr__emu_fma_ftz(f * p, f, f);
+  r = mlr__emu_fma_ftz(i, MLR_EMU_LN2_F, r);
+  if (!(b < 0x7F800000u)) r = mlr__emu_fma_ftz(xs, INFINITY, INFINITY); /* Inf, NaN, x < 0 */
+  return xs == 0.0f ? -INFINITY : r;
+}
+
+/* x / y by div.unit: IEEE binary32, or the H200's div.full.f32 with the reciprocal table rcp */
+MLR_HD static inline float mlr__emu_div(const uint32_t *rcp, float x, float y) {
+  return rcp ? mlr__sfu_div_full(rcp, x, y) : x / y;
 }
 
 /* a running update a*alpha + b: one fused multiply-add, or a rounded product then a rounded sum */

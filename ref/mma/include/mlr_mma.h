@@ -64,7 +64,7 @@ typedef enum {
                              below), fp32 accumulator */
   MLR_MMA_SM90_BF16,      /* mma.sync m16n8k16 / wgmma, bf16 operands */
   MLR_MMA_SM90_F16,       /* mma.sync m16n8k16 / wgmma, fp16 operands */
-  MLR_MMA_CDNA3_FP8,      /* MI300 v_mfma_f32_*_fp8 (unverified) */
+  MLR_MMA_CDNA3_FP8,      /* MI300 v_mfma_f32_*_fp8 (agrees with MMA-Sim; not on hardware) */
   MLR_MMA_SM90_E4M3_SYNC, /* mma.sync m16n8k32 e4m3 or e5m2 as sm_90 runs it: two fp16 HMMAs
                              (lowered) */
   MLR_MMA_CDNA3_BF16,     /* MI300 v_mfma_f32_*_bf16 (agrees with MMA-Sim; not on hardware) */

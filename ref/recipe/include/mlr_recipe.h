@@ -72,8 +72,9 @@ typedef enum {
 typedef enum { MLR_EXPU_EXACT, MLR_EXPU_SM90_EX2 } mlr_expunit;
 /* the order of a block's row sum of p: in token order (seq), or the fast kernel's tree (warp16:
  * groups of 16 tokens, one a warp; in a group the four lanes j = 0..3 each add
- * (p[2j] + p[2j+1]) + (p[2j+8] + p[2j+9]), then (l0 + l1) + (l2 + l3); the groups in order) */
-typedef enum { MLR_SUM_SEQ, MLR_SUM_WARP16 } mlr_rowsum;
+ * (p[2j] + p[2j+1]) + (p[2j+8] + p[2j+9]), then (l0 + l1) + (l2 + l3); the groups in order), or
+ * Triton's tl.sum over a 32-token mma.sync tile of 4 warps (tl32x4: mlr__emu_rowsum_tl32x4) */
+typedef enum { MLR_SUM_SEQ, MLR_SUM_WARP16, MLR_SUM_TL32X4 } mlr_rowsum;
 typedef enum { MLR_PV_BLOCK, MLR_PV_INTO_ACC } mlr_pvacc;
 typedef enum { MLR_P_FP32, MLR_P_FP16, MLR_P_BF16, MLR_P_E4M3, MLR_P_E4M3FNUZ } mlr_pfmt;
 typedef enum { MLR_SPLIT_NONE, MLR_SPLIT_FIXED, MLR_SPLIT_AITER_V1, MLR_SPLIT_WAVES } mlr_split;
@@ -81,6 +82,17 @@ typedef enum { MLR_SPLIT_NONE, MLR_SPLIT_FIXED, MLR_SPLIT_AITER_V1, MLR_SPLIT_WA
  * (the fast kernel's grid: tokens x splits) */
 typedef enum { MLR_SPLIT_PER_BATCH, MLR_SPLIT_PER_TOKEN } mlr_splitper;
 typedef enum { MLR_MERGE_RUNNING, MLR_MERGE_GLOBAL, MLR_MERGE_AITER } mlr_merge;
+/* how the partials' and the merge's divisions are computed (div.unit): IEEE binary32, or the H200's
+ * div.full.f32 (ref/sfu: operands scaled into range, then x times rcp.approx(y), one rounding) */
+typedef enum { MLR_DIV_IEEE, MLR_DIV_SM90_FULL } mlr_divunit;
+/* the natural log of the lse (lse.log): correctly rounded, or CUDA's libdevice logf (Triton's
+ * tl.log on NVIDIA: mlr__emu_logf_cuda) */
+typedef enum { MLR_LOG_EXACT, MLR_LOG_CUDA_LOGF } mlr_logunit;
+/* the order of a matrix-unit dot's products (dot.k_order): in index order, or Triton's (triton):
+ * on fp8 KV, whose K and V a kernel converts in registers into a 2-byte dot operand, in each 32 of
+ * the reduced index the first mma.sync takes the pairs at 4t and 16 + 4t, the second those at
+ * 4t + 2 and 16 + 4t + 2 (t = 0..3); on bf16 KV, loaded as it is, index order */
+typedef enum { MLR_KORDER_SEQ, MLR_KORDER_TRITON } mlr_korder;
 typedef enum { MLR_OUT_BF16, MLR_OUT_FP16, MLR_OUT_FP32 } mlr_outfmt;
 
 typedef struct mlr_recipe {
@@ -123,6 +135,11 @@ typedef struct mlr_recipe {
   int v_scale_at;         /* mlr_vscale_at: where v_scale enters */
   int logit_scale_prec;   /* mlr_scaleprec: the precision the logit scale c is formed in */
   int out_lse_base;       /* mlr_expbase (e or 2) of the lse the kernel returns */
+  int div_unit;           /* mlr_divunit */
+  int lse_log;            /* mlr_logunit */
+  int dot_korder;         /* mlr_korder of the qk and pv mma dots */
+  int merge_exp_unit;     /* mlr_expunit of the merge's exps (sm90-ex2: as softmax.exp_unit, the
+                             lse's base e handed to the unit as fp32(x * fp32(log2 e))) */
 } mlr_recipe;
 
 /* Problems are reported in an mlr_error (mlr_base.h; may be NULL) as one line. */

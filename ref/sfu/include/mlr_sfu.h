@@ -27,7 +27,7 @@
 extern "C" {
 #endif
 
-enum { MLR_SFU_EX2_N = 1 << 23 };       /* the table's entries */
+enum { MLR_SFU_TABLE_N = 1 << 23, MLR_SFU_EX2_N = MLR_SFU_TABLE_N }; /* a table's entries */
 #define MLR_SFU_EX2_REL (2.5 * 0x1p-24) /* bound on |unit / 2^x - 1| for results >= 2^-126 */
 
 /** The H200's g table (MLR_SFU_EX2_N binary32 bit patterns), decoded on first use from the data
@@ -52,6 +52,39 @@ MLR_HD static inline float mlr__sfu_ex2(const uint32_t *g, float x) {
   if (x >= -126.0f) return mlr__sfu_mufu_ex2(g, x);
   const float h = mlr__sfu_mufu_ex2(g, x * 0.5f); /* exact halving */
   return h * h;
+}
+
+/** The H200's reciprocal table (MLR_SFU_TABLE_N binary32 bit patterns: MUFU.RCP(1 + r 2^-23), r =
+ *  0 .. 2^23 - 1, values in (0.5, 1]), decoded on first use as mlr_sfu_ex2_table's. */
+mlr_status mlr_sfu_rcp_table(const uint32_t **g, mlr_error *err);
+
+/** div.full.f32 on the H200 (the model below); rcp from mlr_sfu_rcp_table. */
+float mlr_sfu_div_full(const uint32_t *rcp, float x, float y);
+
+/* MUFU.RCP of a normal y whose reciprocal is normal: the table on y's significand, y's exponent
+ * negated (exact); sign kept */
+MLR_HD static inline float mlr__sfu_rcp(const uint32_t *g, float y) {
+  const uint32_t b = mlr_f32_bits(y), e = (b >> 23) & 0xFFu;
+  const uint32_t r = g[b & (MLR_SFU_TABLE_N - 1)] + ((uint32_t)(127 - (int)e) << 23);
+  return mlr_bits_f32(r | (b & 0x80000000u));
+}
+
+/* div.full.f32 (SASS: two FSETP, the scalings, MUFU.RCP and one FMUL): a denominator of magnitude
+ * above 2^126 is scaled by 1/4 with the numerator, one below 2^-126 by 2^24 with it (both exact but
+ * for a subnormal numerator), then x times the unit's reciprocal of y, rounded once. MUFU.RCP
+ * gives +-Inf for +-0 and +-0 for +-Inf; a NaN result is the GPU's canonical NaN 0x7FFFFFFF. */
+MLR_HD static inline float mlr__sfu_div_full(const uint32_t *g, float x, float y) {
+  const float ay = fabsf(y);
+  if (ay > 0x1p126f)
+    x = x * 0.25f, y = y * 0.25f;
+  else if (ay < 0x1p-126f)
+    x = x * 0x1p24f, y = y * 0x1p24f;
+  const float r = y != y      ? y /* every subnormal y is normal after the scaling */
+                  : y == 0.0f ? copysignf(INFINITY, y)
+                  : isinf(y)  ? copysignf(0.0f, y)
+                              : mlr__sfu_rcp(g, y);
+  const float z = x * r;
+  return z != z ? mlr_bits_f32(0x7FFFFFFFu) : z;
 }
 
 #ifdef __cplusplus

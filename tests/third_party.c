@@ -1,0 +1,126 @@
+/* Kernels mlaref did not write, run on an H200, held to their recipes bit for bit: AITER's Triton
+ * MLA decode (tests/data/third_party/, made by scripts/gpu/third_party_run.py; README there) and
+ * the seeds' Triton kernels (tests/data/peer/). Every element of o, lse and the split partials the
+ * kernel returned must equal the model's encoding. */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mlr_emulate.h"
+#include "mlr_tensor.h"
+#include "test_gen.h"
+
+#define DATA MLAREF_SOURCE_DIR "/tests/data/"
+
+static void recipe_with(const char *name, const char *sets, mlr_recipe *r) {
+  mlr_error err = {""};
+  cr_assert_eq(mlr_recipe_builtin(name, r), MLR_OK, "%s", name);
+  if (*sets) cr_assert_eq(mlr_recipe_set_list(r, sets, &err), MLR_OK, "%s", err.msg);
+}
+
+/* a NaN's encoding (bf16 or f32): the GPU writes its canonical NaN (bf16 0x7FFF), the model the
+ * format's quiet NaN (0x7FC0); a NaN is compared by class, as `check` does */
+static int is_nan(const void *p, size_t width) {
+  if (width == 2) {
+    const uint16_t c = *(const uint16_t *)p;
+    return (c & 0x7F80u) == 0x7F80u && (c & 0x7Fu);
+  }
+  uint32_t b;
+  memcpy(&b, p, 4);
+  return (b & 0x7F800000u) == 0x7F800000u && (b & 0x7FFFFFu);
+}
+
+/* the elements of tensor `name` in the kernel's file that differ from the model's (want),
+ * compared as encodings of their width */
+static size_t differ(const mlr_tensor_file *k, const char *name, const void *want, size_t n,
+                     size_t width, const char *what) {
+  const mlr_tensor *t = mlr_tf_find(k, name);
+  cr_assert(t != NULL, "%s: no tensor '%s'", what, name);
+  cr_assert_eq(t->nbytes, n * width, "%s: '%s' has %zu bytes, the model %zu", what, name, t->nbytes,
+               n * width);
+  size_t d = 0;
+  for (size_t i = 0; i < n; i++) {
+    const char *a = (const char *)t->data + i * width, *b = (const char *)want + i * width;
+    d += memcmp(a, b, width) != 0 && !(is_nan(a, width) && is_nan(b, width));
+  }
+  return d;
+}
+
+/* run the recipe on the inputs and hold the kernel's outputs (file) to it */
+static void hold(const mlr_inputs *in, const char *file, const char *recipe, const char *sets) {
+  mlr_recipe r;
+  recipe_with(recipe, sets, &r);
+  mlr_tensor_file k;
+  mlr_error err = {""};
+  cr_assert_eq(mlr_safetensors_read(file, &k, &err), MLR_OK, "%s", err.msg);
+  const int parts = mlr_tf_find(&k, "partial_o") != NULL;
+  mlr_emu_opts o = {0, parts, MLR_FAULT_NONE, 0};
+  mlr_emu_result m;
+  cr_assert_eq(mlr_emulate(&r, in, &o, &m, &err), MLR_OK, "%s: %s", file, err.msg);
+  const size_t th = (size_t)(m.T * m.H);
+  cr_expect_eq(differ(&k, "o", m.o, th * 512, 2, file), 0, "%s: o", file);
+  if (mlr_tf_find(&k, "lse"))
+    cr_expect_eq(differ(&k, "lse", m.lse, th, 4, file), 0, "%s: lse", file);
+  if (parts) {
+    cr_expect_eq(differ(&k, "partial_o", m.part_o, th * (size_t)m.S * 512, 4, file), 0,
+                 "%s: partial_o", file);
+    cr_expect_eq(differ(&k, "partial_lse", m.part_lse, th * (size_t)m.S, 4, file), 0,
+                 "%s: partial_lse", file);
+  }
+  mlr_emu_result_free(&m);
+  mlr_tf_free(&k);
+}
+
+/* AITER's grouped tl.dot decode on suite cells (the spec each was generated from): three edge
+ * cells (one of bf16 KV, where Triton keeps the dots' operands in index order) and the probe
+ * cells with 20 heads, an sm_scale, k_scale apart from v_scale and lengths
+ * 0, 1, 2, 65, 129, 1025, at 4 and 16 splits */
+Test(third_party, aiter_triton_decode_dot_bit_for_bit, .timeout = 120) {
+  static const struct {
+    const char *spec, *file, *sets;
+  } RUNS[] = {
+      {"bs=3,kv=1000,seed=4", "edge-bs3_kv1000.aiter-dot.s4", "split.count=4"},
+      {"bs=2,kv=33,seed=3", "edge-bs2_kv33.aiter-dot.s16", "split.count=16"},
+      {"bs=2,kv=300,seed=13,fmt=bf16", "edge-bf16kv.aiter-dot.s4", "split.count=4"},
+      {"bs=3,kv=500,seed=109,heads=20,needle=499:0:250", "probe-heads20.aiter-dot.s16",
+       "split.count=16"},
+      {"bs=2,kv=600,seed=112,needle=599:300,sm=0.072168783648703216", "probe-sm.aiter-dot.s4",
+       "split.count=4"},
+      {"bs=3,kv=600,seed=110,needle=599:0:300,kscale=2,vscale=0.25", "probe-scales.aiter-dot.s16",
+       "split.count=16"},
+      {"lens=0:1:2:65:129:1025,seed=102,needle=none:0:1:64:128:1024", "probe-lengths.aiter-dot.s4",
+       "split.count=4"},
+  };
+  for (size_t i = 0; i < sizeof RUNS / sizeof RUNS[0]; i++) {
+    gen g;
+    gen_make(&g, RUNS[i].spec);
+    char path[512];
+    snprintf(path, sizeof path, DATA "third_party/%s.safetensors", RUNS[i].file);
+    hold(&g.in, path, "aiter-triton-decode-dot", RUNS[i].sets);
+    mlr_tf_free(&g.tf);
+  }
+}
+
+/* the seeds' single-pass and split kernels (o, and the split partials with their lse) */
+Test(third_party, seed_triton_kernels_bit_for_bit, .timeout = 120) {
+  static const struct {
+    const char *inputs, *out, *recipe, *sets;
+  } RUNS[] = {
+      {"bs_1_kv_64_seed_1", "bs_1_kv_64_seed_1.single", "triton-fp8-single-sm90", ""},
+      {"bs_1_kv_64_seed_1", "bs_1_kv_64_seed_1.split4", "triton-fp8-split-sm90", "split.count=4"},
+      {"bs_3_kv_40_seed_3", "bs_3_kv_40_seed_3.split8", "triton-fp8-split-sm90", "split.count=8"},
+  };
+  for (size_t i = 0; i < sizeof RUNS / sizeof RUNS[0]; i++) {
+    char in_path[512], out_path[512];
+    snprintf(in_path, sizeof in_path, DATA "peer/%s.safetensors", RUNS[i].inputs);
+    snprintf(out_path, sizeof out_path, DATA "peer/%s.safetensors", RUNS[i].out);
+    mlr_tensor_file ti;
+    mlr_inputs in;
+    mlr_error err = {""};
+    cr_assert_eq(mlr_safetensors_read(in_path, &ti, &err), MLR_OK, "%s", err.msg);
+    cr_assert_eq(mlr_inputs_check(&ti, in_path, 0, &in, &err), MLR_OK, "%s", err.msg);
+    hold(&in, out_path, RUNS[i].recipe, RUNS[i].sets);
+    mlr_tf_free(&ti);
+  }
+}
