@@ -19,17 +19,25 @@ static const uint32_t *table(void) {
   return g;
 }
 
+/* a decreasing table's steps g(r - 1) - g(r) counted by size (at most max ulp), the first entry
+ * counted as a step of 0 (README.md's first difference, 0, is g(0) itself) */
+static void count_steps(const uint32_t *g, uint32_t max, long *steps) {
+  memset(steps, 0, (max + 1) * sizeof *steps);
+  steps[0] = 1;
+  for (int r = 1; r < MLR_SFU_TABLE_N; r++) {
+    const uint32_t d = g[r - 1] - g[r];
+    cr_assert_leq(d, max, "g(%d) - g(%d) = %u ulp", r - 1, r, d);
+    steps[d]++;
+  }
+}
+
 /* README.md's description of the table: its ends, its steps and how many of each */
 Test(sfu, table_is_the_measured_one) {
   const uint32_t *g = table();
   cr_assert_eq(g[0], 0x3F800000u);
   cr_assert_eq(g[MLR_SFU_EX2_N - 1], 0x3F000000u);
-  long steps[4] = {1, 0, 0, 0}; /* the first byte, 0, is g(0) itself */
-  for (int r = 1; r < MLR_SFU_EX2_N; r++) {
-    const uint32_t d = g[r - 1] - g[r];
-    cr_assert_leq(d, 3u, "g(%d) - g(%d) = %u ulp", r - 1, r, d);
-    steps[d]++;
-  }
+  long steps[4];
+  count_steps(g, 3, steps);
   cr_expect_eq(steps[0], 723107);
   cr_expect_eq(steps[1], 6942395);
   cr_expect_eq(steps[2], 723105);
@@ -144,12 +152,8 @@ Test(sfu, rcp_table_is_the_measured_one) {
   cr_assert_eq(mlr_sfu_rcp_table(&g, &err), MLR_OK, "%s", err.msg);
   cr_assert_eq(g[0], 0x3F800000u);
   cr_assert_eq(g[MLR_SFU_TABLE_N - 1], 0x3F000001u);
-  long steps[3] = {1, 0, 0};
-  for (int r = 1; r < MLR_SFU_TABLE_N; r++) {
-    const uint32_t d = g[r - 1] - g[r];
-    cr_assert_leq(d, 2u, "g(%d) - g(%d) = %u ulp", r - 1, r, d);
-    steps[d]++;
-  }
+  long steps[3];
+  count_steps(g, 2, steps);
   cr_expect_eq(steps[0], 1439438);
   cr_expect_eq(steps[1], 5509733);
   cr_expect_eq(steps[2], 1439437);
