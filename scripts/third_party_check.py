@@ -49,6 +49,8 @@ def hold(cli, inputs, out):
         m = RULE.match(ln)
         if m:
             rules[("lse " if m.group(1) else "") + m.group(2)] = m.group(3) == "pass"
+    if not rules or "o" not in stats:
+        return None, ["check printed no rule lines: " + (p.stdout.strip().splitlines() or [""])[-1]]
     return (suite, kernel, stats), rules
 
 

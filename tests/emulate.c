@@ -926,3 +926,26 @@ Test(emulate, faults_stay_in_bounds_and_act) {
   }
   mlr_tf_free(&g.tf);
 }
+
+/* merge.exp_unit = sm90-ex2 computes the merge's e^x on the exp2 unit as 2^(x log2 e), whatever
+ * the softmax's exp base (e, e_via_2): its lse stays within a few ulp of the exact merge's, where
+ * 2^x in place of e^x would move it by a visible fraction */
+Test(emulate, merge_exp_unit_keeps_base_e, .timeout = 120) {
+  gen g;
+  gen_make(&g, "bs=2,kv=300,seed=3");
+  static const char *const BASE[] = {"split.rule=fixed;split.count=4",
+                                     "split.rule=fixed;split.count=4;softmax.exp=e_via_2"};
+  for (int k = 0; k < 2; k++) {
+    char sets[160];
+    snprintf(sets, sizeof sets, "%s;merge.exp_unit=sm90-ex2", BASE[k]);
+    mlr_emu_result a, b;
+    run_ok("fp32-seq", BASE[k], &g.in, 0, 0, &a);
+    run_ok("fp32-seq", sets, &g.in, 0, 0, &b);
+    for (int64_t i = 0; i < a.T * a.H; i++)
+      cr_assert(fabsf(a.lse[i] - b.lse[i]) <= 8 * 0x1p-24f * fabsf(a.lse[i]) + 0x1p-20f,
+                "%s: lse %d: %a vs %a", sets, (int)i, (double)a.lse[i], (double)b.lse[i]);
+    mlr_emu_result_free(&a);
+    mlr_emu_result_free(&b);
+  }
+  mlr_tf_free(&g.tf);
+}

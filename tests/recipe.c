@@ -131,6 +131,38 @@ Test(recipe, combination_checks) {
   cr_assert(strstr(err.msg, "needs split.rule = fixed"));
 }
 
+/* the keys that model Triton and CUDA on an H200: each refuses the recipes it cannot describe */
+Test(recipe, triton_key_checks) {
+  mlr_recipe r;
+  mlr_error err = {""};
+  static const struct {
+    const char *sets, *says;
+  } BAD[] = {
+      {"dot.k_order=triton", "needs qk.dot or pv.dot = mma:*"},
+      {"qk.operand=fp8;q.format=e4m3;q.scale=static;kv.scale_at=folded;qk.dot=mma:sm90-e4m3;"
+       "dot.k_order=triton",
+       "qk.dot must be mma:sm90-bf16 or mma:sm90-f16"},
+      {"pv.operand=bf16;pv.dot=mma:sm90-bf16;softmax.block=64;dot.k_order=triton",
+       "needs softmax.block = 32"},
+      {"softmax.sum=tl32x4;softmax.block=64", "needs softmax.block = 32"},
+      {"lse.log=cuda-logf;lse.base=2", "needs lse.base = e"},
+      {"lse.log=cuda-logf;softmax.exp=2", "needs lse.base = e"},
+  };
+  for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+    mlr_recipe_builtin("fp32-seq", &r);
+    cr_assert_eq(mlr_recipe_set_list(&r, BAD[i].sets, &err), MLR_OK, "%s: %s", BAD[i].sets,
+                 err.msg);
+    cr_assert_eq(mlr_recipe_check(&r, &err), MLR_EINVAL, "%s", BAD[i].sets);
+    cr_assert(strstr(err.msg, BAD[i].says), "%s: %s", BAD[i].sets, err.msg);
+  }
+  static const char *const GOOD[] = {"aiter-triton-decode-dot", "triton-fp8-single-sm90",
+                                     "triton-fp8-split-sm90"};
+  for (size_t i = 0; i < sizeof GOOD / sizeof GOOD[0]; i++) {
+    cr_assert_eq(mlr_recipe_builtin(GOOD[i], &r), MLR_OK);
+    cr_assert_eq(mlr_recipe_check(&r, &err), MLR_OK, "%s: %s", GOOD[i], err.msg);
+  }
+}
+
 /* matrix-unit dot models: names, the canonical form, and the operand formats each unit needs */
 Test(recipe, matrix_unit_dots) {
   mlr_recipe r;

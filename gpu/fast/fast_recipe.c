@@ -120,7 +120,8 @@ static int first_mismatch(const mlr_recipe *r, const char *ref_name, char *line)
       "kv.scale_at", "qk.operand",    "qk.dot",           "qk.result",   "logit.format",
       "softmax.exp", "softmax.block", "softmax.exp_unit", "softmax.sum", "p.format",
       "pv.operand",  "pv.dot",        "pv.accumulate",    "update.fma",  "partial.normalized",
-      "lse.base",    "merge.rule",    "out.format",       "v.scale_at",  "logit.scale_precision"};
+      "lse.base",    "merge.rule",    "out.format",       "v.scale_at",  "logit.scale_precision",
+      "div.unit",    "lse.log",       "merge.exp_unit",   "dot.k_order"};
   mlr_recipe ref;
   char have[4096], want[4096];
   mlr_gpu_fast_recipe(ref_name, &ref);

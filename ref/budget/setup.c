@@ -126,11 +126,12 @@ static void kv_tables(mlr__shadow *sh, const mlr_recipe *r, const mlr_inputs *in
   }
 }
 
-/* the bound's terms assume IEEE division, an exact lse log and merge exp, and unit blocks of
- * consecutive indices */
+/* the bound's terms and the shadow assume IEEE division, an exact lse log and merge exp, unit
+ * blocks of consecutive indices, and the row sums the shadow models (seq, warp16) */
 int mlr_budget_covers(const mlr_recipe *r) {
   return r->div_unit == MLR_DIV_IEEE && r->lse_log == MLR_LOG_EXACT &&
-         r->merge_exp_unit == MLR_EXPU_EXACT && r->dot_korder == MLR_KORDER_SEQ;
+         r->merge_exp_unit == MLR_EXPU_EXACT && r->dot_korder == MLR_KORDER_SEQ &&
+         r->softmax_sum != MLR_SUM_TL32X4;
 }
 
 mlr_status mlr__shadow_init(mlr__shadow *sh, const mlr_recipe *r, const mlr_inputs *in,
@@ -140,11 +141,13 @@ mlr_status mlr__shadow_init(mlr__shadow *sh, const mlr_recipe *r, const mlr_inpu
   mlr_status st = mlr_emu_check_fit(r, in, err);
   if (st != MLR_OK) return st;
   if (!mlr_budget_covers(r))
-    return mlr_error_set(err, MLR_EINVAL,
-                         "recipe '%s': the budget covers div.unit = ieee, lse.log = exact, "
-                         "merge.exp_unit = exact and dot.k_order = seq only; hold this recipe to "
-                         "the fa3 and structure rules",
-                         r->name);
+    return mlr_error_set(
+        err, MLR_EINVAL,
+        "recipe '%s': the budget covers div.unit = ieee, lse.log = exact, "
+        "merge.exp_unit = exact, dot.k_order = seq and softmax.sum = seq or warp16 "
+        "only; hold this recipe to "
+        "the fa3 and structure rules",
+        r->name);
   if (r->kv_scale_at == MLR_KVS_FOLDED && mlr_inputs_kpe_scale(in) != mlr_inputs_k_scale(in))
     return mlr_error_set(err, MLR_EINVAL,
                          "recipe '%s': kv.scale_at = folded puts one k_scale into the logit scale, "

@@ -622,7 +622,7 @@ static void pv_block(const emu *e, scratch *w, int64_t b, int64_t j0, int64_t j1
   if (e->pv_x) pv_modes(e, w, b, j0, j1, into);
   pv_init(e, w, into);
   for (int64_t j = j0; j < j1; j += VCHUNK) {
-    int nj = (int)(j1 - j < VCHUNK ? j1 - j : VCHUNK);
+    const int nj = (int)(j1 - j < VCHUNK ? j1 - j : VCHUNK);
     if (mv && e->k4pv) { /* the 32 tokens in Triton's order, the masked ones as zeros */
       pv_mma_k4(e, w, mv, b, j, j - j0, nj);
       continue;
@@ -696,11 +696,12 @@ static void run_split_row(const emu *e, scratch *w, int64_t t, int64_t b, int64_
       w->part[h * DV + d] = v;
     }
     const int lbase = r->softmax_exp == MLR_EXP_2 ? MLR_EXP_2 : MLR_EXP_E;
-    float lse = w->m[h] + (e->logc ? mlr__emu_logf_cuda(lc)
-                                   : mlr__emu_log(e->fault == MLR_FAULT_LSE_LOG2
-                                                      ? (lbase == MLR_EXP_2 ? MLR_EXP_E : MLR_EXP_2)
-                                                      : lbase,
-                                                  lc));
+    float lse = w->m[h] + (e->logc && e->fault != MLR_FAULT_LSE_LOG2
+                               ? mlr__emu_logf_cuda(lc)
+                               : mlr__emu_log(e->fault == MLR_FAULT_LSE_LOG2
+                                                  ? (lbase == MLR_EXP_2 ? MLR_EXP_E : MLR_EXP_2)
+                                                  : lbase,
+                                              lc));
     w->lse[h] = mlr__emu_lse_convert(lse, r->softmax_exp, r->lse_base);
     w->pm[h] = w->m[h];
     w->pl[h] = w->l[h];
@@ -765,7 +766,9 @@ static void merge_one(const emu *e, int64_t t, int64_t h, int64_t ns, float *acc
   const mlr_recipe *r = e->r;
   mlr_emu_result *res = e->res;
   const int norm = r->partial_normalized;
-  const int eb = norm ? e->exp_lse : e->exp_sm;
+  /* the exp2 unit takes e^x as 2^(fp32(x * fp32(log2 e))), as Triton's tl.exp */
+  const int eb0 = norm ? e->exp_lse : e->exp_sm,
+            eb = e->mex2 && eb0 == MLR_EXP_E ? MLR_EXP_E_VIA_2 : eb0;
   int rule = r->merge_rule;
   if (rule == MLR_MERGE_AITER) rule = ns <= 3 ? MLR_MERGE_RUNNING : MLR_MERGE_GLOBAL;
   const int64_t base = (t * e->H + h) * e->S;

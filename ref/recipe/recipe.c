@@ -395,6 +395,14 @@ mlr_status mlr_recipe_check(const mlr_recipe *r, mlr_error *err) {
     return rfail(err, MLR_EINVAL,
                  "dot.k_order = triton orders matrix-unit dots: it needs "
                  "qk.dot or pv.dot = mma:*");
+  for (int side = 0; r->dot_korder == MLR_KORDER_TRITON && side < 2; side++) {
+    const int d = side ? r->pv_dot : r->qk_dot; /* Triton's order is of 16-product 2-byte blocks */
+    if (MLR_DOT_IS_MMA(d) && d != MLR_DOT_MMA_SM90_BF16 && d != MLR_DOT_MMA_SM90_F16)
+      return rfail(err, MLR_EINVAL,
+                   "dot.k_order = triton orders mma.sync m16n8k16 on 2-byte operands: %s.dot "
+                   "must be mma:sm90-bf16 or mma:sm90-f16",
+                   side ? "pv" : "qk");
+  }
   if (r->dot_korder == MLR_KORDER_TRITON && MLR_DOT_IS_MMA(r->pv_dot) && r->softmax_block != 32)
     return rfail(err, MLR_EINVAL,
                  "dot.k_order = triton on the PV dot orders blocks of 32 tokens: it needs "

@@ -16,8 +16,9 @@ for s in edge probe; do
   "$CLI" gen --suite "$s" --out "$D/in/$s" >/dev/null || { echo "third_party: gen failed"; exit 1; }
 done
 mkdir -p "$D/in/test" "$D/in/rand"
-"$CLI" gen --shape bs=4,kv=1024,seed=4220 --out "$D/in/test/bs4_kv1k.safetensors" >/dev/null
-"$CLI" gen --shape bs=32,kv=1024,seed=5412 --out "$D/in/test/bs32_kv1k.safetensors" >/dev/null
+"$CLI" gen --shape bs=4,kv=1024,seed=4220 --out "$D/in/test/bs4_kv1k.safetensors" >/dev/null &&
+  "$CLI" gen --shape bs=32,kv=1024,seed=5412 --out "$D/in/test/bs32_kv1k.safetensors" >/dev/null ||
+  exit 1
 i=0
 for sp in bs=8,kv=2000,heads=128,page=64,seed=21 lens=100:513:2049,page=16,seed=22 \
   bs=4,kv=777,q=3,seed=23 bs=2,kv=4096,page=64,heads=128,q=2,seed=24 \

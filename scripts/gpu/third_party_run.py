@@ -167,9 +167,9 @@ NVCC_FLAGS = ["-O3", "-std=c++17", "-DNDEBUG", "-D_USE_MATH_DEFINES",
 
 
 def flashmla_build(peers, build, which):
-    import torch.utils.cpp_extension  # noqa: F401  (torch's libraries, which the .so needs)
     """FlashMLA's extension built with the flags of its setup.py for sm_90a alone; the bf16 one
     from the dense decode sources and its binding only (see stand_ins)."""
+    import torch.utils.cpp_extension  # noqa: F401  (torch's libraries, which the .so needs)
     from torch.utils.cpp_extension import load
     root = os.path.join(peers, "flashmla-vllm")
     cut = os.path.join(root, "csrc", "cutlass")
@@ -251,14 +251,15 @@ def paged64(c, kv):
 
 
 def given_inputs(c, **repl):
-    """The cell's tensors with some replaced; a replaced q or kv drops its format's metadata."""
-    t = dict(c.t)
+    """The cell's tensors with some replaced, and its metadata without the replaced q's or kv's
+    format"""
+    t, meta = dict(c.t), dict(c.meta)
     for k in repl:
-        c.meta.pop(f"mlaref.format.{k}", None)
+        meta.pop(f"mlaref.format.{k}", None)
     for k in ("k_scale", "v_scale", "kpe_scale") if "kv" in repl else ():
         t.pop(k, None)
     t.update(repl)
-    return t
+    return t, meta
 
 
 def run_flashmla(ext, c, kind):
@@ -301,6 +302,8 @@ def run_flashmla(ext, c, kind):
 
 
 def main():
+    if len(sys.argv) < 4 or (sys.argv[1] == "--build" and len(sys.argv) != 4):
+        sys.exit("usage: third_party_run.py PEERS BUILD OUTDIR INPUT... | --build PEERS BUILD")
     if sys.argv[1] == "--build":  # build FlashMLA's extensions only (a step run beside others)
         for k in ("fp8", "bf16"):
             flashmla_build(sys.argv[2], sys.argv[3], k)
@@ -314,7 +317,9 @@ def main():
     sys.path.insert(0, os.path.join(peers, "aiter"))
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     os.environ.setdefault("MLAREF_SEEDS_DIR", os.path.dirname(os.path.abspath(peers)))
-    import mla_decode as md
+    md = None
+    if any(k.startswith("aiter") for k in kinds):
+        import mla_decode as md
     ext = {k: flashmla_build(peers, build, k[9:]) for k in kinds if k.startswith("flashmla")}
     for path in sys.argv[4:]:
         # the cell's folder and name (suites share cell names): OUTDIR/SUITE-CELL.K.safetensors
@@ -339,7 +344,7 @@ def main():
                     del out["partial_o"], out["partial_lse"]
                 save_file(out, f"{x}.{name}.safetensors")
                 if given is not None:
-                    save_file(given, f"{x}.{name}.in.safetensors", metadata=c.meta)
+                    save_file(given[0], f"{x}.{name}.in.safetensors", metadata=given[1])
                 print(f"{os.path.basename(x)} {name}: ran")
 
 

@@ -109,7 +109,7 @@ mlr_err_stats mlr_err_stats_of(const double *a, const double *b, int64_t n);
 
 /** Whether the budget (mlr_budget_bound, mlr_budget_eval, the decomposition) models the recipe:
  *  every key at a value its terms cover (div.unit = ieee, lse.log = exact, merge.exp_unit = exact,
- *  dot.k_order = seq); the others return MLR_EINVAL saying so. */
+ *  dot.k_order = seq, softmax.sum = seq or warp16); the others return MLR_EINVAL saying so. */
 int mlr_budget_covers(const mlr_recipe *r);
 
 /** The a priori bound (ref/budget/bound.c has the analysis): for every element of o [T, H, 512],

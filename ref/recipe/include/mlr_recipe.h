@@ -138,8 +138,8 @@ typedef struct mlr_recipe {
   int div_unit;           /* mlr_divunit */
   int lse_log;            /* mlr_logunit */
   int dot_korder;         /* mlr_korder of the qk and pv mma dots */
-  int merge_exp_unit;     /* mlr_expunit of the merge's exps (sm90-ex2: as softmax.exp_unit, the
-                             lse's base e handed to the unit as fp32(x * fp32(log2 e))) */
+  int merge_exp_unit;     /* mlr_expunit of the merge's exps (sm90-ex2: as softmax.exp_unit, a
+                             base-e exp handed to the unit as fp32(x * fp32(log2 e))) */
 } mlr_recipe;
 
 /* Problems are reported in an mlr_error (mlr_base.h; may be NULL) as one line. */
