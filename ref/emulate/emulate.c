@@ -651,6 +651,12 @@ static void pv_block(const emu *e, scratch *w, int64_t b, int64_t j0, int64_t j1
   pv_finish(e, w, into);
 }
 
+/* the log in an lse, in base `base`: lse.log's (cuda-logf is a natural log: the recipe check
+ * allows it with base e only) */
+static float lse_log(const emu *e, int base, float x) {
+  return e->logc ? mlr__emu_logf_cuda(x) : mlr__emu_log(base, x);
+}
+
 /* one query token t over KV tokens [lo, hi) of batch b: the split's result in w->part, lse, pm,
  * pl */
 static void run_split_row(const emu *e, scratch *w, int64_t t, int64_t b, int64_t lo, int64_t hi) {
@@ -696,12 +702,9 @@ static void run_split_row(const emu *e, scratch *w, int64_t t, int64_t b, int64_
       w->part[h * DV + d] = v;
     }
     const int lbase = r->softmax_exp == MLR_EXP_2 ? MLR_EXP_2 : MLR_EXP_E;
-    float lse = w->m[h] + (e->logc && e->fault != MLR_FAULT_LSE_LOG2
-                               ? mlr__emu_logf_cuda(lc)
-                               : mlr__emu_log(e->fault == MLR_FAULT_LSE_LOG2
-                                                  ? (lbase == MLR_EXP_2 ? MLR_EXP_E : MLR_EXP_2)
-                                                  : lbase,
-                                              lc));
+    float lse = w->m[h] + (e->fault == MLR_FAULT_LSE_LOG2
+                               ? mlr__emu_log(lbase == MLR_EXP_2 ? MLR_EXP_E : MLR_EXP_2, lc)
+                               : lse_log(e, lbase, lc));
     w->lse[h] = mlr__emu_lse_convert(lse, r->softmax_exp, r->lse_base);
     w->pm[h] = w->m[h];
     w->pl[h] = w->l[h];
@@ -805,7 +808,7 @@ static void merge_one(const emu *e, int64_t t, int64_t h, int64_t ns, float *acc
   store_o(e, t, h, acc);
   /* units of M */
   const int ub = norm ? r->lse_base : (r->softmax_exp == MLR_EXP_2 ? MLR_EXP_2 : MLR_EXP_E);
-  float lse = M + (e->logc ? mlr__emu_logf_cuda(sc) : mlr__emu_log(ub, sc));
+  float lse = M + lse_log(e, ub, sc);
   if (!norm)
     lse = mlr__emu_lse_convert(lse, r->softmax_exp, r->lse_base); /* M in the softmax's units */
   res->lse[t * e->H + h] = lse;
