@@ -147,6 +147,12 @@ Test(recipe, triton_key_checks) {
       {"softmax.sum=tl32x4;softmax.block=64", "needs softmax.block = 32"},
       {"lse.log=cuda-logf;lse.base=2", "needs lse.base = e"},
       {"lse.log=cuda-logf;softmax.exp=2", "needs lse.base = e"},
+      {"softmax.form=fa2", "needs softmax.exp = 2"},
+      {"softmax.form=fa2;softmax.exp=2;logit.format=bf16", "qk.result and logit.format = fp32"},
+      {"softmax.sum=lanes4;softmax.block=12", "softmax.block a multiple of 8"},
+      {"softmax.order=reverse;softmax.block=0", "needs softmax.block > 0"},
+      {"split.rule=flashmla;split.align=48;softmax.block=32", "split.align a multiple of"},
+      {"merge.rule=flashmla;partial.normalized=no", "partial.normalized = yes, lse.base = e"},
   };
   for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
     mlr_recipe_builtin("fp32-seq", &r);
@@ -156,7 +162,7 @@ Test(recipe, triton_key_checks) {
     cr_assert(strstr(err.msg, BAD[i].says), "%s: %s", BAD[i].sets, err.msg);
   }
   static const char *const GOOD[] = {"aiter-triton-decode-dot", "triton-fp8-single-sm90",
-                                     "triton-fp8-split-sm90"};
+                                     "triton-fp8-split-sm90", "flashmla-fp8"};
   for (size_t i = 0; i < sizeof GOOD / sizeof GOOD[0]; i++) {
     cr_assert_eq(mlr_recipe_builtin(GOOD[i], &r), MLR_OK);
     cr_assert_eq(mlr_recipe_check(&r, &err), MLR_OK, "%s: %s", GOOD[i], err.msg);
@@ -293,7 +299,7 @@ Test(recipe, split_rule_waves) {
   cr_assert_eq(mlr_recipe_set(&r, "split.overhead=-1", &err), MLR_EPARSE);
   cr_assert(strstr(err.msg, "split.overhead"), "%s", err.msg);
   cr_assert_eq(mlr_recipe_set(&r, "split.rule=wave", &err), MLR_EPARSE);
-  cr_assert_str_eq(err.msg, "split.rule = 'wave' is not one of none|fixed|aiter_v1|waves");
+  cr_assert_str_eq(err.msg, "split.rule = 'wave' is not one of none|fixed|aiter_v1|waves|flashmla");
 }
 
 /* split.per = token: the waves rule counts a split's blocks as the query tokens (the fast kernel's
@@ -412,5 +418,5 @@ Test(recipe, later_keys) {
   cr_assert_str_eq(err.msg,
                    "softmax.exp_unit = sm90-ex2 computes 2^x: it needs softmax.exp = 2 or e_via_2");
   cr_assert_eq(mlr_recipe_set(&r, "softmax.sum=tree", &err), MLR_EPARSE);
-  cr_assert_str_eq(err.msg, "softmax.sum = 'tree' is not one of seq|warp16|tl32x4");
+  cr_assert_str_eq(err.msg, "softmax.sum = 'tree' is not one of seq|warp16|tl32x4|lanes4");
 }

@@ -159,9 +159,10 @@ Test(sfu, rcp_table_is_the_measured_one) {
   cr_expect_eq(steps[2], 1439437);
 }
 
-/* rcp.approx.f32 on x whose reciprocal is normal, and div.full.f32 on any pair (NaN by class):
+/* rcp.approx.f32 on x whose reciprocal is normal, div.full.f32 and div.approx.ftz.f32 on any pair
+ * (NaN by class):
  * the hardware's results in tests/data/sfu/h200_rcp_div_samples.txt, through the models */
-Test(sfu, rcp_and_div_full_reproduce_the_h200_samples) {
+Test(sfu, rcp_and_divisions_reproduce_the_h200_samples) {
   const uint32_t *g = NULL;
   mlr_error err = {""};
   cr_assert_eq(mlr_sfu_rcp_table(&g, &err), MLR_OK, "%s", err.msg);
@@ -169,7 +170,7 @@ Test(sfu, rcp_and_div_full_reproduce_the_h200_samples) {
   cr_assert_not_null(f);
   char line[128], kind;
   unsigned a, b, c;
-  int nr = 0, nd = 0;
+  int nr = 0, nd = 0, na = 0;
   while (fgets(line, sizeof line, f)) {
     if (sscanf(line, "r %x %x", &a, &b) == 2) {
       const unsigned e = (a >> 23) & 0xFFu;
@@ -183,8 +184,15 @@ Test(sfu, rcp_and_div_full_reproduce_the_h200_samples) {
       else
         cr_assert_eq(mlr_f32_bits(z), c, "div(%08x, %08x)", a, b);
       nd++;
+    } else if (sscanf(line, "%c %x %x %x", &kind, &a, &b, &c) == 4 && kind == 'a') {
+      const float z = mlr__sfu_div_approx(g, mlr_bits_f32(a), mlr_bits_f32(b));
+      if (z != z)
+        cr_assert((c & 0x7F800000u) == 0x7F800000u && (c & 0x7FFFFFu), "approx(%08x, %08x)", a, b);
+      else
+        cr_assert_eq(mlr_f32_bits(z), c, "div.approx.ftz(%08x, %08x)", a, b);
+      na++;
     }
   }
   fclose(f);
-  cr_assert(nr > 1900 && nd == 2048, "%d reciprocals, %d divisions", nr, nd);
+  cr_assert(nr > 1900 && nd == 2048 && na == 2048, "%d reciprocals, %d + %d divisions", nr, nd, na);
 }

@@ -1,7 +1,8 @@
 /* Kernels mlaref did not write, run on an H200, held to their recipes bit for bit: AITER's Triton
- * MLA decode (tests/data/third_party/, made by scripts/gpu/third_party_run.py; README there) and
- * the seeds' Triton kernels (tests/data/peer/). Every element of o, lse and the split partials the
- * kernel returned must equal the model's encoding. */
+ * MLA decode and FlashMLA's dense fp8 decode (tests/data/third_party/, made by
+ * scripts/gpu/third_party_run.py; README there) and the seeds' Triton kernels (tests/data/peer/).
+ * Every element of o, lse and the split partials the kernel returned must equal the model's
+ * encoding (FlashMLA's lse: within 2 ulp, its lg2.approx not being modelled). */
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -122,5 +123,64 @@ Test(third_party, seed_triton_kernels_bit_for_bit, .timeout = 120) {
     cr_assert_eq(mlr_inputs_check(&ti, in_path, 0, &in, &err), MLR_OK, "%s", err.msg);
     hold(&in, out_path, RUNS[i].recipe, RUNS[i].sets);
     mlr_tf_free(&ti);
+  }
+}
+
+/* FlashMLA's dense fp8 decode (its fp8 Q and descale in FILE.q): o bit for bit, the tile
+ * scheduler's split counts (num_splits, cumulative), the lse within 2 ulp (its log2 unit is not
+ * modelled: flashmla-fp8 takes the exact log) */
+Test(third_party, flashmla_fp8_bit_for_bit, .timeout = 120) {
+  static const struct {
+    const char *spec, *file;
+  } RUNS[] = {
+      {"bs=2,kv=33,seed=3", "edge-bs2_kv33.flashmla-fp8"},
+      {"bs=1,kv=3,q=4,seed=6", "edge-q4_kv3.flashmla-fp8"},
+      {"lens=1000:1000:129,page=64,spare=4,needle=63:64:128,seed=104", "probe-page64.flashmla-fp8"},
+  };
+  for (size_t i = 0; i < sizeof RUNS / sizeof RUNS[0]; i++) {
+    gen g;
+    gen_make(&g, RUNS[i].spec);
+    char path[512];
+    mlr_tensor_file qf, k;
+    mlr_error err = {""};
+    snprintf(path, sizeof path, DATA "third_party/%s.q.safetensors", RUNS[i].file);
+    cr_assert_eq(mlr_safetensors_read(path, &qf, &err), MLR_OK, "%s", err.msg);
+    const mlr_tensor *q = mlr_tf_find(&qf, "q"), *qs = mlr_tf_find(&qf, "q_scale");
+    cr_assert(q && qs && q->nbytes == (size_t)(g.in.T * g.in.H * 576), "%s", path);
+    g.in.q = NULL; /* the kernel's inputs: the cell's Q quantized with a per-tensor scale */
+    g.in.q8 = (const uint8_t *)q->data;
+    g.in.q_format = MLR_FMT_E4M3;
+    memcpy(&g.in.q_scale, qs->data, 4);
+    g.in.has_q_scale = 1;
+    snprintf(path, sizeof path, DATA "third_party/%s.safetensors", RUNS[i].file);
+    cr_assert_eq(mlr_safetensors_read(path, &k, &err), MLR_OK, "%s", err.msg);
+    mlr_recipe r;
+    recipe_with("flashmla-fp8", "", &r);
+    mlr_emu_result m;
+    cr_assert_eq(mlr_emulate(&r, &g.in, NULL, &m, &err), MLR_OK, "%s: %s", path, err.msg);
+    const size_t th = (size_t)(m.T * m.H);
+    cr_expect_eq(differ(&k, "o", m.o, th * 512, 2, path), 0, "%s: o", path);
+    const mlr_tensor *ns = mlr_tf_find(&k, "num_splits"), *lse = mlr_tf_find(&k, "lse");
+    cr_assert(ns && lse && lse->nbytes == th * 4, "%s", path);
+    for (int64_t b = 0; b < m.B; b++) {
+      const int32_t *c = (const int32_t *)ns->data;
+      cr_expect_eq(c[b + 1] - c[b], m.split_count[b], "%s: batch %lld's splits", path,
+                   (long long)b);
+    }
+    const int64_t sq = m.T / m.B; /* FlashMLA's lse is [B, H, q_len] */
+    for (int64_t t = 0; t < m.T; t++)
+      for (int64_t h = 0; h < m.H; h++) {
+        int32_t a, bb;
+        memcpy(&a, (const char *)lse->data + 4 * (((t / sq) * m.H + h) * sq + t % sq), 4);
+        memcpy(&bb, &m.lse[t * m.H + h], 4);
+        const int64_t dist = (int64_t)a - bb; /* in ulps where the signs agree */
+        cr_expect(a == bb || ((a ^ bb) >= 0 && dist <= 2 && dist >= -2),
+                  "%s: lse of token %lld head %lld: %08x, the model %08x", path, (long long)t,
+                  (long long)h, (unsigned)a, (unsigned)bb);
+      }
+    mlr_emu_result_free(&m);
+    mlr_tf_free(&k);
+    mlr_tf_free(&qf);
+    mlr_tf_free(&g.tf);
   }
 }

@@ -117,11 +117,12 @@ static int key_line(const char *text, const char *key, const char **line) {
  * line "key = value" in ref's text form copied into line[256], 1 returned; 0 when all match */
 static int first_mismatch(const mlr_recipe *r, const char *ref_name, char *line) {
   static const char *const FIXED[] = {
-      "kv.scale_at", "qk.operand",    "qk.dot",           "qk.result",   "logit.format",
-      "softmax.exp", "softmax.block", "softmax.exp_unit", "softmax.sum", "p.format",
-      "pv.operand",  "pv.dot",        "pv.accumulate",    "update.fma",  "partial.normalized",
-      "lse.base",    "merge.rule",    "out.format",       "v.scale_at",  "logit.scale_precision",
-      "div.unit",    "lse.log",       "merge.exp_unit",   "dot.k_order"};
+      "kv.scale_at",   "qk.operand",    "qk.dot",           "qk.result",   "logit.format",
+      "softmax.exp",   "softmax.block", "softmax.exp_unit", "softmax.sum", "p.format",
+      "pv.operand",    "pv.dot",        "pv.accumulate",    "update.fma",  "partial.normalized",
+      "lse.base",      "merge.rule",    "out.format",       "v.scale_at",  "logit.scale_precision",
+      "div.unit",      "lse.log",       "merge.exp_unit",   "dot.k_order", "softmax.form",
+      "softmax.order", "normalize"};
   mlr_recipe ref;
   char have[4096], want[4096];
   mlr_gpu_fast_recipe(ref_name, &ref);
@@ -144,6 +145,10 @@ static mlr_status fit_rest(const mlr_recipe *r, const mlr_inputs *in, int kv_bf1
   if (r->q_format != MLR_Q_BF16 && r->q_scale != MLR_QS_STATIC && r->q_scale != MLR_QS_DYNAMIC)
     return NOFIT("recipe '%s': the fast kernel quantizes Q with one scale (q.scale = static or "
                  "dynamic), not per head or token",
+                 r->name);
+  if (r->split_rule == MLR_SPLIT_FLASHMLA)
+    return NOFIT("recipe '%s': the fast kernel plans its splits a batch at a time; split.rule = "
+                 "flashmla plans across batches (`mlaref run` runs it)",
                  r->name);
   if (!in) return MLR_OK;
   const char *what = mlr_inputs_gpu_unsupported(in);

@@ -46,6 +46,7 @@ typedef struct emu {
   int vlsb, vtop; /* range of every finite PV operand value of V (exact PV, general) */
   int klsb, ktop; /* ... and of K (exact QK, general: the split of Q for two binary64 chains) */
   float *c;       /* [T*H] logit scale */
+  float *ce;      /* [T*H] softmax.form = fa2: the natural-base scale of the lse's m */
   int qk_fast, pv_fast, qk_x, pv_x; /* exact dots: in binary64 (fast) or the long accumulator */
   int x2;                   /* exact dots may sum in two binary64 chains (not opts->no_x2) */
   int exp_sm, exp_lse;      /* exp of the softmax's units, and of the lse base */
@@ -56,7 +57,10 @@ typedef struct emu {
   int k4, k4pv;             /* dot.k_order = triton on fp8 KV: QK columns, PV tokens permuted */
   float clamp, ks, kps, vs; /* k_scale, kpe_scale, v_scale (after the faults that misuse them) */
   int folded, vmerged, qfp8, fused, fault;
-  int64_t *nsplit, *slen; /* [B] */
+  int fa2, rev, lanes4, recip;     /* softmax.form = fa2, softmax.order = reverse, softmax.sum =
+                                       lanes4, normalize = reciprocal */
+  int dapprox;                     /* div.unit = sm90-approx (rcp: its reciprocal table) */
+  int64_t *nsplit, *slen, *sfirst; /* [B]: splits, their length, the first's (mlr_recipe.h) */
   mlr_emu_result *res;
 } emu;
 
@@ -81,6 +85,7 @@ typedef struct scratch {
   /* [576][H] Q's and [VCHUNK][512] V's unit exponents, [max(H, 512)] the blocks' E */
   int *qme, *vme, *mE;
   float *m, *l, *alpha, *part, *lse, *pm, *pl; /* [H], part [H][512] */
+  float *lq;                                   /* [H][4]: softmax.sum = lanes4's lane sums */
 } scratch;
 
 static void scratch_free(scratch *w) {
@@ -116,6 +121,7 @@ static void scratch_free(scratch *w) {
   free(w->lse);
   free(w->pm);
   free(w->pl);
+  free(w->lq);
   free(w->msc);
   free(w->mS);
   free(w->qme);
@@ -143,8 +149,9 @@ static int scratch_alloc(scratch *w, const emu *e) {
   w->lse = malloc(H * sizeof(float));
   w->pm = malloc(H * sizeof(float));
   w->pl = malloc(H * sizeof(float));
+  w->lq = malloc(4 * H * sizeof(float));
   int ok = w->s && w->p && w->pp && w->kop && w->vop && w->acc && w->pva && w->part && w->m &&
-           w->l && w->alpha && w->lse && w->pm && w->pl && w->qa && w->qr && w->qd;
+           w->l && w->alpha && w->lse && w->pm && w->pl && w->qa && w->qr && w->qd && w->lq;
   if (e->pv_fast || e->pv_x) ok = ok && (w->pvd = malloc(H * DV * sizeof(double)));
   if (e->pv_x)
     ok = ok && (w->pvx = malloc(H * DV * sizeof(mlr_xacc))) &&
@@ -425,7 +432,7 @@ static void qk_block(const emu *e, scratch *w, int64_t t, int64_t b, int64_t j0,
       for (int64_t h = 0; h < H; h++) {
         float s = av[c * H + h];
         if (r->qk_result == MLR_R_BF16) s = mlr__emu_round_to(s, MLR_FMT_BF16);
-        s = s * e->c[t * H + h];
+        if (!e->fa2) s = s * e->c[t * H + h]; /* fa2 keeps the raw dot: its max is of those */
         if (r->logit_format == MLR_R_BF16) s = mlr__emu_round_to(s, MLR_FMT_BF16);
         w->s[h * e->cap + (j - j0) + c] = s;
       }
@@ -657,8 +664,98 @@ static float lse_log(const emu *e, int base, float x) {
   return e->logc ? mlr__emu_logf_cuda(x) : mlr__emu_log(base, x);
 }
 
+/* the partials' and the merge's divisions (div.unit) */
+static float emu_div(const emu *e, float x, float y) {
+  return e->dapprox ? mlr__sfu_div_approx(e->rcp, x, y) : mlr__emu_div(e->rcp, x, y);
+}
+
+/* softmax.sum = lanes4: the block of blk tokens at a (aligned) into the four lane sums of one head;
+ * the block's tokens outside [j0, j0 + n) are the kernel's masked ones, p = 0 */
+static void lanes4_add(float *lq, float al, const float *p, int64_t a, int64_t blk, int64_t j0,
+                       int64_t n) {
+  for (int q = 0; q < 4; q++) {
+    float l = lq[q];
+    for (int64_t i = 0; i < blk; i += 8)
+      for (int k = 0; k < 2; k++) {
+        const int64_t j = a + i + 2 * q + k;
+        const float pj = j >= j0 && j < j0 + n ? p[j - j0] : 0.0f;
+        l = i == 0 && k == 0 ? fmaf(al, l, pj) : l + pj;
+      }
+    lq[q] = l;
+  }
+}
+
+/* head h's online softmax over the block of n tokens at j0 (logits in w->s): p, the P operands,
+ * and the running m, l (or lane sums) and alpha */
+static void softmax_block(const emu *e, scratch *w, int64_t t, int64_t h, int64_t j0, int64_t n,
+                          int64_t blk) {
+  const mlr_recipe *r = e->r;
+  const float *s = w->s + h * e->cap;
+  float *p = w->p + h * e->cap, *pp = w->pp + h * e->cap;
+  float bm = -INFINITY, al;
+  for (int64_t j = 0; j < n; j++) bm = fmaxf(bm, s[j]);
+  const float mn = fmaxf(w->m[h], bm);
+  if (e->fa2) { /* 2^(s c - m c) as one fma of the raw dot; m = -inf (all masked) scales by 0 */
+    const float c = e->c[t * e->H + h], cur = mn == -INFINITY ? 0.0f : mn;
+    al = mlr__emu_sm_exp(e->exp_sm, e->ex2, (w->m[h] - cur) * c);
+    for (int64_t j = 0; j < n; j++)
+      p[j] = mlr__emu_sm_exp(e->exp_sm, e->ex2, fmaf(s[j], c, -(cur * c)));
+  } else {
+    al = mlr__emu_sm_exp(e->exp_sm, e->ex2, w->m[h] - mn);
+    for (int64_t j = 0; j < n; j++) p[j] = mlr__emu_sm_exp(e->exp_sm, e->ex2, s[j] - mn);
+  }
+  for (int64_t j = 0; j < n; j++)
+    pp[j] = mlr__emu_to_operand(mlr__emu_p_round(p[j], r->p_format), r->pv_operand);
+  if (e->lanes4)
+    lanes4_add(w->lq + 4 * h, al, p, j0 - j0 % blk, blk, j0, n);
+  else
+    w->l[h] = mlr__emu_upd(w->l[h], al, mlr__emu_rowsum(r->softmax_sum, p, n), e->fused);
+  w->m[h] = mn;
+  w->alpha[h] = al;
+}
+
+/* the tokens [j0, j1) of batch b as one online-softmax block: logits, softmax, PV */
+static void run_block(const emu *e, scratch *w, int64_t t, int64_t b, int64_t j0, int64_t j1,
+                      int64_t blk, int x2, int f64) {
+  qk_block(e, w, t, b, j0, j1, x2, f64);
+  for (int64_t h = 0; h < e->H; h++) softmax_block(e, w, t, h, j0, j1 - j0, blk);
+  pv_block(e, w, b, j0, j1);
+}
+
+/* head h's split result from acc and l: acc / l (times v_scale where folded), or acc times
+ * fp32(v_scale / l) (normalize = reciprocal: 1 for l = 0, as FlashMLA); and its lse */
+static void finish_row(const emu *e, scratch *w, int64_t t, int64_t h) {
+  const mlr_recipe *r = e->r;
+  const float lc = fmaxf(w->l[h], e->clamp), vs = e->folded && !e->vmerged ? e->vs : 1.0f;
+  const int norm = r->partial_normalized && e->fault != MLR_FAULT_P_UNNORMALIZED;
+  const float inv = lc == 0.0f || lc != lc ? 1.0f : emu_div(e, vs, lc);
+  for (int d = 0; d < DV; d++) {
+    float v = w->acc[h * DV + d];
+    if (norm && e->recip)
+      v = v * inv;
+    else {
+      if (norm) v = emu_div(e, v, lc);
+      if (e->folded && !e->vmerged) v = v * e->vs;
+    }
+    w->part[h * DV + d] = v;
+  }
+  const int lbase = r->softmax_exp == MLR_EXP_2 ? MLR_EXP_2 : MLR_EXP_E;
+  float lse;
+  if (e->fa2) /* fma(c_e, m, ln l): m is a raw dot */
+    lse = lc == 0.0f || lc != lc ? -INFINITY
+                                 : fmaf(e->ce[t * e->H + h], w->m[h], lse_log(e, MLR_EXP_E, lc));
+  else
+    lse = w->m[h] + (e->fault == MLR_FAULT_LSE_LOG2
+                         ? mlr__emu_log(lbase == MLR_EXP_2 ? MLR_EXP_E : MLR_EXP_2, lc)
+                         : lse_log(e, lbase, lc));
+  w->lse[h] = mlr__emu_lse_convert(lse, e->fa2 ? MLR_EXP_E : r->softmax_exp, r->lse_base);
+  w->pm[h] = w->m[h];
+  w->pl[h] = w->l[h];
+}
+
 /* one query token t over KV tokens [lo, hi) of batch b: the split's result in w->part, lse, pm,
- * pl */
+ * pl. Blocks of softmax.block tokens from lo, or (reverse) aligned at multiples of it from the
+ * batch's first token and taken from the last */
 static void run_split_row(const emu *e, scratch *w, int64_t t, int64_t b, int64_t lo, int64_t hi) {
   const mlr_recipe *r = e->r;
   const int64_t H = e->H;
@@ -666,48 +763,23 @@ static void run_split_row(const emu *e, scratch *w, int64_t t, int64_t b, int64_
     w->m[h] = -INFINITY;
     w->l[h] = 0.0f;
   }
+  memset(w->lq, 0, 4 * (size_t)H * sizeof(float));
   memset(w->acc, 0, (size_t)H * DV * sizeof(float));
   const int64_t blk = r->softmax_block > 0 ? r->softmax_block : (hi > lo ? hi - lo : 1);
   const int f64 = e->qk_x && qk_f64_all(e, t); /* every head's QK dots in one binary64 chain */
   /* ... else in two (qk_block takes one chain first) */
   const int x2 = !f64 && e->x2 && e->qk_x && hi > lo && qk_split(e, w, t);
-  for (int64_t j0 = lo; j0 < hi; j0 += blk) {
-    const int64_t j1 = j0 + blk < hi ? j0 + blk : hi, n = j1 - j0;
-    qk_block(e, w, t, b, j0, j1, x2, f64);
-    for (int64_t h = 0; h < H; h++) {
-      const float *s = w->s + h * e->cap;
-      float *p = w->p + h * e->cap, *pp = w->pp + h * e->cap;
-      float bm = -INFINITY;
-      for (int64_t j = 0; j < n; j++) bm = fmaxf(bm, s[j]);
-      const float mn = fmaxf(w->m[h], bm);
-      const float al = mlr__emu_sm_exp(e->exp_sm, e->ex2, w->m[h] - mn);
-      for (int64_t j = 0; j < n; j++) {
-        p[j] = mlr__emu_sm_exp(e->exp_sm, e->ex2, s[j] - mn);
-        pp[j] = mlr__emu_to_operand(mlr__emu_p_round(p[j], r->p_format), r->pv_operand);
-      }
-      const float ls = mlr__emu_rowsum(r->softmax_sum, p, n);
-      w->l[h] = mlr__emu_upd(w->l[h], al, ls, e->fused);
-      w->m[h] = mn;
-      w->alpha[h] = al;
-    }
-    pv_block(e, w, b, j0, j1);
-  }
+  if (e->rev)
+    for (int64_t k = hi > lo ? (hi - 1) / blk : -1; k >= 0 && k >= lo / blk; k--)
+      run_block(e, w, t, b, k * blk > lo ? k * blk : lo, (k + 1) * blk < hi ? (k + 1) * blk : hi,
+                blk, x2, f64);
+  else
+    for (int64_t j0 = lo; j0 < hi; j0 += blk)
+      run_block(e, w, t, b, j0, j0 + blk < hi ? j0 + blk : hi, blk, x2, f64);
   for (int64_t h = 0; h < H; h++) {
-    const float lc = fmaxf(w->l[h], e->clamp);
-    for (int d = 0; d < DV; d++) {
-      float v = r->partial_normalized && e->fault != MLR_FAULT_P_UNNORMALIZED
-                    ? mlr__emu_div(e->rcp, w->acc[h * DV + d], lc)
-                    : w->acc[h * DV + d];
-      if (e->folded && !e->vmerged) v = v * e->vs;
-      w->part[h * DV + d] = v;
-    }
-    const int lbase = r->softmax_exp == MLR_EXP_2 ? MLR_EXP_2 : MLR_EXP_E;
-    float lse = w->m[h] + (e->fault == MLR_FAULT_LSE_LOG2
-                               ? mlr__emu_log(lbase == MLR_EXP_2 ? MLR_EXP_E : MLR_EXP_2, lc)
-                               : lse_log(e, lbase, lc));
-    w->lse[h] = mlr__emu_lse_convert(lse, r->softmax_exp, r->lse_base);
-    w->pm[h] = w->m[h];
-    w->pl[h] = w->l[h];
+    const float *lq = w->lq + 4 * h;
+    if (e->lanes4) w->l[h] = (lq[0] + lq[2]) + (lq[1] + lq[3]); /* the quad's xor 2, then 1 */
+    finish_row(e, w, t, h);
   }
 }
 
@@ -742,16 +814,19 @@ static void run_item(const emu *e, scratch *w, int64_t b, int64_t s) {
   const int64_t ns = e->nsplit[b], len = e->slen[b];
   for (int64_t i = 0; i < n; i++) {
     const int64_t t = t0 + i, Lt = fault_visible(e->fault, b, L, mlr_inputs_visible(in, L, n, i));
-    int64_t lo = s * len;
-    int64_t hi = (s + 1) * len < Lt ? (s + 1) * len : Lt;
+    const int64_t first = e->sfirst[b], lo = s == 0 ? 0 : first + (s - 1) * len,
+                  end = s == 0 ? first : lo + len;
+    int64_t hi = end < Lt ? end : Lt;
     if (e->fault == MLR_FAULT_SKIP_LAST && hi > lo) hi--;
-    if (e->fault == MLR_FAULT_SKIP_FIRST && lo == 0 && hi > 0) lo = 1;
-    if (e->fault == MLR_FAULT_SPLIT_EDGE_TWICE && hi > lo && hi < Lt) hi++;
-    run_split_row(e, w, t, b, lo, hi > lo ? hi : lo);
+    const int64_t from = e->fault == MLR_FAULT_SKIP_FIRST && lo == 0 && hi > 0 ? 1 : lo;
+    if (e->fault == MLR_FAULT_SPLIT_EDGE_TWICE && hi > from && hi < Lt) hi++;
+    run_split_row(e, w, t, b, from, hi > from ? hi : from);
     for (int64_t h = 0; h < H; h++) {
       if (ns == 1 && e->r->partial_normalized) {
         store_o(e, t, h, w->part + h * DV);
-        res->lse[t * H + h] = w->lse[h];
+        /* FlashMLA writes +Inf for a row without mass that it did not split (-Inf in a split) */
+        const int empty = !(w->pl[h] > 0.0f) && e->r->merge_rule == MLR_MERGE_FLASHMLA;
+        res->lse[t * H + h] = empty ? INFINITY : w->lse[h];
       }
       if (res->part_o) {
         const int64_t slot = (t * H + h) * e->S + s;
@@ -764,9 +839,44 @@ static void run_item(const emu *e, scratch *w, int64_t b, int64_t s) {
   }
 }
 
+/* merge.rule = flashmla (mlr_recipe.h): FlashMLA's combine kernel, one warp over the splits */
+static void merge_flashmla(const emu *e, int64_t t, int64_t h, int64_t ns, float *acc) {
+  mlr_emu_result *res = e->res;
+  const int64_t base = (t * e->H + h) * e->S;
+  const float *ls = res->part_lse + base;
+  const int eb = e->mex2 ? MLR_EXP_E_VIA_2 : MLR_EXP_E;
+  float M = -INFINITY, lane[32];
+  for (int64_t s = 0; s < ns; s++) M = fmaxf(M, ls[s]);
+  if (M == -INFINITY) M = 0.0f;
+  for (int i = 0; i < 32; i++) { /* lane i: splits i, i + 32, ... from 0 (0 + x is exact) */
+    lane[i] = 0.0f;
+    for (int64_t s = i; s < ns; s += 32)
+      lane[i] = lane[i] + mlr__emu_sm_exp(eb, e->mex2, ls[s] - M);
+  }
+  for (int off = 16; off >= 1; off /= 2) { /* xor butterflies: every lane ends with lane 0's sum */
+    float nx[32];
+    for (int i = 0; i < 32; i++) nx[i] = lane[i] + lane[i ^ off];
+    memcpy(lane, nx, sizeof lane);
+  }
+  const float lse =
+      lane[0] == 0.0f || lane[0] != lane[0] ? INFINITY : M + lse_log(e, MLR_EXP_E, lane[0]);
+  memset(acc, 0, DV * sizeof(float));
+  for (int64_t s = 0; s < ns; s++) {
+    const float wv = mlr__emu_sm_exp(eb, e->mex2, ls[s] - lse);
+    const float *part = res->part_o + (base + s) * DV;
+    for (int d = 0; d < DV; d++) acc[d] = fmaf(wv, part[d], acc[d]);
+  }
+  store_o(e, t, h, acc);
+  res->lse[t * e->H + h] = lse;
+}
+
 /* the split merge of (t, h): mlr_emulate.h */
 static void merge_one(const emu *e, int64_t t, int64_t h, int64_t ns, float *acc) {
   const mlr_recipe *r = e->r;
+  if (r->merge_rule == MLR_MERGE_FLASHMLA) {
+    merge_flashmla(e, t, h, ns, acc);
+    return;
+  }
   mlr_emu_result *res = e->res;
   const int norm = r->partial_normalized;
   /* the exp2 unit takes e^x as 2^(fp32(x * fp32(log2 e))), as Triton's tl.exp */
@@ -895,6 +1005,10 @@ static void emu_init(emu *e, const mlr_recipe *r, const mlr_inputs *in, const ml
   e->vs = sc[2];
   e->clamp = (float)r->softmax_clamp; /* 1e-12 -> 0x2B8CBCCC, the constant in the seeds' PTX */
   e->exp_sm = r->softmax_exp;
+  e->fa2 = r->softmax_form == MLR_SMF_FA2;
+  e->rev = r->softmax_order == MLR_ORDER_REVERSE;
+  e->lanes4 = r->softmax_sum == MLR_SUM_LANES4;
+  e->recip = r->normalize == MLR_NORM_RECIPROCAL;
   e->exp_lse = r->lse_base == MLR_EXP_2
                    ? MLR_EXP_2
                    : (r->softmax_exp == MLR_EXP_E_VIA_2 ? MLR_EXP_E_VIA_2 : MLR_EXP_E);
@@ -908,16 +1022,29 @@ static mlr_status plan_splits(emu *e, mlr_emu_result *res, int64_t *items, mlr_e
   const int64_t B = in->B;
   e->nsplit = calloc((size_t)B, sizeof(int64_t));
   e->slen = calloc((size_t)B, sizeof(int64_t));
+  e->sfirst = calloc((size_t)B, sizeof(int64_t));
+  int64_t *lens = calloc((size_t)B, sizeof(int64_t));
   res->split_count = calloc((size_t)B, sizeof(int32_t));
   res->split_len = calloc((size_t)B, sizeof(int32_t));
-  if (!e->nsplit || !e->slen || !res->split_count || !res->split_len) return MLR_ENOMEM;
-  int64_t S = 1, cap = 1, n = 0;
+  if (!e->nsplit || !e->slen || !e->sfirst || !lens || !res->split_count || !res->split_len) {
+    free(lens);
+    return MLR_ENOMEM;
+  }
+  int64_t S = 1, cap = 1, n = 0, qmax = 1;
+  for (int64_t b = 0; b < B; b++) {
+    lens[b] = mlr_inputs_kv_len(in, b);
+    const int64_t nq = in->qo_indptr[b + 1] - in->qo_indptr[b];
+    if (nq > qmax) qmax = nq;
+  }
+  /* the rows a KV head serves: FlashMLA's q_len x heads (one q_len for every batch there) */
+  mlr_recipe_split_plan(r, B, in->T, lens, qmax * in->H, e->nsplit, e->sfirst, e->slen);
+  free(lens);
   for (int64_t b = 0; b < B; b++) {
     const int64_t L = mlr_inputs_kv_len(in, b);
-    mlr_recipe_splits(r, B, in->T, L, &e->nsplit[b], &e->slen[b]);
     if (e->nsplit[b] > S) S = e->nsplit[b];
     /* a split reads slen tokens at most; one more under the fault that reads its end twice */
-    const int64_t slen = e->slen[b] + (e->fault == MLR_FAULT_SPLIT_EDGE_TWICE);
+    const int64_t most = e->slen[b] > e->sfirst[b] ? e->slen[b] : e->sfirst[b];
+    const int64_t slen = most + (e->fault == MLR_FAULT_SPLIT_EDGE_TWICE);
     const int64_t span = slen < L ? slen : L;
     if (span > cap) cap = span;
     if (e->nsplit[b] > INT32_MAX || e->slen[b] > INT32_MAX)
@@ -975,11 +1102,11 @@ static mlr_status alloc_outputs(const emu *e, mlr_emu_result *res, int keep_part
 /* each row's logit scale c into c ([T*H]; qs: the rows' Q scales): fp32(sm_scale [* log2 e])
  * then * q_scale, * k_scale in fp32, or the whole product in binary64 rounded once
  * (logit.scale_precision) */
-static void logit_scales(const emu *e, const float *qs, float *c) {
+static void logit_scales(const emu *e, const float *qs, float *c, int natural) {
   const mlr_recipe *r = e->r;
   const double sm =
       e->fault == MLR_FAULT_SM_SCALE_512 ? 1.0 / sqrt(512.0) : mlr_inputs_sm_scale(e->in);
-  const double c0 = r->softmax_exp == MLR_EXP_2 ? sm * MLR_EMU_LOG2E_D : sm;
+  const double c0 = r->softmax_exp == MLR_EXP_2 && !natural ? sm * MLR_EMU_LOG2E_D : sm;
   for (int64_t k = 0; k < e->in->T * e->H; k++) {
     if (r->logit_scale_prec == MLR_SP_FP64) {
       double cd = c0;
@@ -1006,15 +1133,17 @@ static mlr_status q_operands(emu *e, mlr_emu_result *res, mlr_error *err) {
   float *qval = malloc(qb), *qs = malloc((size_t)(T * H) * sizeof(float));
   e->qT = malloc(qb);
   e->c = malloc((size_t)(T * H) * sizeof(float));
+  if (e->fa2) e->ce = malloc((size_t)(T * H) * sizeof(float));
   mlr_status st = MLR_ENOMEM;
-  if (qval && qs && e->qT && e->c)
+  if (qval && qs && e->qT && e->c && (!e->fa2 || e->ce))
     st = mlr_emu_q_values(r, e->in, qval, qs, &res->q_scales, &res->n_q_scales, &res->q_clipped);
   if (st != MLR_OK) {
     free(qval);
     free(qs);
     return st;
   }
-  logit_scales(e, qs, e->c);
+  logit_scales(e, qs, e->c, 0);
+  if (e->fa2) logit_scales(e, qs, e->ce, 1); /* the lse's: FlashMLA's scale_softmax */
   for (int64_t t = 0; t < T; t++)
     for (int64_t h = 0; h < H; h++) {
       for (int p = 0; p < QK; p++) {
@@ -1139,8 +1268,8 @@ static mlr_status load_units(emu *e, mlr_error *err) {
   if ((sm || mg) && (st = mlr_sfu_ex2_table(&g, err)) != MLR_OK) return st;
   e->ex2 = sm ? g : NULL;
   e->mex2 = mg ? g : NULL;
-  if (r->div_unit == MLR_DIV_SM90_FULL && (st = mlr_sfu_rcp_table(&e->rcp, err)) != MLR_OK)
-    return st;
+  if (r->div_unit != MLR_DIV_IEEE && (st = mlr_sfu_rcp_table(&e->rcp, err)) != MLR_OK) return st;
+  e->dapprox = r->div_unit == MLR_DIV_SM90_APPROX;
   e->logc = r->lse_log == MLR_LOG_CUDA_LOGF;
   /* Triton's order: fp8 KV only (mlr_korder) */
   const int k4 = r->dot_korder == MLR_KORDER_TRITON && e->kv8;
@@ -1177,6 +1306,8 @@ mlr_status mlr_emulate(const mlr_recipe *r, const mlr_inputs *in, const mlr_emu_
 out:
   free(e.nsplit);
   free(e.slen);
+  free(e.sfirst);
+  free(e.ce);
   free(e.klut);
   free(e.kplut);
   free(e.vlut);

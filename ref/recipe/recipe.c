@@ -39,13 +39,13 @@ static const key KEYS[] = {
     {"softmax.block", K_INT, OFF(softmax_block), NULL, 0, 1 << 20, 0},
     {"softmax.clamp", K_DOUBLE, OFF(softmax_clamp), NULL, 0, 0, 0},
     {"softmax.exp_unit", K_ENUM, OFF(softmax_exp_unit), "exact|sm90-ex2", 0, 0, 1},
-    {"softmax.sum", K_ENUM, OFF(softmax_sum), "seq|warp16|tl32x4", 0, 0, 1},
+    {"softmax.sum", K_ENUM, OFF(softmax_sum), "seq|warp16|tl32x4|lanes4", 0, 0, 1},
     {"p.format", K_ENUM, OFF(p_format), "fp32|fp16|bf16|e4m3|e4m3fnuz", 0, 0, 0},
     {"pv.operand", K_ENUM, OFF(pv_operand), OPERAND_VALUES, 0, 0, 0},
     {"pv.dot", K_ENUM, OFF(pv_dot), DOT_VALUES, 0, 0, 0},
     {"pv.accumulate", K_ENUM, OFF(pv_accumulate), "block|into_acc", 0, 0, 0},
     {"update.fma", K_ENUM, OFF(update_fma), "no|yes", 0, 0, 0},
-    {"split.rule", K_ENUM, OFF(split_rule), "none|fixed|aiter_v1|waves", 0, 0, 0},
+    {"split.rule", K_ENUM, OFF(split_rule), "none|fixed|aiter_v1|waves|flashmla", 0, 0, 0},
     {"split.count", K_INT, OFF(split_count), NULL, 1, 1 << 16, 0},
     {"split.cus", K_INT, OFF(split_cus), NULL, 1, 1 << 16, 0},
     {"split.max", K_INT, OFF(split_max), NULL, 1, 1 << 16, 0},
@@ -55,15 +55,18 @@ static const key KEYS[] = {
     {"split.per", K_ENUM, OFF(split_per), "batch|token", 0, 0, 1},
     {"partial.normalized", K_ENUM, OFF(partial_normalized), "no|yes", 0, 0, 0},
     {"lse.base", K_ENUM, OFF(lse_base), "e|2", 0, 0, 0},
-    {"merge.rule", K_ENUM, OFF(merge_rule), "running_max|global_max|aiter", 0, 0, 0},
+    {"merge.rule", K_ENUM, OFF(merge_rule), "running_max|global_max|aiter|flashmla", 0, 0, 0},
     {"out.format", K_ENUM, OFF(out_format), "bf16|fp16|fp32", 0, 0, 0},
     {"v.scale_at", K_ENUM, OFF(v_scale_at), "as_kv|merged", 0, 0, 1},
     {"logit.scale_precision", K_ENUM, OFF(logit_scale_prec), "fp32|fp64", 0, 0, 1},
     {"out.lse_base", K_ENUM, OFF(out_lse_base), "e|2", 0, 0, 1},
-    {"div.unit", K_ENUM, OFF(div_unit), "ieee|sm90-full", 0, 0, 1},
+    {"div.unit", K_ENUM, OFF(div_unit), "ieee|sm90-full|sm90-approx", 0, 0, 1},
     {"lse.log", K_ENUM, OFF(lse_log), "exact|cuda-logf", 0, 0, 1},
     {"merge.exp_unit", K_ENUM, OFF(merge_exp_unit), "exact|sm90-ex2", 0, 0, 1},
     {"dot.k_order", K_ENUM, OFF(dot_korder), "seq|triton", 0, 0, 1},
+    {"softmax.form", K_ENUM, OFF(softmax_form), "scaled|fa2", 0, 0, 1},
+    {"softmax.order", K_ENUM, OFF(softmax_order), "forward|reverse", 0, 0, 1},
+    {"normalize", K_ENUM, OFF(normalize), "divide|reciprocal", 0, 0, 1},
 };
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
 
@@ -253,6 +256,23 @@ static const struct {
      "softmax.sum=tl32x4;softmax.clamp=0;p.format=bf16;pv.operand=bf16;pv.dot=mma:sm90-bf16;"
      "pv.accumulate=into_acc;update.fma=yes;split.rule=fixed;split.count=4;split.align=1;"
      "div.unit=sm90-full;lse.log=cuda-logf;merge.exp_unit=sm90-ex2;dot.k_order=triton"},
+    /* (h) FlashMLA's dense fp8 decode (vLLM's fork, csrc/extension/sm90/dense_fp8), from its
+     * source and the PTX nvcc 13 emits for sm_90a with its setup.py's flags (--use_fast_math):
+     * e4m3 Q with its descale and e4m3 KV on wgmma's fp8 unit (m64n64k32, 18 blocks a logit),
+     * the scales folded (c = fp32(fp32(sm_scale) x log2 e) x descale_q x descale_k); 64-token
+     * blocks from the last to the first; FlashAttention-2's softmax (raw-dot max,
+     * ex2.approx.ftz(fma(s, c, -m c)), the four lanes' own sums, fma(alpha, l, p) then adds);
+     * acc *= alpha before each PV wgmma with P cast to e4m3 unscaled; o = acc x
+     * div.approx.ftz(descale_k, l); its tile scheduler for 132 SMs; the combine kernel. Not yet
+     * modelled: the lse's lg2.approx.ftz (the exact log here: the lse within 2 ulp, and the
+     * merge weights of split batches through it) */
+    {"flashmla-fp8",
+     "q.format=e4m3;q.scale=static;kv.scale_at=folded;qk.operand=fp8;qk.dot=mma:sm90-e4m3;"
+     "softmax.exp=2;softmax.block=64;softmax.clamp=0;softmax.exp_unit=sm90-ex2;"
+     "softmax.sum=lanes4;softmax.form=fa2;softmax.order=reverse;p.format=e4m3;pv.operand=fp8;"
+     "pv.dot=mma:sm90-e4m3;pv.accumulate=into_acc;split.rule=flashmla;split.cus=132;"
+     "split.align=64;split.overhead=5;merge.rule=flashmla;merge.exp_unit=sm90-ex2;"
+     "div.unit=sm90-approx;normalize=reciprocal"},
 };
 #define NBUILTINS (sizeof BUILTINS / sizeof BUILTINS[0])
 
@@ -290,7 +310,7 @@ static void fp32_seq(mlr_recipe *r) {
 const char *mlr_recipe_builtin_names(void) {
   return "triton-fp8-single|triton-fp8-split|aiter-a8w8-ps|aiter-a16w8-ps|aiter-bf16-np|torch-bmm-"
          "bf16|aiter-test-ref|triton-fp8-single-sm90|triton-fp8-split-sm90|aiter-triton-decode-dot|"
-         "fp32-seq";
+         "flashmla-fp8|fp32-seq";
 }
 
 mlr_status mlr_recipe_builtin(const char *name, mlr_recipe *out) {
@@ -410,6 +430,30 @@ mlr_status mlr_recipe_check(const mlr_recipe *r, mlr_error *err) {
   if (r->softmax_sum == MLR_SUM_TL32X4 && r->softmax_block != 32)
     return rfail(err, MLR_EINVAL,
                  "softmax.sum = tl32x4 sums blocks of 32 tokens: it needs softmax.block = 32");
+  if (r->softmax_sum == MLR_SUM_LANES4 && (r->softmax_block <= 0 || r->softmax_block % 8))
+    return rfail(err, MLR_EINVAL,
+                 "softmax.sum = lanes4 deals each 8 tokens to four lanes: it needs softmax.block a "
+                 "multiple of 8");
+  if (r->softmax_form == MLR_SMF_FA2 && r->softmax_exp != MLR_EXP_2)
+    return rfail(err, MLR_EINVAL,
+                 "softmax.form = fa2 computes 2^(s c - m c) with log2 e in c: it needs softmax.exp "
+                 "= 2");
+  if (r->softmax_form == MLR_SMF_FA2 &&
+      (r->qk_result != MLR_R_FP32 || r->logit_format != MLR_R_FP32))
+    return rfail(err, MLR_EINVAL,
+                 "softmax.form = fa2 takes the dots as they are: it needs qk.result and "
+                 "logit.format = fp32");
+  if (r->softmax_order == MLR_ORDER_REVERSE && r->softmax_block <= 0)
+    return rfail(err, MLR_EINVAL, "softmax.order = reverse needs softmax.block > 0");
+  if (r->split_rule == MLR_SPLIT_FLASHMLA && r->softmax_block > 0 &&
+      r->split_align % r->softmax_block)
+    return rfail(err, MLR_EINVAL,
+                 "split.rule = flashmla cuts at multiples of split.align: it needs split.align a "
+                 "multiple of softmax.block");
+  if (r->merge_rule == MLR_MERGE_FLASHMLA && (!r->partial_normalized || r->lse_base != MLR_EXP_E))
+    return rfail(err, MLR_EINVAL,
+                 "merge.rule = flashmla merges normalized partials by their "
+                 "natural lse: it needs partial.normalized = yes, lse.base = e");
   if (r->lse_log == MLR_LOG_CUDA_LOGF && (r->lse_base != MLR_EXP_E || r->softmax_exp == MLR_EXP_2))
     return rfail(err, MLR_EINVAL,
                  "lse.log = cuda-logf is a natural log: it needs lse.base = e and softmax.exp = e "
@@ -535,6 +579,52 @@ void mlr_recipe_splits(const mlr_recipe *r, int64_t bs, int64_t tokens, int64_t 
   *nsplits = n;
   *split_len =
       n == 1 && r->split_rule != MLR_SPLIT_FIXED ? L : split_units(r, L, n) * r->split_align;
+}
+
+/* FlashMLA's get_mla_metadata (flash_fwd_mla_metadata.cu), in blocks of align tokens */
+static void flashmla_plan(const mlr_recipe *r, int64_t B, const int64_t *lens, int64_t rows,
+                          int64_t *nsplits, int64_t *first, int64_t *split_len) {
+  const int64_t blk = r->split_align, over = r->split_overhead;
+  int64_t parts = r->split_cus / ceil_div(rows > 0 ? rows : 1, 64), total = 0;
+  if (parts < 1) parts = 1;
+  for (int64_t b = 0; b < B; b++) total += ceil_div(lens[b], blk) + over;
+  const int64_t payload = ceil_div(total, parts) + over;
+  int64_t remain = payload; /* of the part being filled */
+  for (int64_t b = 0; b < B; b++) {
+    const int64_t nb = ceil_div(lens[b], blk);
+    int64_t done = 0;
+    nsplits[b] = 0;
+    first[b] = 0;
+    for (;;) {
+      if (remain >= nb - done + over) { /* the rest of the batch fits this part */
+        remain -= nb - done + over;
+        if (!nsplits[b]) first[b] = nb;
+        nsplits[b]++;
+        break;
+      }
+      if (remain - over > 0) { /* a piece of remain - over blocks, then a new part */
+        if (!nsplits[b]) first[b] = remain - over;
+        done += remain - over;
+        nsplits[b]++;
+      }
+      remain = payload;
+    }
+    first[b] *= blk;
+    split_len[b] = nsplits[b] > 1 ? (payload - over) * blk : first[b];
+    if (nsplits[b] == 1) first[b] = split_len[b] = lens[b];
+  }
+}
+
+void mlr_recipe_split_plan(const mlr_recipe *r, int64_t B, int64_t tokens, const int64_t *lens,
+                           int64_t rows, int64_t *nsplits, int64_t *first, int64_t *split_len) {
+  if (r->split_rule == MLR_SPLIT_FLASHMLA) {
+    flashmla_plan(r, B, lens, rows, nsplits, first, split_len);
+    return;
+  }
+  for (int64_t b = 0; b < B; b++) {
+    mlr_recipe_splits(r, B, tokens, lens[b], &nsplits[b], &split_len[b]);
+    first[b] = split_len[b];
+  }
 }
 
 mlr_status mlr_recipe_set_policy(mlr_recipe *r, const char *policy, mlr_error *err) {

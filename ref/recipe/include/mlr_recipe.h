@@ -74,17 +74,31 @@ typedef enum { MLR_EXPU_EXACT, MLR_EXPU_SM90_EX2 } mlr_expunit;
  * groups of 16 tokens, one a warp; in a group the four lanes j = 0..3 each add
  * (p[2j] + p[2j+1]) + (p[2j+8] + p[2j+9]), then (l0 + l1) + (l2 + l3); the groups in order), or
  * Triton's tl.sum over a 32-token mma.sync tile of 4 warps (tl32x4: mlr__emu_rowsum_tl32x4) */
-typedef enum { MLR_SUM_SEQ, MLR_SUM_WARP16, MLR_SUM_TL32X4 } mlr_rowsum;
+/* lanes4: FlashAttention-2's per-thread sums (FlashMLA): four lanes hold a row, lane q the tokens
+ * with (j mod 8) / 2 = q of every block in token order; each lane keeps its own sum across blocks
+ * (fma(alpha, l_q, its first p), then adds in order) and the lanes combine once, after the last
+ * block, as (l0 + l2) + (l1 + l3) */
+typedef enum { MLR_SUM_SEQ, MLR_SUM_WARP16, MLR_SUM_TL32X4, MLR_SUM_LANES4 } mlr_rowsum;
 typedef enum { MLR_PV_BLOCK, MLR_PV_INTO_ACC } mlr_pvacc;
 typedef enum { MLR_P_FP32, MLR_P_FP16, MLR_P_BF16, MLR_P_E4M3, MLR_P_E4M3FNUZ } mlr_pfmt;
-typedef enum { MLR_SPLIT_NONE, MLR_SPLIT_FIXED, MLR_SPLIT_AITER_V1, MLR_SPLIT_WAVES } mlr_split;
+typedef enum {
+  MLR_SPLIT_NONE,
+  MLR_SPLIT_FIXED,
+  MLR_SPLIT_AITER_V1,
+  MLR_SPLIT_WAVES,
+  MLR_SPLIT_FLASHMLA /* FlashMLA's tile scheduler over every batch: mlr_recipe_split_plan */
+} mlr_split;
 /* what the waves rule counts as a split's blocks: one a batch (AITER's grid), or one a query token
  * (the fast kernel's grid: tokens x splits) */
 typedef enum { MLR_SPLIT_PER_BATCH, MLR_SPLIT_PER_TOKEN } mlr_splitper;
-typedef enum { MLR_MERGE_RUNNING, MLR_MERGE_GLOBAL, MLR_MERGE_AITER } mlr_merge;
+/* flashmla: FlashMLA's combine: M the largest split lse (0 if none is finite), w_s =
+ * exp(lse_s - M) summed over a warp (lane i takes splits i, i + 32, ... in order, then xor
+ * butterflies at 16, 8, 4, 2, 1), lse = fma(log2(sum), fp32(ln 2), M) or M + log(sum), o = the fma
+ * chain of exp(lse_s - lse) o_s over the splits in order from 0, no division */
+typedef enum { MLR_MERGE_RUNNING, MLR_MERGE_GLOBAL, MLR_MERGE_AITER, MLR_MERGE_FLASHMLA } mlr_merge;
 /* how the partials' and the merge's divisions are computed (div.unit): IEEE binary32, or the H200's
  * div.full.f32 (ref/sfu: operands scaled into range, then x times rcp.approx(y), one rounding) */
-typedef enum { MLR_DIV_IEEE, MLR_DIV_SM90_FULL } mlr_divunit;
+typedef enum { MLR_DIV_IEEE, MLR_DIV_SM90_FULL, MLR_DIV_SM90_APPROX } mlr_divunit;
 /* the natural log of the lse (lse.log): correctly rounded, or CUDA's libdevice logf (Triton's
  * tl.log on NVIDIA: mlr__emu_logf_cuda) */
 typedef enum { MLR_LOG_EXACT, MLR_LOG_CUDA_LOGF } mlr_logunit;
@@ -93,6 +107,16 @@ typedef enum { MLR_LOG_EXACT, MLR_LOG_CUDA_LOGF } mlr_logunit;
  * the reduced index the first mma.sync takes the pairs at 4t and 16 + 4t, the second those at
  * 4t + 2 and 16 + 4t + 2 (t = 0..3); on bf16 KV, loaded as it is, index order */
 typedef enum { MLR_KORDER_SEQ, MLR_KORDER_TRITON } mlr_korder;
+/* softmax.form: the logit scaled and rounded before the max (scaled), or FlashAttention-2's form
+ * (fa2): the max of the raw dots m, p = 2^(fma(s, c, -fp32(m c))), alpha = 2^(fp32((m_old - m) c)),
+ * lse = fma(c_e, m, log(l)) with c_e the natural-base logit scale (needs softmax.exp = 2) */
+typedef enum { MLR_SMF_SCALED, MLR_SMF_FA2 } mlr_smform;
+/* softmax.order: the blocks of a split from its first token (forward), or, aligned at multiples of
+ * softmax.block from the batch's first token, from the last to the first (reverse) */
+typedef enum { MLR_ORDER_FORWARD, MLR_ORDER_REVERSE } mlr_smorder;
+/* normalize: a normalized partial is acc / l (times v_scale where folded: divide), or acc times
+ * fp32(v_scale / l) (reciprocal; v_scale 1 unless folded) */
+typedef enum { MLR_NORM_DIVIDE, MLR_NORM_RECIPROCAL } mlr_normalize;
 typedef enum { MLR_OUT_BF16, MLR_OUT_FP16, MLR_OUT_FP32 } mlr_outfmt;
 
 typedef struct mlr_recipe {
@@ -140,6 +164,9 @@ typedef struct mlr_recipe {
   int dot_korder;         /* mlr_korder of the qk and pv mma dots */
   int merge_exp_unit;     /* mlr_expunit of the merge's exps (sm90-ex2: as softmax.exp_unit, a
                              base-e exp handed to the unit as fp32(x * fp32(log2 e))) */
+  int softmax_form;       /* mlr_smform */
+  int softmax_order;      /* mlr_smorder */
+  int normalize;          /* mlr_normalize */
 } mlr_recipe;
 
 /* Problems are reported in an mlr_error (mlr_base.h; may be NULL) as one line. */
@@ -194,6 +221,16 @@ size_t mlr_recipe_text(const mlr_recipe *r, char *buf, size_t n);
  *            when n = 1), as aiter_v1. */
 void mlr_recipe_splits(const mlr_recipe *r, int64_t bs, int64_t tokens, int64_t L, int64_t *nsplits,
                        int64_t *split_len);
+/** The splits of every batch at once, for a rule that plans across batches (flashmla; any other
+ *  rule: mlr_recipe_splits per batch, first = split_len). Batch b's split 0 covers tokens
+ *  [0, first[b]), split s > 0 [first[b] + (s - 1) len[b], first[b] + s len[b]), each cut at L_b.
+ *  flashmla, FlashMLA's get_mla_metadata (its dense decode): parts = max(1, cus / ceil(rows / 64))
+ *  with rows = q_len x heads (the query rows a KV head serves); a batch costs ceil(L / align)
+ *  blocks + overhead, a part ceil(sum / parts) + overhead; the parts are filled in batch order, a
+ *  batch cut where a part's payload ends (no piece of overhead blocks or fewer). lens: B lengths;
+ *  tokens: the query tokens in all (mlr_recipe_splits'). */
+void mlr_recipe_split_plan(const mlr_recipe *r, int64_t B, int64_t tokens, const int64_t *lens,
+                           int64_t rows, int64_t *nsplits, int64_t *first, int64_t *split_len);
 
 /** SHA-256 of the canonical string, as 64 lowercase hex digits and a NUL. */
 mlr_status mlr_recipe_hash(const mlr_recipe *r, char hex[65]);

@@ -87,6 +87,21 @@ MLR_HD static inline float mlr__sfu_div_full(const uint32_t *g, float x, float y
   return z != z ? mlr_bits_f32(0x7FFFFFFFu) : z;
 }
 
+/* div.approx.ftz.f32 (CUDA's x / y under --use_fast_math; SASS MUFU.RCP and FMUL): subnormal
+ * operands flushed to zero, x times the unit's reciprocal of y, rounded once, a subnormal result
+ * flushed; y beyond 2^126 in magnitude (whose reciprocal is subnormal) gives 0 */
+MLR_HD static inline float mlr__sfu_div_approx(const uint32_t *g, float x, float y) {
+  if (fabsf(x) < 0x1p-126f) x = copysignf(0.0f, x);
+  if (fabsf(y) < 0x1p-126f) y = copysignf(0.0f, y);
+  const float r = y != y                ? y
+                  : y == 0.0f           ? copysignf(INFINITY, y)
+                  : fabsf(y) > 0x1p126f ? copysignf(0.0f, y)
+                                        : mlr__sfu_rcp(g, y);
+  float z = x * r;
+  if (fabsf(z) < 0x1p-126f) z = copysignf(0.0f, z);
+  return z != z ? mlr_bits_f32(0x7FFFFFFFu) : z;
+}
+
 #ifdef __cplusplus
 }
 #endif
