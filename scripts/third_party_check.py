@@ -16,7 +16,8 @@ import subprocess
 import sys
 
 RECIPE = {"aiter-dot": "aiter-triton-decode-dot", "seeds-single": "triton-fp8-single-sm90",
-          "seeds-split": "triton-fp8-split-sm90", "flashmla-fp8": "flashmla-fp8"}
+          "seeds-split": "triton-fp8-split-sm90", "flashmla-fp8": "flashmla-fp8",
+          "flashmla-bf16": "flashmla-bf16"}
 LINE = re.compile(r"tensor '(o|lse)'.*?: (\d+) elements, (\d+) bit-identical")
 ULP = re.compile(r"^ulp: max (\d+)")
 RULE = re.compile(r"^rule (lse )?(\S+)\s+(pass|FAIL)")

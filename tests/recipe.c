@@ -152,7 +152,8 @@ Test(recipe, triton_key_checks) {
       {"softmax.sum=lanes4;softmax.block=12", "softmax.block a multiple of 8"},
       {"softmax.order=reverse;softmax.block=0", "needs softmax.block > 0"},
       {"split.rule=flashmla;split.align=48;softmax.block=32", "split.align a multiple of"},
-      {"merge.rule=flashmla;partial.normalized=no", "partial.normalized = yes, lse.base = e"},
+      {"merge.rule=flashmla;partial.normalized=no", "it needs partial.normalized = yes"},
+      {"softmax.schedule=seesaw;softmax.exp=2", "needs softmax.form = fa2"},
   };
   for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
     mlr_recipe_builtin("fp32-seq", &r);
@@ -162,7 +163,7 @@ Test(recipe, triton_key_checks) {
     cr_assert(strstr(err.msg, BAD[i].says), "%s: %s", BAD[i].sets, err.msg);
   }
   static const char *const GOOD[] = {"aiter-triton-decode-dot", "triton-fp8-single-sm90",
-                                     "triton-fp8-split-sm90", "flashmla-fp8"};
+                                     "triton-fp8-split-sm90", "flashmla-fp8", "flashmla-bf16"};
   for (size_t i = 0; i < sizeof GOOD / sizeof GOOD[0]; i++) {
     cr_assert_eq(mlr_recipe_builtin(GOOD[i], &r), MLR_OK);
     cr_assert_eq(mlr_recipe_check(&r, &err), MLR_OK, "%s: %s", GOOD[i], err.msg);

@@ -177,20 +177,16 @@ Test(sfu, rcp_and_divisions_reproduce_the_h200_samples) {
       if (e == 0 || e >= 253) continue; /* a subnormal x or reciprocal: not modelled */
       cr_assert_eq(mlr_f32_bits(mlr__sfu_rcp(g, mlr_bits_f32(a))), b, "rcp(%08x)", a);
       nr++;
-    } else if (sscanf(line, "%c %x %x %x", &kind, &a, &b, &c) == 4 && kind == 'd') {
-      const float z = mlr_sfu_div_full(g, mlr_bits_f32(a), mlr_bits_f32(b));
+    } else if (sscanf(line, "%c %x %x %x", &kind, &a, &b, &c) == 4 &&
+               (kind == 'd' || kind == 'a')) { /* div.full, div.approx.ftz */
+      const float x = mlr_bits_f32(a), y = mlr_bits_f32(b);
+      const float z = kind == 'd' ? mlr_sfu_div_full(g, x, y) : mlr__sfu_div_approx(g, x, y);
       if (z != z)
-        cr_assert((c & 0x7F800000u) == 0x7F800000u && (c & 0x7FFFFFu), "div(%08x, %08x) NaN", a, b);
+        cr_assert((c & 0x7F800000u) == 0x7F800000u && (c & 0x7FFFFFu), "%c(%08x, %08x) NaN", kind,
+                  a, b);
       else
-        cr_assert_eq(mlr_f32_bits(z), c, "div(%08x, %08x)", a, b);
-      nd++;
-    } else if (sscanf(line, "%c %x %x %x", &kind, &a, &b, &c) == 4 && kind == 'a') {
-      const float z = mlr__sfu_div_approx(g, mlr_bits_f32(a), mlr_bits_f32(b));
-      if (z != z)
-        cr_assert((c & 0x7F800000u) == 0x7F800000u && (c & 0x7FFFFFu), "approx(%08x, %08x)", a, b);
-      else
-        cr_assert_eq(mlr_f32_bits(z), c, "div.approx.ftz(%08x, %08x)", a, b);
-      na++;
+        cr_assert_eq(mlr_f32_bits(z), c, "%c(%08x, %08x)", kind, a, b);
+      *(kind == 'd' ? &nd : &na) += 1;
     }
   }
   fclose(f);

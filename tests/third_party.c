@@ -126,61 +126,85 @@ Test(third_party, seed_triton_kernels_bit_for_bit, .timeout = 120) {
   }
 }
 
-/* FlashMLA's dense fp8 decode (its fp8 Q and descale in FILE.q): o bit for bit, the tile
- * scheduler's split counts (num_splits, cumulative), the lse within 2 ulp (its log2 unit is not
- * modelled: flashmla-fp8 takes the exact log) */
-Test(third_party, flashmla_fp8_bit_for_bit, .timeout = 120) {
+/* FlashMLA's tile scheduler: each batch's split count (num_splits, cumulative) is the model's */
+static void same_splits(const mlr_tensor_file *k, const mlr_emu_result *m, const char *path) {
+  const mlr_tensor *ns = mlr_tf_find(k, "num_splits");
+  cr_assert(ns && ns->nbytes == (size_t)(m->B + 1) * 4, "%s: num_splits", path);
+  const int32_t *c = (const int32_t *)ns->data;
+  for (int64_t b = 0; b < m->B; b++)
+    cr_expect_eq(c[b + 1] - c[b], m->split_count[b], "%s: batch %lld's splits", path, (long long)b);
+}
+
+/* the kernel's inputs for FlashMLA's fp8 decode: the cell's Q quantized with a per-tensor scale,
+ * as FILE.q.safetensors holds it */
+static void fp8_q(gen *g, const mlr_tensor_file *qf, const char *path) {
+  const mlr_tensor *q = mlr_tf_find(qf, "q"), *qs = mlr_tf_find(qf, "q_scale");
+  cr_assert(q && qs && q->nbytes == (size_t)(g->in.T * g->in.H * 576), "%s", path);
+  g->in.q = NULL;
+  g->in.q8 = (const uint8_t *)q->data;
+  g->in.q_format = MLR_FMT_E4M3;
+  memcpy(&g->in.q_scale, qs->data, 4);
+  g->in.has_q_scale = 1;
+}
+
+/* the lse within 2 ulp of the model's (FlashMLA's is [B, H, q_len]) */
+static void lse_near(const mlr_tensor_file *k, const mlr_emu_result *m, const char *path) {
+  const mlr_tensor *lse = mlr_tf_find(k, "lse");
+  cr_assert(lse && lse->nbytes == (size_t)(m->T * m->H) * 4, "%s: lse", path);
+  const int64_t sq = m->T / m->B;
+  for (int64_t t = 0; t < m->T; t++)
+    for (int64_t h = 0; h < m->H; h++) {
+      int32_t a, bb;
+      memcpy(&a, (const char *)lse->data + 4 * (((t / sq) * m->H + h) * sq + t % sq), 4);
+      memcpy(&bb, &m->lse[t * m->H + h], 4);
+      const int64_t dist = (int64_t)a - bb; /* in ulps where the signs agree */
+      cr_expect(a == bb || ((a ^ bb) >= 0 && dist <= 2 && dist >= -2),
+                "%s: lse of token %lld head %lld: %08x, the model %08x", path, (long long)t,
+                (long long)h, (unsigned)a, (unsigned)bb);
+    }
+}
+
+/* FlashMLA's dense decode, fp8 (its fp8 Q and descale in FILE.q) and bf16 (the cell as it is; fp8
+ * KV dequantized as the recipe's K and V operands are): o bit for bit, the tile scheduler's split
+ * counts, and for fp8 (the model's lse in the kernel's base) the lse within 2 ulp: its log2 unit
+ * is not modelled, the recipes take the exact log */
+Test(third_party, flashmla_bit_for_bit, .timeout = 120) {
   static const struct {
-    const char *spec, *file;
+    const char *spec, *file, *recipe;
   } RUNS[] = {
-      {"bs=2,kv=33,seed=3", "edge-bs2_kv33.flashmla-fp8"},
-      {"bs=1,kv=3,q=4,seed=6", "edge-q4_kv3.flashmla-fp8"},
-      {"lens=1000:1000:129,page=64,spare=4,needle=63:64:128,seed=104", "probe-page64.flashmla-fp8"},
+      {"bs=2,kv=33,seed=3", "edge-bs2_kv33.flashmla-fp8", "flashmla-fp8"},
+      {"bs=1,kv=3,q=4,seed=6", "edge-q4_kv3.flashmla-fp8", "flashmla-fp8"},
+      {"lens=1000:1000:129,page=64,spare=4,needle=63:64:128,seed=104", "probe-page64.flashmla-fp8",
+       "flashmla-fp8"},
+      {"bs=2,kv=33,seed=3", "edge-bs2_kv33.flashmla-bf16", "flashmla-bf16"},
+      {"bs=1,kv=3,q=4,seed=6", "edge-q4_kv3.flashmla-bf16", "flashmla-bf16"},
+      {"lens=1:64:65:300,page=64,seed=10", "edge-page64.flashmla-bf16", "flashmla-bf16"},
+      {"bs=2,kv=300,seed=13,fmt=bf16", "edge-bf16kv.flashmla-bf16", "flashmla-bf16"},
   };
   for (size_t i = 0; i < sizeof RUNS / sizeof RUNS[0]; i++) {
+    const int fp8 = strstr(RUNS[i].recipe, "fp8") != NULL;
     gen g;
     gen_make(&g, RUNS[i].spec);
     char path[512];
-    mlr_tensor_file qf, k;
+    mlr_tensor_file qf = {0}, k;
     mlr_error err = {""};
-    snprintf(path, sizeof path, DATA "third_party/%s.q.safetensors", RUNS[i].file);
-    cr_assert_eq(mlr_safetensors_read(path, &qf, &err), MLR_OK, "%s", err.msg);
-    const mlr_tensor *q = mlr_tf_find(&qf, "q"), *qs = mlr_tf_find(&qf, "q_scale");
-    cr_assert(q && qs && q->nbytes == (size_t)(g.in.T * g.in.H * 576), "%s", path);
-    g.in.q = NULL; /* the kernel's inputs: the cell's Q quantized with a per-tensor scale */
-    g.in.q8 = (const uint8_t *)q->data;
-    g.in.q_format = MLR_FMT_E4M3;
-    memcpy(&g.in.q_scale, qs->data, 4);
-    g.in.has_q_scale = 1;
+    if (fp8) {
+      snprintf(path, sizeof path, DATA "third_party/%s.q.safetensors", RUNS[i].file);
+      cr_assert_eq(mlr_safetensors_read(path, &qf, &err), MLR_OK, "%s", err.msg);
+      fp8_q(&g, &qf, path);
+    }
     snprintf(path, sizeof path, DATA "third_party/%s.safetensors", RUNS[i].file);
     cr_assert_eq(mlr_safetensors_read(path, &k, &err), MLR_OK, "%s", err.msg);
     mlr_recipe r;
-    recipe_with("flashmla-fp8", "", &r);
+    recipe_with(RUNS[i].recipe, "", &r);
     mlr_emu_result m;
     cr_assert_eq(mlr_emulate(&r, &g.in, NULL, &m, &err), MLR_OK, "%s: %s", path, err.msg);
-    const size_t th = (size_t)(m.T * m.H);
-    cr_expect_eq(differ(&k, "o", m.o, th * 512, 2, path), 0, "%s: o", path);
-    const mlr_tensor *ns = mlr_tf_find(&k, "num_splits"), *lse = mlr_tf_find(&k, "lse");
-    cr_assert(ns && lse && lse->nbytes == th * 4, "%s", path);
-    for (int64_t b = 0; b < m.B; b++) {
-      const int32_t *c = (const int32_t *)ns->data;
-      cr_expect_eq(c[b + 1] - c[b], m.split_count[b], "%s: batch %lld's splits", path,
-                   (long long)b);
-    }
-    const int64_t sq = m.T / m.B; /* FlashMLA's lse is [B, H, q_len] */
-    for (int64_t t = 0; t < m.T; t++)
-      for (int64_t h = 0; h < m.H; h++) {
-        int32_t a, bb;
-        memcpy(&a, (const char *)lse->data + 4 * (((t / sq) * m.H + h) * sq + t % sq), 4);
-        memcpy(&bb, &m.lse[t * m.H + h], 4);
-        const int64_t dist = (int64_t)a - bb; /* in ulps where the signs agree */
-        cr_expect(a == bb || ((a ^ bb) >= 0 && dist <= 2 && dist >= -2),
-                  "%s: lse of token %lld head %lld: %08x, the model %08x", path, (long long)t,
-                  (long long)h, (unsigned)a, (unsigned)bb);
-      }
+    cr_expect_eq(differ(&k, "o", m.o, (size_t)(m.T * m.H) * 512, 2, path), 0, "%s: o", path);
+    same_splits(&k, &m, path);
+    if (fp8) lse_near(&k, &m, path);
     mlr_emu_result_free(&m);
     mlr_tf_free(&k);
-    mlr_tf_free(&qf);
+    if (fp8) mlr_tf_free(&qf);
     mlr_tf_free(&g.tf);
   }
 }

@@ -949,12 +949,14 @@ mlr_status check_fit(const mlr_recipe *r, const mlr_inputs *in, mlr_error *err) 
                          "= exact only; `mlaref run` runs every value",
                          r->name);
   if (r->softmax_form != MLR_SMF_SCALED || r->softmax_order != MLR_ORDER_FORWARD ||
-      r->normalize != MLR_NORM_DIVIDE || r->split_rule == MLR_SPLIT_FLASHMLA ||
+      r->normalize != MLR_NORM_DIVIDE || r->softmax_schedule != MLR_SCHED_SINGLE ||
+      r->split_rule == MLR_SPLIT_FLASHMLA ||
       r->merge_rule == MLR_MERGE_FLASHMLA)
     return mlr_error_set(err, MLR_EINVAL,
                          "recipe '%s': the GPU exact kernel runs softmax.form = scaled, "
-                         "softmax.order = forward, normalize = divide and no flashmla split or "
-                         "merge rule; `mlaref run` runs every value",
+                         "softmax.order = forward, softmax.schedule = single, normalize = "
+                         "divide and no flashmla split or merge rule; `mlaref run` runs every "
+                         "value",
                          r->name);
   return MLR_OK;
 }

@@ -122,7 +122,7 @@ static int first_mismatch(const mlr_recipe *r, const char *ref_name, char *line)
       "pv.operand",    "pv.dot",        "pv.accumulate",    "update.fma",  "partial.normalized",
       "lse.base",      "merge.rule",    "out.format",       "v.scale_at",  "logit.scale_precision",
       "div.unit",      "lse.log",       "merge.exp_unit",   "dot.k_order", "softmax.form",
-      "softmax.order", "normalize"};
+      "softmax.order", "normalize",     "softmax.schedule"};
   mlr_recipe ref;
   char have[4096], want[4096];
   mlr_gpu_fast_recipe(ref_name, &ref);

@@ -133,8 +133,8 @@ int mlr_budget_covers(const mlr_recipe *r) {
          r->merge_exp_unit == MLR_EXPU_EXACT && r->dot_korder == MLR_KORDER_SEQ &&
          r->softmax_sum != MLR_SUM_TL32X4 && r->softmax_sum != MLR_SUM_LANES4 &&
          r->softmax_form == MLR_SMF_SCALED && r->softmax_order == MLR_ORDER_FORWARD &&
-         r->normalize == MLR_NORM_DIVIDE && r->split_rule != MLR_SPLIT_FLASHMLA &&
-         r->merge_rule != MLR_MERGE_FLASHMLA;
+         r->normalize == MLR_NORM_DIVIDE && r->softmax_schedule == MLR_SCHED_SINGLE &&
+         r->split_rule != MLR_SPLIT_FLASHMLA && r->merge_rule != MLR_MERGE_FLASHMLA;
 }
 
 mlr_status mlr__shadow_init(mlr__shadow *sh, const mlr_recipe *r, const mlr_inputs *in,
@@ -148,7 +148,8 @@ mlr_status mlr__shadow_init(mlr__shadow *sh, const mlr_recipe *r, const mlr_inpu
         err, MLR_EINVAL,
         "recipe '%s': the budget covers div.unit = ieee, lse.log = exact, "
         "merge.exp_unit = exact, dot.k_order = seq, softmax.sum = seq or warp16, "
-        "softmax.form = scaled, softmax.order = forward, normalize = divide and the split and "
+        "softmax.form = scaled, softmax.order = forward, softmax.schedule = single, "
+        "normalize = divide and the split and "
         "merge rules but flashmla only; hold this recipe to "
         "the fa3 and structure rules",
         r->name);

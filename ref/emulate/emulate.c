@@ -57,10 +57,10 @@ typedef struct emu {
   int k4, k4pv;             /* dot.k_order = triton on fp8 KV: QK columns, PV tokens permuted */
   float clamp, ks, kps, vs; /* k_scale, kpe_scale, v_scale (after the faults that misuse them) */
   int folded, vmerged, qfp8, fused, fault;
-  int fa2, rev, lanes4, recip;     /* softmax.form = fa2, softmax.order = reverse, softmax.sum =
-                                       lanes4, normalize = reciprocal */
-  int dapprox;                     /* div.unit = sm90-approx (rcp: its reciprocal table) */
-  int64_t *nsplit, *slen, *sfirst; /* [B]: splits, their length, the first's (mlr_recipe.h) */
+  int fa2, rev, lanes4, recip, seesaw; /* softmax.form = fa2, softmax.order = reverse, softmax.sum =
+                                   lanes4, normalize = reciprocal */
+  int dapprox;                         /* div.unit = sm90-approx (rcp: its reciprocal table) */
+  int64_t *nsplit, *slen, *sfirst;     /* [B]: splits, their length, the first's (mlr_recipe.h) */
   mlr_emu_result *res;
 } emu;
 
@@ -86,6 +86,8 @@ typedef struct scratch {
   int *qme, *vme, *mE;
   float *m, *l, *alpha, *part, *lse, *pm, *pl; /* [H], part [H][512] */
   float *lq;                                   /* [H][4]: softmax.sum = lanes4's lane sums */
+  float *lq2, *al2; /* seesaw: [H][4] the second warpgroup's lane sums, [H] a pair's 2nd alpha */
+  float *ss; /* seesaw: [7][H][softmax.block] a pair's logits, p and P operands (seesaw_pair) */
 } scratch;
 
 static void scratch_free(scratch *w) {
@@ -122,6 +124,9 @@ static void scratch_free(scratch *w) {
   free(w->pm);
   free(w->pl);
   free(w->lq);
+  free(w->lq2);
+  free(w->al2);
+  free(w->ss);
   free(w->msc);
   free(w->mS);
   free(w->qme);
@@ -152,6 +157,9 @@ static int scratch_alloc(scratch *w, const emu *e) {
   w->lq = malloc(4 * H * sizeof(float));
   int ok = w->s && w->p && w->pp && w->kop && w->vop && w->acc && w->pva && w->part && w->m &&
            w->l && w->alpha && w->lse && w->pm && w->pl && w->qa && w->qr && w->qd && w->lq;
+  if (e->seesaw)
+    ok = ok && (w->lq2 = malloc(4 * H * sizeof(float))) && (w->al2 = malloc(H * sizeof(float))) &&
+         (w->ss = malloc(7 * H * (size_t)e->r->softmax_block * sizeof(float)));
   if (e->pv_fast || e->pv_x) ok = ok && (w->pvd = malloc(H * DV * sizeof(double)));
   if (e->pv_x)
     ok = ok && (w->pvx = malloc(H * DV * sizeof(mlr_xacc))) &&
@@ -741,23 +749,195 @@ static void finish_row(const emu *e, scratch *w, int64_t t, int64_t h) {
   }
   const int lbase = r->softmax_exp == MLR_EXP_2 ? MLR_EXP_2 : MLR_EXP_E;
   float lse;
-  if (e->fa2) /* fma(c_e, m, ln l): m is a raw dot */
+  if (e->seesaw) /* m is the scaled max, in base 2: m + log2 l */
+    lse = lc == 0.0f || lc != lc ? -INFINITY : w->m[h] + lse_log(e, MLR_EXP_2, lc);
+  else if (e->fa2) /* fma(c_e, m, ln l): m is a raw dot */
     lse = lc == 0.0f || lc != lc ? -INFINITY
                                  : fmaf(e->ce[t * e->H + h], w->m[h], lse_log(e, MLR_EXP_E, lc));
   else
     lse = w->m[h] + (e->fault == MLR_FAULT_LSE_LOG2
                          ? mlr__emu_log(lbase == MLR_EXP_2 ? MLR_EXP_E : MLR_EXP_2, lc)
                          : lse_log(e, lbase, lc));
-  w->lse[h] = mlr__emu_lse_convert(lse, e->fa2 ? MLR_EXP_E : r->softmax_exp, r->lse_base);
+  w->lse[h] = mlr__emu_lse_convert(lse,
+                                   e->seesaw ? MLR_EXP_2
+                                   : e->fa2  ? MLR_EXP_E
+                                             : r->softmax_exp,
+                                   r->lse_base);
   w->pm[h] = w->m[h];
   w->pl[h] = w->l[h];
+}
+
+/* softmax.schedule = seesaw (mlr_recipe.h): the kernel's constants for a masked logit and for the
+ * running max's start (FlashMLA's MAX_INIT_VAL and MAX_INIT_VAL_SM) */
+#define SEESAW_MASKED (-1e33f)
+#define SEESAW_M0     (-1e30f)
+
+/* the raw logits of the block of blk tokens at a, [H][blk]: the visible tokens [j0, j1), the
+ * others masked */
+static void seesaw_logits(const emu *e, scratch *w, int64_t t, int64_t b, int64_t a, int64_t blk,
+                          int64_t j0, int64_t j1, int x2, int f64, float *sv) {
+  for (int64_t k = 0; k < e->H * blk; k++) sv[k] = SEESAW_MASKED;
+  if (j1 <= j0) return;
+  qk_block(e, w, t, b, j0, j1, x2, f64);
+  for (int64_t h = 0; h < e->H; h++)
+    for (int64_t j = j0; j < j1; j++) sv[h * blk + (j - a)] = w->s[h * e->cap + (j - j0)];
+}
+
+/* a block's softmax for one head: the new running max *m, its alpha; p = 2^(fma(s, c, -m)) */
+static float seesaw_softmax(const emu *e, float *m, const float *sv, int64_t blk, float c,
+                            float *p) {
+  float bm = SEESAW_MASKED;
+  for (int64_t i = 0; i < blk; i++) bm = fmaxf(bm, sv[i]);
+  const float mn = fmaxf(*m, bm * c), al = mlr__emu_sm_exp(e->exp_sm, e->ex2, *m - mn);
+  *m = mn;
+  for (int64_t i = 0; p && i < blk; i++)
+    p[i] = mlr__emu_sm_exp(e->exp_sm, e->ex2, fmaf(sv[i], c, -mn));
+  return al;
+}
+
+/* lane q's sum of a block: its pairs (p[8i + 2q] + p[8i + 2q + 1]) added in order from 0 */
+static float seesaw_lane_sum(const float *p, int64_t blk, int q) {
+  float s = 0.0f;
+  for (int64_t i = 0; i < blk; i += 8) s = s + (p[i + 2 * q] + p[i + 2 * q + 1]);
+  return s;
+}
+
+/* O's half (0: columns 0..255, 1: 256..511) of every head += P V over the block of blk tokens at
+ * a; P [H][blk] operands; tokens outside [j0, j1) are the kernel's masked ones, p = 0 and V = 0 */
+static void seesaw_pv(const emu *e, scratch *w, int64_t b, int64_t a, int64_t blk, int64_t j0,
+                      int64_t j1, const float *P, int half) {
+  const int pvd = e->r->pv_dot, hd = DV / 2;
+  const mlr_mma_model *mv =
+      MLR_DOT_IS_MMA(pvd) ? mlr_mma_get((mlr_mma_unit)MLR_DOT_MMA_UNIT(pvd)) : NULL;
+  for (int64_t c0 = 0; c0 < blk; c0 += VCHUNK) {
+    const int nj = (int)(blk - c0 < VCHUNK ? blk - c0 : VCHUNK);
+    for (int jj = 0; jj < nj; jj++) {
+      const int64_t tok = a + c0 + jj;
+      if (tok >= j0 && tok < j1)
+        load_row(e, e->vlut, b, tok, DV, w->vop + jj * DV);
+      else
+        memset(w->vop + jj * DV, 0, DV * sizeof(float));
+    }
+    if (mv)
+      for (int k = 0; k < nj * DV; k++) w->vme[k] = mlr_mma_in_exp(mv, w->vop[k]);
+    for (int64_t h = 0; h < e->H; h++) {
+      const float *pp = P + h * blk + c0;
+      float *acc = w->acc + h * DV + half * hd;
+      if (!mv) {
+        for (int d = 0; d < hd; d++)
+          for (int jj = 0; jj < nj; jj++)
+            acc[d] = fmaf(pp[jj], w->vop[jj * DV + half * hd + d], acc[d]);
+        continue;
+      }
+      int pe[VCHUNK];
+      for (int jj = 0; jj < nj; jj++) pe[jj] = mlr_mma_in_exp(mv, pp[jj]);
+      mlr__emu_mma_lanes(mv, hd, nj, w->vop + half * hd, w->vme + half * hd, DV, pp, pe, acc,
+                         w->msc, w->mS, w->mE);
+    }
+  }
+}
+
+/* one head's half of O (0: columns 0..255, 1: 256..511) times a */
+static void scale_half(float *acc, int half, float a) {
+  for (int d = 0; d < DV / 2; d++) acc[half * (DV / 2) + d] *= a;
+}
+
+/* the P operand of p (its p.format, then pv.operand) */
+static float p_operand(const emu *e, float p) {
+  return mlr__emu_to_operand(mlr__emu_p_round(p, e->r->p_format), e->r->pv_operand);
+}
+
+/* warpgroup 0 on block k0 (logits sv0): each head's max and alpha, O's left half rescaled, p0 and
+ * its operands P0, lane sums A */
+static void seesaw_first(const emu *e, scratch *w, int64_t t, const float *sv0, int64_t blk,
+                         float *p0, float *P0) {
+  for (int64_t h = 0; h < e->H; h++) {
+    const float al0 =
+        seesaw_softmax(e, &w->m[h], sv0 + h * blk, blk, e->c[t * e->H + h], p0 + h * blk);
+    w->alpha[h] = al0;
+    scale_half(w->acc + h * DV, 0, al0);
+    for (int64_t i = 0; i < blk; i++) P0[h * blk + i] = p_operand(e, p0[h * blk + i]);
+    for (int q = 0; q < 4; q++)
+      w->lq[4 * h + q] = fmaf(w->lq[4 * h + q], al0, seesaw_lane_sum(p0 + h * blk, blk, q));
+  }
+}
+
+/* warpgroup 1 on block k1 (logits sv1; none: every logit masked): the max and alpha, O's right
+ * half rescaled by fp32(a1 a0), P1, lane sums B, and block k0's P for the right half, bf16(p0 a1)
+ */
+static void seesaw_second(const emu *e, scratch *w, int64_t t, const float *sv1, int64_t blk,
+                          int has1, const float *p0, float *p1, float *P1, float *P0s) {
+  for (int64_t h = 0; h < e->H; h++) {
+    const float al1 = seesaw_softmax(e, &w->m[h], sv1 + h * blk, blk, e->c[t * e->H + h],
+                                     has1 ? p1 + h * blk : NULL),
+                cs = al1 * w->alpha[h];
+    w->al2[h] = al1;
+    scale_half(w->acc + h * DV, 1, cs);
+    for (int q = 0; q < 4; q++) {
+      const float s1 = has1 ? seesaw_lane_sum(p1 + h * blk, blk, q) : 0.0f;
+      w->lq2[4 * h + q] = fmaf(w->lq2[4 * h + q], cs, s1);
+    }
+    for (int64_t i = 0; i < blk; i++) {
+      P1[h * blk + i] = has1 ? p_operand(e, p1[h * blk + i]) : 0.0f;
+      P0s[h * blk + i] = p_operand(e, p0[h * blk + i] * al1);
+    }
+  }
+}
+
+/* one pair of blocks, at a0 and (has1) a0 + blk, for query token t: the two warpgroups' steps in
+ * the kernel's order (mlr_recipe.h, mlr_schedule) */
+static void seesaw_pair(const emu *e, scratch *w, int64_t t, int64_t b, int64_t a0, int64_t blk,
+                        int has1, int64_t lo, int64_t hi, int x2, int f64) {
+  const int64_t H = e->H, n = H * blk, a1 = a0 + blk;
+  float *sv0 = w->ss, *sv1 = sv0 + n, *p0 = sv1 + n, *p1 = p0 + n, *P0 = p1 + n, *P1 = P0 + n,
+        *P0s = P1 + n;
+  const int64_t u0 = a0 > lo ? a0 : lo, v0 = a1 < hi ? a1 : hi, u1 = a1 > lo ? a1 : lo;
+  const int64_t v1 = has1 ? (a1 + blk < hi ? a1 + blk : hi) : u1;
+  seesaw_logits(e, w, t, b, a0, blk, u0, v0, x2, f64, sv0);
+  seesaw_logits(e, w, t, b, a1, blk, u1, v1, x2, f64, sv1);
+  seesaw_first(e, w, t, sv0, blk, p0, P0);
+  seesaw_pv(e, w, b, a0, blk, u0, v0, P0, 0);
+  seesaw_second(e, w, t, sv1, blk, has1, p0, p1, P1, P0s);
+  if (has1) seesaw_pv(e, w, b, a1, blk, u1, v1, P1, 1);
+  seesaw_pv(e, w, b, a0, blk, u0, v0, P0s, 1);
+  if (!has1) return;
+  for (int64_t h = 0; h < H; h++) { /* warpgroup 0: its half and sums to block k1's max */
+    scale_half(w->acc + h * DV, 0, w->al2[h]);
+    for (int q = 0; q < 4; q++) w->lq[4 * h + q] *= w->al2[h];
+  }
+  seesaw_pv(e, w, b, a1, blk, u1, v1, P1, 0);
+}
+
+/* softmax.schedule = seesaw: query token t over [lo, hi) of batch b, the split ending at send
+ * (its blocks are the kernel's, to ceil(send / blk), whatever the causal cut hi) */
+static void run_split_row_seesaw(const emu *e, scratch *w, int64_t t, int64_t b, int64_t lo,
+                                 int64_t hi, int64_t send) {
+  const int64_t H = e->H, blk = e->r->softmax_block, kend = (send + blk - 1) / blk;
+  for (int64_t h = 0; h < H; h++) w->m[h] = SEESAW_M0;
+  memset(w->lq, 0, 4 * (size_t)H * sizeof(float));
+  memset(w->lq2, 0, 4 * (size_t)H * sizeof(float));
+  memset(w->acc, 0, (size_t)H * DV * sizeof(float));
+  const int f64 = e->qk_x && qk_f64_all(e, t);
+  const int x2 = !f64 && e->x2 && e->qk_x && hi > lo && qk_split(e, w, t);
+  for (int64_t k0 = lo / blk; k0 < kend; k0 += 2)
+    seesaw_pair(e, w, t, b, k0 * blk, blk, k0 + 1 < kend, lo, hi, x2, f64);
+  for (int64_t h = 0; h < H; h++) { /* each warpgroup's quad (xor 1, then 2), then the two */
+    const float *A = w->lq + 4 * h, *B = w->lq2 + 4 * h;
+    w->l[h] = ((A[0] + A[1]) + (A[2] + A[3])) + ((B[0] + B[1]) + (B[2] + B[3]));
+    finish_row(e, w, t, h);
+  }
 }
 
 /* one query token t over KV tokens [lo, hi) of batch b: the split's result in w->part, lse, pm,
  * pl. Blocks of softmax.block tokens from lo, or (reverse) aligned at multiples of it from the
  * batch's first token and taken from the last */
-static void run_split_row(const emu *e, scratch *w, int64_t t, int64_t b, int64_t lo, int64_t hi) {
+static void run_split_row(const emu *e, scratch *w, int64_t t, int64_t b, int64_t lo, int64_t hi,
+                          int64_t send) {
   const mlr_recipe *r = e->r;
+  if (e->seesaw) {
+    run_split_row_seesaw(e, w, t, b, lo, hi, send);
+    return;
+  }
   const int64_t H = e->H;
   for (int64_t h = 0; h < H; h++) {
     w->m[h] = -INFINITY;
@@ -820,7 +1000,7 @@ static void run_item(const emu *e, scratch *w, int64_t b, int64_t s) {
     if (e->fault == MLR_FAULT_SKIP_LAST && hi > lo) hi--;
     const int64_t from = e->fault == MLR_FAULT_SKIP_FIRST && lo == 0 && hi > 0 ? 1 : lo;
     if (e->fault == MLR_FAULT_SPLIT_EDGE_TWICE && hi > from && hi < Lt) hi++;
-    run_split_row(e, w, t, b, from, hi > from ? hi : from);
+    run_split_row(e, w, t, b, from, hi > from ? hi : from, end < L ? end : L);
     for (int64_t h = 0; h < H; h++) {
       if (ns == 1 && e->r->partial_normalized) {
         store_o(e, t, h, w->part + h * DV);
@@ -844,7 +1024,8 @@ static void merge_flashmla(const emu *e, int64_t t, int64_t h, int64_t ns, float
   mlr_emu_result *res = e->res;
   const int64_t base = (t * e->H + h) * e->S;
   const float *ls = res->part_lse + base;
-  const int eb = e->mex2 ? MLR_EXP_E_VIA_2 : MLR_EXP_E;
+  const int b2 = e->r->lse_base == MLR_EXP_2; /* FlashMLA's bf16 combine works in base 2 */
+  const int eb = b2 ? MLR_EXP_2 : e->mex2 ? MLR_EXP_E_VIA_2 : MLR_EXP_E;
   float M = -INFINITY, lane[32];
   for (int64_t s = 0; s < ns; s++) M = fmaxf(M, ls[s]);
   if (M == -INFINITY) M = 0.0f;
@@ -858,8 +1039,9 @@ static void merge_flashmla(const emu *e, int64_t t, int64_t h, int64_t ns, float
     for (int i = 0; i < 32; i++) nx[i] = lane[i] + lane[i ^ off];
     memcpy(lane, nx, sizeof lane);
   }
-  const float lse =
-      lane[0] == 0.0f || lane[0] != lane[0] ? INFINITY : M + lse_log(e, MLR_EXP_E, lane[0]);
+  const float lse = lane[0] == 0.0f || lane[0] != lane[0]
+                        ? INFINITY
+                        : M + lse_log(e, b2 ? MLR_EXP_2 : MLR_EXP_E, lane[0]);
   memset(acc, 0, DV * sizeof(float));
   for (int64_t s = 0; s < ns; s++) {
     const float wv = mlr__emu_sm_exp(eb, e->mex2, ls[s] - lse);
@@ -1009,6 +1191,7 @@ static void emu_init(emu *e, const mlr_recipe *r, const mlr_inputs *in, const ml
   e->rev = r->softmax_order == MLR_ORDER_REVERSE;
   e->lanes4 = r->softmax_sum == MLR_SUM_LANES4;
   e->recip = r->normalize == MLR_NORM_RECIPROCAL;
+  e->seesaw = r->softmax_schedule == MLR_SCHED_SEESAW;
   e->exp_lse = r->lse_base == MLR_EXP_2
                    ? MLR_EXP_2
                    : (r->softmax_exp == MLR_EXP_E_VIA_2 ? MLR_EXP_E_VIA_2 : MLR_EXP_E);

@@ -67,6 +67,7 @@ static const key KEYS[] = {
     {"softmax.form", K_ENUM, OFF(softmax_form), "scaled|fa2", 0, 0, 1},
     {"softmax.order", K_ENUM, OFF(softmax_order), "forward|reverse", 0, 0, 1},
     {"normalize", K_ENUM, OFF(normalize), "divide|reciprocal", 0, 0, 1},
+    {"softmax.schedule", K_ENUM, OFF(softmax_schedule), "single|seesaw", 0, 0, 1},
 };
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
 
@@ -273,6 +274,19 @@ static const struct {
      "pv.dot=mma:sm90-e4m3;pv.accumulate=into_acc;split.rule=flashmla;split.cus=132;"
      "split.align=64;split.overhead=5;merge.rule=flashmla;merge.exp_unit=sm90-ex2;"
      "div.unit=sm90-approx;normalize=reciprocal"},
+    /* (i) FlashMLA's dense bf16 decode (csrc/sm90/decode/dense/splitkv_mla.cu, another kernel
+     * than the fp8 one): bf16 Q and K on wgmma (k16 blocks, 36 a logit), two warpgroups over
+     * 64-token blocks in pairs, each holding half of O's columns (softmax.schedule = seesaw:
+     * mlr_schedule), ex2.approx.ftz(fma(s, c, -m)) with the max kept scaled, P to bf16, o = O x
+     * rcp(l) (div.approx.ftz), partial lse in base 2 (m + log2 l), its tile scheduler and its
+     * base-2 combine. fp8 KV is taken as the runner dequantizes it, fp32(code x k_scale) to bf16.
+     * Not yet modelled: the lse's lg2.approx.ftz (the exact log here) */
+    {"flashmla-bf16",
+     "qk.operand=bf16;qk.dot=mma:sm90-bf16;softmax.exp=2;softmax.block=64;softmax.clamp=0;"
+     "softmax.exp_unit=sm90-ex2;softmax.form=fa2;softmax.schedule=seesaw;p.format=bf16;"
+     "pv.operand=bf16;pv.dot=mma:sm90-bf16;pv.accumulate=into_acc;split.rule=flashmla;"
+     "split.cus=132;split.align=64;split.overhead=5;lse.base=2;out.lse_base=e;"
+     "merge.rule=flashmla;merge.exp_unit=sm90-ex2;div.unit=sm90-approx;normalize=reciprocal"},
 };
 #define NBUILTINS (sizeof BUILTINS / sizeof BUILTINS[0])
 
@@ -310,7 +324,7 @@ static void fp32_seq(mlr_recipe *r) {
 const char *mlr_recipe_builtin_names(void) {
   return "triton-fp8-single|triton-fp8-split|aiter-a8w8-ps|aiter-a16w8-ps|aiter-bf16-np|torch-bmm-"
          "bf16|aiter-test-ref|triton-fp8-single-sm90|triton-fp8-split-sm90|aiter-triton-decode-dot|"
-         "flashmla-fp8|fp32-seq";
+         "flashmla-fp8|flashmla-bf16|fp32-seq";
 }
 
 mlr_status mlr_recipe_builtin(const char *name, mlr_recipe *out) {
@@ -443,6 +457,13 @@ mlr_status mlr_recipe_check(const mlr_recipe *r, mlr_error *err) {
     return rfail(err, MLR_EINVAL,
                  "softmax.form = fa2 takes the dots as they are: it needs qk.result and "
                  "logit.format = fp32");
+  if (r->softmax_schedule == MLR_SCHED_SEESAW &&
+      (r->softmax_form != MLR_SMF_FA2 || r->softmax_order != MLR_ORDER_FORWARD ||
+       r->softmax_sum != MLR_SUM_SEQ || r->softmax_block <= 0 || r->softmax_block % 8))
+    return rfail(err, MLR_EINVAL,
+                 "softmax.schedule = seesaw is FlashMLA's own order and sums: it needs "
+                 "softmax.form = fa2, softmax.order = forward, softmax.sum = seq and "
+                 "softmax.block a multiple of 8");
   if (r->softmax_order == MLR_ORDER_REVERSE && r->softmax_block <= 0)
     return rfail(err, MLR_EINVAL, "softmax.order = reverse needs softmax.block > 0");
   if (r->split_rule == MLR_SPLIT_FLASHMLA && r->softmax_block > 0 &&
@@ -450,10 +471,10 @@ mlr_status mlr_recipe_check(const mlr_recipe *r, mlr_error *err) {
     return rfail(err, MLR_EINVAL,
                  "split.rule = flashmla cuts at multiples of split.align: it needs split.align a "
                  "multiple of softmax.block");
-  if (r->merge_rule == MLR_MERGE_FLASHMLA && (!r->partial_normalized || r->lse_base != MLR_EXP_E))
+  if (r->merge_rule == MLR_MERGE_FLASHMLA && !r->partial_normalized)
     return rfail(err, MLR_EINVAL,
-                 "merge.rule = flashmla merges normalized partials by their "
-                 "natural lse: it needs partial.normalized = yes, lse.base = e");
+                 "merge.rule = flashmla merges normalized partials: it needs partial.normalized = "
+                 "yes");
   if (r->lse_log == MLR_LOG_CUDA_LOGF && (r->lse_base != MLR_EXP_E || r->softmax_exp == MLR_EXP_2))
     return rfail(err, MLR_EINVAL,
                  "lse.log = cuda-logf is a natural log: it needs lse.base = e and softmax.exp = e "

@@ -117,6 +117,17 @@ typedef enum { MLR_ORDER_FORWARD, MLR_ORDER_REVERSE } mlr_smorder;
 /* normalize: a normalized partial is acc / l (times v_scale where folded: divide), or acc times
  * fp32(v_scale / l) (reciprocal; v_scale 1 unless folded) */
 typedef enum { MLR_NORM_DIVIDE, MLR_NORM_RECIPROCAL } mlr_normalize;
+/* softmax.schedule: one running state a row (single), or FlashMLA's dense bf16 decode's two
+ * warpgroups (seesaw): blocks in pairs from the split's start, the max kept scaled (m = max(m,
+ * fp32(max s x c)), alpha = 2^(m_old - m)); the pair's first block k0 feeds O's left half (columns
+ * 0..255) and lane sums A, the second k1 the right half and lane sums B:
+ *   O_L = O_L a0 + bf16(p0) V0_L, then O_L a1 + bf16(p1) V1_L (A_q = fma(A_q, a0, s0_q), then
+ *   A_q a1); O_R = O_R fp32(a1 a0) + bf16(p1) V1_R + bf16(fp32(p0 a1)) V0_R (B_q = fma(B_q,
+ *   fp32(a1 a0), s1_q)); a lane's block sum s_q adds the pairs (p[8i + 2q] + p[8i + 2q + 1]) in
+ *   order; at the end l = ((A0 + A1) + (A2 + A3)) + ((B0 + B1) + (B2 + B3)). Masked tokens are
+ *   -1e33 before the max, the running max starts at -1e30 (the kernel's constants). Needs
+ *   softmax.form = fa2 (p = 2^(fma(s, c, -m))) */
+typedef enum { MLR_SCHED_SINGLE, MLR_SCHED_SEESAW } mlr_schedule;
 typedef enum { MLR_OUT_BF16, MLR_OUT_FP16, MLR_OUT_FP32 } mlr_outfmt;
 
 typedef struct mlr_recipe {
@@ -167,6 +178,7 @@ typedef struct mlr_recipe {
   int softmax_form;       /* mlr_smform */
   int softmax_order;      /* mlr_smorder */
   int normalize;          /* mlr_normalize */
+  int softmax_schedule;   /* mlr_schedule */
 } mlr_recipe;
 
 /* Problems are reported in an mlr_error (mlr_base.h; may be NULL) as one line. */
