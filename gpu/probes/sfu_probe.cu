@@ -2,10 +2,13 @@
 // lg2.approx.f32, div.full.f32: what Triton emits for fp32 `/` and tl.log), tabulated and sampled
 // so that ref/sfu can model them as it models ex2.approx.f32.
 //   sfu_probe DIR: the units on 1 + r 2^-23, r = 0 .. 2^23 - 1: DIR/rcp_diff.bin the reciprocal's
-//   bit patterns as first differences, one int8 each (ref/sfu/README.md's form), DIR/lg2.bin the
-//   log2's raw little-endian binary32 patterns; DIR/rcp_samples.txt, lg2_samples.txt: x and the
-//   result over every positive float class; DIR/div_samples.txt: x, y, div.full.f32(x, y),
-//   div.approx.f32 and div.approx.ftz.f32 (CUDA's x / y under --use_fast_math).
+//   bit patterns as first differences, one int8 each (ref/sfu/README.md's form); the log2's as
+//   DIR/lg2_head.bin, its raw little-endian binary32 patterns for r < 2^15 (near 1 its steps do
+//   not fit a byte), and DIR/lg2_diff.bin, first differences for r >= 2^15 (0 below);
+//   DIR/rcp_samples.txt, lg2_samples.txt: x and the result over every positive float class;
+//   DIR/div_samples.txt: x, y, div.full.f32(x, y), div.approx.f32 and div.approx.ftz.f32 (CUDA's
+//   x / y under --use_fast_math); DIR/ex2_pos_samples.txt: x > 0 (near 0, or any) and
+//   ex2.approx.f32 (FlashAttention-2's fma(s, c, -m c) can be positive).
 // Build: nvcc -O2 -arch=sm_90 -ftz=false -I. gpu/probes/sfu_probe.cu -o sfu_probe. NVIDIA only.
 #include <stdint.h>
 #include <stdio.h>
@@ -46,6 +49,11 @@ __device__ __forceinline__ float divaz(float x, float y) {
   asm("div.approx.ftz.f32 %0, %1, %2;" : "=f"(z) : "f"(x), "f"(y));
   return z;
 }
+__device__ __forceinline__ float ex2(float x) {
+  float y;
+  asm("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
 __device__ __forceinline__ uint32_t bits(float x) { return __float_as_uint(x); }
 
 __global__ void tab(uint32_t *g, int which) {
@@ -56,6 +64,11 @@ __global__ void tab(uint32_t *g, int which) {
 __global__ void one(const uint32_t *x, uint32_t *y, int n, int which) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) y[i] = bits(which ? lg2(__uint_as_float(x[i])) : rcp(__uint_as_float(x[i])));
+}
+/* z[i]: ex2.approx.f32 of x[i] */
+__global__ void pos(const uint32_t *x, uint32_t *z, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) z[i] = bits(ex2(__uint_as_float(x[i])));
 }
 /* z[3i..3i+2]: div.full.f32, div.approx.f32, div.approx.ftz.f32 of x[i] / y[i] */
 __global__ void two(const uint32_t *x, const uint32_t *y, uint32_t *z, int n) {
@@ -112,19 +125,19 @@ int main(int argc, char **argv) {
   for (int w = 0; w < 2; w++) {
     tab<<<n / 256, 256>>>(d, w);
     CUDA_OK(cudaMemcpy(h, d, 4ull * n, cudaMemcpyDeviceToHost));
-    if (w) { /* lg2 crosses 0 at 1: its patterns as they are */
-      if (save(argv[1], "lg2.bin", h, 4ull * n)) return 2;
-      continue;
-    }
+    /* lg2 crosses 0 at 1: below 2^15 its patterns as they are, from there its steps */
+    const uint32_t r0 = w ? 1u << 15 : 0;
+    if (w && save(argv[1], "lg2_head.bin", h, 4ull * r0)) return 2;
     for (uint32_t r = 0; r < n; r++) { /* ref/sfu/README.md's form: g(0) = 1.0 implied */
-      const int64_t dd = r ? (int64_t)h[r] - (int64_t)h[r - 1] : 0;
+      const int64_t dd = r > r0 ? (int64_t)h[r] - (int64_t)h[r - 1] : 0;
       if (dd < -128 || dd > 127) {
-        fprintf(stderr, "sfu_probe: rcp step %lld at %u does not fit int8\n", (long long)dd, r);
+        fprintf(stderr, "sfu_probe: %s step %lld at %u does not fit int8\n", w ? "lg2" : "rcp",
+                (long long)dd, r);
         return 1;
       }
       diff[r] = (int8_t)dd;
     }
-    if (save(argv[1], "rcp_diff.bin", diff, n)) return 2;
+    if (save(argv[1], w ? "lg2_diff.bin" : "rcp_diff.bin", diff, n)) return 2;
   }
   static uint32_t xs[NS], ys[NS], zs[3 * NS];
   uint32_t *dx, *dy, *dz;
@@ -145,6 +158,14 @@ int main(int argc, char **argv) {
   two<<<NS / 256, 256>>>(dx, dy, dz, NS);
   CUDA_OK(cudaMemcpy(zs, dz, sizeof zs, cudaMemcpyDeviceToHost));
   if (text(argv[1], "div_samples.txt", xs, ys, zs, NS)) return 2;
+  for (int i = 0; i < NS; i++) { /* x > 0: near 0 (exponents -40 .. -1), or any finite */
+    const uint32_t u = rng(&s), v = rng(&s);
+    xs[i] = (v & 1) ? 1 + u % (0x7F800000u - 1) : (uint32_t)((87 + v % 40) << 23) | (u & 0x7FFFFFu);
+  }
+  CUDA_OK(cudaMemcpy(dx, xs, sizeof xs, cudaMemcpyHostToDevice));
+  pos<<<NS / 256, 256>>>(dx, dy, NS);
+  CUDA_OK(cudaMemcpy(ys, dy, sizeof ys, cudaMemcpyDeviceToHost));
+  if (text(argv[1], "ex2_pos_samples.txt", xs, ys, NULL, NS)) return 2;
   printf("sfu_probe: lg2(1) %08x lg2(1.5) %08x; %d samples each\n", h[0], h[1u << 22], NS);
   return 0;
 }

@@ -747,17 +747,21 @@ static void finish_row(const emu *e, scratch *w, int64_t t, int64_t h) {
     }
     w->part[h * DV + d] = v;
   }
-  const int lbase = r->softmax_exp == MLR_EXP_2 ? MLR_EXP_2 : MLR_EXP_E;
+  /* the base of l's log (seesaw: 2, its m in base 2; fa2: e), and the other base's log under the
+   * fault that takes it */
+  const int lbase = e->seesaw ? MLR_EXP_2
+                    : e->fa2  ? MLR_EXP_E
+                              : (r->softmax_exp == MLR_EXP_2 ? MLR_EXP_2 : MLR_EXP_E);
+  const float lg = e->fault == MLR_FAULT_LSE_LOG2
+                       ? mlr__emu_log(lbase == MLR_EXP_2 ? MLR_EXP_E : MLR_EXP_2, lc)
+                       : lse_log(e, lbase, lc);
   float lse;
   if (e->seesaw) /* m is the scaled max, in base 2: m + log2 l */
-    lse = lc == 0.0f || lc != lc ? -INFINITY : w->m[h] + lse_log(e, MLR_EXP_2, lc);
+    lse = lc == 0.0f || lc != lc ? -INFINITY : w->m[h] + lg;
   else if (e->fa2) /* fma(c_e, m, ln l): m is a raw dot */
-    lse = lc == 0.0f || lc != lc ? -INFINITY
-                                 : fmaf(e->ce[t * e->H + h], w->m[h], lse_log(e, MLR_EXP_E, lc));
+    lse = lc == 0.0f || lc != lc ? -INFINITY : fmaf(e->ce[t * e->H + h], w->m[h], lg);
   else
-    lse = w->m[h] + (e->fault == MLR_FAULT_LSE_LOG2
-                         ? mlr__emu_log(lbase == MLR_EXP_2 ? MLR_EXP_E : MLR_EXP_2, lc)
-                         : lse_log(e, lbase, lc));
+    lse = w->m[h] + lg;
   w->lse[h] = mlr__emu_lse_convert(lse,
                                    e->seesaw ? MLR_EXP_2
                                    : e->fa2  ? MLR_EXP_E
@@ -912,7 +916,8 @@ static void seesaw_pair(const emu *e, scratch *w, int64_t t, int64_t b, int64_t 
  * (its blocks are the kernel's, to ceil(send / blk), whatever the causal cut hi) */
 static void run_split_row_seesaw(const emu *e, scratch *w, int64_t t, int64_t b, int64_t lo,
                                  int64_t hi, int64_t send) {
-  const int64_t H = e->H, blk = e->r->softmax_block, kend = (send + blk - 1) / blk;
+  const int64_t H = e->H, blk = e->r->softmax_block, end = send > hi ? send : hi,
+                kend = (end + blk - 1) / blk; /* hi past send: the fault that reads one more */
   for (int64_t h = 0; h < H; h++) w->m[h] = SEESAW_M0;
   memset(w->lq, 0, 4 * (size_t)H * sizeof(float));
   memset(w->lq2, 0, 4 * (size_t)H * sizeof(float));
@@ -1027,6 +1032,7 @@ static void merge_flashmla(const emu *e, int64_t t, int64_t h, int64_t ns, float
   const int b2 = e->r->lse_base == MLR_EXP_2; /* FlashMLA's bf16 combine works in base 2 */
   const int eb = b2 ? MLR_EXP_2 : e->mex2 ? MLR_EXP_E_VIA_2 : MLR_EXP_E;
   float M = -INFINITY, lane[32];
+  if (e->fault == MLR_FAULT_MERGE_DROP_LAST && ns > 1) ns--;
   for (int64_t s = 0; s < ns; s++) M = fmaxf(M, ls[s]);
   if (M == -INFINITY) M = 0.0f;
   for (int i = 0; i < 32; i++) { /* lane i: splits i, i + 32, ... from 0 (0 + x is exact) */

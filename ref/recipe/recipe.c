@@ -444,10 +444,15 @@ mlr_status mlr_recipe_check(const mlr_recipe *r, mlr_error *err) {
   if (r->softmax_sum == MLR_SUM_TL32X4 && r->softmax_block != 32)
     return rfail(err, MLR_EINVAL,
                  "softmax.sum = tl32x4 sums blocks of 32 tokens: it needs softmax.block = 32");
-  if (r->softmax_sum == MLR_SUM_LANES4 && (r->softmax_block <= 0 || r->softmax_block % 8))
+  if (r->softmax_sum == MLR_SUM_LANES4 &&
+      (r->softmax_block <= 0 || r->softmax_block % 8 || r->softmax_order != MLR_ORDER_REVERSE))
     return rfail(err, MLR_EINVAL,
-                 "softmax.sum = lanes4 deals each 8 tokens to four lanes: it needs softmax.block a "
-                 "multiple of 8");
+                 "softmax.sum = lanes4 deals each 8 tokens of an aligned block to four lanes: it "
+                 "needs softmax.block a multiple of 8 and softmax.order = reverse");
+  if (r->softmax_form == MLR_SMF_FA2 && !r->partial_normalized)
+    return rfail(err, MLR_EINVAL,
+                 "softmax.form = fa2 keeps the raw dots' max, which a raw partial's merge cannot "
+                 "take: it needs partial.normalized = yes");
   if (r->softmax_form == MLR_SMF_FA2 && r->softmax_exp != MLR_EXP_2)
     return rfail(err, MLR_EINVAL,
                  "softmax.form = fa2 computes 2^(s c - m c) with log2 e in c: it needs softmax.exp "
@@ -464,6 +469,13 @@ mlr_status mlr_recipe_check(const mlr_recipe *r, mlr_error *err) {
                  "softmax.schedule = seesaw is FlashMLA's own order and sums: it needs "
                  "softmax.form = fa2, softmax.order = forward, softmax.sum = seq and "
                  "softmax.block a multiple of 8");
+  if (r->softmax_schedule == MLR_SCHED_SEESAW &&
+      (r->pv_dot == MLR_DOT_EXACT || r->pv_accumulate != MLR_PV_INTO_ACC ||
+       r->dot_korder != MLR_KORDER_SEQ || r->update_fma))
+    return rfail(err, MLR_EINVAL,
+                 "softmax.schedule = seesaw accumulates each half of O in its PV dots: it needs "
+                 "pv.dot = seq or mma:*, pv.accumulate = into_acc, dot.k_order = seq and "
+                 "update.fma = no");
   if (r->softmax_order == MLR_ORDER_REVERSE && r->softmax_block <= 0)
     return rfail(err, MLR_EINVAL, "softmax.order = reverse needs softmax.block > 0");
   if (r->split_rule == MLR_SPLIT_FLASHMLA && r->softmax_block > 0 &&
