@@ -34,7 +34,7 @@ TRUTH_FROM = {"dequantized": 0, "bf16": 1}
 class MlrError(ctypes.Structure):
     """mlr_error: one line of at most 511 characters."""
 
-    _fields_ = [("msg", ctypes.c_char * 512)]
+    _fields_ = [("msg", ctypes.c_char * 1024)]  # mlr_base.h's mlr_error
 
     def text(self) -> str:
         """The message as a str."""

@@ -104,12 +104,12 @@ static const key *find_key(const char *k, size_t kl) {
 }
 
 static const char *key_names(void) {
-  static char buf[512];
+  static char buf[768]; /* every key's name, ", " between them (about 530 bytes) */
+  size_t at = 0;
   if (!buf[0])
-    for (size_t i = 0; i < NKEYS; i++) {
-      strcat(buf, KEYS[i].name);
-      if (i + 1 < NKEYS) strcat(buf, ", ");
-    }
+    for (size_t i = 0; i < NKEYS && at < sizeof buf; i++)
+      at += (size_t)snprintf(buf + at, sizeof buf - at, "%s%s", KEYS[i].name,
+                             i + 1 < NKEYS ? ", " : "");
   return buf;
 }
 

@@ -114,7 +114,7 @@ mlr_status mlr_sha256_hex(const void *data, size_t n, char hex[65]);
 
 /* One line describing the first problem a reader, writer, parser or checker found. */
 typedef struct mlr_error {
-  char msg[512];
+  char msg[1024]; /* room for a message that lists every recipe key */
 } mlr_error;
 
 /* Fill err (may be NULL) with a printf-formatted line and return st: the one way the libraries
