@@ -5,9 +5,9 @@
  * come in any order and each at most once; keys not given keep the value of the base recipe
  * (`base = NAME` on the first line, default fp32-seq). Errors name file:line:column and list
  * the valid values. The canonical string lists every numerics key in the fixed order of the key
- * table, `key=value` joined by ';' (keys added later, softmax.exp_unit, softmax.sum, split.overhead
- * and split.per, only when not at their default, so the recipes hashed before them keep their
- * hashes); the recipe's name is not part of it, so the hash identifies the numerics, not the label.
+ * table, `key=value` joined by ';' (the keys added later, key.later in recipe.c, only when not at
+ * their default, so the recipes hashed before them keep their hashes); the recipe's name is not
+ * part of it, so the hash identifies the numerics, not the label.
  */
 #ifndef MLR_RECIPE_H
 #define MLR_RECIPE_H
