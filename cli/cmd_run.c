@@ -159,17 +159,12 @@ static int run_args(const char *cmd, int argc, char **argv, int gpu, run_opts *o
  * or fp32), lse, and the split partials with --partials */
 static int outputs_fit(const char *cmd, const run_opts *o, const mlr_recipe *r,
                        const mlr_inputs *in, double in_bytes) {
-  int64_t S = 1, *plan = calloc((size_t)in->B * 4, sizeof(int64_t)), qmax = 1;
-  if (!plan) return mlr_cli_memory_fits(cmd, HUGE_VAL, "the split plan of %s", o->inputs);
-  for (int64_t b = 0; b < in->B; b++) {
-    plan[b] = mlr_inputs_kv_len(in, b);
-    const int64_t nq = in->qo_indptr[b + 1] - in->qo_indptr[b];
-    qmax = nq > qmax ? nq : qmax;
+  int64_t S = 1, *plan = calloc((size_t)in->B * 3, sizeof(int64_t)); /* counts, firsts, lengths */
+  if (!plan || mlr_emu_split_plan(r, in, plan, plan + in->B, plan + 2 * in->B) != MLR_OK) {
+    free(plan);
+    return mlr_cli_memory_fits(cmd, HUGE_VAL, "the split plan of %s", o->inputs);
   }
-  /* the emulator's plan (plan_splits): lengths, then counts, first and other lengths */
-  mlr_recipe_split_plan(r, in->B, in->T, plan, qmax * in->H, plan + in->B, plan + 2 * in->B,
-                        plan + 3 * in->B);
-  for (int64_t b = 0; b < in->B; b++) S = plan[in->B + b] > S ? plan[in->B + b] : S;
+  for (int64_t b = 0; b < in->B; b++) S = plan[b] > S ? plan[b] : S;
   free(plan);
   const double rows = (double)in->T * (double)in->H, osz = r->out_format == MLR_OUT_FP32 ? 4 : 2;
   const double need = in_bytes + rows * MLR_EMU_V_DIM * osz + rows * 4 +

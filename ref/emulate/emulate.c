@@ -677,6 +677,11 @@ static float emu_div(const emu *e, float x, float y) {
   return e->dapprox ? mlr__sfu_div_approx(e->rcp, x, y) : mlr__emu_div(e->rcp, x, y);
 }
 
+/* the P operand of p (its p.format, then pv.operand) */
+static float p_operand(const emu *e, float p) {
+  return mlr__emu_to_operand(mlr__emu_p_round(p, e->r->p_format), e->r->pv_operand);
+}
+
 /* softmax.sum = lanes4: the block of blk tokens at a (aligned) into the four lane sums of one head;
  * the block's tokens outside [j0, j0 + n) are the kernel's masked ones, p = 0 */
 static void lanes4_add(float *lq, float al, const float *p, int64_t a, int64_t blk, int64_t j0,
@@ -712,8 +717,7 @@ static void softmax_block(const emu *e, scratch *w, int64_t t, int64_t h, int64_
     al = mlr__emu_sm_exp(e->exp_sm, e->ex2, w->m[h] - mn);
     for (int64_t j = 0; j < n; j++) p[j] = mlr__emu_sm_exp(e->exp_sm, e->ex2, s[j] - mn);
   }
-  for (int64_t j = 0; j < n; j++)
-    pp[j] = mlr__emu_to_operand(mlr__emu_p_round(p[j], r->p_format), r->pv_operand);
+  for (int64_t j = 0; j < n; j++) pp[j] = p_operand(e, p[j]);
   if (e->lanes4)
     lanes4_add(w->lq + 4 * h, al, p, j0 - j0 % blk, blk, j0, n);
   else
@@ -844,11 +848,6 @@ static void seesaw_pv(const emu *e, scratch *w, int64_t b, int64_t a, int64_t bl
 /* one head's half of O (0: columns 0..255, 1: 256..511) times a */
 static void scale_half(float *acc, int half, float a) {
   for (int d = 0; d < DV / 2; d++) acc[half * (DV / 2) + d] *= a;
-}
-
-/* the P operand of p (its p.format, then pv.operand) */
-static float p_operand(const emu *e, float p) {
-  return mlr__emu_to_operand(mlr__emu_p_round(p, e->r->p_format), e->r->pv_operand);
 }
 
 /* warpgroup 0 on block k0 (logits sv0): each head's max and alpha, O's left half rescaled, p0 and
@@ -1203,7 +1202,21 @@ static void emu_init(emu *e, const mlr_recipe *r, const mlr_inputs *in, const ml
                    : (r->softmax_exp == MLR_EXP_E_VIA_2 ? MLR_EXP_E_VIA_2 : MLR_EXP_E);
 }
 
-/* each batch's splits (mlr_recipe_splits) into e and res; e->S the most splits, e->cap the
+mlr_status mlr_emu_split_plan(const mlr_recipe *r, const mlr_inputs *in, int64_t *ns,
+                              int64_t *first, int64_t *len) {
+  int64_t *lens = calloc((size_t)in->B, sizeof(int64_t)), qmax = 1;
+  if (!lens) return MLR_ENOMEM;
+  for (int64_t b = 0; b < in->B; b++) {
+    lens[b] = mlr_inputs_kv_len(in, b);
+    const int64_t nq = in->qo_indptr[b + 1] - in->qo_indptr[b];
+    if (nq > qmax) qmax = nq;
+  }
+  mlr_recipe_split_plan(r, in->B, in->T, lens, qmax * in->H, ns, first, len);
+  free(lens);
+  return MLR_OK;
+}
+
+/* each batch's splits (mlr_emu_split_plan) into e and res; e->S the most splits, e->cap the
  * longest block, *items the number of (batch, split) work items */
 static mlr_status plan_splits(emu *e, mlr_emu_result *res, int64_t *items, mlr_error *err) {
   const mlr_recipe *r = e->r;
@@ -1212,22 +1225,12 @@ static mlr_status plan_splits(emu *e, mlr_emu_result *res, int64_t *items, mlr_e
   e->nsplit = calloc((size_t)B, sizeof(int64_t));
   e->slen = calloc((size_t)B, sizeof(int64_t));
   e->sfirst = calloc((size_t)B, sizeof(int64_t));
-  int64_t *lens = calloc((size_t)B, sizeof(int64_t));
   res->split_count = calloc((size_t)B, sizeof(int32_t));
   res->split_len = calloc((size_t)B, sizeof(int32_t));
-  if (!e->nsplit || !e->slen || !e->sfirst || !lens || !res->split_count || !res->split_len) {
-    free(lens);
+  if (!e->nsplit || !e->slen || !e->sfirst || !res->split_count || !res->split_len ||
+      mlr_emu_split_plan(r, in, e->nsplit, e->sfirst, e->slen) != MLR_OK)
     return MLR_ENOMEM;
-  }
-  int64_t S = 1, cap = 1, n = 0, qmax = 1;
-  for (int64_t b = 0; b < B; b++) {
-    lens[b] = mlr_inputs_kv_len(in, b);
-    const int64_t nq = in->qo_indptr[b + 1] - in->qo_indptr[b];
-    if (nq > qmax) qmax = nq;
-  }
-  /* the rows a KV head serves: FlashMLA's q_len x heads (one q_len for every batch there) */
-  mlr_recipe_split_plan(r, B, in->T, lens, qmax * in->H, e->nsplit, e->sfirst, e->slen);
-  free(lens);
+  int64_t S = 1, cap = 1, n = 0;
   for (int64_t b = 0; b < B; b++) {
     const int64_t L = mlr_inputs_kv_len(in, b);
     if (e->nsplit[b] > S) S = e->nsplit[b];

@@ -119,6 +119,12 @@ void mlr_emu_result_free(mlr_emu_result *res);
  *  mlr_emulate's first step; the GPU exact kernel checks the same. */
 mlr_status mlr_emu_check_fit(const mlr_recipe *r, const mlr_inputs *in, mlr_error *err);
 
+/** Each batch's splits as mlr_emulate plans them (mlr_recipe_split_plan on the inputs' lengths;
+ *  the rows a KV head serves are the largest q_len x heads, FlashMLA's one q_len): ns, first, len
+ *  [B] each. MLR_OK or MLR_ENOMEM. */
+mlr_status mlr_emu_split_plan(const mlr_recipe *r, const mlr_inputs *in, int64_t *ns,
+                              int64_t *first, int64_t *len);
+
 /** Bytes of res->o: T x H x 512 elements of the output format (2 bytes, 4 for binary32). */
 static inline size_t mlr_emu_o_bytes(const mlr_emu_result *res) {
   return (size_t)(res->T * res->H * MLR_EMU_V_DIM) * (res->out_format == MLR_OUT_FP32 ? 4 : 2);
