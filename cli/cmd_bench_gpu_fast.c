@@ -1,4 +1,4 @@
-/* mlaref bench gpu [--shape SPEC]... [--recipe NAME|FILE]... [--reps N] [--peers FILE]
+/* mlaref bench gpu [--shape SPEC]... [--recipe NAME|FILE]... [--reps N] [--peers FILE]...
  *                  [--flush dirty|clean] [--warmup MS] [--variant KEY=V[,KEY=V]...]
  * The fast kernel's speed (gpu/fast), measured like the seeds' peers: per shape (default the 8
  * bench shapes) and recipe (default this build's fp8-KV recipes), after --warmup ms of untimed
@@ -15,7 +15,9 @@
  * shape's KV, flushed and timed as the fast kernel, on the shape's first recipe's plan), the plan
  * floor (CUDA builds: the recipe's plan, its grid, clusters, copies, stores and merge, with none of
  * the attention's arithmetic, timed the same way), and with --peers the best seed Triton time per
- * shape from .peers/seed_peers.py's peers.json of the same machine and the speed-up over it. Ends
+ * shape from .peers/seed_peers.py's peers.json of the same machine and the speed-up over it, and
+ * other people's kernels' times from scripts/gpu/third_party_bench.py's file of the same run
+ * (bench_peers.h), each shape's and recipe's speed-up over each and their geomeans. Ends
  * with the bounds (the launch floor plus the roofline, their geomean; the shapes where 5x the
  * seeds would be under the roofline; the read floors' geomean and the targets that a kernel that
  * only reads its KV misses, the plan floors' geomean and the targets they miss) and the task's
@@ -29,6 +31,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_peers.h"
 #include "cli.h"
 #include "mlr_compare.h"
 #include "mlr_inputs.h"
@@ -42,17 +45,20 @@ enum { MAXSHAPES = 16, MAXREC = 4, MAXREPS = 10000, MAXWARMUP = 60000 };
 
 /* a run of the benchmark: its options, the bounds measured first, and what the shapes add up */
 struct bench {
-  const char *shapes[MAXSHAPES], *recipes[MAXREC], *peers_file;
-  int nshape, nrec, clean;
+  const char *shapes[MAXSHAPES], *recipes[MAXREC], *peers_files[MLR_BENCH_PEER_FILES];
+  int nshape, nrec, npeers, clean;
   uint64_t reps, warmup_ms;
   mlr_gpu_fast_opts opts; /* --variant */
-  json_t *peers;
+  mlr_bench_peers pk;     /* --peers: the seeds' and other people's kernels' times */
   mlr_recipe rs[MAXREC];
   double bw, floor1, floor2; /* the read bandwidth; the launch floor, one kernel and two */
   /* per recipe: the logs of the medians, of the speed-ups over the seeds, of the read floors and
    * the plan floors of the shapes it ran, and how many it ran */
   double logsum[MAXREC], peerlog[MAXREC], rflogk[MAXREC], pflogk[MAXREC];
   int n_ok[MAXREC], targets;
+  /* per recipe and third-party kernel: the logs of the speed-ups, how many, the least */
+  double tplog[MAXREC][MLR_BENCH_PEER_KERNELS], tpmin[MAXREC][MLR_BENCH_PEER_KERNELS];
+  int ntp[MAXREC][MLR_BENCH_PEER_KERNELS];
   /* what no kernel timed this way can beat: the launch floor (one kernel) plus the roofline; and
    * the shapes where 5x the best seed kernel is below the roofline */
   double boundlog, bound85log;
@@ -77,29 +83,11 @@ struct shape {
   mlr_inputs in;
   int kv8;                   /* fp8 KV: the seeds and the task's targets are fp8-KV figures */
   double kvb, kv_per_b, pus; /* KV bytes, KV tokens a batch, the best seed's time (0: none) */
-  double roof;               /* the roofline's time, us */
-  double rfloor, rfl;        /* the read floor (us), measured on the first recipe's plan, its log */
+  double tpus[MLR_BENCH_PEER_KERNELS]; /* the third-party kernels' times (0: none) */
+  double roof;                         /* the roofline's time, us */
+  double rfloor, rfl; /* the read floor (us), measured on the first recipe's plan, its log */
   int rf_done;
 };
-
-/* the best seed Triton time (us) of shape (bs, kv) in a peers.json, or 0 */
-static double peer_us(json_t *peers, long long bs, long long kv) {
-  json_t *shapes = json_object_get(peers, "shapes"), *s;
-  size_t i;
-  double best = 0;
-  json_array_foreach(shapes, i, s) {
-    if (json_integer_value(json_object_get(s, "bs")) != bs ||
-        json_integer_value(json_object_get(s, "kv")) != kv)
-      continue;
-    const char *k;
-    json_t *v;
-    json_object_foreach(s, k, v) {
-      const double us = json_number_value(json_object_get(v, "us"));
-      if (strncmp(k, "triton", 6) == 0 && us > 0 && (best == 0 || us < best)) best = us;
-    }
-  }
-  return best;
-}
 
 /* one missed target, printf's way, appended to buf[0..n) at *m ("; " between): 1 */
 static int miss_add(char *buf, size_t n, size_t *m, const char *fmt, ...)
@@ -159,7 +147,8 @@ static int parse_args(const char *cmd, int argc, char **argv, struct bench *b) {
   for (int i = 0; i < argc; i++) {
     const char *v;
     int m;
-    if (mlr_cli_str(cmd, argc, argv, &i, "peers", "a peers.json file", &b->peers_file, &rc) ||
+    if (mlr_cli_list(cmd, argc, argv, &i, "peers", "a peers file", b->peers_files, &b->npeers,
+                     MLR_BENCH_PEER_FILES, &rc) ||
         mlr_cli_list(cmd, argc, argv, &i, "shape", "a SPEC", b->shapes, &b->nshape, MAXSHAPES,
                      &rc) ||
         mlr_cli_list(cmd, argc, argv, &i, "recipe", "a name or file", b->recipes, &b->nrec, MAXREC,
@@ -196,17 +185,12 @@ static int parse_args(const char *cmd, int argc, char **argv, struct bench *b) {
 
 /* the peers file, the default shapes and recipes, the recipes read: an exit code */
 static int setup(const char *cmd, struct bench *b) {
-  if (b->peers_file) {
-    json_error_t je;
-    if (!(b->peers = json_load_file(b->peers_file, 0, &je)) ||
-        !json_is_array(json_object_get(b->peers, "shapes"))) {
-      const int rc = mlr_cli_usage_error(
-          cmd, "--peers %s: not a peers.json (an object with a 'shapes' array): line %d: %s",
-          b->peers_file, je.line, b->peers ? "no shapes array" : je.text);
-      json_decref(b->peers);
-      b->peers = NULL;
-      return rc;
-    }
+  for (int f = 0; f < b->npeers; f++) {
+    char why[256];
+    if (mlr_bench_peers_load(&b->pk, b->peers_files[f], why, sizeof why))
+      return mlr_cli_usage_error(
+          cmd, "--peers %s: not a peers file (a JSON object with a 'shapes' array): %s",
+          b->peers_files[f], why);
   }
   const mlr_suite *bench = mlr_suite_find("bench");
   if (!b->nshape)
@@ -299,6 +283,26 @@ static mlr_status plan_floor(struct bench *b, const struct shape *sh, int k, mlr
   return MLR_OK;
 }
 
+/* recipe k's median med on shape sh against each third-party kernel's: a line, and the figures
+ * for the summary; med 0: the recipe did not run, the kernels' times alone */
+static void beside(struct bench *b, const struct shape *sh, int k, double med) {
+  char line[512];
+  size_t n = 0;
+  for (int m = 0; m < b->pk.nname; m++) {
+    const double us = sh->tpus[m];
+    if (us <= 0 || n >= sizeof line || (med <= 0 && k > 0)) continue; /* not run: once a shape */
+    n += (size_t)snprintf(line + n, sizeof line - n, "%s%s %.2f us", n ? ", " : "", b->pk.names[m],
+                          us);
+    if (med <= 0 || n >= sizeof line) continue;
+    n += (size_t)snprintf(line + n, sizeof line - n, " (%.2fx)", us / med);
+    b->tplog[k][m] += log(us / med);
+    if (!b->ntp[k][m]++ || us / med < b->tpmin[k][m]) b->tpmin[k][m] = us / med;
+  }
+  if (n)
+    printf("%-26s %-15s beside it%s: %s\n", sh->spec, b->rs[k].name, med > 0 ? " (speed-up)" : "",
+           line);
+}
+
 /* recipe k on shape sh: its launches timed, the floors, its row of the table: an exit code */
 static int bench_recipe(const char *cmd, struct bench *b, struct shape *sh, int k) {
   mlr_error err = {""};
@@ -307,6 +311,7 @@ static int bench_recipe(const char *cmd, struct bench *b, struct shape *sh, int 
   mlr_status st = mlr_gpu_fast_prepare(&b->rs[k], &sh->in, &b->opts, &f, &err);
   if (st == MLR_EINVAL) {
     printf("%-26s %-15s (not run: %s)\n", sh->spec, b->rs[k].name, err.msg);
+    beside(b, sh, k, 0);
     return MLR_EXIT_OK;
   }
   if (b->clean && st == MLR_OK) st = mlr_gpu_fast_clean_flush(f, &err);
@@ -335,6 +340,7 @@ static int bench_recipe(const char *cmd, struct bench *b, struct shape *sh, int 
   printf("%-26s %-15s %6lld %-30s %9.1f %9.2f %9.2f %8.2f us %7.1f%% %9.2f %9s %9s %8s\n", sh->spec,
          b->rs[k].name, mlr_gpu_fast_splits(f), mlr_gpu_fast_kernels(f), sh->kvb / 1e6, med, t[0],
          sh->roof, 100.0 * sh->roof / med, sh->rfloor, pft, ptxt, sp);
+  beside(b, sh, k, med);
   b->logsum[k] += log(med);
   b->rflogk[k] += sh->rfl;
   b->n_ok[k]++;
@@ -360,9 +366,10 @@ static int bench_shape(const char *cmd, struct bench *b, int si) {
   sh.kvb = (double)Lsum * 576 * (sh.kv8 ? 1 : 2);
   const double bytes = sh.kvb + (double)sh.in.T * sh.in.H * (576 + 512) * 2;
   sh.kv_per_b = sh.in.B ? (double)Lsum / (double)sh.in.B : 0;
-  sh.pus = b->peers && sh.kv8
-               ? peer_us(b->peers, (long long)sh.in.B, (long long)(sh.kv_per_b + 0.5))
-               : 0;
+  const int64_t kv = (int64_t)(sh.kv_per_b + 0.5), q = sh.in.B ? sh.in.T / sh.in.B : 1;
+  sh.pus = sh.kv8 ? mlr_bench_peers_seed_us(&b->pk, sh.in.B, kv, sh.in.H, q) : 0;
+  for (int m = 0; m < b->pk.nname; m++)
+    sh.tpus[m] = mlr_bench_peers_kernel_us(&b->pk, m, sh.in.B, kv, sh.in.H, q);
   sh.roof = bytes / b->bw * 1e6; /* us */
   b->boundlog += log(b->floor1 + sh.roof);
   b->bound85log += log(b->floor1 + sh.roof / 0.85);
@@ -384,9 +391,13 @@ static void print_summary(const struct bench *b) {
     const double gm = exp(b->logsum[k] / b->n_ok[k]);
     printf("%s: geomean %.2f us over %d shapes (target <= 25 us: %s)", b->rs[k].name, gm,
            b->n_ok[k], gm <= 25 ? "met" : "NOT met");
-    if (b->peers)
+    if (b->pk.nfile)
       printf("; geomean speed-up over the best seed Triton kernel %.2fx",
              exp(b->peerlog[k] / b->n_ok[k]));
+    for (int m = 0; m < b->pk.nname; m++)
+      if (b->ntp[k][m])
+        printf("; speed-up over %s: geomean %.2fx over %d shapes, least %.2fx", b->pk.names[m],
+               exp(b->tplog[k][m] / b->ntp[k][m]), b->ntp[k][m], b->tpmin[k][m]);
     printf("; %.2f times the read floor (geomean of the ratios)",
            exp((b->logsum[k] - b->rflogk[k]) / b->n_ok[k]));
     if (b->plan)
@@ -439,6 +450,6 @@ int mlr_bench_gpu_fast(int argc, char **argv) {
   b.plan = mlr_gpu_fast_has_plan_floor();
   for (int si = 0; si < b.nshape && rc == MLR_EXIT_OK; si++) rc = bench_shape(cmd, &b, si);
   if (rc == MLR_EXIT_OK) print_summary(&b);
-  json_decref(b.peers);
+  mlr_bench_peers_free(&b.pk);
   return rc;
 }

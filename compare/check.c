@@ -265,18 +265,17 @@ static mlr_status refs_o(ctx *c, mlr_error *err) {
   return MLR_OK;
 }
 
-/* lse's references in out.lse_base: the model's lse (in lse.base) converted by one binary32
- * multiply, as the model converts its own (mlr__emu_lse_convert); the truth's (natural log) in
- * binary64 */
+/* lse's references in out.lse_base: the model's as the kernel returns it (mlr_emu_result's
+ * lse_out); the truth's (natural log) in binary64 */
 static mlr_status refs_lse(ctx *c, mlr_error *err) {
   held *h = &c->l;
   const int64_t n = h->a.n;
   h->own_b = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
   h->own_t = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
   if (!h->own_b || !h->own_t) return mlr_error_set(err, MLR_ENOMEM, "out of memory for lse");
-  const int from = c->r.lse_base == MLR_EXP_2 ? MLR_EXP_2 : MLR_EXP_E, to = c->r.out_lse_base;
+  const int to = c->r.out_lse_base;
   for (int64_t i = 0; i < n; i++) {
-    h->own_b[i] = mlr__emu_lse_convert(c->res.lse[i], from, to);
+    h->own_b[i] = c->res.lse_out[i];
     h->own_t[i] = to == MLR_EXP_2 ? c->tlse[i] * MLR_EMU_LOG2E_D : c->tlse[i];
   }
   h->b = (mlr_cmp_tensor){MLR_CT_F32, h->own_b, n};

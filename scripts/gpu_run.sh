@@ -20,7 +20,9 @@
 #      the other), lin=1 (fast-wgmma-a8w8: copy_lin) and ws=1,lin=2 (lin_copy), k_attn_ws's
 #      contiguous copies at every unpaged split length; compute-sanitizer memcheck and racecheck on
 #      seven cells, each kernel variant; .peers/seed_peers.py (when copied from ../shared/peers)
-#      and bench gpu --peers beside it ($OUT/bench_gpu.txt, $OUT/peers.json; with the read floor,
+#      and other people's kernels (scripts/gpu/third_party_bench.py, $OUT/third_party_bench.json,
+#      with .peers/third_party) and bench gpu --peers beside them ($OUT/bench_gpu.txt,
+#      $OUT/peers.json; with the read floor,
 #      whose readers check their sums: a reader that skips or repeats a word fails the step, and
 #      the plan floor, the plan's skeleton with no attention arithmetic, whose row counts are
 #      checked); the largest shape again after 3 s of warm-up, the time under sustained load
@@ -53,8 +55,8 @@
 #   6. the hardware exp2 (gpu/probes/ex2_table.cu): its table rebuilt and compared with ref/sfu's
 #      (SHA-256), the model checked on every float x <= 0, 4096 samples ($OUT/ex2_samples.txt, the
 #      source of tests/data/sfu/); the reciprocal's table likewise (gpu/probes/sfu_probe.cu), with
-#      its reciprocal, log2, division and positive-x exp2 samples ($OUT/*_samples.txt) and the
-#      log2's table ($OUT/lg2_head.bin, lg2_diff.bin: not yet in ref/sfu).
+#      its reciprocal, log2, division and positive-x exp2 samples ($OUT/*_samples.txt), and the
+#      log2's table likewise.
 # MLAREF_GPU_STEPS (default: every step, $ALL_STEPS below) picks the steps (0 = exact, badinput
 # (tests/bad_input.sh: the gpu cases of the bad-input table in docs/checking.md), sanitize and
 # bench, 0b = fast and fastbench, 0c = python, 0d = probe, 0e = thirdparty, 1 = bits, 2 and 3 =
@@ -270,6 +272,18 @@ step() {
         { echo "seed_peers.py failed:"; tail -5 "$OUT/peers.log"; }
     else echo "no .peers/seed_peers.py (copy ../shared/peers/): no side-by-side column"; fi
     P=; [ -f "$OUT/peers.json" ] && P="--peers $OUT/peers.json"
+    # other people's kernels timed the same way (scripts/gpu/third_party_bench.py): FlashMLA's
+    # extensions built into (or taken from) ${MLAREF_TP_BUILD:-/tmp/mlaref-tp/build}
+    if [ -d .peers/third_party ]; then
+      TPB=${MLAREF_TP_BUILD:-/tmp/mlaref-tp/build}
+      mkdir -p "$TPB" /tmp/mlaref-tp/bench &&
+        "$CLI" gen --suite bench --out /tmp/mlaref-tp/bench >/dev/null &&
+        python3 scripts/gpu/third_party_bench.py .peers/third_party "$TPB" \
+          "$OUT/third_party_bench.json" /tmp/mlaref-tp/bench/*.safetensors \
+          > "$OUT/third_party_bench.log" 2>&1 &&
+        P="$P --peers $OUT/third_party_bench.json" ||
+        { echo "third_party_bench.py failed:"; tail -5 "$OUT/third_party_bench.log"; }
+    fi
     "$CLI" bench gpu $P --reps "${MLAREF_FAST_REPS:-200}" | tee "$OUT/bench_gpu.txt" || status=1
     # the largest shape under sustained load (3 s of launches first: the board then runs at its
     # power limit, and the clock drops)
@@ -375,10 +389,13 @@ step() {
   echo "== the hardware exp2: the table against ref/sfu's, the model on every x <= 0" \
     "(gpu/probes/ex2_table.cu)"
   "$BIN/ex2_table" "$OUT/ex2_diff.bin" "$OUT/ex2_samples.txt" || status=1
-  # rcp_diff.bin, the log2's lg2_head.bin and lg2_diff.bin (ref/sfu does not hold them yet: they
-  # stay in OUT) and the samples
+  # rcp_diff.bin, the log2's lg2_head.bin and lg2_diff.bin, and the samples
   "$BIN/sfu_probe" "$OUT" || status=1
-  for t in ex2:1 rcp:2; do # README.md names the ex2 table's SHA-256 first, the reciprocal's second
+  # ref/sfu's log2 file: the head's first 2^18 values whole, then the steps from there on
+  { head -c 1048576 "$OUT/lg2_head.bin" && tail -c +262145 "$OUT/lg2_diff.bin"; } \
+    > "$OUT/lg2_diff.bin.tmp" && mv "$OUT/lg2_diff.bin.tmp" "$OUT/lg2_diff.bin" &&
+    rm -f "$OUT/lg2_head.bin"
+  for t in ex2:1 rcp:2 lg2:3; do # README.md names the SHA-256s in this order
     want=$(grep -o "uncompressed bytes: [0-9a-f]*" ref/sfu/README.md | sed -n "${t#*:}p" |
       cut -d' ' -f3)
     got=$(sha256sum "$OUT/${t%:*}_diff.bin" | cut -d' ' -f1); rm -f "$OUT/${t%:*}_diff.bin"

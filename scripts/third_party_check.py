@@ -8,8 +8,9 @@ CLI: an mlaref; INPUTS: the folder of SUITE/CELL.safetensors the runner was give
 SUITE-CELL.KERNEL[.sN].safetensors (and SUITE-CELL.KERNEL.in.safetensors where the kernel took
 other inputs). A run is held with `CLI check --rule exact --rule fa3 --rule structure` under its
 kernel's recipe (split.count = N for AITER). Exit 1 if any run fails the default rules (fa3,
-structure), or a recipe's run is not bit-identical where STRICT names the kernel (a comma list,
-MLAREF_TP_STRICT); 2 on bad arguments. Standard library only."""
+structure), a run with a planted bug (KERNEL~BUG) passes them, or a recipe's run is not
+bit-identical where STRICT names the kernel (a comma list, MLAREF_TP_STRICT); 2 on bad arguments.
+Standard library only."""
 import os
 import re
 import subprocess
@@ -31,8 +32,9 @@ def hold(cli, inputs, out):
     given = os.path.join(os.path.dirname(out), f"{cell}.{kernel}.in.safetensors")
     suite, name = cell.split("-", 1)
     inp = given if os.path.exists(given) else os.path.join(inputs, suite, name + ".safetensors")
-    cmd = [cli, "check", "--inputs", inp, "--output", out, "--recipe", RECIPE[kernel],
-           "--rule", "exact", "--rule", "fa3", "--rule", "structure"]
+    recipe = RECIPE[kernel.split("~")[0]]  # KERNEL~BUG: the kernel with a planted bug
+    cmd = [cli, "check", "--inputs", inp, "--output", out, "--recipe", recipe, "--rule", "exact",
+           "--rule", "fa3", "--rule", "structure"]
     if ns:
         cmd += ["--set", f"split.count={ns}"]
     p = subprocess.run(cmd, capture_output=True, text=True)
@@ -60,11 +62,11 @@ def main():
         sys.exit(__doc__)
     cli, inputs, outputs = sys.argv[1:]
     strict = set(filter(None, os.environ.get("MLAREF_TP_STRICT", "").split(",")))
-    table, status = {}, 0
+    table, bugs, status = {}, {}, 0
     for f in sorted(os.listdir(outputs)):
         if not f.endswith(".safetensors") or f.endswith(".in.safetensors"):
             continue
-        if f.split(".")[1] not in RECIPE:
+        if f.split(".")[1].split("~")[0] not in RECIPE:
             continue
         got, rules = hold(cli, inputs, os.path.join(outputs, f))
         if got is None:
@@ -74,6 +76,13 @@ def main():
         suite, kernel, stats = got
         default = all(v for k, v in rules.items() if not k.endswith("exact"))
         exact = all(v for k, v in rules.items() if k.endswith("exact"))
+        if "~" in kernel:  # a planted bug: the default rules must find it
+            print(f"{f}: planted bug {'caught' if not default else 'NOT caught'}")
+            row = bugs.setdefault((kernel, suite), [0, 0])
+            row[0] += not default
+            row[1] += 1
+            status |= default
+            continue
         print(f"{f}: " + ", ".join(f"{t} {s[1]}/{s[0]} identical (max {s[2]} ulp)"
                                    for t, s in stats.items()) +
               f"; default rules {'pass' if default else 'FAIL'}")
@@ -92,6 +101,11 @@ def main():
         pct = [100.0 * r[1] / r[0] if r[0] else 100.0, 100.0 * r[4] / r[3] if r[3] else 100.0]
         print(f"| {k} | {s} | {r[6]} | {r[1]}/{r[0]} ({pct[0]:.4f}%) | {r[2]} | "
               f"{r[4]}/{r[3]} ({pct[1]:.4f}%) | {r[5]} |")
+    if bugs:
+        print("| kernel~planted bug | suite | runs the default rules fail |")
+        print("| --- | --- | --- |")
+        for (k, s), r in sorted(bugs.items()):
+            print(f"| {k} | {s} | {r[0]} of {r[1]} |")
     sys.exit(status)
 
 

@@ -43,7 +43,8 @@ Test(cli, main_job_passes, .timeout = 120) {
   cr_assert(strstr(o, "e4m3fnuz"));
   /* it ends with a quick report and says where its page is: the page is there */
   const char *at = strstr(o, "mlaref: the quick report's page: ");
-  /* 6 shapes x (13 recipes + 2 on the policy axis); where a GPU is, the fast kernel's recipes too */
+  /* 6 shapes x (13 recipes + 2 on the policy axis); where a GPU is, the fast kernel's recipes too
+   */
   cr_assert(at && (strstr(o, "report: suite edge (quick): 90 cells, 0 failed") ||
                    (strstr(o, "GPU leg: NVIDIA") && strstr(o, " cells, 0 failed"))),
             "%s", o);
@@ -228,7 +229,7 @@ Test(cli, bad_input_exits_2_with_one_line) {
   remove("mlr_cli_badmanifest.tsv");
   bad("bench gpu --reps 5", "--reps: an integer in 100..10000");
   bad("bench gpu --peers /nonexistent/peers.json",
-      "--peers /nonexistent/peers.json: not a peers.json");
+      "--peers /nonexistent/peers.json: not a peers file");
   bad("bench gpu --frob", "unknown option '--frob' (valid: --shape --recipe --reps --peers --flush "
                           "--warmup --variant)");
   bad("bench gpu --warmup -5", "--warmup: milliseconds of untimed launches before each shape's "

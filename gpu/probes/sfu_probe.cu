@@ -3,8 +3,8 @@
 // so that ref/sfu can model them as it models ex2.approx.f32.
 //   sfu_probe DIR: the units on 1 + r 2^-23, r = 0 .. 2^23 - 1: DIR/rcp_diff.bin the reciprocal's
 //   bit patterns as first differences, one int8 each (ref/sfu/README.md's form); the log2's as
-//   DIR/lg2_head.bin, its raw little-endian binary32 patterns for r < 2^15 (near 1 its steps do
-//   not fit a byte), and DIR/lg2_diff.bin, first differences for r >= 2^15 (0 below);
+//   DIR/lg2_head.bin, its raw little-endian binary32 patterns for r < 2^18 (near 1 its steps do
+//   not fit a byte), and DIR/lg2_diff.bin, first differences for r >= 2^18 (0 below);
 //   DIR/rcp_samples.txt, lg2_samples.txt: x and the result over every positive float class;
 //   DIR/div_samples.txt: x, y, div.full.f32(x, y), div.approx.f32 and div.approx.ftz.f32 (CUDA's
 //   x / y under --use_fast_math); DIR/ex2_pos_samples.txt: x > 0 (near 0, or any) and
@@ -125,8 +125,9 @@ int main(int argc, char **argv) {
   for (int w = 0; w < 2; w++) {
     tab<<<n / 256, 256>>>(d, w);
     CUDA_OK(cudaMemcpy(h, d, 4ull * n, cudaMemcpyDeviceToHost));
-    /* lg2 crosses 0 at 1: below 2^15 its patterns as they are, from there its steps */
-    const uint32_t r0 = w ? 1u << 15 : 0;
+    /* lg2 crosses 0 at 1: below 2^18 its patterns as they are (its steps there reach 369 ulps),
+     * from there its steps (at most 45 ulps) */
+    const uint32_t r0 = w ? 1u << 18 : 0;
     if (w && save(argv[1], "lg2_head.bin", h, 4ull * r0)) return 2;
     for (uint32_t r = 0; r < n; r++) { /* ref/sfu/README.md's form: g(0) = 1.0 implied */
       const int64_t dd = r > r0 ? (int64_t)h[r] - (int64_t)h[r - 1] : 0;

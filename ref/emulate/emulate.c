@@ -54,6 +54,7 @@ typedef struct emu {
   const uint32_t *mex2;     /* ... for the merge's exps (merge.exp_unit), or NULL */
   const uint32_t *rcp;      /* the reciprocal unit's table (div.unit = sm90-full), or NULL */
   int logc;                 /* lse.log = cuda-logf */
+  const uint32_t *lg2;      /* the log2 unit's table (lse.log = sm90-lg2), or NULL */
   int k4, k4pv;             /* dot.k_order = triton on fp8 KV: QK columns, PV tokens permuted */
   float clamp, ks, kps, vs; /* k_scale, kpe_scale, v_scale (after the faults that misuse them) */
   int folded, vmerged, qfp8, fused, fault;
@@ -85,7 +86,8 @@ typedef struct scratch {
   /* [576][H] Q's and [VCHUNK][512] V's unit exponents, [max(H, 512)] the blocks' E */
   int *qme, *vme, *mE;
   float *m, *l, *alpha, *part, *lse, *pm, *pl; /* [H], part [H][512] */
-  float *lq;                                   /* [H][4]: softmax.sum = lanes4's lane sums */
+  float *lout; /* [H]: an unsplit row's lse as the kernel returns it (mlr_emu_result's lse_out) */
+  float *lq;   /* [H][4]: softmax.sum = lanes4's lane sums */
   float *lq2, *al2; /* seesaw: [H][4] the second warpgroup's lane sums, [H] a pair's 2nd alpha */
   float *ss; /* seesaw: [7][H][softmax.block] a pair's logits, p and P operands (seesaw_pair) */
 } scratch;
@@ -121,6 +123,7 @@ static void scratch_free(scratch *w) {
   free(w->alpha);
   free(w->part);
   free(w->lse);
+  free(w->lout);
   free(w->pm);
   free(w->pl);
   free(w->lq);
@@ -154,9 +157,11 @@ static int scratch_alloc(scratch *w, const emu *e) {
   w->lse = malloc(H * sizeof(float));
   w->pm = malloc(H * sizeof(float));
   w->pl = malloc(H * sizeof(float));
+  w->lout = malloc(H * sizeof(float));
   w->lq = malloc(4 * H * sizeof(float));
   int ok = w->s && w->p && w->pp && w->kop && w->vop && w->acc && w->pva && w->part && w->m &&
-           w->l && w->alpha && w->lse && w->pm && w->pl && w->qa && w->qr && w->qd && w->lq;
+           w->l && w->alpha && w->lse && w->pm && w->pl && w->lout && w->qa && w->qr && w->qd &&
+           w->lq;
   if (e->seesaw)
     ok = ok && (w->lq2 = malloc(4 * H * sizeof(float))) && (w->al2 = malloc(H * sizeof(float))) &&
          (w->ss = malloc(7 * H * (size_t)e->r->softmax_block * sizeof(float)));
@@ -667,9 +672,20 @@ static void pv_block(const emu *e, scratch *w, int64_t b, int64_t j0, int64_t j1
 }
 
 /* the log in an lse, in base `base`: lse.log's (cuda-logf is a natural log: the recipe check
- * allows it with base e only) */
+ * allows it with base e only; sm90-lg2 is the unit's log2, times fp32(ln 2) for a natural log, as
+ * CUDA's __logf under --use_fast_math: lg2.approx.ftz then mul.ftz by 0x3F317218, MLR_EMU_LN2_F) */
 static float lse_log(const emu *e, int base, float x) {
+  if (e->lg2) {
+    const float l2 = mlr__sfu_lg2(e->lg2, x);
+    return base == MLR_EXP_2 ? l2 : l2 * MLR_EMU_LN2_F;
+  }
   return e->logc ? mlr__emu_logf_cuda(x) : mlr__emu_log(base, x);
+}
+
+/* an lse in lse.base to out.lse_base, as the kernel returns it: one binary32 multiply */
+static float out_lse(const emu *e, float lse) {
+  return mlr__emu_lse_convert(lse, e->r->lse_base == MLR_EXP_2 ? MLR_EXP_2 : MLR_EXP_E,
+                              e->r->out_lse_base);
 }
 
 /* the partials' and the merge's divisions (div.unit) */
@@ -771,6 +787,12 @@ static void finish_row(const emu *e, scratch *w, int64_t t, int64_t h) {
                                    : e->fa2  ? MLR_EXP_E
                                              : r->softmax_exp,
                                    r->lse_base);
+  /* the seesaw kernel returns an unsplit row's lse as logf(l) + m / log2 e: fma(lg2 l, ln 2, fp32(m
+   * ln 2)) (its div.approx by log2 e is a multiply by rcp.approx(log2 e) = fp32(ln 2) exactly) */
+  w->lout[h] =
+      e->seesaw && e->lg2 && r->out_lse_base == MLR_EXP_E
+          ? (lc == 0.0f || lc != lc ? INFINITY : fmaf(lg, MLR_EMU_LN2_F, w->m[h] * MLR_EMU_LN2_F))
+          : out_lse(e, w->lse[h]);
   w->pm[h] = w->m[h];
   w->pl[h] = w->l[h];
 }
@@ -1011,6 +1033,7 @@ static void run_item(const emu *e, scratch *w, int64_t b, int64_t s) {
         /* FlashMLA writes +Inf for a row without mass that it did not split (-Inf in a split) */
         const int empty = !(w->pl[h] > 0.0f) && e->r->merge_rule == MLR_MERGE_FLASHMLA;
         res->lse[t * H + h] = empty ? INFINITY : w->lse[h];
+        res->lse_out[t * H + h] = empty ? INFINITY : w->lout[h];
       }
       if (res->part_o) {
         const int64_t slot = (t * H + h) * e->S + s;
@@ -1044,9 +1067,10 @@ static void merge_flashmla(const emu *e, int64_t t, int64_t h, int64_t ns, float
     for (int i = 0; i < 32; i++) nx[i] = lane[i] + lane[i ^ off];
     memcpy(lane, nx, sizeof lane);
   }
-  const float lse = lane[0] == 0.0f || lane[0] != lane[0]
-                        ? INFINITY
-                        : M + lse_log(e, b2 ? MLR_EXP_2 : MLR_EXP_E, lane[0]);
+  /* M + log(sum); the fp8 combine's logf(sum) + M contracts to fma(lg2(sum), ln 2, M) */
+  const float lse = lane[0] == 0.0f || lane[0] != lane[0] ? INFINITY
+                    : e->lg2 && !b2 ? fmaf(mlr__sfu_lg2(e->lg2, lane[0]), MLR_EMU_LN2_F, M)
+                                    : M + lse_log(e, b2 ? MLR_EXP_2 : MLR_EXP_E, lane[0]);
   memset(acc, 0, DV * sizeof(float));
   for (int64_t s = 0; s < ns; s++) {
     const float wv = mlr__emu_sm_exp(eb, e->mex2, ls[s] - lse);
@@ -1055,6 +1079,7 @@ static void merge_flashmla(const emu *e, int64_t t, int64_t h, int64_t ns, float
   }
   store_o(e, t, h, acc);
   res->lse[t * e->H + h] = lse;
+  res->lse_out[t * e->H + h] = out_lse(e, lse);
 }
 
 /* the split merge of (t, h): mlr_emulate.h */
@@ -1109,13 +1134,14 @@ static void merge_one(const emu *e, int64_t t, int64_t h, int64_t ns, float *acc
   if (!norm)
     lse = mlr__emu_lse_convert(lse, r->softmax_exp, r->lse_base); /* M in the softmax's units */
   res->lse[t * e->H + h] = lse;
+  res->lse_out[t * e->H + h] = out_lse(e, lse);
 }
 
 void mlr_emu_result_free(mlr_emu_result *res) {
   if (!res) return;
-  void *const owned[] = {res->o,         res->lse,      res->split_count,
-                         res->split_len, res->part_o,   res->part_lse,
-                         res->part_max,  res->part_sum, res->q_scales};
+  void *const owned[] = {res->o,         res->lse,     res->lse_out,  res->split_count,
+                         res->split_len, res->part_o,  res->part_lse, res->part_max,
+                         res->part_sum,  res->q_scales};
   for (size_t k = 0; k < sizeof owned / sizeof owned[0]; k++) free(owned[k]);
   memset(res, 0, sizeof *res);
 }
@@ -1277,7 +1303,8 @@ static mlr_status alloc_outputs(const emu *e, mlr_emu_result *res, int keep_part
                          (long long)T, (long long)H, (long long)S);
   res->o = malloc(ob);
   res->lse = malloc((size_t)(T * H) * sizeof(float));
-  if (!res->o || !res->lse) return MLR_ENOMEM;
+  res->lse_out = malloc((size_t)(T * H) * sizeof(float));
+  if (!res->o || !res->lse || !res->lse_out) return MLR_ENOMEM;
   if (!keep_parts) return MLR_OK;
   res->part_o = malloc(pb);
   res->part_lse = malloc((size_t)(T * H * S) * sizeof(float));
@@ -1461,6 +1488,7 @@ static mlr_status load_units(emu *e, mlr_error *err) {
   e->ex2 = sm ? g : NULL;
   e->mex2 = mg ? g : NULL;
   if (r->div_unit != MLR_DIV_IEEE && (st = mlr_sfu_rcp_table(&e->rcp, err)) != MLR_OK) return st;
+  if (r->lse_log == MLR_LOG_SM90_LG2 && (st = mlr_sfu_lg2_table(&e->lg2, err)) != MLR_OK) return st;
   e->dapprox = r->div_unit == MLR_DIV_SM90_APPROX;
   e->logc = r->lse_log == MLR_LOG_CUDA_LOGF;
   /* Triton's order: fp8 KV only (mlr_korder) */

@@ -33,9 +33,9 @@ static const struct {
                                 "(H200 PTX): bf16 mma.sync, ex2.approx, div.full, splits "
                                 "cdiv(L, N)"},
     {"flashmla-fp8", "FlashMLA's dense fp8 decode (H200 PTX): wgmma fp8, FlashAttention-2 softmax, "
-                     "its tile scheduler and combine; the lse's lg2 not yet modelled"},
+                     "its tile scheduler and combine, lg2.approx in the lse"},
     {"flashmla-bf16", "FlashMLA's dense bf16 decode (H200 PTX): bf16 wgmma, two warpgroups in "
-                      "seesaw, base-2 combine; the lse's lg2 not yet modelled"},
+                      "seesaw, base-2 combine, lg2.approx in the lse"},
     {"fast-a16w8", "mlaref's fast H200 kernel, bf16 Q with fp8 KV: fp16 mma, ex2.approx, "
                    "128-token blocks, waves splits"},
     {"fast-a8w8", "the fast H200 kernel with fp8 Q (static scale, absmax 6) and fp8 KV"},

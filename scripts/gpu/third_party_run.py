@@ -16,8 +16,10 @@
 # seeds' Triton kernels seeds-single and seeds-split (PEERS/../seed_triton_kernels.py, launched by
 # seed_triton_outputs.py here). AITER and seeds-split run with each num_kv_splits in
 # MLAREF_TP_SPLITS (default 4,16): D-X.aiter-dot.sN.safetensors; split partials are kept up to
-# MLAREF_TP_PARTIALS_MAX floats a run (2^20). A cell a kernel cannot take is skipped with its
-# reason on one line.
+# MLAREF_TP_PARTIALS_MAX floats a run (2^20). On the probe suite, aiter-dot and both FlashMLA
+# kernels also run with each planted bug in MLAREF_TP_BUGS (default all: vscale, drop, page; see
+# plant()): D-X.K~BUG[.sN].safetensors, which the check must find wrong. A cell a kernel cannot
+# take is skipped with its reason on one line.
 import math, os, sys
 import torch
 from safetensors import safe_open
@@ -79,7 +81,23 @@ class Cell:
 
 # ---- AITER's Triton MLA decode ------------------------------------------------------------------
 
-def aiter_tables(c):
+def plant(bug, lens, table, npages, ps):
+    """A planted bug in what a kernel is told, the cell's data left as it is: 'drop' (each
+    sequence's last token not read: its length one short), 'page' (each sequence's last page read
+    from the next page of the pool: an off-by-one in the page index). lens: [B] int32, table:
+    [B, width] int32 numbers of pages of ps tokens; both changed in place."""
+    for b in range(lens.shape[0]):
+        n = int(lens[b])
+        if n == 0:
+            continue
+        if bug == "drop":
+            lens[b] = n - 1
+        elif bug == "page":
+            last = (n - 1) // ps
+            table[b, last] = (int(table[b, last]) + 1) % npages
+
+
+def aiter_tables(c, bug=None):
     """req_to_token (the batch's pages, or its rows at page size 1) and b_seq_len: one request a
     batch, each of one query token"""
     ps = c.ps if c.ps > 1 else 1
@@ -88,10 +106,12 @@ def aiter_tables(c):
     for i, (b, _) in enumerate(c.tok):
         r2t[i, :len(c.pages[b])] = torch.tensor(c.pages[b], dtype=torch.int32)
     seq = torch.tensor([max(n, 0) for _, n in c.tok], dtype=torch.int32)
+    if bug in ("drop", "page"):
+        plant(bug, seq, r2t, c.kv.shape[0] // ps, ps)
     return r2t.cuda(), seq.cuda(), ps
 
 
-def run_aiter(md, c, kind, ns):
+def run_aiter(md, c, kind, ns, bug=None):
     if max(c.qlen) > 1:
         raise Skip("more than one query token a batch (AITER's decode takes one a request)")
     if c.q.dtype != torch.bfloat16:
@@ -101,14 +121,16 @@ def run_aiter(md, c, kind, ns):
         raise Skip("kpe_scale differs from k_scale (AITER applies k_scale to the rope columns)")
     if not fp8 and not (c.ks == c.vs == c.kpe == 1.0):
         raise Skip("bf16 KV with a scale (AITER scales fp8 KV only)")
-    r2t, seq, ps = aiter_tables(c)
+    r2t, seq, ps = aiter_tables(c, bug)
     q, kv = c.q.cuda(), c.kv.cuda().view(-1, 1, DQK)
     T, H = q.shape[0], q.shape[1]
     o = torch.full((T, H, DV), float("nan"), dtype=torch.bfloat16, device="cuda")
     lse = torch.full((T, H), float("nan"), dtype=torch.float32, device="cuda")
     mid = torch.full((T, H, ns, DV + 1), float("nan"), dtype=torch.float32, device="cuda")
     ks = torch.tensor([c.ks], dtype=torch.float32, device="cuda")
-    vs = torch.tensor([c.vs], dtype=torch.float32, device="cuda")
+    if bug == "vscale" and (c.vs == 1.0 or not fp8):
+        raise Skip("v_scale is 1 or not applied (bf16 KV): leaving it out changes nothing")
+    vs = torch.tensor([1.0 if bug == "vscale" else c.vs], dtype=torch.float32, device="cuda")
     if kind == "aiter-dot":
         md.decode_attention_fwd(q, kv, kv[..., :DV], o, lse, r2t, seq, mid, ns, c.sm, ps, 0.0,
                                 ks, vs)
@@ -231,8 +253,9 @@ def stand_ins(bd):
     ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
 
 
-def paged64(c, kv):
-    """The cell's KV rows regathered into FlashMLA's cache of 64-token pages, a block table."""
+def paged64(c, kv, bug=None):
+    """The cell's KV rows regathered into FlashMLA's cache of 64-token pages, a block table and
+    the lengths (with a planted bug: plant())."""
     lens = [len(r) for r in c.rows]
     if min(lens) == 0:
         raise Skip("a batch with no KV tokens")
@@ -246,8 +269,10 @@ def paged64(c, kv):
         cache.view(bits)[at * 64:at * 64 + lens[b]] = kv.view(bits)[torch.tensor(r)]
         bt[b, :npg[b]] = torch.arange(at, at + npg[b], dtype=torch.int32)
         at += npg[b]
-    return (cache.view(-1, 64, 1, DQK).cuda(), bt.cuda(),
-            torch.tensor(lens, dtype=torch.int32).cuda())
+    lens = torch.tensor(lens, dtype=torch.int32)
+    if bug in ("drop", "page"):
+        plant(bug, lens, bt, at, 64)
+    return cache.view(-1, 64, 1, DQK).cuda(), bt.cuda(), lens.cuda()
 
 
 def given_inputs(c, **repl):
@@ -262,7 +287,7 @@ def given_inputs(c, **repl):
     return t, meta
 
 
-def run_flashmla(ext, c, kind):
+def run_flashmla(ext, c, kind, bug=None):
     s_q = c.uniform_q()
     c.one_kv_scale()
     B, H = len(c.rows), c.q.shape[1]
@@ -283,7 +308,9 @@ def run_flashmla(ext, c, kind):
         if c.fp8_kv():
             kv = (c.kv.float() * c.ks).to(torch.bfloat16)
             given = given_inputs(c, kv=kv.view(-1, 1, DQK), kv_scale=torch.ones(1))
-    cache, bt, lens = paged64(c, kv)
+    if bug == "vscale":
+        raise Skip("one descale for K and V (no v_scale to leave out)")
+    cache, bt, lens = paged64(c, kv, bug)
     q4 = q.reshape(B, s_q, H, DQK).cuda()
     causal = bool(c.causal) and s_q > 1
     if kind == "flashmla-fp8":
@@ -321,32 +348,46 @@ def main():
     if any(k.startswith("aiter") for k in kinds):
         import mla_decode as md
     ext = {k: flashmla_build(peers, build, k[9:]) for k in kinds if k.startswith("flashmla")}
+    bugs = os.environ.get("MLAREF_TP_BUGS", "vscale drop page").split()
     for path in sys.argv[4:]:
         # the cell's folder and name (suites share cell names): OUTDIR/SUITE-CELL.K.safetensors
-        stem = os.path.basename(path)[:-len(".safetensors")]
-        x = os.path.join(outdir, f"{os.path.basename(os.path.dirname(path))}-{stem}")
+        suite = os.path.basename(os.path.dirname(path))
+        x = os.path.join(outdir, f"{suite}-{os.path.basename(path)[:-len('.safetensors')]}")
         c = Cell(path)
         for k in kinds:
             for ns in splits if k.startswith("aiter") or k == "seeds-split" else [0]:
-                name = f"{k}.s{ns}" if ns else k
-                try:
-                    given = None
-                    if k.startswith("seeds"):
-                        out = run_seeds(c, k, ns)
-                    elif ns:
-                        out = run_aiter(md, c, k, ns)
-                    else:
-                        out, given = run_flashmla(ext[k], c, k)
-                except Skip as e:
-                    print(f"{os.path.basename(x)} {name}: skipped: {e}")
+                if not run_one(c, x, k, ns, None, md, ext):
                     break
-                if "partial_o" in out and out["partial_o"].numel() > PARTIALS_MAX:
-                    del out["partial_o"], out["partial_lse"]
-                save_file(out, f"{x}.{name}.safetensors")
-                if given is not None:
-                    save_file(given[0], f"{x}.{name}.in.safetensors", metadata=given[1])
-                print(f"{os.path.basename(x)} {name}: ran")
+            # planted bugs, on the probe suite: each run must fail the default rules
+            for bug in bugs if suite == "probe" and k in BUGGED else []:
+                run_one(c, x, k, splits[0] if k.startswith("aiter") else 0, bug, md, ext)
 
+
+BUGGED = ("aiter-dot", "flashmla-fp8", "flashmla-bf16")  # the kernels given planted bugs
+
+
+def run_one(c, x, k, ns, bug, md, ext):
+    """kernel k (num_kv_splits ns, or 0) on cell c with a planted bug or none, saved as
+    x.K[~BUG][.sN].safetensors: False where the kernel cannot take the cell"""
+    name = (f"{k}~{bug}" if bug else k) + (f".s{ns}" if ns else "")
+    try:
+        given = None
+        if k.startswith("seeds"):
+            out = run_seeds(c, k, ns)
+        elif ns:
+            out = run_aiter(md, c, k, ns, bug)
+        else:
+            out, given = run_flashmla(ext[k], c, k, bug)
+    except Skip as e:
+        print(f"{os.path.basename(x)} {name}: skipped: {e}")
+        return False
+    if "partial_o" in out and out["partial_o"].numel() > PARTIALS_MAX:
+        del out["partial_o"], out["partial_lse"]
+    save_file(out, f"{x}.{name}.safetensors")
+    if given is not None:
+        save_file(given[0], f"{x}.{name}.in.safetensors", metadata=given[1])
+    print(f"{os.path.basename(x)} {name}: ran")
+    return True
 
 if __name__ == "__main__":
     main()

@@ -93,7 +93,9 @@ typedef struct mlr_emu_result {
   int64_t T, H, B, S;   /* query tokens, heads, batches, most splits of any batch */
   int out_format;       /* the recipe's mlr_outfmt */
   void *o;              /* [T, H, 512]: bf16 / fp16 codes (uint16_t) or binary32 (float) */
-  float *lse;           /* [T, H] */
+  float *lse;           /* [T, H], in lse.base */
+  float *lse_out;       /* [T, H], in out.lse_base as the kernel returns it (lse converted by one
+                         * multiply, or the recipe's own formula: softmax.schedule = seesaw) */
   int32_t *split_count; /* [B] splits of each batch */
   int32_t *split_len;   /* [B] tokens per split (the last ones may be shorter or empty) */
   /* with opts.partials (else NULL): [T, H, S, 512] and [T, H, S]; slots s >= split_count[b]

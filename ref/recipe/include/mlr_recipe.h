@@ -101,7 +101,7 @@ typedef enum { MLR_MERGE_RUNNING, MLR_MERGE_GLOBAL, MLR_MERGE_AITER, MLR_MERGE_F
 typedef enum { MLR_DIV_IEEE, MLR_DIV_SM90_FULL, MLR_DIV_SM90_APPROX } mlr_divunit;
 /* the natural log of the lse (lse.log): correctly rounded, or CUDA's libdevice logf (Triton's
  * tl.log on NVIDIA: mlr__emu_logf_cuda) */
-typedef enum { MLR_LOG_EXACT, MLR_LOG_CUDA_LOGF } mlr_logunit;
+typedef enum { MLR_LOG_EXACT, MLR_LOG_CUDA_LOGF, MLR_LOG_SM90_LG2 } mlr_logunit;
 /* the order of a matrix-unit dot's products (dot.k_order): in index order, or Triton's (triton):
  * on fp8 KV, whose K and V a kernel converts in registers into a 2-byte dot operand, in each 32 of
  * the reduced index the first mma.sync takes the pairs at 4t and 16 + 4t, the second those at

@@ -1,6 +1,7 @@
 /* mlr_sfu.h: models of special-function units, the hardware's approximate transcendental
- * instructions, bit for bit. One so far: NVIDIA Hopper's exp2 (PTX ex2.approx.f32, SASS MUFU.EX2),
- * the exp of the fast kernels' online softmax and of Triton's tl.exp on NVIDIA.
+ * instructions, bit for bit: NVIDIA Hopper's exp2 (PTX ex2.approx.f32, SASS MUFU.EX2), the exp of
+ * the fast kernels' online softmax and of Triton's tl.exp on NVIDIA; its reciprocal and divisions;
+ * its log2 (lg2.approx, the log in FlashMLA's lse).
  *
  * The model, measured on an H200 (README.md here; gpu/probes/ex2_table.cu wrote the table and
  * checks the model on every float x <= 0, 2^31 values, none differing):
@@ -100,6 +101,33 @@ MLR_HD static inline float mlr__sfu_div_approx(const uint32_t *g, float x, float
   float z = x * r;
   if (fabsf(z) < 0x1p-126f) z = copysignf(0.0f, z);
   return z != z ? mlr_bits_f32(0x7FFFFFFFu) : z;
+}
+
+/** The H200's log2 table (MLR_SFU_TABLE_N binary32 bit patterns: lg2.approx.f32(1 + r 2^-23),
+ *  r = 0 .. 2^23 - 1, values in [0, 1)), decoded on first use as mlr_sfu_ex2_table's. */
+mlr_status mlr_sfu_lg2_table(const uint32_t **g, mlr_error *err);
+
+/** lg2.approx.ftz.f32 on the H200 (the model below); g from mlr_sfu_lg2_table. */
+float mlr_sfu_lg2(const uint32_t *g, float x);
+
+enum { MLR_SFU_LG2_HEAD = 1 << 18 }; /* the log2 table's values stored whole (README.md) */
+
+/* lg2.approx(.ftz).f32 (SASS MUFU.LG2) of x = 2^e m, m in [1, 2): e + t(m), t the table, cut
+ * toward zero to binary32. Measured against the sfu probe's samples: for x >= 1 the model agrees
+ * with every one (134,792, every binade); below 0.5 it is within 1 ulp (the unit carries t to more
+ * bits than binary32, which a negative e + t can show); on [0.5, 1) the unit reduces x otherwise
+ * (up to 2^-17 from the model) and the model does not stand. An lse takes the log of a row sum,
+ * which is at least 1 up to the max token's rounding. Subnormal x is flushed: -Inf, as for +-0;
+ * +Inf for +Inf; the canonical NaN 0x7FFFFFFF for x < 0 and NaN. */
+MLR_HD static inline float mlr__sfu_lg2(const uint32_t *g, float x) {
+  if (x != x || x < 0.0f) return mlr_bits_f32(0x7FFFFFFFu);
+  if (x < 0x1p-126f) return -INFINITY;
+  if (isinf(x)) return x;
+  const uint32_t b = mlr_f32_bits(x);
+  const double s = (double)((int)(b >> 23) - 127) + (double)mlr_bits_f32(g[b & 0x7FFFFFu]);
+  /* exact: |e| <= 127 and t >= 2^-22 has 24 bits, so e + t spans at most 53 bits */
+  const float f = (float)s; /* to nearest, then one step toward zero if that went outward */
+  return fabs((double)f) > fabs(s) ? mlr_bits_f32(mlr_f32_bits(f) - 1u) : f;
 }
 
 #ifdef __cplusplus
