@@ -12,8 +12,11 @@
  *     2^-k is exact. Below -126: 0.
  *   ex2.approx.f32 (not .ftz): MUFU.EX2(x) for x >= -126; below, h = MUFU.EX2(x / 2) squared in
  *     binary32 (x / 2 is exact; the product rounds to nearest even into the subnormals).
- *   NaN -> NaN. x > 0 does not occur in an online softmax (its arguments are s - m with m >= s);
- *     it is not modelled: the correctly rounded 2^x stands there.
+ *   NaN -> NaN. x > 0 does not occur in a scaled online softmax (its arguments are s - m with
+ *     m >= s); FlashAttention-2's fma(s, c, -m c) hands the max token the product's rounding
+ *     error, which can be positive. Below 2^-23 the unit gives 1 (its fixed-point cut leaves 0:
+ *     FlashMLA's output on a one-token row, where 2^x rounded, 1 + 2^-23, changes o); above, the
+ *     correctly rounded 2^x stands (not measured).
  * Against the true 2^x, the unit's relative error is at most 2.45 x 2^-24 on the normal range
  * (cut and table together; MLR_SFU_EX2_REL, tested against MPFR over the whole table). */
 #ifndef MLR_SFU_H
@@ -49,7 +52,8 @@ MLR_HD static inline float mlr__sfu_mufu_ex2(const uint32_t *g, float x) {
 
 MLR_HD static inline float mlr__sfu_ex2(const uint32_t *g, float x) {
   if (x != x) return x;
-  if (x > 0.0f) return mlr_exp2f(x); /* not modelled (see above) */
+  if (x > 0.0f) /* below 2^-23 the cut to the unit's grid leaves 0: 2^0 (see above) */
+    return x < 0x1p-23f ? 1.0f : mlr_exp2f(x);
   if (x >= -126.0f) return mlr__sfu_mufu_ex2(g, x);
   const float h = mlr__sfu_mufu_ex2(g, x * 0.5f); /* exact halving */
   return h * h;
