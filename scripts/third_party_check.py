@@ -16,7 +16,8 @@ import re
 import subprocess
 import sys
 
-RECIPE = {"aiter-dot": "aiter-triton-decode-dot", "seeds-single": "triton-fp8-single-sm90",
+RECIPE = {"aiter-dot": "aiter-triton-decode-dot", "aiter-sum": "aiter-triton-decode",
+          "seeds-single": "triton-fp8-single-sm90",
           "seeds-split": "triton-fp8-split-sm90", "flashmla-fp8": "flashmla-fp8",
           "flashmla-bf16": "flashmla-bf16"}
 LINE = re.compile(r"tensor '(o|lse)'.*?: (\d+) elements, (\d+) bit-identical")

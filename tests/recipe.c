@@ -159,6 +159,10 @@ Test(recipe, triton_key_checks) {
       {"split.rule=flashmla;split.align=48;softmax.block=32", "split.align a multiple of"},
       {"merge.rule=flashmla;partial.normalized=no", "it needs partial.normalized = yes"},
       {"softmax.schedule=seesaw;softmax.exp=2", "needs softmax.form = fa2"},
+      {"qk.dot=aiter-lanes8", "qk.dot = aiter-lanes8 multiplies bf16 operands: it needs "
+                              "qk.operand = bf16"},
+      {"pv.operand=bf16;pv.dot=aiter-lanes8", "it needs softmax.block = 4, p.format = fp32 and "
+                                              "pv.accumulate = block"},
   };
   for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
     mlr_recipe_builtin("fp32-seq", &r);
@@ -167,8 +171,9 @@ Test(recipe, triton_key_checks) {
     cr_assert_eq(mlr_recipe_check(&r, &err), MLR_EINVAL, "%s", BAD[i].sets);
     cr_assert(strstr(err.msg, BAD[i].says), "%s: %s", BAD[i].sets, err.msg);
   }
-  static const char *const GOOD[] = {"aiter-triton-decode-dot", "triton-fp8-single-sm90",
-                                     "triton-fp8-split-sm90", "flashmla-fp8", "flashmla-bf16"};
+  static const char *const GOOD[] = {
+      "aiter-triton-decode-dot", "aiter-triton-decode", "triton-fp8-single-sm90",
+      "triton-fp8-split-sm90",   "flashmla-fp8",        "flashmla-bf16"};
   for (size_t i = 0; i < sizeof GOOD / sizeof GOOD[0]; i++) {
     cr_assert_eq(mlr_recipe_builtin(GOOD[i], &r), MLR_OK);
     cr_assert_eq(mlr_recipe_check(&r, &err), MLR_OK, "%s: %s", GOOD[i], err.msg);
@@ -424,5 +429,5 @@ Test(recipe, later_keys) {
   cr_assert_str_eq(err.msg,
                    "softmax.exp_unit = sm90-ex2 computes 2^x: it needs softmax.exp = 2 or e_via_2");
   cr_assert_eq(mlr_recipe_set(&r, "softmax.sum=tree", &err), MLR_EPARSE);
-  cr_assert_str_eq(err.msg, "softmax.sum = 'tree' is not one of seq|warp16|tl32x4|lanes4");
+  cr_assert_str_eq(err.msg, "softmax.sum = 'tree' is not one of seq|warp16|tl32x4|lanes4|tl4");
 }

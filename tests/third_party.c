@@ -77,10 +77,26 @@ static void hold(const mlr_inputs *in, const char *file, const char *recipe, con
  * cells (one of bf16 KV, where Triton keeps the dots' operands in index order) and the probe
  * cells with 20 heads, an sm_scale, k_scale apart from v_scale and lengths
  * 0, 1, 2, 65, 129, 1025, at 4 and 16 splits */
+/* a kernel's output on a suite cell: the spec the cell was generated from, the file, the recipe's
+ * changes */
+struct run {
+  const char *spec, *file, *sets;
+};
+
+/* each run's inputs regenerated and its outputs held to the recipe */
+static void hold_runs(const struct run *runs, size_t n, const char *recipe) {
+  for (size_t i = 0; i < n; i++) {
+    gen g;
+    gen_make(&g, runs[i].spec);
+    char path[512];
+    snprintf(path, sizeof path, DATA "third_party/%s.safetensors", runs[i].file);
+    hold(&g.in, path, recipe, runs[i].sets);
+    mlr_tf_free(&g.tf);
+  }
+}
+
 Test(third_party, aiter_triton_decode_dot_bit_for_bit, .timeout = 120) {
-  static const struct {
-    const char *spec, *file, *sets;
-  } RUNS[] = {
+  static const struct run RUNS[] = {
       {"bs=3,kv=1000,seed=4", "edge-bs3_kv1000.aiter-dot.s4", "split.count=4"},
       {"bs=2,kv=33,seed=3", "edge-bs2_kv33.aiter-dot.s16", "split.count=16"},
       {"bs=2,kv=300,seed=13,fmt=bf16", "edge-bf16kv.aiter-dot.s4", "split.count=4"},
@@ -93,14 +109,35 @@ Test(third_party, aiter_triton_decode_dot_bit_for_bit, .timeout = 120) {
       {"lens=0:1:2:65:129:1025,seed=102,needle=none:0:1:64:128:1024", "probe-lengths.aiter-dot.s4",
        "split.count=4"},
   };
-  for (size_t i = 0; i < sizeof RUNS / sizeof RUNS[0]; i++) {
-    gen g;
-    gen_make(&g, RUNS[i].spec);
-    char path[512];
-    snprintf(path, sizeof path, DATA "third_party/%s.safetensors", RUNS[i].file);
-    hold(&g.in, path, "aiter-triton-decode-dot", RUNS[i].sets);
-    mlr_tf_free(&g.tf);
-  }
+  hold_runs(RUNS, sizeof RUNS / sizeof RUNS[0], "aiter-triton-decode-dot");
+}
+
+/* AITER's per-head tl.sum stage (ROCm's path), launched on the H200 as ROCm launches it, on the
+ * same kinds of cells (fp8 KV: its bf16-KV build is another layout, which the recipe refuses);
+ * edge-bs2_kv33 with its split partials */
+Test(third_party, aiter_triton_decode_bit_for_bit, .timeout = 120) {
+  static const struct run RUNS[] = {
+      {"bs=3,kv=1000,seed=4", "edge-bs3_kv1000.aiter-sum.s4", "split.count=4"},
+      {"bs=2,kv=33,seed=3", "edge-bs2_kv33.aiter-sum.s4", "split.count=4"},
+      {"bs=3,kv=500,seed=109,heads=20,needle=499:0:250", "probe-heads20.aiter-sum.s16",
+       "split.count=16"},
+      {"bs=2,kv=600,seed=112,needle=599:300,sm=0.072168783648703216", "probe-sm.aiter-sum.s4",
+       "split.count=4"},
+      {"bs=3,kv=600,seed=110,needle=599:0:300,kscale=2,vscale=0.25", "probe-scales.aiter-sum.s16",
+       "split.count=16"},
+      {"lens=0:1:2:65:129:1025,seed=102,needle=none:0:1:64:128:1024", "probe-lengths.aiter-sum.s16",
+       "split.count=16"},
+  };
+  hold_runs(RUNS, sizeof RUNS / sizeof RUNS[0], "aiter-triton-decode");
+  gen g;
+  gen_make(&g, "bs=1,kv=8,seed=1,fmt=bf16");
+  mlr_recipe r;
+  recipe_with("aiter-triton-decode", "", &r);
+  mlr_emu_result m;
+  mlr_error err = {""};
+  cr_assert_eq(mlr_emulate(&r, &g.in, NULL, &m, &err), MLR_EINVAL);
+  cr_assert(strstr(err.msg, "compiles it for fp8 KV") != NULL, "%s", err.msg);
+  mlr_tf_free(&g.tf);
 }
 
 /* the seeds' single-pass and split kernels (o, and the split partials with their lse) */

@@ -935,10 +935,11 @@ mlr_status check_fit(const mlr_recipe *r, const mlr_inputs *in, mlr_error *err) 
                          "recipe '%s': the GPU exact kernel runs v.scale_at = as_kv and "
                          "logit.scale_precision = fp32 only; `mlaref run` runs every value",
                          r->name);
-  if (MLR_DOT_IS_MMA(r->qk_dot) || MLR_DOT_IS_MMA(r->pv_dot))
+  if (MLR_DOT_IS_MMA(r->qk_dot) || MLR_DOT_IS_MMA(r->pv_dot) ||
+      r->qk_dot == MLR_DOT_AITER_LANES8 || r->pv_dot == MLR_DOT_AITER_LANES8)
     return mlr_error_set(err, MLR_EINVAL,
-                         "recipe '%s': the GPU exact kernel does not run matrix-unit dots (mma:*); "
-                         "`mlaref run` does",
+                         "recipe '%s': the GPU exact kernel does not run matrix-unit dots (mma:*) "
+                         "or aiter-lanes8; `mlaref run` does",
                          r->name);
   if (r->softmax_exp_unit != MLR_EXPU_EXACT || r->softmax_sum != MLR_SUM_SEQ ||
       r->div_unit != MLR_DIV_IEEE || r->lse_log != MLR_LOG_EXACT ||

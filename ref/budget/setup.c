@@ -127,11 +127,13 @@ static void kv_tables(mlr__shadow *sh, const mlr_recipe *r, const mlr_inputs *in
 }
 
 /* the bound's terms and the shadow assume IEEE division, an exact lse log and merge exp, unit
- * blocks of consecutive indices, and the row sums the shadow models (seq, warp16) */
+ * blocks of consecutive indices, binary32 dots, and the row sums the shadow models (seq, warp16) */
 int mlr_budget_covers(const mlr_recipe *r) {
   return r->div_unit == MLR_DIV_IEEE && r->lse_log == MLR_LOG_EXACT &&
          r->merge_exp_unit == MLR_EXPU_EXACT && r->dot_korder == MLR_KORDER_SEQ &&
          r->softmax_sum != MLR_SUM_TL32X4 && r->softmax_sum != MLR_SUM_LANES4 &&
+         r->softmax_sum != MLR_SUM_TL4 && r->qk_dot != MLR_DOT_AITER_LANES8 &&
+         r->pv_dot != MLR_DOT_AITER_LANES8 &&
          r->softmax_form == MLR_SMF_SCALED && r->softmax_order == MLR_ORDER_FORWARD &&
          r->normalize == MLR_NORM_DIVIDE && r->softmax_schedule == MLR_SCHED_SINGLE &&
          r->split_rule != MLR_SPLIT_FLASHMLA && r->merge_rule != MLR_MERGE_FLASHMLA;

@@ -21,6 +21,7 @@
 #include "mlr_exact.h"
 #include "mlr_emu_ops.h"
 #include "emu_mma.h"
+#include "lanes8.h"
 #include "mlr_mma.h"
 
 #define QK   MLR_EMU_QK_DIM
@@ -431,6 +432,10 @@ static void qk_block(const emu *e, scratch *w, int64_t t, int64_t b, int64_t j0,
         mlr__emu_mma_lanes(mq, H, QK, q, w->qme, H, w->kop + c * QK, ke, av + c * H, w->msc, w->mS,
                            w->mE);
       }
+    } else if (r->qk_dot == MLR_DOT_AITER_LANES8) {
+      for (int c = 0; c < nc; c++)
+        for (int64_t h = 0; h < H; h++)
+          av[c * H + h] = mlr__emu_lanes8_dot(q + h, H, w->kop + c * QK);
     } else if (r->qk_dot == MLR_DOT_NOPE_ROPE) {
       memset(av, 0, nb * sizeof(float));
       memset(w->qr, 0, nb * sizeof(float));
@@ -664,7 +669,9 @@ static void pv_block(const emu *e, scratch *w, int64_t b, int64_t j0, int64_t j1
         for (int jj = 0; jj < nj; jj++) pe[jj] = mlr_mma_in_exp(mv, pp[jj]);
         mlr__emu_mma_lanes(mv, DV, nj, w->vop, w->vme, DV, pp, pe, w->pva + h * DV, w->msc, w->mS,
                            w->mE);
-      } else
+      } else if (r->pv_dot == MLR_DOT_AITER_LANES8) /* the block of 4 (the recipe check's) */
+        mlr__emu_lanes8_pv(pp, w->vop, nj, w->pva + h * DV);
+      else
         pv_seq(pp, w->vop, nj, w->pva + h * DV);
     }
   }
@@ -693,9 +700,11 @@ static float emu_div(const emu *e, float x, float y) {
   return e->dapprox ? mlr__sfu_div_approx(e->rcp, x, y) : mlr__emu_div(e->rcp, x, y);
 }
 
-/* the P operand of p (its p.format, then pv.operand) */
+/* the P operand of p (its p.format, then pv.operand but for aiter-lanes8) */
 static float p_operand(const emu *e, float p) {
-  return mlr__emu_to_operand(mlr__emu_p_round(p, e->r->p_format), e->r->pv_operand);
+  const float pr = mlr__emu_p_round(p, e->r->p_format);
+  /* aiter-lanes8 multiplies fp32 P by bf16 V (Triton's mixed product): P stays as it is */
+  return e->r->pv_dot == MLR_DOT_AITER_LANES8 ? pr : mlr__emu_to_operand(pr, e->r->pv_operand);
 }
 
 /* softmax.sum = lanes4: the block of blk tokens at a (aligned) into the four lane sums of one head;
@@ -1166,6 +1175,12 @@ mlr_status mlr_emu_check_fit(const mlr_recipe *r, const mlr_inputs *in, mlr_erro
         err, MLR_EINVAL,
         "recipe '%s' multiplies fp8 KV codes (%s.operand = fp8) but the inputs' kv is bf16",
         r->name, r->qk_operand == MLR_OP_FP8 ? "qk" : "pv");
+  if (!kv8 && (r->qk_dot == MLR_DOT_AITER_LANES8 || r->pv_dot == MLR_DOT_AITER_LANES8))
+    return mlr_error_set(err, MLR_EINVAL,
+                         "recipe '%s': aiter-lanes8 is AITER's per-head stage as Triton compiles "
+                         "it for fp8 KV; its bf16-KV build lays the operands out otherwise (not "
+                         "modelled), and the inputs' kv is bf16",
+                         r->name);
   for (int side = 0; side < 2; side++) { /* an fp8 matrix unit multiplies one fp8 flavour */
     const int d = side ? r->pv_dot : r->qk_dot;
     if (d != MLR_DOT_MMA_SM90_E4M3 && d != MLR_DOT_MMA_CDNA3_FP8 && d != MLR_DOT_MMA_SM90_E4M3_SYNC)

@@ -32,6 +32,9 @@ static const struct {
     {"aiter-triton-decode-dot", "AITER's Triton MLA decode, its grouped tl.dot path on NVIDIA "
                                 "(H200 PTX): bf16 mma.sync, ex2.approx, div.full, splits "
                                 "cdiv(L, N)"},
+    {"aiter-triton-decode",
+     "AITER's Triton MLA decode, its per-head tl.sum stage (ROCm's path; H200 "
+     "PTX): bf16 lane chains, 4-token blocks, fp32 P, splits cdiv(L, N)"},
     {"flashmla-fp8", "FlashMLA's dense fp8 decode (H200 PTX): wgmma fp8, FlashAttention-2 softmax, "
                      "its tile scheduler and combine, lg2.approx in the lse"},
     {"flashmla-bf16", "FlashMLA's dense bf16 decode (H200 PTX): bf16 wgmma, two warpgroups in "

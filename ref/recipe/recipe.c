@@ -23,7 +23,7 @@ typedef struct key {
 #define OFF(f) offsetof(mlr_recipe, f)
 /* value lists two keys share (and mlr_recipe_check names values from) */
 static const char DOT_VALUES[] = "seq|nope_rope|exact|mma:sm90-e4m3|mma:sm90-bf16|mma:sm90-f16|mma:"
-                                 "cdna3-fp8|mma:sm90-e4m3-sync|mma:cdna3-bf16";
+                                 "cdna3-fp8|mma:sm90-e4m3-sync|mma:cdna3-bf16|aiter-lanes8";
 static const char OPERAND_VALUES[] = "fp32|fp16|bf16|fp8";
 
 static const key KEYS[] = {
@@ -39,7 +39,7 @@ static const key KEYS[] = {
     {"softmax.block", K_INT, OFF(softmax_block), NULL, 0, 1 << 20, 0},
     {"softmax.clamp", K_DOUBLE, OFF(softmax_clamp), NULL, 0, 0, 0},
     {"softmax.exp_unit", K_ENUM, OFF(softmax_exp_unit), "exact|sm90-ex2", 0, 0, 1},
-    {"softmax.sum", K_ENUM, OFF(softmax_sum), "seq|warp16|tl32x4|lanes4", 0, 0, 1},
+    {"softmax.sum", K_ENUM, OFF(softmax_sum), "seq|warp16|tl32x4|lanes4|tl4", 0, 0, 1},
     {"p.format", K_ENUM, OFF(p_format), "fp32|fp16|bf16|e4m3|e4m3fnuz", 0, 0, 0},
     {"pv.operand", K_ENUM, OFF(pv_operand), OPERAND_VALUES, 0, 0, 0},
     {"pv.dot", K_ENUM, OFF(pv_dot), DOT_VALUES, 0, 0, 0},
@@ -257,6 +257,17 @@ static const struct {
      "softmax.sum=tl32x4;softmax.clamp=0;p.format=bf16;pv.operand=bf16;pv.dot=mma:sm90-bf16;"
      "pv.accumulate=into_acc;update.fma=yes;split.rule=fixed;split.count=4;split.align=1;"
      "div.unit=sm90-full;lse.log=cuda-logf;merge.exp_unit=sm90-ex2;dot.k_order=triton"},
+    /* (g') the same kernel's per-head stage 1 (_fwd_kernel_stage1), the path ROCm takes for
+     * 576-wide keys, launched as it launches it (BLOCK_N 4, one warp) on the H200: the logits
+     * tl.sum(q * k) in bf16 over eight lanes a token (qk.dot = aiter-lanes8: ref/emulate/lanes8.h)
+     * x sm_scale in fp32; p in fp32; tl.sum(p * v) over the 4 tokens in its column orders, acc =
+     * fma(acc, re_scale, that); tl.sum(p) as (p0 + p2) + (p1 + p3) (softmax.sum = tl4); the rest,
+     * and stage 2, as the grouped path */
+    {"aiter-triton-decode",
+     "qk.operand=bf16;qk.dot=aiter-lanes8;softmax.block=4;softmax.exp=e_via_2;"
+     "softmax.exp_unit=sm90-ex2;softmax.sum=tl4;softmax.clamp=0;p.format=fp32;pv.operand=bf16;"
+     "pv.dot=aiter-lanes8;pv.accumulate=block;update.fma=yes;split.rule=fixed;split.count=4;"
+     "split.align=1;div.unit=sm90-full;lse.log=cuda-logf;merge.exp_unit=sm90-ex2"},
     /* (h) FlashMLA's dense fp8 decode (vLLM's fork, csrc/extension/sm90/dense_fp8), from its
      * source and the PTX nvcc 13 emits for sm_90a with its setup.py's flags (--use_fast_math):
      * e4m3 Q with its descale and e4m3 KV on wgmma's fp8 unit (m64n64k32, 18 blocks a logit),
@@ -324,7 +335,7 @@ static void fp32_seq(mlr_recipe *r) {
 const char *mlr_recipe_builtin_names(void) {
   return "triton-fp8-single|triton-fp8-split|aiter-a8w8-ps|aiter-a16w8-ps|aiter-bf16-np|torch-bmm-"
          "bf16|aiter-test-ref|triton-fp8-single-sm90|triton-fp8-split-sm90|aiter-triton-decode-dot|"
-         "flashmla-fp8|flashmla-bf16|fp32-seq";
+         "aiter-triton-decode|flashmla-fp8|flashmla-bf16|fp32-seq";
 }
 
 mlr_status mlr_recipe_builtin(const char *name, mlr_recipe *out) {
@@ -501,6 +512,17 @@ mlr_status mlr_recipe_check(const mlr_recipe *r, mlr_error *err) {
   if (pv8 && r->p_format != MLR_P_E4M3 && r->p_format != MLR_P_E4M3FNUZ)
     return rfail(err, MLR_EINVAL,
                  "pv.operand = fp8 keeps P's own codes: it needs p.format = e4m3 or e4m3fnuz");
+  if ((r->qk_dot == MLR_DOT_AITER_LANES8 && r->qk_operand != MLR_OP_BF16) ||
+      (r->pv_dot == MLR_DOT_AITER_LANES8 && r->pv_operand != MLR_OP_BF16))
+    return rfail(err, MLR_EINVAL,
+                 "%s.dot = aiter-lanes8 multiplies bf16 operands: it needs %s.operand = bf16",
+                 r->qk_dot == MLR_DOT_AITER_LANES8 && r->qk_operand != MLR_OP_BF16 ? "qk" : "pv",
+                 r->qk_dot == MLR_DOT_AITER_LANES8 && r->qk_operand != MLR_OP_BF16 ? "qk" : "pv");
+  if (r->pv_dot == MLR_DOT_AITER_LANES8 &&
+      (r->softmax_block != 4 || r->p_format != MLR_P_FP32 || r->pv_accumulate != MLR_PV_BLOCK))
+    return rfail(err, MLR_EINVAL,
+                 "pv.dot = aiter-lanes8 sums blocks of 4 tokens of fp32 P: it needs softmax.block "
+                 "= 4, p.format = fp32 and pv.accumulate = block");
   /* a matrix unit multiplies its own input format: the operands must be in it */
   for (int side = 0; side < 2; side++) {
     const int d = side ? r->pv_dot : r->qk_dot, op = side ? r->pv_operand : r->qk_operand;

@@ -46,6 +46,14 @@ MLR_HD static inline float mlr__emu_rowsum_tl32x4(const float *p, int64_t n);
 MLR_HD static inline float mlr__emu_rowsum(int order, const float *p, int64_t n) {
   float ls = 0.0f;
   if (order == MLR_SUM_TL32X4) return mlr__emu_rowsum_tl32x4(p, n);
+  if (order == MLR_SUM_TL4) {
+    for (int64_t g0 = 0; g0 < n; g0 += 4) {
+      float v[4];
+      for (int k = 0; k < 4; k++) v[k] = g0 + k < n ? p[g0 + k] : 0.0f;
+      ls = ls + ((v[0] + v[2]) + (v[1] + v[3]));
+    }
+    return ls;
+  }
   if (order != MLR_SUM_WARP16) {
     for (int64_t j = 0; j < n; j++) ls = ls + p[j];
     return ls;

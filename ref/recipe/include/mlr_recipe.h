@@ -57,9 +57,11 @@ typedef enum {
   MLR_DOT_MMA_SM90_F16,
   MLR_DOT_MMA_CDNA3_FP8,
   MLR_DOT_MMA_SM90_E4M3_SYNC,
-  MLR_DOT_MMA_CDNA3_BF16
+  MLR_DOT_MMA_CDNA3_BF16,
+  MLR_DOT_AITER_LANES8 /* AITER's per-head Triton stage (ref/emulate/lanes8.h): bf16 lane chains
+                        * for QK, its 4-token block order for PV */
 } mlr_dot;
-#define MLR_DOT_IS_MMA(d)   ((d) >= MLR_DOT_MMA_SM90_E4M3)
+#define MLR_DOT_IS_MMA(d)   ((d) >= MLR_DOT_MMA_SM90_E4M3 && (d) <= MLR_DOT_MMA_CDNA3_BF16)
 #define MLR_DOT_MMA_UNIT(d) ((d)-MLR_DOT_MMA_SM90_E4M3) /* its mlr_mma_unit */
 typedef enum { MLR_R_FP32, MLR_R_BF16 } mlr_rfmt;       /* a rounded intermediate */
 typedef enum {
@@ -78,7 +80,15 @@ typedef enum { MLR_EXPU_EXACT, MLR_EXPU_SM90_EX2 } mlr_expunit;
  * with (j mod 8) / 2 = q of every block in token order; each lane keeps its own sum across blocks
  * (fma(alpha, l_q, its first p), then adds in order) and the lanes combine once, after the last
  * block, as (l0 + l2) + (l1 + l3) */
-typedef enum { MLR_SUM_SEQ, MLR_SUM_WARP16, MLR_SUM_TL32X4, MLR_SUM_LANES4 } mlr_rowsum;
+/* tl4: tl.sum over a block of 4 tokens held by 8 lanes each (AITER's per-head stage): (p0 + p2) +
+ * (p1 + p3), blocks of 4 added in order */
+typedef enum {
+  MLR_SUM_SEQ,
+  MLR_SUM_WARP16,
+  MLR_SUM_TL32X4,
+  MLR_SUM_LANES4,
+  MLR_SUM_TL4
+} mlr_rowsum;
 typedef enum { MLR_PV_BLOCK, MLR_PV_INTO_ACC } mlr_pvacc;
 typedef enum { MLR_P_FP32, MLR_P_FP16, MLR_P_BF16, MLR_P_E4M3, MLR_P_E4M3FNUZ } mlr_pfmt;
 typedef enum {
