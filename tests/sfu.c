@@ -239,3 +239,33 @@ Test(sfu, lg2_reproduces_the_h200_samples) {
   cr_assert_eq(mlr_f32_bits(mlr__sfu_lg2(g, 2.0f)), 0x3F800000u);
   cr_assert_eq(mlr_f32_bits(mlr__sfu_lg2(g, 0.5f)), 0xBF800000u);
 }
+
+/* ex2.approx.f32 on positive x (FlashAttention-2's max token: the rounding error of m c), the
+ * probe's samples on an H100 (tests/data/sfu/h100_ex2_pos_samples.txt): 1 below 2^-23, bit for
+ * bit; above, within 1 ulp of the correctly rounded 2^x the model takes (not modelled there);
+ * normal x (the model is the .ftz form's, which reads a subnormal x as 0) */
+Test(sfu, ex2_positive_x) {
+  const uint32_t *g = NULL;
+  mlr_error err = {""};
+  cr_assert_eq(mlr_sfu_ex2_table(&g, &err), MLR_OK, "%s", err.msg);
+  FILE *f = fopen(MLAREF_SOURCE_DIR "/tests/data/sfu/h100_ex2_pos_samples.txt", "r");
+  cr_assert_not_null(f);
+  char line[128];
+  unsigned a, b;
+  int tiny = 0, above = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (sscanf(line, "%x %x", &a, &b) != 2) continue;
+    const float x = mlr_bits_f32(a);
+    if (!(x >= 0x1p-126f && x < 126.0f)) continue; /* subnormal x: the .ftz form gives 1 */
+    const uint32_t m = mlr_f32_bits(mlr__sfu_ex2(g, x));
+    if (x < 0x1p-23f) {
+      cr_assert_eq(m, b, "ex2(%08x): %08x, the H100 %08x", a, m, b);
+      tiny++;
+    } else {
+      cr_assert(m - b + 1u <= 2u, "ex2(%08x): %08x, the H100 %08x", a, m, b);
+      above++;
+    }
+  }
+  fclose(f);
+  cr_assert(tiny > 500 && above > 500, "%d samples below 2^-23, %d above", tiny, above);
+}

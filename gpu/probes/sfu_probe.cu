@@ -130,7 +130,7 @@ int main(int argc, char **argv) {
     const uint32_t r0 = w ? 1u << 18 : 0;
     if (w && save(argv[1], "lg2_head.bin", h, 4ull * r0)) return 2;
     for (uint32_t r = 0; r < n; r++) { /* ref/sfu/README.md's form: g(0) = 1.0 implied */
-      const int64_t dd = r > r0 ? (int64_t)h[r] - (int64_t)h[r - 1] : 0;
+      const int64_t dd = r > 0 && r >= r0 ? (int64_t)h[r] - (int64_t)h[r - 1] : 0;
       if (dd < -128 || dd > 127) {
         fprintf(stderr, "sfu_probe: %s step %lld at %u does not fit int8\n", w ? "lg2" : "rcp",
                 (long long)dd, r);
