@@ -55,7 +55,7 @@ struct bench {
   /* per recipe: the logs of the medians, of the speed-ups over the seeds, of the read floors and
    * the plan floors of the shapes it ran, and how many it ran */
   double logsum[MAXREC], peerlog[MAXREC], rflogk[MAXREC], pflogk[MAXREC];
-  int n_ok[MAXREC], targets;
+  int n_ok[MAXREC], npeer[MAXREC], targets; /* npeer: the shapes with a seed time */
   /* per recipe and third-party kernel: the logs of the speed-ups, how many, the least */
   double tplog[MAXREC][MLR_BENCH_PEER_KERNELS], tpmin[MAXREC][MLR_BENCH_PEER_KERNELS];
   int ntp[MAXREC][MLR_BENCH_PEER_KERNELS];
@@ -290,13 +290,16 @@ static void beside(struct bench *b, const struct shape *sh, int k, double med) {
   size_t n = 0;
   for (int m = 0; m < b->pk.nname; m++) {
     const double us = sh->tpus[m];
-    if (us <= 0 || n >= sizeof line || (med <= 0 && k > 0)) continue; /* not run: once a shape */
-    n += (size_t)snprintf(line + n, sizeof line - n, "%s%s %.2f us", n ? ", " : "", b->pk.names[m],
-                          us);
-    if (med <= 0 || n >= sizeof line) continue;
-    n += (size_t)snprintf(line + n, sizeof line - n, " (%.2fx)", us / med);
-    b->tplog[k][m] += log(us / med);
-    if (!b->ntp[k][m]++ || us / med < b->tpmin[k][m]) b->tpmin[k][m] = us / med;
+    if (us <= 0 || (med <= 0 && k > 0)) continue; /* not run: the times once a shape */
+    if (med > 0) { /* the figures first: a line too long for the buffer drops text only */
+      b->tplog[k][m] += log(us / med);
+      if (!b->ntp[k][m]++ || us / med < b->tpmin[k][m]) b->tpmin[k][m] = us / med;
+    }
+    if (n < sizeof line)
+      n += (size_t)snprintf(line + n, sizeof line - n, "%s%s %.2f us", n ? ", " : "",
+                            b->pk.names[m], us);
+    if (med > 0 && n < sizeof line)
+      n += (size_t)snprintf(line + n, sizeof line - n, " (%.2fx)", us / med);
   }
   if (n)
     printf("%-26s %-15s beside it%s: %s\n", sh->spec, b->rs[k].name, med > 0 ? " (speed-up)" : "",
@@ -344,7 +347,10 @@ static int bench_recipe(const char *cmd, struct bench *b, struct shape *sh, int 
   b->logsum[k] += log(med);
   b->rflogk[k] += sh->rfl;
   b->n_ok[k]++;
-  if (sh->pus > 0) b->peerlog[k] += log(sh->pus / med);
+  if (sh->pus > 0) {
+    b->peerlog[k] += log(sh->pus / med);
+    b->npeer[k]++;
+  }
   if (sh->kv8 && shape_misses(sh->in.B, sh->kv_per_b, sh->kvb, b->bw, sh->pus, med, NULL, 0))
     b->targets = 0; /* the task's targets on the bench shapes */
   free(t);
@@ -368,8 +374,9 @@ static int bench_shape(const char *cmd, struct bench *b, int si) {
   sh.kv_per_b = sh.in.B ? (double)Lsum / (double)sh.in.B : 0;
   const int64_t kv = (int64_t)(sh.kv_per_b + 0.5), q = sh.in.B ? sh.in.T / sh.in.B : 1;
   sh.pus = sh.kv8 ? mlr_bench_peers_seed_us(&b->pk, sh.in.B, kv, sh.in.H, q) : 0;
-  for (int m = 0; m < b->pk.nname; m++)
-    sh.tpus[m] = mlr_bench_peers_kernel_us(&b->pk, m, sh.in.B, kv, sh.in.H, q);
+  for (int m = 0; m < b->pk.nname;
+       m++) /* the third-party times are fp8-KV figures, as the seeds' */
+    sh.tpus[m] = sh.kv8 ? mlr_bench_peers_kernel_us(&b->pk, m, sh.in.B, kv, sh.in.H, q) : 0;
   sh.roof = bytes / b->bw * 1e6; /* us */
   b->boundlog += log(b->floor1 + sh.roof);
   b->bound85log += log(b->floor1 + sh.roof / 0.85);
@@ -391,9 +398,9 @@ static void print_summary(const struct bench *b) {
     const double gm = exp(b->logsum[k] / b->n_ok[k]);
     printf("%s: geomean %.2f us over %d shapes (target <= 25 us: %s)", b->rs[k].name, gm,
            b->n_ok[k], gm <= 25 ? "met" : "NOT met");
-    if (b->pk.nfile)
-      printf("; geomean speed-up over the best seed Triton kernel %.2fx",
-             exp(b->peerlog[k] / b->n_ok[k]));
+    if (b->npeer[k])
+      printf("; geomean speed-up over the best seed Triton kernel %.2fx over %d shapes",
+             exp(b->peerlog[k] / b->npeer[k]), b->npeer[k]);
     for (int m = 0; m < b->pk.nname; m++)
       if (b->ntp[k][m])
         printf("; speed-up over %s: geomean %.2fx over %d shapes, least %.2fx", b->pk.names[m],

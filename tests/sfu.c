@@ -234,6 +234,7 @@ Test(sfu, lg2_reproduces_the_h200_samples) {
   cr_assert_gt(lt1_exact, lt1 * 8 / 10, "below 1: %d of %d exact", lt1_exact, lt1);
   cr_assert_eq(mlr__sfu_lg2(g, 0.0f), -INFINITY);
   cr_assert_eq(mlr__sfu_lg2(g, 0x1p-130f), -INFINITY); /* flushed */
+  cr_assert_eq(mlr__sfu_lg2(g, -0x1p-130f), -INFINITY); /* flushed to -0 before the sign */
   cr_assert_eq(mlr__sfu_lg2(g, INFINITY), INFINITY);
   cr_assert_eq(mlr_f32_bits(mlr__sfu_lg2(g, -1.0f)), 0x7FFFFFFFu);
   cr_assert_eq(mlr_f32_bits(mlr__sfu_lg2(g, 2.0f)), 0x3F800000u);

@@ -800,7 +800,7 @@ static void finish_row(const emu *e, scratch *w, int64_t t, int64_t h) {
    * ln 2)) (its div.approx by log2 e is a multiply by rcp.approx(log2 e) = fp32(ln 2) exactly) */
   w->lout[h] =
       e->seesaw && e->lg2 && r->out_lse_base == MLR_EXP_E
-          ? (lc == 0.0f || lc != lc ? INFINITY : fmaf(lg, MLR_EMU_LN2_F, w->m[h] * MLR_EMU_LN2_F))
+          ? (lc == 0.0f || lc != lc ? -INFINITY : fmaf(lg, MLR_EMU_LN2_F, w->m[h] * MLR_EMU_LN2_F))
           : out_lse(e, w->lse[h]);
   w->pm[h] = w->m[h];
   w->pl[h] = w->l[h];

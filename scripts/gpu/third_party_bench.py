@@ -86,8 +86,9 @@ def aiter(md, c, ns):
 def shape(path, ext, md):
     c = tp.Cell(path)
     spec = os.path.join(os.path.basename(os.path.dirname(path)), os.path.basename(path))
-    row = {"bs": len(c.rows), "kv": round(sum(len(r) for r in c.rows) / len(c.rows)),
-           "heads": c.q.shape[1], "q": c.qlen[0], "kernels": {}}
+    # the shape's key as bench gpu forms it: mean KV tokens rounded half up, tokens over batches
+    row = {"bs": len(c.rows), "kv": int(sum(len(r) for r in c.rows) / len(c.rows) + 0.5),
+           "heads": c.q.shape[1], "q": len(c.tok) // len(c.rows), "kernels": {}}
     for k in ("flashmla-fp8", "flashmla-bf16"):
         try:
             row["kernels"][k] = {"us": median_us(flashmla(ext[k], c, k))}

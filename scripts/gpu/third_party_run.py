@@ -86,6 +86,8 @@ def plant(bug, lens, table, npages, ps):
     sequence's last token not read: its length one short), 'page' (each sequence's last page read
     from the next page of the pool: an off-by-one in the page index). lens: [B] int32, table:
     [B, width] int32 numbers of pages of ps tokens; both changed in place."""
+    if bug == "page" and npages < 2:
+        raise Skip("one page in the pool: no other page to read")
     for b in range(lens.shape[0]):
         n = int(lens[b])
         if n == 0:
@@ -274,6 +276,8 @@ def paged64(c, kv, bug=None):
     lens = torch.tensor(lens, dtype=torch.int32)
     if bug in ("drop", "page"):
         plant(bug, lens, bt, at, 64)
+        if int(lens.min()) == 0:
+            raise Skip("the planted bug leaves a batch with no KV tokens (FlashMLA takes none)")
     return cache.view(-1, 64, 1, DQK).cuda(), bt.cuda(), lens.cuda()
 
 

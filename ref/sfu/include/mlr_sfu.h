@@ -125,8 +125,9 @@ enum { MLR_SFU_LG2_HEAD = 1 << 18 }; /* the log2 table's values stored whole (RE
  * which is at least 1 up to the max token's rounding. Subnormal x is flushed: -Inf, as for +-0;
  * +Inf for +Inf; the canonical NaN 0x7FFFFFFF for x < 0 and NaN. */
 MLR_HD static inline float mlr__sfu_lg2(const uint32_t *g, float x) {
-  if (x != x || x < 0.0f) return mlr_bits_f32(0x7FFFFFFFu);
-  if (x < 0x1p-126f) return -INFINITY;
+  if (x != x) return mlr_bits_f32(0x7FFFFFFFu);
+  if (fabsf(x) < 0x1p-126f) return -INFINITY; /* flushed to +-0 first */
+  if (x < 0.0f) return mlr_bits_f32(0x7FFFFFFFu);
   if (isinf(x)) return x;
   const uint32_t b = mlr_f32_bits(x);
   const double s = (double)((int)(b >> 23) - 127) + (double)mlr_bits_f32(g[b & 0x7FFFFFu]);
