@@ -59,6 +59,10 @@ struct bench {
   /* per recipe and third-party kernel: the logs of the speed-ups, how many, the least */
   double tplog[MAXREC][MLR_BENCH_PEER_KERNELS], tpmin[MAXREC][MLR_BENCH_PEER_KERNELS];
   int ntp[MAXREC][MLR_BENCH_PEER_KERNELS];
+  /* per recipe: the speed-up over each shape's best peer (the fastest of the seeds and the
+   * third-party kernels): the logs, how many, the least */
+  double bestlog[MAXREC], bestmin[MAXREC];
+  int nbest[MAXREC];
   /* what no kernel timed this way can beat: the launch floor (one kernel) plus the roofline; and
    * the shapes where 5x the best seed kernel is below the roofline */
   double boundlog, bound85log;
@@ -301,6 +305,16 @@ static void beside(struct bench *b, const struct shape *sh, int k, double med) {
     if (med > 0 && n < sizeof line)
       n += (size_t)snprintf(line + n, sizeof line - n, " (%.2fx)", us / med);
   }
+  double best = sh->pus; /* the fastest peer on this shape (0: none) */
+  for (int m = 0; m < b->pk.nname; m++)
+    if (sh->tpus[m] > 0 && (best <= 0 || sh->tpus[m] < best)) best = sh->tpus[m];
+  if (med > 0 && best > 0) {
+    b->bestlog[k] += log(best / med);
+    if (!b->nbest[k]++ || best / med < b->bestmin[k]) b->bestmin[k] = best / med;
+    if (n && n < sizeof line)
+      n += (size_t)snprintf(line + n, sizeof line - n, "; best peer %.2f us (%.2fx)", best,
+                            best / med);
+  }
   if (n)
     printf("%-26s %-15s beside it%s: %s\n", sh->spec, b->rs[k].name, med > 0 ? " (speed-up)" : "",
            line);
@@ -405,6 +419,9 @@ static void print_summary(const struct bench *b) {
       if (b->ntp[k][m])
         printf("; speed-up over %s: geomean %.2fx over %d shapes, least %.2fx", b->pk.names[m],
                exp(b->tplog[k][m] / b->ntp[k][m]), b->ntp[k][m], b->tpmin[k][m]);
+    if (b->nbest[k])
+      printf("; speed-up over each shape's best peer: geomean %.2fx over %d shapes, least %.2fx",
+             exp(b->bestlog[k] / b->nbest[k]), b->nbest[k], b->bestmin[k]);
     printf("; %.2f times the read floor (geomean of the ratios)",
            exp((b->logsum[k] - b->rflogk[k]) / b->n_ok[k]));
     if (b->plan)

@@ -73,7 +73,7 @@ static void decode(table *t) {
   if (!d || !g) {
     t->st = MLR_ENOMEM;
     snprintf(t->msg, sizeof t->msg, "out of memory for the %s unit's table (%d MB)", t->unit,
-             (int)(MLR_SFU_TABLE_N * 5 >> 20));
+             (int)((nb + (size_t)MLR_SFU_TABLE_N * sizeof *g) >> 20));
     goto out;
   }
   const lzma_ret ret =
