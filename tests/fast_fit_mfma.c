@@ -27,8 +27,8 @@ Test(fast_fit_mfma, amd_recipes_only) {
   cr_assert_eq(mlr_recipe_set(&bad, "q.scale=per_head", &err), MLR_OK, "%s", err.msg);
   cr_assert_eq(mlr_gpu_fast_fit(&bad, NULL, &err), MLR_EINVAL);
   cr_assert(strstr(err.msg, "quantizes Q with one scale"), "%s", err.msg);
-  /* inputs: fp8 KV of 16 heads fits; bf16 KV and 17 heads do not */
-  static uint16_t q[16 * 576];
+  /* inputs: fp8 KV of 16 or 128 heads fits; bf16 KV and 129 heads do not */
+  static uint16_t q[129 * 576];
   static uint8_t kv[4 * 576];
   const int32_t qo[2] = {0, 1}, kvi[2] = {0, 4};
   mlr_inputs in;
@@ -51,7 +51,9 @@ Test(fast_fit_mfma, amd_recipes_only) {
                             "inputs have bf16 KV"),
             "%s", err.msg);
   in.kv_format = MLR_FMT_E4M3;
-  in.H = 17;
+  in.H = 128;
+  cr_assert_eq(mlr_gpu_fast_fit(&a16, &in, &err), MLR_OK, "%s", err.msg);
+  in.H = 129;
   cr_assert_eq(mlr_gpu_fast_fit(&a16, &in, &err), MLR_EINVAL);
-  cr_assert(strstr(err.msg, "runs 1..16 heads"), "%s", err.msg);
+  cr_assert(strstr(err.msg, "runs 1..128 heads; the inputs have 129"), "%s", err.msg);
 }

@@ -62,11 +62,11 @@ __device__ __forceinline__ void skel_cluster(const fparams &p, float *cl, int t,
     float rows = k < ns ? ld_dsmem(dsmem(base + 4 * (CL_X + h), k)) : 0.0f;
     for (int o = CL_MAX / 2; o; o >>= 1)
       rows += MLR_SHFL_XOR(rows, o); /* integers below 2^24: exact in any order */
-    if (rank == 0 && k == 0 && h < p.H) p.lse[(int64_t)t * p.H + h] = rows;
+    if (rank == 0 && k == 0 && h < grp_heads(p)) p.lse[head_row(p, t, h)] = rows;
   }
   for (int i = (int)rank * per + d; i < end; i += NTHR) {
     const int h = i / (DV / 4), c4 = i % (DV / 4);
-    if (h >= p.H) break;
+    if (h >= grp_heads(p)) break;
     float4 v[CL_MAX]; /* every split's four values in flight at once, as cluster_merge_ */
 #pragma unroll
     for (int k = 0; k < CL_MAX; k++)
@@ -80,7 +80,7 @@ __device__ __forceinline__ void skel_cluster(const fparams &p, float *cl, int t,
         a[2] += v[k].z;
         a[3] += v[k].w;
       }
-    *(uint2 *)(p.o + ((int64_t)t * p.H + h) * DV + 4 * c4) =
+    *(uint2 *)(p.o + head_row(p, t, h) * DV + 4 * c4) =
         make_uint2(mlr__out_bf16x2(a[0], a[1]), mlr__out_bf16x2(a[2], a[3]));
   }
   cluster_barrier_exit();
@@ -97,7 +97,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_skel(fparams p) {
                 "a tile's rows split evenly over two passes; three tiles fit the ring");
   extern __shared__ __align__(16) uint8_t sm[];
   float *cl = (float *)sm; /* the partial, after the last tile (as cluster_merge's) */
-  const int t = blockIdx.x, s = blockIdx.y;
+  const int t = blk_token(p), s = blockIdx.y;
   const tokinfo ti = tok_of(p, t);
   if (s >= ti.nsplit) {
     if (p.cl) skel_cluster(p, cl, t, ti.nsplit);
@@ -151,11 +151,11 @@ __global__ void __launch_bounds__(NTHR, 1) k_skel(fparams p) {
   if (ti.nsplit == 1) { /* a lone split: its outputs and lse */
     for (int i = threadIdx.x; i < 16 * DV / 4; i += NTHR) {
       const int h = i / (DV / 4);
-      if (h < p.H)
-        *(uint2 *)(p.o + ((int64_t)t * p.H + h) * DV + 4 * (i % (DV / 4))) =
+      if (h < grp_heads(p))
+        *(uint2 *)(p.o + head_row(p, t, h) * DV + 4 * (i % (DV / 4))) =
             make_uint2(mlr__out_bf16x2(v, v), mlr__out_bf16x2(v, v));
     }
-    if ((int)threadIdx.x < p.H) p.lse[(int64_t)t * p.H + threadIdx.x] = rows;
+    if ((int)threadIdx.x < grp_heads(p)) p.lse[head_row(p, t, threadIdx.x)] = rows;
     if (p.cl)
       skel_cluster(p, cl, t, 1); /* the barriers of its cluster (the plan's other tokens merge) */
   } else if (p.cl) {
@@ -165,10 +165,10 @@ __global__ void __launch_bounds__(NTHR, 1) k_skel(fparams p) {
     skel_cluster(p, cl, t, ti.nsplit);
   } else { /* each head row's partial of this split to its slot (row t H + h, split s), for
               k_skel_merge */
-    for (int i = threadIdx.x; i < p.H * (DV / 4); i += NTHR)
-      ((float4 *)(p.part_o + (((int64_t)t * p.H + i / (DV / 4)) * p.S + s) * DV))[i % (DV / 4)] =
+    for (int i = threadIdx.x; i < grp_heads(p) * (DV / 4); i += NTHR)
+      ((float4 *)(p.part_o + ((head_row(p, t, i / (DV / 4))) * p.S + s) * DV))[i % (DV / 4)] =
           make_float4(v, v, v, v);
-    if ((int)threadIdx.x < p.H) p.part_x[((int64_t)t * p.H + threadIdx.x) * p.S + s] = rows;
+    if ((int)threadIdx.x < grp_heads(p)) p.part_x[head_row(p, t, threadIdx.x) * p.S + s] = rows;
   }
 }
 
@@ -222,8 +222,7 @@ extern "C" mlr_status mlr_gpu_fast_plan_floor(mlr_gpu_fast *f, int reps, double 
   auto enqueue =
       [&]() { /* GPU_TRY sets st and err */
               if (T > 0) {
-                GPU_TRY(launch_pdl(k, dim3((unsigned)T, (unsigned)f->S), NTHR, SMEM, q,
-                                   q.cl ? (unsigned)f->S : 0));
+                GPU_TRY(launch_pdl(k, attn_grid(f), NTHR, SMEM, q, q.cl ? (unsigned)f->S : 0));
                 if (f->S > 1 && !q.cl)
                   GPU_TRY(launch_pdl(k_skel_merge, dim3((unsigned)n), MERGE_THREADS, 0, q));
               }

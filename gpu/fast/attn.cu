@@ -131,7 +131,7 @@ struct attn_blk {
  */
 template <int FNUZ, int W, int WG>
 __device__ __forceinline__ bool attn_blk<FNUZ, W, WG>::begin(const fparams &p) {
-  t = blockIdx.x;
+  t = blk_token(p);
   s = blockIdx.y;
   if (p.qin) q_load(p, q_sm(), t);
   ti = tok_of(p, t);

@@ -148,7 +148,7 @@ struct ws_blk {
  * over the block), and the block only takes part in its cluster's merge. */
 template <int FNUZ, int W, int WG, int LIN>
 __device__ __forceinline__ bool ws_blk<FNUZ, W, WG, LIN>::begin(const fparams &p) {
-  t = blockIdx.x;
+  t = blk_token(p);
   s = blockIdx.y;
   warp = threadIdx.x >> 5;
   lane = threadIdx.x & 31;
@@ -502,11 +502,11 @@ __device__ __forceinline__ void ws_qk<FNUZ, W, WG, LIN>::finish(const fparams &p
     if (b.ti.nsplit == 1 && b.warp == 0 && b.j == 0)
 #pragma unroll
       for (int rr = 0; rr < 2; rr++)
-        if (b.g + 8 * rr < p.H) {
+        if (b.g + 8 * rr < grp_heads(p)) {
           bool live;
           float wv;
           const float sc = direct_sc(p, m[rr], l[rr], live, wv);
-          store_lone_lse(p, (int64_t)b.t * p.H + b.g + 8 * rr, m[rr], sc, live);
+          store_lone_lse(p, head_row(p, b.t, b.g + 8 * rr), m[rr], sc, live);
         }
   if (p.cl) cluster_merge(p, (float *)sm, b.t, b.ti.nsplit);
 }

@@ -17,10 +17,11 @@ namespace mlr_fast {
  * e4m3 codes (made operands by q_operands), else k_qprep's fp16 codes */
 __device__ __forceinline__ void q_load(const fparams &p, uint16_t *q_sm, int t) {
   const uint16_t *qsrc = p.qin ? p.q : p.qop;
+  const int hn = grp_heads(p);
   for (int c = threadIdx.x; c < 16 * (QK / 8); c += blockDim.x) { /* 16 bytes a copy: 8 codes */
     const int h = c / (QK / 8), k8 = c % (QK / 8);
     cp_async16(smem_addr(q_sm + h * QSTR + 8 * k8),
-               h < p.H ? qsrc + ((int64_t)t * p.H + h) * QK + 8 * k8 : qsrc, h < p.H ? 16 : 0);
+               h < hn ? qsrc + head_row(p, t, h) * QK + 8 * k8 : qsrc, h < hn ? 16 : 0);
   }
   cp_commit();
 }
@@ -35,7 +36,7 @@ __device__ __forceinline__ void q_load(const fparams &p, uint16_t *q_sm, int t) 
 template <int W, int PERM = (W == 1)>
 __device__ __forceinline__ void q_operands(const fparams &p, uint16_t *q_sm, int s) {
   auto each_block = [&](auto op) {
-    for (int c = threadIdx.x; c < p.H * NKB; c += blockDim.x) {
+    for (int c = threadIdx.x; c < grp_heads(p) * NKB; c += blockDim.x) {
       uint4 *b4 = (uint4 *)(q_sm + (c / NKB) * QSTR + 16 * (c % NKB));
       const uint4 x0 = b4[0], x1 = b4[1];
       const uint32_t w[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
@@ -172,8 +173,8 @@ __device__ __forceinline__ void store_result(const fparams &p, const float (&acc
 #pragma unroll
   for (int rr = 0; rr < 2; rr++) {
     const int h = g + 8 * rr;
-    if (h >= p.H) continue; /* rows past H: zero Q, no output */
-    const int64_t row = (int64_t)t * p.H + h;
+    if (h >= grp_heads(p)) continue; /* rows past the group's heads: zero Q, no output */
+    const int64_t row = head_row(p, t, h);
     bool live = false;
     float wv = 0.0f, sc = 0.0f; /* direct only: whether merged, exp2(m - m) (1 but for m = +Inf: the
                                    software exp2 only then), the divisor */

@@ -61,9 +61,9 @@ __device__ __forceinline__ float4 ld_dsmem4(uint32_t a) {
 }
 struct clmerge { /* what cluster_merge reads of fparams (a reference to the kernel's parameters
                     would copy them to the stack) */
-  uint16_t *o;
+  uint16_t *o;   /* o and lse from the block's head group's first row */
   float *lse, clamp;
-  int H, raw;
+  int H, hn, raw; /* H: a token's heads (the rows' stride); hn: the group's */
 };
 /* every thread of every block of the cluster calls it once, after its block's partial is stored
  * (ns: the token's splits; blocks s >= ns hold none and only share the work) */
@@ -110,7 +110,7 @@ __device__ __noinline__ inline void cluster_merge_(clmerge p, float *cl, int t, 
 #pragma unroll 1
     for (int i = (int)rank * per + d; i < end; i += blockDim.x) { /* four columns of one row */
       const int h = i / (DV / 4), c4 = i % (DV / 4), in = ((const int *)cl)[CL_IN + h];
-      if (h >= p.H) break;
+      if (h >= p.hn) break;
       float4 v[CL_MAX]; /* every split's four values in flight at once */
 #pragma unroll
       for (int k = 0; k < CL_MAX; k++)
@@ -130,7 +130,7 @@ __device__ __noinline__ inline void cluster_merge_(clmerge p, float *cl, int t, 
     /* the lse (a binary64 log) by the block's last 16 threads, which have the fewest merge steps
      * (none at 8 splits): by threads 0 .. 15 it came after their full share */
     const int lh = d - ((int)blockDim.x - 16);
-    if (rank == 0 && lh >= 0 && lh < p.H) {
+    if (rank == 0 && lh >= 0 && lh < p.hn) {
       const float M = cl[CL_M + lh], sc = cl[CL_SC + lh];
       p.lse[(int64_t)t * p.H + lh] = merged_lse(p.raw, M, sc);
     }
@@ -138,7 +138,8 @@ __device__ __noinline__ inline void cluster_merge_(clmerge p, float *cl, int t, 
   cluster_barrier_exit(); /* no block leaves while another reads its shared memory */
 }
 __device__ __forceinline__ void cluster_merge(const fparams &p, float *cl, int t, int ns) {
-  cluster_merge_({p.o, p.lse, p.clamp, p.H, p.raw}, cl, t, ns);
+  const int64_t r0 = head_row(p, 0, 0);
+  cluster_merge_({p.o + r0 * DV, p.lse + r0, p.clamp, p.H, grp_heads(p), p.raw}, cl, t, ns);
 }
 
 } // namespace mlr_fast

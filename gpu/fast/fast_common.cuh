@@ -128,6 +128,7 @@ __host__ __device__ __forceinline__ tokinfo tok_uniform(const tokinfo &u, int nq
 
 struct fparams {
   int H, qfp8, qfmt, qstatic, fnuz, kvw; /* kvw: bytes a KV value (1 fp8, 2 bf16) */
+  int G;   /* a token's groups of 16 heads, ceil(H / 16): grid x = T G (blk_token, blk_group) */
   int qin; /* Q's operands made in k_attn (bf16 Q; e4m3 Q with a static scale), not by k_qprep */
   int raw; /* the recipe's partial.normalized = no: partials acc * kv_scale, m, l */
   int cl;  /* NVIDIA, 2 <= S <= CL_MAX: a token's splits are one cluster and merge there
@@ -192,6 +193,20 @@ __device__ __forceinline__ kvref kv_ref(const fparams &p, int32_t base, int64_t 
 /* the row, or -1 (offset -1, page id 0) */
 __device__ __forceinline__ int64_t kv_ref_row(const fparams &p, const kvref &r) {
   return (int64_t)r.pid * p.page + r.off;
+}
+/* A block's query token and group of heads: grid x = t G + g, so that a token's groups are
+ * dispatched side by side and read the split's KV from L2 after the first; group g holds heads
+ * 16 g .. 16 g + 15, those below p.H (every token's head count and the rows' stride); 1..16 heads
+ * are one group. A row's numerics do not depend on the other rows of its block, so the groups
+ * change no bit. */
+__device__ __forceinline__ int blk_token(const fparams &p) { return (int)blockIdx.x / p.G; }
+__device__ __forceinline__ int blk_group(const fparams &p) { return (int)blockIdx.x % p.G; }
+__device__ __forceinline__ int grp_heads(const fparams &p) {
+  return min(16, p.H - 16 * blk_group(p));
+}
+/* query token t's head h of the block's group: its row of o and lse */
+__device__ __forceinline__ int64_t head_row(const fparams &p, int64_t t, int h) {
+  return t * p.H + 16 * (int64_t)blk_group(p) + h;
 }
 /* query token t's entry */
 __device__ __forceinline__ tokinfo tok_of(const fparams &p, int64_t t) {

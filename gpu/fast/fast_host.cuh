@@ -119,4 +119,11 @@ struct mlr_gpu_fast {
   char kname[40];  /* NVIDIA: mlr_gpu_fast_kernels' answer, made once the plan is made */
 };
 
+/* the attention kernels' grid: a block a query token and group of 16 heads (x: blk_token,
+ * blk_group) and split (y) */
+inline int64_t head_groups(int64_t H) { return (H + 15) / 16; }
+inline dim3 attn_grid(const mlr_gpu_fast *f) {
+  return dim3((unsigned)(f->T * head_groups(f->H)), (unsigned)f->S);
+}
+
 #endif

@@ -182,6 +182,7 @@ void plan_params(mlr_gpu_fast *f, const mlr_recipe *r, const mlr_inputs *in,
                  const mlr_gpu_fast_opts *o) {
   fparams &p = f->p;
   p.H = (int)f->H;
+  p.G = (int)head_groups(f->H);
   p.S = f->S;
   p.page = in->page;
   p.pshift = page_shift(in->page);
@@ -275,11 +276,10 @@ mlr_status plan_launch(mlr_gpu_fast *f, const mlr_gpu_fast_opts *o, mlr_error *e
      * (one block an SM, a cluster within a GPC: fewer clusters of 4 fit than 132 / 4, and clusters
      * in two waves take twice the time); o->cluster = 0 or 1 forces k_merge or the cluster (both
      * exact to the recipe) */
-    const launch_cfg lc(dim3((unsigned)f->T, (unsigned)f->S), attn_threads(p, f->ws), attn_smem(p),
-                        0, (unsigned)f->S);
+    const launch_cfg lc(attn_grid(f), attn_threads(p, f->ws), attn_smem(p), 0, (unsigned)f->S);
     int ncl = 0;
     GPU_TRY(cudaOccupancyMaxActiveClusters(&ncl, attn_kernel(p, f->ws).fn, &lc.cfg));
-    p.cl = (int64_t)ncl >= f->T;
+    p.cl = (int64_t)ncl >= f->T * head_groups(f->H);
     if (o->cluster >= 0) p.cl = o->cluster;
   }
   /* the kernels as mlr_gpu_fast_launch launches them: attn_kernel's, then the merge */
@@ -302,7 +302,7 @@ mlr_status enqueue_run(const mlr_gpu_fast *f, mlr_error *err) {
     if (!p.qin) GPU_TRY(launch_qprep(p, f->nq / 8)); /* H * 576 is a multiple of 8 */
     /* k_attn and k_merge start early (programmatic dependent launch): k_attn's first KV loads and
      * k_merge's launch overlap the kernel before; each waits for it where it reads its output */
-    const dim3 grid((unsigned)f->T, (unsigned)f->S);
+    const dim3 grid = attn_grid(f);
 #if MLR_FAST_AMD
     GPU_TRY(launch_attn_mfma(p, grid));
     if (f->S > 1) GPU_TRY(launch_merge(p, (unsigned)(f->T * f->H)));
@@ -423,10 +423,11 @@ extern "C" mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs
   }
   if ((st = plan_splits(f, r, in, tok, err)) != MLR_OK) goto out;
   if ((st = plan_kernel(f, r, in, &o, err)) != MLR_OK) goto out;
-  if (T > INT32_MAX) {
+  if (T * head_groups(H) > INT32_MAX) {
     st = mlr_error_set(err, MLR_ERANGE,
-                       "the fast kernel's grid takes at most %d query tokens (T=%lld)", INT32_MAX,
-                       (long long)T);
+                       "the fast kernel's grid takes at most %d query tokens x groups of 16 heads "
+                       "(T=%lld, H=%lld)",
+                       INT32_MAX, (long long)T, (long long)H);
     goto out;
   }
   if ((double)T * H * f->S * DV * 4 > 1e12) {

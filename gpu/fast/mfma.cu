@@ -73,11 +73,11 @@ __global__ void __launch_bounds__(MF_THR) k_attn_mfma(fparams p) {
   __shared__ __attribute__((aligned(16))) uint16_t p_sm[16 * MF_PS]; /* P's bf16 codes */
   __shared__ uint16_t lut[256];                                      /* fp8 code -> bf16 code */
   __shared__ float m_sm[16], l_sm[16], mn_sm[16], al_sm[16];
-  const int t = blockIdx.x, s = blockIdx.y;
+  const int t = blk_token(p), s = blockIdx.y;
   const tokinfo ti = tok_of(p, t);
   if (s >= ti.nsplit) return; /* this batch has fewer splits (uniform over the block) */
   const int tid = threadIdx.x, wave = tid >> 6, lane = tid & 63, lr = lane & 15, lq = lane >> 4,
-            H = p.H;
+            H = grp_heads(p); /* the block's group of heads */
   const int64_t L = ti.L, start = (int64_t)s * ti.slen;
   const int64_t end = start + ti.slen < L ? start + ti.slen : L;
   lut[tid] = (uint16_t)(mlr_f32_bits(
@@ -87,7 +87,7 @@ __global__ void __launch_bounds__(MF_THR) k_attn_mfma(fparams p) {
   for (int c = tid; c < 16 * (QK / 4); c += MF_THR) {
     const int h = c / (QK / 4), k4 = c % (QK / 4);
     const uint2 v =
-        h < H ? *(const uint2 *)(qsrc + ((int64_t)t * H + h) * QK + 4 * k4) : make_uint2(0u, 0u);
+        h < H ? *(const uint2 *)(qsrc + head_row(p, t, h) * QK + 4 * k4) : make_uint2(0u, 0u);
     *(uint2 *)(q_sm + h * MF_QS + 4 * k4) = v;
   }
   if (tid < 16) {
@@ -178,7 +178,7 @@ __global__ void __launch_bounds__(MF_THR) k_attn_mfma(fparams p) {
     const int h = 4 * lq + j;
     if (h >= H) continue;
     const float lc = fmaxf(l_sm[h], p.clamp);
-    const int64_t row = (int64_t)t * H + h;
+    const int64_t row = head_row(p, t, h);
     for (int nt = 0; nt < 8; nt++) {
       const int col = 128 * wave + 16 * nt + lr;
       const float v = acc[nt][j] / lc * p.kvs;
@@ -188,7 +188,7 @@ __global__ void __launch_bounds__(MF_THR) k_attn_mfma(fparams p) {
         p.part_o[(row * p.S + s) * DV + col] = v;
     }
   }
-  if (tid < H) store_lse(p, (int64_t)t * H + tid, s, m_sm[tid], fmaxf(l_sm[tid], p.clamp), direct);
+  if (tid < H) store_lse(p, head_row(p, t, tid), s, m_sm[tid], fmaxf(l_sm[tid], p.clamp), direct);
 }
 
 } // namespace

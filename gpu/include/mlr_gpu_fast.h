@@ -7,8 +7,9 @@
  * softmax.exp_unit = sm90-ex2, softmax.sum = warp16), and `mlaref check` holds it to that recipe
  * and the truth.
  *
- * What it computes, per query token and split (a block of 8 warps; 16 heads = the 16 rows of the
- * unit's tile):
+ * What it computes, per query token, split and group of 16 heads (a block of 8 warps; the group's
+ * heads = the 16 rows of the unit's tile; 1..128 heads, a token's groups in blocks side by side,
+ * each reading the split's KV: a row's arithmetic does not depend on its group):
  *   Q        bf16, or fp8 by a static or dynamic scale (the recipe's policy), as fp16 operands
  *            (exact for fp8 values; bf16 values round to fp16: exact for |q| in [2^-17, 65504]).
  *   K, V     fp8 codes (OCP e4m3, or e4m3fnuz read as twice its value with 1/2 folded into the
