@@ -11,21 +11,21 @@
 #      encoders (gpu/probes/cvt_probe.cu, $OUT/cvt_probe.txt); gpu run --kernel fast, then check
 #      --rule exact --rule budget --rule fa3 and the lse against mlaref run's (compare --rule
 #      exact), on every cell of the edge, test and bench suites (fp8 KV: fast-a16w8 and fast-a8w8;
-#      bf16 KV: fast-a16w16 and fast-a8w16) and a bf16-KV set of five shapes ($OUT/fast_check.txt);
-#      the edge and bf16 cells also with each variant the plan would not take forced by gpu run's
-#      --variant (mlr_gpu_fast_opts): ws=1 (k_attn_ws, which the plan takes for long splits only;
-#      ws=0, k_attn, for fast-wgmma-a8w8), cluster=0 (k_merge, which the plan skips where 2..8
-#      splits merge in their cluster), toktable=1,qdiv=1 (the token table read and static e4m3 Q
-#      divided by k_qprep, where the plan would work out the one and multiply by the reciprocal for
-#      the other), lin=1 (fast-wgmma-a8w8: copy_lin) and ws=1,lin=2 (lin_copy), k_attn_ws's
-#      contiguous copies at every unpaged split length; compute-sanitizer memcheck and racecheck on
-#      seven cells, each kernel variant; .peers/seed_peers.py (when copied from ../shared/peers)
-#      and other people's kernels (scripts/gpu/third_party_bench.py, $OUT/third_party_bench.json,
-#      with .peers/third_party) and bench gpu --peers beside them ($OUT/bench_gpu.txt,
-#      $OUT/peers.json; with the read floor,
-#      whose readers check their sums: a reader that skips or repeats a word fails the step, and
-#      the plan floor, the plan's skeleton with no attention arithmetic, whose row counts are
-#      checked); the largest shape again after 3 s of warm-up, the time under sustained load
+#      bf16 KV: fast-a16w16 and fast-a8w16), a bf16-KV set of five shapes and a set of ten shapes of
+#      20 to 128 heads ($OUT/fast_check.txt); the edge, bf16 and heads cells also with each variant
+#      the plan would not take forced by gpu run's --variant (mlr_gpu_fast_opts): ws=1 (k_attn_ws,
+#      which the plan takes for long splits only; ws=0, k_attn, for fast-wgmma-a8w8), cluster=0
+#      (k_merge, which the plan skips where 2..8 splits merge in their cluster), toktable=1,qdiv=1
+#      (the token table read and static e4m3 Q divided by k_qprep, where the plan would work out the
+#      one and multiply by the reciprocal for the other), lin=1 (fast-wgmma-a8w8: copy_lin) and
+#      ws=1,lin=2 (lin_copy), k_attn_ws's contiguous copies at every unpaged split length;
+#      compute-sanitizer memcheck and racecheck on seven cells, each kernel variant;
+#      .peers/seed_peers.py (when copied from ../shared/peers) and other people's kernels
+#      (scripts/gpu/third_party_bench.py, $OUT/third_party_bench.json, with .peers/third_party) and
+#      bench gpu --peers beside them ($OUT/bench_gpu.txt, $OUT/peers.json; with the read floor,
+#      whose readers check their sums: a reader that skips or repeats a word fails the step, and the
+#      plan floor, the plan's skeleton with no attention arithmetic, whose row counts are checked);
+#      the largest shape again after 3 s of warm-up, the time under sustained load
 #      ($OUT/bench_gpu_sustained.txt); the plan floor on a ragged paged batch and with k_merge
 #      forced, bench gpu --variant cluster=0 ($OUT/bench_gpu_plans.txt).
 #   0c. the Python package (step python; $MLAREF_PYTHON, default build/default/python) on this
@@ -182,9 +182,22 @@ step() {
       "$CLI" gen --shape "$spec" --out "$FD/bf16/bf16_$k.safetensors" >/dev/null ||
         { echo "gen $spec failed"; status=1; }
     done
+    # more than 16 heads (a block a group of 16): 20 to 128 heads, ragged, paged, q_len 2 and 3,
+    # bf16 and e4m3fnuz KV
+    mkdir -p "$FD/heads" && k=0
+    for spec in bs=8,kv=2000,heads=128,page=64,seed=21 bs=4,kv=777,q=3,heads=128,seed=23 \
+                bs=2,kv=4096,page=64,heads=128,q=2,seed=24 bs=3,kv=1500,heads=64,seed=26 \
+                lens=0:1:33:300,heads=20,page=16,seed=27 bs=16,kv=1024,heads=128,seed=28 \
+                bs=2,kv=3000,heads=128,fmt=bf16,seed=29 \
+                lens=1:70:300,q=2,heads=48,page=16,fmt=bf16,seed=30 \
+                bs=4,kv=1000,heads=128,fmt=e4m3fnuz,seed=31 bs=1,kv=8192,heads=128,seed=32; do
+      k=$((k + 1))
+      "$CLI" gen --shape "$spec" --out "$FD/heads/heads_$k$(case $spec in *bf16*) echo _bf16;;
+        *fnuz*) echo _fnuz;; esac).safetensors" >/dev/null || { echo "gen $spec failed"; status=1; }
+    done
     { nok=0; nfail=0
-    for s in edge test bench bf16; do
-      [ "$s" = bf16 ] ||
+    for s in edge test bench bf16 heads; do
+      [ "$s" = bf16 ] || [ "$s" = heads ] ||
         { mkdir -p "$FD/$s" && "$CLI" gen --suite "$s" --out "$FD/$s" >/dev/null || status=1; }
       for f in "$FD/$s"/*.safetensors; do
         c=$(basename "$f" .safetensors)
@@ -194,7 +207,7 @@ step() {
           */*fnuz*) rs="fast-a16w8 fast-a8w8" ;;
           *) rs="fast-a16w8 fast-a8w8 fast-wgmma-a8w8" ;;
         esac
-        # the edge and bf16 cells also with each variant the plan would not take, forced by
+        # the edge, bf16 and heads cells also with each variant the plan would not take, forced by
         # --variant: k_attn_ws (the plan takes it for long splits only; for fast-wgmma-a8w8
         # always, so "ws" forces k_attn there), k_merge (the plan merges 2..8 splits in the
         # cluster where they fit),
@@ -202,7 +215,7 @@ step() {
         # k_qprep where the reciprocal fits) and k_attn_ws's contiguous copies at every split length
         # (the plan takes them for unpaged splits only, by length): copy_lin (lin=1, the wgmma
         # kernel's) and lin_copy (lin=2, with k_attn_ws forced)
-        vs=auto; case $s in edge | bf16) vs="auto ws merge table lin lin2" ;; esac
+        vs=auto; case $s in edge | bf16 | heads) vs="auto ws merge table lin lin2" ;; esac
         for v in $vs; do for r in $rs; do
           [ $v = lin ] && [ $r != fast-wgmma-a8w8 ] && continue
           o="$FD/out.$s.$c.$r.safetensors"; lab="$s/$c $r"; fv=

@@ -6,9 +6,9 @@
 # folder. On every probe cell each
 # kernel runs: the exact kernel (triton-fp8-split and aiter-a8w8-ps, fp32-seq on bf16 KV), held
 # bit for bit to the model and to the default rules; the fast kernel (its recipes for the cell's
-# KV format), held to the default rules. A cell a kernel refuses (more than 16 heads, fp8 Q, scales
-# apart from kv_scale, an sm_scale: `gpu run` exits 2) is skipped, not counted. Then each planted
-# fault must fail the default rules on at least one cell; and the seeds'
+# KV format), held to the default rules. A cell a kernel refuses (the exact kernel: more than 16
+# heads; fp8 Q, scales apart from kv_scale, an sm_scale: `gpu run` exits 2) is skipped, not
+# counted. Then each planted fault must fail the default rules on at least one cell; and the seeds'
 # Triton kernels, where .peers/ holds them, pass on the cell they take. Prints a line a run; exit 1
 # on a false alarm, an error or a fault no cell catches.
 set -uo pipefail
