@@ -214,6 +214,8 @@ Test(third_party, flashmla_bit_for_bit, .timeout = 120) {
       {"bs=1,kv=3,q=4,seed=6", "edge-q4_kv3.flashmla-bf16", "flashmla-bf16"},
       {"lens=1:64:65:300,page=64,seed=10", "edge-page64.flashmla-bf16", "flashmla-bf16"},
       {"bs=2,kv=300,seed=13,fmt=bf16", "edge-bf16kv.flashmla-bf16", "flashmla-bf16"},
+      /* 20 splits of two blocks a batch: the second warpgroup's logits from column 256 */
+      {"bs=3,kv=2500,bf16kv=1,page=16,seed=32", "shape-bs3_kv2500.flashmla-bf16", "flashmla-bf16"},
   };
   for (size_t i = 0; i < sizeof RUNS / sizeof RUNS[0]; i++) {
     const int fp8 = strstr(RUNS[i].recipe, "fp8") != NULL;

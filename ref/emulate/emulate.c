@@ -90,7 +90,8 @@ typedef struct scratch {
   float *lout; /* [H]: an unsplit row's lse as the kernel returns it (mlr_emu_result's lse_out) */
   float *lq;   /* [H][4]: softmax.sum = lanes4's lane sums */
   float *lq2, *al2; /* seesaw: [H][4] the second warpgroup's lane sums, [H] a pair's 2nd alpha */
-  float *ss; /* seesaw: [7][H][softmax.block] a pair's logits, p and P operands (seesaw_pair) */
+  float *ss;   /* seesaw: [7][H][softmax.block] a pair's logits, p and P operands (seesaw_pair) */
+  int qk_from; /* a matrix-unit QK chain's first column (a seesaw pair's second block: 256) */
 } scratch;
 
 static void scratch_free(scratch *w) {
@@ -429,8 +430,12 @@ static void qk_block(const emu *e, scratch *w, int64_t t, int64_t b, int64_t j0,
       for (int c = 0; c < nc; c++) {
         for (int i = 0; i < QK; i++) ke[i] = mlr_mma_in_exp(mq, w->kop[c * QK + i]);
         for (int64_t h = 0; h < H; h++) av[c * H + h] = 0.0f;
-        mlr__emu_mma_lanes(mq, H, QK, q, w->qme, H, w->kop + c * QK, ke, av + c * H, w->msc, w->mS,
-                           w->mE);
+        const int f = w->qk_from; /* columns f .. 575, then 0 .. f - 1, one chain */
+        mlr__emu_mma_lanes(mq, H, QK - f, q + f * H, w->qme + f * H, H, w->kop + c * QK + f, ke + f,
+                           av + c * H, w->msc, w->mS, w->mE);
+        if (f)
+          mlr__emu_mma_lanes(mq, H, f, q, w->qme, H, w->kop + c * QK, ke, av + c * H, w->msc, w->mS,
+                             w->mE);
       }
     } else if (r->qk_dot == MLR_DOT_AITER_LANES8) {
       for (int c = 0; c < nc; c++)
@@ -928,7 +933,11 @@ static void seesaw_pair(const emu *e, scratch *w, int64_t t, int64_t b, int64_t 
   const int64_t u0 = a0 > lo ? a0 : lo, v0 = a1 < hi ? a1 : hi, u1 = a1 > lo ? a1 : lo;
   const int64_t v1 = has1 ? (a1 + blk < hi ? a1 + blk : hi) : u1;
   seesaw_logits(e, w, t, b, a0, blk, u0, v0, x2, f64, sv0);
+  /* the second warpgroup's logits chain the column tiles from 256 (FlashMLA's PHASE 1: tiles 4..8
+   * of 64 columns, then 0..3); the first's from 0 */
+  w->qk_from = 256;
   seesaw_logits(e, w, t, b, a1, blk, u1, v1, x2, f64, sv1);
+  w->qk_from = 0;
   seesaw_first(e, w, t, sv0, blk, p0, P0);
   seesaw_pv(e, w, b, a0, blk, u0, v0, P0, 0);
   seesaw_second(e, w, t, sv1, blk, has1, p0, p1, P1, P0s);

@@ -130,7 +130,8 @@ typedef enum { MLR_NORM_DIVIDE, MLR_NORM_RECIPROCAL } mlr_normalize;
 /* softmax.schedule: one running state a row (single), or FlashMLA's dense bf16 decode's two
  * warpgroups (seesaw): blocks in pairs from the split's start, the max kept scaled (m = max(m,
  * fp32(max s x c)), alpha = 2^(m_old - m)); the pair's first block k0 feeds O's left half (columns
- * 0..255) and lane sums A, the second k1 the right half and lane sums B:
+ * 0..255) and lane sums A, the second k1 the right half and lane sums B (a matrix-unit QK dot
+ * chains k0's columns from 0, k1's from 256: 256..575 then 0..255, the second warpgroup's order):
  *   O_L = O_L a0 + bf16(p0) V0_L, then O_L a1 + bf16(p1) V1_L (A_q = fma(A_q, a0, s0_q), then
  *   A_q a1); O_R = O_R fp32(a1 a0) + bf16(p1) V1_R + bf16(fp32(p0 a1)) V0_R (B_q = fma(B_q,
  *   fp32(a1 a0), s1_q)); a lane's block sum s_q adds the pairs (p[8i + 2q] + p[8i + 2q + 1]) in
