@@ -161,6 +161,11 @@ Test(third_party, seed_triton_kernels_bit_for_bit, .timeout = 120) {
     hold(&in, out_path, RUNS[i].recipe, RUNS[i].sets);
     mlr_tf_free(&ti);
   }
+  /* a length that is a multiple of BLOCK_N: p from fma(s, sm_scale, -m) (fused_aligned) */
+  gen g;
+  gen_make(&g, "bs=4,kv=1024,seed=4220");
+  hold(&g.in, DATA "peer/bs_4_kv_1024_seed_4220.single.safetensors", "triton-fp8-single-sm90", "");
+  mlr_tf_free(&g.tf);
 }
 
 /* FlashMLA's tile scheduler: each batch's split count (num_splits, cumulative) is the model's */

@@ -59,10 +59,11 @@ typedef struct emu {
   int k4, k4pv;             /* dot.k_order = triton on fp8 KV: QK columns, PV tokens permuted */
   float clamp, ks, kps, vs; /* k_scale, kpe_scale, v_scale (after the faults that misuse them) */
   int folded, vmerged, qfp8, fused, fault;
-  int fa2, rev, lanes4, recip, seesaw; /* softmax.form = fa2, softmax.order = reverse, softmax.sum =
-                                   lanes4, normalize = reciprocal */
-  int dapprox;                         /* div.unit = sm90-approx (rcp: its reciprocal table) */
-  int64_t *nsplit, *slen, *sfirst;     /* [B]: splits, their length, the first's (mlr_recipe.h) */
+  int fa2, rev, lanes4, recip, seesaw,
+      pfa;     /* softmax.form = fa2 (pfa: fused_aligned), softmax.order = reverse, softmax.sum =
+      lanes4, normalize = reciprocal */
+  int dapprox; /* div.unit = sm90-approx (rcp: its reciprocal table) */
+  int64_t *nsplit, *slen, *sfirst; /* [B]: splits, their length, the first's (mlr_recipe.h) */
   mlr_emu_result *res;
 } emu;
 
@@ -92,6 +93,7 @@ typedef struct scratch {
   float *lq2, *al2; /* seesaw: [H][4] the second warpgroup's lane sums, [H] a pair's 2nd alpha */
   float *ss;   /* seesaw: [7][H][softmax.block] a pair's logits, p and P operands (seesaw_pair) */
   int qk_from; /* a matrix-unit QK chain's first column (a seesaw pair's second block: 256) */
+  int pfused;  /* fused_aligned: this batch's KV length is a multiple of softmax.block */
 } scratch;
 
 static void scratch_free(scratch *w) {
@@ -455,7 +457,8 @@ static void qk_block(const emu *e, scratch *w, int64_t t, int64_t b, int64_t j0,
       for (int64_t h = 0; h < H; h++) {
         float s = av[c * H + h];
         if (r->qk_result == MLR_R_BF16) s = mlr__emu_round_to(s, MLR_FMT_BF16);
-        if (!e->fa2) s = s * e->c[t * H + h]; /* fa2 keeps the raw dot: its max is of those */
+        if (!e->fa2 && !e->pfa) /* fa2 and fused_aligned keep the raw dot */
+          s = s * e->c[t * H + h];
         if (r->logit_format == MLR_R_BF16) s = mlr__emu_round_to(s, MLR_FMT_BF16);
         w->s[h * e->cap + (j - j0) + c] = s;
       }
@@ -736,16 +739,21 @@ static void softmax_block(const emu *e, scratch *w, int64_t t, int64_t h, int64_
   const float *s = w->s + h * e->cap;
   float *p = w->p + h * e->cap, *pp = w->pp + h * e->cap;
   float bm = -INFINITY, al;
-  for (int64_t j = 0; j < n; j++) bm = fmaxf(bm, s[j]);
+  const float c = e->c[t * e->H + h];
+  for (int64_t j = 0; j < n; j++) bm = fmaxf(bm, e->pfa ? s[j] * c : s[j]);
   const float mn = fmaxf(w->m[h], bm);
   if (e->fa2) { /* 2^(s c - m c) as one fma of the raw dot; m = -inf (all masked) scales by 0 */
-    const float c = e->c[t * e->H + h], cur = mn == -INFINITY ? 0.0f : mn;
+    const float cur = mn == -INFINITY ? 0.0f : mn;
     al = mlr__emu_sm_exp(e->exp_sm, e->ex2, (w->m[h] - cur) * c);
     for (int64_t j = 0; j < n; j++)
       p[j] = mlr__emu_sm_exp(e->exp_sm, e->ex2, fmaf(s[j], c, -(cur * c)));
   } else {
     al = mlr__emu_sm_exp(e->exp_sm, e->ex2, w->m[h] - mn);
-    for (int64_t j = 0; j < n; j++) p[j] = mlr__emu_sm_exp(e->exp_sm, e->ex2, s[j] - mn);
+    for (int64_t j = 0; j < n; j++) /* fused_aligned: s c - m as one fma where w->pfused */
+      p[j] = mlr__emu_sm_exp(e->exp_sm, e->ex2,
+                             !e->pfa     ? s[j] - mn
+                             : w->pfused ? fmaf(s[j], c, -mn)
+                                         : s[j] * c - mn);
   }
   for (int64_t j = 0; j < n; j++) pp[j] = p_operand(e, p[j]);
   if (e->lanes4)
@@ -1044,6 +1052,7 @@ static void run_item(const emu *e, scratch *w, int64_t b, int64_t s) {
     if (e->fault == MLR_FAULT_SKIP_LAST && hi > lo) hi--;
     const int64_t from = e->fault == MLR_FAULT_SKIP_FIRST && lo == 0 && hi > 0 ? 1 : lo;
     if (e->fault == MLR_FAULT_SPLIT_EDGE_TWICE && hi > from && hi < Lt) hi++;
+    w->pfused = e->pfa && e->r->softmax_block > 0 && L % e->r->softmax_block == 0;
     run_split_row(e, w, t, b, from, hi > from ? hi : from, end < L ? end : L);
     for (int64_t h = 0; h < H; h++) {
       if (ns == 1 && e->r->partial_normalized) {
@@ -1243,6 +1252,7 @@ static void emu_init(emu *e, const mlr_recipe *r, const mlr_inputs *in, const ml
   e->clamp = (float)r->softmax_clamp; /* 1e-12 -> 0x2B8CBCCC, the constant in the seeds' PTX */
   e->exp_sm = r->softmax_exp;
   e->fa2 = r->softmax_form == MLR_SMF_FA2;
+  e->pfa = r->softmax_form == MLR_SMF_FUSED_ALIGNED;
   e->rev = r->softmax_order == MLR_ORDER_REVERSE;
   e->lanes4 = r->softmax_sum == MLR_SUM_LANES4;
   e->recip = r->normalize == MLR_NORM_RECIPROCAL;

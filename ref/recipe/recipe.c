@@ -64,7 +64,7 @@ static const key KEYS[] = {
     {"lse.log", K_ENUM, OFF(lse_log), "exact|cuda-logf|sm90-lg2", 0, 0, 1},
     {"merge.exp_unit", K_ENUM, OFF(merge_exp_unit), "exact|sm90-ex2", 0, 0, 1},
     {"dot.k_order", K_ENUM, OFF(dot_korder), "seq|triton", 0, 0, 1},
-    {"softmax.form", K_ENUM, OFF(softmax_form), "scaled|fa2", 0, 0, 1},
+    {"softmax.form", K_ENUM, OFF(softmax_form), "scaled|fa2|fused_aligned", 0, 0, 1},
     {"softmax.order", K_ENUM, OFF(softmax_order), "forward|reverse", 0, 0, 1},
     {"normalize", K_ENUM, OFF(normalize), "divide|reciprocal", 0, 0, 1},
     {"softmax.schedule", K_ENUM, OFF(softmax_schedule), "single|seesaw", 0, 0, 1},
@@ -231,11 +231,13 @@ static const struct {
      * (a) and (b) with the logits and PV on mma.sync m16n8k16 f16 in Triton's operand order
      * (dot.k_order = triton), tl.exp on ex2.approx.f32, tl.sum of p over the 4-warp tile
      * (tl32x4), acc / l by div.full.f32, the lse's tl.log by libdevice logf, and the merge's
-     * exps on ex2.approx.f32 too. */
+     * exps on ex2.approx.f32 too; the single-pass kernel's p from fma(s, sm_scale, -m) where its
+     * constexpr KV_LEN is a multiple of BLOCK_N (softmax.form = fused_aligned). */
     {"triton-fp8-single-sm90",
      "qk.operand=fp16;p.format=fp16;pv.operand=fp16;softmax.exp=e_via_2;pv.accumulate=into_acc;"
      "update.fma=yes;qk.dot=mma:sm90-f16;pv.dot=mma:sm90-f16;dot.k_order=triton;"
-     "softmax.exp_unit=sm90-ex2;softmax.sum=tl32x4;div.unit=sm90-full;lse.log=cuda-logf"},
+     "softmax.exp_unit=sm90-ex2;softmax.sum=tl32x4;div.unit=sm90-full;lse.log=cuda-logf;"
+     "softmax.form=fused_aligned"},
     {"triton-fp8-split-sm90",
      "qk.operand=fp16;p.format=fp16;pv.operand=fp16;softmax.exp=e_via_2;pv.accumulate=into_acc;"
      "update.fma=yes;qk.dot=mma:sm90-f16;pv.dot=mma:sm90-f16;dot.k_order=triton;"

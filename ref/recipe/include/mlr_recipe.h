@@ -119,8 +119,12 @@ typedef enum { MLR_LOG_EXACT, MLR_LOG_CUDA_LOGF, MLR_LOG_SM90_LG2 } mlr_logunit;
 typedef enum { MLR_KORDER_SEQ, MLR_KORDER_TRITON } mlr_korder;
 /* softmax.form: the logit scaled and rounded before the max (scaled), or FlashAttention-2's form
  * (fa2): the max of the raw dots m, p = 2^(fma(s, c, -fp32(m c))), alpha = 2^(fp32((m_old - m) c)),
- * lse = fma(c_e, m, log(l)) with c_e the natural-base logit scale (needs softmax.exp = 2) */
-typedef enum { MLR_SMF_SCALED, MLR_SMF_FA2 } mlr_smform;
+ * lse = fma(c_e, m, log(l)) with c_e the natural-base logit scale (needs softmax.exp = 2), or
+ * fused_aligned: scaled, but in a batch whose KV length is a multiple of softmax.block p takes
+ * fma(s, c, -m) of the raw dot s (m still the max of the rounded s c): Triton's single-pass kernel,
+ * compiled for its constexpr length, has no padding mask there and contracts the scale into the
+ * subtraction */
+typedef enum { MLR_SMF_SCALED, MLR_SMF_FA2, MLR_SMF_FUSED_ALIGNED } mlr_smform;
 /* softmax.order: the blocks of a split from its first token (forward), or, aligned at multiples of
  * softmax.block from the batch's first token, from the last to the first (reverse) */
 typedef enum { MLR_ORDER_FORWARD, MLR_ORDER_REVERSE } mlr_smorder;
