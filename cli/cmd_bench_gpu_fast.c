@@ -388,8 +388,8 @@ static int bench_shape(const char *cmd, struct bench *b, int si) {
   sh.kv_per_b = sh.in.B ? (double)Lsum / (double)sh.in.B : 0;
   const int64_t kv = (int64_t)(sh.kv_per_b + 0.5), q = sh.in.B ? sh.in.T / sh.in.B : 1;
   sh.pus = sh.kv8 ? mlr_bench_peers_seed_us(&b->pk, sh.in.B, kv, sh.in.H, q) : 0;
-  for (int m = 0; m < b->pk.nname;
-       m++) /* the third-party times are fp8-KV figures, as the seeds' */
+  /* the third-party times are fp8-KV figures, as the seeds' */
+  for (int m = 0; m < b->pk.nname; m++)
     sh.tpus[m] = sh.kv8 ? mlr_bench_peers_kernel_us(&b->pk, m, sh.in.B, kv, sh.in.H, q) : 0;
   sh.roof = bytes / b->bw * 1e6; /* us */
   b->boundlog += log(b->floor1 + sh.roof);

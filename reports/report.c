@@ -562,8 +562,6 @@ static mlr_status pick_cells(const mlr_report_opts *o, const mlr_suite *su,
   return MLR_OK;
 }
 
-/* a column's relative cost: a matrix-unit model of a dot costs about three fma chains (bench mma)
- */
 /* a dot's cost beside the sequential fp32 one's, roughly: a matrix-unit model 2 more, AITER's lane
  * chains 20 more (`bench emulate --shape bs=32,kv=1024 --threads 2`: fp32-seq 0.029 s,
  * fast-a16w8 0.228 s, aiter-triton-decode 2.22 s) */
@@ -571,6 +569,7 @@ static double dot_factor(int dot) {
   return dot == MLR_DOT_AITER_LANES8 ? 20.0 : MLR_DOT_IS_MMA(dot) ? 2.0 : 0.0;
 }
 
+/* a column's relative cost */
 static double column_factor(const variant *vs, int nv, int c) {
   if (c >= nv) return 1.0;
   const mlr_recipe *r = &vs[c].r;

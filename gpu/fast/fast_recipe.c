@@ -156,7 +156,7 @@ static mlr_status fit_rest(const mlr_recipe *r, const mlr_inputs *in, int kv_bf1
   if (!kv_bf16 && in->kv_format == MLR_FMT_BF16)
     return NOFIT(
         "the fast kernel's AMD variant reads fp8 KV (e4m3 or e4m3fnuz); these inputs have bf16 KV");
-  if (in->H < 1 || in->H > 128) /* a block takes 16 of a token's heads (grid z) */
+  if (in->H < 1 || in->H > 128) /* a block takes 16 of a token's heads */
     return NOFIT("the fast kernel runs 1..128 heads; the inputs have %lld", (long long)in->H);
   return mlr_emu_check_fit(r, in, err);
 }

@@ -59,11 +59,11 @@ typedef struct emu {
   int k4, k4pv;             /* dot.k_order = triton on fp8 KV: QK columns, PV tokens permuted */
   float clamp, ks, kps, vs; /* k_scale, kpe_scale, v_scale (after the faults that misuse them) */
   int folded, vmerged, qfp8, fused, fault;
-  int fa2, rev, lanes4, recip, seesaw,
-      pfa;     /* softmax.form = fa2 (pfa: fused_aligned), softmax.order = reverse, softmax.sum =
-      lanes4, normalize = reciprocal */
-  int dapprox; /* div.unit = sm90-approx (rcp: its reciprocal table) */
-  int64_t *nsplit, *slen, *sfirst; /* [B]: splits, their length, the first's (mlr_recipe.h) */
+  int fa2, rev, lanes4, recip, seesaw; /* softmax.form = fa2, softmax.order = reverse, softmax.sum =
+                                   lanes4, normalize = reciprocal */
+  int pfa;                             /* softmax.form = fused_aligned */
+  int dapprox;                         /* div.unit = sm90-approx (rcp: its reciprocal table) */
+  int64_t *nsplit, *slen, *sfirst;     /* [B]: splits, their length, the first's (mlr_recipe.h) */
   mlr_emu_result *res;
 } emu;
 
@@ -91,9 +91,8 @@ typedef struct scratch {
   float *lout; /* [H]: an unsplit row's lse as the kernel returns it (mlr_emu_result's lse_out) */
   float *lq;   /* [H][4]: softmax.sum = lanes4's lane sums */
   float *lq2, *al2; /* seesaw: [H][4] the second warpgroup's lane sums, [H] a pair's 2nd alpha */
-  float *ss;   /* seesaw: [7][H][softmax.block] a pair's logits, p and P operands (seesaw_pair) */
-  int qk_from; /* a matrix-unit QK chain's first column (a seesaw pair's second block: 256) */
-  int pfused;  /* fused_aligned: this batch's KV length is a multiple of softmax.block */
+  float *ss;  /* seesaw: [7][H][softmax.block] a pair's logits, p and P operands (seesaw_pair) */
+  int pfused; /* fused_aligned: this batch's KV length is a multiple of softmax.block */
 } scratch;
 
 static void scratch_free(scratch *w) {
@@ -371,9 +370,10 @@ static int qk_f64_all(const emu *e, int64_t t) {
   return 1;
 }
 
-/* x2: qk_split gave token t's split Q (w->qh, w->ql); f64: qk_f64_all(t) */
+/* x2: qk_split gave token t's split Q (w->qh, w->ql); f64: qk_f64_all(t); from: a matrix-unit
+ * dot's first column (its chain takes columns from .. 575, then 0 .. from - 1) */
 static void qk_block(const emu *e, scratch *w, int64_t t, int64_t b, int64_t j0, int64_t j1, int x2,
-                     int f64) {
+                     int f64, int from) {
   const mlr_recipe *r = e->r;
   const int64_t H = e->H;
   const float *q = e->qT + t * QK * H;
@@ -432,12 +432,11 @@ static void qk_block(const emu *e, scratch *w, int64_t t, int64_t b, int64_t j0,
       for (int c = 0; c < nc; c++) {
         for (int i = 0; i < QK; i++) ke[i] = mlr_mma_in_exp(mq, w->kop[c * QK + i]);
         for (int64_t h = 0; h < H; h++) av[c * H + h] = 0.0f;
-        const int f = w->qk_from; /* columns f .. 575, then 0 .. f - 1, one chain */
-        mlr__emu_mma_lanes(mq, H, QK - f, q + f * H, w->qme + f * H, H, w->kop + c * QK + f, ke + f,
-                           av + c * H, w->msc, w->mS, w->mE);
-        if (f)
-          mlr__emu_mma_lanes(mq, H, f, q, w->qme, H, w->kop + c * QK, ke, av + c * H, w->msc, w->mS,
-                             w->mE);
+        mlr__emu_mma_lanes(mq, H, QK - from, q + from * H, w->qme + from * H, H,
+                           w->kop + c * QK + from, ke + from, av + c * H, w->msc, w->mS, w->mE);
+        if (from)
+          mlr__emu_mma_lanes(mq, H, from, q, w->qme, H, w->kop + c * QK, ke, av + c * H, w->msc,
+                             w->mS, w->mE);
       }
     } else if (r->qk_dot == MLR_DOT_AITER_LANES8) {
       for (int c = 0; c < nc; c++)
@@ -767,7 +766,7 @@ static void softmax_block(const emu *e, scratch *w, int64_t t, int64_t h, int64_
 /* the tokens [j0, j1) of batch b as one online-softmax block: logits, softmax, PV */
 static void run_block(const emu *e, scratch *w, int64_t t, int64_t b, int64_t j0, int64_t j1,
                       int64_t blk, int x2, int f64) {
-  qk_block(e, w, t, b, j0, j1, x2, f64);
+  qk_block(e, w, t, b, j0, j1, x2, f64, 0);
   for (int64_t h = 0; h < e->H; h++) softmax_block(e, w, t, h, j0, j1 - j0, blk);
   pv_block(e, w, b, j0, j1);
 }
@@ -825,12 +824,12 @@ static void finish_row(const emu *e, scratch *w, int64_t t, int64_t h) {
 #define SEESAW_M0     (-1e30f)
 
 /* the raw logits of the block of blk tokens at a, [H][blk]: the visible tokens [j0, j1), the
- * others masked */
+ * others masked; from: the QK dot's first column (qk_block) */
 static void seesaw_logits(const emu *e, scratch *w, int64_t t, int64_t b, int64_t a, int64_t blk,
-                          int64_t j0, int64_t j1, int x2, int f64, float *sv) {
+                          int64_t j0, int64_t j1, int x2, int f64, int from, float *sv) {
   for (int64_t k = 0; k < e->H * blk; k++) sv[k] = SEESAW_MASKED;
   if (j1 <= j0) return;
-  qk_block(e, w, t, b, j0, j1, x2, f64);
+  qk_block(e, w, t, b, j0, j1, x2, f64, from);
   for (int64_t h = 0; h < e->H; h++)
     for (int64_t j = j0; j < j1; j++) sv[h * blk + (j - a)] = w->s[h * e->cap + (j - j0)];
 }
@@ -940,12 +939,10 @@ static void seesaw_pair(const emu *e, scratch *w, int64_t t, int64_t b, int64_t 
         *P0s = P1 + n;
   const int64_t u0 = a0 > lo ? a0 : lo, v0 = a1 < hi ? a1 : hi, u1 = a1 > lo ? a1 : lo;
   const int64_t v1 = has1 ? (a1 + blk < hi ? a1 + blk : hi) : u1;
-  seesaw_logits(e, w, t, b, a0, blk, u0, v0, x2, f64, sv0);
   /* the second warpgroup's logits chain the column tiles from 256 (FlashMLA's PHASE 1: tiles 4..8
    * of 64 columns, then 0..3); the first's from 0 */
-  w->qk_from = 256;
-  seesaw_logits(e, w, t, b, a1, blk, u1, v1, x2, f64, sv1);
-  w->qk_from = 0;
+  seesaw_logits(e, w, t, b, a0, blk, u0, v0, x2, f64, 0, sv0);
+  seesaw_logits(e, w, t, b, a1, blk, u1, v1, x2, f64, 256, sv1);
   seesaw_first(e, w, t, sv0, blk, p0, P0);
   seesaw_pv(e, w, b, a0, blk, u0, v0, P0, 0);
   seesaw_second(e, w, t, sv1, blk, has1, p0, p1, P1, P0s);
@@ -1044,6 +1041,7 @@ static void run_item(const emu *e, scratch *w, int64_t b, int64_t s) {
   const int64_t H = e->H, t0 = in->qo_indptr[b], n = in->qo_indptr[b + 1] - t0,
                 L = mlr_inputs_kv_len(in, b);
   const int64_t ns = e->nsplit[b], len = e->slen[b];
+  w->pfused = e->pfa && e->r->softmax_block > 0 && L % e->r->softmax_block == 0;
   for (int64_t i = 0; i < n; i++) {
     const int64_t t = t0 + i, Lt = fault_visible(e->fault, b, L, mlr_inputs_visible(in, L, n, i));
     const int64_t first = e->sfirst[b], lo = s == 0 ? 0 : first + (s - 1) * len,
@@ -1052,7 +1050,6 @@ static void run_item(const emu *e, scratch *w, int64_t b, int64_t s) {
     if (e->fault == MLR_FAULT_SKIP_LAST && hi > lo) hi--;
     const int64_t from = e->fault == MLR_FAULT_SKIP_FIRST && lo == 0 && hi > 0 ? 1 : lo;
     if (e->fault == MLR_FAULT_SPLIT_EDGE_TWICE && hi > from && hi < Lt) hi++;
-    w->pfused = e->pfa && e->r->softmax_block > 0 && L % e->r->softmax_block == 0;
     run_split_row(e, w, t, b, from, hi > from ? hi : from, end < L ? end : L);
     for (int64_t h = 0; h < H; h++) {
       if (ns == 1 && e->r->partial_normalized) {
