@@ -52,11 +52,11 @@
 #      inner products a class and operand format; gpu/probes/wgmma_probe.cu: wgmma with e4m3 and
 #      e5m2 operands, 2^20 a class) against ref/mma's models ($OUT/mma, $OUT/wgmma: the summaries
 #      and the vectors kept as test data).
-#   6. the hardware exp2 (gpu/probes/ex2_table.cu): its table rebuilt and compared with ref/sfu's
-#      (SHA-256), the model checked on every float x <= 0, 4096 samples ($OUT/ex2_samples.txt, the
-#      source of tests/data/sfu/); the reciprocal's table likewise (gpu/probes/sfu_probe.cu), with
-#      its reciprocal, log2, division and positive-x exp2 samples ($OUT/*_samples.txt), and the
-#      log2's table likewise.
+#   6. the hardware exp2 (gpu/probes/ex2_table.cu): its tables (x <= 0, x > 0) rebuilt and
+#      compared with ref/sfu's (SHA-256), the model checked on every float, 4096 samples
+#      ($OUT/ex2_samples.txt, the source of tests/data/sfu/); the reciprocal's table likewise
+#      (gpu/probes/sfu_probe.cu), with its reciprocal, log2, division and positive-x exp2 samples
+#      ($OUT/*_samples.txt), and the log2's table likewise.
 # MLAREF_GPU_STEPS (default: every step, $ALL_STEPS below) picks the steps (0 = exact, badinput
 # (tests/bad_input.sh: the gpu cases of the bad-input table in docs/checking.md), sanitize and
 # bench, 0b = fast and fastbench, 0c = python, 0d = probe, 0e = thirdparty, 1 = bits, 2 and 3 =
@@ -399,16 +399,16 @@ step() {
   "$BIN/wgmma_probe" --out "$OUT/wgmma" || status=1
   }
   step sfu && {
-  echo "== the hardware exp2: the table against ref/sfu's, the model on every x <= 0" \
+  echo "== the hardware exp2: the tables against ref/sfu's, the model on every float" \
     "(gpu/probes/ex2_table.cu)"
-  "$BIN/ex2_table" "$OUT/ex2_diff.bin" "$OUT/ex2_samples.txt" || status=1
+  "$BIN/ex2_table" "$OUT/ex2_diff.bin" "$OUT/ex2p_diff.bin" "$OUT/ex2_samples.txt" || status=1
   # rcp_diff.bin, the log2's lg2_head.bin and lg2_diff.bin, and the samples
   "$BIN/sfu_probe" "$OUT" || status=1
   # ref/sfu's log2 file: the head's first 2^18 values whole, then the steps from there on
   { head -c 1048576 "$OUT/lg2_head.bin" && tail -c +262145 "$OUT/lg2_diff.bin"; } \
     > "$OUT/lg2_diff.bin.tmp" && mv "$OUT/lg2_diff.bin.tmp" "$OUT/lg2_diff.bin" &&
     rm -f "$OUT/lg2_head.bin"
-  for t in ex2:1 rcp:2 lg2:3; do # README.md names the SHA-256s in this order
+  for t in ex2:1 ex2p:2 rcp:3 lg2:4; do # README.md names the SHA-256s in this order
     want=$(grep -o "uncompressed bytes: [0-9a-f]*" ref/sfu/README.md | sed -n "${t#*:}p" |
       cut -d' ' -f3)
     got=$(sha256sum "$OUT/${t%:*}_diff.bin" | cut -d' ' -f1); rm -f "$OUT/${t%:*}_diff.bin"

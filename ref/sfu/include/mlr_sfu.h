@@ -3,8 +3,8 @@
  * the fast kernels' online softmax and of Triton's tl.exp on NVIDIA; its reciprocal and divisions;
  * its log2 (lg2.approx, the log in FlashMLA's lse).
  *
- * The model, measured on an H200 (README.md here; gpu/probes/ex2_table.cu wrote the table and
- * checks the model on every float x <= 0, 2^31 values, none differing):
+ * The model, measured on an H200 and an H100 (README.md here; gpu/probes/ex2_table.cu wrote the
+ * tables and checks the model on every float, 2^32 values, none differing):
  *   MUFU.EX2 (flushes subnormal results to zero), for -126 <= x <= 0: R = trunc(-x 2^23) (the
  *     product is exact, the conversion truncates toward zero), k = R >> 23, r = R mod 2^23:
  *     2^-k g(r), g(r) = MUFU.EX2(-r 2^-23) the table (2^23 values in [0.5, 1], g(0) = 1). So the
@@ -12,12 +12,13 @@
  *     2^-k is exact. Below -126: 0.
  *   ex2.approx.f32 (not .ftz): MUFU.EX2(x) for x >= -126; below, h = MUFU.EX2(x / 2) squared in
  *     binary32 (x / 2 is exact; the product rounds to nearest even into the subnormals).
- *   NaN -> NaN. x > 0 does not occur in a scaled online softmax (its arguments are s - m with
- *     m >= s); FlashAttention-2's fma(s, c, -m c) hands the max token the product's rounding
- *     error, which can be positive. Below 2^-23 the unit gives 1 (its fixed-point cut leaves 0;
- *     the probe's 112,564 samples there, and FlashMLA's output on a one-token row, where 2^x
- *     rounded, 1 + 2^-23, changed o); above, the model takes the correctly rounded 2^x, within 1
- *     ulp of the unit (83,840 samples below 1, 79% equal; not modelled there).
+ *   MUFU.EX2 for x > 0 (checked on an H100 on every float x > 0, 2^31 values, none differing): the
+ *     same cut, R = trunc(x 2^23), and its own table: 2^k g(2^23 + r), g(2^23 + r) = MUFU.EX2(r
+ *     2^-23) (values in [1, 2)), k = R >> 23; +Inf from 2^128 on (not 2 g(2^23 - r): the two signs
+ *     have tables of their own). x > 0 does not occur in a scaled online softmax (its
+ *     arguments are s - m with m >= s); FlashAttention-2's fma(s, c, -m c) hands the max token the
+ *     product's rounding error, which can be positive (below 2^-23 the cut leaves 0: exactly 1).
+ *   NaN -> NaN.
  * Against the true 2^x, the unit's relative error is at most 2.45 x 2^-24 on the normal range
  * (cut and table together; MLR_SFU_EX2_REL, tested against MPFR over the whole table). */
 #ifndef MLR_SFU_H
@@ -35,9 +36,10 @@ extern "C" {
 enum { MLR_SFU_TABLE_N = 1 << 23, MLR_SFU_EX2_N = MLR_SFU_TABLE_N }; /* a table's entries */
 #define MLR_SFU_EX2_REL (2.5 * 0x1p-24) /* bound on |unit / 2^x - 1| for results >= 2^-126 */
 
-/** The H200's g table (MLR_SFU_EX2_N binary32 bit patterns), decoded on first use from the data
- *  compiled into the library (thread-safe; 32 MB, kept until exit). MLR_OK, MLR_ENOMEM, or
- *  MLR_EIO if the embedded data does not decode to the table README.md names (its SHA-256). */
+/** The g table (2 MLR_SFU_EX2_N binary32 bit patterns: x <= 0, then x > 0), decoded on first use
+ *  from the data compiled into the library (thread-safe; 64 MB, kept until exit). MLR_OK,
+ *  MLR_ENOMEM, or MLR_EIO if the embedded data does not decode to the tables README.md names (their
+ *  SHA-256). */
 mlr_status mlr_sfu_ex2_table(const uint32_t **g, mlr_error *err);
 
 /** ex2.approx.f32 on the H200 (the model above); g from mlr_sfu_ex2_table. */
@@ -51,10 +53,18 @@ MLR_HD static inline float mlr__sfu_mufu_ex2(const uint32_t *g, float x) {
   return mlr_bits_f32(bits - (k << 23)); /* times 2^-k: the result is >= 2^-126, normal */
 }
 
+/* MUFU.EX2 for x > 0: g[2^23 + (R mod 2^23)] times 2^(R >> 23), R = trunc(x 2^23); the scaling is
+ * an exponent addition (exact), and a result of 2^128 or more is +Inf */
+MLR_HD static inline float mlr__sfu_mufu_ex2_pos(const uint32_t *g, float x) {
+  if (!(x < 128.0f)) return mlr_bits_f32(0x7F800000u);
+  const uint32_t R = (uint32_t)(x * 0x1p23f); /* exact product; truncation toward zero */
+  const uint32_t b = g[MLR_SFU_EX2_N + (R & (MLR_SFU_EX2_N - 1))] + ((R >> 23) << 23);
+  return mlr_bits_f32(b >= 0x7F800000u ? 0x7F800000u : b);
+}
+
 MLR_HD static inline float mlr__sfu_ex2(const uint32_t *g, float x) {
   if (x != x) return x;
-  if (x > 0.0f) /* below 2^-23 the cut to the unit's grid leaves 0: 2^0 (see above) */
-    return x < 0x1p-23f ? 1.0f : mlr_exp2f(x);
+  if (x > 0.0f) return mlr__sfu_mufu_ex2_pos(g, x);
   if (x >= -126.0f) return mlr__sfu_mufu_ex2(g, x);
   const float h = mlr__sfu_mufu_ex2(g, x * 0.5f); /* exact halving */
   return h * h;
