@@ -438,10 +438,11 @@ static void qk_block(const emu *e, scratch *w, int64_t t, int64_t b, int64_t j0,
           mlr__emu_mma_lanes(mq, H, from, q, w->qme, H, w->kop + c * QK, ke, av + c * H, w->msc,
                              w->mS, w->mE);
       }
-    } else if (r->qk_dot == MLR_DOT_AITER_LANES8) {
+    } else if (r->qk_dot == MLR_DOT_AITER_LANES8) { /* the stage's build for the KV's type */
       for (int c = 0; c < nc; c++)
         for (int64_t h = 0; h < H; h++)
-          av[c * H + h] = mlr__emu_lanes8_dot(q + h, H, w->kop + c * QK);
+          av[c * H + h] = e->kv8 ? mlr__emu_lanes8_dot(q + h, H, w->kop + c * QK)
+                                 : mlr__emu_lanes8_dot_bf16kv(q + h, H, w->kop + c * QK);
     } else if (r->qk_dot == MLR_DOT_NOPE_ROPE) {
       memset(av, 0, nb * sizeof(float));
       memset(w->qr, 0, nb * sizeof(float));
@@ -1190,12 +1191,6 @@ mlr_status mlr_emu_check_fit(const mlr_recipe *r, const mlr_inputs *in, mlr_erro
         err, MLR_EINVAL,
         "recipe '%s' multiplies fp8 KV codes (%s.operand = fp8) but the inputs' kv is bf16",
         r->name, r->qk_operand == MLR_OP_FP8 ? "qk" : "pv");
-  if (!kv8 && (r->qk_dot == MLR_DOT_AITER_LANES8 || r->pv_dot == MLR_DOT_AITER_LANES8))
-    return mlr_error_set(err, MLR_EINVAL,
-                         "recipe '%s': aiter-lanes8 is AITER's per-head stage as Triton compiles "
-                         "it for fp8 KV; its bf16-KV build lays the operands out otherwise (not "
-                         "modelled), and the inputs' kv is bf16",
-                         r->name);
   for (int side = 0; side < 2; side++) { /* an fp8 matrix unit multiplies one fp8 flavour */
     const int d = side ? r->pv_dot : r->qk_dot;
     if (d != MLR_DOT_MMA_SM90_E4M3 && d != MLR_DOT_MMA_CDNA3_FP8 && d != MLR_DOT_MMA_SM90_E4M3_SYNC)

@@ -1,6 +1,6 @@
 /* AITER's per-head Triton decode stage, bit for bit (lanes8.h). The chains were read from the
- * stage's PTX for sm_90 (Triton 3.6) and checked against its outputs on an H200: 864 of 864 logits
- * of one-token splits, every partial o of the cells held (docs/numerics.md). */
+ * stage's PTX for sm_90 (Triton 3.6), of its fp8-KV and its bf16-KV build, and checked against its
+ * outputs (docs/numerics.md). */
 #include "lanes8.h"
 
 #include <math.h>
@@ -48,12 +48,13 @@ static float lane_chain(const float *q, int64_t qs, const float *k, const int *c
   return acc;
 }
 
-/* the eight lanes' sums by butterflies at 4, 2, 1: lane 0's */
-static float butterflies(float *v) {
-  for (int o = 4; o >= 1; o /= 2) {
-    float nx[LANES];
-    for (int j = 0; j < LANES; j++) nx[j] = add_bf16(v[j], v[j ^ o]);
-    for (int j = 0; j < LANES; j++) v[j] = nx[j];
+/* n lanes' sums (n a power of two) by bf16 butterflies at n / 2, .., 2, 1: lane 0's (each level's
+ * a + b is b + a, so every lane ends with the same sum) */
+static float butterflies(float *v, int n) {
+  for (int o = n / 2; o >= 1; o /= 2) {
+    float nx[32];
+    for (int j = 0; j < n; j++) nx[j] = add_bf16(v[j], v[j ^ o]);
+    for (int j = 0; j < n; j++) v[j] = nx[j];
   }
   return v[0];
 }
@@ -67,7 +68,38 @@ float mlr__emu_lanes8_dot(const float *q, int64_t qs, const float *k) {
     nope[j] = lane_chain(q, qs, k, cn, NOPE / LANES);
     rope[j] = lane_chain(q, qs, k, cr, ROPE / LANES);
   }
-  return add_bf16(butterflies(nope), butterflies(rope));
+  return add_bf16(butterflies(nope, LANES), butterflies(rope, LANES));
+}
+
+/* The bf16-KV build's nope chain of lane L over its 16 columns 8 L + i (i < 8) and 256 + 8 L + i -
+ * 8: LLVM packs the chain into fma.rn.bf16x2 and keeps the low halves, so the even columns are
+ * fused and the odd ones rounded products added (mul.bf16x2, add.bf16x2): x1 first, then x0 and x2
+ * fused, then x3 added, x4 fused, .., x15 added. */
+static float lane_chain_bf16(const float *q, int64_t qs, const float *k, int L) {
+  int col[16];
+  for (int i = 0; i < 16; i++) col[i] = (i < 8 ? 0 : 256 - 8) + 8 * L + i;
+  float acc = fma_bf16(q[col[1] * qs], k[col[1]], 0.0f);
+  acc = fma_bf16(q[col[0] * qs], k[col[0]], acc);
+  for (int i = 2; i < 16; i++)
+    acc = i & 1 ? add_bf16(acc, fma_bf16(q[col[i] * qs], k[col[i]], 0.0f))
+                : fma_bf16(q[col[i] * qs], k[col[i]], acc);
+  return acc;
+}
+
+/* its rope chain of lane j over columns 512 + 8 j + i: x1 rounded, then x0, x2, .., x7 fused */
+static float rope_chain_bf16(const float *q, int64_t qs, const float *k, int j) {
+  const int c = NOPE + 8 * j;
+  float acc = fma_bf16(q[(c + 1) * qs], k[c + 1], 0.0f);
+  acc = fma_bf16(q[c * qs], k[c], acc);
+  for (int i = 2; i < 8; i++) acc = fma_bf16(q[(c + i) * qs], k[c + i], acc);
+  return acc;
+}
+
+float mlr__emu_lanes8_dot_bf16kv(const float *q, int64_t qs, const float *k) {
+  float nope[32], rope[LANES];
+  for (int L = 0; L < 32; L++) nope[L] = lane_chain_bf16(q, qs, k, L);
+  for (int j = 0; j < LANES; j++) rope[j] = rope_chain_bf16(q, qs, k, j);
+  return add_bf16(butterflies(nope, 32), butterflies(rope, LANES));
 }
 
 void mlr__emu_lanes8_pv(const float *p, const float *v, int n, float *out) {

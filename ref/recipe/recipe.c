@@ -261,7 +261,7 @@ static const struct {
      "div.unit=sm90-full;lse.log=cuda-logf;merge.exp_unit=sm90-ex2;dot.k_order=triton"},
     /* (g') the same kernel's per-head stage 1 (_fwd_kernel_stage1), the path ROCm takes for
      * 576-wide keys, launched as it launches it (BLOCK_N 4, one warp) on the H200: the logits
-     * tl.sum(q * k) in bf16 over eight lanes a token (qk.dot = aiter-lanes8: ref/emulate/lanes8.h)
+     * tl.sum(q * k) in bf16 lane chains (qk.dot = aiter-lanes8: ref/emulate/lanes8.h, both builds)
      * x sm_scale in fp32; p in fp32; tl.sum(p * v) over the 4 tokens in its column orders, acc =
      * fma(acc, re_scale, that); tl.sum(p) as (p0 + p2) + (p1 + p3) (softmax.sum = tl4); the rest,
      * and stage 2, as the grouped path */

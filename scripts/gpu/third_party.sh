@@ -5,9 +5,9 @@
 # third_party/ with AITER, FlashMLA and the CUTLASS headers, and the seeds' Triton kernels), kept
 # in an ignored folder such as .peers/; DIR: a scratch folder (FlashMLA's build is kept in
 # DIR/build and reused). Generates the edge, probe and bench suites, the test suite's bs=4 and
-# bs=32 cells and random shapes (ragged, paged, q_len 1..4, 16, 64 and 128 heads), runs AITER's
-# Triton decode (both stages it has), FlashMLA's dense bf16 and fp8 decode and the seeds' kernels
-# on each cell they take, and on the probe suite AITER and FlashMLA with planted bugs
+# bs=32 cells and random shapes (ragged, paged, q_len 1..4, 16, 20, 64 and 128 heads, fp8 and bf16
+# KV), runs AITER's Triton decode (both stages it has), FlashMLA's dense bf16 and fp8 decode and the
+# seeds' kernels on each cell they take, and on the probe suite AITER and FlashMLA with planted bugs
 # (scripts/gpu/third_party_run.py), then holds every output that has a recipe to it bit for bit
 # and to the default rules, and every planted bug to being caught (scripts/third_party_check.py).
 # MLAREF_TP_SUITES picks the suites (default: edge probe bench). Exit 1 on a failed check.
@@ -25,7 +25,8 @@ i=0
 for sp in bs=8,kv=2000,heads=128,page=64,seed=21 lens=100:513:2049,page=16,seed=22 \
   bs=4,kv=777,q=3,seed=23 bs=2,kv=4096,page=64,heads=128,q=2,seed=24 \
   lens=64:65:127:128:129:1000,page=64,seed=25 bs=3,kv=1500,heads=64,seed=26 \
-  bs=4,kv=3000,q=4,page=64,seed=27 bs=16,kv=1024,heads=128,seed=28; do
+  bs=4,kv=3000,q=4,page=64,seed=27 bs=16,kv=1024,heads=128,seed=28 \
+  bs=3,kv=700,page=16,fmt=bf16,seed=29 lens=5:300:1100,fmt=bf16,heads=20,seed=30; do
   i=$((i + 1))
   "$CLI" gen --shape "$sp" --out "$D/in/rand/r$i.safetensors" >/dev/null || exit 1
 done

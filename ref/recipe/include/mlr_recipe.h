@@ -59,7 +59,7 @@ typedef enum {
   MLR_DOT_MMA_SM90_E4M3_SYNC,
   MLR_DOT_MMA_CDNA3_BF16,
   MLR_DOT_AITER_LANES8 /* AITER's per-head Triton stage (ref/emulate/lanes8.h): bf16 lane chains
-                        * for QK, its 4-token block order for PV */
+                        * for QK (its fp8-KV or bf16-KV build), its 4-token block order for PV */
 } mlr_dot;
 #define MLR_DOT_IS_MMA(d)   ((d) >= MLR_DOT_MMA_SM90_E4M3 && (d) <= MLR_DOT_MMA_CDNA3_BF16)
 #define MLR_DOT_MMA_UNIT(d) ((d)-MLR_DOT_MMA_SM90_E4M3) /* its mlr_mma_unit */
