@@ -198,6 +198,9 @@ static void lse_same(const mlr_tensor_file *k, const mlr_emu_result *m, const ch
     }
 }
 
+/* the probe suite's cell with an sm_scale of its own */
+#define SM_SPEC "lens=600:600,sm=0.07216878364870322,needle=599:300,seed=112"
+
 /* FlashMLA's dense decode, fp8 (its fp8 Q and descale in FILE.q) and bf16 (the cell as it is; fp8
  * KV dequantized as the recipe's K and V operands are): o bit for bit, the tile scheduler's split
  * counts, and the lse as the kernel returns it (lse_same) */
@@ -209,12 +212,15 @@ Test(third_party, flashmla_bit_for_bit, .timeout = 120) {
       {"bs=1,kv=3,q=4,seed=6", "edge-q4_kv3.flashmla-fp8", "flashmla-fp8"},
       {"lens=1000:1000:129,page=64,spare=4,needle=63:64:128,seed=104", "probe-page64.flashmla-fp8",
        "flashmla-fp8"},
+      /* sm_scale 0.0722: c = fp32(fp32(sm_scale) x log2 e) (logit.scale_precision = fp32_arg) */
+      {SM_SPEC, "probe-sm.flashmla-fp8", "flashmla-fp8"},
       {"bs=2,kv=33,seed=3", "edge-bs2_kv33.flashmla-bf16", "flashmla-bf16"},
       {"bs=1,kv=3,q=4,seed=6", "edge-q4_kv3.flashmla-bf16", "flashmla-bf16"},
       {"lens=1:64:65:300,page=64,seed=10", "edge-page64.flashmla-bf16", "flashmla-bf16"},
       {"bs=2,kv=300,seed=13,fmt=bf16", "edge-bf16kv.flashmla-bf16", "flashmla-bf16"},
       /* 20 splits of two blocks a batch: the second warpgroup's logits from column 256 */
       {"bs=3,kv=2500,bf16kv=1,page=16,seed=32", "shape-bs3_kv2500.flashmla-bf16", "flashmla-bf16"},
+      {SM_SPEC, "probe-sm.flashmla-bf16", "flashmla-bf16"},
   };
   for (size_t i = 0; i < sizeof RUNS / sizeof RUNS[0]; i++) {
     const int fp8 = strstr(RUNS[i].recipe, "fp8") != NULL;

@@ -160,10 +160,12 @@ static void constants(const mlr__shadow *sh, bconst *k) {
   double rres = 0, rlog = 0;
   if (r->qk_result == MLR_R_BF16) rres = 0x1p-8;
   if (r->logit_format == MLR_R_BF16) rlog = 0x1p-8;
-  /* fp32 c: c0's rounding, x q_scale, x k_scale, then s x c; fp64 c: one rounding, s x c. The
-   * binary64 steps before (1/24 or sm_scale x log2 e, fp64's products: at most five roundings of
-   * 2^-53) are in the 2^-50 */
-  const int nc = 2 + (r->logit_scale_prec == MLR_SP_FP64 ? 0 : sh->cq + (sh->folded != 0));
+  /* fp32 c: c0's rounding, x q_scale, x k_scale, then s x c (fp32_arg: sm_scale's rounding to
+   * binary32 first); fp64 c: one rounding, s x c. The binary64 steps before (1/24 or sm_scale x
+   * log2 e, fp64's products: at most five roundings of 2^-53) are in the 2^-50 */
+  const int nc = 2 + (r->logit_scale_prec == MLR_SP_FP64
+                          ? 0
+                          : sh->cq + (sh->folded != 0) + (r->logit_scale_prec == MLR_SP_FP32_ARG));
   k->rho = (1 + rres) * pow(1 + U32, nc) * (1 + rlog) * (1 + 0x1p-50) - 1;
   k->nqk = r->qk_dot == MLR_DOT_EXACT ? 1 : QK + 1;
   if (MLR_DOT_IS_MMA(r->qk_dot)) k->mqk = mlr_mma_get((mlr_mma_unit)MLR_DOT_MMA_UNIT(r->qk_dot));

@@ -5,14 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mlr_emu_ops.h"
 #include "mlr_emulate.h"
 #include "mlr_formats.h"
 #include "mlr_exact.h"
 #include "mlr_sfu.h"
 #include "budget_internal.h"
 
-#define QK      MLR_EMU_QK_DIM
-#define LOG2E_D 0x1.71547652b82fep+0
+#define QK MLR_EMU_QK_DIM
 
 int mlr_source_present(const mlr_recipe *r, const mlr_inputs *in, int s) {
   switch (s) {
@@ -75,7 +75,7 @@ static mlr_status q_setup(mlr__shadow *sh, const mlr_recipe *r, const mlr_inputs
    * precision = fp32), or the product in binary64 rounded once (fp64); exact with accumulation
    * off */
   const double sm = mlr_inputs_sm_scale(in);
-  const double c0 = r->softmax_exp == MLR_EXP_2 ? sm * LOG2E_D : sm;
+  const double c0 = mlr__emu_logit_c0(r->logit_scale_prec, sm, r->softmax_exp == MLR_EXP_2);
   const int p64 = r->logit_scale_prec == MLR_SP_FP64;
   for (int64_t k = 0; k < n; k++) {
     double c;
@@ -133,10 +133,10 @@ int mlr_budget_covers(const mlr_recipe *r) {
          r->merge_exp_unit == MLR_EXPU_EXACT && r->dot_korder == MLR_KORDER_SEQ &&
          r->softmax_sum != MLR_SUM_TL32X4 && r->softmax_sum != MLR_SUM_LANES4 &&
          r->softmax_sum != MLR_SUM_TL4 && r->qk_dot != MLR_DOT_AITER_LANES8 &&
-         r->pv_dot != MLR_DOT_AITER_LANES8 &&
-         r->softmax_form == MLR_SMF_SCALED && r->softmax_order == MLR_ORDER_FORWARD &&
-         r->normalize == MLR_NORM_DIVIDE && r->softmax_schedule == MLR_SCHED_SINGLE &&
-         r->split_rule != MLR_SPLIT_FLASHMLA && r->merge_rule != MLR_MERGE_FLASHMLA;
+         r->pv_dot != MLR_DOT_AITER_LANES8 && r->softmax_form == MLR_SMF_SCALED &&
+         r->softmax_order == MLR_ORDER_FORWARD && r->normalize == MLR_NORM_DIVIDE &&
+         r->softmax_schedule == MLR_SCHED_SINGLE && r->split_rule != MLR_SPLIT_FLASHMLA &&
+         r->merge_rule != MLR_MERGE_FLASHMLA;
 }
 
 mlr_status mlr__shadow_init(mlr__shadow *sh, const mlr_recipe *r, const mlr_inputs *in,

@@ -1345,13 +1345,14 @@ static mlr_status alloc_outputs(const emu *e, mlr_emu_result *res, int keep_part
 }
 
 /* each row's logit scale c into c ([T*H]; qs: the rows' Q scales): fp32(sm_scale [* log2 e])
- * then * q_scale, * k_scale in fp32, or the whole product in binary64 rounded once
- * (logit.scale_precision) */
+ * then * q_scale, * k_scale in fp32 (sm_scale a binary32 first under fp32_arg), or the whole
+ * product in binary64 rounded once (logit.scale_precision) */
 static void logit_scales(const emu *e, const float *qs, float *c, int natural) {
   const mlr_recipe *r = e->r;
   const double sm =
       e->fault == MLR_FAULT_SM_SCALE_512 ? 1.0 / sqrt(512.0) : mlr_inputs_sm_scale(e->in);
-  const double c0 = r->softmax_exp == MLR_EXP_2 && !natural ? sm * MLR_EMU_LOG2E_D : sm;
+  const double c0 =
+      mlr__emu_logit_c0(r->logit_scale_prec, sm, r->softmax_exp == MLR_EXP_2 && !natural);
   for (int64_t k = 0; k < e->in->T * e->H; k++) {
     if (r->logit_scale_prec == MLR_SP_FP64) {
       double cd = c0;

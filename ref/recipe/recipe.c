@@ -58,7 +58,7 @@ static const key KEYS[] = {
     {"merge.rule", K_ENUM, OFF(merge_rule), "running_max|global_max|aiter|flashmla", 0, 0, 0},
     {"out.format", K_ENUM, OFF(out_format), "bf16|fp16|fp32", 0, 0, 0},
     {"v.scale_at", K_ENUM, OFF(v_scale_at), "as_kv|merged", 0, 0, 1},
-    {"logit.scale_precision", K_ENUM, OFF(logit_scale_prec), "fp32|fp64", 0, 0, 1},
+    {"logit.scale_precision", K_ENUM, OFF(logit_scale_prec), "fp32|fp64|fp32_arg", 0, 0, 1},
     {"out.lse_base", K_ENUM, OFF(out_lse_base), "e|2", 0, 0, 1},
     {"div.unit", K_ENUM, OFF(div_unit), "ieee|sm90-full|sm90-approx", 0, 0, 1},
     {"lse.log", K_ENUM, OFF(lse_log), "exact|cuda-logf|sm90-lg2", 0, 0, 1},
@@ -280,7 +280,8 @@ static const struct {
      * div.approx.ftz(descale_k, l); its tile scheduler for 132 SMs; the combine kernel; the
      * lse's logs on lg2.approx.ftz (x fp32(ln 2), as __logf) */
     {"flashmla-fp8",
-     "q.format=e4m3;q.scale=static;kv.scale_at=folded;qk.operand=fp8;qk.dot=mma:sm90-e4m3;"
+     "q.format=e4m3;q.scale=static;kv.scale_at=folded;logit.scale_precision=fp32_arg;"
+     "qk.operand=fp8;qk.dot=mma:sm90-e4m3;"
      "softmax.exp=2;softmax.block=64;softmax.clamp=0;softmax.exp_unit=sm90-ex2;"
      "softmax.sum=lanes4;softmax.form=fa2;softmax.order=reverse;p.format=e4m3;pv.operand=fp8;"
      "pv.dot=mma:sm90-e4m3;pv.accumulate=into_acc;split.rule=flashmla;split.cus=132;"
@@ -289,12 +290,14 @@ static const struct {
     /* (i) FlashMLA's dense bf16 decode (csrc/sm90/decode/dense/splitkv_mla.cu, another kernel
      * than the fp8 one): bf16 Q and K on wgmma (k16 blocks, 36 a logit), two warpgroups over
      * 64-token blocks in pairs, each holding half of O's columns (softmax.schedule = seesaw:
-     * mlr_schedule), ex2.approx.ftz(fma(s, c, -m)) with the max kept scaled, P to bf16, o = O x
+     * mlr_schedule), ex2.approx.ftz(fma(s, c, -m)) (c = fp32(fp32(sm_scale) x log2 e)) with the max
+     * kept scaled, P to bf16, o = O x
      * rcp(l) (div.approx.ftz), partial lse in base 2 (m + log2 l), its tile scheduler and its
      * base-2 combine, the lse's logs on lg2.approx.ftz. fp8 KV is taken as the runner dequantizes
      * it, fp32(code x k_scale) to bf16 */
     {"flashmla-bf16",
-     "qk.operand=bf16;qk.dot=mma:sm90-bf16;softmax.exp=2;softmax.block=64;softmax.clamp=0;"
+     "logit.scale_precision=fp32_arg;qk.operand=bf16;qk.dot=mma:sm90-bf16;softmax.exp=2;"
+     "softmax.block=64;softmax.clamp=0;"
      "softmax.exp_unit=sm90-ex2;softmax.form=fa2;softmax.schedule=seesaw;p.format=bf16;"
      "pv.operand=bf16;pv.dot=mma:sm90-bf16;pv.accumulate=into_acc;split.rule=flashmla;"
      "split.cus=132;split.align=64;split.overhead=5;lse.base=2;out.lse_base=e;"

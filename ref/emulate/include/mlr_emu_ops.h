@@ -18,6 +18,13 @@
 #define MLR_EMU_LOG2E_D    0x1.71547652b82fep+0 /* binary64 log2 e */
 #define MLR_EMU_SKIP_BELOW -1e30f /* the seeds' stage 2 skips lse <= -1e30 (empty splits) */
 
+/* the logit scale's binary64 start: sm_scale [x log2 e] (base2), sm_scale first rounded to binary32
+ * under logit.scale_precision = fp32_arg (mlr_scaleprec); the caller rounds and scales on */
+MLR_HD static inline double mlr__emu_logit_c0(int prec, double sm, int base2) {
+  const double s = prec == MLR_SP_FP32_ARG ? (double)(float)sm : sm;
+  return base2 ? s * MLR_EMU_LOG2E_D : s;
+}
+
 /* exp by mlr_expbase: e^x, 2^x, or 2^(fp32(x * fp32(log2 e))); each the binary64 pmath result
  * rounded once to binary32 */
 MLR_HD static inline float mlr__emu_exp(int base, float x) {

@@ -37,8 +37,10 @@ typedef enum { MLR_KVS_OPERAND, MLR_KVS_FOLDED } mlr_kvscale_at;
 typedef enum { MLR_VS_AS_KV, MLR_VS_MERGED } mlr_vscale_at;
 /* logit.scale_precision: c = fp32(sm_scale [* log2 e]), then * q_scale, * k_scale in fp32 left to
  * right (fp32); or the whole product in binary64, rounded once to fp32 (fp64: a scale a host
- * computes in Python and passes as a float, as FlashMLA and SGLang do) */
-typedef enum { MLR_SP_FP32, MLR_SP_FP64 } mlr_scaleprec;
+ * computes in Python and passes as a float, as SGLang does); or as fp32 with sm_scale first
+ * rounded to binary32 (fp32_arg: a kernel that takes sm_scale as a float argument and forms
+ * float(sm_scale * M_LOG2E) in double, as FlashMLA does) */
+typedef enum { MLR_SP_FP32, MLR_SP_FP64, MLR_SP_FP32_ARG } mlr_scaleprec;
 typedef enum {
   MLR_OP_FP32,
   MLR_OP_FP16,
