@@ -514,6 +514,7 @@ static void scale_keys_on(const char *spec, const extra *x, int full) {
       {"fp32-seq", "out.format=fp32"},
       {"fp32-seq", "v.scale_at=merged;split.rule=fixed;split.count=3;out.format=fp32"},
       {"fp32-seq", "logit.scale_precision=fp64;softmax.exp=2;lse.base=e;out.format=fp32"},
+      {"fp32-seq", "logit.scale_precision=fp32_arg;softmax.exp=2;lse.base=e;out.format=fp32"},
       {"aiter-a16w8-ps", "v.scale_at=merged;out.format=fp32"},
       {"triton-fp8-split", "logit.scale_precision=fp64"},
       {"fp32-seq", "kv.scale_at=folded;v.scale_at=merged;logit.scale_precision=fp64;split.rule="

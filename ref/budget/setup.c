@@ -72,10 +72,11 @@ static mlr_status q_setup(mlr__shadow *sh, const mlr_recipe *r, const mlr_inputs
     sh->cq = rq.q_format != MLR_Q_BF16;
   }
   /* as mlr_emulate: fp32(sm [x log2 e]) then x q_scale, x k_scale in binary32 (logit.scale_
-   * precision = fp32), or the product in binary64 rounded once (fp64); exact with accumulation
-   * off */
+   * precision = fp32; fp32_arg: sm a binary32 first), or the product in binary64 rounded once
+   * (fp64); exact with accumulation off */
   const double sm = mlr_inputs_sm_scale(in);
-  const double c0 = mlr__emu_logit_c0(r->logit_scale_prec, sm, r->softmax_exp == MLR_EXP_2);
+  const double c0 =
+      mlr__emu_logit_c0(acc ? r->logit_scale_prec : MLR_SP_FP32, sm, r->softmax_exp == MLR_EXP_2);
   const int p64 = r->logit_scale_prec == MLR_SP_FP64;
   for (int64_t k = 0; k < n; k++) {
     double c;

@@ -1,5 +1,5 @@
-/* The special-function unit models (mlr_sfu.h): the H200's exp2, reciprocal and log2 tables, each
- * decoded once. */
+/* The special-function unit models (mlr_sfu.h): the measured exp2 (x <= 0 and x > 0), reciprocal
+ * and log2 tables, each decoded once. */
 #include "mlr_sfu.h"
 
 #include <lzma.h>
@@ -19,6 +19,7 @@ extern const size_t mlr__sfu_ex2_xz_len, mlr__sfu_ex2p_xz_len, mlr__sfu_rcp_xz_l
 
 /* one measured part of a table: MLR_SFU_TABLE_N values */
 typedef struct part {
+  const char *what;        /* for messages: which part ("" for a table of one) */
   const unsigned char *xz; /* the embedded differences */
   const size_t *xz_len;
   size_t head;        /* values stored as they are, before the differences */
@@ -40,9 +41,9 @@ typedef struct table {
  * same, SHA-256 for SHA-256) */
 static table EX2 = {"exp2",
                     2,
-                    {{mlr__sfu_ex2_xz, &mlr__sfu_ex2_xz_len, 0, 0x3F800000u,
+                    {{" (x <= 0)", mlr__sfu_ex2_xz, &mlr__sfu_ex2_xz_len, 0, 0x3F800000u,
                       "7a6bdaf0266d8682cbaa1b887f96f7f76d4ef21eb1ee547908bbecf807abaaed"},
-                     {mlr__sfu_ex2p_xz, &mlr__sfu_ex2p_xz_len, 0, 0x3F800000u,
+                     {" (x > 0)", mlr__sfu_ex2p_xz, &mlr__sfu_ex2p_xz_len, 0, 0x3F800000u,
                       "ac7138fd354de67e62d4e779d71933097bb4f3047cf4b9e844ae518b9ed32bd0"}},
                     PTHREAD_ONCE_INIT,
                     NULL,
@@ -50,7 +51,7 @@ static table EX2 = {"exp2",
                     ""};
 static table RCP = {"reciprocal",
                     1,
-                    {{mlr__sfu_rcp_xz, &mlr__sfu_rcp_xz_len, 0, 0x3F800000u,
+                    {{"", mlr__sfu_rcp_xz, &mlr__sfu_rcp_xz_len, 0, 0x3F800000u,
                       "91186cb5096f5a5fb7ed2ce4bc6ca0dcfcdc0511c2d479afdf5b5bb15a1c01ae"}},
                     PTHREAD_ONCE_INIT,
                     NULL,
@@ -59,17 +60,20 @@ static table RCP = {"reciprocal",
 /* log2 crosses 0 at 1: its steps near 1 reach 369 ulps, so its first 2^18 values are kept whole */
 static table LG2 = {"log2",
                     1,
-                    {{mlr__sfu_lg2_xz, &mlr__sfu_lg2_xz_len, MLR_SFU_LG2_HEAD, 0,
+                    {{"", mlr__sfu_lg2_xz, &mlr__sfu_lg2_xz_len, MLR_SFU_LG2_HEAD, 0,
                       "3306ab4bd208a2f26cdd498d26a6c520340718080f25eef36a9e20be548399ab"}},
                     PTHREAD_ONCE_INIT,
                     NULL,
                     MLR_OK,
                     ""};
 
+/* a part's decompressed bytes: its head's values whole, then a byte a step */
+static size_t part_bytes(const part *p) { return 4 * p->head + (MLR_SFU_TABLE_N - p->head); }
+
 /* part p into g (MLR_SFU_TABLE_N values), d: scratch for its decompressed bytes; 0 or -1 (and the
  * table's status) */
 static int decode_part(table *t, const part *p, uint8_t *d, uint32_t *g) {
-  const size_t nb = 4 * p->head + (MLR_SFU_TABLE_N - p->head); /* the decompressed bytes */
+  const size_t nb = part_bytes(p);
   char hex[65];
   uint64_t memlimit = UINT64_MAX;
   size_t in_pos = 0, out_pos = 0;
@@ -79,9 +83,9 @@ static int decode_part(table *t, const part *p, uint8_t *d, uint32_t *g) {
       strcmp(hex, p->sha256) != 0) {
     t->st = MLR_EIO;
     snprintf(t->msg, sizeof t->msg,
-             "the %s unit's embedded table does not decode to the measured one (xz status %d, "
+             "the %s unit's embedded table%s does not decode to the measured one (xz status %d, "
              "%zu bytes)",
-             t->unit, (int)ret, out_pos);
+             t->unit, p->what, (int)ret, out_pos);
     return -1;
   }
   /* the head as stored; then the bit patterns are the running sum of the differences (with no
@@ -97,8 +101,11 @@ static int decode_part(table *t, const part *p, uint8_t *d, uint32_t *g) {
 }
 
 static void decode(table *t) {
-  const size_t nb = 4 * (size_t)MLR_SFU_TABLE_N, ng = (size_t)t->nparts * MLR_SFU_TABLE_N;
-  uint8_t *d = malloc(nb); /* the largest part's bytes: a head of whole values at most */
+  const size_t ng = (size_t)t->nparts * MLR_SFU_TABLE_N;
+  size_t nb = 0; /* the scratch: the largest part's bytes */
+  for (int i = 0; i < t->nparts; i++)
+    if (part_bytes(&t->parts[i]) > nb) nb = part_bytes(&t->parts[i]);
+  uint8_t *d = malloc(nb);
   uint32_t *g = malloc(ng * sizeof *g);
   if (!d || !g) {
     t->st = MLR_ENOMEM;

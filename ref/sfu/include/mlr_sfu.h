@@ -20,7 +20,8 @@
  *     product's rounding error, which can be positive (below 2^-23 the cut leaves 0: exactly 1).
  *   NaN -> NaN.
  * Against the true 2^x, the unit's relative error is at most 2.45 x 2^-24 on the normal range
- * (cut and table together; MLR_SFU_EX2_REL, tested against MPFR over the whole table). */
+ * (cut and tables together; MLR_SFU_EX2_REL, tested against the correctly rounded binary64 2^x
+ * over both tables). */
 #ifndef MLR_SFU_H
 #define MLR_SFU_H
 
@@ -42,7 +43,7 @@ enum { MLR_SFU_TABLE_N = 1 << 23, MLR_SFU_EX2_N = MLR_SFU_TABLE_N }; /* a table'
  *  SHA-256). */
 mlr_status mlr_sfu_ex2_table(const uint32_t **g, mlr_error *err);
 
-/** ex2.approx.f32 on the H200 (the model above); g from mlr_sfu_ex2_table. */
+/** ex2.approx.f32 on Hopper (the model above); g from mlr_sfu_ex2_table. */
 float mlr_sfu_ex2(const uint32_t *g, float x);
 
 /* MUFU.EX2 for x <= 0 (the flush to zero included) */
@@ -54,12 +55,12 @@ MLR_HD static inline float mlr__sfu_mufu_ex2(const uint32_t *g, float x) {
 }
 
 /* MUFU.EX2 for x > 0: g[2^23 + (R mod 2^23)] times 2^(R >> 23), R = trunc(x 2^23); the scaling is
- * an exponent addition (exact), and a result of 2^128 or more is +Inf */
+ * an exponent addition, exact: the table's values are below 2 (at most 0x3FFFFFFF) and R >> 23 at
+ * most 127 below x = 128, so the sum stays at or under 0x7F7FFFFF, the largest finite float */
 MLR_HD static inline float mlr__sfu_mufu_ex2_pos(const uint32_t *g, float x) {
-  if (!(x < 128.0f)) return mlr_bits_f32(0x7F800000u);
-  const uint32_t R = (uint32_t)(x * 0x1p23f); /* exact product; truncation toward zero */
-  const uint32_t b = g[MLR_SFU_EX2_N + (R & (MLR_SFU_EX2_N - 1))] + ((R >> 23) << 23);
-  return mlr_bits_f32(b >= 0x7F800000u ? 0x7F800000u : b);
+  if (!(x < 128.0f)) return mlr_bits_f32(0x7F800000u); /* 2^128 and above (and +Inf): +Inf */
+  const uint32_t R = (uint32_t)(x * 0x1p23f);          /* exact product; truncation toward zero */
+  return mlr_bits_f32(g[MLR_SFU_EX2_N + (R & (MLR_SFU_EX2_N - 1))] + ((R >> 23) << 23));
 }
 
 MLR_HD static inline float mlr__sfu_ex2(const uint32_t *g, float x) {
