@@ -39,12 +39,16 @@ static float fma_bf16(float a, float b, float c) {
 
 static float add_bf16(float a, float b) { return fma_bf16(a, 1.0f, b); }
 
-/* one lane's chain over its n products q[col(i)] k[col(i)] */
-static float lane_chain(const float *q, int64_t qs, const float *k, const int *col, int n) {
+/* one lane's chain over its n <= 64 products q[col(i)] k[col(i)]: the second product rounded, the
+ * first fused into it, then each next one fused (fma.rn.bf16), or rounded and added where bit i of
+ * apart is set (a mul.bf16 and an add.bf16 the compiler did not contract) */
+static float lane_chain(const float *q, int64_t qs, const float *k, const int *col, int n,
+                        uint64_t apart) {
   float acc = fma_bf16(q[col[1] * qs], k[col[1]], 0.0f);
   acc = fma_bf16(q[col[0] * qs], k[col[0]], acc);
-  for (int i = 2; i < n - 2; i++) acc = fma_bf16(q[col[i] * qs], k[col[i]], acc);
-  for (int i = n - 2; i < n; i++) acc = add_bf16(acc, fma_bf16(q[col[i] * qs], k[col[i]], 0.0f));
+  for (int i = 2; i < n; i++)
+    acc = apart >> i & 1 ? add_bf16(acc, fma_bf16(q[col[i] * qs], k[col[i]], 0.0f))
+                         : fma_bf16(q[col[i] * qs], k[col[i]], acc);
   return acc;
 }
 
@@ -65,40 +69,29 @@ float mlr__emu_lanes8_dot(const float *q, int64_t qs, const float *k) {
     int cn[NOPE / LANES], cr[ROPE / LANES];
     for (int i = 0; i < NOPE / LANES; i++) cn[i] = (i / 8) * 64 + j * 8 + i % 8;
     for (int i = 0; i < ROPE / LANES; i++) cr[i] = NOPE + j * 8 + i;
-    nope[j] = lane_chain(q, qs, k, cn, NOPE / LANES);
-    rope[j] = lane_chain(q, qs, k, cr, ROPE / LANES);
+    /* the last two products of each chain rounded apart */
+    nope[j] = lane_chain(q, qs, k, cn, NOPE / LANES, UINT64_C(3) << (NOPE / LANES - 2));
+    rope[j] = lane_chain(q, qs, k, cr, ROPE / LANES, UINT64_C(3) << (ROPE / LANES - 2));
   }
   return add_bf16(butterflies(nope, LANES), butterflies(rope, LANES));
 }
 
-/* The bf16-KV build's nope chain of lane L over its 16 columns 8 L + i (i < 8) and 256 + 8 L + i -
- * 8: LLVM packs the chain into fma.rn.bf16x2 and keeps the low halves, so the even columns are
- * fused and the odd ones rounded products added (mul.bf16x2, add.bf16x2): x1 first, then x0 and x2
- * fused, then x3 added, x4 fused, .., x15 added. */
-static float lane_chain_bf16(const float *q, int64_t qs, const float *k, int L) {
-  int col[16];
-  for (int i = 0; i < 16; i++) col[i] = (i < 8 ? 0 : 256 - 8) + 8 * L + i;
-  float acc = fma_bf16(q[col[1] * qs], k[col[1]], 0.0f);
-  acc = fma_bf16(q[col[0] * qs], k[col[0]], acc);
-  for (int i = 2; i < 16; i++)
-    acc = i & 1 ? add_bf16(acc, fma_bf16(q[col[i] * qs], k[col[i]], 0.0f))
-                : fma_bf16(q[col[i] * qs], k[col[i]], acc);
-  return acc;
-}
-
-/* its rope chain of lane j over columns 512 + 8 j + i: x1 rounded, then x0, x2, .., x7 fused */
-static float rope_chain_bf16(const float *q, int64_t qs, const float *k, int j) {
-  const int c = NOPE + 8 * j;
-  float acc = fma_bf16(q[(c + 1) * qs], k[c + 1], 0.0f);
-  acc = fma_bf16(q[c * qs], k[c], acc);
-  for (int i = 2; i < 8; i++) acc = fma_bf16(q[(c + i) * qs], k[c + i], acc);
-  return acc;
-}
-
+/* The bf16-KV build: lane L's nope chain over columns 8 L + i (i < 8) and 256 + 8 L + i - 8, which
+ * LLVM packs into fma.rn.bf16x2 keeping the low halves, so the odd columns from the fourth on are
+ * rounded products added (mul.bf16x2, add.bf16x2: bits 3, 5, .., 15); lane j's rope chain over
+ * columns 512 + 8 j + i, every product after the second fused */
 float mlr__emu_lanes8_dot_bf16kv(const float *q, int64_t qs, const float *k) {
   float nope[32], rope[LANES];
-  for (int L = 0; L < 32; L++) nope[L] = lane_chain_bf16(q, qs, k, L);
-  for (int j = 0; j < LANES; j++) rope[j] = rope_chain_bf16(q, qs, k, j);
+  for (int L = 0; L < 32; L++) {
+    int cn[16];
+    for (int i = 0; i < 16; i++) cn[i] = (i < 8 ? 0 : 256 - 8) + 8 * L + i;
+    nope[L] = lane_chain(q, qs, k, cn, 16, 0xAAA8u);
+  }
+  for (int j = 0; j < LANES; j++) {
+    int cr[ROPE / LANES];
+    for (int i = 0; i < ROPE / LANES; i++) cr[i] = NOPE + 8 * j + i;
+    rope[j] = lane_chain(q, qs, k, cr, ROPE / LANES, 0);
+  }
   return add_bf16(butterflies(nope, 32), butterflies(rope, LANES));
 }
 
