@@ -57,23 +57,15 @@ static mlr_verdict_kind apply(const mlr_rule *r, const held *h, const double *bo
   return mlr_rule_apply(r, &h->m, &h->a, &h->b, &h->mt, &h->mr).kind;
 }
 
-/* lse as check holds it: the recipe's lse.base converted to out.lse_base by one binary32 multiply,
- * the truth's natural log in binary64 */
-static mlr_status lse_views(const mlr_disc_refs *ref, const float *lse, float **a, float **b,
-                            double **t) {
-  const mlr_recipe *r = ref->r;
+/* the truth's lse (natural log, binary64) in out.lse_base, as check holds it; the candidate's and
+ * the model's are held as a kernel returns them (the model's lse_out) */
+static double *truth_lse(const mlr_disc_refs *ref) {
   const int64_t n = ref->in->T * ref->in->H;
-  *a = malloc((size_t)(n > 0 ? n : 1) * sizeof **a);
-  *b = malloc((size_t)(n > 0 ? n : 1) * sizeof **b);
-  *t = malloc((size_t)(n > 0 ? n : 1) * sizeof **t);
-  if (!*a || !*b || !*t) return MLR_ENOMEM;
-  const int from = r->lse_base == MLR_EXP_2 ? MLR_EXP_2 : MLR_EXP_E, to = r->out_lse_base;
-  for (int64_t i = 0; i < n; i++) {
-    (*a)[i] = mlr__emu_lse_convert(lse[i], from, to);
-    (*b)[i] = mlr__emu_lse_convert(ref->model->lse[i], from, to);
-    (*t)[i] = to == MLR_EXP_2 ? ref->tlse[i] * MLR_EMU_LOG2E_D : ref->tlse[i];
-  }
-  return MLR_OK;
+  double *t = malloc((size_t)(n > 0 ? n : 1) * sizeof *t);
+  const int to = ref->r->out_lse_base;
+  for (int64_t i = 0; t && i < n; i++)
+    t[i] = to == MLR_EXP_2 ? ref->tlse[i] * MLR_EMU_LOG2E_D : ref->tlse[i];
+  return t;
 }
 
 mlr_status mlr_disc_judge_all(const mlr_disc_refs *ref, const uint16_t *o, const float *lse,
@@ -83,14 +75,13 @@ mlr_status mlr_disc_judge_all(const mlr_disc_refs *ref, const uint16_t *o, const
   mlr_status st = held_make(&ho, ref, (mlr_cmp_tensor){MLR_CT_BF16, o, n},
                             (mlr_cmp_tensor){MLR_CT_BF16, ref->model->o, n},
                             (mlr_cmp_tensor){MLR_CT_F64, ref->truth, n}, DV, err);
-  float *la = NULL, *lb = NULL;
   double *lt = NULL;
-  if (st == MLR_OK && ref->tlse && (st = lse_views(ref, lse, &la, &lb, &lt)) != MLR_OK)
-    st = mlr_error_set(err, st, "out of memory for lse");
+  if (st == MLR_OK && ref->tlse && !(lt = truth_lse(ref)))
+    st = mlr_error_set(err, MLR_ENOMEM, "out of memory for lse");
   if (st == MLR_OK && ref->tlse)
-    st = held_make(&hl, ref, (mlr_cmp_tensor){MLR_CT_F32, la, nl},
-                   (mlr_cmp_tensor){MLR_CT_F32, lb, nl}, (mlr_cmp_tensor){MLR_CT_F64, lt, nl}, 1,
-                   err);
+    st = held_make(&hl, ref, (mlr_cmp_tensor){MLR_CT_F32, lse, nl},
+                   (mlr_cmp_tensor){MLR_CT_F32, ref->model->lse_out, nl},
+                   (mlr_cmp_tensor){MLR_CT_F64, lt, nl}, 1, err);
   const int bf16kv = ref->in->kv_format == MLR_FMT_BF16;
   for (int q = 0; st == MLR_OK && q < MLR_DISC_RULES; q++) {
     v[q] = MLR_VERDICT_PASS;
@@ -104,8 +95,6 @@ mlr_status mlr_disc_judge_all(const mlr_disc_refs *ref, const uint16_t *o, const
       if (k == MLR_VERDICT_FAIL || (k == MLR_VERDICT_NA && v[q] == MLR_VERDICT_PASS)) v[q] = k;
     }
   }
-  free(la);
-  free(lb);
   free(lt);
   return st;
 }
@@ -134,7 +123,7 @@ mlr_status mlr_disc_judge(const char *rule, int64_t n, const uint16_t *a, const 
 /* 1 when the outputs are the model's, bit for bit */
 static int unchanged(const mlr_disc_out *w, const mlr_emu_result *model, int64_t n, int64_t nl) {
   return !memcmp(w->o, model->o, (size_t)n * 2) &&
-         !memcmp(w->lse, model->lse, (size_t)nl * sizeof(float));
+         !memcmp(w->lse, model->lse_out, (size_t)nl * sizeof(float));
 }
 
 mlr_status mlr_disc_table(const mlr_recipe *r, const mlr_inputs *in, const double *truth,
@@ -155,7 +144,7 @@ mlr_status mlr_disc_table(const mlr_recipe *r, const mlr_inputs *in, const doubl
     st = mlr_budget_bound(r, in, MLR_TRUTH_DEQUANTIZED, truth, threads, bound, err);
   const mlr_disc_refs ref = {r, in, &model, truth, tlse, bound};
   mlr_verdict_kind v[MLR_DISC_RULES];
-  if (st == MLR_OK && (st = mlr_disc_judge_all(&ref, model.o, model.lse, v, err)) == MLR_OK)
+  if (st == MLR_OK && (st = mlr_disc_judge_all(&ref, model.o, model.lse_out, v, err)) == MLR_OK)
     *model_ok = v[MLR_DISC_DEFAULT] == MLR_VERDICT_PASS && v[MLR_DISC_BUDGET] == MLR_VERDICT_PASS;
   for (int k = 0; st == MLR_OK && k < MLR_DISC_WRONG; k++) {
     mlr_disc_out w;

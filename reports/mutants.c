@@ -187,14 +187,14 @@ static int misread_inputs(read_mistake w, const mlr_inputs *in, misread *m) {
   return 1;
 }
 
-/* the model's outputs copied into out (o bf16 codes, lse) */
+/* the model's outputs copied into out (o bf16 codes, lse as the kernel returns it) */
 static mlr_status copy_model(const mlr_emu_result *model, int64_t n, int64_t nl,
                              mlr_disc_out *out) {
   out->o = malloc((size_t)(n > 0 ? n : 1) * 2);
   out->lse = malloc((size_t)(nl > 0 ? nl : 1) * sizeof(float));
   if (!out->o || !out->lse) return MLR_ENOMEM;
   memcpy(out->o, model->o, (size_t)n * 2);
-  memcpy(out->lse, model->lse, (size_t)nl * sizeof(float));
+  memcpy(out->lse, model->lse_out, (size_t)nl * sizeof(float));
   return MLR_OK;
 }
 
@@ -242,9 +242,9 @@ static mlr_status run_model(const mlr_recipe *r, const mlr_inputs *in, int fault
   const mlr_status st = mlr_emulate(r, in, &opts, &res, err);
   if (st != MLR_OK) return st;
   out->o = res.o;
-  out->lse = res.lse;
+  out->lse = res.lse_out;
   res.o = NULL;
-  res.lse = NULL;
+  res.lse_out = NULL;
   mlr_emu_result_free(&res);
   return MLR_OK;
 }

@@ -65,8 +65,42 @@ static mlr_verdict_kind judge_default(const cell *c, const mlr_recipe *r,
   const mlr_disc_refs ref = {r, &c->in, model, c->truth, c->tlse, NULL};
   mlr_verdict_kind v[MLR_DISC_RULES];
   mlr_error err = {""};
-  cr_assert_eq(mlr_disc_judge_all(&ref, res->o, res->lse, v, &err), MLR_OK, "%s", err.msg);
+  cr_assert_eq(mlr_disc_judge_all(&ref, res->o, res->lse_out, v, &err), MLR_OK, "%s", err.msg);
   return v[MLR_DISC_DEFAULT];
+}
+
+/* a wrong kernel returns lse as a kernel does (out.lse_base, by the recipe's own formula:
+ * FlashMLA's unsplit rows are not one conversion of the base-2 lse): where its mistake cannot act,
+ * its lse is the model's lse_out bit for bit; a mistake in the lse alone changes it */
+Test(discriminate, inert_wrong_kernels_return_the_models_lse_out) {
+  const char *const recipes[] = {"flashmla-bf16", "triton-fp8-split"};
+  for (int i = 0; i < 2; i++) {
+    cell c;
+    cell_make(&c, i ? "bs=2,kv=300,seed=3" : "bs=2,kv=300,fmt=bf16,seed=3");
+    mlr_recipe r;
+    cr_assert_eq(mlr_recipe_builtin(recipes[i], &r), MLR_OK);
+    mlr_emu_result model;
+    emulate(&r, &c.in, 0, &model);
+    const int64_t nl = c.in.T * c.in.H;
+    int inert = 0;
+    for (int k = 0; k < MLR_DISC_WRONG; k++) {
+      mlr_disc_out w;
+      mlr_error err = {""};
+      cr_assert_eq(mlr_disc_wrong_output(k, &r, &c.in, &model, 0, &w, &err), MLR_OK, "%s", err.msg);
+      /* o unchanged: the mistake cannot act, or it is in the lse alone */
+      if (!memcmp(w.o, model.o, (size_t)c.n * 2)) {
+        const int lse_wrong = strstr(mlr_disc_wrong_name(k), "lse") != NULL;
+        inert += !lse_wrong;
+        cr_assert_eq(!memcmp(w.lse, model.lse_out, (size_t)nl * sizeof(float)), !lse_wrong,
+                     "%s: '%s' returns %s lse", r.name, mlr_disc_wrong_name(k),
+                     lse_wrong ? "the model's" : "another");
+      }
+      mlr_disc_out_free(&w);
+    }
+    cr_assert(inert > 0, "%s: no wrong kernel is inert on the cell", r.name);
+    mlr_emu_result_free(&model);
+    cell_free(&c);
+  }
 }
 
 #ifndef MLR_SLOW

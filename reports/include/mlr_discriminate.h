@@ -42,7 +42,7 @@ const char *mlr_disc_wrong_name(int k);
 /* a wrong kernel's outputs: o as bf16 codes [T, H, 512], lse [T, H] in the recipe's lse.base */
 typedef struct mlr_disc_out {
   uint16_t *o;
-  float *lse;
+  float *lse; /* in out.lse_base, as a kernel returns it (mlr_emu_result's lse_out) */
 } mlr_disc_out;
 
 /** Wrong kernel k's outputs (malloc'd; free with mlr_disc_out_free) for recipe r (bf16 output) on
@@ -63,7 +63,8 @@ typedef struct mlr_disc_refs {
   const double *bound;         /* r's a priori bound [T, H, 512], or NULL: budget n/a */
 } mlr_disc_refs;
 
-/** Every check's verdict on a candidate (o bf16 codes, lse in r's lse.base) into v. */
+/** Every check's verdict on a candidate (o bf16 codes, lse in r's out.lse_base as a kernel returns
+ *  it) into v, lse held as check holds it: against the model's lse_out. */
 mlr_status mlr_disc_judge_all(const mlr_disc_refs *ref, const uint16_t *o, const float *lse,
                               mlr_verdict_kind v[MLR_DISC_RULES], mlr_error *err);
 
