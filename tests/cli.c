@@ -273,7 +273,7 @@ Test(cli, bad_input_exits_2_with_one_line) {
   bad("gen --shape bs=256,kv=8192 --out mlr_cli_never.safetensors --max-memory 0.5",
       "more than the 0.5 GB allowed");
   bad("gen --shape bs=1,kv=1 --out mlr_cli_no_such_dir/x.safetensors",
-      "cannot create a temporary file");
+      "its folder does not exist");
   bad("suite show nope", "unknown suite 'nope'");
   bad("suite", "usage: suite list | suite show NAME");
   bad("inputs check mlr_cli_no_such_file.safetensors", "cannot open");

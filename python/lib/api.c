@@ -46,6 +46,8 @@ __attribute__((used)) static void *const direct_calls[] = {
     (void *)mlr_recipe_builtin_names,
     (void *)mlr_gpu_fast_recipe_names,
     (void *)mlr_decode_array,
+    (void *)mlr_encode_f32_array,
+    (void *)mlr_encode_f64_array,
     (void *)mlr_status_str,
 };
 

@@ -25,7 +25,7 @@ from ._lib import library_path
 from ._version import __version__
 from .check import Element, Result, RuleVerdict, check, has_check
 from .errors import ComputeError, Error, InputError, LibraryError, RecipeError
-from .files import decode, read_tensors, save_tensors
+from .files import decode, encode, read_tensors, save_tensors
 from .harness import Unsupported
 from .inputs import Inputs, gen, load, suite, write_inputs
 from .model import recipe_text, recipes, run, truth
@@ -33,6 +33,6 @@ from .model import recipe_text, recipes, run, truth
 __all__ = [
     "__version__", "Inputs", "load", "gen", "suite", "write_inputs", "run", "truth", "check",
     "Result", "RuleVerdict", "Element", "recipes", "recipe_text", "save_tensors", "read_tensors", "decode",
-    "bf16_to_float32", "float32_to_bf16", "has_check", "library_path", "testing", "Error",
+    "encode", "bf16_to_float32", "float32_to_bf16", "has_check", "library_path", "testing", "Error",
     "InputError", "RecipeError", "LibraryError", "ComputeError", "harness", "Unsupported",
 ]

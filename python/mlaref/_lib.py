@@ -24,6 +24,17 @@ DTYPE_NAMES = ("BF16", "F16", "F32", "F64", "I32", "I64", "U8", "F8_E4M3", "F8_E
 # mlr_format (ref/formats/include/mlr_formats.h)
 FORMAT_NAMES = ("e4m3", "e4m3fnuz", "e5m2", "e5m2fnuz", "bf16", "fp16")
 
+# mlr_rounding and mlr_overflow (mlr_formats.h); stochastic rounding (needs random bits) is left out
+ROUNDING_NAMES = ("rne", "rtz")
+OVERFLOW_NAMES = ("sat", "nonsat", "legacy")
+
+
+class CvtOpts(ctypes.Structure):
+    """mlr_cvt_opts: a conversion's format, rounding and overflow (enums, C ints)."""
+
+    _fields_ = [("format", c_int), ("rounding", c_int), ("overflow", c_int)]
+
+
 # mlr_outfmt (ref/recipe/include/mlr_recipe.h)
 OUT_BF16, OUT_FP16, OUT_FP32 = range(3)
 
@@ -108,6 +119,10 @@ _PROTOTYPES = {
          POINTER(c_void_p), POINTER(c_void_p), ERR],
     ),
     "mlr_decode_array": (c_int, [POINTER(c_float), c_void_p, c_size_t, c_int]),
+    "mlr_encode_f32_array": (c_int, [c_void_p, POINTER(c_float), c_size_t, POINTER(CvtOpts),
+                                     c_void_p]),
+    "mlr_encode_f64_array": (c_int, [c_void_p, POINTER(c_double), c_size_t, POINTER(CvtOpts),
+                                     c_void_p]),
     "mlr_api_kernel_new": (
         c_int,
         [c_char_p, c_char_p, c_char_p, c_char_p, KERNEL_CALL, c_void_p, POINTER(KERNEL), ERR],

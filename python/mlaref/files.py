@@ -10,6 +10,7 @@ import numpy as np
 
 from . import _arrays, _lib
 from ._lib import lib
+from .errors import InputError
 from .inputs import _file_dict
 
 
@@ -65,22 +66,67 @@ def read_tensors(path, framework: str = "numpy") -> dict:
     return _file_dict(tf, framework, owner)
 
 
+def _format_index(fmt: str, what: str) -> int:
+    if fmt not in _lib.FORMAT_NAMES:
+        raise InputError(f"{what}: fmt = {fmt!r} is not one of {', '.join(_lib.FORMAT_NAMES)}")
+    return _lib.FORMAT_NAMES.index(fmt)
+
+
 def decode(codes, fmt: str):
     """The values of fp8, bf16 or fp16 codes as float32, by mlaref's decoder (what the model and
     the truth read): codes a uint8 array or tensor (fp8), uint16 (bf16 or fp16 bits) or a torch
     float8 / bfloat16 tensor; fmt one of e4m3, e4m3fnuz, e5m2, e5m2fnuz, bf16, fp16. Returns the
     caller's type (numpy float32, or a CPU torch float32 tensor) of the codes' shape."""
-    if fmt not in _lib.FORMAT_NAMES:
-        raise ValueError(f"fmt = {fmt!r} is not one of {', '.join(_lib.FORMAT_NAMES)}")
+    f = _format_index(fmt, "decode")
     h = _arrays.host(codes, "codes", "decode")
     want = 1 if fmt.startswith("e") else 2
     if h.array.dtype.itemsize != want:
-        raise ValueError(f"decode: {fmt} codes are {want}-byte: got {h.type_name}")
+        raise InputError(f"decode: {fmt} codes are {want}-byte: got {h.type_name}")
     out = np.empty(h.array.shape, dtype=np.float32)
     st = lib.mlr_decode_array(out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
-                              h.array.ctypes.data, h.array.size, _lib.FORMAT_NAMES.index(fmt))
+                              h.array.ctypes.data, h.array.size, f)
     if st != _lib.OK:
-        raise ValueError(f"decode: the library refused format {fmt}")
+        raise InputError(f"decode: the library refused format {fmt}")
     if _arrays.framework_of((codes,)) == "torch":
         return _arrays.torch_module().from_numpy(out)
     return out
+
+
+# the value types encode reads: float32 and float64 as they are, 16-bit floats widened (exact)
+_WIDE = {_lib.F32: np.float32, _lib.F64: np.float64}
+
+
+def encode(values, fmt: str, rounding: str = "rne", overflow: str = "sat"):
+    """The codes of values in fmt (e4m3, e4m3fnuz, e5m2, e5m2fnuz, bf16, fp16) by mlaref's encoder,
+    the one its quantizers use: rounding rne (to nearest, ties to even) or rtz (toward zero),
+    overflow sat (to +-max; also Inf), nonsat (to Inf, or NaN where the format has none) or legacy
+    (as nonsat, |x| > max tested before rounding). values: float32 or float64, or bfloat16 /
+    float16 (widened exactly first), numpy or torch, any shape. Returns the codes in the caller's
+    type: fp8 as uint8 (numpy or torch: what Inputs takes with kv_format, and PyTorch 1.x has no
+    float8 types), bf16 and fp16 as numpy uint16 bits, or torch.bfloat16 / torch.float16."""
+    f = _format_index(fmt, "encode")
+    for name, v, valid in (("rounding", rounding, _lib.ROUNDING_NAMES),
+                           ("overflow", overflow, _lib.OVERFLOW_NAMES)):
+        if v not in valid:
+            raise InputError(f"encode: {name} = {v!r} is not one of {', '.join(valid)}")
+    h = _arrays.host(values, "values", "encode")
+    a = h.array
+    if h.dtype in (_lib.BF16, _lib.F16):
+        a = decode(a, "bf16") if h.dtype == _lib.BF16 else a.astype(np.float32)
+    elif h.dtype not in _WIDE:
+        raise InputError(f"encode: values are {h.type_name}: encode reads float32, float64, "
+                         "bfloat16 or float16")
+    a = np.ascontiguousarray(a, dtype=_WIDE.get(h.dtype, np.float32))
+    codes = np.empty(a.shape, dtype=np.uint8 if fmt.startswith("e") else np.uint16)
+    opts = _lib.CvtOpts(f, _lib.ROUNDING_NAMES.index(rounding), _lib.OVERFLOW_NAMES.index(overflow))
+    fn = lib.mlr_encode_f64_array if a.dtype == np.float64 else lib.mlr_encode_f32_array
+    ctype = ctypes.c_double if a.dtype == np.float64 else ctypes.c_float
+    st = fn(codes.ctypes.data, a.ctypes.data_as(ctypes.POINTER(ctype)), a.size, byref(opts), None)
+    if st != _lib.OK:
+        raise InputError(f"encode: the library refused {fmt}, {rounding}, {overflow}")
+    if _arrays.framework_of((values,)) != "torch":
+        return codes
+    torch = _arrays.torch_module()
+    if fmt == "bf16":
+        return torch.from_numpy(codes.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(codes.view(np.float16) if fmt == "fp16" else codes)

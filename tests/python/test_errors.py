@@ -291,5 +291,36 @@ def test_decode_matches_the_truths_values(files):
     assert np.isnan(mlaref.decode(np.array([0x80], dtype=np.uint8), "e4m3fnuz")[0])
     t = mlaref.decode(torch.tensor([0x3F80], dtype=torch.int16).view(torch.bfloat16), "bf16")
     assert isinstance(t, torch.Tensor) and t.item() == 1.0
-    with pytest.raises(ValueError):
+    with pytest.raises(mlaref.InputError, match="e4m3 codes are 1-byte"):
         mlaref.decode(np.zeros(2, dtype=np.uint16), "e4m3")
+    with pytest.raises(mlaref.InputError, match="is not one of e4m3, "):
+        mlaref.decode(np.zeros(2, dtype=np.uint8), "e4m4")
+
+
+def test_encode_is_the_quantizers_encoder():
+    """mlaref.encode: every non-NaN e4m3 and bf16 code back from its value; ties to even, toward
+    zero, saturation and overflow as named; fp8 codes as uint8 and bf16 as torch.bfloat16 from a
+    torch tensor; bad names and non-float values refused with InputError."""
+    import torch
+
+    for fmt, dtype in (("e4m3", np.uint8), ("bf16", np.uint16)):
+        codes = np.arange(256 if fmt == "e4m3" else 65536, dtype=np.int64).astype(dtype)
+        vals = mlaref.decode(codes, fmt)
+        keep = ~np.isnan(vals)
+        back = mlaref.encode(vals[keep], fmt, overflow="nonsat")  # bf16's Inf stays Inf
+        assert back.dtype == dtype and np.array_equal(back, codes[keep])
+    x = np.array([1.0625, 1.1875, 1.1, -1.1, 500.0, -np.inf], dtype=np.float32)
+    assert mlaref.encode(x, "e4m3").tolist() == [0x38, 0x3A, 0x39, 0xB9, 0x7E, 0xFE]
+    assert mlaref.encode(x, "e4m3", rounding="rtz").tolist() == [0x38, 0x39, 0x38, 0xB8, 0x7E, 0xFE]
+    assert mlaref.encode(x[4:5], "e4m3", overflow="nonsat").tolist() == [0x7F]
+    assert mlaref.encode(np.array([1.0 + 2.0 ** -9]), "bf16").tolist() == [0x3F80]  # float64
+    t = mlaref.encode(torch.tensor([1.0, -2.0]), "e4m3")
+    assert t.dtype == torch.uint8 and t.tolist() == [0x38, 0xC0]
+    b = mlaref.encode(torch.tensor([1.0, 3.0]), "bf16")
+    assert b.dtype == torch.bfloat16 and b.float().tolist() == [1.0, 3.0]
+    for bad, text in ((lambda: mlaref.encode(x, "e4m4"), "fmt = 'e4m4' is not one of"),
+                      (lambda: mlaref.encode(x, "e4m3", rounding="sr"), "rounding = 'sr'"),
+                      (lambda: mlaref.encode(x, "e4m3", overflow="clip"), "overflow = 'clip'"),
+                      (lambda: mlaref.encode(t, "e4m3"), "values are torch.uint8")):
+        with pytest.raises(mlaref.InputError, match=re.escape(text)):
+            bad()

@@ -6,8 +6,8 @@
  * libmlaref.so holds these functions and the public functions of the modules they use; the
  * package also calls a few of those directly (mlr_tf_borrow, mlr_tf_set_meta,
  * mlr_safetensors_write, mlr_recipe_set, mlr_recipe_check, mlr_recipe_hash, mlr_recipe_text,
- * mlr_recipe_builtin_names, mlr_gpu_fast_recipe_names, mlr_decode_array), which api.c keeps in
- * the library.
+ * mlr_recipe_builtin_names, mlr_gpu_fast_recipe_names, mlr_decode_array, mlr_encode_f32_array,
+ * mlr_encode_f64_array), which api.c keeps in the library.
  *
  * Memory: a tensor file built by the caller borrows the caller's buffers (mlr_tf_borrow), which
  * must outlive every handle made from it; handles are freed by their own free function; strings
