@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -218,9 +219,16 @@ static int pack_dtype(const char *s, mlr_dtype *d, const char **variant) {
            {"e4m3fnuz", MLR_DT_U8, "e4m3fnuz"},
            {"e5m2fnuz", MLR_DT_U8, "e5m2fnuz"}};
   for (size_t i = 0; i < sizeof t / sizeof *t; i++)
-    if (strcmp(s, t[i].n) == 0) {
+    if (strcasecmp(s, t[i].n) == 0) {
       *d = t[i].d;
       *variant = t[i].v;
+      return 0;
+    }
+  /* the safetensors names inputs unpack prints (BF16, F8_E4M3, ..), in either case */
+  for (int k = 0; k < MLR_DT_COUNT; k++)
+    if (strcasecmp(s, mlr_dtype_name((mlr_dtype)k)) == 0) {
+      *d = (mlr_dtype)k;
+      *variant = NULL;
       return 0;
     }
   return -1;
@@ -262,7 +270,8 @@ static int inputs_pack(int argc, char **argv) {
     if (!eq || !colon || colon < eq || pack_dtype(colon + 1, &d, &variant)) {
       rc = mlr_cli_usage_error(cmd,
                                "'%s' is not NAME=FILE.npy:DTYPE (DTYPE: "
-                               "bf16|f16|f32|f64|i32|i64|u8|e4m3|e5m2|e4m3fnuz|e5m2fnuz)",
+                               "bf16|f16|f32|f64|i32|i64|u8|e4m3|e5m2|e4m3fnuz|e5m2fnuz, either "
+                               "case, or the names inputs unpack prints: F8_E4M3, F8_E5M2)",
                                argv[i]);
       break;
     }

@@ -710,9 +710,10 @@ Test(cli, gen_check_unpack_pack) {
   free(o);
   free(e);
   cr_assert_eq(
+      /* DTYPE as pack names it, or as unpack prints it (BF16, F8_E4M3, F32) */
       run("inputs pack --out mlr_cli_gen/b.safetensors --meta mlaref.page_size=16 "
-          "q=mlr_cli_gen/npy/q.npy:bf16 kv=mlr_cli_gen/npy/kv.npy:e4m3 "
-          "kv_scale=mlr_cli_gen/npy/kv_scale.npy:f32 qo_indptr=mlr_cli_gen/npy/qo_indptr.npy:i32 "
+          "q=mlr_cli_gen/npy/q.npy:BF16 kv=mlr_cli_gen/npy/kv.npy:F8_E4M3 "
+          "kv_scale=mlr_cli_gen/npy/kv_scale.npy:F32 qo_indptr=mlr_cli_gen/npy/qo_indptr.npy:i32 "
           "kv_indptr=mlr_cli_gen/npy/kv_indptr.npy:i32 "
           "kv_indices=mlr_cli_gen/npy/kv_indices.npy:i32 "
           "kv_last_page_len=mlr_cli_gen/npy/kv_last_page_len.npy:i32",
