@@ -50,7 +50,8 @@ static const struct {
     {"run", "run --recipe NAME|FILE [--set key=value]... --inputs IN --out OUT [--threads N] "
             "[--partials] [--allow-nonfinite] [--max-memory GB]"},
     {"gpu", "gpu run --kernel exact|fast [--variant KEY=V[,KEY=V]...] --recipe NAME|FILE "
-            "[--set key=value]... --inputs IN --out OUT [--allow-nonfinite] | gpu info"},
+            "[--set key=value]... --inputs IN --out OUT [--allow-nonfinite] [--max-memory GB] | "
+            "gpu info"},
     {"compare", "compare A B [--tensor o] [--rule R]... [--truth T] [--inputs IN] [--json]"},
     {"check", "check --inputs IN --output KERNEL_OUT --recipe NAME|FILE [--set k=v]... "
               "[--rule R]... [--tensor o|lse|both] [--truth dequantized|bf16] [--threads N] "
@@ -64,10 +65,13 @@ static const struct {
                "[--rows N] [--truth bf16|dequantized] [--tolerance RTOL,ATOL] [--out FILE] "
                "[--sweep absmax [--points N] [--dists D;D...] [--threshold X]] [--threads N] "
                "[--max-memory GB] [--allow-nonfinite] [--json]"},
-    {"policy-check", "policy-check --policy P [--against P0] [--suite NAME | --shape SPEC...] "
-                     "[--recipe R]... [--tolerance RTOL,ATOL] [--threshold X] [--margin M] "
-                     "[--gpu auto|off|require] [--json]"},
-    {"report", "report --suite NAME --out DIR [--recipe NAME]... [--policy P]... [--baseline "
+    {"policy-check", "policy-check --policy P [--against P0] [--suite NAME | --shape SPEC... | "
+                     "--inputs FILE...] [--recipe R|none]... [--tolerance RTOL,ATOL] "
+                     "[--threshold X] [--margin M] [--gpu auto|off|require] [--threads N] "
+                     "[--max-memory GB] [--json] [--kernel NAME='CMD {inputs} {out} {q_scale}' "
+                     "--kernel-recipe NAME=R [--kernel-timeout [NAME=]S] "
+                     "[--kernel-rule NAME=RULE]... [--kernel-inputs NAME=safetensors|npy]]..."},
+    {"report", "report --suite NAME --out DIR [--recipe NAME|none]... [--policy P]... [--baseline "
                "OLD/summary.json] [--quick] [--cells A,B...] [--gpu auto|off|require] [--shard "
                "i/n | --shards N] [--plan] [--digests FILE] [--threads N] [--max-memory GB] "
                "[--kernel NAME='CMD {inputs} {out}' "
@@ -78,7 +82,11 @@ static const struct {
     {"discriminate", "discriminate --suite NAME [--suite NAME]... [--recipe R] [--max-bs N] "
                      "[--threads N]"},
     {"mma", "mma check FILE... --unit U [--format F]"},
-    {"bench", "bench formats|emulate|oracle|gpu-exact|gpu|mma [OPTIONS]"},
+    {"bench", "bench formats [--n N] | bench emulate [--recipe NAME]... [--shape SPEC] "
+              "[--threads N] [--reps N] | bench oracle [--shape SPEC] [--small SPEC] | bench "
+              "gpu-exact [--shape SPEC]... [--recipe NAME]... [--reps N] | bench gpu [--shape "
+              "SPEC]... [--recipe NAME]... [--reps N] [--peers FILE] [--flush dirty|clean] "
+              "[--warmup MS] [--variant KEY=V[,KEY=V]...] | bench mma [--dots N] [--reps N]"},
     {"selfcheck", "selfcheck"},
 };
 

@@ -1111,3 +1111,36 @@ Test(cli, recipe_list_folders_nonfinite_help, .timeout = 300) {
     free(e);
   }
 }
+
+/* the usage (`mlaref CMD --help`) and `mlaref help` name every option a command takes: the options
+ * its unknown-option refusal lists as valid */
+Test(cli, usage_names_every_option) {
+  const char *cmds[] = {"formats boundaries", "formats encode", "gen", "inputs check",
+                        "inputs pack", "inputs unpack", "run", "gpu run", "compare", "check",
+                        "golden", "oracle", "budget", "policy-check", "report", "report merge",
+                        "discriminate", "mma check", "bench formats", "bench emulate",
+                        "bench oracle", "bench gpu-exact", "bench gpu", "bench mma"};
+  char *all, *e;
+  cr_assert_eq(run("help", &all, &e), 0, "%s", e);
+  free(e);
+  for (size_t k = 0; k < sizeof cmds / sizeof cmds[0]; k++) {
+    char cmd[96], *o, *usage, *refusal;
+    snprintf(cmd, sizeof cmd, "%.*s --help", (int)strcspn(cmds[k], " "), cmds[k]);
+    cr_assert_eq(run(cmd, &usage, &e), 0, "'%s': %s", cmd, e);
+    free(e);
+    snprintf(cmd, sizeof cmd, "%s --no-such-option", cmds[k]);
+    cr_assert_eq(run(cmd, &o, &refusal), 2, "'%s': %s", cmd, refusal);
+    free(o);
+    const char *v = strstr(refusal, "(valid: ");
+    cr_assert_not_null(v, "'%s': %s", cmd, refusal);
+    for (const char *p = strstr(v, "--"); p; p = strstr(p + 2, "--")) {
+      char opt[40];
+      snprintf(opt, sizeof opt, "%.*s", (int)strcspn(p, " ,)"), p);
+      cr_expect(strstr(usage, opt), "'%s --help' does not name %s", cmds[k], opt);
+      cr_expect(strstr(all, opt), "'mlaref help' does not name %s of %s", opt, cmds[k]);
+    }
+    free(usage);
+    free(refusal);
+  }
+  free(all);
+}
