@@ -25,8 +25,8 @@
 #include "mlr_inputs.h"
 #include "mlr_oracle.h"
 
-static const char *const PLACEHOLDERS[] = {"inputs", "out", "q_scale", "cell"};
-enum { NPLACE = 4, MAX_COMMAND = 65536 };
+static const char *const PLACEHOLDERS[] = {"inputs", "out", "q_scale", "cell", "q_policy"};
+enum { NPLACE = 5, MAX_COMMAND = 65536 };
 
 const char *mlr_kernel_verdict_name(int v) {
   return v == MLR_KERNEL_PASS   ? "pass"
@@ -83,7 +83,7 @@ static mlr_status check_template(const char *name, const char *cmd, mlr_error *e
     if (w > 1 && s[w] == '}')
       return mlr_error_set(err, MLR_EINVAL,
                            "--kernel %s: unknown placeholder '%.*s' in its command (valid: "
-                           "{inputs}, {out}, {q_scale}, {cell})",
+                           "{inputs}, {out}, {q_scale}, {q_policy}, {cell})",
                            name, (int)(w + 1), s);
   }
   if (!seen[0] || !seen[1])
@@ -568,10 +568,11 @@ mlr_status mlr_kernel_run_cell(const mlr_kernel *k, const mlr_kernel_cell *c,
                                mlr_kernel_result *res, mlr_error *err) {
   memset(res, 0, sizeof *res);
   mlr_tf_init(&res->out);
-  char out[4096], errp[4096], qs[32];
+  char out[4096], errp[4096], qs[32], qp[64];
   snprintf(out, sizeof out, "%s/%s.%s.out.safetensors", c->dir, k->name, c->name);
   snprintf(errp, sizeof errp, "%s/%s.%s.stderr", c->dir, k->name, c->name);
   snprintf(qs, sizeof qs, "%.9g", mlr_kernel_q_scale(k));
+  mlr_recipe_policy_text(&k->recipe, qp, sizeof qp);
   mlr_kernel_workdir_remove(out); /* a file or a folder another cell's run left */
   if (k->call) {
     const mlr_status st = run_call(k, c, out, res, err);
@@ -583,7 +584,7 @@ mlr_status mlr_kernel_run_cell(const mlr_kernel *k, const mlr_kernel_cell *c,
     const mlr_status st = npy_inputs(c, npy, err);
     if (st != MLR_OK) return st;
   }
-  const char *const vals[NPLACE] = {k->inputs_npy ? npy : c->inputs_path, out, qs, c->name};
+  const char *const vals[NPLACE] = {k->inputs_npy ? npy : c->inputs_path, out, qs, c->name, qp};
   char *cmd = substitute(k->command, vals);
   if (!cmd)
     return verdict_error(res, k, c->name,

@@ -76,7 +76,7 @@ Test(kernel, verdicts_and_reasons, .timeout = 120) {
                         "nothing.sh {inputs} {out}' --kernel-recipe nothing=fp32-seq"
                         " --kernel noexec='" K
                         "not_executable.sh {inputs} {out}' --kernel-recipe noexec=fp32-seq"
-                        " --kernel echo='" K "echo.sh {q_scale} {cell} {inputs} {out}'"
+                        " --kernel echo='" K "echo.sh {q_scale} {q_policy} {cell} {inputs} {out}'"
                         " --kernel-recipe echo=aiter-a8w8-ps --kernel-policy echo=static:absmax=6",
       &o);
   cr_assert_eq(rc, 1, "%s", o);
@@ -92,9 +92,9 @@ Test(kernel, verdicts_and_reasons, .timeout = 120) {
       "kernel error: kernel nothing, cell bs1_kv1: wrote no output (exited 0, nothing at {out})",
       "kernel error: kernel noexec, cell bs1_kv1: command not found or not executable (sh exit "
       "126)",
-      /* {q_scale}: 6 / 448 as binary32; {cell}; {inputs} in the run's folder */
+      /* {q_scale}: 6 / 448 as binary32; {q_policy}; {cell}; {inputs} in the run's folder */
       "kernel error: kernel echo, cell bs3_kv1000: exited with status 5: q_scale 0.0133928573 "
-      "cell bs3_kv1000 inputs bs3_kv1000.inputs.safetensors"};
+      "q_policy static:absmax=6 cell bs3_kv1000 inputs bs3_kv1000.inputs.safetensors"};
   for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
     cr_assert(strstr(o, want[k]), "no '%s' in: %s", want[k], o);
   free(o);
