@@ -87,6 +87,10 @@ static mlr_status view_o(ctx *c, mlr_error *err) {
   const mlr_check_args *a = c->a;
   const mlr_inputs *in = a->in;
   const mlr_tensor *x = mlr_tf_find(a->out, "o");
+  if (!x && !mlr_tf_find(a->out, "lse"))
+    return mlr_error_set(
+        err, MLR_EINVAL, "%s: no tensor 'o' or 'lse': not a kernel's output (it holds '%s'%s)",
+        a->out_label, a->out->n ? a->out->t[0].name : "nothing", a->out->n > 1 ? ", ..." : "");
   if (!x)
     return mlr_error_set(err, MLR_EINVAL,
                          "%s: no tensor 'o' (--tensor lse checks the kernel's lse alone)",
@@ -153,7 +157,9 @@ static mlr_status view_lse(ctx *c, mlr_error *err) {
                          "[B, H, s_q], F32 or F64)",
                          a->out_label);
   /* an lse the user did not ask for by name is still the kernel's: say how to leave it out */
-  const char *only_o = c->want_o ? " (--tensor o holds o alone)" : "";
+  char only_o[96] = "";
+  if (c->want_o)
+    snprintf(only_o, sizeof only_o, " (%s)", a->o_alone ? a->o_alone : "--tensor o holds o alone");
   if (x->dtype != MLR_DT_F32 && x->dtype != MLR_DT_F64)
     return mlr_error_set(err, MLR_EINVAL, "%s: tensor 'lse' is %s; lse must be F32 or F64%s",
                          a->out_label, mlr_dtype_name(x->dtype), only_o);

@@ -43,6 +43,8 @@ typedef struct mlr_check_args {
   int from;                   /* mlr_truth_from (mlr_oracle.h) */
   int threads;                /* 0: all */
   const char *commit;         /* the build's commit, for reproducer lines; NULL: "unknown" */
+  const char *o_alone;        /* how the caller checks o alone, for messages about a bad lse;
+                                 NULL: the command's words, "--tensor o holds o alone" */
 } mlr_check_args;
 
 typedef struct mlr_check_report {

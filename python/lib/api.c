@@ -383,6 +383,7 @@ mlr_status mlr_api_check(const mlr_api_inputs *h, const mlr_tensor_file *out, co
       .from = from,
       .threads = threads,
       .commit = MLAREF_COMMIT,
+      .o_alone = "lse=None checks o alone",
   };
   mlr_check_report rep = {0};
   const int old = threads_begin(threads);

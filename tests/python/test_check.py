@@ -91,6 +91,9 @@ def test_lse_rule_catches_a_wrong_lse_and_a_wrong_base(files):
     s2 = {"out.lse_base": "2"}
     assert mlaref.check(o, x, R, lse=base2, set=s2, rules=["exact", "fa3"]).passed
     assert not mlaref.check(o, x, R, lse=lse, set=s2).passed
+    # an lse of another type: the message says how to leave it out in Python's words
+    with pytest.raises(mlaref.InputError, match=r"lse must be F32 or F64 \(lse=None checks o"):
+        mlaref.check(o, x, R, lse=lse.astype(np.float16))
 
 
 def test_4d_output_and_lse(files):
