@@ -67,12 +67,12 @@ static void position(const mlr_tensor *t, const mlr_inputs *in, int64_t i, char 
   if (in)
     for (int64_t k = 0; k < in->B; k++)
       if (tok >= in->qo_indptr[k] && tok < in->qo_indptr[k + 1]) b = (long long)k;
-  if (b >= 0)
-    snprintf(buf, n, "batch %lld token %lld head %lld column %lld", b, (long long)tok, (long long)h,
-             (long long)c);
-  else
-    snprintf(buf, n, "token %lld head %lld column %lld", (long long)tok, (long long)h,
-             (long long)c);
+  size_t at = 0;
+  if (b >= 0) at = (size_t)snprintf(buf, n, "batch %lld ", b);
+  if (at < n)
+    at += (size_t)snprintf(buf + at, n - at, "token %lld head %lld", (long long)tok, (long long)h);
+  if (t->ndim == 3 && at < n) /* a [T, H] tensor (lse) has no column */
+    snprintf(buf + at, n - at, " column %lld", (long long)c);
 }
 
 static const char *vname(mlr_verdict_kind k) {

@@ -203,6 +203,14 @@ Test(compare, command_exit_codes_and_reproducers) {
   cr_assert(strstr(o, "reproduce batch "), "%s", o);
   cr_assert(strstr(o, "shape bs=2,kv=50,q=1,page=1,seed=3"), "%s", o);
   cr_assert(strstr(o, " ulp; "), "%s", o);
+  cr_assert(strstr(o, " column "), "%s", o);
+  free(o);
+  /* lse is [T, H]: its reproducer names token and head, no column */
+  cr_assert_eq(run("compare mlr_cmp/b.safetensors mlr_cmp/a.safetensors --tensor lse --inputs "
+                   "mlr_cmp/in.safetensors",
+                   &o),
+               1, "%s", o);
+  cr_assert(strstr(o, "reproduce batch ") && strstr(o, " head ") && !strstr(o, "column"), "%s", o);
   free(o);
   cr_assert_eq(run("compare mlr_cmp/b.safetensors mlr_cmp/a.safetensors --rule "
                    "allclose:0.1,0.1,0.05 --rule cos:1e-3 --json",
