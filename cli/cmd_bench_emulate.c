@@ -85,6 +85,17 @@ int mlr_bench_emulate(int argc, char **argv) {
   return rc;
 }
 
+/* 1 when SPEC has the largest bench shape's size: 256 batches of 8192 tokens, one query token and
+ * 16 heads each (its seed, page and distribution aside) */
+static int is_largest(const char *spec) {
+  mlr_gen_spec s;
+  if (mlr_gen_spec_parse(spec, &s, NULL) != MLR_OK) return 0;
+  int yes = s.bs == 256 && s.q_len == 1 && s.heads == 16;
+  for (int64_t b = 0; yes && b < s.bs; b++) yes = s.lens[b] == 8192;
+  mlr_gen_spec_free(&s);
+  return yes;
+}
+
 /* mlaref bench oracle [--shape SPEC] [--small SPEC] [--threads N]
  * The certified oracle on SPEC (default the largest bench shape), and the oracle (best of 5 runs)
  * against the plain 256-bit MPFR computation on the small shape SPEC (default
@@ -137,7 +148,12 @@ int mlr_bench_oracle(int argc, char **argv) {
            (long long)stats.uncertified, k == 0 ? "" : "\n");
     if (k == 0) printf(", plain 256-bit MPFR %8.3f s: %.0fx faster\n", t_plain, t_plain / t_or[0]);
   }
-  printf("targets: largest bench shape <= 60 s: %s; >= 100x faster than plain 256-bit MPFR: %s\n",
-         t_or[1] <= 60 ? "met" : "NOT met", t_plain / t_or[0] >= 100 ? "met" : "NOT met");
+  /* the 60 s target is the largest bench shape's: judged only when --shape has its size */
+  if (is_largest(shape))
+    printf("targets: largest bench shape <= 60 s: %s; ", t_or[1] <= 60 ? "met" : "NOT met");
+  else
+    printf("targets: ");
+  printf(">= 100x faster than plain 256-bit MPFR: %s\n",
+         t_plain / t_or[0] >= 100 ? "met" : "NOT met");
   return MLR_EXIT_OK;
 }

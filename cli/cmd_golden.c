@@ -295,7 +295,7 @@ static int write_cell(gold *g, const mlr_suite *s, const mlr_suite_cell *cell, s
   for (int ri = 0; ri < g->n && rc == MLR_EXIT_OK && st == MLR_OK; ri++) {
     outcome oc;
     char what[3400]; /* suite and cell names are short; the recipe name up to 3200 */
-    snprintf(what, sizeof what, "%s/%s/%s", s->name, cell->name, g->rs[ri].name);
+    snprintf(what, sizeof what, "%.64s/%.64s/%.3200s", s->name, cell->name, g->rs[ri].name);
     progress(isatty(2), what, ++g->done, total);
     if ((rc = run_cell(g->cmd, &g->rs[ri], &c, &oc)) != MLR_EXIT_OK) break;
     if (oc.fits) manifest_row(g, s->name, cell->name, &g->rs[ri], &oc);
