@@ -65,12 +65,13 @@ static const struct {
                "[--rows N] [--truth bf16|dequantized] [--tolerance RTOL,ATOL] [--out FILE] "
                "[--sweep absmax [--points N] [--dists D;D...] [--threshold X]] [--threads N] "
                "[--max-memory GB] [--allow-nonfinite] [--json]"},
-    {"policy-check", "policy-check --policy P [--against P0] [--suite NAME | --shape SPEC... | "
-                     "--inputs FILE...] [--recipe R|none]... [--tolerance RTOL,ATOL] "
-                     "[--threshold X] [--margin M] [--gpu auto|off|require] [--threads N] "
-                     "[--max-memory GB] [--json] [--kernel NAME='CMD {inputs} {out} {q_scale}' "
-                     "--kernel-recipe NAME=R [--kernel-timeout [NAME=]S] "
-                     "[--kernel-rule NAME=RULE]... [--kernel-inputs NAME=safetensors|npy]]..."},
+    {"policy-check",
+     "policy-check --policy P [--against P0] [--suite NAME | --shape SPEC... | "
+     "--inputs FILE...] [--recipe R|none]... [--tolerance RTOL,ATOL] "
+     "[--threshold X] [--margin M] [--gpu auto|off|require] [--threads N] "
+     "[--max-memory GB] [--json] [--kernel NAME='CMD {inputs} {out} {q_scale} {q_policy}' "
+     "--kernel-recipe NAME=R [--kernel-timeout [NAME=]S] "
+     "[--kernel-rule NAME=RULE]... [--kernel-inputs NAME=safetensors|npy]]..."},
     {"report", "report --suite NAME --out DIR [--recipe NAME|none]... [--policy P]... [--baseline "
                "OLD/summary.json] [--quick] [--cells A,B...] [--gpu auto|off|require] [--shard "
                "i/n | --shards N] [--plan] [--digests FILE] [--threads N] [--max-memory GB] "

@@ -14,10 +14,15 @@ typedef struct fmt_args {
   uint32_t rbits;
 } fmt_args;
 
-/* Parse the options shared by the formats subcommands. Positional arguments are moved, in
- * order, to argv[0..*npos). Returns 0, or MLR_EXIT_USAGE after printing the reason. */
-static int parse_fmt_args(const char *cmd, int argc, char **argv, fmt_args *a, int allow_rbits,
+/* which options a formats subcommand takes: --format always; --overflow and --rounding but for
+ * decode (a decode has neither); --rbits for encode */
+enum { FA_BOUNDARIES, FA_ENCODE, FA_DECODE };
+
+/* Parse the options shared by the formats subcommands (kind: FA_*). Positional arguments are
+ * moved, in order, to argv[0..*npos). Returns 0, or MLR_EXIT_USAGE after printing the reason. */
+static int parse_fmt_args(const char *cmd, int argc, char **argv, fmt_args *a, int kind,
                           int allow_positional, int *npos_out) {
+  const int allow_rbits = kind == FA_ENCODE, allow_modes = kind != FA_DECODE;
   a->have_format = 0;
   a->rounding = MLR_RND_NEAREST_EVEN;
   a->overflow = MLR_OVF_SATURATE;
@@ -32,11 +37,11 @@ static int parse_fmt_args(const char *cmd, int argc, char **argv, fmt_args *a, i
       if (mlr_format_parse(v, &a->format) != MLR_OK)
         return mlr_cli_usage_error(cmd, "unknown format '%s' (valid: %s)", v, mlr_format_names());
       a->have_format = 1;
-    } else if ((m = mlr_cli_opt(argc, argv, &i, "overflow", &v)) != 0) {
+    } else if (allow_modes && (m = mlr_cli_opt(argc, argv, &i, "overflow", &v)) != 0) {
       if (m < 0 || mlr_overflow_parse(v, &a->overflow) != MLR_OK)
         return mlr_cli_usage_error(cmd, "unknown overflow mode '%s' (valid: %s)", m < 0 ? "" : v,
                                    mlr_overflow_names());
-    } else if ((m = mlr_cli_opt(argc, argv, &i, "rounding", &v)) != 0) {
+    } else if (allow_modes && (m = mlr_cli_opt(argc, argv, &i, "rounding", &v)) != 0) {
       if (m < 0 || mlr_rounding_parse(v, &a->rounding) != MLR_OK)
         return mlr_cli_usage_error(cmd, "unknown rounding mode '%s' (valid: %s)", m < 0 ? "" : v,
                                    mlr_rounding_names());
@@ -48,8 +53,9 @@ static int parse_fmt_args(const char *cmd, int argc, char **argv, fmt_args *a, i
       a->rbits = (uint32_t)r;
     } else if (argv[i][0] == '-' && argv[i][1] == '-') {
       return mlr_cli_unknown_option(cmd, argv[i],
-                                    allow_rbits ? "--format, --overflow, --rounding, --rbits"
-                                                : "--format, --overflow, --rounding");
+                                    allow_rbits   ? "--format, --overflow, --rounding, --rbits"
+                                    : allow_modes ? "--format, --overflow, --rounding"
+                                                  : "--format");
     } else {
       if (!allow_positional)
         return mlr_cli_usage_error(
@@ -72,7 +78,7 @@ static int cmd_boundaries(int argc, char **argv) {
   const char *cmd = "formats boundaries";
   fmt_args a;
   int npos;
-  if (parse_fmt_args(cmd, argc, argv, &a, 0, 0, &npos)) return MLR_EXIT_USAGE;
+  if (parse_fmt_args(cmd, argc, argv, &a, FA_BOUNDARIES, 0, &npos)) return MLR_EXIT_USAGE;
   if (a.rounding == MLR_RND_STOCHASTIC)
     return mlr_cli_usage_error(cmd, "rounding 'sr' has no boundaries (valid: rne|rtz)");
   uint32_t *pats, *codes;
@@ -107,7 +113,7 @@ static int cmd_encode(int argc, char **argv) {
   const char *cmd = "formats encode";
   fmt_args a;
   int npos;
-  if (parse_fmt_args(cmd, argc, argv, &a, 1, 1, &npos)) return MLR_EXIT_USAGE;
+  if (parse_fmt_args(cmd, argc, argv, &a, FA_ENCODE, 1, &npos)) return MLR_EXIT_USAGE;
   if (npos == 0)
     return mlr_cli_usage_error(cmd, "no values given (decimal or hex floats, inf, nan)");
   double *vals = malloc((size_t)npos * sizeof *vals);
@@ -133,7 +139,7 @@ static int cmd_decode(int argc, char **argv) {
   const char *cmd = "formats decode";
   fmt_args a;
   int npos;
-  if (parse_fmt_args(cmd, argc, argv, &a, 0, 1, &npos)) return MLR_EXIT_USAGE;
+  if (parse_fmt_args(cmd, argc, argv, &a, FA_DECODE, 1, &npos)) return MLR_EXIT_USAGE;
   if (npos == 0) return mlr_cli_usage_error(cmd, "no codes given (integers such as 0x7e)");
   const mlr_format_params p = mlr_format_get(a.format);
   const uint64_t top = (1ull << p.bits) - 1u;

@@ -1,8 +1,9 @@
 /* mlaref policy-check --policy P [--against P0] [--suite NAME | --shape SPEC... | --inputs FILE...]
  *                     [--recipe NAME|FILE|none]... [--tolerance RTOL,ATOL] [--threshold X]
  *                     [--margin M] [--threads N] [--gpu auto|off|require] [--json]
- *                     [--kernel NAME='CMD {inputs} {out} {q_scale}' --kernel-recipe NAME=R
- *                      [--kernel-timeout [NAME=]S] [--kernel-rule NAME=RULE]...]...
+ *                     [--kernel NAME='CMD {inputs} {out} {q_scale} {q_policy}'
+ *                      --kernel-recipe NAME=R [--kernel-timeout [NAME=]S]
+ *                      [--kernel-rule NAME=RULE]... [--kernel-inputs NAME=safetensors|npy]]...
  * What a change of the fp8 Q scale policy does to every kernel, run whenever the policy changes.
  * For every recipe with fp8 Q (default: the built-ins' and the fast GPU kernel's; bf16-Q recipes
  * have no scale and are listed as unaffected) and every shape (default the nightly suite: the
@@ -23,9 +24,9 @@
  * own outputs are checked too, as the kernels "fast-a8w8 (GPU)": the same figures from the GPU's
  * output under each policy (a policy the kernel does not compute, per head or per token, is n/a).
  * The user's kernels (--kernel, as for `report`) run on every cell under both policies, each
- * time given that policy's Q scale ({q_scale}) and checked against its recipe under that policy
- * (mlr_kernel_run_cell); the same figures from their outputs, and a cell FAILs ("FAIL check")
- * where either output fails its check.
+ * time given that policy's Q scale ({q_scale}) and the policy ({q_policy}) and checked against its
+ * recipe under that policy (mlr_kernel_run_cell); the same figures from their outputs, and a cell
+ * FAILs ("FAIL check") where either output fails its check.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <jansson.h>
@@ -493,10 +494,11 @@ static int pick_shapes(const char *cmd, pc_opts *o) {
 static int check_inputs(const char *cmd, pc_opts *o) {
   if (!o->policy)
     return mlr_cli_usage_error(
-        cmd, "usage: policy-check --policy static:absmax=A|dynamic|per_head|per_token [--against "
-             "P] [--suite NAME | --shape SPEC... | --inputs FILE...] [--recipe R|none]... "
-             "[--tolerance RTOL,ATOL] [--threshold X] [--margin M] [--json] "
-             "[--kernel NAME='CMD {inputs} {out} {q_scale}' --kernel-recipe NAME=R ...]");
+        cmd,
+        "usage: policy-check --policy static:absmax=A|dynamic|per_head|per_token [--against "
+        "P] [--suite NAME | --shape SPEC... | --inputs FILE...] [--recipe R|none]... "
+        "[--tolerance RTOL,ATOL] [--threshold X] [--margin M] [--json] "
+        "[--kernel NAME='CMD {inputs} {out} {q_scale} {q_policy}' --kernel-recipe NAME=R ...]");
   if (strcmp(o->gpu, "auto") && strcmp(o->gpu, "off") && strcmp(o->gpu, "require"))
     return mlr_cli_usage_error(cmd, "--gpu '%s' is not one of auto|off|require", o->gpu);
   if (o->ka.npolicies)

@@ -38,8 +38,7 @@ static int finish(const char *cmd, mlr_report *rep, const char *out, const char 
   printf("report: suite %s%s: %d cells, %d failed, %d regressions%s%s%s; %s/index.html, "
          "summary.json, summary.md (%.1f s)\n",
          rep->suite, rep->quick ? " (quick)" : "", rep->ncells, rep->nfailures, rep->nregressions,
-         missing, baseline ? " against " : "", baseline ? baseline : "", out,
-         mlr_cli_now() - t0);
+         missing, baseline ? " against " : "", baseline ? baseline : "", out, mlr_cli_now() - t0);
   if (rep->gpu_mode != MLR_REPORT_GPU_OFF)
     printf("  GPU leg: %s\n",
            rep->gpu_device[0] ? rep->gpu_device : "no GPU found (--gpu auto): CPU only");

@@ -272,8 +272,7 @@ Test(cli, bad_input_exits_2_with_one_line) {
       "--out 'mlr_cli_a_file/sub': 'mlr_cli_a_file' is a file, not a folder");
   bad("gen --shape bs=256,kv=8192 --out mlr_cli_never.safetensors --max-memory 0.5",
       "more than the 0.5 GB allowed");
-  bad("gen --shape bs=1,kv=1 --out mlr_cli_no_such_dir/x.safetensors",
-      "its folder does not exist");
+  bad("gen --shape bs=1,kv=1 --out mlr_cli_no_such_dir/x.safetensors", "its folder does not exist");
   bad("suite show nope", "unknown suite 'nope'");
   bad("suite", "usage: suite list | suite show NAME");
   bad("inputs check mlr_cli_no_such_file.safetensors", "cannot open");
@@ -1112,14 +1111,73 @@ Test(cli, recipe_list_folders_nonfinite_help, .timeout = 300) {
   }
 }
 
+/* whether text names option opt as a whole word (--kernel is not named by --kernel-recipe) */
+static int names_option(const char *text, size_t n, const char *opt) {
+  const size_t k = strlen(opt);
+  for (const char *p = text; (p = strstr(p, opt)) && p + k <= text + n; p += k)
+    if (!(p[k] == '-' || (p[k] >= 'a' && p[k] <= 'z'))) return 1;
+  return 0;
+}
+
+/* the part of a usage about command cmd ("gen", "bench gpu"): the segment (between " | ") that
+ * starts with it, or the whole usage for a one-word command. *n: its length */
+static const char *usage_part(const char *text, const char *cmd, size_t *n) {
+  char key[64];
+  if (!strchr(cmd, ' ')) {
+    *n = strlen(text);
+    return text;
+  }
+  snprintf(key, sizeof key, "%s ", cmd);
+  const char *p = strstr(text, key);
+  const char *e = p ? strstr(p, " | ") : NULL;
+  *n = p ? (size_t)((e ? e : text + strlen(text)) - p) : 0;
+  return p;
+}
+
+/* whether `mlaref help` names opt for cmd: in one of cmd's lines ("  cmd ...") or the lines
+ * indented under it; -1 when it has no line for cmd */
+static int help_names(const char *help, const char *cmd, const char *opt) {
+  char key[64];
+  snprintf(key, sizeof key, "\n  %s ", cmd);
+  int lines = 0;
+  for (const char *p = strstr(help, key); p; p = strstr(p + 1, key)) {
+    const char *e = p + 1;
+    while ((e = strstr(e + 1, "\n  ")) && e[3] == ' ') /* continuation lines */
+      ;
+    lines++;
+    if (names_option(p, (size_t)((e ? e : help + strlen(help)) - p), opt)) return 1;
+  }
+  return lines ? 0 : -1;
+}
+
 /* the usage (`mlaref CMD --help`) and `mlaref help` name every option a command takes: the options
- * its unknown-option refusal lists as valid */
+ * its unknown-option refusal lists as valid, each in the command's own part of the text */
 Test(cli, usage_names_every_option) {
-  const char *cmds[] = {"formats boundaries", "formats encode", "gen", "inputs check",
-                        "inputs pack", "inputs unpack", "run", "gpu run", "compare", "check",
-                        "golden", "oracle", "budget", "policy-check", "report", "report merge",
-                        "discriminate", "mma check", "bench formats", "bench emulate",
-                        "bench oracle", "bench gpu-exact", "bench gpu", "bench mma"};
+  const char *cmds[] = {"formats boundaries",
+                        "formats encode",
+                        "formats decode",
+                        "gen",
+                        "inputs check",
+                        "inputs pack",
+                        "inputs unpack",
+                        "run",
+                        "gpu run",
+                        "compare",
+                        "check",
+                        "golden",
+                        "oracle",
+                        "budget",
+                        "policy-check",
+                        "report",
+                        "report merge",
+                        "discriminate",
+                        "mma check",
+                        "bench formats",
+                        "bench emulate",
+                        "bench oracle",
+                        "bench gpu-exact",
+                        "bench gpu",
+                        "bench mma"};
   char *all, *e;
   cr_assert_eq(run("help", &all, &e), 0, "%s", e);
   free(e);
@@ -1131,13 +1189,17 @@ Test(cli, usage_names_every_option) {
     snprintf(cmd, sizeof cmd, "%s --no-such-option", cmds[k]);
     cr_assert_eq(run(cmd, &o, &refusal), 2, "'%s': %s", cmd, refusal);
     free(o);
+    size_t nu;
+    const char *u = usage_part(usage, cmds[k], &nu);
+    cr_assert(u, "no usage of '%s': %s", cmds[k], usage);
     const char *v = strstr(refusal, "(valid: ");
     cr_assert_not_null(v, "'%s': %s", cmd, refusal);
     for (const char *p = strstr(v, "--"); p; p = strstr(p + 2, "--")) {
       char opt[40];
       snprintf(opt, sizeof opt, "%.*s", (int)strcspn(p, " ,)"), p);
-      cr_expect(strstr(usage, opt), "'%s --help' does not name %s", cmds[k], opt);
-      cr_expect(strstr(all, opt), "'mlaref help' does not name %s of %s", opt, cmds[k]);
+      cr_expect(names_option(u, nu, opt), "'%s --help' does not name %s", cmds[k], opt);
+      cr_expect(help_names(all, cmds[k], opt) == 1, "'mlaref help' does not name %s of %s", opt,
+                cmds[k]);
     }
     free(usage);
     free(refusal);
