@@ -572,7 +572,11 @@ mlr_status mlr_kernel_run_cell(const mlr_kernel *k, const mlr_kernel_cell *c,
   snprintf(out, sizeof out, "%s/%s.%s.out.safetensors", c->dir, k->name, c->name);
   snprintf(errp, sizeof errp, "%s/%s.%s.stderr", c->dir, k->name, c->name);
   snprintf(qs, sizeof qs, "%.9g", mlr_kernel_q_scale(k));
-  mlr_recipe_policy_text(&k->recipe, qp, sizeof qp);
+  /* {q_policy}: absmax to 17 digits, so that a kernel reading it gets the model's scale */
+  if (k->recipe.q_scale == MLR_QS_STATIC)
+    snprintf(qp, sizeof qp, "static:absmax=%.17g", k->recipe.q_absmax);
+  else
+    mlr_recipe_policy_text(&k->recipe, qp, sizeof qp);
   mlr_kernel_workdir_remove(out); /* a file or a folder another cell's run left */
   if (k->call) {
     const mlr_status st = run_call(k, c, out, res, err);

@@ -77,7 +77,7 @@ Test(kernel, verdicts_and_reasons, .timeout = 120) {
                         " --kernel noexec='" K
                         "not_executable.sh {inputs} {out}' --kernel-recipe noexec=fp32-seq"
                         " --kernel echo='" K "echo.sh {q_scale} {q_policy} {cell} {inputs} {out}'"
-                        " --kernel-recipe echo=aiter-a8w8-ps --kernel-policy echo=static:absmax=6",
+                        " --kernel-recipe echo=aiter-a8w8-ps --kernel-policy echo=static:absmax=6.0000001",
       &o);
   cr_assert_eq(rc, 1, "%s", o);
   cr_assert(strstr(o, "report: suite edge: 18 cells, 16 failed, 0 regressions"), "%s", o);
@@ -92,9 +92,11 @@ Test(kernel, verdicts_and_reasons, .timeout = 120) {
       "kernel error: kernel nothing, cell bs1_kv1: wrote no output (exited 0, nothing at {out})",
       "kernel error: kernel noexec, cell bs1_kv1: command not found or not executable (sh exit "
       "126)",
-      /* {q_scale}: 6 / 448 as binary32; {q_policy}; {cell}; {inputs} in the run's folder */
+      /* {q_scale}: 6.0000001 / 448 as binary32 (that of 6); {q_policy} to 17 digits; {cell};
+       * {inputs} in the run's folder */
       "kernel error: kernel echo, cell bs3_kv1000: exited with status 5: q_scale 0.0133928573 "
-      "q_policy static:absmax=6 cell bs3_kv1000 inputs bs3_kv1000.inputs.safetensors"};
+      "q_policy static:absmax=6.0000001000000003 cell bs3_kv1000 inputs "
+      "bs3_kv1000.inputs.safetensors"};
   for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
     cr_assert(strstr(o, want[k]), "no '%s' in: %s", want[k], o);
   free(o);
@@ -102,7 +104,7 @@ Test(kernel, verdicts_and_reasons, .timeout = 120) {
           "assert len(c) == 18 and all(x['applicable'] for x in c); "
           "assert [k['name'] for k in d['kernels']] == ['good', 'scaled', 'shape', 'nan', "
           "'exit3', 'slow', 'nothing', 'noexec', 'echo']; "
-          "assert d['kernels'][8]['policy'] == 'static:absmax=6' and 'command' not in "
+          "assert d['kernels'][8]['policy'] == 'static:absmax=6.0000001' and 'command' not in "
           "d['kernels'][0]; "
           "g = v[('bs1_kv1', 'good')]; assert g['pass'] and g['kernel']['verdict'] == 'pass' and "
           "[(r['tensor'], r['rule'], r['verdict']) for r in g['kernel']['rules']] == "

@@ -8,11 +8,11 @@
  * The template's placeholders: {inputs} (the cell's inputs, a contract .safetensors file), {out}
  * (where the kernel writes o and optional lse: a .safetensors file, or a folder of o.npy and
  * lse.npy at that path), {q_scale} (the static Q scale of the kernel's policy, given or the
- * recipe's own, else 1), {q_policy} (that policy: static:absmax=A, dynamic, per_head, per_token,
- * or none for bf16 Q) and {cell} (the cell's name). The command runs through /bin/sh -c in its own
- * process group, stdin and stdout on /dev/null, stderr kept for the reason; past its timeout the
- * group gets SIGTERM, then SIGKILL a second later. Every file lives in a folder made per run
- * (mlr_kernel_workdir). */
+ * recipe's own, else 1), {q_policy} (that policy: static:absmax=A to 17 digits, dynamic, per_head,
+ * per_token, or none for bf16 Q) and {cell} (the cell's name). The command runs through /bin/sh -c
+ * in its own process group, stdin and stdout on /dev/null, stderr kept for the reason; past its
+ * timeout the group gets SIGTERM, then SIGKILL a second later. Every file lives in a folder made
+ * per run (mlr_kernel_workdir). */
 #ifndef MLR_KERNEL_H
 #define MLR_KERNEL_H
 
