@@ -29,6 +29,10 @@ int mlr_cli_asks_help(int argc, char **argv);
  * printed, naming OPT). */
 int mlr_cli_out_dir_check(const char *cmd, const char *opt, const char *dir);
 int mlr_cli_make_dir(const char *cmd, const char *opt, const char *dir);
+/* An output .safetensors file (--out FILE), before any work: its folder exists and is writable,
+ * and its name does not end in .npy (the writer refuses it: numpy could not load the bytes).
+ * Exit codes, with the writer's messages. */
+int mlr_cli_out_file_check(const char *cmd, const char *path);
 
 /* Option scanning: at argv[*i], match "--name value" or "--name=value"; on a match store the
  * value, advance *i past it and return 1; a match without a value returns -1. */

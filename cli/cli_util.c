@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <math.h>
 #include <time.h>
@@ -146,6 +147,30 @@ int mlr_cli_out_dir_check(const char *cmd, const char *opt, const char *dir) {
   }
   if (access(at, W_OK | X_OK) != 0)
     return mlr_cli_usage_error(cmd, "%s '%s': the folder '%s' is not writable", opt, dir, at);
+  return MLR_EXIT_OK;
+}
+
+int mlr_cli_out_file_check(const char *cmd, const char *path) {
+  const size_t n = strlen(path);
+  if (n >= 4 && strcasecmp(path + n - 4, ".npy") == 0)
+    return mlr_cli_usage_error(cmd,
+                               "%s: this writes a .safetensors file, not a .npy (one array: "
+                               "inputs unpack writes those)",
+                               path);
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (slash) slash[slash == dir] = 0; /* "/x": the root */
+  const char *d = slash ? dir : ".";
+  struct stat sb;
+  if (stat(d, &sb) != 0)
+    return mlr_cli_usage_error(cmd, errno == ENOTDIR ? "%s: a file is in its path"
+                                                     : "%s: its folder does not exist",
+                               path);
+  if (!S_ISDIR(sb.st_mode))
+    return mlr_cli_usage_error(cmd, "%s: '%s' is a file, not a folder", path, d);
+  if (access(d, W_OK | X_OK) != 0)
+    return mlr_cli_usage_error(cmd, "%s: the folder '%s' is not writable", path, d);
   return MLR_EXIT_OK;
 }
 

@@ -431,17 +431,7 @@ static int budget_check(const char *cmd, const opts *o) {
   if (o->sweep && o->out)
     return mlr_cli_usage_error(cmd,
                                "--out writes the elements of a report; with --sweep use --json");
-  if (o->out) {
-    char dir[1024];
-    snprintf(dir, sizeof dir, "%s", o->out);
-    char *slash = strrchr(dir, '/');
-    if (slash) *slash = 0;
-    if (access(slash ? (dir[0] ? dir : "/") : ".", W_OK) != 0)
-      return mlr_cli_usage_error(cmd,
-                                 "--out %s: the folder '%s' is not an existing writable folder",
-                                 o->out, slash ? (dir[0] ? dir : "/") : ".");
-  }
-  return MLR_EXIT_OK;
+  return o->out ? mlr_cli_out_file_check(cmd, o->out) : MLR_EXIT_OK;
 }
 
 /* the report on one set of inputs, once they are in and fit the memory */

@@ -365,6 +365,7 @@ int mlr_cmd_oracle(int argc, char **argv) {
                                "usage: oracle --inputs IN --out OUT [--from dequantized|bf16]");
   if (strcmp(from_s, "dequantized") && strcmp(from_s, "bf16"))
     return mlr_cli_usage_error(cmd, "--from '%s' is not one of dequantized|bf16", from_s);
+  if ((rc = mlr_cli_out_file_check(cmd, out)) != MLR_EXIT_OK) return rc;
   const mlr_truth_from from = strcmp(from_s, "bf16") == 0 ? MLR_TRUTH_BF16 : MLR_TRUTH_DEQUANTIZED;
   double in_bytes;
   if ((rc = mlr_cli_file_fits(cmd, inputs, &in_bytes)) != MLR_EXIT_OK) return rc;

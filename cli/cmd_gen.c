@@ -126,7 +126,8 @@ int mlr_cmd_gen(int argc, char **argv) {
   if (!!shape == !!suite)
     return mlr_cli_usage_error(cmd, "give exactly one of --shape SPEC or --suite NAME (valid: %s)",
                                mlr_suite_names());
-  if (shape) return gen_one(cmd, shape, out);
+  if (shape)
+    return (rc = mlr_cli_out_file_check(cmd, out)) != MLR_EXIT_OK ? rc : gen_one(cmd, shape, out);
   const mlr_suite *s = mlr_suite_find(suite);
   if (!s)
     return mlr_cli_usage_error(cmd, "unknown suite '%s' (valid: %s)", suite, mlr_suite_names());

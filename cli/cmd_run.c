@@ -152,7 +152,7 @@ static int run_args(const char *cmd, int argc, char **argv, int gpu, run_opts *o
                                           "[--set key=value]... --inputs IN --out OUT"
                                         : "usage: run --recipe NAME|FILE [--set key=value]... "
                                           "--inputs IN --out OUT [--threads N] [--partials]");
-  return MLR_EXIT_OK;
+  return mlr_cli_out_file_check(cmd, o->out);
 }
 
 /* the inputs (read, in_bytes) and the outputs, refused before the outputs are allocated: o (bf16

@@ -339,7 +339,7 @@ Test(cli, bad_input_exits_2_with_one_line) {
       "--truth 'fp64' is not one of bf16|dequantized");
   bad("check --inputs x --output y --recipe fp32-seq --rule budget:0", "is not one of");
   bad("budget --shape bs=1,kv=8 --recipe fp32-seq --out mlr_cli_no_such_dir/b.safetensors",
-      "is not an existing writable folder");
+      "mlr_cli_no_such_dir/b.safetensors: its folder does not exist");
   bad("budget --shape bs=1,kv=8 --recipe aiter-a8w8-ps --sweep absmax --out "
       "mlr_cli_never.safetensors",
       "with --sweep use --json");
