@@ -319,8 +319,14 @@ static int inputs_unpack(int argc, char **argv) {
   int rc = mlr_cli_make_dir(cmd, "--dir", dir);
   if (rc == MLR_EXIT_OK && mlr_inputs_write_npy(&tf, dir, &err) != MLR_OK)
     rc = mlr_cli_usage_error(cmd, "%s", err.msg);
-  for (size_t i = 0; i < tf.n && rc == MLR_EXIT_OK; i++)
-    printf("%s/%s.npy %s\n", dir, tf.t[i].name, mlr_dtype_name(tf.t[i].dtype));
+  for (size_t i = 0; i < tf.n && rc == MLR_EXIT_OK; i++) {
+    /* the dtype as pack takes it back: an FNUZ fp8 tensor (U8) by its format in the metadata */
+    char key[MLR_NAME_MAX + 32];
+    snprintf(key, sizeof key, "mlaref.format.%s", tf.t[i].name);
+    const char *variant = tf.t[i].dtype == MLR_DT_U8 ? mlr_tf_get_meta(&tf, key) : NULL;
+    printf("%s/%s.npy %s\n", dir, tf.t[i].name,
+           variant ? variant : mlr_dtype_name(tf.t[i].dtype));
+  }
   if (rc == MLR_EXIT_OK) printf("%s/metadata.json\n", dir);
   mlr_tf_free(&tf);
   return rc;

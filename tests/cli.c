@@ -730,6 +730,19 @@ Test(cli, gen_check_unpack_pack) {
                       " && cmp mlr_cli_gen/npy/kv.npy mlr_cli_gen/npy2/kv.npy && cmp "
                       "mlr_cli_gen/npy/q.npy mlr_cli_gen/npy2/q.npy"),
                0);
+  /* unpack's list packs back as it is, FNUZ fp8 by its format: a file that conforms */
+  cr_assert_eq(
+      system(MLAREF_BIN
+             " gen --shape bs=1,kv=20,fmt=e4m3fnuz --out mlr_cli_gen/z.safetensors"
+             " >/dev/null && " MLAREF_BIN
+             " inputs unpack mlr_cli_gen/z.safetensors --dir mlr_cli_gen/z | "
+             "grep '\\.npy ' | while read f d; do n=${f##*/}; "
+             "echo \"${n%.npy}=$f:$d\"; done > mlr_cli_gen/z.args && "
+             "grep -q '^kv=mlr_cli_gen/z/kv.npy:e4m3fnuz$' mlr_cli_gen/z.args && " MLAREF_BIN
+             " inputs pack --out mlr_cli_gen/z2.safetensors "
+             "$(cat mlr_cli_gen/z.args) >/dev/null && " MLAREF_BIN
+             " inputs check mlr_cli_gen/z2.safetensors | grep -q kv=e4m3fnuz"),
+      0);
   /* a contract violation found by check: exit 2, one line naming file and tensor */
   cr_assert_eq(
       run("inputs pack --out mlr_cli_gen/c.safetensors q=mlr_cli_gen/npy/q.npy:bf16", &o, &e), 0);
