@@ -199,7 +199,8 @@ static mlr_status copy_model(const mlr_emu_result *model, int64_t n, int64_t nl,
 }
 
 /* a mistake in the output: the model's output, changed */
-static void change_output(out_mistake w, const mlr_inputs *in, mlr_disc_out *out) {
+static void change_output(out_mistake w, const mlr_recipe *r, const mlr_inputs *in,
+                          mlr_disc_out *out) {
   const int64_t H = in->H, T = in->T;
   if (w == ZEROS) {
     memset(out->o, 0, (size_t)(T * H * DV) * 2);
@@ -230,8 +231,11 @@ static void change_output(out_mistake w, const mlr_inputs *in, mlr_disc_out *out
       memcpy(out->o + (t * H + 1) * DV, out->o + t * H * DV, DV * 2);
       out->lse[t * H + 1] = out->lse[t * H];
     }
-  } else if (w == LSE_BASE2) /* log2 of the sum where ln is meant: one binary32 multiply */
-    for (int64_t i = 0; i < T * H; i++) out->lse[i] = out->lse[i] * (float)MLR_EMU_LOG2E_D;
+  } else if (w == LSE_BASE2) { /* log2 of the sum where ln is meant (ln where a base-2 recipe
+                                   means log2): one binary32 multiply */
+    const float f = r->out_lse_base == MLR_EXP_2 ? MLR_EMU_LN2_F : (float)MLR_EMU_LOG2E_D;
+    for (int64_t i = 0; i < T * H; i++) out->lse[i] = out->lse[i] * f;
+  }
 }
 
 /* the model of r on in with a fault, its outputs adopted by out */
@@ -277,7 +281,7 @@ mlr_status mlr_disc_wrong_output(int k, const mlr_recipe *r, const mlr_inputs *i
   } else if ((st = copy_model(model, in->T * in->H * DV, in->T * in->H, out)) != MLR_OK)
     st = mlr_error_set(err, st, "out of memory for a wrong kernel's output");
   else
-    change_output((out_mistake)m->what, in, out);
+    change_output((out_mistake)m->what, r, in, out);
   if (st != MLR_OK) mlr_disc_out_free(out);
   return st;
 }

@@ -71,18 +71,23 @@ static mlr_verdict_kind judge_default(const cell *c, const mlr_recipe *r,
 
 /* a wrong kernel returns lse as a kernel does (out.lse_base, by the recipe's own formula:
  * FlashMLA's unsplit rows are not one conversion of the base-2 lse): where its mistake cannot act,
- * its lse is the model's lse_out bit for bit; a mistake in the lse alone changes it */
+ * its lse is the model's lse_out bit for bit; a mistake in the lse alone changes it, "lse returned
+ * in base 2" to the other base than the recipe's (a base-2 recipe's: ln) */
 Test(discriminate, inert_wrong_kernels_return_the_models_lse_out) {
-  const char *const recipes[] = {"flashmla-bf16", "triton-fp8-split"};
-  for (int i = 0; i < 2; i++) {
+  const char *const recipes[] = {"flashmla-bf16", "triton-fp8-split", "triton-fp8-split"};
+  for (int i = 0; i < 3; i++) {
     cell c;
     cell_make(&c, i ? "bs=2,kv=300,seed=3" : "bs=2,kv=300,fmt=bf16,seed=3");
     mlr_recipe r;
+    mlr_error e = {""};
     cr_assert_eq(mlr_recipe_builtin(recipes[i], &r), MLR_OK);
+    if (i == 2) cr_assert_eq(mlr_recipe_set(&r, "out.lse_base=2", &e), MLR_OK, "%s", e.msg);
+    const float to_other =
+        r.out_lse_base == MLR_EXP_2 ? 0x1.62e43p-1f : (float)0x1.71547652b82fep+0;
     mlr_emu_result model;
     emulate(&r, &c.in, 0, &model);
     const int64_t nl = c.in.T * c.in.H;
-    int inert = 0;
+    int inert = 0, base2 = 0;
     for (int k = 0; k < MLR_DISC_WRONG; k++) {
       mlr_disc_out w;
       mlr_error err = {""};
@@ -95,9 +100,15 @@ Test(discriminate, inert_wrong_kernels_return_the_models_lse_out) {
                      "%s: '%s' returns %s lse", r.name, mlr_disc_wrong_name(k),
                      lse_wrong ? "the model's" : "another");
       }
+      if (!strcmp(mlr_disc_wrong_name(k), "lse returned in base 2") && ++base2)
+        for (int64_t j = 0; j < nl; j++) {
+          const float want = model.lse_out[j] * to_other;
+          cr_assert(!memcmp(&w.lse[j], &want, 4), "%s: lse %lld not in the other base", r.name,
+                    (long long)j);
+        }
       mlr_disc_out_free(&w);
     }
-    cr_assert(inert > 0, "%s: no wrong kernel is inert on the cell", r.name);
+    cr_assert(inert > 0 && base2 == 1, "%s: no wrong kernel is inert on the cell", r.name);
     mlr_emu_result_free(&model);
     cell_free(&c);
   }

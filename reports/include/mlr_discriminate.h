@@ -39,10 +39,11 @@ extern const char *const mlr_disc_rules[MLR_DISC_RULES];
 /** Wrong kernel k's name ("?" out of range). */
 const char *mlr_disc_wrong_name(int k);
 
-/* a wrong kernel's outputs: o as bf16 codes [T, H, 512], lse [T, H] in the recipe's lse.base */
+/* a wrong kernel's outputs: o as bf16 codes [T, H, 512], lse [T, H] in the recipe's out.lse_base
+ * as a kernel returns it (mlr_emu_result's lse_out) */
 typedef struct mlr_disc_out {
   uint16_t *o;
-  float *lse; /* in out.lse_base, as a kernel returns it (mlr_emu_result's lse_out) */
+  float *lse;
 } mlr_disc_out;
 
 /** Wrong kernel k's outputs (malloc'd; free with mlr_disc_out_free) for recipe r (bf16 output) on
