@@ -96,7 +96,7 @@ static int is_largest(const char *spec) {
   return yes;
 }
 
-/* mlaref bench oracle [--shape SPEC] [--small SPEC] [--threads N]
+/* mlaref bench oracle [--shape SPEC] [--small SPEC]
  * The certified oracle on SPEC (default the largest bench shape), and the oracle (best of 5 runs)
  * against the plain 256-bit MPFR computation on the small shape SPEC (default
  * bs=1,kv=1024,seed=4217). */

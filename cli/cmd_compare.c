@@ -55,23 +55,31 @@ static const char *meta_of(const mlr_tensor_file *a, const mlr_tensor_file *b, c
   return v ? v : (b ? mlr_tf_get_meta(b, key) : NULL);
 }
 
-/* element i of a [T, H, C] tensor as (batch, token, head, column) */
+/* element i of a [T, H, C] tensor as (batch, token, head, column), of a [T, H] lse as (batch,
+ * token, head), of FlashMLA's [B, H, s_q] lse as (batch, token, head) too: its token is the
+ * batch's first plus the query index */
 static void position(const mlr_tensor *t, const mlr_inputs *in, int64_t i, char *buf, size_t n) {
   if (t->ndim != 3 && t->ndim != 2) {
     snprintf(buf, n, "element %lld", (long long)i);
     return;
   }
+  const int bhs = t->ndim == 3 && strcmp(t->name, "lse") == 0; /* [B, H, s_q] */
   const int64_t C = t->ndim == 3 ? t->shape[2] : 1, H = t->shape[1];
-  const int64_t tok = i / (H * C), h = (i / C) % H, c = i % C;
-  long long b = -1;
-  if (in)
+  const int64_t r = i / (H * C), h = (i / C) % H, c = i % C; /* r: token, or batch (bhs) */
+  int64_t b = -1, tok = r;
+  if (bhs) {
+    b = r;
+    tok = in && r < in->B ? in->qo_indptr[r] + c : -1;
+  } else if (in)
     for (int64_t k = 0; k < in->B; k++)
-      if (tok >= in->qo_indptr[k] && tok < in->qo_indptr[k + 1]) b = (long long)k;
+      if (r >= in->qo_indptr[k] && r < in->qo_indptr[k + 1]) b = k;
   size_t at = 0;
-  if (b >= 0) at = (size_t)snprintf(buf, n, "batch %lld ", b);
-  if (at < n)
-    at += (size_t)snprintf(buf + at, n - at, "token %lld head %lld", (long long)tok, (long long)h);
-  if (t->ndim == 3 && at < n) /* a [T, H] tensor (lse) has no column */
+  if (b >= 0) at = (size_t)snprintf(buf, n, "batch %lld ", (long long)b);
+  if (tok >= 0 && at < n) at += (size_t)snprintf(buf + at, n - at, "token %lld ", (long long)tok);
+  if (at < n) at += (size_t)snprintf(buf + at, n - at, "head %lld", (long long)h);
+  if (bhs && tok < 0 && at < n) /* no inputs to place the query: its index in the batch */
+    snprintf(buf + at, n - at, " query %lld", (long long)c);
+  else if (t->ndim == 3 && !bhs && at < n)
     snprintf(buf + at, n - at, " column %lld", (long long)c);
 }
 

@@ -101,7 +101,8 @@ def encode(values, fmt: str, rounding: str = "rne", overflow: str = "sat"):
     the one its quantizers use: rounding rne (to nearest, ties to even) or rtz (toward zero),
     overflow sat (to +-max; also Inf), nonsat (to Inf, or NaN where the format has none) or legacy
     (as nonsat, |x| > max tested before rounding). values: float32 or float64, or bfloat16 /
-    float16 (widened exactly first), numpy or torch, any shape. Returns the codes in the caller's
+    float16 (widened exactly first; a numpy uint16 array is bf16 bits, as everywhere in mlaref),
+    numpy or torch, any shape. Returns the codes in the caller's
     type: fp8 as uint8 (numpy or torch: what Inputs takes with kv_format, and PyTorch 1.x has no
     float8 types), bf16 and fp16 as numpy uint16 bits, or torch.bfloat16 / torch.float16."""
     f = _format_index(fmt, "encode")
@@ -116,8 +117,9 @@ def encode(values, fmt: str, rounding: str = "rne", overflow: str = "sat"):
     elif h.dtype not in _WIDE:
         raise InputError(f"encode: values are {h.type_name}: encode reads float32, float64, "
                          "bfloat16 or float16")
-    a = np.ascontiguousarray(a, dtype=_WIDE.get(h.dtype, np.float32))
-    codes = np.empty(a.shape, dtype=np.uint8 if fmt.startswith("e") else np.uint16)
+    shape = h.array.shape  # a 0-d value stays 0-d
+    a = np.ascontiguousarray(a, dtype=_WIDE.get(h.dtype, np.float32)).reshape(-1)
+    codes = np.empty(shape, dtype=np.uint8 if fmt.startswith("e") else np.uint16)
     opts = _lib.CvtOpts(f, _lib.ROUNDING_NAMES.index(rounding), _lib.OVERFLOW_NAMES.index(overflow))
     fn = lib.mlr_encode_f64_array if a.dtype == np.float64 else lib.mlr_encode_f32_array
     ctype = ctypes.c_double if a.dtype == np.float64 else ctypes.c_float

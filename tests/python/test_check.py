@@ -114,6 +114,21 @@ def test_4d_output_and_lse(files):
                             rules=["exact"]).passed
 
 
+def test_compare_places_a_bhs_lse_element(files, tmp_path):
+    """`mlaref compare --tensor lse` on FlashMLA's [B, H, s_q] lse names batch, token and head of
+    the element that differs (token: the batch's first plus the query index), no column."""
+    x = mlaref.load(files["paged"])
+    _, lse = mlaref.run(R, x)  # [T, H], T = 3 batches x 2 query tokens
+    bhs = np.ascontiguousarray(lse.reshape(3, 2, 16).transpose(0, 2, 1))
+    wrong = bhs.copy()
+    wrong[1, 5, 1] += np.float32(0.01)  # batch 1, head 5, query 1: token 3
+    a, b = str(tmp_path / "a.safetensors"), str(tmp_path / "b.safetensors")
+    mlaref.save_tensors(a, {"lse": wrong})
+    mlaref.save_tensors(b, {"lse": bhs})
+    r = cli("compare", a, b, "--tensor", "lse", "--inputs", files["paged"])
+    assert r.returncode == 1 and "reproduce batch 1 token 3 head 5: " in r.stdout, r.stdout
+
+
 def test_assert_mla_close(files):
     x = mlaref.load(files["paged"])
     o, lse = mlaref.run(R, x)

@@ -314,6 +314,7 @@ def test_encode_is_the_quantizers_encoder():
     assert mlaref.encode(x, "e4m3", rounding="rtz").tolist() == [0x38, 0x39, 0x38, 0xB8, 0x7E, 0xFE]
     assert mlaref.encode(x[4:5], "e4m3", overflow="nonsat").tolist() == [0x7F]
     assert mlaref.encode(np.array([1.0 + 2.0 ** -9]), "bf16").tolist() == [0x3F80]  # float64
+    assert mlaref.encode(np.float32(1.0), "e4m3").shape == ()
     t = mlaref.encode(torch.tensor([1.0, -2.0]), "e4m3")
     assert t.dtype == torch.uint8 and t.tolist() == [0x38, 0xC0]
     b = mlaref.encode(torch.tensor([1.0, 3.0]), "bf16")
