@@ -19,6 +19,9 @@ int mlr_cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(pr
 int mlr_cli_unknown_option(const char *cmd, const char *option, const char *valid);
 /* CMD's usage line (by its first word) and the exit statuses on stdout; returns MLR_EXIT_OK. */
 int mlr_cli_help(const char *cmd);
+/* bad input for want of an argument: "usage: " and cmd's part of its usage (a subcommand's, e.g.
+ * "report merge ...", else the whole), the one `mlaref CMD --help` prints; exit 2 */
+int mlr_cli_usage_fail(const char *cmd);
 /* Whether argv[0] is --help or -h (for the commands whose first argument is a subcommand). */
 int mlr_cli_asks_help(int argc, char **argv);
 

@@ -108,6 +108,23 @@ int mlr_cli_help(const char *cmd) {
   return MLR_EXIT_OK;
 }
 
+int mlr_cli_usage_fail(const char *cmd) {
+  const size_t word = strcspn(cmd, " ");
+  for (size_t k = 0; k < sizeof USAGES / sizeof USAGES[0]; k++) {
+    if (strlen(USAGES[k].cmd) != word || strncmp(cmd, USAGES[k].cmd, word) != 0) continue;
+    const char *u = USAGES[k].usage, *p = u;
+    if (cmd[word]) /* a subcommand: its segment, between " | " */
+      for (const char *s = u; s; s = strstr(s, " | ") ? strstr(s, " | ") + 3 : NULL)
+        if (!strncmp(s, cmd, strlen(cmd)) && (s[strlen(cmd)] == ' ' || !s[strlen(cmd)])) {
+          p = s;
+          break;
+        }
+    const char *end = p == u && !cmd[word] ? NULL : strstr(p, " | ");
+    return mlr_cli_usage_error(cmd, "usage: %.*s", end ? (int)(end - p) : (int)strlen(p), p);
+  }
+  return mlr_cli_usage_error(cmd, "usage: mlaref help");
+}
+
 int mlr_cli_unknown_option(const char *cmd, const char *option, const char *valid) {
   /* options are read before any work and any output, so there is nothing to undo here */
   if (strcmp(option, "--help") == 0 || strcmp(option, "-h") == 0) exit(mlr_cli_help(cmd));
@@ -164,9 +181,9 @@ int mlr_cli_out_file_check(const char *cmd, const char *path) {
   const char *d = slash ? dir : ".";
   struct stat sb;
   if (stat(d, &sb) != 0)
-    return mlr_cli_usage_error(cmd, errno == ENOTDIR ? "%s: a file is in its path"
-                                                     : "%s: its folder does not exist",
-                               path);
+    return mlr_cli_usage_error(
+        cmd, errno == ENOTDIR ? "%s: a file is in its path" : "%s: its folder does not exist",
+        path);
   if (!S_ISDIR(sb.st_mode))
     return mlr_cli_usage_error(cmd, "%s: '%s' is a file, not a folder", path, d);
   if (access(d, W_OK | X_OK) != 0)

@@ -423,9 +423,7 @@ static int budget_args(const char *cmd, int argc, char **argv, opts *o) {
 
 /* the options together, and --out's folder writable: refused before the work, not after */
 static int budget_check(const char *cmd, const opts *o) {
-  if (!o->recipe || (!o->inputs == !o->shape))
-    return mlr_cli_usage_error(cmd, "usage: budget --inputs IN | --shape SPEC --recipe NAME|FILE "
-                                    "[--set k=v]... [--policy P] [--sweep absmax] [--json]");
+  if (!o->recipe || (!o->inputs == !o->shape)) return mlr_cli_usage_fail(cmd);
   if (o->sweep && strcmp(o->sweep, "absmax"))
     return mlr_cli_usage_error(cmd, "--sweep '%s': only absmax can be swept", o->sweep);
   if (o->sweep && o->out)

@@ -238,10 +238,6 @@ typedef struct check_opts {
   mlr_truth_from from;
 } check_opts;
 
-static const char *const CHECK_USAGE =
-    "usage: check --inputs IN --output KERNEL_OUT --recipe NAME|FILE [--set k=v]... [--rule R]... "
-    "[--tensor o|lse|both] [--truth dequantized|bf16] [--threads N] [--allow-nonfinite] [--json]";
-
 /* --tensor o|lse|both: an exit code */
 static int check_tensor(const char *cmd, int m, const char *v, check_opts *o) {
   if (m > 0 && strcmp(v, "o") == 0)
@@ -293,7 +289,7 @@ static int check_args(const char *cmd, int argc, char **argv, check_opts *o) {
   }
   if (rc != MLR_EXIT_OK) return rc;
   o->threads = (int)threads;
-  if (!o->inputs || !o->output || !o->recipe) return mlr_cli_usage_error(cmd, "%s", CHECK_USAGE);
+  if (!o->inputs || !o->output || !o->recipe) return mlr_cli_usage_fail(cmd);
   return MLR_EXIT_OK;
 }
 
@@ -368,9 +364,7 @@ int mlr_cmd_oracle(int argc, char **argv) {
                                   "--inputs --out --from --max-memory --allow-nonfinite");
   }
   if (rc != MLR_EXIT_OK) return rc;
-  if (!inputs || !out)
-    return mlr_cli_usage_error(cmd,
-                               "usage: oracle --inputs IN --out OUT [--from dequantized|bf16]");
+  if (!inputs || !out) return mlr_cli_usage_fail(cmd);
   if (strcmp(from_s, "dequantized") && strcmp(from_s, "bf16"))
     return mlr_cli_usage_error(cmd, "--from '%s' is not one of dequantized|bf16", from_s);
   if ((rc = mlr_cli_out_file_check(cmd, out)) != MLR_EXIT_OK) return rc;

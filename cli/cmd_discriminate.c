@@ -113,9 +113,7 @@ int mlr_cmd_discriminate(int argc, char **argv) {
     }
     return mlr_cli_unknown_option(CMD, argv[i], "--suite, --recipe, --max-bs, --threads");
   }
-  if (!ns)
-    return mlr_cli_usage_error(CMD, "usage: discriminate --suite NAME [--suite NAME]... "
-                                    "[--recipe R] [--max-bs N] [--threads N]");
+  if (!ns) return mlr_cli_usage_fail(CMD);
   const mlr_suite *suites[MAX_SUITES];
   for (int s = 0; s < ns; s++)
     if (!(suites[s] = mlr_suite_find(names[s])))

@@ -311,8 +311,7 @@ static int inputs_unpack(int argc, char **argv) {
     else
       in = argv[i];
   }
-  if (!in || !dir)
-    return mlr_cli_usage_error(cmd, "usage: inputs unpack FILE.safetensors --dir FOLDER");
+  if (!in || !dir) return mlr_cli_usage_fail(cmd);
   mlr_tensor_file tf;
   mlr_error err;
   if (mlr_safetensors_read(in, &tf, &err) != MLR_OK) return mlr_cli_usage_error(cmd, "%s", err.msg);
@@ -324,8 +323,7 @@ static int inputs_unpack(int argc, char **argv) {
     char key[MLR_NAME_MAX + 32];
     snprintf(key, sizeof key, "mlaref.format.%s", tf.t[i].name);
     const char *variant = tf.t[i].dtype == MLR_DT_U8 ? mlr_tf_get_meta(&tf, key) : NULL;
-    printf("%s/%s.npy %s\n", dir, tf.t[i].name,
-           variant ? variant : mlr_dtype_name(tf.t[i].dtype));
+    printf("%s/%s.npy %s\n", dir, tf.t[i].name, variant ? variant : mlr_dtype_name(tf.t[i].dtype));
   }
   if (rc == MLR_EXIT_OK) printf("%s/metadata.json\n", dir);
   mlr_tf_free(&tf);

@@ -369,10 +369,7 @@ int mlr_cmd_golden(int argc, char **argv) {
     snprintf(beside, sizeof beside, "%s/" MANIFEST_NAME, goldens);
     return verify(cmd, digests ? digests : beside, goldens, suites, nsuites);
   }
-  if ((!out) == (!digests) || !nsuites)
-    return mlr_cli_usage_error(
-        cmd, "usage: golden --suite NAME... --recipe NAME|all (--out DIR | --digests FILE) | "
-             "golden --verify [--goldens DIR] [--digests FILE] [--suite NAME]...");
+  if ((!out) == (!digests) || !nsuites) return mlr_cli_usage_fail(cmd);
   if (out && (rc = mlr_cli_out_dir_check(cmd, "--out", out)) != MLR_EXIT_OK) return rc;
   static mlr_recipe rs[16];
   int n;

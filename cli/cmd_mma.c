@@ -83,8 +83,7 @@ static int check_file(const char *path, const mlr_mma_model *m, mlr_format f, lo
 }
 
 int mlr_cmd_mma(int argc, char **argv) {
-  if (argc < 1 || strcmp(argv[0], "check"))
-    return mlr_cli_usage_error(CMD, "usage: mma check FILE... --unit U [--format F]");
+  if (argc < 1 || strcmp(argv[0], "check")) return mlr_cli_usage_fail(CMD);
   const char *unit = NULL, *fmt = NULL, *files[64];
   int nf = 0, rc = MLR_EXIT_OK;
   for (int i = 1; i < argc; i++) {
@@ -98,8 +97,7 @@ int mlr_cmd_mma(int argc, char **argv) {
     else
       files[nf++] = argv[i];
   }
-  if (!unit || !nf)
-    return mlr_cli_usage_error(CMD, "usage: mma check FILE... --unit U [--format F]");
+  if (!unit || !nf) return mlr_cli_usage_fail(CMD);
   const mlr_mma_model *m = mlr_mma_find(unit);
   if (!m)
     return mlr_cli_usage_error(CMD,

@@ -492,13 +492,7 @@ static int pick_shapes(const char *cmd, pc_opts *o) {
 /* every check before any work or output (bad input prints one line only): the options together,
  * both policies, every shape's spec or file */
 static int check_inputs(const char *cmd, pc_opts *o) {
-  if (!o->policy)
-    return mlr_cli_usage_error(
-        cmd,
-        "usage: policy-check --policy static:absmax=A|dynamic|per_head|per_token [--against "
-        "P] [--suite NAME | --shape SPEC... | --inputs FILE...] [--recipe R|none]... "
-        "[--tolerance RTOL,ATOL] [--threshold X] [--margin M] [--json] "
-        "[--kernel NAME='CMD {inputs} {out} {q_scale} {q_policy}' --kernel-recipe NAME=R ...]");
+  if (!o->policy) return mlr_cli_usage_fail(cmd);
   if (strcmp(o->gpu, "auto") && strcmp(o->gpu, "off") && strcmp(o->gpu, "require"))
     return mlr_cli_usage_error(cmd, "--gpu '%s' is not one of auto|off|require", o->gpu);
   if (o->ka.npolicies)

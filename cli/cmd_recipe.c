@@ -88,9 +88,7 @@ int mlr_cmd_recipe(int argc, char **argv) {
   for (int i = 0; i < argc; i++)
     if (mlr_cli_asks_help(argc - i, argv + i)) return mlr_cli_help("recipe");
   if (argc == 1 && strcmp(argv[0], "list") == 0) return recipe_list();
-  if (argc < 2 || strcmp(argv[0], "show") != 0)
-    return mlr_cli_usage_error("recipe",
-                               "usage: recipe list | recipe show NAME|FILE [--set key=value]...");
+  if (argc < 2 || strcmp(argv[0], "show") != 0) return mlr_cli_usage_fail("recipe");
   const char *cmd = "recipe show";
   mlr_recipe r;
   int rc = mlr_cli_recipe(cmd, argv[1], &r);

@@ -145,9 +145,7 @@ static int merge_main(int argc, char **argv) {
     else
       dirs[nd++] = argv[i];
   }
-  if (!out || nd == 0)
-    return mlr_cli_usage_error(
-        cmd, "usage: report merge --out DIR [--baseline OLD/summary.json] SHARD_DIR...");
+  if (!out || nd == 0) return mlr_cli_usage_fail(cmd);
   if ((rc = check_out(cmd, out)) != MLR_EXIT_OK) return rc;
   mlr_report base;
   if ((rc = read_baseline(cmd, baseline, &base)) != MLR_EXIT_OK) return rc;
@@ -220,13 +218,7 @@ int mlr_cmd_report(int argc, char **argv) {
                                     "--kernel-recipe --kernel-policy --kernel-timeout "
                                     "--kernel-rule --kernel-inputs");
   }
-  if (!suite || (!out && !plan))
-    return mlr_cli_usage_error(cmd, "usage: report --suite NAME --out DIR [--recipe NAME|none]... "
-                                    "[--policy P]... [--baseline OLD/summary.json] [--quick] "
-                                    "[--cells A,B...] [--gpu auto|off|require] [--shard i/n | "
-                                    "--shards N] [--plan] [--digests FILE] [--threads N] "
-                                    "[--kernel NAME='CMD {inputs} {out}' --kernel-recipe NAME=R "
-                                    "...] | report merge --out DIR SHARD_DIR...");
+  if (!suite || (!out && !plan)) return mlr_cli_usage_fail(cmd);
   static mlr_kernel kernels[MAXK];
   if ((rc = mlr_cli_kernels_define(cmd, &ka, NULL, kernels)) != MLR_EXIT_OK) return rc;
   for (int k = 0; k < nrec; k++)

@@ -147,11 +147,7 @@ static int run_args(const char *cmd, int argc, char **argv, int gpu, run_opts *o
     if (mlr_gpu_fast_opts_parse(o->variant, &o->fo, &verr) != MLR_OK)
       return mlr_cli_usage_error(cmd, "--variant %s", verr.msg);
   }
-  if (!o->recipe || !o->inputs || !o->out || (gpu && !o->kernel))
-    return mlr_cli_usage_error(cmd, gpu ? "usage: gpu run --kernel exact|fast --recipe NAME|FILE "
-                                          "[--set key=value]... --inputs IN --out OUT"
-                                        : "usage: run --recipe NAME|FILE [--set key=value]... "
-                                          "--inputs IN --out OUT [--threads N] [--partials]");
+  if (!o->recipe || !o->inputs || !o->out || (gpu && !o->kernel)) return mlr_cli_usage_fail(cmd);
   return mlr_cli_out_file_check(cmd, o->out);
 }
 

@@ -200,7 +200,7 @@ Test(cli, bad_input_exits_2_with_one_line) {
   bad("gpu frob", "unknown subcommand 'frob' (valid: run, info)");
   bad("gpu info extra", "takes no options ('extra')");
   bad("gpu run --recipe fp32-seq --inputs x --out mlr_cli_never.safetensors",
-      "usage: gpu run --kernel exact|fast --recipe");
+      "usage: gpu run --kernel exact|fast [--variant");
   bad("gpu run --kernel frob --recipe fp32-seq --inputs x --out mlr_cli_never.safetensors",
       "--kernel 'frob' is not a GPU kernel (valid: exact, fast)");
   /* the fast kernel refuses a recipe it does not compute, before looking for a GPU */
