@@ -1219,3 +1219,48 @@ Test(cli, usage_names_every_option) {
   }
   free(all);
 }
+
+/* docs/recipes.md's order of the canonical string's keys is the command's: in every built-in
+ * recipe's canonical line the keys come in the documented order (a recipe hash recomputed from
+ * the docs is the command's) */
+Test(cli, documented_canonical_order) {
+  FILE *f = fopen(MLAREF_SOURCE_DIR "/docs/recipes.md", "rb");
+  cr_assert_not_null(f);
+  static char doc[1 << 20];
+  doc[fread(doc, 1, sizeof doc - 1, f)] = 0;
+  fclose(f);
+  const char *list = strstr(doc, "in this fixed order");
+  cr_assert_not_null(list, "docs/recipes.md has no 'in this fixed order' list");
+  const char *end = strstr(list, "`softmax.schedule`;");
+  cr_assert_not_null(end, "the list does not end at softmax.schedule");
+  char *o, *e;
+  cr_assert_eq(run("recipe list", &o, &e), 0, "%s", e);
+  free(e);
+  int nrecipes = 0;
+  for (char *line = strtok(o, "\n"); line; line = strtok(NULL, "\n")) {
+    char name[64], cmd[128], *r;
+    if (sscanf(line, "%63s", name) != 1 || name[0] == '#') continue; /* a heading */
+    snprintf(cmd, sizeof cmd, "recipe show %s", name);
+    cr_assert_eq(run(cmd, &r, &e), 0, "%s", e);
+    free(e);
+    const char *c = strstr(r, "# canonical ");
+    cr_assert_not_null(c, "%s", r);
+    const char *at = list; /* each key found after the one before it */
+    for (c += strlen("# canonical "); *c && *c != '\n';) {
+      char key[64], quoted[68];
+      const size_t n = strcspn(c, "=");
+      snprintf(key, sizeof key, "%.*s", (int)n, c);
+      snprintf(quoted, sizeof quoted, "`%s`", key);
+      const char *p = strstr(at, quoted);
+      cr_assert(p && p <= end, "%s: key %s is not where docs/recipes.md's order puts it", name,
+                key);
+      at = p + 1;
+      c += strcspn(c, ";\n");
+      if (*c == ';') c++;
+    }
+    free(r);
+    nrecipes++;
+  }
+  free(o);
+  cr_assert_gt(nrecipes, 10);
+}

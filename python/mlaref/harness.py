@@ -109,9 +109,9 @@ class Kernel:
             if isinstance(ok, str) or not ok:
                 return SKIP, ok if isinstance(ok, str) else "not supported (supports() said no)"
         result = self.fn(inputs if self.layout == "contract" else paged(inputs))
-        o, lse = result if isinstance(result, (tuple, list)) else (result, None)
         if isinstance(result, (tuple, list)) and len(result) != 2:
             raise ValueError(f"fn returned {len(result)} values: o, or (o, lse)")
+        o, lse = result if isinstance(result, (tuple, list)) else (result, None)
         tensors = {"o": _output(o, "o", wide=False)}
         if lse is not None:
             tensors["lse"] = _output(lse, "lse", wide=True)
@@ -301,10 +301,24 @@ def report(kernels, suite: str = "edge", out=None, recipes=None, baseline=None,
         recipe_text = recipes
     else:
         recipe_text = "\n".join(recipes) if recipes else "none"
+    made = out is None or not os.path.exists(out)
     if out is None:
         out = tempfile.mkdtemp(prefix="mlaref-report-")
     out = os.fspath(out)
     os.makedirs(out, exist_ok=True)
+    try:
+        return _report(kernels, suite, out, recipe_text, baseline, quick, threads)
+    except InputError:
+        if made:  # bad input writes nothing: the folder made for it goes (it is empty)
+            try:
+                os.rmdir(out)
+            except OSError:
+                pass
+        raise
+
+
+def _report(kernels, suite, out, recipe_text, baseline, quick, threads) -> Summary:
+    """report's call of the library, once out exists."""
     keep, handles = [], []
     try:
         for k in kernels:
@@ -326,5 +340,5 @@ def report(kernels, suite: str = "edge", out=None, recipes=None, baseline=None,
         if k.interrupt is not None:
             raise k.interrupt
     if st != _lib.OK:
-        raise (InputError if code.value == 2 else ComputeError)(f"report: {e.text()}")
+        raise (InputError if code.value == 2 else ComputeError)(e.text())
     return Summary(code.value, summary_path)

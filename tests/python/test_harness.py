@@ -130,6 +130,14 @@ def test_exception_is_an_error(summary):
                         "second line")
 
 
+def test_three_values_is_an_error_that_says_so(tmp_path):
+    k = Kernel("three", lambda i: (*mlaref.run("fp32-seq", i), None), recipe="fp32-seq")
+    s = mlaref.harness.report(k, out=tmp_path, recipes="none", quick=True)
+    c = s.cells[0]
+    assert c.verdict == "error" and c.reason == (
+        f"kernel three, cell {c.shape}: ValueError: fn returned 3 values: o, or (o, lse)"), c
+
+
 def test_counts_and_exit_code(summary):
     assert summary.exit_code == 1 and not summary.passed
     assert len(summary.cells) == 30
@@ -209,6 +217,12 @@ def test_bad_input_raises(tmp_path):
         mlaref.harness.report(good, suite="nope", out=tmp_path, recipes="none")
     with pytest.raises(mlaref.InputError, match="given twice"):
         mlaref.harness.report([good, good], out=tmp_path, recipes="none")
+    assert os.listdir(tmp_path) == []
+    # a folder made for the report goes again when the input is bad
+    with pytest.raises(mlaref.InputError, match="^unknown suite 'nope'"):
+        mlaref.harness.report(good, suite="nope", out=tmp_path / "new", recipes="none")
+    with pytest.raises(mlaref.InputError, match="not a name"):
+        mlaref.harness.report(Kernel("a b", attention, recipe="fp32-seq"), out=tmp_path / "new")
     assert os.listdir(tmp_path) == []
 
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import mlaref
-from helpers import (as_numpy, batch_pages, contract, kv2d, kv_format, padded, page_of, pool,
-                     same_bits, seq_lens, token_rows)
+from helpers import (as_numpy, batch_pages, cli, contract, kv2d, kv_format, padded, page_of,
+                     pool, same_bits, seq_lens, token_rows)
 
 RECIPES = ("aiter-a8w8-ps", "triton-fp8-split")
 PAD_NEG = -1
@@ -197,6 +197,26 @@ def test_fnuz_cache_with_block_table(files):
     inputs = mlaref.Inputs(**d, **_common(c))
     assert inputs.kv_format == "e4m3fnuz"
     assert_same_as_file(inputs, files["fnuz"], recipes=("aiter-a8w8-ps",))
+
+
+def test_split_fnuz_q_is_the_whole_q(files, tmp_path):
+    """fp8 Q in the MI300 format (uint8 codes, q_format e4m3fnuz) as q_nope + q_pe (AITER's
+    layout): the same model outputs as the whole q, bit for bit; the file it writes conforms."""
+    c = contract(files["paged"])
+    q = mlaref.encode(mlaref.decode(c["q"], "bf16"), "e4m3fnuz")
+    d = lay_block_table_3d(c)
+    d.pop("q")
+    common = dict(_common(c), q_format="e4m3fnuz", q_scale=1.0)
+    whole = mlaref.Inputs(q=q, **d, **common)
+    parts = dict(q_nope=np.ascontiguousarray(q[..., :512]), q_pe=np.ascontiguousarray(q[..., 512:]))
+    split = mlaref.Inputs(**parts, **d, **common)
+    assert split.q_format == "e4m3fnuz"
+    for a, b in zip(mlaref.run("fp32-seq", whole), mlaref.run("fp32-seq", split)):
+        assert np.array_equal(a, b)
+    path = str(tmp_path / "split.safetensors")
+    mlaref.write_inputs(path, **parts, **d, **common)
+    r = cli("inputs", "check", path)
+    assert r.returncode == 0 and "conforms" in r.stdout, r.stdout + r.stderr
 
 
 def test_torch_layouts(files):
