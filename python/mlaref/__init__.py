@@ -28,11 +28,12 @@ from .errors import ComputeError, Error, InputError, LibraryError, RecipeError
 from .files import decode, encode, read_tensors, save_tensors
 from .harness import Unsupported
 from .inputs import Inputs, gen, load, suite, write_inputs
-from .model import recipe_text, recipes, run, truth
+from .model import recipe_hash, recipe_text, recipes, run, truth
 
 __all__ = [
     "__version__", "Inputs", "load", "gen", "suite", "write_inputs", "run", "truth", "check",
-    "Result", "RuleVerdict", "Element", "recipes", "recipe_text", "save_tensors", "read_tensors", "decode",
-    "encode", "bf16_to_float32", "float32_to_bf16", "has_check", "library_path", "testing", "Error",
-    "InputError", "RecipeError", "LibraryError", "ComputeError", "harness", "Unsupported",
+    "Result", "RuleVerdict", "Element", "recipes", "recipe_text", "recipe_hash", "save_tensors",
+    "read_tensors", "decode", "encode", "bf16_to_float32", "float32_to_bf16", "has_check",
+    "library_path", "testing", "Error", "InputError", "RecipeError", "LibraryError",
+    "ComputeError", "harness", "Unsupported",
 ]

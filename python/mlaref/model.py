@@ -78,5 +78,12 @@ def recipes() -> list:
 
 
 def recipe_text(recipe, set=None) -> str:
-    """A recipe's text form (`mlaref recipe show`), after the overrides in set."""
+    """A recipe's text form, after the overrides in set: the `key = value` lines `mlaref recipe
+    show` prints under its `#` header."""
     return _lib.Recipe(recipe, set).text()
+
+
+def recipe_hash(recipe, set=None) -> str:
+    """A recipe's SHA-256 (hex) after the overrides in set: `mlaref recipe show`'s `# sha256`, the
+    hash of its canonical string (docs/recipes.md: Hashes)."""
+    return _lib.Recipe(recipe, set).sha256()

@@ -147,6 +147,11 @@ def test_recipes_and_text():
     assert "aiter-a8w8-ps" in names and "fast-a16w8" in names
     text = mlaref.recipe_text("fp32-seq", set={"out.format": "fp32"})
     assert "out.format = fp32" in text
+    # the hash `recipe show` prints (the test `recipe` pins fp32-seq's with sha256sum)
+    assert mlaref.recipe_hash("fp32-seq") == (
+        "2b31e79bbfb8873f95f167478733bbcb929e299a43742d88737c1d7a9619f606")
+    shown = cli("recipe", "show", "fp32-seq", "--set", "out.format=fp32").stdout
+    assert f"# sha256 {mlaref.recipe_hash('fp32-seq', set={'out.format': 'fp32'})}\n" in shown
 
 
 def test_bf16_helpers():
