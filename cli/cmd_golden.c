@@ -265,8 +265,9 @@ typedef struct gold {
   int n;
   const char **suites;
   int nsuites;
-  void *mf; /* the manifest being written (FILE *) */
-  size_t done;
+  void *mf;    /* the manifest being written (FILE *) */
+  size_t done; /* cell x recipe pairs run */
+  size_t rows; /* of them, those the recipe fits: the manifest's rows */
 } gold;
 
 static void manifest_row(const gold *g, const char *suite, const char *cell, const mlr_recipe *r,
@@ -299,6 +300,7 @@ static int write_cell(gold *g, const mlr_suite *s, const mlr_suite_cell *cell, s
     progress(isatty(2), what, ++g->done, total);
     if ((rc = run_cell(g->cmd, &g->rs[ri], &c, &oc)) != MLR_EXIT_OK) break;
     if (oc.fits) manifest_row(g, s->name, cell->name, &g->rs[ri], &oc);
+    g->rows += oc.fits != 0;
     if (oc.fits && file) st = cell_file_add(&tf, &g->rs[ri], &oc);
     mlr_emu_result_free(&oc.res);
   }
@@ -378,7 +380,7 @@ int mlr_cmd_golden(int argc, char **argv) {
   if (out && (rc = mlr_cli_make_dir(cmd, "--out", out)) != MLR_EXIT_OK) return rc;
   char beside[4200];
   snprintf(beside, sizeof beside, "%s/" MANIFEST_NAME, out ? out : "");
-  gold g = {cmd, out, max_bs, rs, n, suites, nsuites, 0, 0};
+  gold g = {cmd, out, max_bs, rs, n, suites, nsuites, 0, 0, 0};
   mlr_atomic_file af;
   mlr_error err = {""};
   if (mlr_atomic_open(&af, digests ? digests : beside, &err) != MLR_OK)
@@ -395,7 +397,7 @@ int mlr_cmd_golden(int argc, char **argv) {
     printf("golden: on the GPU exact kernel (%s, %s): %.1f ms of kernels\n", device,
            mlr_gpu_backend(), gpu_kernel_ms);
   if (rc == MLR_EXIT_OK)
-    printf("golden: %zu cell x recipe runs%s%s, manifest %s\n", g.done, out ? ", cells in " : "",
-           out ? out : "", digests ? digests : beside);
+    printf("golden: %zu cell x recipe pairs, %zu that fit their recipe%s%s, manifest %s\n", g.done,
+           g.rows, out ? ", cells in " : "", out ? out : "", digests ? digests : beside);
   return rc;
 }
