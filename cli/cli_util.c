@@ -108,18 +108,25 @@ int mlr_cli_help(const char *cmd) {
   return MLR_EXIT_OK;
 }
 
+/* the segment of usage u (its alternatives are " | " apart) that starts with subcommand sub, or
+ * NULL */
+static const char *segment_of(const char *u, const char *sub) {
+  const size_t n = strlen(sub);
+  for (const char *s = u; s; s = strstr(s, " | ")) {
+    if (s != u) s += 3;
+    if (!strncmp(s, sub, n) && (s[n] == ' ' || !s[n])) return s;
+  }
+  return NULL;
+}
+
 int mlr_cli_usage_fail(const char *cmd) {
   const size_t word = strcspn(cmd, " ");
   for (size_t k = 0; k < sizeof USAGES / sizeof USAGES[0]; k++) {
     if (strlen(USAGES[k].cmd) != word || strncmp(cmd, USAGES[k].cmd, word) != 0) continue;
-    const char *u = USAGES[k].usage, *p = u;
-    if (cmd[word]) /* a subcommand: its segment, between " | " */
-      for (const char *s = u; s; s = strstr(s, " | ") ? strstr(s, " | ") + 3 : NULL)
-        if (!strncmp(s, cmd, strlen(cmd)) && (s[strlen(cmd)] == ' ' || !s[strlen(cmd)])) {
-          p = s;
-          break;
-        }
-    const char *end = p == u && !cmd[word] ? NULL : strstr(p, " | ");
+    const char *u = USAGES[k].usage, *p = cmd[word] ? segment_of(u, cmd) : NULL;
+    if (!p) /* a one-word command (or a subcommand with no segment): the whole usage */
+      return mlr_cli_usage_error(cmd, "usage: %s", u);
+    const char *end = strstr(p, " | ");
     return mlr_cli_usage_error(cmd, "usage: %.*s", end ? (int)(end - p) : (int)strlen(p), p);
   }
   return mlr_cli_usage_error(cmd, "usage: mlaref help");
