@@ -1,5 +1,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
+#include "mlr_tensor.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -175,26 +176,9 @@ int mlr_cli_out_dir_check(const char *cmd, const char *opt, const char *dir) {
 }
 
 int mlr_cli_out_file_check(const char *cmd, const char *path) {
-  const size_t n = strlen(path);
-  if (n >= 4 && strcasecmp(path + n - 4, ".npy") == 0)
-    return mlr_cli_usage_error(cmd,
-                               "%s: this writes a .safetensors file, not a .npy (one array: "
-                               "inputs unpack writes those)",
-                               path);
-  char dir[4096];
-  snprintf(dir, sizeof dir, "%s", path);
-  char *slash = strrchr(dir, '/');
-  if (slash) slash[slash == dir] = 0; /* "/x": the root */
-  const char *d = slash ? dir : ".";
-  struct stat sb;
-  if (stat(d, &sb) != 0)
-    return mlr_cli_usage_error(
-        cmd, errno == ENOTDIR ? "%s: a file is in its path" : "%s: its folder does not exist",
-        path);
-  if (!S_ISDIR(sb.st_mode))
-    return mlr_cli_usage_error(cmd, "%s: '%s' is a file, not a folder", path, d);
-  if (access(d, W_OK | X_OK) != 0)
-    return mlr_cli_usage_error(cmd, "%s: the folder '%s' is not writable", path, d);
+  mlr_error err = {{0}};
+  if (mlr_out_name_check(path, &err) != MLR_OK || mlr_out_dir_check(path, &err) != MLR_OK)
+    return mlr_cli_usage_error(cmd, "%s", err.msg);
   return MLR_EXIT_OK;
 }
 

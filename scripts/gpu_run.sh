@@ -78,6 +78,7 @@ build() {
   gcc -O3 -std=c11 $FP -fopenmp $INC -DMLAREF_VERSION='"gpu-run"' -DMLAREF_FORMATS_ONLY \
       cli/main.c cli/cli_util.c cli/cmd_formats.c cli/cmd_selfcheck.c cli/cmd_bench.c \
       ref/base/status.c ref/base/parallel.c ref/formats/formats.c fixtures/rng/rng.c \
+      fixtures/io/outpath.c \
       -fno-trapping-math -lm -o "$BIN/mlaref" || return 1
   "$NVCC" -O3 -std=c++17 -arch=sm_90 -fmad=false -prec-div=true -prec-sqrt=true -ftz=false \
       -Xcompiler -ffp-contract=off,-fno-fast-math,-fno-math-errno,-fopenmp $INC \
