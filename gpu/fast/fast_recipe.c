@@ -20,7 +20,7 @@
  * by timing `mlaref bench gpu` on an H200 with recipe files that set other split.rule,
  * split.overhead and split.per values, over the bench shapes and shapes between them (q_len 1 to
  * 4): 18 keeps the 8 bench shapes' counts and picks the fastest count at every shape timed;
- * docs/perf/2026-12-04-fast-kernel.md has the figures. */
+ * docs/perf/fast-kernel.md has the figures. */
 #define FAST_COMMON(block) FAST_QK("qk.operand=fp16;qk.dot=mma:sm90-f16;", block)
 #define FAST_QK(qk, block)                                                                         \
   "kv.scale_at=folded;" qk "qk.result=fp32;logit.format=fp32;softmax.exp=2;"                       \
