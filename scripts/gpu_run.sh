@@ -49,9 +49,9 @@
 #      in $MLAREF_GPU_DATA/emu; their outputs ($OUT/peer.tgz) are compared with the emulator by
 #      scripts/peer_compare.sh on a machine with the full CLI.
 #   5. the matrix-unit probes (gpu/probes/mma_probe.cu: mma.sync on 2^20 random and 2^14 targeted
-#      inner products a class and operand format; gpu/probes/wgmma_probe.cu: wgmma with e4m3 and
-#      e5m2 operands, 2^20 a class) against ref/mma's models ($OUT/mma, $OUT/wgmma: the summaries
-#      and the vectors kept as test data).
+#      inner products a class and operand format; gpu/probes/wgmma_probe.cu: wgmma with e4m3,
+#      e5m2, fp16 and bf16 operands, 2^20 a class) against ref/mma's models ($OUT/mma, $OUT/wgmma:
+#      the summaries and the vectors kept as test data).
 #   6. the hardware exp2 (gpu/probes/ex2_table.cu): its tables (x <= 0, x > 0) rebuilt and
 #      compared with ref/sfu's (SHA-256), the model checked on every float, 4096 samples
 #      ($OUT/ex2_samples.txt, the source of tests/data/sfu/); the reciprocal's table likewise
@@ -396,7 +396,7 @@ step() {
   step mma && {
   echo "== matrix units: mma.sync against ref/mma (gpu/probes/mma_probe.cu)"
   "$BIN/mma_probe" --out "$OUT/mma" || status=1
-  echo "== matrix units: wgmma with fp8 operands against ref/mma (gpu/probes/wgmma_probe.cu)"
+  echo "== matrix units: wgmma against ref/mma (gpu/probes/wgmma_probe.cu)"
   "$BIN/wgmma_probe" --out "$OUT/wgmma" || status=1
   }
   step sfu && {
