@@ -37,7 +37,8 @@ static int run_file(const char *name, const mlr_mma_model *m, mlr_format f, int 
     const int both_nan = isnan(d) && isnan(mlr_bits_f32(db)); /* the payload is not modelled */
     if (mlr_f32_bits(d) != db && !both_nan) {
       if (bad < 3 && !(f == MLR_FMT_E4M3 && with_c))
-        fprintf(stderr, "%s line %d: model %08x, H200 %08x\n", name, n + 1, mlr_f32_bits(d), db);
+        fprintf(stderr, "%s line %d: model %08x, hardware %08x\n", name, n + 1, mlr_f32_bits(d),
+                db);
       bad++;
     }
     n++;
@@ -154,6 +155,16 @@ Test(mma, h100_wgmma_fp16_bit_identical) {
   cr_assert_eq(
       run_file("h100_wgmma_fp16.txt", mlr_mma_get(MLR_MMA_SM90_F16), MLR_FMT_FP16, 16, 1, &n), 0);
   cr_assert_eq(n, 2048);
+  /* the vectors tell the rules apart: true exponents for subnormal inputs (26 differ) or 24
+   * fraction bits (579) miss some */
+  mlr_mma_model alt = *mlr_mma_get(MLR_MMA_SM90_F16);
+  alt.sub_emin = 0;
+  const int bad_sub = run_file("h100_wgmma_fp16.txt", &alt, MLR_FMT_FP16, 16, 1, &n);
+  alt = *mlr_mma_get(MLR_MMA_SM90_F16);
+  alt.frac_bits = 24;
+  const int bad_frac = run_file("h100_wgmma_fp16.txt", &alt, MLR_FMT_FP16, 16, 1, &n);
+  cr_assert_gt(bad_sub, 10, "true exponents for subnormal inputs should miss: %d", bad_sub);
+  cr_assert_gt(bad_frac, 100, "24 fraction bits (the model has 25) should miss: %d", bad_frac);
 }
 
 /* the binary64 form (mlr_mma_in_exp, mlr_mma_c_exp, mlr_mma_finish) a block at a time (a lowered
