@@ -142,25 +142,19 @@ struct gen {
   int range(int lo, int hi) { return lo + (int)(bits() % (uint64_t)(hi - lo + 1)); } // lo..hi
 };
 
-int fmt_exp_bits(mlr_format f) { return f == MLR_FMT_E4M3 ? 4 : f == MLR_FMT_BF16 ? 8 : 5; }
-int fmt_man_bits(mlr_format f) {
-  return f == MLR_FMT_E4M3 ? 3 : f == MLR_FMT_BF16 ? 7 : f == MLR_FMT_E5M2 ? 2 : 10;
-}
 uint32_t code_of(mlr_format f, double x) {
   return mlr_encode_f64(x, f, MLR_RND_NEAREST_EVEN, MLR_OVF_SATURATE, 0u);
 }
 uint32_t random_finite(gen &r, mlr_format f) {
-  const int bits = 1 + fmt_exp_bits(f) + fmt_man_bits(f);
+  const int bits = mlr_format_get(f).bits;
   for (;;) {
     const uint32_t c = (uint32_t)(r.bits() & ((1u << bits) - 1));
     if (isfinite(mlr_decode(f, c))) return c;
   }
 }
-uint32_t neg_code(mlr_format f, uint32_t c) {
-  return c ^ (1u << (fmt_exp_bits(f) + fmt_man_bits(f)));
-}
+uint32_t neg_code(mlr_format f, uint32_t c) { return c ^ mlr_format_get(f).sign_bit; }
 uint32_t subnormal(gen &r, mlr_format f) { // a subnormal code (or zero), random sign
-  const uint32_t m = (uint32_t)(r.bits() & ((1u << fmt_man_bits(f)) - 1));
+  const uint32_t m = (uint32_t)(r.bits() & ((1u << mlr_format_get(f).t) - 1));
   return (r.bits() & 1) ? neg_code(f, m) : m;
 }
 float random_c(gen &r) { // a binary32 with a random exponent near the products' range
@@ -171,13 +165,9 @@ float random_c(gen &r) { // a binary32 with a random exponent near the products'
 void make_tile(const inst &in, int cls, gen &r, uint32_t *A, uint32_t *B, float *C) {
   const int K = in.k;
   const mlr_format f = in.fmt;
-  const uint32_t nan = f == MLR_FMT_E4M3 || f == MLR_FMT_E5M2 ? 0x7Fu
-                       : f == MLR_FMT_BF16                    ? 0x7FC0u
-                                                              : 0x7E00u;
-  const uint32_t inf = f == MLR_FMT_BF16   ? 0x7F80u
-                       : f == MLR_FMT_FP16 ? 0x7C00u
-                       : f == MLR_FMT_E5M2 ? 0x7Cu
-                                           : nan; // e4m3 has no Inf
+  const mlr_format_params fp = mlr_format_get(f);
+  const uint32_t nan = fp.bits == 8 ? 0x7Fu : fp.nan_code; // 0x7F: a NaN in e4m3 and e5m2
+  const uint32_t inf = fp.inf_code ? fp.inf_code : nan;    // e4m3 has no Inf
   const int s = r.range(-4, 4);
   for (int v = 0; v < 16 + 8; v++) {
     uint32_t *x = v < 16 ? A + v * K : B + (v - 16) * K;

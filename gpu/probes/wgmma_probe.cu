@@ -129,23 +129,17 @@ const kind KINDS[NOP] = {{MLR_FMT_E4M3, 1, MLR_MMA_SM90_E4M3, "e4m3", 1},
 uint32_t code_of(mlr_format f, double x) {
   return mlr_encode_f64(x, f, MLR_RND_NEAREST_EVEN, MLR_OVF_SATURATE, 0u);
 }
-int exp_bits(mlr_format f) { return f == MLR_FMT_E4M3 ? 4 : f == MLR_FMT_BF16 ? 8 : 5; }
-int man_bits(mlr_format f) {
-  return f == MLR_FMT_E4M3 ? 3 : f == MLR_FMT_BF16 ? 7 : f == MLR_FMT_E5M2 ? 2 : 10;
-}
-uint32_t sign_bit(mlr_format f) { return 1u << (exp_bits(f) + man_bits(f)); }
 
 /* one value's code for class cls (x: the vector's codes so far) */
 uint32_t class_code(mlr_format f, int cls, gen &r, int s, bool in_a, const uint32_t *x, int e,
                     int k) {
-  const uint32_t nan = f == MLR_FMT_E4M3 || f == MLR_FMT_E5M2 ? 0x7Fu
-                       : f == MLR_FMT_BF16                    ? 0x7FC0u
-                                                              : 0x7E00u;
-  const uint32_t inf = f == MLR_FMT_BF16 ? 0x7F80u : f == MLR_FMT_FP16 ? 0x7C00u : 0x7Cu;
+  const mlr_format_params fp = mlr_format_get(f);
+  const uint32_t sign = fp.sign_bit, inf = fp.inf_code,
+                 nan = fp.bits == 8 ? 0x7Fu : fp.nan_code; /* 0x7F: a NaN in e4m3 and e5m2 */
   uint32_t c = 0;
   switch (cls) {
   case C_RANDOM:
-    do c = (uint32_t)(r.bits() & (2 * sign_bit(f) - 1));
+    do c = (uint32_t)(r.bits() & (2 * sign - 1));
     while (!isfinite(mlr_decode(f, c)));
     return c;
   case C_NORMAL:
@@ -154,20 +148,20 @@ uint32_t class_code(mlr_format f, int cls, gen &r, int s, bool in_a, const uint3
   case C_CANCEL:
     if (e >= k - 4) return code_of(f, ldexp(r.normal(), s - 6));
     if (e % 2 == 0) return code_of(f, ldexp(r.normal(), s));
-    return in_a ? x[e - 1] ^ sign_bit(f) : x[e - 1];
+    return in_a ? x[e - 1] ^ sign : x[e - 1];
   case C_SPREAD:
     return code_of(f, ldexp(1.0 + r.uni(), e == 0 ? s : s - r.range(0, 12)) *
                           ((r.bits() & 1) ? -1 : 1));
   case C_SUBNORM: /* a subnormal code (or zero) of either sign, or a normal value */
-    return (r.bits() % 4) ? (uint32_t)(r.bits() & (sign_bit(f) | ((1u << man_bits(f)) - 1)))
+    return (r.bits() % 4) ? (uint32_t)(r.bits() & (sign | ((1u << fp.t) - 1)))
                           : code_of(f, ldexp(r.normal(), -2));
   case C_ZEROS: /* every product +-0 */
-    return in_a || (r.bits() & 1) ? (uint32_t)(r.bits() & sign_bit(f)) : code_of(f, r.normal());
+    return in_a || (r.bits() & 1) ? (uint32_t)(r.bits() & sign) : code_of(f, r.normal());
   default: { /* C_NONFIN: NaN, and Inf where the format has it (e4m3 has none) */
     const int u = (int)(r.bits() % 16);
     return u == 0                        ? nan
            : u == 1 && f != MLR_FMT_E4M3 ? inf
-           : u == 2 && f != MLR_FMT_E4M3 ? inf | sign_bit(f)
+           : u == 2 && f != MLR_FMT_E4M3 ? inf | sign
                                          : code_of(f, ldexp(r.normal(), s));
   }
   }
