@@ -11,15 +11,16 @@
 // operands each (32 fp8 or 16 16-bit values). Each warp holds 16 rows of A in the m16n8k32 (fp8) or
 // m16n8k16 (16-bit) A-fragment layout, which put the same bytes of a row in the same registers, and
 // 16 rows of D in the m16n8 C/D layout (PTX ISA, wgmma register fragments). B (8 x 32 bytes,
-// K-major, as fp8 wgmma requires; the 16-bit forms are run untransposed too) sits in shared memory
-// as two 8x16-byte core matrices (the no-swizzle canonical layout: rows of 16 bytes, 128 bytes a
-// core matrix, the second core matrix 128 bytes on: the leading-dimension byte offset).
+// K-major, as fp8 wgmma requires; the 16-bit forms are run so too, and fp16 once more MN-major,
+// imm-trans-b 1, on fp16's own vectors: kind fp16t) sits in shared memory as two 8x16-byte core
+// matrices (the no-swizzle canonical layout: rows of 16 bytes, 128 bytes a core matrix, the second
+// core matrix 128 bytes on: the leading-dimension byte offset).
 //
 // Usage: wgmma_probe [--n N] [--seed S] [--out DIR]   (N inner products a class, default 2^20)
-//   DIR: writes DIR/summary.txt, DIR/DEV_wgmma_{e4m3,e5m2,fp16,bf16}.txt (256 vectors a class,
-//   C D a b; DEV h200, h100 or gpu, from the device's name) and DEV_wgmma_*_misses.txt (a class's
-//   first 256 vectors the fitted model misses).
-// Exit status: 0 every D matches its fitted model (e4m3, e5m2, fp16; bf16's misses are printed,
+//   DIR: writes DIR/summary.txt, DIR/DEV_wgmma_KIND.txt (KIND e4m3, e5m2, fp16, bf16, fp16t; 256
+//   vectors a class, C D a b; DEV h200, h100 or gpu, from the device's name) and
+//   DEV_wgmma_KIND_misses.txt (a class's first 256 vectors the fitted model misses).
+// Exit status: 0 every D matches its fitted model (e4m3, e5m2, fp16, fp16t; bf16's misses printed,
 // not counted), 1 not, 2 usage or no device.
 // Build: nvcc -arch=sm_90a (wgmma needs the sm_90a target) with ref/mma/mma.c.
 #include "gpu/hip_compat.h"
@@ -45,8 +46,9 @@ enum { C_RANDOM = 0, C_NORMAL, C_CANCEL, C_SPREAD, C_SUBNORM, C_ZEROS, C_CDOM, C
 const char *CLASS_NAMES[NCLASS] = {"random",  "normal", "cancel", "spread",
                                    "subnorm", "zeros",  "cdom",   "nonfin"};
 
-/* the operand kinds: e4m3, e5m2 (k32), fp16, bf16 (k16) */
-enum { OP_E4M3 = 0, OP_E5M2, OP_F16, OP_BF16, NOP };
+/* the operand kinds: e4m3, e5m2 (k32), fp16, bf16 (k16), and fp16 with B MN-major (imm-trans-b 1:
+ * the layout of a V tile as B, rows of 8 columns' values for one k) */
+enum { OP_E4M3 = 0, OP_E5M2, OP_F16, OP_BF16, OP_F16T, NOP };
 #define WG_OP(SHAPE_TYPES, TAIL)                                                                   \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned." SHAPE_TYPES \
                " {%0,%1,%2,%3}, {%4,%5,%6,%7}, %8, p, 1, 1" TAIL ";\n}\n"                          \
@@ -60,6 +62,8 @@ __device__ __forceinline__ void wgmma_op(float (&d)[4], const uint32_t (&a)[4], 
     WG_OP("m64n8k32.f32.e5m2.e5m2", "");
   else if constexpr (OP == OP_F16)
     WG_OP("m64n8k16.f32.f16.f16", ", 0"); /* imm-trans-b 0: B K-major */
+  else if constexpr (OP == OP_F16T)
+    WG_OP("m64n8k16.f32.f16.f16", ", 1"); /* imm-trans-b 1: B MN-major */
   else
     WG_OP("m64n8k16.f32.bf16.bf16", ", 0");
 }
@@ -73,9 +77,12 @@ __global__ void __launch_bounds__(128)
   const int tile = blockIdx.x, tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane >> 2,
             tg = lane & 3;
   const uint8_t *a = A + (size_t)tile * ROWS * KB, *b = B + (size_t)tile * COLS * KB;
-  for (int i = tid; i < COLS * KB; i += 128) { /* core matrix (k / 16): row n's 16 bytes at 16 n */
-    const int n = i / KB, k = i % KB;
-    bs[(k / 16) * 128 + n * 16 + k % 16] = b[i];
+  for (int i = tid; i < COLS * KB; i += 128) {
+    const int n = i / KB, k = i % KB; /* byte k of column n */
+    if (OP == OP_F16T) /* core matrix (k / 16): row k / 2 % 8 holds the 8 columns' values */
+      bs[(k / 16) * 128 + (k / 2 % 8) * 16 + 2 * n + k % 2] = b[i];
+    else /* core matrix (k / 16): row n's 16 bytes at 16 n */
+      bs[(k / 16) * 128 + n * 16 + k % 16] = b[i];
   }
   asm volatile("fence.proxy.async.shared::cta;\n" ::
                    : "memory"); /* the generic stores, seen by wgmma */
@@ -91,9 +98,10 @@ __global__ void __launch_bounds__(128)
     d[i] = C[(size_t)tile * TILE + (16 * warp + g + (i >= 2 ? 8 : 0)) * COLS + tg * 2 + (i & 1)];
   const uint32_t addr = (uint32_t)__cvta_generic_to_shared(bs);
   /* descriptor: start address >> 4 (bits 0-13), leading byte offset 128 >> 4 (bits 16-29), stride
-   * byte offset 256 >> 4 (bits 32-45), no swizzle (bits 62-63 = 0) */
-  const uint64_t desc =
-      (uint64_t)((addr >> 4) & 0x3FFF) | (uint64_t)(128 >> 4) << 16 | (uint64_t)(256 >> 4) << 32;
+   * byte offset 256 >> 4 (bits 32-45; MN-major: 128, so that either offset steps to the second
+   * core matrix along K, the only step N = 8 takes), no swizzle (bits 62-63 = 0) */
+  const uint64_t desc = (uint64_t)((addr >> 4) & 0x3FFF) | (uint64_t)(128 >> 4) << 16 |
+                        (uint64_t)((OP == OP_F16T ? 128 : 256) >> 4) << 32;
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
   wgmma_op<OP>(d, ar, desc);
   asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
@@ -124,7 +132,8 @@ struct kind {
 const kind KINDS[NOP] = {{MLR_FMT_E4M3, 1, MLR_MMA_SM90_E4M3, "e4m3", 1},
                          {MLR_FMT_E5M2, 1, MLR_MMA_SM90_E5M2, "e5m2", 1},
                          {MLR_FMT_FP16, 2, MLR_MMA_SM90_F16, "fp16", 1},
-                         {MLR_FMT_BF16, 2, MLR_MMA_SM90_BF16, "bf16", 0}};
+                         {MLR_FMT_BF16, 2, MLR_MMA_SM90_BF16, "bf16", 0},
+                         {MLR_FMT_FP16, 2, MLR_MMA_SM90_F16, "fp16t", 1}};
 
 uint32_t code_of(mlr_format f, double x) {
   return mlr_encode_f64(x, f, MLR_RND_NEAREST_EVEN, MLR_OVF_SATURATE, 0u);
@@ -221,7 +230,7 @@ void launch(int op, bufs &b) {
   CK(cudaMemcpy(b.dC, b.C, nc, cudaMemcpyHostToDevice));
   CK(cudaMemset(b.dD, 0xFF, nc));
   void (*const k[NOP])(const uint8_t *, const uint8_t *, const float *, float *) = {
-      k_wgmma<OP_E4M3>, k_wgmma<OP_E5M2>, k_wgmma<OP_F16>, k_wgmma<OP_BF16>};
+      k_wgmma<OP_E4M3>, k_wgmma<OP_E5M2>, k_wgmma<OP_F16>, k_wgmma<OP_BF16>, k_wgmma<OP_F16T>};
   k[op]<<<b.nt, 128>>>(b.dA, b.dB, b.dC, b.dD);
   CK(cudaGetLastError());
   CK(cudaMemcpy(b.D, b.dD, nc, cudaMemcpyDeviceToHost));
@@ -244,7 +253,8 @@ long long run_class(int op, int cls, uint64_t seed, bufs &b, FILE *fp, FILE *mf,
   const int k = kd.k();
   const mlr_mma_model *models[2] = {mlr_mma_get(kd.unit),
                                     kd.es == 1 ? mlr_mma_get(MLR_MMA_SM90_E4M3_SYNC) : nullptr};
-  gen r{seed * 16 + (uint64_t)(op * NCLASS + cls)};
+  /* fp16t: fp16's vectors, so that the two layouts of B are compared on the same products */
+  gen r{seed * 16 + (uint64_t)((op == OP_F16T ? OP_F16 : op) * NCLASS + cls)};
   for (int t = 0; t < b.nt; t++)
     make_tile(kd, cls, r, b.A + (size_t)t * ROWS * KB, b.B + (size_t)t * COLS * KB,
               b.C + (size_t)t * TILE);

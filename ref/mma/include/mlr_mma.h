@@ -62,9 +62,9 @@ typedef enum { MLR_MMA_RZ = 0, MLR_MMA_RNE = 1, MLR_MMA_RD = 2 } mlr_mma_round;
 typedef enum {
   MLR_MMA_SM90_E4M3 = 0,  /* the published e4m3 vectors' unit (most likely wgmma; not mma.sync:
                              below), fp32 accumulator */
-  MLR_MMA_SM90_BF16,      /* mma.sync m16n8k16, bf16 operands (wgmma's differs on subnormal
-                             inputs, docs/numerics.md) */
-  MLR_MMA_SM90_F16,       /* mma.sync m16n8k16 and wgmma m64n8k16 (B K-major), fp16 operands */
+  MLR_MMA_SM90_BF16,      /* mma.sync m16n8k16, bf16 operands (wgmma's differs where C is
+                             subnormal, docs/numerics.md) */
+  MLR_MMA_SM90_F16,       /* mma.sync m16n8k16 and wgmma m64n8k16 (B K- or MN-major), fp16 */
   MLR_MMA_CDNA3_FP8,      /* MI300 v_mfma_f32_*_fp8 (agrees with MMA-Sim; not on hardware) */
   MLR_MMA_SM90_E4M3_SYNC, /* mma.sync m16n8k32 e4m3 or e5m2 as sm_90 runs it: two fp16 HMMAs
                              (lowered) */
