@@ -50,8 +50,8 @@
 #      scripts/peer_compare.sh on a machine with the full CLI.
 #   5. the matrix-unit probes (gpu/probes/mma_probe.cu: mma.sync on 2^20 random and 2^14 targeted
 #      inner products a class and operand format; gpu/probes/wgmma_probe.cu: wgmma with e4m3,
-#      e5m2, fp16 and bf16 operands, 2^20 a class) against ref/mma's models ($OUT/mma, $OUT/wgmma:
-#      the summaries and the vectors kept as test data).
+#      e5m2, fp16 (B K- and MN-major) and bf16 operands, 2^20 a class) against ref/mma's models
+#      ($OUT/mma, $OUT/wgmma: the summaries and the vectors kept as test data).
 #   6. the hardware exp2 (gpu/probes/ex2_table.cu): its tables (x <= 0, x > 0) rebuilt and
 #      compared with ref/sfu's (SHA-256), the model checked on every float, 4096 samples
 #      ($OUT/ex2_samples.txt, the source of tests/data/sfu/); the reciprocal's table likewise

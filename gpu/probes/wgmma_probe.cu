@@ -381,7 +381,7 @@ int main(int argc, char **argv) {
   char line[1024];
   snprintf(line, sizeof line,
            "wgmma_probe on %s (sm_%d%d), seed %llu: %lld inner products a class (tiles of 512), "
-           "wgmma.m64n8k32 (fp8) and m64n8k16 (fp16, bf16), A regs, B smem\n",
+           "wgmma.m64n8k32 (fp8) and m64n8k16 (fp16, bf16; fp16t: B MN-major), A regs, B smem\n",
            prop.name, prop.major, prop.minor, (unsigned long long)seed, (long long)b.nt * TILE);
   fputs(line, stdout);
   if (sf) fputs(line, sf);
