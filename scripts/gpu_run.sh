@@ -215,10 +215,11 @@ step() {
         # the fallbacks (the token table read where tok_uniform fits, static e4m3 Q divided by
         # k_qprep where the reciprocal fits) and k_attn_ws's contiguous copies at every split length
         # (the plan takes them for unpaged splits only, by length): copy_lin (lin=1, the wgmma
-        # kernel's) and lin_copy (lin=2, with k_attn_ws forced)
-        vs=auto; case $s in edge | bf16 | heads) vs="auto ws merge table lin lin2" ;; esac
+        # kernel's) and lin_copy (lin=2, with k_attn_ws forced); and the wgmma recipe's blocks of
+        # 64 rows (k_attn_rows: the plan's at 64 or 128 heads with splits of 4 tiles or more)
+        vs=auto; case $s in edge | bf16 | heads) vs="auto ws merge table lin lin2 rows" ;; esac
         for v in $vs; do for r in $rs; do
-          [ $v = lin ] && [ $r != fast-wgmma-a8w8 ] && continue
+          { [ $v = lin ] || [ $v = rows ]; } && [ $r != fast-wgmma-a8w8 ] && continue
           o="$FD/out.$s.$c.$r.safetensors"; lab="$s/$c $r"; fv=
           case $v in
             ws) fv=ws=1; lab="$lab (k_attn_ws)"
@@ -227,6 +228,7 @@ step() {
             table) fv=toktable=1,qdiv=1; lab="$lab (table, k_qprep)" ;;
             lin) fv=lin=1; lab="$lab (copy_lin)" ;;
             lin2) fv=ws=1,lin=2; lab="$lab (k_attn_ws, lin_copy)" ;;
+            rows) fv=rows=1; lab="$lab (k_attn_rows)" ;;
           esac
           "$CLI" gpu run --kernel fast ${fv:+--variant "$fv"} --recipe $r --inputs "$f" --out "$o" \
             > "$FD/run.log" 2>&1
@@ -270,9 +272,9 @@ step() {
         sanitize $tool $r $v $c
       done
     done; done
-    # the wgmma recipe's kernels (k_attn_ws_wg, k_attn_wg): the OCP edge cells with splits, paging
-    # and ragged batches
-    for tool in memcheck racecheck; do for v in ws=1 ws=0 cluster=0 lin=1 lin=2; do
+    # the wgmma recipe's kernels (k_attn_ws_wg, k_attn_wg, k_attn_rows where the batches are
+    # uniform): the OCP edge cells with splits, paging and ragged batches
+    for tool in memcheck racecheck; do for v in ws=1 ws=0 cluster=0 lin=1 lin=2 rows=1; do
       for c in edge/bs1_kv0 edge/bs2_kv33 edge/q4_kv100 edge/ragged edge/page16; do
         sanitize $tool fast-wgmma-a8w8 $v $c
       done

@@ -1,21 +1,21 @@
 /* plan_floor.cu: the plan floor (mlr_gpu_bench.h): the fast kernel's plan with none of the
  * attention's arithmetic, NVIDIA sm_90 (a HIP build answers MLR_EDEVICE). The same grid (a block a
- * query token and split, the plan's splits and split lengths from the token table), the same
- * clusters (p.cl) or the same second kernel, one block an SM (the attention kernel's dynamic shared
- * memory), each split's KV rows copied tile by tile into a ring of three tiles in shared memory by
- * cp.async with two tiles in flight, as the attention kernels copy them (the page table read
- * through kv_ref, four threads a row, chunks swizzled; or, where the launch takes k_attn_ws<..,
- * LIN> (p.lin), as contiguous chunks, copy_lin or lin_copy), then the split's result stored as the
- * fast kernel stores it: a lone split's 16 x 512 bf16 outputs and lse; or its fp32 partial in its
- * own shared memory, a cluster barrier, one round of loads of the splits' row scalars, a 1/S share
- * of the token's outputs summed over the S partials through distributed shared memory, bf16
- * stores, a last cluster barrier; or its partial in global memory and a second kernel (k_merge's
- * launch and grid) summing them. The fast kernel's time minus this is what its arithmetic costs,
- * this minus the read floor what the plan's structure costs.
- * What a block computes, so that the untimed check sees every copy and merge happen: v, a sum of
- * one byte a thread of each tile (the copies are used, as k_attn uses them), goes to the outputs;
- * the lse of every row is the number of KV rows the token's blocks copied (their splits' row
- * counts, summed across the merge: integers, exact in fp32 below 2^24), which the host checks
+ * query token and split, or k_attn_rows' block a batch's 64 rows and split; the plan's splits and
+ * split lengths from the token table), the same clusters (p.cl) or the same second kernel, one
+ * block an SM (the attention kernel's dynamic shared memory), each split's KV rows copied tile by
+ * tile into a ring of three tiles in shared memory by cp.async with two tiles in flight, as the
+ * attention kernels copy them (the page table read through kv_ref, four threads a row, chunks
+ * swizzled; or, where the launch takes k_attn_ws<.., LIN> (p.lin), as contiguous chunks, copy_lin
+ * or lin_copy), then the split's result stored as the fast kernel stores it: a lone split's 16 x
+ * 512 bf16 outputs and lse; or its fp32 partial in its own shared memory, a cluster barrier, one
+ * round of loads of the splits' row scalars, a 1/S share of the token's outputs summed over the S
+ * partials through distributed shared memory, bf16 stores, a last cluster barrier; or its partial
+ * in global memory and a second kernel (k_merge's launch and grid) summing them. The fast kernel's
+ * time minus this is what its arithmetic costs, this minus the read floor what the plan's structure
+ * costs. What a block computes, so that the untimed check sees every copy and merge happen: v, a
+ * sum of one byte a thread of each tile (the copies are used, as k_attn uses them), goes to the
+ * outputs; the lse of every row is the number of KV rows the token's blocks copied (their splits'
+ * row counts, summed across the merge: integers, exact in fp32 below 2^24), which the host checks
  * against the token's length. */
 #include "../fast/fast_host.cuh"
 #include "mlr_gpu_bench.h"
@@ -97,7 +97,13 @@ __global__ void __launch_bounds__(NTHR, 1) k_skel(fparams p) {
                 "a tile's rows split evenly over two passes; three tiles fit the ring");
   extern __shared__ __align__(16) uint8_t sm[];
   float *cl = (float *)sm; /* the partial, after the last tile (as cluster_merge's) */
-  const int t = blk_token(p), s = blockIdx.y;
+  /* the block's nrow rows from orow0: a token's group of 16 heads, or with p.rows (k_attn_rows) a
+   * batch's 64 rows (query token, head) from its row r0, whose KV reaches the last one's end */
+  const int s = blockIdx.y, nq = p.unq, r0 = p.rows ? RR * ((int)blockIdx.x % p.rc) : 0;
+  const int64_t t0 = p.rows ? (int64_t)((int)blockIdx.x / p.rc) * nq : 0;
+  const int nrow = p.rows ? min(RR, nq * p.H - r0) : grp_heads(p);
+  const int t = p.rows ? (int)(t0 + (r0 + nrow - 1) / p.H) : blk_token(p);
+  const int64_t orow0 = p.rows ? t0 * p.H + r0 : head_row(p, t, 0);
   const tokinfo ti = tok_of(p, t);
   if (s >= ti.nsplit) {
     if (p.cl) skel_cluster(p, cl, t, ti.nsplit);
@@ -148,14 +154,17 @@ __global__ void __launch_bounds__(NTHR, 1) k_skel(fparams p) {
   __syncthreads(); /* every tile read: the ring's start may hold the partial */
   griddep_launch_dependents();
   const float rows = (float)(end > start ? end - start : 0);
+  /* row i's count: its own token's rows of the split (p.rows: tokens before the last see fewer) */
+  auto count = [&](int i) {
+    if (!p.rows) return rows;
+    const int64_t L = tok_of(p, t0 + (r0 + i) / p.H).L, e = end < L ? end : L;
+    return (float)(e > start ? e - start : 0);
+  };
   if (ti.nsplit == 1) { /* a lone split: its outputs and lse */
-    for (int i = threadIdx.x; i < 16 * DV / 4; i += NTHR) {
-      const int h = i / (DV / 4);
-      if (h < grp_heads(p))
-        *(uint2 *)(p.o + head_row(p, t, h) * DV + 4 * (i % (DV / 4))) =
-            make_uint2(mlr__out_bf16x2(v, v), mlr__out_bf16x2(v, v));
-    }
-    if ((int)threadIdx.x < grp_heads(p)) p.lse[head_row(p, t, threadIdx.x)] = rows;
+    for (int i = threadIdx.x; i < nrow * DV / 4; i += NTHR)
+      *(uint2 *)(p.o + (orow0 + i / (DV / 4)) * DV + 4 * (i % (DV / 4))) =
+          make_uint2(mlr__out_bf16x2(v, v), mlr__out_bf16x2(v, v));
+    if ((int)threadIdx.x < nrow) p.lse[orow0 + threadIdx.x] = count(threadIdx.x);
     if (p.cl)
       skel_cluster(p, cl, t, 1); /* the barriers of its cluster (the plan's other tokens merge) */
   } else if (p.cl) {
@@ -165,10 +174,10 @@ __global__ void __launch_bounds__(NTHR, 1) k_skel(fparams p) {
     skel_cluster(p, cl, t, ti.nsplit);
   } else { /* each head row's partial of this split to its slot (row t H + h, split s), for
               k_skel_merge */
-    for (int i = threadIdx.x; i < grp_heads(p) * (DV / 4); i += NTHR)
-      ((float4 *)(p.part_o + ((head_row(p, t, i / (DV / 4))) * p.S + s) * DV))[i % (DV / 4)] =
+    for (int i = threadIdx.x; i < nrow * (DV / 4); i += NTHR)
+      ((float4 *)(p.part_o + ((orow0 + i / (DV / 4)) * p.S + s) * DV))[i % (DV / 4)] =
           make_float4(v, v, v, v);
-    if ((int)threadIdx.x < grp_heads(p)) p.part_x[head_row(p, t, threadIdx.x) * p.S + s] = rows;
+    if ((int)threadIdx.x < nrow) p.part_x[(orow0 + threadIdx.x) * p.S + s] = count(threadIdx.x);
   }
 }
 

@@ -11,38 +11,14 @@ namespace {
 
 extern __shared__ __align__(16) uint8_t sm[]; /* the dynamic shared memory (SMEM, SMEM_WG) */
 
-/* named barriers (producer/consumer between the logit and the PV warps) and the mbarriers that
- * track a tile's copies (cp.async.mbarrier.arrive.noinc: the barrier's phase completes when every
- * loading thread's copies have landed, whoever waits) */
+/* the named barriers between the logit and the PV warps (bar_sync, bar_arrive: fast_sm90.cuh); a
+ * tile's copies are tracked by mbarriers */
 enum {
   BAR_QK = 1,
   BAR_PV = 2,
   BAR_FULL = 3 /* +buf: P(i) written */,
   BAR_EMPTY = 5 /* +buf: PV(i) done */
 };
-__device__ __forceinline__ void bar_sync(int id, int n) {
-  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
-}
-__device__ __forceinline__ void bar_arrive(int id, int n) {
-  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory");
-}
-__device__ __forceinline__ void mbar_init(uint32_t a, int n) {
-  asm volatile("mbarrier.init.shared.b64 [%0], %1;\n" ::"r"(a), "r"(n) : "memory");
-}
-__device__ __forceinline__ void cp_mbar_arrive(uint32_t a) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared.b64 [%0];\n" ::"r"(a) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint32_t a, uint32_t parity) {
-  uint32_t done;
-  do {
-    asm volatile("{\n .reg .pred P;\n mbarrier.try_wait.parity.shared.b64 P, [%1], %2;\n selp.u32 "
-                 "%0, 1, 0, P;\n}\n"
-                 : "=r"(done)
-                 : "r"(a), "r"(parity)
-                 : "memory");
-  } while (!done);
-}
-
 /* W: bytes a KV value (1: fp8 codes, 2: bf16 codes). With bf16 KV a tile is 64 tokens (the
  * recipes' softmax.block = 64: the same 73,728 bytes as 128 fp8 rows, so the ring is unchanged).
  * Warps 0..3 compute logits and the softmax (tokens TT/4 w .. of each tile: 32 fp8, 16 bf16),

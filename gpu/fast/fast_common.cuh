@@ -59,6 +59,7 @@ enum {
   NTHR = 32 * NWARP
 };
 enum { NTHR_WSWG = 32 * 12 }; /* k_attn_ws with the wgmma logits: 4 logit warps, 8 PV warps */
+enum { NTHR_ROWS = 128 * 3 }; /* k_attn_rows: two computing warpgroups, a copying one */
 enum { PSTR = TILE + 8 /* P's row in halves: 272 bytes, 4 banks apart (bf16 KV: 72, 144 bytes) */ };
 enum {
   SLOT = 64,
@@ -96,6 +97,20 @@ enum {
  * buffers (P is written into each tile's own rope columns, dead once its logits are done:
  * wg_p_chunk) */
 enum { SM_Q8 = 16 * QK, SMEM_WG = SM_KV + SM_Q8 + SM_RED + SM_FLAG };
+/* k_attn_rows (attn_rows.cu): two KV tile buffers, Q's e4m3 codes for 64 rows (the logits' A), P
+ * (fp16, 64 rows x 128 tokens: the PV's B), the two warpgroups' row maxima [2][64], the groups' row
+ * sums [64][8], alpha [64], the final m and l [64][2], the two tile buffers' mbarriers */
+enum {
+  RR = 64, /* the rows a block */
+  R_Q8 = 2 * TILE * QK,
+  R_P = R_Q8 + RR * QK,
+  R_MAX = R_P + RR * TILE * 2,
+  R_SUM = R_MAX + 2 * RR * 4,
+  R_ALPHA = R_SUM + RR * 8 * 4,
+  R_ML = R_ALPHA + RR * 4,
+  R_MBAR = R_ML + RR * 2 * 4,
+  SMEM_ROWS = R_MBAR + 2 * 8
+};
 static_assert(SMEM_WG <= 232448 && SMEM <= 232448,
               "within sm_90's 227 KiB of shared memory a block");
 enum {
@@ -139,9 +154,11 @@ struct fparams {
   float qrecip;     /* NVIDIA, p.qin with fp8 Q: fp32(1 / static_scale), for which mlr__q_recip_fits
                        holds */
   int64_t page, S;
-  int pshift; /* log2(page) when page is a power of two (kv_ref shifts), else -1 */
-  int lin;    /* NVIDIA, unpaged KV: k_attn_ws<.., LIN> (and the plan floor) copy the rows as
-                 contiguous chunks: 1 copy_lin, 2 lin_copy */
+  int pshift;   /* log2(page) when page is a power of two (kv_ref shifts), else -1 */
+  int lin;      /* NVIDIA, unpaged KV: k_attn_ws<.., LIN> (and the plan floor) copy the rows as
+                   contiguous chunks: 1 copy_lin, 2 lin_copy */
+  int rows, rc; /* NVIDIA, the wgmma recipe over uniform batches: k_attn_rows, a block a batch's 64
+                   rows (rc blocks a batch: grid x = batch x rc + block) */
   const uint16_t *q;
   uint16_t *qop; /* [T][H][576] Q's fp16 operand codes (k_qprep) */
   const uint8_t *kv;

@@ -86,6 +86,8 @@ struct akernel {
 akernel attn_kernel_plain(const fparams &p);
 /* attn_ws.cu: k_attn_ws for p's KV format, recipe and copies (p.lin) */
 akernel attn_kernel_ws(const fparams &p);
+/* attn_rows.cu: k_attn_rows (p.rows) */
+akernel attn_kernel_rows(const fparams &p);
 /* host.cu: a launch that may begin before the previous kernel in the stream ends (griddep_wait);
  * cluster_y > 0: clusters of cluster_y blocks of grid.y */
 cudaError_t launch_pdl(kernel_fn k, dim3 grid, unsigned threads, size_t smem, const fparams &p,
@@ -120,10 +122,11 @@ struct mlr_gpu_fast {
 };
 
 /* the attention kernels' grid: a block a query token and group of 16 heads (x: blk_token,
- * blk_group) and split (y) */
+ * blk_group), or with k_attn_rows (p.rows) a block a batch's 64 rows (x: batch x p.rc + block),
+ * and split (y) */
 inline int64_t head_groups(int64_t H) { return (H + 15) / 16; }
 inline dim3 attn_grid(const mlr_gpu_fast *f) {
-  return dim3((unsigned)(f->T * head_groups(f->H)), (unsigned)f->S);
+  return dim3((unsigned)(f->p.rows ? f->B * f->p.rc : f->T * head_groups(f->H)), (unsigned)f->S);
 }
 
 #endif

@@ -66,6 +66,32 @@ __device__ __forceinline__ void cp_commit() {
   asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
 
+/* named barriers (bar.sync waits for n threads' arrivals, bar.arrive counts one without waiting)
+ * and the mbarriers that track copies (cp.async.mbarrier.arrive.noinc: the barrier's phase
+ * completes when every arriving thread's earlier copies have landed, whoever waits) */
+__device__ __forceinline__ void bar_sync(int id, int n) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+}
+__device__ __forceinline__ void bar_arrive(int id, int n) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+}
+__device__ __forceinline__ void mbar_init(uint32_t a, int n) {
+  asm volatile("mbarrier.init.shared.b64 [%0], %1;\n" ::"r"(a), "r"(n) : "memory");
+}
+__device__ __forceinline__ void cp_mbar_arrive(uint32_t a) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared.b64 [%0];\n" ::"r"(a) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint32_t a, uint32_t parity) {
+  uint32_t done;
+  do {
+    asm volatile("{\n .reg .pred P;\n mbarrier.try_wait.parity.shared.b64 P, [%1], %2;\n selp.u32 "
+                 "%0, 1, 0, P;\n}\n"
+                 : "=r"(done)
+                 : "r"(a), "r"(parity)
+                 : "memory");
+  } while (!done);
+}
+
 /* Unpaged KV: a slot's rows (or a tile's, whose two slots are adjacent in shared memory) are
  * contiguous in global memory, and in the ring but for the swizzle, which moves a 16-byte chunk
  * only within its group of 4 W. So chunk c of the run (row r = c / (36 W), column cc) sits at

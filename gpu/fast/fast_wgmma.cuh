@@ -42,9 +42,13 @@ __device__ __forceinline__ void wg_fence(float (&d)[2][4]) {
   for (int i = 0; i < 8; i++) asm volatile("" : "+f"((&d[0][0])[i])::"memory");
 }
 enum { WG_LBO = 256, WG_SBO = 128 };
+/* a shared-memory operand without swizzle (bits 62-63 = 0): core matrices of 8 rows x 16 bytes,
+ * each 128 contiguous bytes; lbo the byte step between core matrices along K, sbo along M or N */
+__device__ __forceinline__ uint64_t wg_desc_at(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+  return (uint64_t)((addr >> 4) & 0x3FFF) | (uint64_t)(lbo >> 4) << 16 | (uint64_t)(sbo >> 4) << 32;
+}
 __device__ __forceinline__ uint64_t wg_desc(uint32_t addr) {
-  return (uint64_t)((addr >> 4) & 0x3FFF) | (uint64_t)(WG_LBO >> 4) << 16 |
-         (uint64_t)(WG_SBO >> 4) << 32; /* no swizzle: bits 62-63 = 0 */
+  return wg_desc_at(addr, WG_LBO, WG_SBO);
 }
 /* wgmma's B operand, Q's e4m3 codes, straight from q_load's staging (q_operands is not run): p.qin,
  * the static policy's quantization of the bf16 codes (mlr__q_static_e4m3x2_codes: the codes that
@@ -53,22 +57,26 @@ __device__ __forceinline__ uint64_t wg_desc(uint32_t addr) {
  * a 16-column chunk) a step, so the 384 threads of k_attn_ws_wg take 3 steps each (with whole
  * chunks half the threads would take 2 and the rest 1: 32 divisions on the longest path, not 24).
  * Then the fence that makes the generic stores visible to wgmma. */
+/* eight staged codes x as e4m3 codes, by the policy above (the clamp's count added to *clipped);
+ * wg_q8's and k_attn_rows' */
+__device__ __forceinline__ uint2 wg_q8_codes(const fparams &p, uint4 x, int *clipped) {
+  uint32_t w[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+  for (int k = 0; k < 4; k++)
+    w[k] = p.qin ? mlr__q_static_e4m3x2_codes(w[k], p.static_scale, p.qrecip, clipped)
+                 : mlr__f16x2_e4m3x2(w[k]);
+  return make_uint2(w[0] | w[1] << 16, w[2] | w[3] << 16);
+}
 __device__ __forceinline__ void wg_q8(const fparams &p, const uint16_t *q_sm, uint8_t *q8_sm,
                                       int s) {
   int clipped = 0;
   for (int c = threadIdx.x; c < 16 * (QK / 8);
        c += blockDim.x) { /* head h's codes 8 k8 .. 8 k8 + 7 */
     const int h = c / (QK / 8), k8 = c % (QK / 8);
-    const uint4 x = *(const uint4 *)(q_sm + h * QSTR + 8 * k8);
-    uint32_t w[4] = {x.x, x.y, x.z, x.w};
-#pragma unroll
-    for (int k = 0; k < 4; k++)
-      w[k] = p.qin ? mlr__q_static_e4m3x2_codes(w[k], p.static_scale, p.qrecip, &clipped)
-                   : mlr__f16x2_e4m3x2(w[k]);
     /* the core matrix of column chunk k8 / 2 and heads 8 (h >> 3) .. (wg_desc's strides), row h & 7
      */
     *(uint2 *)(q8_sm + WG_LBO * (k8 >> 1) + WG_SBO * (h >> 3) + 16 * (h & 7) + 8 * (k8 & 1)) =
-        make_uint2(w[0] | w[1] << 16, w[2] | w[3] << 16);
+        wg_q8_codes(p, *(const uint4 *)(q_sm + h * QSTR + 8 * k8), &clipped);
   }
   if (p.qin) add_clipped(p, clipped, s == 0);
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");

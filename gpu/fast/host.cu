@@ -59,11 +59,13 @@ struct launch_cfg {
 /* the attention kernel for the KV format, k_attn_ws for long splits (f->ws), the wgmma recipe's
  * variants (p.wg), its copies (p.lin), with its name; its threads and dynamic shared memory */
 akernel attn_kernel(const fparams &p, int ws) {
-  return ws ? attn_kernel_ws(p) : attn_kernel_plain(p);
+  return p.rows ? attn_kernel_rows(p) : ws ? attn_kernel_ws(p) : attn_kernel_plain(p);
 }
-size_t attn_smem(const fparams &p) { return p.wg ? (size_t)SMEM_WG : (size_t)SMEM; }
+size_t attn_smem(const fparams &p) {
+  return p.rows ? (size_t)SMEM_ROWS : p.wg ? (size_t)SMEM_WG : (size_t)SMEM;
+}
 unsigned attn_threads(const fparams &p, int ws) {
-  return p.wg && ws ? (unsigned)NTHR_WSWG : (unsigned)NTHR;
+  return p.rows ? (unsigned)NTHR_ROWS : p.wg && ws ? (unsigned)NTHR_WSWG : (unsigned)NTHR;
 }
 #endif
 
@@ -255,23 +257,37 @@ out:
 mlr_status plan_launch(mlr_gpu_fast *f, const mlr_gpu_fast_opts *o, mlr_error *err) {
   mlr_status st = MLR_OK;
   fparams &p = f->p;
+  /* k_attn_rows for the wgmma recipe where the batches are uniform (it works each row's token out:
+   * tok_uniform), with 64 or 128 heads and splits of 4 tiles or more: faster there than a block a
+   * token and group of 16 heads, slower with fewer heads or shorter splits (`mlaref bench gpu`
+   * with --variant rows=0 and rows=1 at 16 and 128 heads, q_len 1 to 4, H100). With a multiple of
+   * 64 heads no block holds two tokens' rows; where one does (causal q_len > 1), V's rows past
+   * the earlier token's end meet its p = 0, which the unit skips unless V holds a NaN code, so a
+   * forced run is exact on inputs without NaN KV codes. o->rows forces either where the batches
+   * are uniform (both exact to the recipe); o->ws or o->lin, forcing the other kernels, turn it
+   * off unless o->rows = 1 */
+  p.rc = (int)((p.unq * f->H + RR - 1) / RR);
+  p.rows = p.wg && p.unq > 0 &&
+           (o->rows == 1 || (o->rows < 0 && o->ws < 0 && o->lin < 0 && f->H % RR == 0 &&
+                             f->split_len[0] >= 4 * TILE));
   /* every attention kernel may use its shared memory beyond the 48 KiB default (set before the
    * cluster query below, which needs the launched one's). Set on each of attn_kernel's choices, not
    * only the launched one: the call loads the kernel's code (CUDA's lazy loading), and with only
    * the launched kernel loaded, the shapes that launch k_merge run slower (as CUDA_MODULE_LOADING=
    * EAGER shows). The choices are enumerated through attn_kernel itself, so no list of
    * instantiations can drift from it. */
-  for (int c = 0; c < 48; c++) {
+  for (int c = 0; c < 49; c++) {
     fparams q = p;
+    q.rows = c == 48; /* the last: k_attn_rows */
     const int ws = c & 1;
     q.wg = c >> 1 & 1;
     q.kvw = 1 + (c >> 2 & 1);
     q.fnuz = c >> 3 & 1;
-    q.lin = c >> 4; /* lin 0, 1, 2 */
+    q.lin = (c >> 4) % 3; /* lin 0, 1, 2 */
     GPU_TRY(hipFuncSetAttribute((const void *)attn_kernel(q, ws).fn,
                                 hipFuncAttributeMaxDynamicSharedMemorySize, (int)attn_smem(q)));
   }
-  if (f->S >= 2 && f->S <= CL_MAX) {
+  if (f->S >= 2 && f->S <= CL_MAX && !p.rows) {
     /* the merge in the cluster (cluster_merge) when the T clusters of S blocks run in one wave
      * (one block an SM, a cluster within a GPC: fewer clusters of 4 fit than 132 / 4, and clusters
      * in two waves take twice the time); o->cluster = 0 or 1 forces k_merge or the cluster (both

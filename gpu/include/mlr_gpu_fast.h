@@ -101,10 +101,16 @@ typedef struct mlr_gpu_fast mlr_gpu_fast;
  *              by copy_lin (the wgmma kernel only; other recipes take 0), 2 by lin_copy. The plan
  *              takes 1 for fast-wgmma-a8w8 when every batch's split is 2..16 tiles, 2 when every
  *              one is longer, else 0.
+ *    rows      fast-wgmma-a8w8 over uniform batches (every batch the same q_len, KV length and
+ *              kv_indptr step): 1 runs k_attn_rows, a block a batch's 64 rows (query token, head)
+ *              with the rows as wgmma's M; 0 a block a token and group of 16 heads. The plan takes
+ *              k_attn_rows at 64 or 128 heads (no block holds two tokens' rows) when the splits
+ *              have 4 tiles or more, unless ws or lin is forced. Forced where a block holds two
+ *              tokens' rows (causal q_len > 1), it is exact unless the KV holds NaN codes.
  *  `mlaref gpu run --kernel fast --variant ws=1,lin=2` and `mlaref bench gpu --variant ...` take
  *  them in mlr_gpu_fast_opts_parse's form. */
 typedef struct mlr_gpu_fast_opts {
-  int ws, cluster, toktable, qdiv, lin;
+  int ws, cluster, toktable, qdiv, lin, rows;
   int fault; /* a planted fault, in builds with -DMLAREF_GPU_FAULTS=ON only (key fault=1..4:
                 gpu/fast/host.cu); 0 everywhere else */
 } mlr_gpu_fast_opts;
@@ -115,9 +121,9 @@ void mlr_gpu_fast_opts_init(mlr_gpu_fast_opts *o);
 /** MLR_OK when every field is -1 or one of its values, else MLR_EINVAL naming the field. */
 mlr_status mlr_gpu_fast_opts_check(const mlr_gpu_fast_opts *o, mlr_error *err);
 
-/** o from "key=value[,key=value]..." (keys ws, cluster, toktable, qdiv, lin; values 0 or 1, lin
- *  0, 1 or 2; each key at most once), the keys not given -1: MLR_OK, or MLR_EINVAL with err naming
- *  the bad item and the valid keys and values. Pure C: available in every build. */
+/** o from "key=value[,key=value]..." (keys ws, cluster, toktable, qdiv, lin, rows; values 0 or
+ *  1, lin 0, 1 or 2; each key at most once), the keys not given -1: MLR_OK, or MLR_EINVAL with
+ *  err naming the bad item and the valid keys and values. Pure C: available in every build. */
 mlr_status mlr_gpu_fast_opts_parse(const char *spec, mlr_gpu_fast_opts *o, mlr_error *err);
 
 /** Checks the fit and the options (opts may be NULL: the plan's own choices), uploads the inputs
@@ -146,11 +152,11 @@ mlr_status mlr_gpu_fast_result(mlr_gpu_fast *f, mlr_emu_result *res, mlr_error *
 /** Splits of the widest batch (the grid's second dimension). */
 long long mlr_gpu_fast_splits(const mlr_gpu_fast *f);
 
-/** The attention kernel a launch runs and how its splits merge: "k_attn", "k_attn_ws", "k_attn_wg"
- *  or "k_attn_ws_wg" (NVIDIA; "(copy_lin)" or "(lin_copy)" after it when it copies unpaged KV as
- *  contiguous chunks; "k_attn_mfma" on AMD), then "+cluster" (cluster_merge, in the attention
- *  kernel) or "+k_merge" (a second kernel) when the grid has splits; "-" for no query token or no
- *  GPU build. Valid while f is. */
+/** The attention kernel a launch runs and how its splits merge: "k_attn", "k_attn_ws", "k_attn_wg",
+ *  "k_attn_ws_wg" or "k_attn_rows" (NVIDIA; "(copy_lin)" or "(lin_copy)" after k_attn_ws when it
+ *  copies unpaged KV as contiguous chunks; "k_attn_mfma" on AMD), then "+cluster" (cluster_merge,
+ *  in the attention kernel) or "+k_merge" (a second kernel) when the grid has splits; "-" for no
+ *  query token or no GPU build. Valid while f is. */
 const char *mlr_gpu_fast_kernels(const mlr_gpu_fast *f);
 
 void mlr_gpu_fast_free(mlr_gpu_fast *f);

@@ -1,0 +1,459 @@
+/* attn_rows.cu: k_attn_rows, the wgmma recipe's kernel for blocks of 64 rows (NVIDIA sm_90a):
+ * a batch's rows (query token, head), token-major, 64 a block, so that a split's KV is staged once
+ * for all of them (q_len 2..4 at 16 heads; 17..128 heads). The rows are wgmma's M: the logits
+ * S = Q K^T (M = 64 rows, N = a warpgroup's 64 tokens of the tile, K = 576 in 18 steps of 32 in
+ * order from +0: the recipe's mma:sm90-e4m3 dot) and the PV as O^T = V^T P^T (M = 64 of V's
+ * columns, N = the 64 rows, K = the tile's 128 tokens in 8 steps of 16 in order, from acc * alpha:
+ * mma:sm90-f16, which wgmma's fp16 unit computes as mma.sync's does, gpu/probes/wgmma_probe.cu).
+ * Every row's arithmetic is k_attn_ws's, step for step (fast_wgmma.cuh): the masked logits s c,
+ * the maximum, alpha = 2^(m - m'), p = 2^(s c - m') rounded to fp16 for the PV, the row sums in
+ * the warp16 order (here a lane quad's: lane j holds tokens 2j, 2j+1, 2j+8, 2j+9 of each group of
+ * 16), l alpha + sum, and the same stores; so the recipe is unchanged, bit for bit.
+ *
+ * Two computing warpgroups and a copying one: computing warpgroup v takes the logits and the
+ * softmax of the tile's tokens 64 v .. 64 v + 63 for all 64 rows (the row maxima and group sums
+ * meet in shared memory), and the PV of V's columns 256 v .. 256 v + 255 for all 64 rows and all
+ * 128 tokens. V's fp8 codes become fp16 A fragments in registers (ldmatrix.trans,
+ * cvt.rn.f16x2.e4m3x2, exact); P (fp16) is wgmma's B from shared memory. The KV streams by
+ * cp.async through two tile buffers (the next tile copies while this one computes), issued by
+ * the copying warpgroup and tracked by mbarriers: the proxy fence that lets wgmma read what
+ * generic stores wrote (P, the copies) waits for the fencing thread's own copies in flight, so
+ * the threads that fence never copy. The buffers are in wgmma's core-matrix layout without
+ * swizzle: token r's 16-byte chunk c at 128 (36 (r / 8) + c) + 16 (r % 8), so that the logits
+ * read K as B by descriptor and an ldmatrix of 8 tokens x 16 bytes is one contiguous core matrix
+ * (no bank conflict). */
+#include "fast_attn.cuh"
+#include "fast_host.cuh"
+
+namespace mlr_fast {
+namespace {
+
+extern __shared__ __align__(1024) uint8_t rsm[];
+
+enum {
+  RC = 256,             /* the computing threads: two warpgroups */
+  RT = NTHR_ROWS,       /* and the copying warpgroup */
+  REG_C = 232,          /* setmaxnreg: the computing warpgroups' registers, */
+  REG_K = 40,           /* the copying one's (2 x 232 + 40 = 3 x 168, launch_bounds' share) */
+  BAR_C = 1,            /* the named barrier of the computing threads */
+  BAR_E = 2,            /* +buffer: the computing threads done with a tile buffer */
+  RTB = TILE * QK,      /* a tile buffer's bytes (73,728) */
+  RCM = 128,            /* a core matrix's bytes */
+  RKV_SBO = 36 * RCM,   /* KV: 8 tokens on (a row's 36 chunks) */
+  RQ_LBO = RR / 8 * RCM /* Q and P: the next 16 bytes of K, after the 8 core matrices of 64 rows */
+};
+static_assert(RT == RC + 128 && REG_C == 232 && REG_K == 40 && 2 * REG_C + REG_K == 3 * 168,
+              "setmaxnreg's operands below; the block's registers unchanged");
+static_assert(RQ_LBO == 1024 && R_Q8 == 2 * RTB && SMEM_ROWS <= 232448, "the rows kernel's layout");
+
+/* the parts of the shared memory (fast_common.cuh's offsets) */
+__device__ __forceinline__ float *r_max() { return (float *)(rsm + R_MAX); }     /* [2][64] */
+__device__ __forceinline__ float *r_sum() { return (float *)(rsm + R_SUM); }     /* [64][8] */
+__device__ __forceinline__ float *r_alpha() { return (float *)(rsm + R_ALPHA); } /* [64] */
+__device__ __forceinline__ float *r_ml() { return (float *)(rsm + R_ML); }       /* [64][2] */
+/* buffer b's copies landed (phase: the tile's use of it, tile / 2) */
+__device__ __forceinline__ uint32_t r_full(int b) { return smem_addr(rsm + R_MBAR + 8 * b); }
+
+#define RD8(d, i)                                                                                  \
+  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]),      \
+      "+f"(d[i + 6]), "+f"(d[i + 7])
+#define RD32(d) RD8(d, 0), RD8(d, 8), RD8(d, 16), RD8(d, 24)
+#define RREGS                                                                                      \
+  "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,"    \
+  "%25,%26,%27,%28,%29,%30,%31}"
+/* D (64 rows x 64 tokens) += Q K^T over 32 columns: A and B e4m3 codes from shared memory */
+__device__ __forceinline__ void wg_logits(float (&d)[32], uint64_t da, uint64_t db) {
+  (void)d, (void)da, (void)db; /* the trapping build uses none */
+  WG_ASM("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+         "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 " RREGS ", %32, %33, p, 1, 1;\n}\n"
+         : RD32(d)
+         : "l"(da), "l"(db));
+}
+/* D (64 of V's columns x 64 rows) += V^T P^T over 16 tokens: A fp16 from registers, B (P, K-major)
+ * from shared memory */
+__device__ __forceinline__ void wg_pv(float (&d)[32], const uint32_t (&a)[4], uint64_t db) {
+  (void)d, (void)a, (void)db;
+  WG_ASM("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+         "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " RREGS
+         ", {%32,%33,%34,%35}, %36, p, 1, 1, 0;\n}\n"
+         : RD32(d)
+         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
+/* the registers of d tied to the asm statements around them (wgmma writes them asynchronously) */
+__device__ __forceinline__ void wg_fence32(float (&d)[32]) {
+#pragma unroll
+  for (int i = 0; i < 32; i++) asm volatile("" : "+f"(d[i])::"memory");
+}
+__device__ __forceinline__ void wg_commit() {
+  WG_ASM("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void wg_wait_n() {
+  WG_ASM("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+__device__ __forceinline__ void wg_fence_all() {
+  WG_ASM("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void async_fence() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+/* the block: batch b's rows r0 .. r0 + nr - 1 (row r: token r / H of the batch, head r % H), split
+ * s; the uniform batches' entries (tok_uniform); end: the split's end for the block's last token,
+ * the farthest any of its rows reads */
+struct rblk {
+  int b, r0, nr, s, nq, ilast, ntiles;
+  int64_t t0, start, send, end;
+  tokinfo ti; /* the block's last token's */
+};
+__device__ __forceinline__ rblk rows_block(const fparams &p) {
+  rblk k;
+  k.nq = p.unq;
+  k.b = (int)blockIdx.x / p.rc;
+  k.r0 = RR * ((int)blockIdx.x % p.rc);
+  k.s = (int)blockIdx.y;
+  k.nr = min(RR, k.nq * p.H - k.r0);
+  k.t0 = (int64_t)k.b * k.nq;
+  k.ilast = (k.r0 + k.nr - 1) / p.H;
+  k.ti = tok_uniform(p.tu, k.nq, p.ustride, k.t0 + k.ilast);
+  k.start = (int64_t)k.s * k.ti.slen;
+  k.send = k.start + k.ti.slen;
+  k.end = k.send < k.ti.L ? k.send : k.ti.L;
+  k.ntiles = k.end > k.start ? (int)((k.end - k.start + TILE - 1) / TILE) : 0;
+  return k;
+}
+
+/* a tile's copies into buffer b (rows pos0 .. pos0 + 127 of the split; rows at or past the end
+ * zero-filled, so that their V adds 0 * 0), by the copying warpgroup, their completion on the
+ * buffer's mbarrier: four threads a row, thread 4 r + k copying chunks k, k + 4, .. of rows r,
+ * r + 32, .., so that a copy instruction reads 8 rows x 64 contiguous bytes and writes 4 whole
+ * core matrices */
+__device__ __forceinline__ void rows_issue(const fparams &p, const rblk &k, int b, int64_t pos0) {
+  const int i = (int)threadIdx.x - RC, lk = i & 3;
+  const uint32_t dst = smem_addr(rsm) + (uint32_t)(b * RTB);
+#pragma unroll
+  for (int u = 0; u < TILE / 32; u++) {
+    const int r = 32 * u + (i >> 2);
+    const int64_t pos = pos0 + r;
+    const int64_t row = kv_ref_row(p, kv_ref(p, k.ti.base, pos, pos < k.end));
+    const uint8_t *src = row >= 0 ? p.kv + row * QK + 16 * lk : p.kv;
+    const int bytes = row >= 0 ? 16 : 0;
+    const uint32_t d = dst + (uint32_t)((36 * (r >> 3) + lk) * RCM + 16 * (r & 7));
+#pragma unroll
+    for (int c = 0; c < QK / 64; c++)
+      cp_async16(d + 4 * RCM * c, src + (bytes ? 64 * c : 0), bytes);
+  }
+  cp_commit();
+  cp_mbar_arrive(r_full(b));
+}
+
+/* Q's rows (the staged codes: k_qprep's fp16 codes or, p.qin, the bf16 codes) as e4m3 codes in the
+ * logits' A layout: row i's chunk kc at 128 (8 kc + i / 8) + 16 (i % 8); rows past nr are zero
+ * codes (staged as zeros). As wg_q8: the static policy's codes (the clamp counted by split 0's
+ * blocks: each row is in one block a split) or k_qprep's fp16 codes narrowed (exact). */
+__device__ __forceinline__ void rows_q8(const fparams &p, const uint16_t *q_st, uint8_t *q8,
+                                        int s) {
+  int clipped = 0;
+  for (int c = threadIdx.x; c < RR * (QK / 8); c += RC) { /* row i's codes 8 k8 .. 8 k8 + 7 */
+    const int i = c / (QK / 8), k8 = c % (QK / 8);
+    *(uint2 *)(q8 + RCM * (8 * (k8 >> 1) + (i >> 3)) + 16 * (i & 7) + 8 * (k8 & 1)) =
+        wg_q8_codes(p, *(const uint4 *)(q_st + i * QK + 8 * k8), &clipped);
+  }
+  if (p.qin) add_clipped(p, clipped, s == 0);
+}
+
+/* the softmax state of a thread's two rows in the logits' layout (rows 16 w + g + 8 rr) */
+struct rrows {
+  float m[2], l[2];
+  int64_t rend[2]; /* each row's end in the split (its token's KV length); start: no row */
+};
+
+/* one tile's logits, maxima, P and row sums for warpgroup v's 64 tokens; alpha of the two rows
+ * returned through al (and written for the PV by warpgroup 0). kvb: the tile's buffer. */
+__device__ __forceinline__ void rows_softmax(const fparams &p, float c, uint32_t kvb, int64_t t0pos,
+                                             rrows &st, float (&al)[2]) {
+  const int v = threadIdx.x >> 7, w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31,
+            g = lane >> 2, j = lane & 3;
+  float sv[32];
+#pragma unroll
+  for (int i = 0; i < 32; i++) sv[i] = 0.0f;
+  wg_fence32(sv);
+  wg_fence_all();
+  const uint32_t q8 = smem_addr(rsm + R_Q8), kb = kvb + (uint32_t)(8 * v * RKV_SBO);
+#pragma unroll
+  for (int ks = 0; ks < QK / 32; ks++) /* column chunks 2 ks, 2 ks + 1 */
+    wg_logits(sv, wg_desc_at(q8 + 2 * RQ_LBO * ks, RQ_LBO, RCM),
+              wg_desc_at(kb + 2 * RCM * ks, RCM, RKV_SBO));
+  wg_commit();
+  wg_wait_n<0>();
+  wg_fence32(sv);
+  /* sv[4 i + 2 rr + e]: row 16 w + g + 8 rr, token 64 v + 8 i + 2 j + e */
+  int n[2];
+  float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+  for (int rr = 0; rr < 2; rr++) {
+    const int64_t left = st.rend[rr] - t0pos;
+    n[rr] = left <= 0 ? 0 : left >= TILE ? TILE : (int)left;
+  }
+#pragma unroll
+  for (int i = 0; i < 32; i++) {
+    const int rr = (i >> 1) & 1, tok = 64 * v + 8 * (i >> 2) + 2 * j + (i & 1);
+    sv[i] = tok < n[rr] ? sv[i] * c : -INFINITY;
+    mx[rr] = fmaxf(mx[rr], sv[i]);
+  }
+#pragma unroll
+  for (int rr = 0; rr < 2; rr++) { /* the max is exact in any order */
+    mx[rr] = fmaxf(mx[rr], MLR_SHFL_XOR(mx[rr], 1));
+    mx[rr] = fmaxf(mx[rr], MLR_SHFL_XOR(mx[rr], 2));
+    if (j == 0) r_max()[64 * v + 16 * w + g + 8 * rr] = mx[rr];
+  }
+  bar_sync(BAR_C, RC); /* (m) both halves' maxima */
+  float mn[2];
+#pragma unroll
+  for (int rr = 0; rr < 2; rr++) {
+    const int row = 16 * w + g + 8 * rr;
+    const float bm = fmaxf(r_max()[row], r_max()[64 + row]);
+    /* a row whose tokens ended before this tile: m, l kept, alpha 1 (its last tiles skipped) */
+    mn[rr] = n[rr] > 0 ? fmaxf(st.m[rr], bm) : st.m[rr];
+    al[rr] = n[rr] > 0 ? ex2(st.m[rr] - mn[rr]) : 1.0f;
+  }
+  /* p = 2^(s c - m') as fp16 P: row r's tokens t, t + 1 at 128 (8 (t / 8) + r / 8) + 16 (r % 8) +
+   * 2 (t % 8) (wgmma's B, K-major: a warp's store is 8 rows x 16 bytes, one core matrix) */
+  uint8_t *pb = rsm + R_P;
+#pragma unroll
+  for (int i = 0; i < 32; i++) {
+    const int rr = (i >> 1) & 1;
+    sv[i] = n[rr] > 0 ? ex2(sv[i] - mn[rr]) : 0.0f;
+  }
+#pragma unroll
+  for (int i = 0; i < 8; i++)
+#pragma unroll
+    for (int rr = 0; rr < 2; rr++) {
+      const int row = 16 * w + g + 8 * rr, tc = 8 * v + i;
+      *(uint32_t *)(pb + RCM * (8 * tc + (row >> 3)) + 16 * (row & 7) + 4 * j) =
+          mlr__f16x2(sv[4 * i + 2 * rr], sv[4 * i + 2 * rr + 1]);
+    }
+    /* group q (tokens 16 q ..): lane j's (p[2j] + p[2j+1]) + (p[2j+8] + p[2j+9]), then the quad's
+     * (l0 + l1) + (l2 + l3): the recipe's warp16 sum, term for term */
+#pragma unroll
+  for (int q = 0; q < 4; q++)
+#pragma unroll
+    for (int rr = 0; rr < 2; rr++) {
+      const int a = 4 * (2 * q) + 2 * rr, b = 4 * (2 * q + 1) + 2 * rr;
+      float x = (sv[a] + sv[a + 1]) + (sv[b] + sv[b + 1]);
+      x = x + MLR_SHFL_XOR(x, 1);
+      x = x + MLR_SHFL_XOR(x, 2);
+      if (j == 0) r_sum()[8 * (16 * w + g + 8 * rr) + 4 * v + q] = x;
+    }
+  if (v == 0 && j == 0) {
+    r_alpha()[16 * w + g] = al[0];
+    r_alpha()[16 * w + g + 8] = al[1];
+  }
+  async_fence();       /* P's generic stores, read by wgmma */
+  bar_sync(BAR_C, RC); /* (p) P, the group sums and alpha */
+#pragma unroll
+  for (int rr = 0; rr < 2; rr++) {
+    const float *gs = r_sum() + 8 * (16 * w + g + 8 * rr);
+    float sum = 0.0f;
+#pragma unroll
+    for (int q = 0; q < 8; q++) sum += gs[q]; /* the groups in order */
+    st.l[rr] = st.l[rr] * al[rr] + sum;
+    st.m[rr] = mn[rr];
+  }
+}
+
+/* one tile's PV for warpgroup v: acc[a][4 i + 2 x + e] is V's column 256 v + 32 (4 (a / 2) + w) +
+ * 16 (a % 2) + 2 g + x of row 8 i + 2 j + e. acc * alpha first (no row's alpha moved: no bit
+ * changes, so skipped), then 8 steps of 16 tokens, each step's A fragments converted while the
+ * step before runs. */
+__device__ __forceinline__ void rows_pv(uint32_t kvb, float (&acc)[4][32]) {
+  const int v = threadIdx.x >> 7, w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, j = lane & 3;
+  float a16[16];
+  bool one = true;
+#pragma unroll
+  for (int i = 0; i < 16; i++) {
+    a16[i] = r_alpha()[8 * (i >> 1) + 2 * j + (i & 1)];
+    one &= a16[i] == 1.0f;
+  }
+  if (!__all_sync(0xFFFFFFFFu, one))
+#pragma unroll
+    for (int a = 0; a < 4; a++)
+#pragma unroll
+      for (int i = 0; i < 32; i++) acc[a][i] = acc[a][i] * a16[2 * (i >> 2) + (i & 1)];
+  /* ldmatrix.trans of tokens 16 kb + (lane & 7) + 8 ((lane >> 3) & 1), chunk 16 v + 8 a2 + 2 w +
+   * (lane >> 4): matrices m0, m1 (tokens 0-7, 8-15) of V's columns c0 .. c0 + 15, m2, m3 of c0 +
+   * 16 ..; lane (g, j) gets tokens 2j, 2j+1 (m0, m2) and 2j+8, 2j+9 (m1, m3) of byte columns 2g,
+   * 2g + 1, which are rows g and g + 8 of the A fragment of columns c0 + 16 h .. (pv_products) */
+  const uint32_t vl =
+      kvb +
+      (uint32_t)((36 * ((lane >> 3) & 1) + (lane >> 4) + 16 * v + 2 * w) * RCM + 16 * (lane & 7));
+  const uint32_t pd = smem_addr(rsm + R_P);
+#pragma unroll
+  for (int kb = 0; kb < TILE / 16; kb++) {
+    uint32_t fa[4][4];
+#pragma unroll
+    for (int a2 = 0; a2 < 2; a2++) {
+      uint32_t r[4];
+      ldsm4t(vl + (uint32_t)(2 * kb * RKV_SBO + 8 * a2 * RCM), r[0], r[1], r[2], r[3]);
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        uint32_t e0, o0, e1, o1;
+        fp8x4<0>(prmt(r[2 * h], 0x3120), e0, o0);
+        fp8x4<0>(prmt(r[2 * h + 1], 0x3120), e1, o1);
+        fa[2 * a2 + h][0] = e0; /* row g (column 2g), tokens 2j, 2j+1 */
+        fa[2 * a2 + h][1] = o0; /* row g + 8 (column 2g + 1) */
+        fa[2 * a2 + h][2] = e1; /* tokens 2j + 8, 2j + 9 */
+        fa[2 * a2 + h][3] = o1;
+      }
+    }
+    wg_fence_all();
+#pragma unroll
+    for (int a = 0; a < 4; a++) wg_pv(acc[a], fa[a], wg_desc_at(pd + 2 * RQ_LBO * kb, RQ_LBO, RCM));
+    wg_commit();
+    wg_wait_n<1>();
+  }
+  wg_wait_n<0>();
+#pragma unroll
+  for (int a = 0; a < 4; a++) wg_fence32(acc[a]);
+}
+
+/* the split's result: raw partials (acc kv_scale, m, l) for k_merge, or a lone split's output and
+ * lse, as store_result computes them */
+__device__ __forceinline__ void rows_store(const fparams &p, const rblk &k, const rrows &st,
+                                           const float (&acc)[4][32]) {
+  const int v = threadIdx.x >> 7, w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31,
+            g = lane >> 2, j = lane & 3;
+  const bool direct = k.ti.nsplit == 1;
+  const int64_t orow0 = k.t0 * p.H + k.r0;
+  if (v == 0 && j == 0)
+#pragma unroll
+    for (int rr = 0; rr < 2; rr++) {
+      const int row = 16 * w + g + 8 * rr;
+      r_ml()[2 * row] = st.m[rr];
+      r_ml()[2 * row + 1] = st.l[rr];
+      if (row >= k.nr) continue;
+      if (direct) {
+        bool live;
+        float wv;
+        const float sc = direct_sc(p, st.m[rr], st.l[rr], live, wv);
+        store_lone_lse(p, orow0 + row, st.m[rr], sc, live);
+      } else {
+        p.part_x[(orow0 + row) * p.S + k.s] = st.m[rr];
+        p.part_sum[(orow0 + row) * p.S + k.s] = st.l[rr];
+      }
+    }
+  bar_sync(BAR_C, RC); /* (e) every row's m and l */
+#pragma unroll
+  for (int i = 0; i < 8; i++)
+#pragma unroll
+    for (int e = 0; e < 2; e++) {
+      const int row = 8 * i + 2 * j + e;
+      if (row >= k.nr) continue;
+      const int64_t orow = orow0 + row;
+      float q[8];
+      if (direct) {
+        bool live;
+        float wv, nv[8];
+        const float sc = direct_sc(p, r_ml()[2 * row], r_ml()[2 * row + 1], live, wv);
+#pragma unroll
+        for (int x = 0; x < 8; x++)
+          nv[x] = live ? 0.0f + acc[x >> 1][4 * i + 2 * (x & 1) + e] * p.kvs * wv : 0.0f;
+        div_row<8>(nv, sc, q);
+      }
+#pragma unroll
+      for (int a = 0; a < 4; a++) {
+        const int col = 256 * v + 32 * (4 * (a >> 1) + w) + 16 * (a & 1) + 2 * g;
+        if (direct)
+          *(uint32_t *)(p.o + orow * DV + col) = mlr__out_bf16x2(q[2 * a], q[2 * a + 1]);
+        else
+          *(float2 *)(p.part_o + (orow * p.S + k.s) * DV + col) =
+              make_float2(acc[a][4 * i + e] * p.kvs, acc[a][4 * i + 2 + e] * p.kvs);
+      }
+    }
+}
+
+/* the copying warpgroup: tiles 1, 2, .. as the computing threads free the buffers (tile t into
+ * buffer t % 2 once tile t - 2's PV is done); tile 0 went before Q's barriers */
+__device__ __forceinline__ void rows_copier(const fparams &p, const rblk &k) {
+  for (int tile = 1; tile < k.ntiles; tile++) {
+    if (tile >= 2) bar_sync(BAR_E + (tile & 1), RT);
+    rows_issue(p, k, tile & 1, k.start + (int64_t)tile * TILE);
+  }
+}
+
+/* the computing warpgroups: each tile's softmax and PV, then the split's result */
+__device__ __forceinline__ void rows_compute(const fparams &p, const rblk &k, rrows &st) {
+  float c = p.c0; /* the logit scale, left to right as ws_qk's */
+  c = c * q_scale(p);
+  c = c * p.kvs;
+  float acc[4][32];
+#pragma unroll
+  for (int a = 0; a < 4; a++)
+#pragma unroll
+    for (int i = 0; i < 32; i++) acc[a][i] = 0.0f;
+  for (int tile = 0; tile < k.ntiles; tile++) {
+    const int b = tile & 1;
+    mbar_wait(r_full(b), (uint32_t)(tile >> 1) & 1u);
+    async_fence(); /* the copies (and Q's codes), read by wgmma */
+    const uint32_t kvb = smem_addr(rsm) + (uint32_t)(b * RTB);
+    float al[2];
+    rows_softmax(p, c, kvb, k.start + (int64_t)tile * TILE, st, al);
+    rows_pv(kvb, acc);
+    if (tile + 2 < k.ntiles) bar_arrive(BAR_E + b, RT); /* buffer b free for tile + 2 */
+  }
+  griddep_launch_dependents(); /* k_merge may start (it waits for this grid to end) */
+  rows_store(p, k, st, acc);
+}
+
+__global__ void __launch_bounds__(RT, 1) k_attn_rows(fparams p) {
+  const rblk k = rows_block(p);
+  if (k.s >= k.ti.nsplit) return;
+  const bool copier = threadIdx.x >= RC;
+  const int w = (threadIdx.x >> 5) & 3, g = (threadIdx.x & 31) >> 2;
+  rrows st;
+#pragma unroll
+  for (int rr = 0; rr < 2; rr++) {
+    const int row = 16 * w + g + 8 * rr;
+    st.m[rr] = -INFINITY;
+    st.l[rr] = 0.0f;
+    const int64_t L = tok_uniform(p.tu, k.nq, p.ustride, k.t0 + (k.r0 + row) / p.H).L;
+    st.rend[rr] = row >= k.nr ? k.start : k.send < L ? k.send : L;
+  }
+  if (threadIdx.x == 0)
+    for (int b = 0; b < 2; b++) mbar_init(r_full(b), RT - RC); /* the copying threads' arrivals */
+  griddep_wait(); /* k_qprep's codes; the previous run's outputs */
+  /* Q's codes staged in tile buffer 1 (free until tile 1 copies, after Q's barriers) */
+  uint16_t *q_st = (uint16_t *)(rsm + RTB);
+  const uint16_t *qsrc = (p.qin ? p.q : p.qop) + (k.t0 * p.H + k.r0) * QK;
+  for (int c = threadIdx.x; c < RR * (QK / 8); c += RT) {
+    const bool ok = c / (QK / 8) < k.nr;
+    cp_async16(smem_addr(q_st) + 16 * c, ok ? qsrc + 8 * c : p.q, ok ? 16 : 0);
+  }
+  cp_commit();
+  __syncthreads(); /* the mbarriers initialized */
+  if (copier && k.ntiles > 0) {
+    rows_issue(p, k, 0, k.start);
+    asm volatile("cp.async.wait_group 1;\n" ::: "memory"); /* Q's group, not tile 0's */
+  } else
+    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+  __syncthreads(); /* Q staged */
+  if (!copier) rows_q8(p, q_st, rsm + R_Q8, k.s);
+  __syncthreads(); /* Q's codes written; tile buffer 1 free */
+  if (copier) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory"); /* REG_K */
+    rows_copier(p, k);
+    griddep_launch_dependents();
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory"); /* REG_C */
+    rows_compute(p, k, st);
+  }
+}
+
+} // namespace
+
+akernel attn_kernel_rows(const fparams &p) {
+  (void)p;
+  return {k_attn_rows, "k_attn_rows"};
+}
+
+} // namespace mlr_fast
