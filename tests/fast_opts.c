@@ -23,7 +23,8 @@ Test(fast_opts, parse_every_key) {
   cr_assert(o.ws == 1 && o.cluster == 0 && o.toktable == 1 && o.qdiv == 1 && o.lin == 2 &&
             o.rows == 0);
   cr_assert_eq(mlr_gpu_fast_opts_parse("lin=1", &o, &err), MLR_OK, "%s", err.msg);
-  cr_assert(o.ws == -1 && o.cluster == -1 && o.toktable == -1 && o.qdiv == -1 && o.lin == 1,
+  cr_assert(o.ws == -1 && o.cluster == -1 && o.toktable == -1 && o.qdiv == -1 && o.lin == 1 &&
+                o.rows == -1,
             "keys not given are the plan's");
   cr_assert_eq(mlr_gpu_fast_opts_check(&o, &err), MLR_OK, "%s", err.msg);
 }

@@ -1,22 +1,22 @@
 /* plan_floor.cu: the plan floor (mlr_gpu_bench.h): the fast kernel's plan with none of the
  * attention's arithmetic, NVIDIA sm_90 (a HIP build answers MLR_EDEVICE). The same grid (a block a
- * query token and split, or k_attn_rows' block a batch's 64 rows and split; the plan's splits and
- * split lengths from the token table), the same clusters (p.cl) or the same second kernel, one
- * block an SM (the attention kernel's dynamic shared memory), each split's KV rows copied tile by
- * tile into a ring of three tiles in shared memory by cp.async with two tiles in flight, as the
- * attention kernels copy them (the page table read through kv_ref, four threads a row, chunks
- * swizzled; or, where the launch takes k_attn_ws<.., LIN> (p.lin), as contiguous chunks, copy_lin
- * or lin_copy), then the split's result stored as the fast kernel stores it: a lone split's 16 x
- * 512 bf16 outputs and lse; or its fp32 partial in its own shared memory, a cluster barrier, one
- * round of loads of the splits' row scalars, a 1/S share of the token's outputs summed over the S
- * partials through distributed shared memory, bf16 stores, a last cluster barrier; or its partial
- * in global memory and a second kernel (k_merge's launch and grid) summing them. The fast kernel's
- * time minus this is what its arithmetic costs, this minus the read floor what the plan's structure
- * costs. What a block computes, so that the untimed check sees every copy and merge happen: v, a
- * sum of one byte a thread of each tile (the copies are used, as k_attn uses them), goes to the
- * outputs; the lse of every row is the number of KV rows the token's blocks copied (their splits'
- * row counts, summed across the merge: integers, exact in fp32 below 2^24), which the host checks
- * against the token's length. */
+ * query token and split, or k_attn_rows' block a batch's 64 rows and split, whose floor copies as
+ * the plan's p.lin says; the plan's splits and split lengths from the token table), the same
+ * clusters (p.cl) or the same second kernel, one block an SM (the attention kernel's dynamic shared
+ * memory), each split's KV rows copied tile by tile into a ring of three tiles in shared memory by
+ * cp.async with two tiles in flight, as the attention kernels copy them (the page table read
+ * through kv_ref, four threads a row, chunks swizzled; or, where the launch takes k_attn_ws<..,
+ * LIN> (p.lin), as contiguous chunks, copy_lin or lin_copy), then the split's result stored as the
+ * fast kernel stores it: a lone split's 16 x 512 bf16 outputs and lse; or its fp32 partial in its
+ * own shared memory, a cluster barrier, one round of loads of the splits' row scalars, a 1/S share
+ * of the token's outputs summed over the S partials through distributed shared memory, bf16 stores,
+ * a last cluster barrier; or its partial in global memory and a second kernel (k_merge's launch and
+ * grid) summing them. The fast kernel's time minus this is what its arithmetic costs, this minus
+ * the read floor what the plan's structure costs. What a block computes, so that the untimed check
+ * sees every copy and merge happen: v, a sum of one byte a thread of each tile (the copies are
+ * used, as k_attn uses them), goes to the outputs; the lse of every row is the number of KV rows
+ * the token's blocks copied (their splits' row counts, summed across the merge: integers, exact in
+ * fp32 below 2^24), which the host checks against the token's length. */
 #include "../fast/fast_host.cuh"
 #include "mlr_gpu_bench.h"
 

@@ -1,6 +1,7 @@
 /* attn_rows.cu: k_attn_rows, the wgmma recipe's kernel for blocks of 64 rows (NVIDIA sm_90a):
  * a batch's rows (query token, head), token-major, 64 a block, so that a split's KV is staged once
- * for all of them (q_len 2..4 at 16 heads; 17..128 heads). The rows are wgmma's M: the logits
+ * for all of them (the plan's at 64 and 128 heads; any uniform batch when forced). The rows are
+ * wgmma's M: the logits
  * S = Q K^T (M = 64 rows, N = a warpgroup's 64 tokens of the tile, K = 576 in 18 steps of 32 in
  * order from +0: the recipe's mma:sm90-e4m3 dot) and the PV as O^T = V^T P^T (M = 64 of V's
  * columns, N = the 64 rows, K = the tile's 128 tokens in 8 steps of 16 in order, from acc * alpha:
@@ -18,10 +19,10 @@
  * cp.async through two tile buffers (the next tile copies while this one computes), issued by
  * the copying warpgroup and tracked by mbarriers: the proxy fence that lets wgmma read what
  * generic stores wrote (P, the copies) waits for the fencing thread's own copies in flight, so
- * the threads that fence never copy. The buffers are in wgmma's core-matrix layout without
- * swizzle: token r's 16-byte chunk c at 128 (36 (r / 8) + c) + 16 (r % 8), so that the logits
- * read K as B by descriptor and an ldmatrix of 8 tokens x 16 bytes is one contiguous core matrix
- * (no bank conflict). */
+ * the threads that fence have none in flight (their only copies, Q's, land before the loop). The
+ * buffers are in wgmma's core-matrix layout without swizzle: token r's 16-byte chunk c at 128 (36
+ * (r / 8) + c) + 16 (r % 8), so that the logits read K as B by descriptor and an ldmatrix of 8
+ * tokens x 16 bytes is one contiguous core matrix (no bank conflict). */
 #include "fast_attn.cuh"
 #include "fast_host.cuh"
 
@@ -213,7 +214,8 @@ __device__ __forceinline__ void rows_softmax(const fparams &p, float c, uint32_t
   for (int rr = 0; rr < 2; rr++) {
     const int row = 16 * w + g + 8 * rr;
     const float bm = fmaxf(r_max()[row], r_max()[64 + row]);
-    /* a row whose tokens ended before this tile: m, l kept, alpha 1 (its last tiles skipped) */
+    /* a row whose tokens ended before this tile: m, l kept, alpha 1, p 0 (its state unchanged, as
+     * if the tile were skipped) */
     mn[rr] = n[rr] > 0 ? fmaxf(st.m[rr], bm) : st.m[rr];
     al[rr] = n[rr] > 0 ? ex2(st.m[rr] - mn[rr]) : 1.0f;
   }
@@ -440,11 +442,11 @@ __global__ void __launch_bounds__(RT, 1) k_attn_rows(fparams p) {
   if (!copier) rows_q8(p, q_st, rsm + R_Q8, k.s);
   __syncthreads(); /* Q's codes written; tile buffer 1 free */
   if (copier) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory"); /* REG_K */
+    WG_ASM("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory"); /* REG_K */
     rows_copier(p, k);
     griddep_launch_dependents();
   } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory"); /* REG_C */
+    WG_ASM("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory"); /* REG_C */
     rows_compute(p, k, st);
   }
 }

@@ -13,6 +13,8 @@
  *   attn.cu     k_attn (NVIDIA): a block per (query token, split), 8 warps doing logits and PV
  *   attn_ws.cu  k_attn_ws (NVIDIA): the same operations in the same order, warp-specialised (logit
  *               warps and PV warps on different tiles at once), for long splits
+ *   attn_rows.cu  k_attn_rows (NVIDIA): the wgmma recipe with a batch's 64 rows a block, the rows
+ *               as wgmma's M, at 64 and 128 heads
  *   merge.cu    k_merge: the splits' merge, a block per (query token, head); cluster_merge
  *               (fast_cluster.cuh) is the same merge inside the attention kernel
  *   mfma.cu     the AMD variant (HIP builds only): its k_qprep and k_attn_mfma

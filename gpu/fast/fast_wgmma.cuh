@@ -50,15 +50,8 @@ __device__ __forceinline__ uint64_t wg_desc_at(uint32_t addr, uint32_t lbo, uint
 __device__ __forceinline__ uint64_t wg_desc(uint32_t addr) {
   return wg_desc_at(addr, WG_LBO, WG_SBO);
 }
-/* wgmma's B operand, Q's e4m3 codes, straight from q_load's staging (q_operands is not run): p.qin,
- * the static policy's quantization of the bf16 codes (mlr__q_static_e4m3x2_codes: the codes that
- * q_operands would widen to fp16), the clamp's count by split 0's block; else k_qprep's fp16
- * codes of e4m3 values, narrowed (exact). Rows past H are zero codes either way. Eight codes (half
- * a 16-column chunk) a step, so the 384 threads of k_attn_ws_wg take 3 steps each (with whole
- * chunks half the threads would take 2 and the rest 1: 32 divisions on the longest path, not 24).
- * Then the fence that makes the generic stores visible to wgmma. */
-/* eight staged codes x as e4m3 codes, by the policy above (the clamp's count added to *clipped);
- * wg_q8's and k_attn_rows' */
+/* eight staged codes x as e4m3 codes by wg_q8's policy (below), the clamp's count added to
+ * *clipped; wg_q8's and k_attn_rows' */
 __device__ __forceinline__ uint2 wg_q8_codes(const fparams &p, uint4 x, int *clipped) {
   uint32_t w[4] = {x.x, x.y, x.z, x.w};
 #pragma unroll
@@ -67,6 +60,13 @@ __device__ __forceinline__ uint2 wg_q8_codes(const fparams &p, uint4 x, int *cli
                  : mlr__f16x2_e4m3x2(w[k]);
   return make_uint2(w[0] | w[1] << 16, w[2] | w[3] << 16);
 }
+/* wgmma's B operand, Q's e4m3 codes, straight from q_load's staging (q_operands is not run): p.qin,
+ * the static policy's quantization of the bf16 codes (mlr__q_static_e4m3x2_codes: the codes that
+ * q_operands would widen to fp16), the clamp's count by split 0's block; else k_qprep's fp16
+ * codes of e4m3 values, narrowed (exact). Rows past H are zero codes either way. Eight codes (half
+ * a 16-column chunk) a step, so the 384 threads of k_attn_ws_wg take 3 steps each (with whole
+ * chunks half the threads would take 2 and the rest 1: 32 divisions on the longest path, not 24).
+ * Then the fence that makes the generic stores visible to wgmma. */
 __device__ __forceinline__ void wg_q8(const fparams &p, const uint16_t *q_sm, uint8_t *q8_sm,
                                       int s) {
   int clipped = 0;

@@ -36,7 +36,9 @@
  * the transposed logits across lanes in the warp16 order, and P is kept in the tile's rope columns
  * (dead once its logits are done) to leave shared memory for Q's codes. Kernels k_attn_ws<0, 1, 1>
  * (k_attn_ws_wg: 4 logit warps, 8 PV warps; at every split length) and k_attn<0, 1, 1>
- * (k_attn_wg, variant ws = 0).
+ * (k_attn_wg, variant ws = 0); at 64 or 128 heads with splits of 4 tiles or more, k_attn_rows
+ * (attn_rows.cu: a batch's 64 rows a block, the rows as wgmma's M, the PV on wgmma's fp16 unit;
+ * variant rows).
  *
  * NVIDIA sm_90 (mma.sync, ldmatrix, cp.async, cvt from e4m3), two variants of the same operations
  * in the same order (so the same recipe, bit for bit): k_attn (gpu/fast/attn.cu: 8 warps doing
