@@ -99,11 +99,11 @@ __global__ void __launch_bounds__(NTHR, 1) k_skel(fparams p) {
   float *cl = (float *)sm; /* the partial, after the last tile (as cluster_merge's) */
   /* the block's nrow rows from orow0: a token's group of 16 heads, or with p.rows (k_attn_rows) a
    * batch's 64 rows (query token, head) from its row r0, whose KV reaches the last one's end */
-  const int s = blockIdx.y, nq = p.unq, r0 = p.rows ? RR * ((int)blockIdx.x % p.rc) : 0;
-  const int64_t t0 = p.rows ? (int64_t)((int)blockIdx.x / p.rc) * nq : 0;
-  const int nrow = p.rows ? min(RR, nq * p.H - r0) : grp_heads(p);
-  const int t = p.rows ? (int)(t0 + (r0 + nrow - 1) / p.H) : blk_token(p);
-  const int64_t orow0 = p.rows ? t0 * p.H + r0 : head_row(p, t, 0);
+  const int s = blockIdx.y;
+  const rows_blk rb = p.rows ? rows_of_block(p) : rows_blk{};
+  const int nrow = p.rows ? rb.nr : grp_heads(p);
+  const int t = p.rows ? (int)rb.tlast : blk_token(p);
+  const int64_t orow0 = p.rows ? rb.t0 * p.H + rb.r0 : head_row(p, t, 0);
   const tokinfo ti = tok_of(p, t);
   if (s >= ti.nsplit) {
     if (p.cl) skel_cluster(p, cl, t, ti.nsplit);
@@ -157,7 +157,7 @@ __global__ void __launch_bounds__(NTHR, 1) k_skel(fparams p) {
   /* row i's count: its own token's rows of the split (p.rows: tokens before the last see fewer) */
   auto count = [&](int i) {
     if (!p.rows) return rows;
-    const int64_t L = tok_of(p, t0 + (r0 + i) / p.H).L, e = end < L ? end : L;
+    const int64_t L = rows_row_len(p, rb, i), e = end < L ? end : L;
     return (float)(e > start ? e - start : 0);
   };
   if (ti.nsplit == 1) { /* a lone split: its outputs and lse */

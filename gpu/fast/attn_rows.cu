@@ -80,43 +80,22 @@ __device__ __forceinline__ void wg_pv(float (&d)[32], const uint32_t (&a)[4], ui
          : RD32(d)
          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
 }
-/* the registers of d tied to the asm statements around them (wgmma writes them asynchronously) */
-__device__ __forceinline__ void wg_fence32(float (&d)[32]) {
-#pragma unroll
-  for (int i = 0; i < 32; i++) asm volatile("" : "+f"(d[i])::"memory");
-}
-__device__ __forceinline__ void wg_commit() {
-  WG_ASM("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-template <int N>
-__device__ __forceinline__ void wg_wait_n() {
-  WG_ASM("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
-__device__ __forceinline__ void wg_fence_all() {
-  WG_ASM("wgmma.fence.sync.aligned;\n" ::: "memory");
-}
 __device__ __forceinline__ void async_fence() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
-/* the block: batch b's rows r0 .. r0 + nr - 1 (row r: token r / H of the batch, head r % H), split
- * s; the uniform batches' entries (tok_uniform); end: the split's end for the block's last token,
- * the farthest any of its rows reads */
-struct rblk {
-  int b, r0, nr, s, nq, ilast, ntiles;
-  int64_t t0, start, send, end;
+/* the block (rows_of_block) and its split s: [start, send) the split's KV, end the last token's end
+ * in it, the farthest any of its rows reads */
+struct rblk : rows_blk {
+  int s, ntiles;
+  int64_t start, send, end;
   tokinfo ti; /* the block's last token's */
 };
 __device__ __forceinline__ rblk rows_block(const fparams &p) {
   rblk k;
-  k.nq = p.unq;
-  k.b = (int)blockIdx.x / p.rc;
-  k.r0 = RR * ((int)blockIdx.x % p.rc);
+  static_cast<rows_blk &>(k) = rows_of_block(p);
   k.s = (int)blockIdx.y;
-  k.nr = min(RR, k.nq * p.H - k.r0);
-  k.t0 = (int64_t)k.b * k.nq;
-  k.ilast = (k.r0 + k.nr - 1) / p.H;
-  k.ti = tok_uniform(p.tu, k.nq, p.ustride, k.t0 + k.ilast);
+  k.ti = tok_uniform(p.tu, p.unq, p.ustride, k.tlast);
   k.start = (int64_t)k.s * k.ti.slen;
   k.send = k.start + k.ti.slen;
   k.end = k.send < k.ti.L ? k.send : k.ti.L;
@@ -178,7 +157,7 @@ __device__ __forceinline__ void rows_softmax(const fparams &p, float c, uint32_t
   float sv[32];
 #pragma unroll
   for (int i = 0; i < 32; i++) sv[i] = 0.0f;
-  wg_fence32(sv);
+  wg_fence_regs<32>(sv);
   wg_fence_all();
   const uint32_t q8 = smem_addr(rsm + R_Q8), kb = kvb + (uint32_t)(8 * v * RKV_SBO);
 #pragma unroll
@@ -187,7 +166,7 @@ __device__ __forceinline__ void rows_softmax(const fparams &p, float c, uint32_t
               wg_desc_at(kb + 2 * RCM * ks, RCM, RKV_SBO));
   wg_commit();
   wg_wait_n<0>();
-  wg_fence32(sv);
+  wg_fence_regs<32>(sv);
   /* sv[4 i + 2 rr + e]: row 16 w + g + 8 rr, token 64 v + 8 i + 2 j + e */
   int n[2];
   float mx[2] = {-INFINITY, -INFINITY};
@@ -316,7 +295,7 @@ __device__ __forceinline__ void rows_pv(uint32_t kvb, float (&acc)[4][32]) {
   }
   wg_wait_n<0>();
 #pragma unroll
-  for (int a = 0; a < 4; a++) wg_fence32(acc[a]);
+  for (int a = 0; a < 4; a++) wg_fence_regs<32>(acc[a]);
 }
 
 /* the split's result: raw partials (acc kv_scale, m, l) for k_merge, or a lone split's output and
@@ -418,7 +397,7 @@ __global__ void __launch_bounds__(RT, 1) k_attn_rows(fparams p) {
     const int row = 16 * w + g + 8 * rr;
     st.m[rr] = -INFINITY;
     st.l[rr] = 0.0f;
-    const int64_t L = tok_uniform(p.tu, k.nq, p.ustride, k.t0 + (k.r0 + row) / p.H).L;
+    const int64_t L = rows_row_len(p, k, row);
     st.rend[rr] = row >= k.nr ? k.start : k.send < L ? k.send : L;
   }
   if (threadIdx.x == 0)

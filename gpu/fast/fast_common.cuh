@@ -231,6 +231,26 @@ __device__ __forceinline__ int64_t head_row(const fparams &p, int64_t t, int h) 
 __device__ __forceinline__ tokinfo tok_of(const fparams &p, int64_t t) {
   return p.unq ? tok_uniform(p.tu, p.unq, p.ustride, t) : p.tok[t];
 }
+/* k_attn_rows' block (p.rows; uniform batches of p.unq tokens, p.rc blocks a batch): rows r0 ..
+ * r0 + nr - 1 of batch blockIdx.x / p.rc, whose first token is t0 (row r: token t0 + r / H, head
+ * r % H, output row t0 H + r); tlast the block's last token, whose KV reaches farthest. One
+ * definition for the kernel and its plan floor */
+struct rows_blk {
+  int r0, nr;
+  int64_t t0, tlast;
+};
+__device__ __forceinline__ rows_blk rows_of_block(const fparams &p) {
+  rows_blk k;
+  k.r0 = RR * ((int)blockIdx.x % p.rc);
+  k.nr = min(RR, p.unq * p.H - k.r0);
+  k.t0 = (int64_t)((int)blockIdx.x / p.rc) * p.unq;
+  k.tlast = k.t0 + (k.r0 + k.nr - 1) / p.H;
+  return k;
+}
+/* the KV length of the token of the block's row i */
+__device__ __forceinline__ int64_t rows_row_len(const fparams &p, const rows_blk &k, int i) {
+  return tok_uniform(p.tu, p.unq, p.ustride, k.t0 + (k.r0 + i) / p.H).L;
+}
 /* a group of 32 lanes' count of Q values the clamp changed, added once (mine: this block counts;
  * every lane of the group calls) */
 __device__ __forceinline__ void add_clipped(const fparams &p, int clipped, bool mine) {

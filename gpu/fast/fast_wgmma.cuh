@@ -35,11 +35,25 @@ __device__ __forceinline__ void wgmma_e4m3(float (&d)[2][4], const uint32_t (&a)
            "+f"(d[1][2]), "+f"(d[1][3])
          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
 }
-/* the accumulators tied to the asm statements around them, so no use of them moves across the
+/* n accumulators tied to the asm statements around them, so no use of them moves across the
  * wgmma's issue or its wait (they are written asynchronously) */
-__device__ __forceinline__ void wg_fence(float (&d)[2][4]) {
+template <int N>
+__device__ __forceinline__ void wg_fence_regs(float *d) {
 #pragma unroll
-  for (int i = 0; i < 8; i++) asm volatile("" : "+f"((&d[0][0])[i])::"memory");
+  for (int i = 0; i < N; i++) asm volatile("" : "+f"(d[i])::"memory");
+}
+__device__ __forceinline__ void wg_fence(float (&d)[2][4]) { wg_fence_regs<8>(&d[0][0]); }
+/* the warpgroup's register writes ordered before its next wgmma; its wgmmas since the last commit
+ * made a group; wait until at most N groups are pending */
+__device__ __forceinline__ void wg_fence_all() {
+  WG_ASM("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wg_commit() {
+  WG_ASM("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void wg_wait_n() {
+  WG_ASM("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
 enum { WG_LBO = 256, WG_SBO = 128 };
 /* a shared-memory operand without swizzle (bits 62-63 = 0): core matrices of 8 rows x 16 bytes,
@@ -114,15 +128,15 @@ __device__ __forceinline__ void wg_mma(float (&d)[2][4], const uint32_t (&ka)[NK
 #pragma unroll
   for (int i = 0; i < 8; i++) (&d[0][0])[i] = 0.0f;
   wg_fence(d);
-  WG_ASM("wgmma.fence.sync.aligned;\n" ::: "memory");
+  wg_fence_all();
 #pragma unroll
   for (int ks = 0; ks < NKB / 2; ks++)
     wgmma_e4m3(d, ka[ks],
                qdesc + (uint64_t)(2 * WG_LBO * ks / 16)); /* column chunks 2 ks, 2 ks + 1 */
-  WG_ASM("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+  wg_commit();
 }
 __device__ __forceinline__ void wg_wait(float (&d)[2][4]) {
-  WG_ASM("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+  wg_wait_n<0>();
   wg_fence(d);
 }
 
