@@ -246,7 +246,7 @@ __device__ __forceinline__ void rows_softmax(const fparams &p, float c, uint32_t
 /* one tile's PV for warpgroup v: acc[a][4 i + 2 x + e] is V's column 256 v + 32 (4 (a / 2) + w) +
  * 16 (a % 2) + 2 g + x of row 8 i + 2 j + e. acc * alpha first (no row's alpha moved: no bit
  * changes, so skipped), then 8 steps of 16 tokens, each step's A fragments converted while the
- * step before runs. */
+ * step before runs, from matrices loaded a step ahead. */
 __device__ __forceinline__ void rows_pv(uint32_t kvb, float (&acc)[4][32]) {
   const int v = threadIdx.x >> 7, w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, j = lane & 3;
   float a16[16];
@@ -269,24 +269,30 @@ __device__ __forceinline__ void rows_pv(uint32_t kvb, float (&acc)[4][32]) {
       kvb +
       (uint32_t)((36 * ((lane >> 3) & 1) + (lane >> 4) + 16 * v + 2 * w) * RCM + 16 * (lane & 7));
   const uint32_t pd = smem_addr(rsm + R_P);
+  uint32_t r[2][4]; /* step kb's matrices, loaded during step kb - 1 */
+#pragma unroll
+  for (int a2 = 0; a2 < 2; a2++)
+    ldsm4t(vl + (uint32_t)(8 * a2 * RCM), r[a2][0], r[a2][1], r[a2][2], r[a2][3]);
 #pragma unroll
   for (int kb = 0; kb < TILE / 16; kb++) {
     uint32_t fa[4][4];
 #pragma unroll
-    for (int a2 = 0; a2 < 2; a2++) {
-      uint32_t r[4];
-      ldsm4t(vl + (uint32_t)(2 * kb * RKV_SBO + 8 * a2 * RCM), r[0], r[1], r[2], r[3]);
+    for (int a2 = 0; a2 < 2; a2++)
 #pragma unroll
       for (int h = 0; h < 2; h++) {
         uint32_t e0, o0, e1, o1;
-        fp8x4<0>(prmt(r[2 * h], 0x3120), e0, o0);
-        fp8x4<0>(prmt(r[2 * h + 1], 0x3120), e1, o1);
+        fp8x4<0>(prmt(r[a2][2 * h], 0x3120), e0, o0);
+        fp8x4<0>(prmt(r[a2][2 * h + 1], 0x3120), e1, o1);
         fa[2 * a2 + h][0] = e0; /* row g (column 2g), tokens 2j, 2j+1 */
         fa[2 * a2 + h][1] = o0; /* row g + 8 (column 2g + 1) */
         fa[2 * a2 + h][2] = e1; /* tokens 2j + 8, 2j + 9 */
         fa[2 * a2 + h][3] = o1;
       }
-    }
+    if (kb + 1 < TILE / 16)
+#pragma unroll
+      for (int a2 = 0; a2 < 2; a2++)
+        ldsm4t(vl + (uint32_t)(2 * (kb + 1) * RKV_SBO + 8 * a2 * RCM), r[a2][0], r[a2][1], r[a2][2],
+               r[a2][3]);
     wg_fence_all();
 #pragma unroll
     for (int a = 0; a < 4; a++) wg_pv(acc[a], fa[a], wg_desc_at(pd + 2 * RQ_LBO * kb, RQ_LBO, RCM));
@@ -299,7 +305,12 @@ __device__ __forceinline__ void rows_pv(uint32_t kvb, float (&acc)[4][32]) {
 }
 
 /* the split's result: raw partials (acc kv_scale, m, l) for k_merge, or a lone split's output and
- * lse, as store_result computes them */
+ * lse, as store_result computes them. The accumulators go through shared memory (the tile buffers,
+ * free once both warpgroups' PV is done), a row RST floats apart (so that a warp's float2 stores
+ * meet no bank twice), and each row leaves whole: 8 columns a thread, one short loop, so that the
+ * code stays small and the stores contiguous. */
+enum { RST = DV + 4 };
+static_assert(RR * RST * 4 <= 2 * RTB, "the rows' accumulators fit the tile buffers");
 __device__ __forceinline__ void rows_store(const fparams &p, const rblk &k, const rrows &st,
                                            const float (&acc)[4][32]) {
   const int v = threadIdx.x >> 7, w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31,
@@ -323,34 +334,43 @@ __device__ __forceinline__ void rows_store(const fparams &p, const rblk &k, cons
         p.part_sum[(orow0 + row) * p.S + k.s] = st.l[rr];
       }
     }
-  bar_sync(BAR_C, RC); /* (e) every row's m and l */
+  float *stage = (float *)rsm;
+  bar_sync(BAR_C, RC); /* (e) every PV done: the tile buffers free */
 #pragma unroll
   for (int i = 0; i < 8; i++)
 #pragma unroll
-    for (int e = 0; e < 2; e++) {
-      const int row = 8 * i + 2 * j + e;
-      if (row >= k.nr) continue;
-      const int64_t orow = orow0 + row;
-      float q[8];
-      if (direct) {
-        bool live;
-        float wv, nv[8];
-        const float sc = direct_sc(p, r_ml()[2 * row], r_ml()[2 * row + 1], live, wv);
-#pragma unroll
-        for (int x = 0; x < 8; x++)
-          nv[x] = live ? 0.0f + acc[x >> 1][4 * i + 2 * (x & 1) + e] * p.kvs * wv : 0.0f;
-        div_row<8>(nv, sc, q);
-      }
+    for (int e = 0; e < 2; e++)
 #pragma unroll
       for (int a = 0; a < 4; a++) {
-        const int col = 256 * v + 32 * (4 * (a >> 1) + w) + 16 * (a & 1) + 2 * g;
-        if (direct)
-          *(uint32_t *)(p.o + orow * DV + col) = mlr__out_bf16x2(q[2 * a], q[2 * a + 1]);
-        else
-          *(float2 *)(p.part_o + (orow * p.S + k.s) * DV + col) =
-              make_float2(acc[a][4 * i + e] * p.kvs, acc[a][4 * i + 2 + e] * p.kvs);
+        const int row = 8 * i + 2 * j + e,
+                  col = 256 * v + 32 * (4 * (a >> 1) + w) + 16 * (a & 1) + 2 * g;
+        *(float2 *)(stage + row * RST + col) =
+            make_float2(acc[a][4 * i + e], acc[a][4 * i + 2 + e]);
       }
+  bar_sync(BAR_C, RC); /* (s) every row's accumulators, m and l */
+#pragma unroll 1
+  for (int c = threadIdx.x; c < k.nr * (DV / 8); c += RC) {
+    const int row = c / (DV / 8), col = 8 * (c % (DV / 8));
+    const int64_t orow = orow0 + row;
+    const float4 lo = *(const float4 *)(stage + row * RST + col),
+                 hi = *(const float4 *)(stage + row * RST + col + 4);
+    const float a8[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    if (direct) {
+      bool live;
+      float wv, nv[8], q[8];
+      const float sc = direct_sc(p, r_ml()[2 * row], r_ml()[2 * row + 1], live, wv);
+#pragma unroll
+      for (int x = 0; x < 8; x++) nv[x] = live ? 0.0f + a8[x] * p.kvs * wv : 0.0f;
+      div_row<8>(nv, sc, q);
+      *(uint4 *)(p.o + orow * DV + col) =
+          make_uint4(mlr__out_bf16x2(q[0], q[1]), mlr__out_bf16x2(q[2], q[3]),
+                     mlr__out_bf16x2(q[4], q[5]), mlr__out_bf16x2(q[6], q[7]));
+    } else {
+      float *po = p.part_o + (orow * p.S + k.s) * DV + col;
+      *(float4 *)po = make_float4(a8[0] * p.kvs, a8[1] * p.kvs, a8[2] * p.kvs, a8[3] * p.kvs);
+      *(float4 *)(po + 4) = make_float4(a8[4] * p.kvs, a8[5] * p.kvs, a8[6] * p.kvs, a8[7] * p.kvs);
     }
+  }
 }
 
 /* the copying warpgroup: tiles 1, 2, .. as the computing threads free the buffers (tile t into
