@@ -259,10 +259,10 @@ mlr_status plan_launch(mlr_gpu_fast *f, const mlr_gpu_fast_opts *o, mlr_error *e
   fparams &p = f->p;
   /* k_attn_rows for the wgmma recipe where the batches are uniform (it works each row's token out:
    * tok_uniform) and each has q_len tokens (its grid is batches x blocks: a shorter last batch
-   * can still fit tok_uniform), with 64 or 128 heads and splits of 4 tiles or more: faster there
-   * than a block a token and group of 16 heads (but at 128 heads, bs=256, kv=1024: 5% slower),
-   * slower with fewer heads or shorter splits (`mlaref bench gpu` with --variant rows=0 and
-   * rows=1 at 16 and 128 heads, q_len 1 to 4, H100). With a multiple of 64 heads no block holds
+   * can still fit tok_uniform), with 64 or 128 heads and splits of 2 tiles or more: faster there
+   * than a block a token and group of 16 heads, slower with fewer heads or one-tile splits
+   * (`mlaref bench gpu` with --variant rows=0 and rows=1 at 16 and 128 heads, q_len 1 to 4,
+   * H100). With a multiple of 64 heads no block holds
    * two tokens' rows; where one does (causal q_len > 1), V's rows past the earlier token's end
    * meet its p = 0, which the unit skips unless V holds a NaN code, so a forced run is exact on
    * inputs without NaN KV codes. o->rows forces either where the batches are uniform (both exact
@@ -270,7 +270,7 @@ mlr_status plan_launch(mlr_gpu_fast *f, const mlr_gpu_fast_opts *o, mlr_error *e
   p.rc = (int)((p.unq * f->H + RR - 1) / RR);
   p.rows = p.wg && p.unq > 0 && f->T == f->B * p.unq &&
            (o->rows == 1 || (o->rows < 0 && o->ws < 0 && o->lin < 0 && f->H % RR == 0 &&
-                             f->split_len[0] >= 4 * TILE));
+                             f->split_len[0] >= 2 * TILE));
   /* every attention kernel may use its shared memory beyond the 48 KiB default (set before the
    * cluster query below, which needs the launched one's). Set on each of attn_kernel's choices, not
    * only the launched one: the call loads the kernel's code (CUDA's lazy loading), and with only

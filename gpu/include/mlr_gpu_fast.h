@@ -36,7 +36,7 @@
  * the transposed logits across lanes in the warp16 order, and P is kept in the tile's rope columns
  * (dead once its logits are done) to leave shared memory for Q's codes. Kernels k_attn_ws<0, 1, 1>
  * (k_attn_ws_wg: 4 logit warps, 8 PV warps; at every split length) and k_attn<0, 1, 1>
- * (k_attn_wg, variant ws = 0); at 64 or 128 heads with splits of 4 tiles or more, k_attn_rows
+ * (k_attn_wg, variant ws = 0); at 64 or 128 heads with splits of 2 tiles or more, k_attn_rows
  * (attn_rows.cu: a batch's 64 rows a block, the rows as wgmma's M, the PV on wgmma's fp16 unit;
  * variant rows).
  *
@@ -107,7 +107,7 @@ typedef struct mlr_gpu_fast mlr_gpu_fast;
  *              kv_indptr step): 1 runs k_attn_rows, a block a batch's 64 rows (query token, head)
  *              with the rows as wgmma's M; 0 a block a token and group of 16 heads. The plan takes
  *              k_attn_rows at 64 or 128 heads (no block holds two tokens' rows) when the splits
- *              have 4 tiles or more, unless ws or lin is forced. Forced where a block holds two
+ *              have 2 tiles or more, unless ws or lin is forced. Forced where a block holds two
  *              tokens' rows (causal q_len > 1), it is exact unless the KV holds NaN codes.
  *  `mlaref gpu run --kernel fast --variant ws=1,lin=2` and `mlaref bench gpu --variant ...` take
  *  them in mlr_gpu_fast_opts_parse's form. */
