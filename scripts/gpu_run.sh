@@ -216,7 +216,7 @@ step() {
         # k_qprep where the reciprocal fits) and k_attn_ws's contiguous copies at every split length
         # (the plan takes them for unpaged splits only, by length): copy_lin (lin=1, the wgmma
         # kernel's) and lin_copy (lin=2, with k_attn_ws forced); and the wgmma recipe's blocks of
-        # 64 rows (k_attn_rows: the plan's at 64 or 128 heads with splits of 4 tiles or more)
+        # 64 rows (k_attn_rows: the plan's at 64 or 128 heads with splits of 2 tiles or more)
         vs=auto; case $s in edge | bf16 | heads) vs="auto ws merge table lin lin2 rows" ;; esac
         for v in $vs; do for r in $rs; do
           { [ $v = lin ] || [ $v = rows ]; } && [ $r != fast-wgmma-a8w8 ] && continue

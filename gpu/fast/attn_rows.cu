@@ -306,9 +306,9 @@ __device__ __forceinline__ void rows_pv(uint32_t kvb, float (&acc)[4][32]) {
 
 /* the split's result: raw partials (acc kv_scale, m, l) for k_merge, or a lone split's output and
  * lse, as store_result computes them. The accumulators go through shared memory (the tile buffers,
- * free once both warpgroups' PV is done), a row RST floats apart (so that a warp's float2 stores
- * meet no bank twice), and each row leaves whole: 8 columns a thread, one short loop, so that the
- * code stays small and the stores contiguous. */
+ * free once both warpgroups' PV is done), a row RST floats apart (so that each half-warp's float2
+ * stores meet every bank once), and each row leaves whole: 8 columns a thread, one short loop, so
+ * that the code stays small and a row's stores contiguous. */
 enum { RST = DV + 4 };
 static_assert(RR * RST * 4 <= 2 * RTB, "the rows' accumulators fit the tile buffers");
 __device__ __forceinline__ void rows_store(const fparams &p, const rblk &k, const rrows &st,

@@ -258,15 +258,15 @@ mlr_status plan_launch(mlr_gpu_fast *f, const mlr_gpu_fast_opts *o, mlr_error *e
   mlr_status st = MLR_OK;
   fparams &p = f->p;
   /* k_attn_rows for the wgmma recipe where the batches are uniform (it works each row's token out:
-   * tok_uniform) and each has q_len tokens (its grid is batches x blocks: a shorter last batch
-   * can still fit tok_uniform), with 64 or 128 heads and splits of 2 tiles or more: faster there
-   * than a block a token and group of 16 heads, slower with fewer heads or one-tile splits
-   * (`mlaref bench gpu` with --variant rows=0 and rows=1 at 16 and 128 heads, q_len 1 to 4,
-   * H100). With a multiple of 64 heads no block holds
-   * two tokens' rows; where one does (causal q_len > 1), V's rows past the earlier token's end
-   * meet its p = 0, which the unit skips unless V holds a NaN code, so a forced run is exact on
-   * inputs without NaN KV codes. o->rows forces either where the batches are uniform (both exact
-   * to the recipe); o->ws or o->lin, forcing the other kernels, turn it off unless o->rows = 1 */
+   * tok_uniform) and each has q_len tokens (its grid is batches x blocks: a shorter last batch can
+   * still fit tok_uniform), with 64 or 128 heads and splits of 2 tiles or more: faster there than a
+   * block a token and group of 16 heads, slower with fewer heads or one-tile splits (`mlaref bench
+   * gpu` with --variant rows=0 and rows=1 at 16 and 128 heads, q_len 1 to 4, H100). With a multiple
+   * of 64 heads no block holds two tokens' rows; where one does (causal q_len > 1), V's rows past
+   * the earlier token's end meet its p = 0, which the unit skips unless V holds a NaN code, so a
+   * forced run is exact on inputs without NaN KV codes. o->rows forces either where the batches are
+   * uniform (both exact to the recipe); o->ws or o->lin, forcing the other kernels, turn it off
+   * unless o->rows = 1 */
   p.rc = (int)((p.unq * f->H + RR - 1) / RR);
   p.rows = p.wg && p.unq > 0 && f->T == f->B * p.unq &&
            (o->rows == 1 || (o->rows < 0 && o->ws < 0 && o->lin < 0 && f->H % RR == 0 &&
