@@ -836,24 +836,36 @@ Test(emulate, fast_recipes_split_waves) {
         MLR_OK);
     for (size_t k = 0; k < sizeof bench / sizeof *bench; k++) {
       int64_t n, len, na, lena;
-      mlr_recipe_splits(&r, bench[k][0], bench[k][0], bench[k][1], &n, &len);
-      mlr_recipe_splits(&aiter, bench[k][0], bench[k][0], bench[k][1], &na, &lena);
+      mlr_recipe_splits(&r, bench[k][0], bench[k][0], 16, bench[k][1], &n, &len);
+      mlr_recipe_splits(&aiter, bench[k][0], bench[k][0], 16, bench[k][1], &na, &lena);
       cr_assert(n == na && len == lena, "%s bs=%lld kv=%lld: %lld x %lld, aiter_v1 %lld x %lld",
                 names[i], (long long)bench[k][0], (long long)bench[k][1], (long long)n,
                 (long long)len, (long long)na, (long long)lena);
     }
     for (size_t k = 0; k < sizeof moved / sizeof *moved; k++) {
       int64_t n, len;
-      mlr_recipe_splits(&r, moved[k][0], moved[k][0], moved[k][1], &n, &len);
+      mlr_recipe_splits(&r, moved[k][0], moved[k][0], 16, moved[k][1], &n, &len);
       cr_assert_eq(n, moved[k][2], "%s bs=%lld kv=%lld: %lld splits", names[i],
                    (long long)moved[k][0], (long long)moved[k][1], (long long)n);
     }
     for (size_t k = 0; k < sizeof moved_q / sizeof *moved_q; k++) {
       int64_t n, len;
-      mlr_recipe_splits(&r, moved_q[k][0], moved_q[k][1], moved_q[k][2], &n, &len);
+      mlr_recipe_splits(&r, moved_q[k][0], moved_q[k][1], 16, moved_q[k][2], &n, &len);
       cr_assert_eq(n, moved_q[k][3], "%s bs=%lld tokens=%lld kv=%lld: %lld splits", names[i],
                    (long long)moved_q[k][0], (long long)moved_q[k][1], (long long)moved_q[k][2],
                    (long long)n);
+    }
+    /* 128 heads: fast-wgmma-a8w8 counts two blocks a token (k_attn_rows' 64 rows a block), the
+     * others one, as at 16 heads */
+    static const int64_t at128[] = {8, 16, 2, 2, 1, 1, 1, 1};
+    const bool wg = !strcmp(names[i], "fast-wgmma-a8w8");
+    cr_assert_eq(r.split_heads, wg ? 64 : 0, "%s", names[i]);
+    for (size_t k = 0; k < sizeof bench / sizeof *bench; k++) {
+      int64_t n, len, n16, len16;
+      mlr_recipe_splits(&r, bench[k][0], bench[k][0], 128, bench[k][1], &n, &len);
+      mlr_recipe_splits(&r, bench[k][0], bench[k][0], 16, bench[k][1], &n16, &len16);
+      cr_assert_eq(n, wg ? at128[k] : n16, "%s bs=%lld kv=%lld, 128 heads: %lld splits", names[i],
+                   (long long)bench[k][0], (long long)bench[k][1], (long long)n);
     }
   }
 }

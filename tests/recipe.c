@@ -231,7 +231,7 @@ typedef struct {
 static void splits_are(const mlr_recipe *r, const split_case *c, size_t k, int64_t align) {
   for (size_t i = 0; i < k; i++) {
     int64_t n, len;
-    mlr_recipe_splits(r, c[i].bs, c[i].bs, c[i].L, &n, &len);
+    mlr_recipe_splits(r, c[i].bs, c[i].bs, 16, c[i].L, &n, &len);
     cr_assert_eq(n, c[i].n, "bs%lld kv%lld: %lld splits", (long long)c[i].bs, (long long)c[i].L,
                  (long long)n);
     cr_assert(n == 1 ? len == c[i].L
@@ -246,17 +246,28 @@ Test(recipe, split_rules) {
                                      {64, 1024, 4}, {64, 8192, 4}, {256, 1024, 1}, {256, 8192, 1}};
   splits_are(&r, aiter, sizeof aiter / sizeof *aiter, 16);
   int64_t n, len;
-  mlr_recipe_splits(&r, 4, 4, 100, &n, &len); /* shorter than min_tokens: one split */
+  mlr_recipe_splits(&r, 4, 4, 16, 100, &n, &len); /* shorter than min_tokens: one split */
   cr_assert(n == 1 && len == 100);
   mlr_recipe_builtin("triton-fp8-split", &r);
   mlr_recipe_set(&r, "split.count=8", NULL);
-  mlr_recipe_splits(&r, 4, 4, 1000, &n, &len); /* ceil(1000/8) = 125 -> 128 */
+  mlr_recipe_splits(&r, 4, 4, 16, 1000, &n, &len); /* ceil(1000/8) = 125 -> 128 */
   cr_assert(n == 8 && len == 128);
-  mlr_recipe_splits(&r, 4, 4, 33, &n, &len); /* ceil(33/8) = 5 -> 32: splits 2..7 are empty */
+  mlr_recipe_splits(&r, 4, 4, 16, 33, &n, &len); /* ceil(33/8) = 5 -> 32: splits 2..7 are empty */
   cr_assert(n == 8 && len == 32);
   mlr_recipe_builtin("fp32-seq", &r);
-  mlr_recipe_splits(&r, 4, 4, 777, &n, &len);
+  mlr_recipe_splits(&r, 4, 4, 16, 777, &n, &len);
   cr_assert(n == 1 && len == 777);
+}
+
+/* fp32-seq with the fast recipes' waves rule: 132 SMs, 128-token tiles, a block's cost 18 tiles */
+static void waves_132(mlr_recipe *r) {
+  mlr_error err = {""};
+  mlr_recipe_builtin("fp32-seq", r);
+  cr_assert_eq(mlr_recipe_set_list(r,
+                                   "split.rule=waves;split.cus=132;split.max=64;split.min_tokens="
+                                   "128;split.align=128;split.overhead=18",
+                                   &err),
+               MLR_OK, "%s", err.msg);
 }
 
 /* The waves rule (the NVIDIA fast recipes', gpu/fast/fast_recipe.c): the fewest splits n that
@@ -268,12 +279,7 @@ Test(recipe, split_rules) {
 Test(recipe, split_rule_waves) {
   mlr_recipe r;
   mlr_error err = {""};
-  mlr_recipe_builtin("fp32-seq", &r);
-  cr_assert_eq(mlr_recipe_set_list(&r,
-                                   "split.rule=waves;split.cus=132;split.max=64;split.min_tokens="
-                                   "128;split.align=128;split.overhead=18",
-                                   &err),
-               MLR_OK, "%s", err.msg);
+  waves_132(&r);
   cr_assert_eq(mlr_recipe_check(&r, &err), MLR_OK, "%s", err.msg);
   static const split_case want[] =
       {
@@ -288,15 +294,15 @@ Test(recipe, split_rule_waves) {
   int64_t n, len;
   cr_assert_eq(mlr_recipe_set_list(&r, "split.cus=1;split.overhead=0", &err), MLR_OK, "%s",
                err.msg);
-  mlr_recipe_splits(&r, 1, 1, 256, &n, &len);
+  mlr_recipe_splits(&r, 1, 1, 16, 256, &n, &len);
   cr_assert(n == 1 && len == 256, "%lld %lld", (long long)n, (long long)len);
   /* split.max bounds n; no overhead and a GPU wider than the batch: the most splits that shorten a
    * block */
   cr_assert_eq(mlr_recipe_set_list(&r, "split.cus=132;split.max=16", &err), MLR_OK, "%s", err.msg);
-  mlr_recipe_splits(&r, 4, 4, 8192, &n, &len);
+  mlr_recipe_splits(&r, 4, 4, 16, 8192, &n, &len);
   cr_assert(n == 16 && len == 512, "%lld %lld", (long long)n, (long long)len);
   /* costs past 2^63 saturate (equal: the first, one split), no overflow */
-  mlr_recipe_splits(&r, INT64_MAX / 2, INT64_MAX / 2, (int64_t)1 << 40, &n, &len);
+  mlr_recipe_splits(&r, INT64_MAX / 2, INT64_MAX / 2, 16, (int64_t)1 << 40, &n, &len);
   cr_assert(n == 1 && len == (int64_t)1 << 40, "%lld", (long long)n);
   /* split.overhead is a later key: absent from the canonical string at 0, after split.align when
    * set */
@@ -325,12 +331,7 @@ Test(recipe, split_rule_waves) {
 Test(recipe, split_rule_waves_per_token) {
   mlr_recipe r, aiter;
   mlr_error err = {""};
-  mlr_recipe_builtin("fp32-seq", &r);
-  cr_assert_eq(mlr_recipe_set_list(&r,
-                                   "split.rule=waves;split.cus=132;split.max=64;split.min_tokens="
-                                   "128;split.align=128;split.overhead=18",
-                                   &err),
-               MLR_OK, "%s", err.msg);
+  waves_132(&r);
   static const int64_t c[][5] = {
       /* bs, tokens, L, n per batch, n per token */
       {33, 132, 8192, 4, 1}, {66, 132, 4096, 2, 1}, {20, 80, 8192, 6, 3},   {48, 96, 8192, 2, 1},
@@ -339,7 +340,7 @@ Test(recipe, split_rule_waves_per_token) {
     for (int per = 0; per < 2; per++) {
       int64_t n, len;
       r.split_per = per;
-      mlr_recipe_splits(&r, c[i][0], c[i][1], c[i][2], &n, &len);
+      mlr_recipe_splits(&r, c[i][0], c[i][1], 16, c[i][2], &n, &len);
       cr_assert_eq(n, c[i][3 + per], "per %s bs=%lld tokens=%lld kv=%lld: %lld splits",
                    per ? "token" : "batch", (long long)c[i][0], (long long)c[i][1],
                    (long long)c[i][2], (long long)n);
@@ -352,7 +353,7 @@ Test(recipe, split_rule_waves_per_token) {
       mlr_recipe_set_list(&aiter, "split.rule=aiter_v1;split.cus=128;split.per=token", &err),
       MLR_OK, "%s", err.msg);
   int64_t n, len;
-  mlr_recipe_splits(&aiter, 32, 128, 8192, &n, &len);
+  mlr_recipe_splits(&aiter, 32, 128, 16, 8192, &n, &len);
   cr_assert_eq(n, 4, "%lld", (long long)n);
   /* a later key: absent from the canonical string at batch, after split.overhead at token */
   char s[2048];
@@ -366,6 +367,47 @@ Test(recipe, split_rule_waves_per_token) {
   cr_assert(strstr(s, "\nsplit.per = token\n"), "%s", s);
   cr_assert_eq(mlr_recipe_set(&r, "split.per=tokens", &err), MLR_EPARSE);
   cr_assert_str_eq(err.msg, "split.per = 'tokens' is not one of batch|token");
+}
+
+/* split.heads = h: the waves rule counts ceil(H / h) blocks a token (or batch), so a split's grid
+ * is tokens x ceil(H / h) blocks. Worked by hand for 132 SMs, 128-token tiles, overhead 18, h = 64,
+ * one query token a batch: at 128 heads, bs=64 kv=1024 (128 blocks a split): n = 1 costs 8 + 18 =
+ * 26, n = 2 2 (4 + 18) = 44; bs=32 kv=8192 (64 blocks): n = 1 82, n = 2 32 + 18 = 50, n = 3 2 (22 +
+ * 18) = 80; bs=4 kv=8192 (8 blocks): n = 16 costs 4 + 18 = 22 (every n <= 16 is one wave, n = 17
+ * two: 2 (4 + 18)). At H <= h, and at h = 0, the counts without it. */
+Test(recipe, split_rule_waves_heads) {
+  mlr_recipe r;
+  mlr_error err = {""};
+  waves_132(&r);
+  r.split_per = MLR_SPLIT_PER_TOKEN;
+  static const int64_t c[][6] = {
+      /* bs, tokens, L, H, n at split.heads = 0, n at 64 */
+      {64, 64, 1024, 128, 2, 1}, {32, 32, 8192, 128, 4, 2}, {4, 4, 8192, 128, 32, 16},
+      {32, 32, 1024, 128, 4, 2}, {64, 64, 8192, 128, 2, 1}, {256, 256, 8192, 128, 1, 1},
+      {4, 4, 1024, 128, 8, 8},   {32, 32, 8192, 64, 4, 4},  {64, 64, 1024, 16, 2, 2},
+      {32, 64, 8192, 128, 2, 1}, {16, 16, 4096, 128, 8, 4}, {48, 48, 2048, 128, 2, 1},
+      {33, 33, 8192, 65, 4, 2},  {4, 4, 8192, 0, 32, 32},   {1, 1, 8192, 128, 64, 64}};
+  for (size_t i = 0; i < sizeof c / sizeof *c; i++)
+    for (int h = 0; h < 2; h++) {
+      int64_t n, len;
+      r.split_heads = 64 * h;
+      mlr_recipe_splits(&r, c[i][0], c[i][1], c[i][3], c[i][2], &n, &len);
+      cr_assert_eq(n, c[i][4 + h], "split.heads=%d bs=%lld tokens=%lld kv=%lld H=%lld: %lld",
+                   64 * h, (long long)c[i][0], (long long)c[i][1], (long long)c[i][2],
+                   (long long)c[i][3], (long long)n);
+      cr_assert(n == 1 ? len == c[i][2]
+                       : (len % 128 == 0 && n * len >= c[i][2] && (n - 1) * len < c[i][2]));
+    }
+  /* a later key: absent from the canonical string at 0, after split.per when set */
+  char s[2048];
+  r.split_heads = 0;
+  mlr_recipe_canonical(&r, s, sizeof s);
+  cr_assert_null(strstr(s, "split.heads"), "%s", s);
+  cr_assert_eq(mlr_recipe_set(&r, "split.heads=64", &err), MLR_OK, "%s", err.msg);
+  mlr_recipe_canonical(&r, s, sizeof s);
+  cr_assert(strstr(s, ";split.per=token;split.heads=64;partial.normalized="), "%s", s);
+  cr_assert_eq(mlr_recipe_set(&r, "split.heads=-1", &err), MLR_EPARSE);
+  cr_assert_str_eq(err.msg, "split.heads = '-1' is not an integer in 0..65536");
 }
 
 Test(recipe, q_policies_parse_and_print) {

@@ -980,7 +980,7 @@ mlr_status plan(run &x, const mlr_recipe *r, const mlr_inputs *in, mlr_emu_resul
   for (int64_t b = 0; b < B; b++) {
     const int64_t L = mlr_inputs_kv_len(in, b), t0 = in->qo_indptr[b],
                   nq = in->qo_indptr[b + 1] - t0;
-    mlr_recipe_splits(r, B, in->T, L, &x.nsplit[b], &x.slen[b]);
+    mlr_recipe_splits(r, B, in->T, in->H, L, &x.nsplit[b], &x.slen[b]);
     if (x.nsplit[b] > x.S) x.S = x.nsplit[b];
     if (x.nsplit[b] > INT32_MAX || x.slen[b] > INT32_MAX)
       return mlr_error_set(err, MLR_ERANGE,

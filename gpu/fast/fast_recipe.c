@@ -37,8 +37,14 @@
  * mma:sm90-e4m3 (blocks of 32 products in order, 13 fraction bits truncated;
  * gpu/probes/wgmma_probe.cu checks it against the hardware), everything else as fast-a8w8. Its
  * error budget against fast-a8w8's (`mlaref budget --shape SPEC --recipe fast-wgmma-a8w8`, then
- * `--recipe fast-a8w8`): the accumulation's part grows, the static Q scale's still dominates. */
-#define FAST_WG FAST_QK("qk.operand=fp8;qk.dot=mma:sm90-e4m3;", "128")
+ * `--recipe fast-a8w8`): the accumulation's part grows, the static Q scale's still dominates. Its
+ * splits count a block for every 64 of a token's heads (split.heads = 64), as k_attn_rows' grid
+ * does (64 rows a block; one-tile splits run on k_attn_ws_wg, 16 heads a block, which the count
+ * leaves out). At 128 heads that halves the splits where the grid ran in two waves: bs=64, kv=1024
+ * takes one split (one wave of 8 tiles a block, no partials to merge) instead of two (two waves of
+ * 4), 120.8 -> 65.1 us on an H100 (`mlaref bench gpu --shape bs=64,kv=1024,heads=128`). At 64 heads
+ * or fewer the counts are unchanged. */
+#define FAST_WG FAST_QK("qk.operand=fp8;qk.dot=mma:sm90-e4m3;", "128") ";split.heads=64"
 
 /* The AMD (MFMA) variant, written for CDNA3 (MI300, gfx942) and compiled for gfx940; not run here
  * (no AMD GPU): bf16 operands on v_mfma_f32_16x16x16_bf16 for both products (fp8 KV and fp8 Q

@@ -106,7 +106,7 @@ mlr_status plan_splits(mlr_gpu_fast *f, const mlr_recipe *r, const mlr_inputs *i
     const int64_t L = mlr_inputs_kv_len(in, b), t0 = in->qo_indptr[b],
                   nq = in->qo_indptr[b + 1] - t0;
     int64_t ns, len;
-    mlr_recipe_splits(r, B, T, L, &ns, &len);
+    mlr_recipe_splits(r, B, T, in->H, L, &ns, &len);
     if (ns > MAX_SPLITS || len > INT32_MAX)
       return mlr_error_set(err, MLR_ERANGE,
                            "batch %lld: %lld splits of %lld tokens: the fast kernel's grid takes "

@@ -29,7 +29,7 @@ int mlr_source_present(const mlr_recipe *r, const mlr_inputs *in, int s) {
   case MLR_SRC_MERGE: {
     for (int64_t b = 0; b < in->B; b++) {
       int64_t ns, len;
-      mlr_recipe_splits(r, in->B, in->T, mlr_inputs_kv_len(in, b), &ns, &len);
+      mlr_recipe_splits(r, in->B, in->T, in->H, mlr_inputs_kv_len(in, b), &ns, &len);
       if (ns > 1 || !r->partial_normalized) return 1;
     }
     return 0;
@@ -209,7 +209,7 @@ mlr_status mlr__shadow_init(mlr__shadow *sh, const mlr_recipe *r, const mlr_inpu
   sh->cap = 1;
   for (int64_t b = 0; b < B; b++) {
     const int64_t L = mlr_inputs_kv_len(in, b);
-    mlr_recipe_splits(r, B, T, L, &sh->nsplit[b], &sh->slen[b]);
+    mlr_recipe_splits(r, B, T, in->H, L, &sh->nsplit[b], &sh->slen[b]);
     if (sh->nsplit[b] > sh->S) sh->S = sh->nsplit[b];
     const int64_t span = sh->slen[b] < L ? sh->slen[b] : L;
     if (span > sh->cap) sh->cap = span;

@@ -1263,7 +1263,7 @@ mlr_status mlr_emu_split_plan(const mlr_recipe *r, const mlr_inputs *in, int64_t
     const int64_t nq = in->qo_indptr[b + 1] - in->qo_indptr[b];
     if (nq > qmax) qmax = nq;
   }
-  mlr_recipe_split_plan(r, in->B, in->T, lens, qmax * in->H, ns, first, len);
+  mlr_recipe_split_plan(r, in->B, in->T, in->H, lens, qmax * in->H, ns, first, len);
   free(lens);
   return MLR_OK;
 }

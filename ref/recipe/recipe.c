@@ -53,6 +53,7 @@ static const key KEYS[] = {
     {"split.align", K_INT, OFF(split_align), NULL, 1, 1 << 20, 0},
     {"split.overhead", K_INT, OFF(split_overhead), NULL, 0, 1 << 16, 1},
     {"split.per", K_ENUM, OFF(split_per), "batch|token", 0, 0, 1},
+    {"split.heads", K_INT, OFF(split_heads), NULL, 0, 1 << 16, 1},
     {"partial.normalized", K_ENUM, OFF(partial_normalized), "no|yes", 0, 0, 0},
     {"lse.base", K_ENUM, OFF(lse_base), "e|2", 0, 0, 0},
     {"merge.rule", K_ENUM, OFF(merge_rule), "running_max|global_max|aiter|flashmla", 0, 0, 0},
@@ -608,11 +609,12 @@ static int64_t split_units(const mlr_recipe *r, int64_t L, int64_t n) {
   return ceil_div(ceil_div(L, n), r->split_align);
 }
 
-void mlr_recipe_splits(const mlr_recipe *r, int64_t bs, int64_t tokens, int64_t L, int64_t *nsplits,
-                       int64_t *split_len) {
+void mlr_recipe_splits(const mlr_recipe *r, int64_t bs, int64_t tokens, int64_t heads, int64_t L,
+                       int64_t *nsplits, int64_t *split_len) {
   const int64_t b = bs > 0 ? bs : 1;
-  /* g: a split's blocks */
-  const int64_t g = r->split_per == MLR_SPLIT_PER_TOKEN && tokens > b ? tokens : b;
+  /* g: a split's blocks, each of split.heads of a token's (or batch's) heads */
+  const int64_t g = mul_sat(r->split_per == MLR_SPLIT_PER_TOKEN && tokens > b ? tokens : b,
+                            r->split_heads > 0 && heads > 0 ? ceil_div(heads, r->split_heads) : 1);
   int64_t n = 1;
   if (r->split_rule == MLR_SPLIT_FIXED)
     n = r->split_count;
@@ -675,14 +677,15 @@ static void flashmla_plan(const mlr_recipe *r, int64_t B, const int64_t *lens, i
   }
 }
 
-void mlr_recipe_split_plan(const mlr_recipe *r, int64_t B, int64_t tokens, const int64_t *lens,
-                           int64_t rows, int64_t *nsplits, int64_t *first, int64_t *split_len) {
+void mlr_recipe_split_plan(const mlr_recipe *r, int64_t B, int64_t tokens, int64_t heads,
+                           const int64_t *lens, int64_t rows, int64_t *nsplits, int64_t *first,
+                           int64_t *split_len) {
   if (r->split_rule == MLR_SPLIT_FLASHMLA) {
     flashmla_plan(r, B, lens, rows, nsplits, first, split_len);
     return;
   }
   for (int64_t b = 0; b < B; b++) {
-    mlr_recipe_splits(r, B, tokens, lens[b], &nsplits[b], &split_len[b]);
+    mlr_recipe_splits(r, B, tokens, heads, lens[b], &nsplits[b], &split_len[b]);
     first[b] = split_len[b];
   }
 }

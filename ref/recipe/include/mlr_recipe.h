@@ -196,6 +196,8 @@ typedef struct mlr_recipe {
   int softmax_order;      /* mlr_smorder */
   int normalize;          /* mlr_normalize */
   int softmax_schedule;   /* mlr_schedule */
+  int split_heads; /* waves: a block's heads; a query token (or batch) counts ceil(H / split_heads)
+                      blocks a split (0: one, whatever H) */
 } mlr_recipe;
 
 /* Problems are reported in an mlr_error (mlr_base.h; may be NULL) as one line. */
@@ -233,8 +235,8 @@ size_t mlr_recipe_canonical(const mlr_recipe *r, char *buf, size_t n);
 /** The recipe's text form, one `key = value` per line, parseable by mlr_recipe_parse. */
 size_t mlr_recipe_text(const mlr_recipe *r, char *buf, size_t n);
 /** How a recipe splits one batch's L KV tokens (bs batches and tokens query tokens in all,
- *  tokens >= bs for batches of one query token or more): *nsplits splits of *split_len tokens
- *  each (the last ones may be shorter or empty).
+ *  tokens >= bs for batches of one query token or more; heads query heads a token): *nsplits
+ *  splits of split_len tokens each (the last ones may be shorter or empty).
  *  none:     1 split of L tokens.
  *  fixed:    split.count splits of ceil(ceil(L / count) / align) * align tokens (the seeds'
  *            Triton rule, align = BLOCK_N); trailing splits may be empty, as in the kernel.
@@ -244,12 +246,13 @@ size_t mlr_recipe_text(const mlr_recipe *r, char *buf, size_t n);
  *  waves:    the fewest splits n in 1 .. min(max, floor(L / min_tokens)) (at least 1) that
  *            minimize ceil(g n / cus) (ceil(len_n / align) + overhead), with
  *            len_n = ceil(ceil(L / n) / align) * align and g = bs (split.per = batch) or
- *            max(tokens, bs) (split.per = token): the waves of blocks times a block's time (its
- *            tiles of align tokens and a fixed cost), for a GPU that runs cus blocks at once (the
- *            fast kernel: one an SM) and a grid of g blocks a split. Splits of len_n tokens (L
- *            when n = 1), as aiter_v1. */
-void mlr_recipe_splits(const mlr_recipe *r, int64_t bs, int64_t tokens, int64_t L, int64_t *nsplits,
-                       int64_t *split_len);
+ *            max(tokens, bs) (split.per = token), times ceil(heads / split.heads) when
+ *            split.heads > 0: the waves of blocks times a block's time (its tiles of align tokens
+ *            and a fixed cost), for a GPU that runs cus blocks at once (the fast kernel: one an
+ *            SM) and a grid of g blocks a split. Splits of len_n tokens (L when n = 1), as
+ *            aiter_v1. */
+void mlr_recipe_splits(const mlr_recipe *r, int64_t bs, int64_t tokens, int64_t heads, int64_t L,
+                       int64_t *nsplits, int64_t *split_len);
 /** The splits of every batch at once, for a rule that plans across batches (flashmla; any other
  *  rule: mlr_recipe_splits per batch, first = split_len). Batch b's split 0 covers tokens
  *  [0, first[b]), split s > 0 [first[b] + (s - 1) len[b], first[b] + s len[b]), each cut at L_b.
@@ -257,9 +260,10 @@ void mlr_recipe_splits(const mlr_recipe *r, int64_t bs, int64_t tokens, int64_t 
  *  with rows = q_len x heads (the query rows a KV head serves); a batch costs ceil(L / align)
  *  blocks + overhead, a part ceil(sum / parts) + overhead; the parts are filled in batch order, a
  *  batch cut where a part's payload ends (no piece of overhead blocks or fewer). lens: B lengths;
- *  tokens: the query tokens in all (mlr_recipe_splits'). */
-void mlr_recipe_split_plan(const mlr_recipe *r, int64_t B, int64_t tokens, const int64_t *lens,
-                           int64_t rows, int64_t *nsplits, int64_t *first, int64_t *split_len);
+ *  tokens, heads: mlr_recipe_splits'. */
+void mlr_recipe_split_plan(const mlr_recipe *r, int64_t B, int64_t tokens, int64_t heads,
+                           const int64_t *lens, int64_t rows, int64_t *nsplits, int64_t *first,
+                           int64_t *split_len);
 
 /** SHA-256 of the canonical string, as 64 lowercase hex digits and a NUL. */
 mlr_status mlr_recipe_hash(const mlr_recipe *r, char hex[65]);
