@@ -227,15 +227,20 @@ Test(recipe, matrix_unit_dots) {
 typedef struct {
   int64_t bs, L, n;
 } split_case;
-/* each case's count, and lengths in multiples of align that cover L with no split wholly past it */
+/* n splits of len tokens: L when one, else lengths in multiples of align that cover L with no
+ * split wholly past it */
+static void lengths_cover(int64_t n, int64_t len, int64_t L, int64_t align) {
+  cr_assert(n == 1 ? len == L : (len % align == 0 && n * len >= L && (n - 1) * len < L),
+            "%lld splits of %lld for %lld tokens", (long long)n, (long long)len, (long long)L);
+}
+/* each case's count, and its lengths (lengths_cover) */
 static void splits_are(const mlr_recipe *r, const split_case *c, size_t k, int64_t align) {
   for (size_t i = 0; i < k; i++) {
     int64_t n, len;
     mlr_recipe_splits(r, c[i].bs, c[i].bs, 16, c[i].L, &n, &len);
     cr_assert_eq(n, c[i].n, "bs%lld kv%lld: %lld splits", (long long)c[i].bs, (long long)c[i].L,
                  (long long)n);
-    cr_assert(n == 1 ? len == c[i].L
-                     : (len % align == 0 && n * len >= c[i].L && (n - 1) * len < c[i].L));
+    lengths_cover(n, len, c[i].L, align);
   }
 }
 
@@ -344,8 +349,7 @@ Test(recipe, split_rule_waves_per_token) {
       cr_assert_eq(n, c[i][3 + per], "per %s bs=%lld tokens=%lld kv=%lld: %lld splits",
                    per ? "token" : "batch", (long long)c[i][0], (long long)c[i][1],
                    (long long)c[i][2], (long long)n);
-      cr_assert(n == 1 ? len == c[i][2]
-                       : (len % 128 == 0 && n * len >= c[i][2] && (n - 1) * len < c[i][2]));
+      lengths_cover(n, len, c[i][2], 128);
     }
   /* the other rules count batches whatever split.per says (AITER's rule is AITER's) */
   aiter = r;
@@ -395,8 +399,7 @@ Test(recipe, split_rule_waves_heads) {
       cr_assert_eq(n, c[i][4 + h], "split.heads=%d bs=%lld tokens=%lld kv=%lld H=%lld: %lld",
                    64 * h, (long long)c[i][0], (long long)c[i][1], (long long)c[i][2],
                    (long long)c[i][3], (long long)n);
-      cr_assert(n == 1 ? len == c[i][2]
-                       : (len % 128 == 0 && n * len >= c[i][2] && (n - 1) * len < c[i][2]));
+      lengths_cover(n, len, c[i][2], 128);
     }
   /* a later key: absent from the canonical string at 0, after split.per when set */
   char s[2048];
