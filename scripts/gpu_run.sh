@@ -19,7 +19,8 @@
 #      (the token table read and static e4m3 Q divided by k_qprep, where the plan would work out the
 #      one and multiply by the reciprocal for the other), lin=1 (fast-wgmma-a8w8: copy_lin) and
 #      ws=1,lin=2 (lin_copy), k_attn_ws's contiguous copies at every unpaged split length;
-#      compute-sanitizer memcheck and racecheck on seven cells, each kernel variant;
+#      compute-sanitizer memcheck and racecheck on seven cells, each kernel variant, and
+#      memcheck on k_attn_rows reusing its tile buffers;
 #      .peers/seed_peers.py (when copied from ../shared/peers) and other people's kernels
 #      (scripts/gpu/third_party_bench.py, $OUT/third_party_bench.json, with .peers/third_party) and
 #      bench gpu --peers beside them ($OUT/bench_gpu.txt, $OUT/peers.json; with the read floor,
@@ -278,7 +279,13 @@ step() {
       for c in edge/bs1_kv0 edge/bs2_kv33 edge/q4_kv100 edge/ragged edge/page16; do
         sanitize $tool fast-wgmma-a8w8 $v $c
       done
-    done; done; } | tee "$OUT/fast_sanitize.txt"
+    done; done
+    # k_attn_rows reusing its tile buffers (16 splits of 4 tiles, paged): memcheck only, as
+    # racecheck reports the reuse whatever the barrier (docs/gpu.md, Known reports)
+    if "$CLI" gen --shape bs=4,kv=8192,heads=128,page=32,seed=42 \
+      --out "$FD/rows_reuse.safetensors" >/dev/null; then
+      sanitize memcheck fast-wgmma-a8w8 rows=1 rows_reuse
+    else echo "memcheck rows_reuse: exit 1 (gen failed)"; fi; } | tee "$OUT/fast_sanitize.txt"
     grep -q "exit [^0]" "$OUT/fast_sanitize.txt" && status=1
   fi
   if step fastbench; then

@@ -19,7 +19,10 @@
  * cp.async through two tile buffers (the next tile copies while this one computes), issued by
  * the copying warpgroup and tracked by mbarriers: the proxy fence that lets wgmma read what
  * generic stores wrote (P, the copies) waits for the fencing thread's own copies in flight, so
- * the threads that fence have none in flight (their only copies, Q's, land before the loop). The
+ * the threads that fence have none in flight (their only copies, Q's, land before the loop). A
+ * buffer is handed back in two halves: its first 64 tokens once both warpgroups' PV has read them
+ * (half way through it), the rest at its end, so that half the tile after next starts copying
+ * half a PV earlier (the computing threads nearly always wait for their next tile's copies). The
  * buffers are in wgmma's core-matrix layout without swizzle: token r's 16-byte chunk c at 128 (36
  * (r / 8) + c) + 16 (r % 8), so that the logits read K as B by descriptor and an ldmatrix of 8
  * tokens x 16 bytes is one contiguous core matrix (no bank conflict). */
@@ -38,6 +41,7 @@ enum {
   REG_K = 40,           /* the copying one's (2 x 232 + 40 = 3 x 168, launch_bounds' share) */
   BAR_C = 1,            /* the named barrier of the computing threads */
   BAR_E = 2,            /* +buffer: the computing threads done with a tile buffer */
+  BAR_H = 4,            /* +buffer: the computing threads done with its first 64 tokens */
   RTB = TILE * QK,      /* a tile buffer's bytes (73,728) */
   RCM = 128,            /* a core matrix's bytes */
   RKV_SBO = 36 * RCM,   /* KV: 8 tokens on (a row's 36 chunks) */
@@ -104,15 +108,16 @@ __device__ __forceinline__ rblk rows_block(const fparams &p) {
 }
 
 /* a tile's copies into buffer b (rows pos0 .. pos0 + 127 of the split; rows at or past the end
- * zero-filled, so that their V adds 0 * 0), by the copying warpgroup, their completion on the
- * buffer's mbarrier: four threads a row, thread 4 r + k copying chunks k, k + 4, .. of rows r,
- * r + 32, .., so that a copy instruction reads 8 rows x 64 contiguous bytes and writes 4 whole
- * core matrices */
-__device__ __forceinline__ void rows_issue(const fparams &p, const rblk &k, int b, int64_t pos0) {
+ * zero-filled, so that their V adds 0 * 0), by the copying warpgroup, rows 32 u0 .. 32 u1 - 1 of
+ * it a call: four threads a row, thread 4 r + k copying chunks k, k + 4, .. of rows r, r + 32, ..,
+ * so that a copy instruction reads 8 rows x 64 contiguous bytes and writes 4 whole core matrices;
+ * rows_issue_done puts the tile's completion on the buffer's mbarrier */
+__device__ __forceinline__ void rows_issue(const fparams &p, const rblk &k, int b, int64_t pos0,
+                                           int u0, int u1) {
   const int i = (int)threadIdx.x - RC, lk = i & 3;
   const uint32_t dst = smem_addr(rsm) + (uint32_t)(b * RTB);
 #pragma unroll
-  for (int u = 0; u < TILE / 32; u++) {
+  for (int u = u0; u < u1; u++) {
     const int r = 32 * u + (i >> 2);
     const int64_t pos = pos0 + r;
     const int64_t row = kv_ref_row(p, kv_ref(p, k.ti.base, pos, pos < k.end));
@@ -123,6 +128,8 @@ __device__ __forceinline__ void rows_issue(const fparams &p, const rblk &k, int 
     for (int c = 0; c < QK / 64; c++)
       cp_async16(d + 4 * RCM * c, src + (bytes ? 64 * c : 0), bytes);
   }
+}
+__device__ __forceinline__ void rows_issue_done(int b) {
   cp_commit();
   cp_mbar_arrive(r_full(b));
 }
@@ -246,8 +253,9 @@ __device__ __forceinline__ void rows_softmax(const fparams &p, float c, uint32_t
 /* one tile's PV for warpgroup v: acc[a][4 i + 2 x + e] is V's column 256 v + 32 (4 (a / 2) + w) +
  * 16 (a % 2) + 2 g + x of row 8 i + 2 j + e. acc * alpha first (no row's alpha moved: no bit
  * changes, so skipped), then 8 steps of 16 tokens, each step's A fragments converted while the
- * step before runs, from matrices loaded a step ahead. */
-__device__ __forceinline__ void rows_pv(uint32_t kvb, float (&acc)[4][32]) {
+ * step before runs, from matrices loaded a step ahead. hbar (>= 0): the named barrier to arrive
+ * at once the buffer's first 64 tokens are read. */
+__device__ __forceinline__ void rows_pv(uint32_t kvb, float (&acc)[4][32], int hbar) {
   const int v = threadIdx.x >> 7, w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, j = lane & 3;
   float a16[16];
   bool one = true;
@@ -288,6 +296,8 @@ __device__ __forceinline__ void rows_pv(uint32_t kvb, float (&acc)[4][32]) {
         fa[2 * a2 + h][2] = e1; /* tokens 2j + 8, 2j + 9 */
         fa[2 * a2 + h][3] = o1;
       }
+    /* tokens 0..63 read: their ldmatrix results are all converted (step 4's come from 64..) */
+    if (kb == TILE / 32 - 1 && hbar >= 0) bar_arrive(hbar, RT);
     if (kb + 1 < TILE / 16)
 #pragma unroll
       for (int a2 = 0; a2 < 2; a2++)
@@ -374,11 +384,17 @@ __device__ __forceinline__ void rows_store(const fparams &p, const rblk &k, cons
 }
 
 /* the copying warpgroup: tiles 1, 2, .. as the computing threads free the buffers (tile t into
- * buffer t % 2 once tile t - 2's PV is done); tile 0 went before Q's barriers */
+ * buffer t % 2: its first 64 rows once tile t - 2's PV has passed them, the rest once that PV is
+ * done); tile 0 went before Q's barriers */
 __device__ __forceinline__ void rows_copier(const fparams &p, const rblk &k) {
   for (int tile = 1; tile < k.ntiles; tile++) {
-    if (tile >= 2) bar_sync(BAR_E + (tile & 1), RT);
-    rows_issue(p, k, tile & 1, k.start + (int64_t)tile * TILE);
+    const int b = tile & 1;
+    const int64_t pos0 = k.start + (int64_t)tile * TILE;
+    if (tile >= 2) bar_sync(BAR_H + b, RT);
+    rows_issue(p, k, b, pos0, 0, TILE / 64);
+    if (tile >= 2) bar_sync(BAR_E + b, RT);
+    rows_issue(p, k, b, pos0, TILE / 64, TILE / 32);
+    rows_issue_done(b);
   }
 }
 
@@ -399,7 +415,7 @@ __device__ __forceinline__ void rows_compute(const fparams &p, const rblk &k, rr
     const uint32_t kvb = smem_addr(rsm) + (uint32_t)(b * RTB);
     float al[2];
     rows_softmax(p, c, kvb, k.start + (int64_t)tile * TILE, st, al);
-    rows_pv(kvb, acc);
+    rows_pv(kvb, acc, tile + 2 < k.ntiles ? BAR_H + b : -1);
     if (tile + 2 < k.ntiles) bar_arrive(BAR_E + b, RT); /* buffer b free for tile + 2 */
   }
   griddep_launch_dependents(); /* k_merge may start (it waits for this grid to end) */
@@ -433,7 +449,8 @@ __global__ void __launch_bounds__(RT, 1) k_attn_rows(fparams p) {
   cp_commit();
   __syncthreads(); /* the mbarriers initialized */
   if (copier && k.ntiles > 0) {
-    rows_issue(p, k, 0, k.start);
+    rows_issue(p, k, 0, k.start, 0, TILE / 32);
+    rows_issue_done(0);
     asm volatile("cp.async.wait_group 1;\n" ::: "memory"); /* Q's group, not tile 0's */
   } else
     asm volatile("cp.async.wait_group 0;\n" ::: "memory");
