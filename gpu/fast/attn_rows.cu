@@ -22,10 +22,10 @@
  * the threads that fence have none in flight (their only copies, Q's, land before the loop). A
  * buffer is handed back in two halves: its first 64 tokens once both warpgroups' PV has read them
  * (half way through it), the rest at its end, so that half the tile after next starts copying
- * half a PV earlier (the computing threads nearly always wait for their next tile's copies). The
- * buffers are in wgmma's core-matrix layout without swizzle: token r's 16-byte chunk c at 128 (36
- * (r / 8) + c) + 16 (r % 8), so that the logits read K as B by descriptor and an ldmatrix of 8
- * tokens x 16 bytes is one contiguous core matrix (no bank conflict). */
+ * half a PV earlier, and its copies land before the computing threads reach it. The buffers are
+ * in wgmma's core-matrix layout without swizzle: token r's 16-byte chunk c at 128 (36 (r / 8) +
+ * c) + 16 (r % 8), so that the logits read K as B by descriptor and an ldmatrix of 8 tokens x 16
+ * bytes is one contiguous core matrix (no bank conflict). */
 #include "fast_attn.cuh"
 #include "fast_host.cuh"
 
@@ -41,7 +41,10 @@ enum {
   REG_K = 40,           /* the copying one's (2 x 232 + 40 = 3 x 168, launch_bounds' share) */
   BAR_C = 1,            /* the named barrier of the computing threads */
   BAR_E = 2,            /* +buffer: the computing threads done with a tile buffer */
-  BAR_H = 4,            /* +buffer: the computing threads done with its first 64 tokens */
+  RPART = 2,            /* a buffer comes back in RPART parts of TILE / RPART tokens (halves:
+                           quarters only add barriers, the copies landing in time already); */
+  BAR_H = 4,            /* +(RPART - 1) buffer + part: the computing threads done with a part */
+  RSTEP = TILE / 16 / RPART, /* the PV's steps of 16 tokens a part */
   RTB = TILE * QK,      /* a tile buffer's bytes (73,728) */
   RCM = 128,            /* a core matrix's bytes */
   RKV_SBO = 36 * RCM,   /* KV: 8 tokens on (a row's 36 chunks) */
@@ -50,6 +53,8 @@ enum {
 static_assert(RT == RC + 128 && REG_C == 232 && REG_K == 40 && 2 * REG_C + REG_K == 3 * 168,
               "setmaxnreg's operands below; the block's registers unchanged");
 static_assert(RQ_LBO == 1024 && R_Q8 == 2 * RTB && SMEM_ROWS <= 232448, "the rows kernel's layout");
+static_assert(RSTEP * 16 * RPART == TILE && TILE / 32 % RPART == 0 && BAR_H + 2 * (RPART - 1) <= 16,
+              "parts of whole PV steps and copier calls (32 rows), within the 16 named barriers");
 
 /* the parts of the shared memory (fast_common.cuh's offsets) */
 __device__ __forceinline__ float *r_max() { return (float *)(rsm + R_MAX); }     /* [2][64] */
@@ -254,7 +259,8 @@ __device__ __forceinline__ void rows_softmax(const fparams &p, float c, uint32_t
  * 16 (a % 2) + 2 g + x of row 8 i + 2 j + e. acc * alpha first (no row's alpha moved: no bit
  * changes, so skipped), then 8 steps of 16 tokens, each step's A fragments converted while the
  * step before runs, from matrices loaded a step ahead. hbar (>= 0): the named barrier to arrive
- * at once the buffer's first 64 tokens are read. */
+ * at once the buffer's first part is read (hbar + 1 the second, ..), the last part's left to the
+ * caller. */
 __device__ __forceinline__ void rows_pv(uint32_t kvb, float (&acc)[4][32], int hbar) {
   const int v = threadIdx.x >> 7, w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, j = lane & 3;
   float a16[16];
@@ -296,8 +302,10 @@ __device__ __forceinline__ void rows_pv(uint32_t kvb, float (&acc)[4][32], int h
         fa[2 * a2 + h][2] = e1; /* tokens 2j + 8, 2j + 9 */
         fa[2 * a2 + h][3] = o1;
       }
-    /* tokens 0..63 read: their ldmatrix results are all converted (step 4's come from 64..) */
-    if (kb == TILE / 32 - 1 && hbar >= 0) bar_arrive(hbar, RT);
+    /* a part's tokens read: their ldmatrix results are all converted (the next step's are loaded
+     * below) */
+    if (kb % RSTEP == RSTEP - 1 && kb + 1 < TILE / 16 && hbar >= 0)
+      bar_arrive(hbar + kb / RSTEP, RT);
     if (kb + 1 < TILE / 16)
 #pragma unroll
       for (int a2 = 0; a2 < 2; a2++)
@@ -384,16 +392,18 @@ __device__ __forceinline__ void rows_store(const fparams &p, const rblk &k, cons
 }
 
 /* the copying warpgroup: tiles 1, 2, .. as the computing threads free the buffers (tile t into
- * buffer t % 2: its first 64 rows once tile t - 2's PV has passed them, the rest once that PV is
- * done); tile 0 went before Q's barriers */
+ * buffer t % 2: each part once tile t - 2's PV has passed it, the last once that PV is done); tile
+ * 0 went before Q's barriers */
 __device__ __forceinline__ void rows_copier(const fparams &p, const rblk &k) {
+  constexpr int U = TILE / 32 / RPART; /* rows_issue's calls of 32 rows a part */
   for (int tile = 1; tile < k.ntiles; tile++) {
     const int b = tile & 1;
     const int64_t pos0 = k.start + (int64_t)tile * TILE;
-    if (tile >= 2) bar_sync(BAR_H + b, RT);
-    rows_issue(p, k, b, pos0, 0, TILE / 64);
-    if (tile >= 2) bar_sync(BAR_E + b, RT);
-    rows_issue(p, k, b, pos0, TILE / 64, TILE / 32);
+#pragma unroll
+    for (int q = 0; q < RPART; q++) {
+      if (tile >= 2) bar_sync(q + 1 < RPART ? BAR_H + (RPART - 1) * b + q : BAR_E + b, RT);
+      rows_issue(p, k, b, pos0, U * q, U * (q + 1));
+    }
     rows_issue_done(b);
   }
 }
@@ -414,9 +424,10 @@ __device__ __forceinline__ void rows_compute(const fparams &p, const rblk &k, rr
     async_fence(); /* the copies (and Q's codes), read by wgmma */
     const uint32_t kvb = smem_addr(rsm) + (uint32_t)(b * RTB);
     float al[2];
+    const bool again = tile + 2 < k.ntiles; /* buffer b copied into for tile + 2 */
     rows_softmax(p, c, kvb, k.start + (int64_t)tile * TILE, st, al);
-    rows_pv(kvb, acc, tile + 2 < k.ntiles ? BAR_H + b : -1);
-    if (tile + 2 < k.ntiles) bar_arrive(BAR_E + b, RT); /* buffer b free for tile + 2 */
+    rows_pv(kvb, acc, again ? BAR_H + (RPART - 1) * b : -1);
+    if (again) bar_arrive(BAR_E + b, RT); /* the last part */
   }
   griddep_launch_dependents(); /* k_merge may start (it waits for this grid to end) */
   rows_store(p, k, st, acc);
