@@ -102,6 +102,14 @@ Test(recipe, parse_errors_name_line_and_column) {
   bad("base = triton",
       "f.recipe:1:8: base = 'triton' is not a built-in recipe (valid: triton-fp8-single|");
   bad("split.rule =", "f.recipe:1:13: split.rule needs a value");
+  char text[1200] = "# ";
+  memset(text + 2, 'c', 700); /* a comment of any length is skipped, a setting is held to 511 */
+  strcpy(text + 702, "\nq.format = bf16\n");
+  mlr_recipe c;
+  mlr_error cerr = {""};
+  cr_assert_eq(mlr_recipe_parse(text, "f.recipe", &c, &cerr), MLR_OK, "%s", cerr.msg);
+  text[0] = 'q', text[1] = '=';
+  bad(text, "f.recipe:1:1: line longer than 511 characters");
   mlr_recipe r;
   mlr_error err = {""};
   mlr_recipe_builtin("fp32-seq", &r);

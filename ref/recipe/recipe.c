@@ -373,7 +373,9 @@ mlr_status mlr_recipe_parse(const char *text, const char *source, mlr_recipe *ou
   int seen[NKEYS] = {0}, line = 0, any = 0;
   for (const char *p = text; p && *p;) {
     const char *eol = strchr(p, '\n');
-    const size_t ll = eol ? (size_t)(eol - p) : strlen(p);
+    size_t ll = eol ? (size_t)(eol - p) : strlen(p);
+    const char *hash = memchr(p, '#', ll);
+    if (hash) ll = (size_t)(hash - p); /* a comment, of any length (recipe show's canonical line) */
     line++;
     char l[512];
     if (ll >= sizeof l)
@@ -382,8 +384,6 @@ mlr_status mlr_recipe_parse(const char *text, const char *source, mlr_recipe *ou
     memcpy(l, p, ll);
     l[ll] = 0;
     p = eol ? eol + 1 : NULL;
-    char *hash = strchr(l, '#');
-    if (hash) *hash = 0;
     size_t a = 0, e = strlen(l);
     while (a < e && isspace((unsigned char)l[a])) a++;
     while (e > a && isspace((unsigned char)l[e - 1])) e--;
