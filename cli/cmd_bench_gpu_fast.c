@@ -177,7 +177,7 @@ static int parse_args(const char *cmd, int argc, char **argv, struct bench *b) {
       mlr_error err = {""};
       if (m < 0)
         return mlr_cli_usage_error(cmd, "--variant needs key=value[,key=value]... (ws, cluster, "
-                                        "toktable, qdiv, lin)");
+                                        "toktable, qdiv, lin, rows, tma)");
       if (mlr_gpu_fast_opts_parse(v, &b->opts, &err) != MLR_OK)
         return mlr_cli_usage_error(cmd, "--variant %s", err.msg);
     } else

@@ -185,8 +185,9 @@ step() {
         { echo "gen $spec failed"; status=1; }
     done
     # more than 16 heads (a block a group of 16): 20 to 128 heads, ragged, paged, q_len 2 and 3,
-    # bf16 and e4m3fnuz KV; the last (heads_11) has 16 splits of 4 tiles, so that k_attn_rows
-    # copies into its tile buffers again
+    # bf16 and e4m3fnuz KV; heads_11 has 16 splits of 4 tiles, so that k_attn_rows copies into
+    # its tile buffers again; pages of 96 and 256 rows put some half tiles within a page (copied by
+    # the tensor memory accelerator) and some across two (by cp.async)
     mkdir -p "$FD/heads" && k=0
     for spec in bs=8,kv=2000,heads=128,page=64,seed=21 bs=4,kv=777,q=3,heads=128,seed=23 \
                 bs=2,kv=4096,page=64,heads=128,q=2,seed=24 bs=3,kv=1500,heads=64,seed=26 \
@@ -194,7 +195,8 @@ step() {
                 bs=2,kv=3000,heads=128,fmt=bf16,seed=29 \
                 lens=1:70:300,q=2,heads=48,page=16,fmt=bf16,seed=30 \
                 bs=4,kv=1000,heads=128,fmt=e4m3fnuz,seed=31 bs=1,kv=8192,heads=128,seed=32 \
-                bs=4,kv=8192,heads=128,page=32,seed=42; do
+                bs=4,kv=8192,heads=128,page=32,seed=42 bs=3,kv=2500,heads=128,page=96,seed=34 \
+                bs=2,kv=5000,heads=64,q=2,page=256,seed=35; do
       k=$((k + 1))
       "$CLI" gen --shape "$spec" --out "$FD/heads/heads_$k$(case $spec in *bf16*) echo _bf16;;
         *fnuz*) echo _fnuz;; esac).safetensors" >/dev/null || { echo "gen $spec failed"; status=1; }
@@ -219,10 +221,12 @@ step() {
         # k_qprep where the reciprocal fits) and k_attn_ws's contiguous copies at every split length
         # (the plan takes them for unpaged splits only, by length): copy_lin (lin=1, the wgmma
         # kernel's) and lin_copy (lin=2, with k_attn_ws forced); and the wgmma recipe's blocks of
-        # 64 rows (k_attn_rows: the plan's at 64 or 128 heads with splits of 2 tiles or more)
-        vs=auto; case $s in edge | bf16 | heads) vs="auto ws merge table lin lin2 rows" ;; esac
+        # 64 rows (k_attn_rows: the plan's at 64 or 128 heads with splits of 2 tiles or more), its
+        # half tiles copied by the tensor memory accelerator where they can be and (rowscp) by
+        # cp.async only
+        vs=auto; case $s in edge | bf16 | heads) vs="auto ws merge table lin lin2 rows rowscp" ;; esac
         for v in $vs; do for r in $rs; do
-          { [ $v = lin ] || [ $v = rows ]; } && [ $r != fast-wgmma-a8w8 ] && continue
+          case $v in lin | rows*) [ $r != fast-wgmma-a8w8 ] && continue ;; esac
           o="$FD/out.$s.$c.$r.safetensors"; lab="$s/$c $r"; fv=
           case $v in
             ws) fv=ws=1; lab="$lab (k_attn_ws)"
@@ -232,6 +236,7 @@ step() {
             lin) fv=lin=1; lab="$lab (copy_lin)" ;;
             lin2) fv=ws=1,lin=2; lab="$lab (k_attn_ws, lin_copy)" ;;
             rows) fv=rows=1; lab="$lab (k_attn_rows)" ;;
+            rowscp) fv=rows=1,tma=0; lab="$lab (k_attn_rows, cp.async)" ;;
           esac
           "$CLI" gpu run --kernel fast ${fv:+--variant "$fv"} --recipe $r --inputs "$f" --out "$o" \
             > "$FD/run.log" 2>&1
@@ -277,14 +282,17 @@ step() {
     done; done
     # the wgmma recipe's kernels (k_attn_ws_wg, k_attn_wg, k_attn_rows where the batches are
     # uniform): the OCP edge cells with splits, paging and ragged batches
-    for tool in memcheck racecheck; do for v in ws=1 ws=0 cluster=0 lin=1 lin=2 rows=1; do
+    for tool in memcheck racecheck; do
+      for v in ws=1 ws=0 cluster=0 lin=1 lin=2 rows=1 rows=1,tma=0; do
       for c in edge/bs1_kv0 edge/bs2_kv33 edge/q4_kv100 edge/ragged edge/page16; do
         sanitize $tool fast-wgmma-a8w8 $v $c
       done
     done; done
     # k_attn_rows reusing its tile buffers: memcheck only, as racecheck reports the reuse whatever
-    # the barrier (docs/gpu.md, Known reports)
-    sanitize memcheck fast-wgmma-a8w8 rows=1 heads/heads_11; } | tee "$OUT/fast_sanitize.txt"
+    # the barrier (docs/gpu.md, Known reports); heads_1 with whole pages for the tensor map
+    for c in heads/heads_11 heads/heads_1; do for v in rows=1 rows=1,tma=0; do
+      sanitize memcheck fast-wgmma-a8w8 $v $c
+    done; done; } | tee "$OUT/fast_sanitize.txt"
     grep -q "exit [^0]" "$OUT/fast_sanitize.txt" && status=1
   fi
   if step fastbench; then

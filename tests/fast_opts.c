@@ -11,20 +11,21 @@ Test(fast_opts, defaults_are_the_plans) {
   memset(&o, 0x5A, sizeof o);
   mlr_gpu_fast_opts_init(&o);
   cr_assert(o.ws == -1 && o.cluster == -1 && o.toktable == -1 && o.qdiv == -1 && o.lin == -1 &&
-            o.rows == -1);
+            o.rows == -1 && o.tma == -1);
   cr_assert_eq(mlr_gpu_fast_opts_check(&o, &err), MLR_OK, "%s", err.msg);
 }
 
 Test(fast_opts, parse_every_key) {
   mlr_gpu_fast_opts o;
   mlr_error err = {""};
-  cr_assert_eq(mlr_gpu_fast_opts_parse("ws=1,cluster=0,toktable=1,qdiv=1,lin=2,rows=0", &o, &err),
-               MLR_OK, "%s", err.msg);
+  cr_assert_eq(
+      mlr_gpu_fast_opts_parse("ws=1,cluster=0,toktable=1,qdiv=1,lin=2,rows=0,tma=0", &o, &err),
+      MLR_OK, "%s", err.msg);
   cr_assert(o.ws == 1 && o.cluster == 0 && o.toktable == 1 && o.qdiv == 1 && o.lin == 2 &&
-            o.rows == 0);
+            o.rows == 0 && o.tma == 0);
   cr_assert_eq(mlr_gpu_fast_opts_parse("lin=1", &o, &err), MLR_OK, "%s", err.msg);
   cr_assert(o.ws == -1 && o.cluster == -1 && o.toktable == -1 && o.qdiv == -1 && o.lin == 1 &&
-                o.rows == -1,
+                o.rows == -1 && o.tma == -1,
             "keys not given are the plan's");
   cr_assert_eq(mlr_gpu_fast_opts_check(&o, &err), MLR_OK, "%s", err.msg);
 }
@@ -41,6 +42,7 @@ Test(fast_opts, refusals_name_the_item) {
       {"lin=11", "'lin=11': lin takes 0..2"},
       {"qdiv=-1", "'qdiv=-1': qdiv takes 0..1"},
       {"rows=2", "'rows=2': rows takes 0..1"},
+      {"tma=2", "'tma=2': tma takes 0..1"},
       {"ws=1,frob=0", "'frob=0': no variant 'frob'"},
       {"w=1", "no variant 'w'"},
       {"ws=0,ws=1", "'ws=1': ws given twice"},

@@ -15,17 +15,20 @@
  * softmax of the tile's tokens 64 v .. 64 v + 63 for all 64 rows (the row maxima and group sums
  * meet in shared memory), and the PV of V's columns 256 v .. 256 v + 255 for all 64 rows and all
  * 128 tokens. V's fp8 codes become fp16 A fragments in registers (ldmatrix.trans,
- * cvt.rn.f16x2.e4m3x2, exact); P (fp16) is wgmma's B from shared memory. The KV streams by
- * cp.async through two tile buffers (the next tile copies while this one computes), issued by
- * the copying warpgroup and tracked by mbarriers: the proxy fence that lets wgmma read what
+ * cvt.rn.f16x2.e4m3x2, exact); P (fp16) is wgmma's B from shared memory. The KV streams through
+ * two tile buffers (the next tile copies while this one computes), copied by the copying
+ * warpgroup (half tiles of contiguous rows by the tensor memory accelerator, the rest by
+ * cp.async: rows_part) and tracked by mbarriers: the proxy fence that lets wgmma read what
  * generic stores wrote (P, the copies) waits for the fencing thread's own copies in flight, so
  * the threads that fence have none in flight (their only copies, Q's, land before the loop). A
  * buffer is handed back in two halves: its first 64 tokens once both warpgroups' PV has read them
  * (half way through it), the rest at its end, so that half the tile after next starts copying
  * half a PV earlier, and its copies land before the computing threads reach it. The buffers are
- * in wgmma's core-matrix layout without swizzle: token r's 16-byte chunk c at 128 (36 (r / 8) +
- * c) + 16 (r % 8), so that the logits read K as B by descriptor and an ldmatrix of 8 tokens x 16
- * bytes is one contiguous core matrix (no bank conflict). */
+ * in wgmma's K-major layout with the 64-byte swizzle: 9 slabs of 64 bytes of every token (8 KiB
+ * each), token r's 16-byte chunk c at kv_at(r, c) = 8192 (c / 4) + 64 r + 16 ((c % 4) ^ (r / 2 %
+ * 4)), the address's bits 4-5 xor its bits 7-8, which is what the tensor memory accelerator writes
+ * with CU_TENSOR_MAP_SWIZZLE_64B and what the logits' descriptors read (kv_desc); an ldmatrix of
+ * 8 tokens x 16 bytes at one chunk then meets 8 distinct groups of 4 banks (no conflict). */
 #include "fast_attn.cuh"
 #include "fast_host.cuh"
 
@@ -35,24 +38,25 @@ namespace {
 extern __shared__ __align__(1024) uint8_t rsm[];
 
 enum {
-  RC = 256,             /* the computing threads: two warpgroups */
-  RT = NTHR_ROWS,       /* and the copying warpgroup */
-  REG_C = 232,          /* setmaxnreg: the computing warpgroups' registers, */
-  REG_K = 40,           /* the copying one's (2 x 232 + 40 = 3 x 168, launch_bounds' share) */
-  BAR_C = 1,            /* the named barrier of the computing threads */
-  BAR_E = 2,            /* +buffer: the computing threads done with a tile buffer */
-  RPART = 2,            /* a buffer comes back in RPART parts of TILE / RPART tokens (halves:
-                           quarters only add barriers, the copies landing in time already); */
-  BAR_H = 4,            /* +(RPART - 1) buffer + part: the computing threads done with a part */
+  RC = 256,       /* the computing threads: two warpgroups */
+  RT = NTHR_ROWS, /* and the copying warpgroup */
+  REG_C = 232,    /* setmaxnreg: the computing warpgroups' registers, */
+  REG_K = 40,     /* the copying one's (2 x 232 + 40 = 3 x 168, launch_bounds' share) */
+  BAR_C = 1,      /* the named barrier of the computing threads */
+  BAR_E = 2,      /* +buffer: the computing threads done with a tile buffer */
+  BAR_H = 4,      /* +(RPART - 1) buffer + part: the computing threads done with a part */
   RSTEP = TILE / 16 / RPART, /* the PV's steps of 16 tokens a part */
-  RTB = TILE * QK,      /* a tile buffer's bytes (73,728) */
-  RCM = 128,            /* a core matrix's bytes */
-  RKV_SBO = 36 * RCM,   /* KV: 8 tokens on (a row's 36 chunks) */
+  RTB = TILE * QK,           /* a tile buffer's bytes (73,728) */
+  RSLAB = TILE * 64,         /* a slab: 64 bytes of each of a tile's tokens */
+  RCM = 128,                 /* a core matrix's bytes */
   RQ_LBO = RR / 8 * RCM /* Q and P: the next 16 bytes of K, after the 8 core matrices of 64 rows */
 };
 static_assert(RT == RC + 128 && REG_C == 232 && REG_K == 40 && 2 * REG_C + REG_K == 3 * 168,
               "setmaxnreg's operands below; the block's registers unchanged");
 static_assert(RQ_LBO == 1024 && R_Q8 == 2 * RTB && SMEM_ROWS <= 232448, "the rows kernel's layout");
+static_assert(
+    RTB % 512 == 0 && RSLAB % 512 == 0 && QK % 64 == 0,
+    "the swizzle's 512-byte period from every slab's start (the buffers' 1024 alignment)");
 static_assert(RSTEP * 16 * RPART == TILE && TILE / 32 % RPART == 0 && BAR_H + 2 * (RPART - 1) <= 16,
               "parts of whole PV steps and copier calls (32 rows), within the 16 named barriers");
 
@@ -89,6 +93,15 @@ __device__ __forceinline__ void wg_pv(float (&d)[32], const uint32_t (&a)[4], ui
          : RD32(d)
          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
 }
+/* token r's 16-byte chunk c in a tile buffer (the 64-byte swizzle) */
+__device__ __forceinline__ uint32_t kv_at(int r, int c) {
+  return (uint32_t)(RSLAB * (c >> 2) + 64 * r + 16 * ((c & 3) ^ ((r >> 1) & 3)));
+}
+/* wgmma's descriptor of K from addr: layout type 2 (the 64-byte swizzle, bits 62-63), groups of 8
+ * tokens 512 bytes apart, the leading offset unused (K-major, a step's 32 bytes within the 64) */
+__device__ __forceinline__ uint64_t kv_desc(uint32_t addr) {
+  return wg_desc_at(addr, 16, 8 * 64) | (uint64_t)2 << 62;
+}
 __device__ __forceinline__ void async_fence() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
@@ -113,10 +126,10 @@ __device__ __forceinline__ rblk rows_block(const fparams &p) {
 }
 
 /* a tile's copies into buffer b (rows pos0 .. pos0 + 127 of the split; rows at or past the end
- * zero-filled, so that their V adds 0 * 0), by the copying warpgroup, rows 32 u0 .. 32 u1 - 1 of
- * it a call: four threads a row, thread 4 r + k copying chunks k, k + 4, .. of rows r, r + 32, ..,
- * so that a copy instruction reads 8 rows x 64 contiguous bytes and writes 4 whole core matrices;
- * rows_issue_done puts the tile's completion on the buffer's mbarrier */
+ * zero-filled, so that their V adds 0 * 0) by cp.async, by the copying warpgroup, rows 32 u0 ..
+ * 32 u1 - 1 of it a call: four threads a row, thread 4 r + k copying chunks k, k + 4, .. of rows
+ * r, r + 32, .., so that a copy instruction reads 8 rows x 64 contiguous bytes and writes 8 x 64
+ * bytes of one slab; rows_issue_done puts the tile's completion on the buffer's mbarrier */
 __device__ __forceinline__ void rows_issue(const fparams &p, const rblk &k, int b, int64_t pos0,
                                            int u0, int u1) {
   const int i = (int)threadIdx.x - RC, lk = i & 3;
@@ -128,15 +141,42 @@ __device__ __forceinline__ void rows_issue(const fparams &p, const rblk &k, int 
     const int64_t row = kv_ref_row(p, kv_ref(p, k.ti.base, pos, pos < k.end));
     const uint8_t *src = row >= 0 ? p.kv + row * QK + 16 * lk : p.kv;
     const int bytes = row >= 0 ? 16 : 0;
-    const uint32_t d = dst + (uint32_t)((36 * (r >> 3) + lk) * RCM + 16 * (r & 7));
+    const uint32_t d = dst + kv_at(r, lk);
 #pragma unroll
-    for (int c = 0; c < QK / 64; c++)
-      cp_async16(d + 4 * RCM * c, src + (bytes ? 64 * c : 0), bytes);
+    for (int c = 0; c < QK / 64; c++) /* chunk lk + 4 c: slab c, the same place in it */
+      cp_async16(d + RSLAB * c, src + (bytes ? 64 * c : 0), bytes);
   }
 }
 __device__ __forceinline__ void rows_issue_done(int b) {
   cp_commit();
   cp_mbar_arrive(r_full(b));
+}
+/* part q of the tile at pos0 into buffer b: by the tensor memory accelerator where its rows are
+ * contiguous in the pool (unpaged, or within one page) and all before the split's end, a box of
+ * p.tmap (host.cu's plan_tma: 64 bytes x the part's rows, swizzled as kv_at) a slab, issued by
+ * one thread, its bytes counted on the buffer's mbarrier as they land (the copying threads'
+ * arrivals stay rows_issue_done's); else by rows_issue, zero-filling the rows past the end */
+__device__ __forceinline__ void rows_part(const fparams &p, const rblk &k, int b, int64_t pos0,
+                                          int q) {
+  constexpr int HR = TILE / RPART, U = HR / 32; /* rows_issue's calls of 32 rows */
+  const int64_t pos = pos0 + q * HR;
+  if (!p.tma || pos + HR > k.end ||
+      (p.kv_indices && pos - kv_page(p, pos) * p.page + HR > p.page)) {
+    rows_issue(p, k, b, pos0, U * q, U * (q + 1));
+    return;
+  }
+  if (threadIdx.x != RC) return;
+  const uint32_t dst = smem_addr(rsm) + (uint32_t)b * RTB + kv_at(q * HR, 0), bar = r_full(b);
+  const int32_t row = (int32_t)kv_ref_row(p, kv_ref(p, k.ti.base, pos, true));
+  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(bar),
+               "r"(RTB / RPART)
+               : "memory");
+#pragma unroll
+  for (int j = 0; j < QK / 64; j++)
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst + RSLAB * j),
+                 "l"(p.tmap), "r"(64 * j), "r"(row), "r"(bar)
+                 : "memory");
 }
 
 /* Q's rows (the staged codes: k_qprep's fp16 codes or, p.qin, the bf16 codes) as e4m3 codes in the
@@ -171,11 +211,11 @@ __device__ __forceinline__ void rows_softmax(const fparams &p, float c, uint32_t
   for (int i = 0; i < 32; i++) sv[i] = 0.0f;
   wg_fence_regs<32>(sv);
   wg_fence_all();
-  const uint32_t q8 = smem_addr(rsm + R_Q8), kb = kvb + (uint32_t)(8 * v * RKV_SBO);
+  const uint32_t q8 = smem_addr(rsm + R_Q8), kb = kvb + kv_at(64 * v, 0);
 #pragma unroll
-  for (int ks = 0; ks < QK / 32; ks++) /* column chunks 2 ks, 2 ks + 1 */
+  for (int ks = 0; ks < QK / 32; ks++) /* column chunks 2 ks, 2 ks + 1: slab ks / 2's half */
     wg_logits(sv, wg_desc_at(q8 + 2 * RQ_LBO * ks, RQ_LBO, RCM),
-              wg_desc_at(kb + 2 * RCM * ks, RCM, RKV_SBO));
+              kv_desc(kb + RSLAB * (ks >> 1) + 32 * (ks & 1)));
   wg_commit();
   wg_wait_n<0>();
   wg_fence_regs<32>(sv);
@@ -279,14 +319,14 @@ __device__ __forceinline__ void rows_pv(uint32_t kvb, float (&acc)[4][32], int h
    * (lane >> 4): matrices m0, m1 (tokens 0-7, 8-15) of V's columns c0 .. c0 + 15, m2, m3 of c0 +
    * 16 ..; lane (g, j) gets tokens 2j, 2j+1 (m0, m2) and 2j+8, 2j+9 (m1, m3) of byte columns 2g,
    * 2g + 1, which are rows g and g + 8 of the A fragment of columns c0 + 16 h .. (pv_products) */
-  const uint32_t vl =
-      kvb +
-      (uint32_t)((36 * ((lane >> 3) & 1) + (lane >> 4) + 16 * v + 2 * w) * RCM + 16 * (lane & 7));
+  /* kv_at's xor depends on the token's (r / 2) % 4, which steps of 16 tokens and slabs keep: the
+   * lane's address, plus kv_at(16 kb, 8 a2) */
+  const uint32_t vl = kvb + kv_at((lane & 7) + 8 * ((lane >> 3) & 1), 16 * v + 2 * w + (lane >> 4));
   const uint32_t pd = smem_addr(rsm + R_P);
   uint32_t r[2][4]; /* step kb's matrices, loaded during step kb - 1 */
 #pragma unroll
   for (int a2 = 0; a2 < 2; a2++)
-    ldsm4t(vl + (uint32_t)(8 * a2 * RCM), r[a2][0], r[a2][1], r[a2][2], r[a2][3]);
+    ldsm4t(vl + kv_at(0, 8 * a2), r[a2][0], r[a2][1], r[a2][2], r[a2][3]);
 #pragma unroll
   for (int kb = 0; kb < TILE / 16; kb++) {
     uint32_t fa[4][4];
@@ -309,8 +349,7 @@ __device__ __forceinline__ void rows_pv(uint32_t kvb, float (&acc)[4][32], int h
     if (kb + 1 < TILE / 16)
 #pragma unroll
       for (int a2 = 0; a2 < 2; a2++)
-        ldsm4t(vl + (uint32_t)(2 * (kb + 1) * RKV_SBO + 8 * a2 * RCM), r[a2][0], r[a2][1], r[a2][2],
-               r[a2][3]);
+        ldsm4t(vl + kv_at(16 * (kb + 1), 8 * a2), r[a2][0], r[a2][1], r[a2][2], r[a2][3]);
     wg_fence_all();
 #pragma unroll
     for (int a = 0; a < 4; a++) wg_pv(acc[a], fa[a], wg_desc_at(pd + 2 * RQ_LBO * kb, RQ_LBO, RCM));
@@ -395,14 +434,14 @@ __device__ __forceinline__ void rows_store(const fparams &p, const rblk &k, cons
  * buffer t % 2: each part once tile t - 2's PV has passed it, the last once that PV is done); tile
  * 0 went before Q's barriers */
 __device__ __forceinline__ void rows_copier(const fparams &p, const rblk &k) {
-  constexpr int U = TILE / 32 / RPART; /* rows_issue's calls of 32 rows a part */
+  if (p.tma) async_fence(); /* Q's generic copies into buffer 1 before the async proxy's */
   for (int tile = 1; tile < k.ntiles; tile++) {
     const int b = tile & 1;
     const int64_t pos0 = k.start + (int64_t)tile * TILE;
 #pragma unroll
     for (int q = 0; q < RPART; q++) {
       if (tile >= 2) bar_sync(q + 1 < RPART ? BAR_H + (RPART - 1) * b + q : BAR_E + b, RT);
-      rows_issue(p, k, b, pos0, U * q, U * (q + 1));
+      rows_part(p, k, b, pos0, q);
     }
     rows_issue_done(b);
   }
@@ -433,7 +472,8 @@ __device__ __forceinline__ void rows_compute(const fparams &p, const rblk &k, rr
   rows_store(p, k, st, acc);
 }
 
-__global__ void __launch_bounds__(RT, 1) k_attn_rows(fparams p) {
+/* p in the kernel's parameter space (__grid_constant__), where rows_part's tensor map must be */
+__global__ void __launch_bounds__(RT, 1) k_attn_rows(const __grid_constant__ fparams p) {
   const rblk k = rows_block(p);
   if (k.s >= k.ti.nsplit) return;
   const bool copier = threadIdx.x >= RC;
@@ -447,8 +487,10 @@ __global__ void __launch_bounds__(RT, 1) k_attn_rows(fparams p) {
     const int64_t L = rows_row_len(p, k, row);
     st.rend[rr] = row >= k.nr ? k.start : k.send < L ? k.send : L;
   }
-  if (threadIdx.x == 0)
+  if (threadIdx.x == 0) {
     for (int b = 0; b < 2; b++) mbar_init(r_full(b), RT - RC); /* the copying threads' arrivals */
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); /* to the async proxy */
+  }
   griddep_wait(); /* k_qprep's codes; the previous run's outputs */
   /* Q's codes staged in tile buffer 1 (free until tile 1 copies, after Q's barriers) */
   uint16_t *q_st = (uint16_t *)(rsm + RTB);
@@ -460,7 +502,7 @@ __global__ void __launch_bounds__(RT, 1) k_attn_rows(fparams p) {
   cp_commit();
   __syncthreads(); /* the mbarriers initialized */
   if (copier && k.ntiles > 0) {
-    rows_issue(p, k, 0, k.start, 0, TILE / 32);
+    for (int q = 0; q < RPART; q++) rows_part(p, k, 0, k.start, q);
     rows_issue_done(0);
     asm volatile("cp.async.wait_group 1;\n" ::: "memory"); /* Q's group, not tile 0's */
   } else

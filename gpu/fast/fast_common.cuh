@@ -103,7 +103,9 @@ enum { SM_Q8 = 16 * QK, SMEM_WG = SM_KV + SM_Q8 + SM_RED + SM_FLAG };
  * (fp16, 64 rows x 128 tokens: the PV's B), the two warpgroups' row maxima [2][64], the groups' row
  * sums [64][8], alpha [64], the final m and l [64][2], the two tile buffers' mbarriers */
 enum {
-  RR = 64, /* the rows a block */
+  RR = 64,   /* the rows a block */
+  RPART = 2, /* a tile buffer is handed back and copied into in RPART parts of TILE / RPART rows
+                (halves: quarters only add barriers, the copies landing in time already) */
   R_Q8 = 2 * TILE * QK,
   R_P = R_Q8 + RR * QK,
   R_MAX = R_P + RR * TILE * 2,
@@ -173,6 +175,9 @@ struct fparams {
   float *part_o, *part_x, *part_sum,
       *lse; /* part_x: a split's lse (normalized partials) or m (raw: p.raw, with part_sum its l) */
   uint16_t *o;
+  int tma; /* NVIDIA, k_attn_rows: a tile's parts of contiguous rows copied by the tensor memory
+              accelerator through tmap (attn_rows.cu's rows_part), else by cp.async */
+  alignas(64) uint64_t tmap[16]; /* the KV pool's CUtensorMap (host.cu's plan_tma) */
 };
 
 /* Programmatic dependent launch (sm_90): a kernel launched with it may start while the previous
@@ -191,6 +196,11 @@ __device__ __forceinline__ void griddep_launch_dependents() {
 }
 #endif
 
+/* the page of a split's token pos >= 0 (paged KV): for a power-of-two page the shift is the
+ * quotient; a 64-bit division is a call of tens of instructions */
+__device__ __forceinline__ int64_t kv_page(const fparams &p, int64_t pos) {
+  return p.pshift >= 0 ? pos >> p.pshift : pos / p.page;
+}
 /* A KV row in two steps, so that a copy's issue waits for the page table and nothing before it
  * does: kv_ref starts the page's entry's load and keeps the row's offset in its page (unpaged: the
  * row itself, page id 0; past the split's end: offset -1, no load), kv_ref_row puts them together
@@ -204,9 +214,7 @@ struct kvref {
 __device__ __forceinline__ kvref kv_ref(const fparams &p, int32_t base, int64_t pos, bool valid) {
   if (!valid) return {-1, 0};
   if (!p.kv_indices) return {base + pos, 0};
-  /* pos >= 0, so for a power-of-two page the shift is the quotient; a 64-bit division is a call of
-   * tens of instructions */
-  const int64_t pg = p.pshift >= 0 ? pos >> p.pshift : pos / p.page;
+  const int64_t pg = kv_page(p, pos);
   return {pos - pg * p.page, p.kv_indices[base + pg]};
 }
 /* the row, or -1 (offset -1, page id 0) */

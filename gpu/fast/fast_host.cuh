@@ -116,6 +116,7 @@ struct mlr_gpu_fast {
   int32_t *split_count, *split_len;
   float qscale_static;
   int ws;          /* k_attn_ws, not k_attn: the longest split has WS_MIN_TILES tiles or more */
+  int64_t nkv;     /* the KV pool's rows */
   int64_t kv_read; /* bytes of KV the batches' tokens span (their rows, at most the pool's): the
                       read floor's */
   char kname[40];  /* NVIDIA: mlr_gpu_fast_kernels' answer, made once the plan is made */

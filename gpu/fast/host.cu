@@ -4,6 +4,10 @@
  * through the functions fast_host.cuh declares. */
 #include "fast_host.cuh"
 
+#if !MLR_FAST_AMD
+#include <cudaTypedefs.h> /* the driver's tensor map encoder, reached through the runtime */
+#endif
+
 using namespace mlr_fast;
 
 namespace {
@@ -228,6 +232,7 @@ mlr_status plan_buffers(mlr_gpu_fast *f, const mlr_inputs *in, const tokinfo *to
   DALLOC(p.q, (size_t)f->nq * 2, in->q);
   DALLOC(p.qop, (size_t)f->nq * 2, NULL);
   DALLOC(p.kv, (size_t)in->N * QK * p.kvw, in->kv);
+  f->nkv = in->N;
   /* a page table may name a page twice */
   f->kv_read = (f->kv_read < in->N ? f->kv_read : in->N) * QK * p.kvw;
   if (in->kv_indices) DALLOC(p.kv_indices, (size_t)in->kv_indptr[B] * 4, in->kv_indices);
@@ -252,6 +257,37 @@ out:
 }
 
 #if !MLR_FAST_AMD
+/* k_attn_rows' tensor map of the KV pool (p.tmap, p.tma): the pool as 576-byte rows, a box of 64
+ * bytes x a half tile's rows (TILE / RPART) written with the 64-byte swizzle, which is the tile
+ * buffers' layout (attn_rows.cu's kv_at), byte for byte the cp.async copies'. The driver's encoder
+ * comes through the runtime: no link to libcuda. o->tma = 0 leaves every copy to cp.async. */
+mlr_status plan_tma(mlr_gpu_fast *f, const mlr_gpu_fast_opts *o, mlr_error *err) {
+  mlr_status st = MLR_OK;
+  fparams &p = f->p;
+  constexpr int HR = TILE / RPART; /* a half tile's rows */
+  p.tma = p.rows && p.kvw == 1 && f->nkv >= HR && o->tma != 0;
+  if (p.tma) {
+    PFN_cuTensorMapEncodeTiled_v12000 enc = NULL;
+    cudaDriverEntryPointQueryResult found;
+    GPU_TRY(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void **)&enc, 12000,
+                                             cudaEnableDefault, &found));
+    if (found != cudaDriverEntryPointSuccess || !enc)
+      return mlr_error_set(err, MLR_EDEVICE, "GPU: the driver has no cuTensorMapEncodeTiled");
+    const cuuint64_t dim[2] = {QK, (cuuint64_t)f->nkv}, stride[1] = {QK}; /* bytes */
+    const cuuint32_t box[2] = {64, HR}, step[2] = {1, 1};
+    static_assert(sizeof(CUtensorMap) == sizeof p.tmap, "fparams' room for the tensor map");
+    const CUresult e =
+        enc((CUtensorMap *)p.tmap, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)p.kv, dim, stride, box,
+            step, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_64B,
+            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (e != CUDA_SUCCESS)
+      return mlr_error_set(err, MLR_EDEVICE, "GPU: cuTensorMapEncodeTiled of the KV pool: error %d",
+                           (int)e);
+  }
+out:
+  return st;
+}
+
 /* the launch's last choices: the attention kernels' shared memory, the merge in the cluster or by
  * k_merge (p.cl), and the kernels' name */
 mlr_status plan_launch(mlr_gpu_fast *f, const mlr_gpu_fast_opts *o, mlr_error *err) {
@@ -277,6 +313,7 @@ mlr_status plan_launch(mlr_gpu_fast *f, const mlr_gpu_fast_opts *o, mlr_error *e
    * the launched kernel loaded, the shapes that launch k_merge run slower (as CUDA_MODULE_LOADING=
    * EAGER shows). The choices are enumerated through attn_kernel itself, so no list of
    * instantiations can drift from it. */
+  if ((st = plan_tma(f, o, err)) != MLR_OK) goto out;
   for (int c = 0; c < 49; c++) {
     fparams q = p;
     q.rows = c == 48; /* the last: k_attn_rows */

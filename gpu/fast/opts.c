@@ -10,11 +10,12 @@
 /* a test build's planted faults (gpu/fast/host.cu): 1 drop-last, 2 causal-late, 3 no-kv-scale,
  * 4 page-off-by-one */
 #define VALID                                                                                      \
-  "valid: ws=0|1, cluster=0|1, toktable=0|1, qdiv=0|1, lin=0|1|2, rows=0|1, fault=0..4, "          \
+  "valid: ws=0|1, cluster=0|1, toktable=0|1, qdiv=0|1, lin=0|1|2, rows=0|1, tma=0|1, fault=0..4, " \
   "comma-separated"
 #else
 #define VALID                                                                                      \
-  "valid: ws=0|1, cluster=0|1, toktable=0|1, qdiv=0|1, lin=0|1|2, rows=0|1, comma-separated"
+  "valid: ws=0|1, cluster=0|1, toktable=0|1, qdiv=0|1, lin=0|1|2, rows=0|1, tma=0|1, "             \
+  "comma-separated"
 #endif
 
 /* the options by name: the field and its largest value */
@@ -29,6 +30,7 @@ static const struct {
     {"qdiv", offsetof(mlr_gpu_fast_opts, qdiv), 1},
     {"lin", offsetof(mlr_gpu_fast_opts, lin), 2},
     {"rows", offsetof(mlr_gpu_fast_opts, rows), 1},
+    {"tma", offsetof(mlr_gpu_fast_opts, tma), 1},
 #ifdef MLR_FAST_FAULTS
     {"fault", offsetof(mlr_gpu_fast_opts, fault), 4},
 #endif

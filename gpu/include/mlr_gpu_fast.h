@@ -109,10 +109,14 @@ typedef struct mlr_gpu_fast mlr_gpu_fast;
  *              k_attn_rows at 64 or 128 heads (no block holds two tokens' rows) when the splits
  *              have 2 tiles or more, unless ws or lin is forced. Forced where a block holds two
  *              tokens' rows (causal q_len > 1), it is exact unless the KV holds NaN codes.
+ *    tma       k_attn_rows: 1 copies each half tile whose 64 rows lie in one page (unpaged: every
+ *              one) and before the split's end by the tensor memory accelerator, the others by
+ *              cp.async; 0 all by cp.async (the same bytes in the same places: no bit changes).
+ *              The plan takes 1 where the KV pool has 64 rows or more.
  *  `mlaref gpu run --kernel fast --variant ws=1,lin=2` and `mlaref bench gpu --variant ...` take
  *  them in mlr_gpu_fast_opts_parse's form. */
 typedef struct mlr_gpu_fast_opts {
-  int ws, cluster, toktable, qdiv, lin, rows;
+  int ws, cluster, toktable, qdiv, lin, rows, tma;
   int fault; /* a planted fault, in builds with -DMLAREF_GPU_FAULTS=ON only (key fault=1..4:
                 gpu/fast/host.cu); 0 everywhere else */
 } mlr_gpu_fast_opts;
@@ -123,7 +127,7 @@ void mlr_gpu_fast_opts_init(mlr_gpu_fast_opts *o);
 /** MLR_OK when every field is -1 or one of its values, else MLR_EINVAL naming the field. */
 mlr_status mlr_gpu_fast_opts_check(const mlr_gpu_fast_opts *o, mlr_error *err);
 
-/** o from "key=value[,key=value]..." (keys ws, cluster, toktable, qdiv, lin, rows; values 0 or
+/** o from "key=value[,key=value]..." (keys ws, cluster, toktable, qdiv, lin, rows, tma; values 0 or
  *  1, lin 0, 1 or 2; each key at most once), the keys not given -1: MLR_OK, or MLR_EINVAL with
  *  err naming the bad item and the valid keys and values. Pure C: available in every build. */
 mlr_status mlr_gpu_fast_opts_parse(const char *spec, mlr_gpu_fast_opts *o, mlr_error *err);
