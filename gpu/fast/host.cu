@@ -275,14 +275,17 @@ mlr_status plan_tma(mlr_gpu_fast *f, const mlr_gpu_fast_opts *o, mlr_error *err)
       return mlr_error_set(err, MLR_EDEVICE, "GPU: the driver has no cuTensorMapEncodeTiled");
     const cuuint64_t dim[2] = {QK, (cuuint64_t)f->nkv}, stride[1] = {QK}; /* bytes */
     const cuuint32_t box[2] = {64, HR}, step[2] = {1, 1};
+    /* encoded in its own aligned object (the plan is calloc'd: p.tmap is not certain to be) and
+     * copied into the parameters, which the launch places at their 64-byte alignment */
     static_assert(sizeof(CUtensorMap) == sizeof p.tmap, "fparams' room for the tensor map");
-    const CUresult e =
-        enc((CUtensorMap *)p.tmap, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)p.kv, dim, stride, box,
-            step, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_64B,
-            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    CUtensorMap m;
+    const CUresult e = enc(&m, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)p.kv, dim, stride, box,
+                           step, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_64B,
+                           CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (e != CUDA_SUCCESS)
       return mlr_error_set(err, MLR_EDEVICE, "GPU: cuTensorMapEncodeTiled of the KV pool: error %d",
                            (int)e);
+    memcpy(p.tmap, &m, sizeof m);
   }
 out:
   return st;

@@ -112,7 +112,7 @@ typedef struct mlr_gpu_fast mlr_gpu_fast;
  *    tma       k_attn_rows: 1 copies each half tile whose 64 rows lie in one page (unpaged: every
  *              one) and before the split's end by the tensor memory accelerator, the others by
  *              cp.async; 0 all by cp.async (the same bytes in the same places: no bit changes).
- *              The plan takes 1 where the KV pool has 64 rows or more.
+ *              The plan takes 1; a pool of fewer than 64 rows is copied by cp.async only.
  *  `mlaref gpu run --kernel fast --variant ws=1,lin=2` and `mlaref bench gpu --variant ...` take
  *  them in mlr_gpu_fast_opts_parse's form. */
 typedef struct mlr_gpu_fast_opts {
