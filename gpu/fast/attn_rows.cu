@@ -168,15 +168,9 @@ __device__ __forceinline__ void rows_part(const fparams &p, const rblk &k, int b
   if (threadIdx.x != RC) return;
   const uint32_t dst = smem_addr(rsm) + (uint32_t)b * RTB + kv_at(q * HR, 0), bar = r_full(b);
   const int32_t row = (int32_t)kv_ref_row(p, kv_ref(p, k.ti.base, pos, true));
-  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(bar),
-               "r"(RTB / RPART)
-               : "memory");
+  mbar_expect_tx(bar, RTB / RPART);
 #pragma unroll
-  for (int j = 0; j < QK / 64; j++)
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-                 " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst + RSLAB * j),
-                 "l"(p.tmap), "r"(64 * j), "r"(row), "r"(bar)
-                 : "memory");
+  for (int j = 0; j < QK / 64; j++) tma_load_2d(dst + RSLAB * j, p.tmap, 64 * j, row, bar);
 }
 
 /* Q's rows (the staged codes: k_qprep's fp16 codes or, p.qin, the bf16 codes) as e4m3 codes in the
@@ -489,7 +483,7 @@ __global__ void __launch_bounds__(RT, 1) k_attn_rows(const __grid_constant__ fpa
   }
   if (threadIdx.x == 0) {
     for (int b = 0; b < 2; b++) mbar_init(r_full(b), RT - RC); /* the copying threads' arrivals */
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); /* to the async proxy */
+    mbar_init_fence(); /* for the tensor memory accelerator's completions */
   }
   griddep_wait(); /* k_qprep's codes; the previous run's outputs */
   /* Q's codes staged in tile buffer 1 (free until tile 1 copies, after Q's barriers) */

@@ -81,6 +81,26 @@ __device__ __forceinline__ void mbar_init(uint32_t a, int n) {
 __device__ __forceinline__ void cp_mbar_arrive(uint32_t a) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared.b64 [%0];\n" ::"r"(a) : "memory");
 }
+/* the barriers' initialization made visible to the async proxy (the tensor memory accelerator's
+ * completions), before any copy names them */
+__device__ __forceinline__ void mbar_init_fence() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+/* the tensor memory accelerator: bytes more to land in the barrier's current phase (its phase
+ * completes when they have, as well as its arrivals), and a box of the tensor map at map (in
+ * parameter space: a __grid_constant__ kernel parameter) at coordinates (x, y) copied to dst,
+ * counting its bytes on the barrier */
+__device__ __forceinline__ void mbar_expect_tx(uint32_t a, uint32_t bytes) {
+  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(a), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const void *map, int x, int y,
+                                            uint32_t bar) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
+               "l"(map), "r"(x), "r"(y), "r"(bar)
+               : "memory");
+}
 __device__ __forceinline__ void mbar_wait(uint32_t a, uint32_t parity) {
   uint32_t done;
   do {
