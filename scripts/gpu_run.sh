@@ -55,7 +55,8 @@
 #      ($OUT/mma, $OUT/wgmma: the summaries and the vectors kept as test data).
 #   6. the hardware exp2 (gpu/probes/ex2_table.cu): its tables (x <= 0, x > 0) rebuilt and
 #      compared with ref/sfu's (SHA-256), the model checked on every float, 4096 samples
-#      ($OUT/ex2_samples.txt, the source of tests/data/sfu/); the reciprocal's table likewise
+#      ($OUT/ex2_samples.txt, the source of tests/data/sfu/), ex2.approx.ftz.f32 against it on
+#      every float >= -126 (k_attn_rows takes it there); the reciprocal's table likewise
 #      (gpu/probes/sfu_probe.cu), with its reciprocal, log2, division and positive-x exp2 samples
 #      ($OUT/*_samples.txt), and the log2's table likewise.
 # MLAREF_GPU_STEPS (default: every step, $ALL_STEPS below) picks the steps (0 = exact, badinput

@@ -215,18 +215,29 @@ __device__ __forceinline__ void rows_softmax(const fparams &p, float c, uint32_t
   wg_fence_regs<32>(sv);
   /* sv[4 i + 2 rr + e]: row 16 w + g + 8 rr, token 64 v + 8 i + 2 j + e */
   int n[2];
-  float mx[2] = {-INFINITY, -INFINITY};
+  float mx[2] = {-INFINITY, -INFINITY}, lo[2] = {INFINITY, INFINITY}; /* lo: at most any live s c */
 #pragma unroll
   for (int rr = 0; rr < 2; rr++) {
     const int64_t left = st.rend[rr] - t0pos;
     n[rr] = left <= 0 ? 0 : left >= TILE ? TILE : (int)left;
   }
+  if (n[0] == TILE && n[1] == TILE) /* no token masked (every tile but a split's last) */
 #pragma unroll
-  for (int i = 0; i < 32; i++) {
-    const int rr = (i >> 1) & 1, tok = 64 * v + 8 * (i >> 2) + 2 * j + (i & 1);
-    sv[i] = tok < n[rr] ? sv[i] * c : -INFINITY;
-    mx[rr] = fmaxf(mx[rr], sv[i]);
-  }
+    for (int i = 0; i < 32; i++) {
+      const int rr = (i >> 1) & 1;
+      sv[i] = sv[i] * c;
+      mx[rr] = fmaxf(mx[rr], sv[i]);
+      lo[rr] = fminf(lo[rr], sv[i]);
+    }
+  else
+#pragma unroll
+    for (int i = 0; i < 32; i++) {
+      const int rr = (i >> 1) & 1, tok = 64 * v + 8 * (i >> 2) + 2 * j + (i & 1);
+      const float s = sv[i] * c;
+      lo[rr] = fminf(lo[rr], s);
+      sv[i] = tok < n[rr] ? s : -INFINITY;
+      mx[rr] = fmaxf(mx[rr], sv[i]);
+    }
 #pragma unroll
   for (int rr = 0; rr < 2; rr++) { /* the max is exact in any order */
     mx[rr] = fmaxf(mx[rr], MLR_SHFL_XOR(mx[rr], 1));
@@ -247,11 +258,25 @@ __device__ __forceinline__ void rows_softmax(const fparams &p, float c, uint32_t
   /* p = 2^(s c - m') as fp16 P: row r's tokens t, t + 1 at 128 (8 (t / 8) + r / 8) + 16 (r % 8) +
    * 2 (t % 8) (wgmma's B, K-major: a warp's store is 8 rows x 16 bytes, one core matrix) */
   uint8_t *pb = rsm + R_P;
+  /* s c - m' >= lo - m' for every live token (the subtraction rounds monotonically), masked ones
+   * are -inf: where lo - m' >= -126 in every row of the warp, ex2's test below -126 never holds,
+   * so the unit's result is taken without it (a row with no token: m' = +inf, p = 2^-inf = 0) */
+  bool normal = true;
+  float mt[2];
 #pragma unroll
-  for (int i = 0; i < 32; i++) {
-    const int rr = (i >> 1) & 1;
-    sv[i] = n[rr] > 0 ? ex2(sv[i] - mn[rr]) : 0.0f;
+  for (int rr = 0; rr < 2; rr++) {
+    normal &= n[rr] == 0 || lo[rr] - mn[rr] >= -126.0f;
+    mt[rr] = n[rr] > 0 ? mn[rr] : INFINITY;
   }
+  if (__all_sync(0xFFFFFFFFu, normal))
+#pragma unroll
+    for (int i = 0; i < 32; i++) sv[i] = ex2_normal(sv[i] - mt[(i >> 1) & 1]);
+  else
+#pragma unroll
+    for (int i = 0; i < 32; i++) {
+      const int rr = (i >> 1) & 1;
+      sv[i] = n[rr] > 0 ? ex2(sv[i] - mn[rr]) : 0.0f;
+    }
 #pragma unroll
   for (int i = 0; i < 8; i++)
 #pragma unroll
@@ -260,18 +285,33 @@ __device__ __forceinline__ void rows_softmax(const fparams &p, float c, uint32_t
       *(uint32_t *)(pb + RCM * (8 * tc + (row >> 3)) + 16 * (row & 7) + 4 * j) =
           mlr__f16x2(sv[4 * i + 2 * rr], sv[4 * i + 2 * rr + 1]);
     }
-    /* group q (tokens 16 q ..): lane j's (p[2j] + p[2j+1]) + (p[2j+8] + p[2j+9]), then the quad's
-     * (l0 + l1) + (l2 + l3): the recipe's warp16 sum, term for term */
+  /* group q (tokens 16 q ..): lane j's (p[2j] + p[2j+1]) + (p[2j+8] + p[2j+9]), then the quad's
+   * (l0 + l1) + (l2 + l3): the recipe's warp16 sum, term for term. The quad's eight sums (4 groups
+   * x 2 rows) are halved twice between lanes (lane j keeps half of them and adds its partner's
+   * share of that half: 6 shuffles, not 16); an fp32 sum is the same in either operand order, so
+   * lane j ends with (l0 + l1) + (l2 + l3) of group 2 (j & 1) + j / 2 for both rows */
+  float x[8]; /* x[2 q + rr] */
 #pragma unroll
   for (int q = 0; q < 4; q++)
 #pragma unroll
     for (int rr = 0; rr < 2; rr++) {
       const int a = 4 * (2 * q) + 2 * rr, b = 4 * (2 * q + 1) + 2 * rr;
-      float x = (sv[a] + sv[a + 1]) + (sv[b] + sv[b + 1]);
-      x = x + MLR_SHFL_XOR(x, 1);
-      x = x + MLR_SHFL_XOR(x, 2);
-      if (j == 0) r_sum()[8 * (16 * w + g + 8 * rr) + 4 * v + q] = x;
+      x[2 * q + rr] = (sv[a] + sv[a + 1]) + (sv[b] + sv[b + 1]);
     }
+  float y[4], z[2];
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    const float send = j & 1 ? x[i] : x[i + 4], keep = j & 1 ? x[i + 4] : x[i];
+    y[i] = keep + MLR_SHFL_XOR(send, 1);
+  }
+#pragma unroll
+  for (int i = 0; i < 2; i++) {
+    const float send = j & 2 ? y[i] : y[i + 2], keep = j & 2 ? y[i + 2] : y[i];
+    z[i] = keep + MLR_SHFL_XOR(send, 2);
+  }
+#pragma unroll
+  for (int rr = 0; rr < 2; rr++)
+    r_sum()[8 * (16 * w + g + 8 * rr) + 4 * v + 2 * (j & 1) + (j >> 1)] = z[rr];
   if (v == 0 && j == 0) {
     r_alpha()[16 * w + g] = al[0];
     r_alpha()[16 * w + g + 8] = al[1];

@@ -228,6 +228,15 @@ __device__ __forceinline__ float ex2(float x) {
   asm("ex2.approx.f32 %0, %1;\n" : "=f"(y) : "f"(x));
   return y;
 }
+/* ex2.approx.f32 for x >= -126 or x = -inf: the unit's result, which ex2 (above) returns there too
+ * (its expansion scales x by 1/2 and squares the result below -126 only, for results under 2^-126;
+ * gpu/probes/ex2_table.cu checks the two equal on every such float), without that test: callers
+ * show that x is in this range */
+__device__ __forceinline__ float ex2_normal(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
 
 __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t sel) {
   uint32_t d;

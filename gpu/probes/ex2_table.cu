@@ -9,6 +9,8 @@
 //      built) on all 2^32 floats (NaNs as a class).
 //   3. SAMPLES.txt: x and the hardware's result (hex bit patterns) for special and random x <= 0,
 //      the CPU test's evidence (tests/data/sfu/).
+//   4. ex2.approx.ftz.f32 against ex2.approx.f32 on every float x >= -126 and x = -inf: the fast
+//      kernel's k_attn_rows takes the .ftz result where it has shown x in that range.
 //   Usage: ex2_table NEG.bin POS.bin SAMPLES.txt; exit 1 when a float differs.
 // Build: nvcc -O2 -arch=sm_90 -ftz=false -I. gpu/probes/ex2_table.cu -o ex2_table. NVIDIA only.
 #include <stdint.h>
@@ -55,6 +57,23 @@ __global__ void check(const uint32_t *g, uint32_t hi, unsigned long long *cnt, u
       ex[24 * pos + 3 * k + 1] = mlr_f32_bits(hw);
       ex[24 * pos + 3 * k + 2] = mlr_f32_bits(m);
     }
+  }
+}
+__device__ __forceinline__ float ex2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+/* cnt[0]: x >= -126 or -inf checked, cnt[1]: .ftz's result differing; ex: the first 8 */
+__global__ void ftz_check(uint32_t hi, unsigned long long *cnt, uint32_t *ex) {
+  const uint32_t b = hi | (blockIdx.x * blockDim.x + threadIdx.x);
+  const float x = mlr_bits_f32(b);
+  if (!(x >= -126.0f || x == -INFINITY)) return;
+  const uint32_t a = mlr_f32_bits(ex2(x)), f = mlr_f32_bits(ex2_ftz(x));
+  atomicAdd(&cnt[0], 1ull);
+  if (a != f) {
+    const unsigned long long k = atomicAdd(&cnt[1], 1ull);
+    if (k < 8) ex[3 * k] = b, ex[3 * k + 1] = a, ex[3 * k + 2] = f;
   }
 }
 __global__ void sample(const uint32_t *x, uint32_t *y, int n) {
@@ -124,6 +143,8 @@ int main(int argc, char **argv) {
              e[24 * pos + 3 * k + 2]);
   }
 
+  const int model_differs = c[1] || c[3];
+
   /* 3. samples for the CPU test */
   enum { NS = 4096 };
   static uint32_t xs[NS + 64], ys[NS + 64];
@@ -171,5 +192,16 @@ int main(int argc, char **argv) {
   for (int i = 0; i < k; i++) fprintf(f, "%08x %08x\n", xs[i], ys[i]);
   if (fclose(f) != 0) return 2;
   printf("samples: %d written to %s\n", k, argv[3]);
-  return c[1] || c[3] ? 1 : 0;
+
+  /* 4. .ftz where the kernel takes it */
+  CUDA_OK(cudaMemset(cnt, 0, 2 * sizeof *cnt));
+  for (uint32_t q = 0; q < 4; q++) ftz_check<<<(1u << 30) / 256, 256>>>(q << 30, cnt, ex);
+  CUDA_OK(cudaDeviceSynchronize());
+  CUDA_OK(cudaMemcpy(c, cnt, 2 * sizeof *cnt, cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaMemcpy(e, ex, 24 * 4, cudaMemcpyDeviceToHost));
+  printf("ex2.approx.ftz.f32 vs ex2.approx.f32, x >= -126 or -inf: %llu floats, %llu differ\n",
+         c[0], c[1]);
+  for (unsigned long long j = 0; j < c[1] && j < 8; j++)
+    printf("  x %08x: ex2 %08x, .ftz %08x\n", e[3 * j], e[3 * j + 1], e[3 * j + 2]);
+  return model_differs || c[1] ? 1 : 0;
 }
