@@ -12,12 +12,13 @@
 //   4. ex2.approx.ftz.f32 against ex2.approx.f32 on every float x >= -126 and x = -inf: the fast
 //      kernel's k_attn_rows takes the .ftz result where it has shown x in that range.
 //   Usage: ex2_table NEG.bin POS.bin SAMPLES.txt; exit 1 when a float differs.
-// Build: nvcc -O2 -arch=sm_90 -ftz=false -I. gpu/probes/ex2_table.cu -o ex2_table. NVIDIA only.
+// Build: as scripts/gpu_run.sh does (nvcc -O2 -arch=sm_90 -ftz=false, its include dirs).
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu/fast/fast_sm90.cuh"
 #include "mlr_sfu.h"
 
 #define CUDA_OK(x)                                                                                 \
@@ -29,11 +30,9 @@
     }                                                                                              \
   } while (0)
 
-__device__ __forceinline__ float ex2(float x) {
-  float y;
-  asm("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
+/* the fast kernels' own exp2 (ex2.approx.f32) and the .ftz one k_attn_rows takes for x >= -126 */
+using mlr_fast::ex2;
+using mlr_fast::ex2_normal;
 /* g[r] = ex2(-r 2^-23), g[2^23 + r] = ex2(r 2^-23) (the products are exact) */
 __global__ void tab(uint32_t *g) {
   const uint32_t r = blockIdx.x * blockDim.x + threadIdx.x;
@@ -59,17 +58,12 @@ __global__ void check(const uint32_t *g, uint32_t hi, unsigned long long *cnt, u
     }
   }
 }
-__device__ __forceinline__ float ex2_ftz(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
 /* cnt[0]: x >= -126 or -inf checked, cnt[1]: .ftz's result differing; ex: the first 8 */
 __global__ void ftz_check(uint32_t hi, unsigned long long *cnt, uint32_t *ex) {
   const uint32_t b = hi | (blockIdx.x * blockDim.x + threadIdx.x);
   const float x = mlr_bits_f32(b);
   if (!(x >= -126.0f || x == -INFINITY)) return;
-  const uint32_t a = mlr_f32_bits(ex2(x)), f = mlr_f32_bits(ex2_ftz(x));
+  const uint32_t a = mlr_f32_bits(ex2(x)), f = mlr_f32_bits(ex2_normal(x));
   atomicAdd(&cnt[0], 1ull);
   if (a != f) {
     const unsigned long long k = atomicAdd(&cnt[1], 1ull);
