@@ -3,8 +3,9 @@
  * mlaref gpu run --kernel exact|fast [--variant KEY=V[,KEY=V]...] --recipe NAME|FILE
  *            [--set key=value]... --inputs IN --out OUT [--allow-nonfinite]
  *            on the GPU: exact (gpu/exact: bit-identical to run) or the fast kernel (gpu/fast: its
- *            own recipes, fast-a16w8 / fast-a8w8 / fast-wgmma-a8w8, bf16 KV fast-a16w16 /
- *            fast-a8w16; --variant forces its variants, mlr_gpu_fast_opts_parse's form)
+ *            own recipes, fast-a16w8 / fast-a8w8 / fast-wgmma-a8w8 / fast-wgmma-fp8, bf16 KV
+ *            fast-a16w16 / fast-a8w16; --variant forces its variants, mlr_gpu_fast_opts_parse's
+ *            form)
  * mlaref gpu info   the build's GPU runtime and the GPU found
  * Runs the model (ref/emulate) on a checked inputs file and writes its
  * outputs as .safetensors: o [T,H,512] (BF16, F16 or F32 by out.format), lse [T,H] F32, split_count

@@ -212,7 +212,7 @@ step() {
         case "$s/$c" in
           bf16/* | */*bf16*) rs="fast-a16w16 fast-a8w16" ;;
           */*fnuz*) rs="fast-a16w8 fast-a8w8" ;;
-          *) rs="fast-a16w8 fast-a8w8 fast-wgmma-a8w8" ;;
+          *) rs="fast-a16w8 fast-a8w8 fast-wgmma-a8w8 fast-wgmma-fp8" ;;
         esac
         # the edge, bf16 and heads cells also with each variant the plan would not take, forced by
         # --variant: k_attn_ws (the plan takes it for long splits only; for fast-wgmma-a8w8
@@ -224,10 +224,14 @@ step() {
         # kernel's) and lin_copy (lin=2, with k_attn_ws forced); and the wgmma recipe's blocks of
         # 64 rows (k_attn_rows: the plan's at 64 or 128 heads with splits of 2 tiles or more), its
         # half tiles copied by the tensor memory accelerator where they can be and (rowscp) by
-        # cp.async only
+        # cp.async only; fast-wgmma-fp8 runs on k_attn_rows alone (its table and cp.async variants)
         vs=auto; case $s in edge | bf16 | heads) vs="auto ws merge table lin lin2 rows rowscp" ;; esac
         for v in $vs; do for r in $rs; do
-          case $v in lin | rows*) [ $r != fast-wgmma-a8w8 ] && continue ;; esac
+          case $r/$v in
+            fast-wgmma-fp8/auto | fast-wgmma-fp8/table | fast-wgmma-fp8/rowscp) ;;
+            fast-wgmma-fp8/*) continue ;;
+            */lin | */rows*) [ $r != fast-wgmma-a8w8 ] && continue ;;
+          esac
           o="$FD/out.$s.$c.$r.safetensors"; lab="$s/$c $r"; fv=
           case $v in
             ws) fv=ws=1; lab="$lab (k_attn_ws)"
@@ -281,12 +285,17 @@ step() {
         sanitize $tool $r $v $c
       done
     done; done
-    # the wgmma recipe's kernels (k_attn_ws_wg, k_attn_wg, k_attn_rows where the batches are
-    # uniform): the OCP edge cells with splits, paging and ragged batches
+    # the wgmma recipes' kernels (k_attn_ws_wg, k_attn_wg, k_attn_rows; fast-wgmma-fp8's
+    # k_attn_rows<p8>): the OCP edge cells with splits, paging and ragged batches
     for tool in memcheck racecheck; do
       for v in ws=1 ws=0 cluster=0 lin=1 lin=2 rows=1 rows=1,tma=0; do
       for c in edge/bs1_kv0 edge/bs2_kv33 edge/q4_kv100 edge/ragged edge/page16; do
         sanitize $tool fast-wgmma-a8w8 $v $c
+      done
+    done
+    for v in rows=1 rows=1,tma=0; do
+      for c in edge/bs1_kv0 edge/bs2_kv33 edge/q4_kv100 edge/ragged edge/page16; do
+        sanitize $tool fast-wgmma-fp8 $v $c
       done
     done; done
     # k_attn_rows reusing its tile buffers: memcheck only, as racecheck reports the reuse whatever

@@ -156,8 +156,9 @@ Test(cli, fast_kernel_recipes) {
   const char *sep = strstr(o, "# the fast GPU kernel's recipes");
   cr_assert(sep && strstr(sep, "fast-a16w8") && strstr(sep, "fast-a8w8") &&
                 strstr(sep, "fast-a16w16") && strstr(sep, "fast-a8w16") &&
-                strstr(sep, "fast-wgmma-a8w8") && strstr(sep, "fast-mi300-a16w8") &&
-                strstr(sep, "fast-mi300-a8w8") && !strstr(sep, "fp32-seq"),
+                strstr(sep, "fast-wgmma-a8w8") && strstr(sep, "fast-wgmma-fp8") &&
+                strstr(sep, "fast-mi300-a16w8") && strstr(sep, "fast-mi300-a8w8") &&
+                !strstr(sep, "fp32-seq"),
             "%s", o);
   free(o);
   free(e);
@@ -170,6 +171,11 @@ Test(cli, fast_kernel_recipes) {
   fast_recipe_runs("fast-wgmma-a8w8",
                    "qk.operand = fp8\nqk.dot = mma:sm90-e4m3\nq.format = e4m3\npv.dot = "
                    "mma:sm90-f16\nsoftmax.block = 128",
+                   "bs=2,kv=300,q=2,seed=5");
+  /* both products on it: e4m3 P times V's codes */
+  fast_recipe_runs("fast-wgmma-fp8",
+                   "p.format = e4m3\npv.operand = fp8\npv.dot = mma:sm90-e4m3\nqk.dot = "
+                   "mma:sm90-e4m3\nsoftmax.block = 128",
                    "bs=2,kv=300,q=2,seed=5");
   fast_recipe_runs("fast-a8w16", "softmax.block = 64\nq.format = e4m3\npv.operand = fp16",
                    "bs=2,kv=300,q=2,fmt=bf16,seed=5");

@@ -814,8 +814,8 @@ Test(emulate, fast_fit_per_kv_format) {
  * of a block per query token, each the fastest of 1 to 4 splits (timed with `mlaref bench gpu` on
  * an H200) */
 Test(emulate, fast_recipes_split_waves) {
-  static const char *const names[] = {"fast-a16w8", "fast-a8w8", "fast-wgmma-a8w8", "fast-a16w16",
-                                      "fast-a8w16"};
+  static const char *const names[] = {"fast-a16w8",     "fast-a8w8",   "fast-wgmma-a8w8",
+                                      "fast-wgmma-fp8", "fast-a16w16", "fast-a8w16"};
   static const int64_t bench[][2] = {{4, 1024},  {4, 8192},  {32, 1024},  {32, 8192},
                                      {64, 1024}, {64, 8192}, {256, 1024}, {256, 8192}};
   static const int64_t moved[][3] = {{67, 1024, 1},  {96, 8192, 1},  {133, 8192, 2},
@@ -855,10 +855,10 @@ Test(emulate, fast_recipes_split_waves) {
                    (long long)moved_q[k][0], (long long)moved_q[k][1], (long long)moved_q[k][2],
                    (long long)n);
     }
-    /* 128 heads: fast-wgmma-a8w8 counts two blocks a token (k_attn_rows' 64 rows a block), the
+    /* 128 heads: the wgmma recipes count two blocks a token (k_attn_rows' 64 rows a block), the
      * others one, as at 16 heads */
     static const int64_t at128[] = {8, 16, 2, 2, 1, 1, 1, 1};
-    const bool wg = !strcmp(names[i], "fast-wgmma-a8w8");
+    const bool wg = !strncmp(names[i], "fast-wgmma-", 11);
     cr_assert_eq(r.split_heads, wg ? 64 : 0, "%s", names[i]);
     for (size_t k = 0; k < sizeof bench / sizeof *bench; k++) {
       int64_t n, len, n16, len16;
@@ -909,6 +909,40 @@ Test(emulate, fast_fit_wgmma) {
   cr_assert(strstr(err.msg, "computes qk.operand = fp8 only"), "%s", err.msg);
   cr_assert_eq(mlr_recipe_set(&bad, "qk.operand=fp8", &err), MLR_OK, "%s", err.msg);
   cr_assert_eq(mlr_gpu_fast_fit(&bad, &t.in, &err), MLR_OK, "%s", err.msg);
+}
+
+/* both products on the fp8 unit (fast-wgmma-fp8): fast-wgmma-a8w8 but for P's format and the PV's
+ * operands and unit; a recipe with the fp8 PV is held to it, one without to fast-wgmma-a8w8 */
+Test(emulate, fast_fit_wgmma_fp8) {
+  static tiny t;
+  tiny_make(&t, 40, 0);
+  mlr_recipe w8, wg, bad;
+  mlr_error err = {""};
+  cr_assert_eq(mlr_gpu_fast_recipe("fast-wgmma-fp8", &w8), MLR_OK);
+  cr_assert_eq(mlr_gpu_fast_recipe("fast-wgmma-a8w8", &wg), MLR_OK);
+  cr_assert_eq(w8.pv_dot, MLR_DOT_MMA_SM90_E4M3);
+  cr_assert_eq(w8.pv_operand, MLR_OP_FP8);
+  cr_assert_eq(w8.p_format, MLR_P_E4M3);
+  bad = w8; /* every other key fast-wgmma-a8w8's */
+  bad.pv_dot = wg.pv_dot, bad.pv_operand = wg.pv_operand, bad.p_format = wg.p_format;
+  char a[4096], b[4096];
+  mlr_recipe_canonical(&bad, a, sizeof a);
+  mlr_recipe_canonical(&wg, b, sizeof b);
+  cr_assert_str_eq(a, b);
+  cr_assert_eq(mlr_gpu_fast_fit(&w8, &t.in, &err), MLR_OK, "%s", err.msg);
+  bad = w8;
+  cr_assert_eq(mlr_recipe_set(&bad, "softmax.block=64", &err), MLR_OK, "%s", err.msg);
+  cr_assert_eq(mlr_gpu_fast_fit(&bad, NULL, &err), MLR_EINVAL);
+  cr_assert(strstr(err.msg, "computes softmax.block = 128 only (see `mlaref recipe show "
+                            "fast-wgmma-fp8`)"),
+            "%s", err.msg);
+  bad = w8; /* e4m3 P on the fp16 unit: not this kernel's */
+  cr_assert_eq(mlr_recipe_set_list(&bad, "pv.dot=mma:sm90-f16;pv.operand=fp16", &err), MLR_OK, "%s",
+               err.msg);
+  cr_assert_eq(mlr_gpu_fast_fit(&bad, NULL, &err), MLR_EINVAL);
+  cr_assert(strstr(err.msg, "computes p.format = fp16 only (see `mlaref recipe show "
+                            "fast-wgmma-a8w8`)"),
+            "%s", err.msg);
 }
 
 /* every deliberate fault runs inside the model's buffers and changes its output, for a recipe

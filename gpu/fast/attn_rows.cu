@@ -1,34 +1,35 @@
-/* attn_rows.cu: k_attn_rows, the wgmma recipe's kernel for blocks of 64 rows (NVIDIA sm_90a):
+/* attn_rows.cu: k_attn_rows, the wgmma recipes' kernel for blocks of 64 rows (NVIDIA sm_90a):
  * a batch's rows (query token, head), token-major, 64 a block, so that a split's KV is staged once
- * for all of them (the plan's at 64 and 128 heads; any uniform batch when forced). The rows are
- * wgmma's M: the logits
+ * for all of them (fast-wgmma-a8w8's plan at 64 and 128 heads, any batches of one q_len when
+ * forced; fast-wgmma-fp8's always). The rows are wgmma's M: the logits
  * S = Q K^T (M = 64 rows, N = a warpgroup's 64 tokens of the tile, K = 576 in 18 steps of 32 in
  * order from +0: the recipe's mma:sm90-e4m3 dot) and the PV as O^T = V^T P^T (M = 64 of V's
  * columns, N = the 64 rows, K = the tile's 128 tokens in 8 steps of 16 in order, from acc * alpha:
- * mma:sm90-f16, which wgmma's fp16 unit computes as mma.sync's does, gpu/probes/wgmma_probe.cu).
+ * mma:sm90-f16, which wgmma's fp16 unit computes as mma.sync's does, gpu/probes/wgmma_probe.cu;
+ * k_attn_rows<1>, fast-wgmma-fp8: 4 steps of 32 on the fp8 unit, e4m3 P, mma:sm90-e4m3).
  * Every row's arithmetic is k_attn_ws's, step for step (fast_wgmma.cuh): the masked logits s c,
- * the maximum, alpha = 2^(m - m'), p = 2^(s c - m') rounded to fp16 for the PV, the row sums in
- * the warp16 order (here a lane quad's: lane j holds tokens 2j, 2j+1, 2j+8, 2j+9 of each group of
- * 16), l alpha + sum, and the same stores; so the recipe is unchanged, bit for bit.
+ * the maximum, alpha = 2^(m - m'), p = 2^(s c - m') rounded to fp16 (or e4m3) for the PV, the row
+ * sums in the warp16 order (here a lane quad's: lane j holds tokens 2j, 2j+1, 2j+8, 2j+9 of each
+ * group of 16), l alpha + sum, and the same stores; so the recipe is unchanged, bit for bit.
  *
  * Two computing warpgroups and a copying one: computing warpgroup v takes the logits and the
  * softmax of the tile's tokens 64 v .. 64 v + 63 for all 64 rows (the row maxima and group sums
  * meet in shared memory), and the PV of V's columns 256 v .. 256 v + 255 for all 64 rows and all
  * 128 tokens. V's fp8 codes become fp16 A fragments in registers (ldmatrix.trans,
- * cvt.rn.f16x2.e4m3x2, exact); P (fp16) is wgmma's B from shared memory. The KV streams through
- * two tile buffers (the next tile copies while this one computes), copied by the copying
- * warpgroup (half tiles of contiguous rows by the tensor memory accelerator, the rest by
- * cp.async: rows_part) and tracked by mbarriers: the proxy fence that lets wgmma read what
- * generic stores wrote (P, the copies) waits for the fencing thread's own copies in flight, so
- * the threads that fence have none in flight (their only copies, Q's, land before the loop). A
- * buffer is handed back in two halves: its first 64 tokens once both warpgroups' PV has read them
- * (half way through it), the rest at its end, so that half the tile after next starts copying
- * half a PV earlier, and its copies land before the computing threads reach it. The buffers are
- * in wgmma's K-major layout with the 64-byte swizzle: 9 slabs of 64 bytes of every token (8 KiB
- * each), token r's 16-byte chunk c at kv_at(r, c) = 8192 (c / 4) + 64 r + 16 ((c % 4) ^ (r / 2 %
- * 4)), the address's bits 4-5 xor its bits 7-8, which is what the tensor memory accelerator writes
- * with CU_TENSOR_MAP_SWIZZLE_64B and what the logits' descriptors read (kv_desc); an ldmatrix of
- * 8 tokens x 16 bytes at one chunk then meets 8 distinct groups of 4 banks (no conflict). */
+ * cvt.rn.f16x2.e4m3x2, exact), or e4m3 ones picked by prmt (P8); P is wgmma's B from shared memory.
+ * The KV streams through two tile buffers (the next tile copies while this one computes), copied by
+ * the copying warpgroup (half tiles of contiguous rows by the tensor memory accelerator, the rest
+ * by cp.async: rows_part) and tracked by mbarriers: the proxy fence that lets wgmma read what
+ * generic stores wrote (P, the copies) waits for the fencing thread's own copies in flight, so the
+ * threads that fence have none in flight (their only copies, Q's, land before the loop). A buffer
+ * is handed back in two halves: its first 64 tokens once both warpgroups' PV has read them (half
+ * way through it), the rest at its end, so that half the tile after next starts copying half a PV
+ * earlier, and its copies land before the computing threads reach it. The buffers are in wgmma's
+ * K-major layout with the 64-byte swizzle: 9 slabs of 64 bytes of every token (8 KiB each), token
+ * r's 16-byte chunk c at kv_at(r, c) = 8192 (c / 4) + 64 r + 16 ((c % 4) ^ (r / 2 % 4)), the
+ * address's bits 4-5 xor its bits 7-8, which is what the tensor memory accelerator writes with
+ * CU_TENSOR_MAP_SWIZZLE_64B and what the logits' descriptors read (kv_desc); an ldmatrix of 8
+ * tokens x 16 bytes at one chunk then meets 8 distinct groups of 4 banks (no conflict). */
 #include "fast_attn.cuh"
 #include "fast_host.cuh"
 
@@ -93,6 +94,16 @@ __device__ __forceinline__ void wg_pv(float (&d)[32], const uint32_t (&a)[4], ui
          : RD32(d)
          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
 }
+/* the same over 32 tokens on the fp8 unit: A (V^T's e4m3 codes) from registers, B (P's e4m3
+ * codes, K-major) from shared memory */
+__device__ __forceinline__ void wg_pv8(float (&d)[32], const uint32_t (&a)[4], uint64_t db) {
+  (void)d, (void)a, (void)db;
+  WG_ASM("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+         "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 " RREGS
+         ", {%32,%33,%34,%35}, %36, p, 1, 1;\n}\n"
+         : RD32(d)
+         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
 /* token r's 16-byte chunk c in a tile buffer (the 64-byte swizzle) */
 __device__ __forceinline__ uint32_t kv_at(int r, int c) {
   return (uint32_t)(RSLAB * (c >> 2) + 64 * r + 16 * ((c & 3) ^ ((r >> 1) & 3)));
@@ -117,7 +128,7 @@ __device__ __forceinline__ rblk rows_block(const fparams &p) {
   rblk k;
   static_cast<rows_blk &>(k) = rows_of_block(p);
   k.s = (int)blockIdx.y;
-  k.ti = tok_uniform(p.tu, p.unq, p.ustride, k.tlast);
+  k.ti = tok_of(p, k.tlast);
   k.start = (int64_t)k.s * k.ti.slen;
   k.send = k.start + k.ti.slen;
   k.end = k.send < k.ti.L ? k.send : k.ti.L;
@@ -194,8 +205,10 @@ struct rrows {
   int64_t rend[2]; /* each row's end in the split (its token's KV length); start: no row */
 };
 
-/* one tile's logits, maxima, P and row sums for warpgroup v's 64 tokens; alpha of the two rows
- * returned through al (and written for the PV by warpgroup 0). kvb: the tile's buffer. */
+/* one tile's logits, maxima, P (P8: e4m3 codes, else fp16) and row sums for warpgroup v's 64
+ * tokens; alpha of the two rows returned through al (and written for the PV by warpgroup 0). kvb:
+ * the tile's buffer. */
+template <int P8>
 __device__ __forceinline__ void rows_softmax(const fparams &p, float c, uint32_t kvb, int64_t t0pos,
                                              rrows &st, float (&al)[2]) {
   const int v = threadIdx.x >> 7, w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31,
@@ -255,8 +268,6 @@ __device__ __forceinline__ void rows_softmax(const fparams &p, float c, uint32_t
     mn[rr] = n[rr] > 0 ? fmaxf(st.m[rr], bm) : st.m[rr];
     al[rr] = n[rr] > 0 ? ex2(st.m[rr] - mn[rr]) : 1.0f;
   }
-  /* p = 2^(s c - m') as fp16 P: row r's tokens t, t + 1 at 128 (8 (t / 8) + r / 8) + 16 (r % 8) +
-   * 2 (t % 8) (wgmma's B, K-major: a warp's store is 8 rows x 16 bytes, one core matrix) */
   uint8_t *pb = rsm + R_P;
   /* s c - m' >= lo - m' for every live token (the subtraction rounds monotonically), masked ones
    * are -inf: where lo - m' >= -126 in every row of the warp, ex2's test below -126 never holds,
@@ -277,14 +288,27 @@ __device__ __forceinline__ void rows_softmax(const fparams &p, float c, uint32_t
       const int rr = (i >> 1) & 1;
       sv[i] = n[rr] > 0 ? ex2(sv[i] - mn[rr]) : 0.0f;
     }
+  if (P8) /* P's e4m3 codes in Q's layout: row r's k at 128 (8 (k / 16) + r / 8) + 16 (r % 8) + k
+           * % 16, group q's tokens 2j, 2j+1, 2j+8, 2j+9 (the lane's) at k = 16 q + 4 j .. + 3, the
+           * order of rows_pv8's A fragments (a warp's store: one core matrix) */
 #pragma unroll
-  for (int i = 0; i < 8; i++)
+    for (int i2 = 0; i2 < 4; i2++)
 #pragma unroll
-    for (int rr = 0; rr < 2; rr++) {
-      const int row = 16 * w + g + 8 * rr, tc = 8 * v + i;
-      *(uint32_t *)(pb + RCM * (8 * tc + (row >> 3)) + 16 * (row & 7) + 4 * j) =
-          mlr__f16x2(sv[4 * i + 2 * rr], sv[4 * i + 2 * rr + 1]);
-    }
+      for (int rr = 0; rr < 2; rr++) {
+        const int row = 16 * w + g + 8 * rr, q = 4 * v + i2, a = 8 * i2 + 2 * rr;
+        *(uint32_t *)(pb + RCM * (8 * q + (row >> 3)) + 16 * (row & 7) + 4 * j) =
+            e4m3x4(sv[a], sv[a + 1], sv[a + 4], sv[a + 5]);
+      }
+  else /* fp16 P: row r's tokens t, t + 1 at 128 (8 (t / 8) + r / 8) + 16 (r % 8) + 2 (t % 8)
+        * (wgmma's B, K-major: a warp's store is 8 rows x 16 bytes, one core matrix) */
+#pragma unroll
+    for (int i = 0; i < 8; i++)
+#pragma unroll
+      for (int rr = 0; rr < 2; rr++) {
+        const int row = 16 * w + g + 8 * rr, tc = 8 * v + i;
+        *(uint32_t *)(pb + RCM * (8 * tc + (row >> 3)) + 16 * (row & 7) + 4 * j) =
+            mlr__f16x2(sv[4 * i + 2 * rr], sv[4 * i + 2 * rr + 1]);
+      }
   /* group q (tokens 16 q ..): lane j's (p[2j] + p[2j+1]) + (p[2j+8] + p[2j+9]), then the quad's
    * (l0 + l1) + (l2 + l3): the recipe's warp16 sum, term for term. The quad's eight sums (4 groups
    * x 2 rows) are halved twice between lanes (lane j keeps half of them and adds its partner's
@@ -329,14 +353,11 @@ __device__ __forceinline__ void rows_softmax(const fparams &p, float c, uint32_t
   }
 }
 
-/* one tile's PV for warpgroup v: acc[a][4 i + 2 x + e] is V's column 256 v + 32 (4 (a / 2) + w) +
- * 16 (a % 2) + 2 g + x of row 8 i + 2 j + e. acc * alpha first (no row's alpha moved: no bit
- * changes, so skipped), then 8 steps of 16 tokens, each step's A fragments converted while the
- * step before runs, from matrices loaded a step ahead. hbar (>= 0): the named barrier to arrive
- * at once the buffer's first part is read (hbar + 1 the second, ..), the last part's left to the
- * caller. */
-__device__ __forceinline__ void rows_pv(uint32_t kvb, float (&acc)[4][32], int hbar) {
-  const int v = threadIdx.x >> 7, w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, j = lane & 3;
+/* acc[a][4 i + 2 x + e] is V's column 256 v + 32 (4 (a / 2) + w) + 16 (a % 2) + 2 g + x of row
+ * 8 i + 2 j + e: acc * alpha, before a tile's PV (no row's alpha moved: no bit changes, so
+ * skipped) */
+__device__ __forceinline__ void rows_rescale(float (&acc)[4][32]) {
+  const int j = threadIdx.x & 3;
   float a16[16];
   bool one = true;
 #pragma unroll
@@ -349,6 +370,15 @@ __device__ __forceinline__ void rows_pv(uint32_t kvb, float (&acc)[4][32], int h
     for (int a = 0; a < 4; a++)
 #pragma unroll
       for (int i = 0; i < 32; i++) acc[a][i] = acc[a][i] * a16[2 * (i >> 2) + (i & 1)];
+}
+
+/* one tile's PV for warpgroup v (fp16 P): acc * alpha, then 8 steps of 16 tokens, each step's A
+ * fragments converted while the step before runs, from matrices loaded a step ahead. hbar (>= 0):
+ * the named barrier to arrive at once the buffer's first part is read (hbar + 1 the second, ..),
+ * the last part's left to the caller. */
+__device__ __forceinline__ void rows_pv(uint32_t kvb, float (&acc)[4][32], int hbar) {
+  const int v = threadIdx.x >> 7, w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
+  rows_rescale(acc);
   /* ldmatrix.trans of tokens 16 kb + (lane & 7) + 8 ((lane >> 3) & 1), chunk 16 v + 8 a2 + 2 w +
    * (lane >> 4): matrices m0, m1 (tokens 0-7, 8-15) of V's columns c0 .. c0 + 15, m2, m3 of c0 +
    * 16 ..; lane (g, j) gets tokens 2j, 2j+1 (m0, m2) and 2j+8, 2j+9 (m1, m3) of byte columns 2g,
@@ -387,6 +417,58 @@ __device__ __forceinline__ void rows_pv(uint32_t kvb, float (&acc)[4][32], int h
     wg_fence_all();
 #pragma unroll
     for (int a = 0; a < 4; a++) wg_pv(acc[a], fa[a], wg_desc_at(pd + 2 * RQ_LBO * kb, RQ_LBO, RCM));
+    wg_commit();
+    wg_wait_n<1>();
+  }
+  wg_wait_n<0>();
+#pragma unroll
+  for (int a = 0; a < 4; a++) wg_fence_regs<32>(acc[a]);
+}
+
+/* the same on the fp8 unit (P8: e4m3 P): 4 steps of 32 tokens, V's codes as they are. A step's
+ * A fragment for columns c0 + 16 h: rows g and g + 8 (columns 2g and 2g + 1, as in rows_pv), k
+ * 4j .. 4j + 3 the tokens 2j, 2j+1, 2j+8, 2j+9 of the step's first 16 tokens and k 16 + 4j .. the
+ * same of its second 16: bytes of the ldmatrix.trans results picked by prmt (tokens 2j, 2j+1 of
+ * byte columns 2g, 2g + 1 from m0 and m2, 2j+8, 2j+9 from m1 and m3), P's k order in
+ * rows_softmax. The order of k within a step is not seen: the unit sums a step's 32 products as
+ * one block, aligned to the largest and cut alike (mma:sm90-e4m3), whatever their order. */
+__device__ __forceinline__ void rows_pv8(uint32_t kvb, float (&acc)[4][32], int hbar) {
+  constexpr int NS = TILE / 32, PS = NS / RPART; /* steps, and steps a part */
+  const int v = threadIdx.x >> 7, w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
+  rows_rescale(acc);
+  const uint32_t vl = kvb + kv_at((lane & 7) + 8 * ((lane >> 3) & 1), 16 * v + 2 * w + (lane >> 4));
+  const uint32_t pd = smem_addr(rsm + R_P);
+  uint32_t r[2][2][4]; /* step ks's matrices [its 16-token half][a2][m0..m3], loaded a step ahead */
+#pragma unroll
+  for (int h2 = 0; h2 < 2; h2++)
+#pragma unroll
+    for (int a2 = 0; a2 < 2; a2++)
+      ldsm4t(vl + kv_at(16 * h2, 8 * a2), r[h2][a2][0], r[h2][a2][1], r[h2][a2][2], r[h2][a2][3]);
+#pragma unroll
+  for (int ks = 0; ks < NS; ks++) {
+    uint32_t fa[4][4];
+#pragma unroll
+    for (int a2 = 0; a2 < 2; a2++)
+#pragma unroll
+      for (int h = 0; h < 2; h++)
+#pragma unroll
+        for (int h2 = 0; h2 < 2; h2++) {
+          const uint32_t lo = r[h2][a2][2 * h], hi = r[h2][a2][2 * h + 1];
+          fa[2 * a2 + h][2 * h2] = prmt2(lo, hi, 0x6420);     /* row g: column 2g */
+          fa[2 * a2 + h][2 * h2 + 1] = prmt2(lo, hi, 0x7531); /* row g + 8: column 2g + 1 */
+        }
+    if (ks % PS == PS - 1 && ks + 1 < NS && hbar >= 0) bar_arrive(hbar + ks / PS, RT);
+    if (ks + 1 < NS)
+#pragma unroll
+      for (int h2 = 0; h2 < 2; h2++)
+#pragma unroll
+        for (int a2 = 0; a2 < 2; a2++)
+          ldsm4t(vl + kv_at(32 * (ks + 1) + 16 * h2, 8 * a2), r[h2][a2][0], r[h2][a2][1],
+                 r[h2][a2][2], r[h2][a2][3]);
+    wg_fence_all();
+#pragma unroll
+    for (int a = 0; a < 4; a++)
+      wg_pv8(acc[a], fa[a], wg_desc_at(pd + 2 * RQ_LBO * ks, RQ_LBO, RCM));
     wg_commit();
     wg_wait_n<1>();
   }
@@ -482,6 +564,7 @@ __device__ __forceinline__ void rows_copier(const fparams &p, const rblk &k) {
 }
 
 /* the computing warpgroups: each tile's softmax and PV, then the split's result */
+template <int P8>
 __device__ __forceinline__ void rows_compute(const fparams &p, const rblk &k, rrows &st) {
   float c = p.c0; /* the logit scale, left to right as ws_qk's */
   c = c * q_scale(p);
@@ -498,15 +581,20 @@ __device__ __forceinline__ void rows_compute(const fparams &p, const rblk &k, rr
     const uint32_t kvb = smem_addr(rsm) + (uint32_t)(b * RTB);
     float al[2];
     const bool again = tile + 2 < k.ntiles; /* buffer b copied into for tile + 2 */
-    rows_softmax(p, c, kvb, k.start + (int64_t)tile * TILE, st, al);
-    rows_pv(kvb, acc, again ? BAR_H + (RPART - 1) * b : -1);
+    rows_softmax<P8>(p, c, kvb, k.start + (int64_t)tile * TILE, st, al);
+    if (P8)
+      rows_pv8(kvb, acc, again ? BAR_H + (RPART - 1) * b : -1);
+    else
+      rows_pv(kvb, acc, again ? BAR_H + (RPART - 1) * b : -1);
     if (again) bar_arrive(BAR_E + b, RT); /* the last part */
   }
   griddep_launch_dependents(); /* k_merge may start (it waits for this grid to end) */
   rows_store(p, k, st, acc);
 }
 
-/* p in the kernel's parameter space (__grid_constant__), where rows_part's tensor map must be */
+/* p in the kernel's parameter space (__grid_constant__), where rows_part's tensor map must be;
+ * P8: the PV on the fp8 unit (e4m3 P) */
+template <int P8>
 __global__ void __launch_bounds__(RT, 1) k_attn_rows(const __grid_constant__ fparams p) {
   const rblk k = rows_block(p);
   if (k.s >= k.ti.nsplit) return;
@@ -550,15 +638,14 @@ __global__ void __launch_bounds__(RT, 1) k_attn_rows(const __grid_constant__ fpa
     griddep_launch_dependents();
   } else {
     WG_ASM("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory"); /* REG_C */
-    rows_compute(p, k, st);
+    rows_compute<P8>(p, k, st);
   }
 }
 
 } // namespace
 
 akernel attn_kernel_rows(const fparams &p) {
-  (void)p;
-  return {k_attn_rows, "k_attn_rows"};
+  return p.p8 ? akernel{k_attn_rows<1>, "k_attn_rows<p8>"} : akernel{k_attn_rows<0>, "k_attn_rows"};
 }
 
 } // namespace mlr_fast

@@ -100,8 +100,9 @@ enum {
  * wg_p_chunk) */
 enum { SM_Q8 = 16 * QK, SMEM_WG = SM_KV + SM_Q8 + SM_RED + SM_FLAG };
 /* k_attn_rows (attn_rows.cu): two KV tile buffers, Q's e4m3 codes for 64 rows (the logits' A), P
- * (fp16, 64 rows x 128 tokens: the PV's B), the two warpgroups' row maxima [2][64], the groups' row
- * sums [64][8], alpha [64], the final m and l [64][2], the two tile buffers' mbarriers */
+ * (fp16, 64 rows x 128 tokens: the PV's B; k_attn_rows<1>'s e4m3 P its first half), the two
+ * warpgroups' row maxima [2][64], the groups' row sums [64][8], alpha [64], the final m and l
+ * [64][2], the two tile buffers' mbarriers */
 enum {
   RR = 64,   /* the rows a block */
   RPART = 2, /* a tile buffer is handed back and copied into in RPART parts of TILE / RPART rows
@@ -161,8 +162,10 @@ struct fparams {
   int pshift;   /* log2(page) when page is a power of two (kv_ref shifts), else -1 */
   int lin;      /* NVIDIA, unpaged KV: k_attn_ws<.., LIN> (and the plan floor) copy the rows as
                    contiguous chunks: 1 copy_lin, 2 lin_copy */
-  int rows, rc; /* NVIDIA, the wgmma recipe over uniform batches: k_attn_rows, a block a batch's 64
-                   rows (rc blocks a batch: grid x = batch x rc + block) */
+  int rows, rc; /* NVIDIA, the wgmma recipe over batches of one q_len: k_attn_rows, a block a
+                   batch's 64 rows (rc blocks a batch: grid x = batch x rc + block) */
+  int rq;       /* every batch's q_len where they are all the same (k_attn_rows' batches), else 0 */
+  int p8;       /* NVIDIA, recipe fast-wgmma-fp8: k_attn_rows<1>, the PV on wgmma's fp8 unit */
   const uint16_t *q;
   uint16_t *qop; /* [T][H][576] Q's fp16 operand codes (k_qprep) */
   const uint8_t *kv;
@@ -239,7 +242,7 @@ __device__ __forceinline__ int64_t head_row(const fparams &p, int64_t t, int h) 
 __device__ __forceinline__ tokinfo tok_of(const fparams &p, int64_t t) {
   return p.unq ? tok_uniform(p.tu, p.unq, p.ustride, t) : p.tok[t];
 }
-/* k_attn_rows' block (p.rows; uniform batches of p.unq tokens, p.rc blocks a batch): rows r0 ..
+/* k_attn_rows' block (p.rows; batches of p.rq tokens, p.rc blocks a batch): rows r0 ..
  * r0 + nr - 1 of batch blockIdx.x / p.rc, whose first token is t0 (row r: token t0 + r / H, head
  * r % H, output row t0 H + r); tlast the block's last token, whose KV reaches farthest. One
  * definition for the kernel and its plan floor */
@@ -250,14 +253,14 @@ struct rows_blk {
 __device__ __forceinline__ rows_blk rows_of_block(const fparams &p) {
   rows_blk k;
   k.r0 = RR * ((int)blockIdx.x % p.rc);
-  k.nr = min(RR, p.unq * p.H - k.r0);
-  k.t0 = (int64_t)((int)blockIdx.x / p.rc) * p.unq;
+  k.nr = min(RR, p.rq * p.H - k.r0);
+  k.t0 = (int64_t)((int)blockIdx.x / p.rc) * p.rq;
   k.tlast = k.t0 + (k.r0 + k.nr - 1) / p.H;
   return k;
 }
 /* the KV length of the token of the block's row i */
 __device__ __forceinline__ int64_t rows_row_len(const fparams &p, const rows_blk &k, int i) {
-  return tok_uniform(p.tu, p.unq, p.ustride, k.t0 + (k.r0 + i) / p.H).L;
+  return tok_of(p, k.t0 + (k.r0 + i) / p.H).L;
 }
 /* a group of 32 lanes' count of Q values the clamp changed, added once (mine: this block counts;
  * every lane of the group calls) */

@@ -30,8 +30,8 @@
   "update.fma=no;split.rule=waves;split.cus=132;split.max=64;split.min_tokens=128;split.align="    \
   "128;split.overhead=18;split.per=token;"                                                         \
   "partial.normalized=no;lse.base=e;merge.rule=global_max;out.format=bf16"
-#define Q_BF16  "q.format=bf16;q.scale=none;"
-#define Q_E4M3  "q.format=e4m3;q.scale=static;q.absmax=6;"
+#define Q_BF16   "q.format=bf16;q.scale=none;"
+#define Q_E4M3   "q.format=e4m3;q.scale=static;q.absmax=6;"
 /* fp8 Q and OCP e4m3 KV, the logits on wgmma's fp8 unit (k_attn<.., WG = 1>): Q's e4m3 codes and
  * K's codes multiplied as they are (no fp16 operands: no conversions of K), the unit's model
  * mma:sm90-e4m3 (blocks of 32 products in order, 13 fraction bits truncated;
@@ -44,7 +44,15 @@
  * takes one split (one wave of 8 tiles a block, no partials to merge) instead of two (two waves of
  * 4), 120.8 -> 65.1 us on an H100 (`mlaref bench gpu --shape bs=64,kv=1024,heads=128`). At 64 heads
  * or fewer the counts are unchanged. */
-#define FAST_WG FAST_QK("qk.operand=fp8;qk.dot=mma:sm90-e4m3;", "128") ";split.heads=64"
+#define FAST_WG  FAST_QK("qk.operand=fp8;qk.dot=mma:sm90-e4m3;", "128") ";split.heads=64"
+/* Both products on wgmma's fp8 unit (k_attn_rows<1>, over batches of one q_len): fast-wgmma-a8w8
+ * but for P, e4m3 codes of the fp32 p (cvt.rn.satfinite: nearest even, the row sums still over
+ * the fp32 p), and the PV, V's e4m3 codes times P's on the unit (mma:sm90-e4m3, blocks of 32
+ * tokens in order from acc * alpha). That is where FlashMLA's dense fp8 kernel and AITER's a8w8
+ * put P (recipes flashmla-fp8, aiter-a8w8-ps); the PV at the fp8 unit's rate, twice the fp16
+ * one's. Its cost in accuracy: `mlaref budget --shape SPEC --recipe fast-wgmma-fp8` against
+ * fast-wgmma-a8w8 (docs/recipes.md has the figures). */
+#define FAST_WG8 FAST_WG ";p.format=e4m3;pv.operand=fp8;pv.dot=mma:sm90-e4m3"
 
 /* The AMD (MFMA) variant, written for CDNA3 (MI300, gfx942) and compiled for gfx940; not run here
  * (no AMD GPU): bf16 operands on v_mfma_f32_16x16x16_bf16 for both products (fp8 KV and fp8 Q
@@ -71,6 +79,8 @@ static const struct {
     {"fast-a8w8", Q_E4M3 FAST_COMMON("128")},
     /* fp8 Q, OCP e4m3 KV: the logits on wgmma's fp8 unit */
     {"fast-wgmma-a8w8", Q_E4M3 FAST_WG},
+    /* the same with e4m3 P and the PV on the fp8 unit */
+    {"fast-wgmma-fp8", Q_E4M3 FAST_WG8},
     /* bf16 KV: the same with blocks of 64 tokens */
     {"fast-a16w16", Q_BF16 FAST_COMMON("64")},
     {"fast-a8w16", Q_E4M3 FAST_COMMON("64")},
@@ -80,8 +90,8 @@ static const struct {
 };
 
 const char *mlr_gpu_fast_recipe_names(void) {
-  return "fast-a16w8|fast-a8w8|fast-wgmma-a8w8|fast-a16w16|fast-a8w16|fast-mi300-a16w8|fast-mi300-"
-         "a8w8";
+  return "fast-a16w8|fast-a8w8|fast-wgmma-a8w8|fast-wgmma-fp8|fast-a16w16|fast-a8w16|fast-mi300-"
+         "a16w8|fast-mi300-a8w8";
 }
 
 /* the recipes this build's kernel computes: MLR_FAST_MFMA is defined for the HIP build's library */
@@ -89,7 +99,7 @@ const char *mlr_gpu_fast_platform_recipes(void) {
 #ifdef MLR_FAST_MFMA
   return "fast-mi300-a16w8|fast-mi300-a8w8";
 #else
-  return "fast-a16w8|fast-a8w8|fast-wgmma-a8w8|fast-a16w16|fast-a8w16";
+  return "fast-a16w8|fast-a8w8|fast-wgmma-a8w8|fast-wgmma-fp8|fast-a16w16|fast-a8w16";
 #endif
 }
 
@@ -177,13 +187,14 @@ mlr_status mlr_gpu_fast_fit(const mlr_recipe *r, const mlr_inputs *in, mlr_error
                  r->name, wm);
   return fit_rest(r, in, 0, err);
 #else
-  if (r->qk_dot == MLR_DOT_MMA_SM90_E4M3) { /* the logits on wgmma's fp8 unit: fast-wgmma-a8w8, OCP
-                                               e4m3 codes only */
+  if (r->qk_dot == MLR_DOT_MMA_SM90_E4M3) { /* the logits on wgmma's fp8 unit: fast-wgmma-a8w8 or,
+                                               with an fp8 PV, fast-wgmma-fp8; OCP e4m3 only */
+    const char *wn = r->pv_dot == MLR_DOT_MMA_SM90_E4M3 ? "fast-wgmma-fp8" : "fast-wgmma-a8w8";
     char ww[256];
-    if (first_mismatch(r, "fast-wgmma-a8w8", ww))
+    if (first_mismatch(r, wn, ww))
       return NOFIT("recipe '%s': with qk.dot = mma:sm90-e4m3 the fast kernel computes %s only (see "
-                   "`mlaref recipe show fast-wgmma-a8w8`)",
-                   r->name, ww);
+                   "`mlaref recipe show %s`)",
+                   r->name, ww, wn);
     if (r->q_format != MLR_Q_E4M3)
       return NOFIT("recipe '%s': the fast kernel's wgmma logits multiply OCP e4m3 codes: q.format "
                    "= e4m3 only",

@@ -243,6 +243,20 @@ __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t sel) {
   asm("prmt.b32 %0, %1, %1, %2;\n" : "=r"(d) : "r"(a), "r"(sel));
   return d;
 }
+/* the bytes of {b, a} (a's bytes 0-3, b's 4-7) that sel's nibbles name, low byte first */
+__device__ __forceinline__ uint32_t prmt2(uint32_t a, uint32_t b, uint32_t sel) {
+  uint32_t d;
+  asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
+  return d;
+}
+/* four floats as e4m3 codes, x0's in the low byte: cvt.rn.satfinite (the recipe's nearest-even
+ * encoding with saturation, mlr__emu_p_round) */
+__device__ __forceinline__ uint32_t e4m3x4(float x0, float x1, float x2, float x3) {
+  uint16_t lo, hi;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(lo) : "f"(x1), "f"(x0));
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(hi) : "f"(x3), "f"(x2));
+  return (uint32_t)lo | (uint32_t)hi << 16;
+}
 
 /* e4m3fnuz codes 0x7F/0xFF (+-240) and 0x80 (NaN) read differently as OCP e4m3 (NaN, -0); every
  * other code reads as twice its FNUZ value in OCP (bias 7 against 8), which the scales' 1/2 undoes.

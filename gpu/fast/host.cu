@@ -144,6 +144,7 @@ mlr_status plan_kernel(mlr_gpu_fast *f, const mlr_recipe *r, const mlr_inputs *i
    * length, as fast or faster than k_attn<0, 1, 1> at each bench shape (`mlaref bench gpu` with
    * --variant ws=0 and ws=1) */
   p.wg = r->qk_dot == MLR_DOT_MMA_SM90_E4M3;
+  p.p8 = p.wg && r->pv_dot == MLR_DOT_MMA_SM90_E4M3; /* fast-wgmma-fp8: k_attn_rows<1> only */
   if (p.wg) f->ws = 1;
 #ifndef MLR_FAST_WGMMA
   if (p.wg)
@@ -239,6 +240,9 @@ mlr_status plan_buffers(mlr_gpu_fast *f, const mlr_inputs *in, const tokinfo *to
   DALLOC(p.tok, (size_t)T * sizeof(tokinfo), tok);
   tok_uniform_fit(tok, T, in, p);
   if (o->toktable == 1) p.unq = 0; /* the table read even where tok_uniform fits */
+  p.rq = B > 0 ? (int)(in->qo_indptr[1] - in->qo_indptr[0]) : 0;
+  for (int64_t b = 1; b < B && p.rq; b++)
+    if (in->qo_indptr[b + 1] - in->qo_indptr[b] != p.rq) p.rq = 0;
   DALLOC(p.amax, 4, NULL);
   DALLOC(p.clipped, 8, NULL);
   if (f->S > 1) {
@@ -296,20 +300,27 @@ out:
 mlr_status plan_launch(mlr_gpu_fast *f, const mlr_gpu_fast_opts *o, mlr_error *err) {
   mlr_status st = MLR_OK;
   fparams &p = f->p;
-  /* k_attn_rows for the wgmma recipe where the batches are uniform (it works each row's token out:
-   * tok_uniform) and each has q_len tokens (its grid is batches x blocks: a shorter last batch can
-   * still fit tok_uniform), with 64 or 128 heads and splits of 2 tiles or more: faster there than a
-   * block a token and group of 16 heads, slower with fewer heads or one-tile splits (`mlaref bench
-   * gpu` with --variant rows=0 and rows=1 at 16 and 128 heads, q_len 1 to 4, H100). With a multiple
-   * of 64 heads no block holds two tokens' rows; where one does (causal q_len > 1), V's rows past
-   * the earlier token's end meet its p = 0, which the unit skips unless V holds a NaN code, so a
-   * forced run is exact on inputs without NaN KV codes. o->rows forces either where the batches are
-   * uniform (both exact to the recipe); o->ws or o->lin, forcing the other kernels, turn it off
-   * unless o->rows = 1 */
-  p.rc = (int)((p.unq * f->H + RR - 1) / RR);
-  p.rows = p.wg && p.unq > 0 && f->T == f->B * p.unq &&
-           (o->rows == 1 || (o->rows < 0 && o->ws < 0 && o->lin < 0 && f->H % RR == 0 &&
-                             f->split_len[0] >= 2 * TILE));
+  /* k_attn_rows (its grid is batches x blocks of 64 rows: every batch the same q_len, p.rq): for
+   * fast-wgmma-fp8 always (the one kernel with its PV); for fast-wgmma-a8w8 where the batches are
+   * also uniform (tok_uniform: one KV length), with 64 or 128 heads and splits of 2 tiles or more:
+   * faster there than a block a token and group of 16 heads, slower with fewer heads or one-tile
+   * splits (`mlaref bench gpu` with --variant rows=0 and rows=1 at 16 and 128 heads, q_len 1 to 4,
+   * H100). With a multiple of 64 heads no block holds two tokens' rows; where one does (causal
+   * q_len > 1), V's rows past the earlier token's end meet its p = 0, which the unit skips unless V
+   * holds a NaN code, so such a run is exact on inputs without NaN KV codes. o->rows forces either
+   * where the batches have one q_len (both exact to the recipe); o->ws or o->lin, forcing the
+   * other kernels, turn it off unless o->rows = 1 */
+  p.rc = (int)((p.rq * f->H + RR - 1) / RR);
+  p.rows = p.wg && p.rq > 0 &&
+           (p.p8 || o->rows == 1 ||
+            (p.unq > 0 && o->rows < 0 && o->ws < 0 && o->lin < 0 && f->H % RR == 0 &&
+             f->split_len[0] >= 2 * TILE));
+  if (p.p8 && (!p.rows || o->rows == 0 || o->ws >= 0 || o->lin >= 0))
+    return mlr_error_set(err, MLR_EINVAL,
+                         "recipe fast-wgmma-fp8 runs on k_attn_rows only, over batches of one "
+                         "q_len: %s",
+                         p.rows ? "--variant rows=0, ws and lin name other kernels"
+                                : "these inputs' batches differ in q_len (`mlaref run` runs them)");
   /* every attention kernel may use its shared memory beyond the 48 KiB default (set before the
    * cluster query below, which needs the launched one's). Set on each of attn_kernel's choices, not
    * only the launched one: the call loads the kernel's code (CUDA's lazy loading), and with only
@@ -317,9 +328,10 @@ mlr_status plan_launch(mlr_gpu_fast *f, const mlr_gpu_fast_opts *o, mlr_error *e
    * EAGER shows). The choices are enumerated through attn_kernel itself, so no list of
    * instantiations can drift from it. */
   if ((st = plan_tma(f, o, err)) != MLR_OK) goto out;
-  for (int c = 0; c < 49; c++) {
+  for (int c = 0; c < 50; c++) {
     fparams q = p;
-    q.rows = c == 48; /* the last: k_attn_rows */
+    q.rows = c >= 48; /* the last two: k_attn_rows<0>, <1> */
+    q.p8 = c == 49;
     const int ws = c & 1;
     q.wg = c >> 1 & 1;
     q.kvw = 1 + (c >> 2 & 1);

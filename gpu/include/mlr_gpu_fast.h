@@ -40,6 +40,11 @@
  * (attn_rows.cu: a batch's 64 rows a block, the rows as wgmma's M, the PV on wgmma's fp16 unit;
  * variant rows).
  *
+ * fast-wgmma-fp8: fast-wgmma-a8w8 but for P, e4m3 codes of the fp32 p (nearest even, saturating;
+ * the row sums over the fp32 p), and the PV, V's e4m3 codes times P's on wgmma's fp8 unit, 32
+ * tokens a step in order from acc alpha (mma:sm90-e4m3). Kernel k_attn_rows<1> only, at any head
+ * count, over batches that each have the same q_len (KV lengths may differ; others: EINVAL).
+ *
  * NVIDIA sm_90 (mma.sync, ldmatrix, cp.async, cvt from e4m3), two variants of the same operations
  * in the same order (so the same recipe, bit for bit): k_attn (gpu/fast/attn.cu: 8 warps doing
  * logits and PV) and, when the longest split has 32 tiles or more, k_attn_ws (attn_ws.cu: 4 logit
@@ -103,12 +108,13 @@ typedef struct mlr_gpu_fast mlr_gpu_fast;
  *              by copy_lin (the wgmma kernel only; other recipes take 0), 2 by lin_copy. The plan
  *              takes 1 for fast-wgmma-a8w8 when every batch's split is 2..16 tiles, 2 when every
  *              one is longer, else 0.
- *    rows      fast-wgmma-a8w8 over uniform batches (every batch the same q_len, KV length and
- *              kv_indptr step): 1 runs k_attn_rows, a block a batch's 64 rows (query token, head)
- *              with the rows as wgmma's M; 0 a block a token and group of 16 heads. The plan takes
- *              k_attn_rows at 64 or 128 heads (no block holds two tokens' rows) when the splits
- *              have 2 tiles or more, unless ws or lin is forced. Forced where a block holds two
- *              tokens' rows (causal q_len > 1), it is exact unless the KV holds NaN codes.
+ *    rows      fast-wgmma-a8w8 over batches of one q_len: 1 runs k_attn_rows, a block a batch's 64
+ *              rows (query token, head) with the rows as wgmma's M; 0 a block a token and group of
+ *              16 heads. The plan takes k_attn_rows over uniform batches (one KV length and
+ *              kv_indptr step too) at 64 or 128 heads (no block holds two tokens' rows) when the
+ *              splits have 2 tiles or more, unless ws or lin is forced; fast-wgmma-fp8 always (rows
+ *              = 0, ws, lin: EINVAL). Forced where a block holds two tokens' rows (causal q_len >
+ *              1), it is exact unless the KV holds NaN codes.
  *    tma       k_attn_rows: 1 copies each half tile whose 64 rows lie in one page (unpaged: every
  *              one) and before the split's end by the tensor memory accelerator, the others by
  *              cp.async; 0 all by cp.async (the same bytes in the same places: no bit changes).

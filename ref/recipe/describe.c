@@ -44,6 +44,8 @@ static const struct {
     {"fast-a8w8", "the fast H200 kernel with fp8 Q (static scale, absmax 6) and fp8 KV"},
     {"fast-wgmma-a8w8", "the fast H200 kernel with the logits on wgmma's fp8 unit: e4m3 Q, OCP "
                         "e4m3 KV"},
+    {"fast-wgmma-fp8", "the fast H200 kernel with both products on wgmma's fp8 unit: e4m3 Q, KV "
+                       "and P (as FlashMLA's fp8)"},
     {"fast-a16w16", "the fast H200 kernel on bf16 KV with bf16 Q: 64-token blocks"},
     {"fast-a8w16", "the fast H200 kernel on bf16 KV with fp8 Q (static scale): 64-token blocks"},
     {"fast-mi300-a16w8", "the fast kernel's AMD variant (MI300, CDNA3 bf16 MFMA), bf16 Q with fp8 "
