@@ -378,7 +378,48 @@ Test(recipe, split_rule_waves_per_token) {
   mlr_recipe_text(&r, s, sizeof s);
   cr_assert(strstr(s, "\nsplit.per = token\n"), "%s", s);
   cr_assert_eq(mlr_recipe_set(&r, "split.per=tokens", &err), MLR_EPARSE);
-  cr_assert_str_eq(err.msg, "split.per = 'tokens' is not one of batch|token");
+  cr_assert_str_eq(err.msg, "split.per = 'tokens' is not one of batch|token|rows");
+}
+
+/* split.per = rows: a split's blocks are a batch's q_len x H (query token, head) rows in groups of
+ * split.heads (k_attn_rows' grid, fast-wgmma-fp8's). Worked by hand for 132 SMs, 128-token tiles,
+ * overhead 18, split.heads 64: bs=32 q_len=4 H=16 kv=8192: 32 blocks a split (one a batch), n = 4
+ * costs ceil(128 / 132) (16 + 18) = 34 (n = 3: 22 + 18 = 40, n = 5: 2 (13 + 18) = 62), where
+ * per token 128 blocks take n = 1 (82; n = 2: 2 (32 + 18) = 100); bs=8 q_len=3 H=16: 8 blocks, n =
+ * 16 costs 4 + 18 = 22 (n = 15: 5 + 18; n = 17: 2 (4 + 18)), per token 24 blocks n = 5 (13 + 18 =
+ * 31); at 128 heads (bs=32 q_len=2: 4 blocks a batch, as per token) the two agree; without
+ * split.heads rows counts batches. */
+Test(recipe, split_rule_waves_per_rows) {
+  mlr_recipe r;
+  mlr_error err = {""};
+  waves_132(&r);
+  cr_assert_eq(mlr_recipe_set_list(&r, "split.heads=64;split.per=rows", &err), MLR_OK, "%s",
+               err.msg);
+  static const int64_t c[][6] = {/* bs, tokens, H, L, n by rows, n by token */
+                                 {32, 128, 16, 8192, 4, 1},
+                                 {8, 24, 16, 8192, 16, 5},
+                                 {32, 64, 128, 8192, 1, 1},
+                                 {4, 4, 128, 8192, 16, 16}};
+  for (size_t i = 0; i < sizeof c / sizeof *c; i++)
+    for (int per = 1; per < 3; per++) {
+      int64_t n, len;
+      r.split_per = per;
+      mlr_recipe_splits(&r, c[i][0], c[i][1], c[i][2], c[i][3], &n, &len);
+      cr_assert_eq(n, c[i][per == 2 ? 4 : 5], "per %d bs=%lld tokens=%lld H=%lld: %lld splits", per,
+                   (long long)c[i][0], (long long)c[i][1], (long long)c[i][2], (long long)n);
+      lengths_cover(n, len, c[i][3], 128);
+    }
+  int64_t n, len, nb, lenb;
+  r.split_heads = 0; /* rows without split.heads: per batch */
+  r.split_per = MLR_SPLIT_PER_ROWS;
+  mlr_recipe_splits(&r, 32, 128, 16, 8192, &n, &len);
+  r.split_per = MLR_SPLIT_PER_BATCH;
+  mlr_recipe_splits(&r, 32, 128, 16, 8192, &nb, &lenb);
+  cr_assert(n == nb && len == lenb && n == 4, "%lld %lld", (long long)n, (long long)nb);
+  char s[2048];
+  r.split_per = MLR_SPLIT_PER_ROWS;
+  mlr_recipe_canonical(&r, s, sizeof s);
+  cr_assert(strstr(s, ";split.per=rows;"), "%s", s);
 }
 
 /* split.heads = h: the waves rule counts ceil(H / h) blocks a token (or batch), so a split's grid

@@ -51,8 +51,10 @@
  * tokens in order from acc * alpha). That is where FlashMLA's dense fp8 kernel and AITER's a8w8
  * put P (recipes flashmla-fp8, aiter-a8w8-ps); the PV at the fp8 unit's rate, twice the fp16
  * one's. Its cost in accuracy: `mlaref budget --shape SPEC --recipe fast-wgmma-fp8` against
- * fast-wgmma-a8w8 (docs/recipes.md has the figures). */
-#define FAST_WG8 FAST_WG ";p.format=e4m3;pv.operand=fp8;pv.dot=mma:sm90-e4m3"
+ * fast-wgmma-a8w8 (docs/recipes.md has the figures). Its splits count k_attn_rows' grid at every
+ * head count and q_len, a batch's q_len x H rows in blocks of 64 (split.per = rows): at 16 heads
+ * and q_len 4 one block a batch, where counting tokens would take a quarter of the splits. */
+#define FAST_WG8 FAST_WG ";p.format=e4m3;pv.operand=fp8;pv.dot=mma:sm90-e4m3;split.per=rows"
 
 /* The AMD (MFMA) variant, written for CDNA3 (MI300, gfx942) and compiled for gfx940; not run here
  * (no AMD GPU): bf16 operands on v_mfma_f32_16x16x16_bf16 for both products (fp8 KV and fp8 Q

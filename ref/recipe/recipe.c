@@ -52,7 +52,7 @@ static const key KEYS[] = {
     {"split.min_tokens", K_INT, OFF(split_min_tokens), NULL, 1, 1 << 20, 0},
     {"split.align", K_INT, OFF(split_align), NULL, 1, 1 << 20, 0},
     {"split.overhead", K_INT, OFF(split_overhead), NULL, 0, 1 << 16, 1},
-    {"split.per", K_ENUM, OFF(split_per), "batch|token", 0, 0, 1},
+    {"split.per", K_ENUM, OFF(split_per), "batch|token|rows", 0, 0, 1},
     {"split.heads", K_INT, OFF(split_heads), NULL, 0, 1 << 16, 1},
     {"partial.normalized", K_ENUM, OFF(partial_normalized), "no|yes", 0, 0, 0},
     {"lse.base", K_ENUM, OFF(lse_base), "e|2", 0, 0, 0},
@@ -612,9 +612,13 @@ static int64_t split_units(const mlr_recipe *r, int64_t L, int64_t n) {
 void mlr_recipe_splits(const mlr_recipe *r, int64_t bs, int64_t tokens, int64_t heads, int64_t L,
                        int64_t *nsplits, int64_t *split_len) {
   const int64_t b = bs > 0 ? bs : 1;
-  /* g: a split's blocks, each of split.heads of a token's (or batch's) heads */
-  const int64_t g = mul_sat(r->split_per == MLR_SPLIT_PER_TOKEN && tokens > b ? tokens : b,
-                            r->split_heads > 0 && heads > 0 ? ceil_div(heads, r->split_heads) : 1);
+  /* g: a split's blocks, each of split.heads of a token's (or batch's) heads, or (rows) of a
+   * batch's q x heads (query token, head) rows */
+  const int64_t t = tokens > b ? tokens : b, hb = r->split_heads > 0 && heads > 0;
+  const int64_t g = r->split_per == MLR_SPLIT_PER_ROWS && hb
+                        ? mul_sat(b, ceil_div(mul_sat(ceil_div(t, b), heads), r->split_heads))
+                        : mul_sat(r->split_per == MLR_SPLIT_PER_TOKEN ? t : b,
+                                  hb ? ceil_div(heads, r->split_heads) : 1);
   int64_t n = 1;
   if (r->split_rule == MLR_SPLIT_FIXED)
     n = r->split_count;

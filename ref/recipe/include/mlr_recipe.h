@@ -102,7 +102,7 @@ typedef enum {
 } mlr_split;
 /* what the waves rule counts as a split's blocks: one a batch (AITER's grid), or one a query token
  * (the fast kernel's grid: tokens x splits) */
-typedef enum { MLR_SPLIT_PER_BATCH, MLR_SPLIT_PER_TOKEN } mlr_splitper;
+typedef enum { MLR_SPLIT_PER_BATCH, MLR_SPLIT_PER_TOKEN, MLR_SPLIT_PER_ROWS } mlr_splitper;
 /* flashmla: FlashMLA's combine: M the largest split lse (0 if none is finite), w_s =
  * exp(lse_s - M) summed over a warp (lane i takes splits i, i + 32, ... in order, then xor
  * butterflies at 16, 8, 4, 2, 1), lse = fma(log2(sum), fp32(ln 2), M) or M + log(sum), o = the fma
@@ -179,7 +179,8 @@ typedef struct mlr_recipe {
   int split_min_tokens; /* aiter_v1, waves: tokens per split at least (196) */
   int split_align;      /* split lengths are multiples of this many tokens */
   int split_overhead;   /* waves: a block's fixed cost, in the time of split_align tokens */
-  int split_per; /* mlr_splitper: waves: a split's blocks, one per batch or one per query token */
+  int split_per; /* mlr_splitper: waves: a split's blocks, one per batch, one per query token, or
+                    a batch's (query token, head) rows in groups of split_heads */
   int partial_normalized; /* split partials stored as acc/l (1) or raw acc (0) */
   int lse_base;           /* mlr_expbase of the stored log-sum-exp */
   int merge_rule;         /* mlr_merge: running max, global max, or AITER's (running for 2-3) */
@@ -247,9 +248,11 @@ size_t mlr_recipe_text(const mlr_recipe *r, char *buf, size_t n);
  *            minimize ceil(g n / cus) (ceil(len_n / align) + overhead), with
  *            len_n = ceil(ceil(L / n) / align) * align and g = bs (split.per = batch) or
  *            max(tokens, bs) (split.per = token), times ceil(heads / split.heads) when
- *            split.heads > 0: the waves of blocks times a block's time (its tiles of align tokens
- *            and a fixed cost), for a GPU that runs cus blocks at once (the fast kernel: one an
- *            SM) and a grid of g blocks a split. Splits of len_n tokens (L when n = 1), as
+ *            split.heads > 0; or (split.per = rows, split.heads > 0) bs times ceil(q heads /
+ *            split.heads), q = ceil(max(tokens, bs) / bs) a batch's query tokens: the waves
+ *            of blocks times a block's time (its tiles of align tokens and a fixed cost), for a
+ *            GPU that runs cus blocks at once (the fast kernel: one an SM) and a grid of g blocks
+ *            a split. Splits of len_n tokens (L when n = 1), as
  *            aiter_v1. */
 void mlr_recipe_splits(const mlr_recipe *r, int64_t bs, int64_t tokens, int64_t heads, int64_t L,
                        int64_t *nsplits, int64_t *split_len);
