@@ -200,14 +200,16 @@ static int setup(const char *cmd, struct bench *b) {
   if (!b->nshape)
     for (size_t k = 0; k < bench->n && k < MAXSHAPES; k++)
       b->shapes[b->nshape++] = bench->cells[k].spec;
-  if (!b->nrec) { /* default: this build's fp8-KV recipes (names ending in w8), a8w8 first */
+  if (!b->nrec) { /* default: this build's fp8-KV recipes (names ending in w8 or fp8), a8w8 first */
     static char plat[256];
     const char *w8[MAXREC];
     int n8 = 0;
     snprintf(plat, sizeof plat, "%s", mlr_gpu_fast_platform_recipes());
     for (char *save = NULL, *tok = strtok_r(plat, "|", &save); tok && n8 < MAXREC;
          tok = strtok_r(NULL, "|", &save))
-      if (strlen(tok) > 2 && !strcmp(tok + strlen(tok) - 2, "w8")) w8[n8++] = tok;
+      if (strlen(tok) > 3 &&
+          (!strcmp(tok + strlen(tok) - 2, "w8") || !strcmp(tok + strlen(tok) - 3, "fp8")))
+        w8[n8++] = tok;
     for (int pass = 0; pass < 2; pass++)
       for (int k = 0; k < n8; k++)
         if ((strstr(w8[k], "-a8w8") != NULL) == (pass == 0)) b->recipes[b->nrec++] = w8[k];

@@ -10,17 +10,17 @@
 #   0b. the fast kernel (gpu/fast), steps fast and fastbench: its hardware conversions against the
 #      encoders (gpu/probes/cvt_probe.cu, $OUT/cvt_probe.txt); gpu run --kernel fast, then check
 #      --rule exact --rule budget --rule fa3 and the lse against mlaref run's (compare --rule
-#      exact), on every cell of the edge, test and bench suites (fp8 KV: fast-a16w8 and fast-a8w8;
-#      bf16 KV: fast-a16w16 and fast-a8w16), a bf16-KV set of five shapes and a set of ten shapes of
-#      20 to 128 heads ($OUT/fast_check.txt); the edge, bf16 and heads cells also with each variant
-#      the plan would not take forced by gpu run's --variant (mlr_gpu_fast_opts): ws=1 (k_attn_ws,
-#      which the plan takes for long splits only; ws=0, k_attn, for fast-wgmma-a8w8), cluster=0
-#      (k_merge, which the plan skips where 2..8 splits merge in their cluster), toktable=1,qdiv=1
-#      (the token table read and static e4m3 Q divided by k_qprep, where the plan would work out the
-#      one and multiply by the reciprocal for the other), lin=1 (fast-wgmma-a8w8: copy_lin) and
-#      ws=1,lin=2 (lin_copy), k_attn_ws's contiguous copies at every unpaged split length;
-#      compute-sanitizer memcheck and racecheck on seven cells, each kernel variant, and
-#      memcheck on k_attn_rows reusing its tile buffers;
+#      exact), on every cell of the edge, test and bench suites (fp8 KV: fast-a16w8 and fast-a8w8,
+#      OCP e4m3 also fast-wgmma-a8w8 and fast-wgmma-fp8; bf16 KV: fast-a16w16 and fast-a8w16), a
+#      bf16-KV set of five shapes and a set of ten shapes of 20 to 128 heads ($OUT/fast_check.txt);
+#      the edge, bf16 and heads cells also with each variant the plan would not take forced by gpu
+#      run's --variant (mlr_gpu_fast_opts): ws=1 (k_attn_ws, which the plan takes for long splits
+#      only; ws=0, k_attn, for fast-wgmma-a8w8), cluster=0 (k_merge, which the plan skips where 2..8
+#      splits merge in their cluster), toktable=1,qdiv=1 (the token table read and static e4m3 Q
+#      divided by k_qprep, where the plan would work out the one and multiply by the reciprocal for
+#      the other), lin=1 (fast-wgmma-a8w8: copy_lin) and ws=1,lin=2 (lin_copy), k_attn_ws's
+#      contiguous copies at every unpaged split length; compute-sanitizer memcheck and racecheck on
+#      seven cells, each kernel variant, and memcheck on k_attn_rows reusing its tile buffers;
 #      .peers/seed_peers.py (when copied from ../shared/peers) and other people's kernels
 #      (scripts/gpu/third_party_bench.py, $OUT/third_party_bench.json, with .peers/third_party) and
 #      bench gpu --peers beside them ($OUT/bench_gpu.txt, $OUT/peers.json; with the read floor,

@@ -947,6 +947,14 @@ Test(emulate, fast_fit_wgmma_fp8) {
   cr_assert(strstr(err.msg, "computes p.format = fp16 only (see `mlaref recipe show "
                             "fast-wgmma-a8w8`)"),
             "%s", err.msg);
+  /* batches of two q_len: k_attn_rows' grid takes one; the refusal names the batch */
+  static const int32_t qo[3] = {0, 1, 3};
+  mlr_inputs two = t.in;
+  two.B = 2, two.T = 3, two.qo_indptr = qo;
+  cr_assert_eq(mlr_gpu_fast_fit(&w8, &two, &err), MLR_EINVAL);
+  cr_assert(strstr(err.msg, "takes batches of one q_len; these inputs' batch 1 has 2 query tokens, "
+                            "batch 0 1"),
+            "%s", err.msg);
 }
 
 /* every deliberate fault runs inside the model's buffers and changes its output, for a recipe

@@ -13,8 +13,8 @@
  *   attn.cu     k_attn (NVIDIA): a block per (query token, split), 8 warps doing logits and PV
  *   attn_ws.cu  k_attn_ws (NVIDIA): the same operations in the same order, warp-specialised (logit
  *               warps and PV warps on different tiles at once), for long splits
- *   attn_rows.cu  k_attn_rows (NVIDIA): the wgmma recipe with a batch's 64 rows a block, the rows
- *               as wgmma's M, at 64 and 128 heads
+ *   attn_rows.cu  k_attn_rows (NVIDIA): the wgmma recipes with a batch's 64 rows a block, the rows
+ *               as wgmma's M (fast-wgmma-a8w8 at 64 and 128 heads, fast-wgmma-fp8 always)
  *   merge.cu    k_merge: the splits' merge, a block per (query token, head); cluster_merge
  *               (fast_cluster.cuh) is the same merge inside the attention kernel
  *   mfma.cu     the AMD variant (HIP builds only): its k_qprep and k_attn_mfma
@@ -162,7 +162,7 @@ struct fparams {
   int pshift;   /* log2(page) when page is a power of two (kv_ref shifts), else -1 */
   int lin;      /* NVIDIA, unpaged KV: k_attn_ws<.., LIN> (and the plan floor) copy the rows as
                    contiguous chunks: 1 copy_lin, 2 lin_copy */
-  int rows, rc; /* NVIDIA, the wgmma recipe over batches of one q_len: k_attn_rows, a block a
+  int rows, rc; /* NVIDIA, the wgmma recipes over batches of one q_len: k_attn_rows, a block a
                    batch's 64 rows (rc blocks a batch: grid x = batch x rc + block) */
   int rq;       /* every batch's q_len where they are all the same (k_attn_rows' batches), else 0 */
   int p8;       /* NVIDIA, recipe fast-wgmma-fp8: k_attn_rows<1>, the PV on wgmma's fp8 unit */

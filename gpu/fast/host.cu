@@ -315,7 +315,7 @@ mlr_status plan_launch(mlr_gpu_fast *f, const mlr_gpu_fast_opts *o, mlr_error *e
            (p.p8 || o->rows == 1 ||
             (p.unq > 0 && o->rows < 0 && o->ws < 0 && o->lin < 0 && f->H % RR == 0 &&
              f->split_len[0] >= 2 * TILE));
-  if (p.p8 && (!p.rows || o->rows == 0 || o->ws >= 0 || o->lin >= 0))
+  if (p.p8 && f->T > 0 && (!p.rows || o->rows == 0 || o->ws >= 0 || o->lin >= 0))
     return mlr_error_set(err, MLR_EINVAL,
                          "recipe fast-wgmma-fp8 runs on k_attn_rows only, over batches of one "
                          "q_len: %s",

@@ -2,7 +2,8 @@
  * with matrix units for both products, online softmax, split-K and a log-sum-exp merge. Unlike the
  * exact kernel (gpu/exact) it does not run arbitrary recipes: it computes its own, bit for bit
  * (mlr_gpu_fast_recipe: fp8 KV fast-a16w8 for bf16 Q, fast-a8w8 for fp8 Q, fast-wgmma-a8w8 for fp8
- * Q and OCP e4m3 KV with the logits on wgmma's fp8 unit; bf16 KV fast-a16w16, fast-a8w16), with the
+ * Q and OCP e4m3 KV with the logits on wgmma's fp8 unit, fast-wgmma-fp8 with the PV there too; bf16
+ * KV fast-a16w16, fast-a8w16), with the
  * matrix unit's, the hardware exp2's and its row sum's rounding in the recipe (mma:sm90-f16,
  * softmax.exp_unit = sm90-ex2, softmax.sum = warp16), and `mlaref check` holds it to that recipe
  * and the truth.
@@ -43,7 +44,9 @@
  * fast-wgmma-fp8: fast-wgmma-a8w8 but for P, e4m3 codes of the fp32 p (nearest even, saturating;
  * the row sums over the fp32 p), and the PV, V's e4m3 codes times P's on wgmma's fp8 unit, 32
  * tokens a step in order from acc alpha (mma:sm90-e4m3). Kernel k_attn_rows<1> only, at any head
- * count, over batches that each have the same q_len (KV lengths may differ; others: EINVAL).
+ * count, over batches that each have the same q_len (KV lengths may differ; others: EINVAL); where
+ * a block holds two tokens' rows (H not a multiple of 64, q_len > 1), exact unless the KV holds a
+ * NaN code.
  *
  * NVIDIA sm_90 (mma.sync, ldmatrix, cp.async, cvt from e4m3), two variants of the same operations
  * in the same order (so the same recipe, bit for bit): k_attn (gpu/fast/attn.cu: 8 warps doing
@@ -71,8 +74,9 @@
 extern "C" {
 #endif
 
-/** "fast-a16w8|fast-a8w8|fast-wgmma-a8w8|fast-a16w16|fast-a8w16|fast-mi300-a16w8|fast-mi300-a8w8":
- *  the fast kernel's recipes, every variant's (any of them runs on the CPU model). */
+/** "fast-a16w8|fast-a8w8|fast-wgmma-a8w8|fast-wgmma-fp8|fast-a16w16|fast-a8w16|fast-mi300-a16w8|
+ *  fast-mi300-a8w8": the fast kernel's recipes, every variant's (any of them runs on the CPU
+ *  model). */
 const char *mlr_gpu_fast_recipe_names(void);
 
 /** The recipes this build's kernel computes: the NVIDIA ones, or in a HIP build the AMD ones
@@ -141,7 +145,7 @@ mlr_status mlr_gpu_fast_opts_parse(const char *spec, mlr_gpu_fast_opts *o, mlr_e
 /** Checks the fit and the options (opts may be NULL: the plan's own choices), uploads the inputs
  *  and allocates everything on GPU 0: MLR_OK, or MLR_EINVAL (fit, options), MLR_ERANGE (grid
  *  limits, size overflow), MLR_ENOMEM, MLR_EDEVICE (no GPU, HIP or CPU-only build,
- *  fast-wgmma-a8w8 in a build without sm_90a code, a runtime call failed). *f is NULL on failure.
+ *  the wgmma recipes in a build without sm_90a code, a runtime call failed). *f is NULL on failure.
  */
 mlr_status mlr_gpu_fast_prepare(const mlr_recipe *r, const mlr_inputs *in,
                                 const mlr_gpu_fast_opts *opts, mlr_gpu_fast **f, mlr_error *err);

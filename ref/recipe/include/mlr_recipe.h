@@ -100,8 +100,9 @@ typedef enum {
   MLR_SPLIT_WAVES,
   MLR_SPLIT_FLASHMLA /* FlashMLA's tile scheduler over every batch: mlr_recipe_split_plan */
 } mlr_split;
-/* what the waves rule counts as a split's blocks: one a batch (AITER's grid), or one a query token
- * (the fast kernel's grid: tokens x splits) */
+/* what the waves rule counts as a split's blocks: one a batch (AITER's grid), one a query token
+ * (the fast kernel's grid: tokens x splits), or a batch's rows in groups of split.heads
+ * (k_attn_rows' grid; without split.heads one a batch) */
 typedef enum { MLR_SPLIT_PER_BATCH, MLR_SPLIT_PER_TOKEN, MLR_SPLIT_PER_ROWS } mlr_splitper;
 /* flashmla: FlashMLA's combine: M the largest split lse (0 if none is finite), w_s =
  * exp(lse_s - M) summed over a warp (lane i takes splits i, i + 32, ... in order, then xor
@@ -248,12 +249,11 @@ size_t mlr_recipe_text(const mlr_recipe *r, char *buf, size_t n);
  *            minimize ceil(g n / cus) (ceil(len_n / align) + overhead), with
  *            len_n = ceil(ceil(L / n) / align) * align and g = bs (split.per = batch) or
  *            max(tokens, bs) (split.per = token), times ceil(heads / split.heads) when
- *            split.heads > 0; or (split.per = rows, split.heads > 0) bs times ceil(q heads /
- *            split.heads), q = ceil(max(tokens, bs) / bs) a batch's query tokens: the waves
- *            of blocks times a block's time (its tiles of align tokens and a fixed cost), for a
- *            GPU that runs cus blocks at once (the fast kernel: one an SM) and a grid of g blocks
- *            a split. Splits of len_n tokens (L when n = 1), as
- *            aiter_v1. */
+ *            split.heads > 0; or (split.per = rows, split.heads > 0; else as batch) bs times
+ *            ceil(q heads / split.heads), q = ceil(max(tokens, bs) / bs) a batch's query tokens:
+ *            the waves of blocks times a block's time (its tiles of align tokens and a fixed
+ *            cost), for a GPU that runs cus blocks at once (the fast kernel: one an SM) and a grid
+ *            of g blocks a split. Splits of len_n tokens (L when n = 1), as aiter_v1. */
 void mlr_recipe_splits(const mlr_recipe *r, int64_t bs, int64_t tokens, int64_t heads, int64_t L,
                        int64_t *nsplits, int64_t *split_len);
 /** The splits of every batch at once, for a rule that plans across batches (flashmla; any other
