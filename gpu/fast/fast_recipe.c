@@ -206,15 +206,13 @@ mlr_status mlr_gpu_fast_fit(const mlr_recipe *r, const mlr_inputs *in, mlr_error
                    "inputs have %s KV (e4m3 only)",
                    r->name, mlr_format_name((mlr_format)in->kv_format));
     /* the fp8 PV runs on k_attn_rows alone, whose grid is batches x blocks of one q_len's rows */
-    for (int64_t b = 1; in && r->pv_dot == MLR_DOT_MMA_SM90_E4M3 && b < in->B; b++) {
-      const int64_t q0 = in->qo_indptr[1] - in->qo_indptr[0],
-                    qb = in->qo_indptr[b + 1] - in->qo_indptr[b];
-      if (qb != q0)
-        return NOFIT("recipe '%s': the fast kernel's fp8 PV (k_attn_rows) takes batches of one "
-                     "q_len; these inputs' batch %lld has %lld query tokens, batch 0 %lld "
-                     "(`mlaref run` runs them)",
-                     r->name, (long long)b, (long long)qb, (long long)q0);
-    }
+    int64_t b = 0;
+    if (in && r->pv_dot == MLR_DOT_MMA_SM90_E4M3 && mlr_inputs_one_q_len(in, &b) < 0)
+      return NOFIT("recipe '%s': the fast kernel's fp8 PV (k_attn_rows) takes batches of one "
+                   "q_len; these inputs' batch %lld has %lld query tokens, batch 0 %lld "
+                   "(`mlaref run` runs them)",
+                   r->name, (long long)b, (long long)(in->qo_indptr[b + 1] - in->qo_indptr[b]),
+                   (long long)(in->qo_indptr[1] - in->qo_indptr[0]));
     return fit_rest(r, in, 0, err);
   }
   /* every key the kernel fixes must have the kernel's value for the KV format (fp8: fast-a16w8's,

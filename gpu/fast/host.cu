@@ -137,7 +137,7 @@ mlr_status plan_splits(mlr_gpu_fast *f, const mlr_recipe *r, const mlr_inputs *i
  * over unpaged KV, its copies (p.lin); each the plan's choice unless o forces it */
 mlr_status plan_kernel(mlr_gpu_fast *f, const mlr_recipe *r, const mlr_inputs *in,
                        const mlr_gpu_fast_opts *o, mlr_error *err) {
-  (void)err; /* used where the build lacks the wgmma code */
+  (void)err; /* unused in the AMD build */
 #if !MLR_FAST_AMD
   fparams &p = f->p;
   /* the fit: fast-wgmma-a8w8 (k_attn<0, 1, 1>, k_attn_ws<0, 1, 1>); k_attn_ws at every split
@@ -145,6 +145,11 @@ mlr_status plan_kernel(mlr_gpu_fast *f, const mlr_recipe *r, const mlr_inputs *i
    * --variant ws=0 and ws=1) */
   p.wg = r->qk_dot == MLR_DOT_MMA_SM90_E4M3;
   p.p8 = p.wg && r->pv_dot == MLR_DOT_MMA_SM90_E4M3; /* fast-wgmma-fp8: k_attn_rows<1> only */
+  /* a variant forcing another kernel on it: refused before any upload */
+  if (p.p8 && (o->rows == 0 || o->ws >= 0 || o->lin >= 0))
+    return mlr_error_set(err, MLR_EINVAL,
+                         "recipe fast-wgmma-fp8 runs on k_attn_rows only, over batches of one "
+                         "q_len: --variant rows=0, ws and lin name other kernels");
   if (p.wg) f->ws = 1;
 #ifndef MLR_FAST_WGMMA
   if (p.wg)
@@ -240,9 +245,9 @@ mlr_status plan_buffers(mlr_gpu_fast *f, const mlr_inputs *in, const tokinfo *to
   DALLOC(p.tok, (size_t)T * sizeof(tokinfo), tok);
   tok_uniform_fit(tok, T, in, p);
   if (o->toktable == 1) p.unq = 0; /* the table read even where tok_uniform fits */
-  p.rq = B > 0 ? (int)(in->qo_indptr[1] - in->qo_indptr[0]) : 0;
-  for (int64_t b = 1; b < B && p.rq; b++)
-    if (in->qo_indptr[b + 1] - in->qo_indptr[b] != p.rq) p.rq = 0;
+  /* k_attn_rows' q_len, 0 where the batches' differ (mlr_inputs_one_q_len's -1) */
+  p.rq = (int)mlr_inputs_one_q_len(in, NULL);
+  if (p.rq < 0) p.rq = 0;
   DALLOC(p.amax, 4, NULL);
   DALLOC(p.clipped, 8, NULL);
   if (f->S > 1) {
@@ -311,16 +316,12 @@ mlr_status plan_launch(mlr_gpu_fast *f, const mlr_gpu_fast_opts *o, mlr_error *e
    * where the batches have one q_len (both exact to the recipe); o->ws or o->lin, forcing the
    * other kernels, turn it off unless o->rows = 1 */
   p.rc = (int)((p.rq * f->H + RR - 1) / RR);
+  /* (fast-wgmma-fp8's inputs have one q_len, its fit says; its variants were checked in
+   * plan_kernel) */
   p.rows = p.wg && p.rq > 0 &&
            (p.p8 || o->rows == 1 ||
             (p.unq > 0 && o->rows < 0 && o->ws < 0 && o->lin < 0 && f->H % RR == 0 &&
              f->split_len[0] >= 2 * TILE));
-  if (p.p8 && f->T > 0 && (!p.rows || o->rows == 0 || o->ws >= 0 || o->lin >= 0))
-    return mlr_error_set(err, MLR_EINVAL,
-                         "recipe fast-wgmma-fp8 runs on k_attn_rows only, over batches of one "
-                         "q_len: %s",
-                         p.rows ? "--variant rows=0, ws and lin name other kernels"
-                                : "these inputs' batches differ in q_len (`mlaref run` runs them)");
   /* every attention kernel may use its shared memory beyond the 48 KiB default (set before the
    * cluster query below, which needs the launched one's). Set on each of attn_kernel's choices, not
    * only the launched one: the call loads the kernel's code (CUDA's lazy loading), and with only

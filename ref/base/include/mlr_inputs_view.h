@@ -33,6 +33,18 @@ typedef struct mlr_inputs {
   const uint16_t *kv_bf16;                      /* NULL if absent */
 } mlr_inputs;
 
+/** Batch 0's q_len where every batch has it (0 without batches); else -1, with *differ (may be
+ *  NULL) the first batch whose q_len is another. */
+static inline int64_t mlr_inputs_one_q_len(const mlr_inputs *in, int64_t *differ) {
+  const int64_t q0 = in->B > 0 ? in->qo_indptr[1] - in->qo_indptr[0] : 0;
+  for (int64_t b = 1; b < in->B; b++)
+    if (in->qo_indptr[b + 1] - in->qo_indptr[b] != q0) {
+      if (differ) *differ = b;
+      return -1;
+    }
+  return q0;
+}
+
 /** KV length (tokens) of batch b. */
 static inline int64_t mlr_inputs_kv_len(const mlr_inputs *in, int64_t b) {
   const int64_t d = in->kv_indptr[b + 1] - in->kv_indptr[b];
