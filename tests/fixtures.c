@@ -243,6 +243,8 @@ Test(fixtures, hostile_safetensors, .init = make_tmpdir, .fini = rm_tmpdir) {
   expect_bad(p, MLR_EPARSE, "truncated");
   write_raw(p, "\xff\x00\x00\x00\x00\x00\x00\x00{}", 10);
   expect_bad(p, MLR_EPARSE, "runs past the end of the file");
+  write_raw(p, "\x93NUMPY\x01\x00v\x00{'descr': '<f4'}", 26);
+  expect_bad(p, MLR_EPARSE, "a .npy file");
   write_st(p, "{\"a\": 3", 0);
   expect_bad(p, MLR_EPARSE, "header is not a JSON object");
   write_st(p, "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},\"a\":{}}", 8);
