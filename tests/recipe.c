@@ -137,6 +137,15 @@ Test(recipe, combination_checks) {
   r.split_count = 3;
   cr_assert_eq(mlr_recipe_check(&r, &err), MLR_EINVAL);
   cr_assert(strstr(err.msg, "needs split.rule = fixed"));
+  r.split_rule = MLR_SPLIT_FIXED;
+  cr_assert_eq(mlr_recipe_check(&r, &err), MLR_OK, "%s", err.msg);
+  /* every rule but fixed picks the count itself: a count there would be ignored */
+  const int others[] = {MLR_SPLIT_AITER_V1, MLR_SPLIT_WAVES, MLR_SPLIT_FLASHMLA};
+  for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+    r.split_rule = others[i];
+    cr_assert_eq(mlr_recipe_check(&r, &err), MLR_EINVAL, "rule %d", others[i]);
+    cr_assert(strstr(err.msg, "needs split.rule = fixed"), "%s", err.msg);
+  }
 }
 
 /* the keys that model Triton and CUDA on an H200: each refuses the recipes it cannot describe */

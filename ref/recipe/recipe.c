@@ -434,8 +434,12 @@ mlr_status mlr_recipe_check(const mlr_recipe *r, mlr_error *err) {
   if (r->pv_dot == MLR_DOT_NOPE_ROPE)
     return rfail(err, MLR_EINVAL,
                  "pv.dot = nope_rope: the nope/rope split exists only for the QK product");
-  if (r->split_rule == MLR_SPLIT_NONE && r->split_count != 1)
-    return rfail(err, MLR_EINVAL, "split.count = %d needs split.rule = fixed", r->split_count);
+  /* only the fixed rule reads split.count: another value under another rule would change the
+   * hash and none of the bits */
+  if (r->split_rule != MLR_SPLIT_FIXED && r->split_count != 1)
+    return rfail(err, MLR_EINVAL,
+                 "split.count = %d needs split.rule = fixed (the other rules pick the count)",
+                 r->split_count);
   if (!(r->softmax_clamp >= 0.0)) return rfail(err, MLR_EINVAL, "softmax.clamp must be >= 0");
   if (r->softmax_exp_unit == MLR_EXPU_SM90_EX2 && r->softmax_exp == MLR_EXP_E)
     return rfail(err, MLR_EINVAL,
