@@ -102,6 +102,10 @@ static int evaluate(const char *cmd, const char *la, const char *lb, const char 
     fails += vs[k].kind == MLR_VERDICT_FAIL;
     evaluated += vs[k].kind != MLR_VERDICT_NA;
   }
+  if (!evaluated) { /* bad input: one line, no report */
+    fprintf(stderr, "mlaref %s: no rule could be evaluated (%s)\n", cmd, vs[0].detail);
+    return MLR_EXIT_USAGE;
+  }
   if (json) {
     printf("{\"a\": \"%s\", \"b\": \"%s\", \"tensor\": \"%s\", \"n\": %lld, \"identical\": %lld, "
            "\"unwritten\": %lld, "
@@ -153,9 +157,7 @@ static int evaluate(const char *cmd, const char *la, const char *lb, const char 
       }
     }
   }
-  if (!evaluated && !json)
-    fprintf(stderr, "mlaref %s: no rule could be evaluated (%s)\n", cmd, vs[0].detail);
-  return fails ? MLR_EXIT_FAIL : (evaluated ? MLR_EXIT_OK : MLR_EXIT_USAGE);
+  return fails ? MLR_EXIT_FAIL : MLR_EXIT_OK;
 }
 
 int mlr_cmd_compare(int argc, char **argv) {

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The bad-input table of docs/checking.md, row by row: every row (its id in the first column)
 # has at least one case in tests/bad_input.tsv, every case names a row that exists, and each case
-# gives the documented exit code and message. For exit 2: exactly one line on stderr, starting
-# "mlaref ", containing the expected text; nothing written to a path named never*.
+# gives the documented exit code and message. For exit 2: nothing on stdout, one line on stderr
+# starting "mlaref ", containing the expected text; nothing written to a path named never*.
 # Cases marked gpu run only where `mlaref gpu info` finds a GPU (scripts/gpu_run.sh runs this
 # script there); cases marked nogpu only where it does not.
 #   usage: tests/bad_input.sh MLAREF [TABLE_MD] [CASES]
@@ -171,6 +171,8 @@ while IFS=$'\t' read -r id want text cmd; do
     say "[$id] $cmd: exit $rc, want $want; stderr: $err"; fail=1; continue
   fi
   if [ "$want" = 2 ]; then
+    [ -s "$D/stdout" ] &&
+      { say "[$id] $cmd: printed on stdout: $(head -c 200 "$D/stdout")"; fail=1; }
     lines=$(wc -l <"$D/stderr")
     [ "$lines" = 1 ] || { say "[$id] $cmd: $lines lines on stderr, want 1: $err"; fail=1; }
     case "$err" in
