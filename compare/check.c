@@ -407,9 +407,11 @@ static void text_held(FILE *f, const ctx *c, const held *h, const char *model, c
     char pos[160], diff[160];
     position(h, a->in, e->index, pos, sizeof pos);
     difference(h, e, diff, sizeof diff);
-    fprintf(f, "%s %s%s: A %a (%.9g) B %a (%.9g), %s; shape %s, recipe %.16s, commit %s\n",
+    /* the shape gen made the inputs from, else the inputs' own name */
+    fprintf(f, "%s %s%s: A %a (%.9g) B %a (%.9g), %s; %s %s, recipe %.16s, commit %s\n",
             h->fails ? "reproduce" : "largest", lse ? "lse " : "", pos, e->va, e->va, e->vb, e->vb,
-            diff, a->shape ? a->shape : "?", c->hash, a->commit ? a->commit : "unknown");
+            diff, a->shape ? "shape" : "inputs", a->shape ? a->shape : a->inputs_label, c->hash,
+            a->commit ? a->commit : "unknown");
   }
 }
 

@@ -804,7 +804,15 @@ Test(cli, gen_check_unpack_pack) {
                    &o, &e),
                1, "%s%s", o, e);
   cr_assert(strstr(o, "rule fa3                      FAIL"), "%s", o);
-  cr_assert(strstr(o, "reproduce batch "), "%s", o);
+  cr_assert(strstr(o, "reproduce batch ") && strstr(o, "; shape lens=3:40,"), "%s", o);
+  free(o);
+  free(e);
+  /* inputs that gen did not make (packed: no shape) are named in the reproducer lines instead */
+  cr_assert_eq(run("check --inputs mlr_cli_gen/b.safetensors --output mlr_cli_gen/a8.safetensors "
+                   "--recipe fp32-seq",
+                   &o, &e),
+               1, "%s%s", o, e);
+  cr_assert(strstr(o, "; inputs mlr_cli_gen/b.safetensors, recipe "), "%s", o);
   free(o);
   free(e);
   /* oracle: F64 o and lse; the truth from bf16 KV needs kv_bf16 (a.safetensors has it) */
