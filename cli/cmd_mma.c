@@ -6,6 +6,7 @@
  * k may be any length, run as the unit runs it (blocks in order, each block's D the next one's
  * C). Exit 0 when every D agrees, 1 when one differs (the first few printed), 2 on bad input. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,7 +58,7 @@ static int parse(char *line, uint32_t *c, uint32_t *d, mlr_format f, float *a, f
 /* every line of one file: its lines and those whose D differs into *n and *bad */
 static int check_file(const char *path, const mlr_mma_model *m, mlr_format f, long *n, long *bad) {
   FILE *fp = fopen(path, "r");
-  if (!fp) return mlr_cli_usage_error(CMD, "%s: cannot open it", path);
+  if (!fp) return mlr_cli_usage_error(CMD, "%s: cannot open it (%s)", path, strerror(errno));
   static char line[16 * (2 * MAX_K + 2)];
   float a[MAX_K], b[MAX_K];
   for (long ln = 1; fgets(line, sizeof line, fp); ln++) {

@@ -290,7 +290,8 @@ Test(cli, bad_input_exits_2_with_one_line) {
   bad("recipe show fp32-seq --set q.format=e4m3", "needs a scale policy");
   bad("recipe", "usage: recipe list | recipe show");
   bad("check --inputs x --recipe fp32-seq",
-      "usage: check --inputs IN --output KERNEL_OUT --recipe");
+      "missing --output (usage: check --inputs IN --output KERNEL_OUT --recipe");
+  bad("check --inputs x --output y", "missing --recipe");
   bad("check --inputs x --output y --recipe fp32-seq --truth fp64",
       "--truth 'fp64' is not one of dequantized|bf16");
   bad("check --inputs mlr_cli_no_such_file.safetensors --output y --recipe fp32-seq",
