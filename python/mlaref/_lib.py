@@ -6,6 +6,7 @@ environment variable MLAREF_LIBRARY. It must report this package's version.
 """
 
 import ctypes
+import operator
 import os
 from ctypes import POINTER, byref, c_char_p, c_double, c_float, c_int, c_int64, c_size_t, c_void_p
 from typing import Optional
@@ -177,8 +178,14 @@ def threads(n: int = 0) -> int:
     """The OpenMP threads for a call: n when positive, else what the command would use in a
     fresh process (OMP_NUM_THREADS, else every processor this process may run on), whatever
     the host process set for itself (PyTorch lowers it on import)."""
-    if n and int(n) > 0:
-        return int(n)
+    try:
+        v = -1 if isinstance(n, bool) else operator.index(n)  # int, numpy integers
+    except TypeError:
+        v = -1
+    if v < 0:
+        raise InputError(f"threads = {n!r}: an integer >= 0 (0: what the command uses)")
+    if v > 0:
+        return v
     try:
         v = int(os.environ.get("OMP_NUM_THREADS", "").split(",")[0])
         if v > 0:

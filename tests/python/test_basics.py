@@ -94,6 +94,16 @@ def test_threads_do_not_change_bits(files):
     assert same_bits(a[0], b[0]) and same_bits(a[1], b[1])
 
 
+def test_threads_refused_below_zero(files):
+    x = mlaref.load(files["paged"])
+    a = mlaref.run("aiter-a8w8-ps", x, threads=np.int64(1))
+    b = mlaref.run("aiter-a8w8-ps", x)
+    assert same_bits(a[0], b[0])
+    for bad in (-1, 1.5, "2", True):
+        with pytest.raises(mlaref.InputError, match=r"threads = .*: an integer >= 0"):
+            mlaref.run("aiter-a8w8-ps", x, threads=bad)
+
+
 def test_truth_is_the_commands(files, tmp_path):
     path = files["paged"]
     out = str(tmp_path / "truth.safetensors")
