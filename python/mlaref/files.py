@@ -11,7 +11,7 @@ import numpy as np
 from . import _arrays, _lib
 from ._lib import lib
 from .errors import InputError
-from .inputs import _file_dict
+from .inputs import _ALIASES, _file_dict
 
 
 def save_tensors(path, tensors: dict, metadata: Optional[dict] = None) -> None:
@@ -66,10 +66,14 @@ def read_tensors(path, framework: str = "numpy") -> dict:
     return _file_dict(tf, framework, owner)
 
 
-def _format_index(fmt: str, what: str) -> int:
-    if fmt not in _lib.FORMAT_NAMES:
-        raise InputError(f"{what}: fmt = {fmt!r} is not one of {', '.join(_lib.FORMAT_NAMES)}")
-    return _lib.FORMAT_NAMES.index(fmt)
+def _format_name(fmt: str, what: str) -> str:
+    """fmt in mlaref's spelling: any case, with Inputs' aliases (e4m3fn, bfloat16)."""
+    f = fmt.strip().lower() if isinstance(fmt, str) else None
+    f = _ALIASES.get(f, f)
+    if f not in _lib.FORMAT_NAMES:
+        raise InputError(f"{what}: fmt = {fmt!r} is not one of {', '.join(_lib.FORMAT_NAMES)} "
+                         "(or e4m3fn, bfloat16), in any case")
+    return f
 
 
 def decode(codes, fmt: str):
@@ -77,7 +81,8 @@ def decode(codes, fmt: str):
     the truth read): codes a uint8 array or tensor (fp8), uint16 (bf16 or fp16 bits) or a torch
     float8 / bfloat16 tensor; fmt one of e4m3, e4m3fnuz, e5m2, e5m2fnuz, bf16, fp16. Returns the
     caller's type (numpy float32, or a CPU torch float32 tensor) of the codes' shape."""
-    f = _format_index(fmt, "decode")
+    fmt = _format_name(fmt, "decode")
+    f = _lib.FORMAT_NAMES.index(fmt)
     h = _arrays.host(codes, "codes", "decode")
     want = 1 if fmt.startswith("e") else 2
     if h.array.dtype.itemsize != want:
@@ -105,7 +110,8 @@ def encode(values, fmt: str, rounding: str = "rne", overflow: str = "sat"):
     numpy or torch, any shape. Returns the codes in the caller's
     type: fp8 as uint8 (numpy or torch: what Inputs takes with kv_format, and PyTorch 1.x has no
     float8 types), bf16 and fp16 as numpy uint16 bits, or torch.bfloat16 / torch.float16."""
-    f = _format_index(fmt, "encode")
+    fmt = _format_name(fmt, "encode")
+    f = _lib.FORMAT_NAMES.index(fmt)
     for name, v, valid in (("rounding", rounding, _lib.ROUNDING_NAMES),
                            ("overflow", overflow, _lib.OVERFLOW_NAMES)):
         if v not in valid:

@@ -35,7 +35,8 @@ def _format_name(fmt: Optional[str], arg: str, label: str) -> Optional[str]:
     f = fmt.strip().lower()
     f = _ALIASES.get(f, f)
     if f not in _FORMATS:
-        raise InputError(f"{label}: {arg} = {fmt!r} is not one of e4m3, e4m3fnuz, bf16")
+        raise InputError(f"{label}: {arg} = {fmt!r} is not one of e4m3 (or e4m3fn), e4m3fnuz, "
+                         "bf16 (or bfloat16), in any case")
     return f
 
 

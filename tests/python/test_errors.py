@@ -319,6 +319,9 @@ def test_encode_is_the_quantizers_encoder():
     assert t.dtype == torch.uint8 and t.tolist() == [0x38, 0xC0]
     b = mlaref.encode(torch.tensor([1.0, 3.0]), "bf16")
     assert b.dtype == torch.bfloat16 and b.float().tolist() == [1.0, 3.0]
+    # the names Inputs takes: torch's (e4m3fn, bfloat16), any case
+    assert mlaref.encode(x, "e4m3fn").tolist() == mlaref.encode(x, "E4M3").tolist()
+    assert mlaref.decode(mlaref.encode(x[:2], "BFloat16"), "bf16").tolist() == [1.0625, 1.1875]
     for bad, text in ((lambda: mlaref.encode(x, "e4m4"), "fmt = 'e4m4' is not one of"),
                       (lambda: mlaref.encode(x, "e4m3", rounding="sr"), "rounding = 'sr'"),
                       (lambda: mlaref.encode(x, "e4m3", overflow="clip"), "overflow = 'clip'"),
