@@ -22,6 +22,8 @@ int mlr_cli_help(const char *cmd);
 /* bad input for want of an argument: "usage: " and cmd's part of its usage (a subcommand's, e.g.
  * "report merge ...", else the whole), the one `mlaref CMD --help` prints; exit 2 */
 int mlr_cli_usage_fail(const char *cmd);
+/* bad input for want of a required option: "missing OPTION (usage: ...)", the usage as above */
+int mlr_cli_missing(const char *cmd, const char *option);
 /* Whether argv[0] is --help or -h (for the commands whose first argument is a subcommand). */
 int mlr_cli_asks_help(int argc, char **argv);
 

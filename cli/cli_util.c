@@ -119,17 +119,35 @@ static const char *segment_of(const char *u, const char *sub) {
   return NULL;
 }
 
-int mlr_cli_usage_fail(const char *cmd) {
+/* cmd's part of its usage into *n characters from the pointer returned ("mlaref help" for an
+ * unknown command) */
+static const char *usage_of(const char *cmd, int *n) {
   const size_t word = strcspn(cmd, " ");
   for (size_t k = 0; k < sizeof USAGES / sizeof USAGES[0]; k++) {
     if (strlen(USAGES[k].cmd) != word || strncmp(cmd, USAGES[k].cmd, word) != 0) continue;
     const char *u = USAGES[k].usage, *p = cmd[word] ? segment_of(u, cmd) : NULL;
-    if (!p) /* a one-word command (or a subcommand with no segment): the whole usage */
-      return mlr_cli_usage_error(cmd, "usage: %s", u);
+    if (!p) { /* a one-word command (or a subcommand with no segment): the whole usage */
+      *n = (int)strlen(u);
+      return u;
+    }
     const char *end = strstr(p, " | ");
-    return mlr_cli_usage_error(cmd, "usage: %.*s", end ? (int)(end - p) : (int)strlen(p), p);
+    *n = end ? (int)(end - p) : (int)strlen(p);
+    return p;
   }
-  return mlr_cli_usage_error(cmd, "usage: mlaref help");
+  *n = (int)strlen("mlaref help");
+  return "mlaref help";
+}
+
+int mlr_cli_usage_fail(const char *cmd) {
+  int n;
+  const char *u = usage_of(cmd, &n);
+  return mlr_cli_usage_error(cmd, "usage: %.*s", n, u);
+}
+
+int mlr_cli_missing(const char *cmd, const char *option) {
+  int n;
+  const char *u = usage_of(cmd, &n);
+  return mlr_cli_usage_error(cmd, "missing %s (usage: %.*s)", option, n, u);
 }
 
 int mlr_cli_unknown_option(const char *cmd, const char *option, const char *valid) {

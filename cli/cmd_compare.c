@@ -292,12 +292,7 @@ static int check_args(const char *cmd, int argc, char **argv, check_opts *o) {
   if (rc != MLR_EXIT_OK) return rc;
   o->threads = (int)threads;
   if (!o->inputs || !o->output || !o->recipe)
-    return mlr_cli_usage_error(cmd,
-                               "missing %s (usage: check --inputs IN --output KERNEL_OUT "
-                               "--recipe NAME|FILE ...)",
-                               !o->inputs   ? "--inputs"
-                               : !o->output ? "--output"
-                                            : "--recipe");
+    return mlr_cli_missing(cmd, !o->inputs ? "--inputs" : !o->output ? "--output" : "--recipe");
   return MLR_EXIT_OK;
 }
 
