@@ -11,7 +11,7 @@ import numpy as np
 from . import _arrays, _lib
 from ._lib import lib
 from .errors import InputError
-from .inputs import _ALIASES, _file_dict
+from .inputs import _file_dict, _spelling
 
 
 def save_tensors(path, tensors: dict, metadata: Optional[dict] = None) -> None:
@@ -67,9 +67,8 @@ def read_tensors(path, framework: str = "numpy") -> dict:
 
 
 def _format_name(fmt: str, what: str) -> str:
-    """fmt in mlaref's spelling: any case, with Inputs' aliases (e4m3fn, bfloat16)."""
-    f = fmt.strip().lower() if isinstance(fmt, str) else None
-    f = _ALIASES.get(f, f)
+    """fmt in mlaref's spelling, as Inputs takes it (inputs._spelling)."""
+    f = _spelling(fmt) if isinstance(fmt, str) else None
     if f not in _lib.FORMAT_NAMES:
         raise InputError(f"{what}: fmt = {fmt!r} is not one of {', '.join(_lib.FORMAT_NAMES)} "
                          "(or e4m3fn, bfloat16), in any case")

@@ -26,14 +26,19 @@ _TYPE_FORMAT = {(_lib.F8_E4M3, None): "e4m3", (_lib.U8, "e4m3fnuz"): "e4m3fnuz",
                 (_lib.BF16, None): "bf16"}
 
 
+def _spelling(fmt: str) -> str:
+    """A format name in mlaref's spelling: any case, torch's e4m3fn and bfloat16 as aliases."""
+    f = fmt.strip().lower()
+    return _ALIASES.get(f, f)
+
+
 def _format_name(fmt: Optional[str], arg: str, label: str) -> Optional[str]:
     """A format argument in mlaref's spelling (e4m3, e4m3fnuz, bf16, ...)."""
     if fmt is None:
         return None
     if not isinstance(fmt, str):
         raise InputError(f"{label}: {arg} = {fmt!r} is not a format name (e4m3, e4m3fnuz, bf16)")
-    f = fmt.strip().lower()
-    f = _ALIASES.get(f, f)
+    f = _spelling(fmt)
     if f not in _FORMATS:
         raise InputError(f"{label}: {arg} = {fmt!r} is not one of e4m3 (or e4m3fn), e4m3fnuz, "
                          "bf16 (or bfloat16), in any case")
